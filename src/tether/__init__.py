@@ -1,0 +1,73 @@
+"""tether: a governed runtime for AI agents trusted with real tools.
+
+Every model call and tool call passes one chokepoint where it is budgeted, permissioned and
+recorded. The names below are the public face; they are imported lazily so ``import tether``
+stays fast and pays for pydantic only once a tool is declared.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from tether.models.base import Model, ModelError
+    from tether.models.pricing import Price
+    from tether.models.scripted import FakeModel, ScriptedModel
+    from tether.policy.base import Decision, Effect, Policy
+    from tether.reasoning.react import ReAct
+    from tether.runtime.agent import Agent
+    from tether.runtime.budget import Budget, Spend
+    from tether.runtime.environment import Limits
+    from tether.runtime.handle import Handle, Strategy
+    from tether.runtime.result import Result, Step, ToolResult, Trajectory
+    from tether.runtime.session import Session
+    from tether.runtime.stop import StopReason
+    from tether.tools.decorator import tool
+    from tether.types import Event, Message, ModelRequest, ModelResponse, ToolCall, Usage
+
+__version__ = "0.1.0"
+
+_WHERE = {
+    "Agent": "tether.runtime.agent",
+    "Budget": "tether.runtime.budget",
+    "Spend": "tether.runtime.budget",
+    "Limits": "tether.runtime.environment",
+    "Handle": "tether.runtime.handle",
+    "Strategy": "tether.runtime.handle",
+    "Result": "tether.runtime.result",
+    "Step": "tether.runtime.result",
+    "ToolResult": "tether.runtime.result",
+    "Trajectory": "tether.runtime.result",
+    "Session": "tether.runtime.session",
+    "StopReason": "tether.runtime.stop",
+    "ReAct": "tether.reasoning.react",
+    "Model": "tether.models.base",
+    "ModelError": "tether.models.base",
+    "Price": "tether.models.pricing",
+    "ScriptedModel": "tether.models.scripted",
+    "FakeModel": "tether.models.scripted",
+    "Decision": "tether.policy.base",
+    "Effect": "tether.policy.base",
+    "Policy": "tether.policy.base",
+    "tool": "tether.tools.decorator",
+    "Event": "tether.types",
+    "Message": "tether.types",
+    "ModelRequest": "tether.types",
+    "ModelResponse": "tether.types",
+    "ToolCall": "tether.types",
+    "Usage": "tether.types",
+}
+__all__ = sorted(_WHERE)
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _WHERE:
+        raise AttributeError(f"module 'tether' has no attribute {name!r}")
+    value = getattr(importlib.import_module(_WHERE[name]), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted([*globals(), *_WHERE])

@@ -1,0 +1,68 @@
+"""The model seam: what the runtime needs from any model, and nothing more.
+
+Decision: a model is an object with an async ``complete`` (and optionally ``stream``), a ``name``,
+a ``price`` (``None`` when unknown, which fails closed under a cost budget) and a token estimator
+the runtime uses to reserve before the call. Providers, retries and fallbacks live behind this
+seam; the budget logic never learns which provider it is talking to.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import AsyncIterator, Iterable
+from typing import Protocol, runtime_checkable
+
+from tether.models.pricing import Price
+from tether.types import Message, ModelRequest, ModelResponse, ToolSpec
+
+# Deliberately pessimistic: about 4 characters per token for English text, rounded up, plus a fixed
+# overhead per message for role and framing. Estimates feed reservations, so erring high is safe.
+CHARS_PER_TOKEN = 4
+MESSAGE_OVERHEAD_TOKENS = 4
+
+
+class ModelError(Exception):
+    """A model call failed in a way the run cannot continue from (after any retries)."""
+
+
+def estimate_text_tokens(text: str) -> int:
+    return math.ceil(len(text) / CHARS_PER_TOKEN)
+
+
+def estimate_message_tokens(message: Message) -> int:
+    n = MESSAGE_OVERHEAD_TOKENS + estimate_text_tokens(message.content)
+    for call in message.tool_calls:
+        n += MESSAGE_OVERHEAD_TOKENS + estimate_text_tokens(call.name)
+        args = call.arguments
+        n += estimate_text_tokens(args if isinstance(args, str) else repr(args))
+    return n
+
+
+def estimate_tools_tokens(tools: Iterable[ToolSpec]) -> int:
+    return sum(
+        MESSAGE_OVERHEAD_TOKENS + estimate_text_tokens(t.name + t.description + repr(t.parameters))
+        for t in tools
+    )
+
+
+@runtime_checkable
+class Model(Protocol):
+    """Anything that can answer a ModelRequest."""
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def price(self) -> Price | None: ...
+
+    def estimate_message_tokens(self, message: Message) -> int:
+        """Upper-bound estimate of one message's input tokens (used for reservations)."""
+        ...
+
+    async def complete(self, request: ModelRequest) -> ModelResponse: ...
+
+
+class StreamingModel(Model, Protocol):
+    def stream(self, request: ModelRequest) -> AsyncIterator[str | ModelResponse]:
+        """Yield text deltas, then the complete ModelResponse last."""
+        ...

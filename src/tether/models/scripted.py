@@ -1,0 +1,130 @@
+"""ScriptedModel: a deterministic model for tests and the zero-cost quickstart.
+
+Decision: the recipe is stateless. The script cursor is derived from the request itself (the
+number of assistant turns already in the conversation), so one ScriptedModel can serve any number
+of sessions, concurrently, each seeing the script from the start. It behaves like a real provider
+where the budget depends on it: input tokens are counted with the estimator the runtime reserves
+with, and output never exceeds ``max_output_tokens`` (longer responses are cut, finish reason
+``length``, as a provider would).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from dataclasses import replace
+from typing import Any
+
+from tether.models.base import (
+    ModelError,
+    estimate_message_tokens,
+    estimate_text_tokens,
+    estimate_tools_tokens,
+)
+from tether.models.pricing import ZERO_PRICE, Price
+from tether.types import Message, ModelRequest, ModelResponse, ToolCall, Usage
+
+ScriptItem = ModelResponse | str
+Responder = Callable[[ModelRequest], ScriptItem]
+
+
+class ScriptedModel:
+    """Answers from a script (a sequence of responses or strings) or from a callable."""
+
+    def __init__(
+        self,
+        script: Sequence[ScriptItem] | Responder,
+        *,
+        name: str = "scripted",
+        price: Price | None = ZERO_PRICE,
+        when_exhausted: str | None = None,
+        latency: float = 0.0,
+    ) -> None:
+        self._responder: Responder | None = script if callable(script) else None
+        self._script: tuple[ScriptItem, ...] = () if callable(script) else tuple(script)
+        self._name = name
+        self._price = price
+        self._when_exhausted = when_exhausted
+        self._latency = latency
+
+    def __repr__(self) -> str:
+        kind = "callable" if self._responder else f"{len(self._script)} responses"
+        return f"ScriptedModel({self._name!r}, {kind})"
+
+    @classmethod
+    def tool_then_answer(
+        cls, tool: str, arguments: Mapping[str, Any], answer: str, **kwargs: Any
+    ) -> ScriptedModel:
+        """One call to ``tool`` with ``arguments``, then ``answer``."""
+        call = ToolCall("call_1", tool, dict(arguments))
+        return cls([ModelResponse(tool_calls=(call,), finish_reason="tool_calls"), answer],
+                   **kwargs)
+
+    @property
+    def name(self) -> str:
+        return self._name
+
+    @property
+    def price(self) -> Price | None:
+        return self._price
+
+    def estimate_message_tokens(self, message: Message) -> int:
+        return estimate_message_tokens(message)
+
+    async def complete(self, request: ModelRequest) -> ModelResponse:
+        if self._latency:
+            await asyncio.sleep(self._latency)
+        turn = sum(1 for m in request.messages if m.role == "assistant")
+        item = self._pick(request, turn)
+        response = ModelResponse(text=item) if isinstance(item, str) else item
+        return self._finish(request, response, turn)
+
+    async def stream(self, request: ModelRequest) -> AsyncIterator[str | ModelResponse]:
+        response = await self.complete(request)
+        text = response.text
+        for start in range(0, len(text), 16):
+            yield text[start:start + 16]
+        yield response
+
+    def _pick(self, request: ModelRequest, turn: int) -> ScriptItem:
+        if self._responder is not None:
+            return self._responder(request)
+        if turn < len(self._script):
+            return self._script[turn]
+        if self._when_exhausted is not None:
+            return self._when_exhausted
+        raise ModelError(
+            f"ScriptedModel {self._name!r} has no response for turn {turn + 1} "
+            f"(script has {len(self._script)}); add responses or pass when_exhausted='...'"
+        )
+
+    def _finish(self, request: ModelRequest, response: ModelResponse, turn: int) -> ModelResponse:
+        calls = tuple(
+            c if c.id else replace(c, id=f"call_{turn + 1}_{i + 1}")
+            for i, c in enumerate(response.tool_calls)
+        )
+        if not request.tools:
+            calls = ()  # a request without tools cannot be answered with tool calls
+        scripted = response.usage
+        input_tokens = scripted.input_tokens or (
+            sum(estimate_message_tokens(m) for m in request.messages)
+            + estimate_tools_tokens(request.tools)
+        )
+        output_tokens = scripted.output_tokens or (
+            estimate_text_tokens(response.text)
+            + sum(estimate_message_tokens(Message.assistant("", (c,))) for c in calls)
+        )
+        text, finish = response.text, response.finish_reason
+        if calls and finish == "stop":
+            finish = "tool_calls"
+        if not calls and finish == "tool_calls":
+            finish = "stop"
+        cap = request.max_output_tokens
+        if cap is not None and output_tokens > cap:
+            output_tokens, calls, finish = cap, (), "length"
+            text = text[: cap * 4]
+        usage = Usage(input_tokens, output_tokens, min(scripted.cached_input_tokens, input_tokens))
+        return ModelResponse(text, calls, usage, response.model or self._name, finish)
+
+
+FakeModel = ScriptedModel

@@ -1,0 +1,128 @@
+"""The policy seam: a SARC request in, a Decision out, and failure means deny.
+
+Decision: a policy sees four frozen records built by the runtime from real data on every call —
+Subject (who, from the session, never from model arguments), Action (tool and arguments),
+Resource (the tool's declared metadata) and Context (step, spend, budget left, taint, time and
+caller extras). ``decide`` wraps any policy so that an exception, or an answer that is not a
+Decision, becomes a DENY whose reason names the failure: a broken policy never opens the gate.
+"""
+
+from __future__ import annotations
+
+import enum
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, Protocol, runtime_checkable
+
+
+class Effect(enum.StrEnum):
+    ALLOW = "allow"
+    DENY = "deny"
+    REQUIRE_APPROVAL = "require_approval"
+    PARTIAL_ALLOW = "partial_allow"
+    MASK = "mask"
+    DEGRADE = "degrade"
+
+
+@dataclass(frozen=True, slots=True)
+class Subject:
+    user_id: str | None = None
+    tenant_id: str | None = None
+    roles: frozenset[str] = frozenset()
+    agent: str = "agent"
+
+
+@dataclass(frozen=True, slots=True)
+class Action:
+    tool: str
+    arguments: Mapping[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class Resource:
+    name: str
+    tags: frozenset[str] = frozenset()
+    risk: str = "low"
+    side_effect: bool = False
+    egress: bool = False
+    output_trust: str = "trusted"
+    owner: str | None = None
+    idempotent: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class Context:
+    session_id: str
+    step: int
+    spend: Mapping[str, Any]
+    budget_left: Mapping[str, Any]
+    tainted: bool = False
+    time: float = field(default_factory=time.time)
+    extra: Mapping[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class Decision:
+    effect: Effect
+    reason: str = ""
+    policy_id: str = ""
+    fields: tuple[str, ...] = ()  # PARTIAL_ALLOW: fields that pass; MASK: fields to redact
+    mask_in: tuple[str, ...] = ()  # MASK: where to redact ("input", "output", "journal")
+    fallback: str | None = None  # DEGRADE: the tool to run instead
+
+    @property
+    def allowed(self) -> bool:
+        return self.effect is Effect.ALLOW
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"effect": self.effect.value, "reason": self.reason,
+                               "policy_id": self.policy_id}
+        if self.fields:
+            out["fields"] = list(self.fields)
+        if self.mask_in:
+            out["mask_in"] = list(self.mask_in)
+        if self.fallback:
+            out["fallback"] = self.fallback
+        return out
+
+
+@runtime_checkable
+class Policy(Protocol):
+    def evaluate(
+        self, subject: Subject, action: Action, resource: Resource, context: Context
+    ) -> Decision: ...
+
+
+class AllowAll:
+    """The default policy: every call is allowed (and still journaled)."""
+
+    def __repr__(self) -> str:
+        return "AllowAll()"
+
+    def evaluate(
+        self, subject: Subject, action: Action, resource: Resource, context: Context
+    ) -> Decision:
+        return ALLOWED
+
+
+ALLOWED = Decision(Effect.ALLOW, "allowed by default", "allow-all")
+
+
+def decide(
+    policy: Policy, subject: Subject, action: Action, resource: Resource, context: Context
+) -> Decision:
+    """Evaluate ``policy`` and fail closed: an exception or a non-Decision denies."""
+    try:
+        decision = policy.evaluate(subject, action, resource, context)
+    except Exception as exc:
+        return Decision(Effect.DENY, f"policy error ({type(exc).__name__}: {exc}); denied",
+                        _policy_id(policy))
+    if not isinstance(decision, Decision) or not isinstance(decision.effect, Effect):
+        return Decision(Effect.DENY, f"policy returned {type(decision).__name__}, not a "
+                        "Decision; denied", _policy_id(policy))
+    return decision
+
+
+def _policy_id(policy: object) -> str:
+    return str(getattr(policy, "policy_id", None) or type(policy).__name__)

@@ -1,0 +1,1 @@
+"""The runtime: Agent (recipe), Session (one run), Environment (the chokepoint) and its parts."""

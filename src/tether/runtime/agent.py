@@ -1,0 +1,102 @@
+"""Agent: an immutable recipe for runs — model, strategy, tools, policy, prompt, default budget.
+
+Decision: an Agent holds no per-run state at all, so one instance can serve any number of
+sessions at once, from any number of threads or tasks. Everything a run accumulates lives in its
+Session. The recipe is validated when built, so a mistake is reported where it was made.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from tether.models.base import Model
+from tether.models.pricing import Price
+from tether.policy.base import AllowAll, Policy
+from tether.runtime.budget import Budget
+from tether.runtime.environment import Limits
+from tether.runtime.handle import Strategy
+from tether.tools.base import Tool
+from tether.tools.registry import ToolRegistry
+
+if TYPE_CHECKING:
+    from tether.runtime.result import Result
+    from tether.runtime.session import Session
+
+DEFAULT_SYSTEM_PROMPT = (
+    "You are a careful assistant. Use the tools when they help; answer plainly when done."
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Agent:
+    model: Model
+    reasoning: Strategy
+    tools: Iterable[Tool] = ()
+    policy: Policy = field(default_factory=AllowAll)
+    system_prompt: str = DEFAULT_SYSTEM_PROMPT
+    budget: Budget = field(default_factory=Budget)
+    name: str = "agent"
+    price: Price | None = None  # overrides the model's own price (e.g. for an unknown model)
+    limits: Limits = field(default_factory=Limits)
+    show_budget: bool = False  # add a note of the budget left before each model turn
+    max_result_chars: int = 20_000
+    registry: ToolRegistry = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.model, Model):
+            raise TypeError(f"model {self.model!r} is not a tether Model (needs name, price, "
+                            "estimate_message_tokens and async complete)")
+        if not callable(getattr(self.reasoning, "run", None)):
+            raise TypeError(f"reasoning {self.reasoning!r} has no run(handle) method; use "
+                            "tether.ReAct() or implement the Strategy protocol")
+        if not callable(getattr(self.policy, "evaluate", None)):
+            raise TypeError(f"policy {self.policy!r} has no evaluate(subject, action, resource, "
+                            "context) method")
+        if not isinstance(self.budget, Budget):
+            raise TypeError("budget must be a tether.Budget")
+        if self.max_result_chars < 1:
+            raise ValueError("max_result_chars must be >= 1")
+        registry = ToolRegistry(self.tools)
+        object.__setattr__(self, "tools", tuple(registry))
+        object.__setattr__(self, "registry", registry)
+
+    @property
+    def effective_price(self) -> Price | None:
+        return self.price if self.price is not None else self.model.price
+
+    def session(
+        self,
+        task: str,
+        *,
+        budget: Budget | None = None,
+        user_id: str | None = None,
+        tenant_id: str | None = None,
+        roles: Iterable[str] = (),
+        context: Mapping[str, Any] | None = None,
+        session_id: str | None = None,
+    ) -> Session:
+        """A new run of this recipe on ``task``. Fails here if the budget cannot be enforced."""
+        from tether.runtime.session import Session
+
+        return Session(self, task, budget=budget or self.budget, user_id=user_id,
+                       tenant_id=tenant_id, roles=roles, context=context, session_id=session_id)
+
+    async def arun(self, task: str, **kwargs: Any) -> Result:
+        return await self.session(task, **kwargs).arun()
+
+    def run(self, task: str, **kwargs: Any) -> Result:
+        return self.session(task, **kwargs).run()
+
+
+def run_sync(coro: Any) -> Any:
+    """Run a coroutine to completion from synchronous code, refusing inside a running loop."""
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return asyncio.run(coro)
+    coro.close()
+    raise RuntimeError("run() was called inside a running event loop; use `await agent.arun(...)`"
+                       " or `await session.arun()` there")

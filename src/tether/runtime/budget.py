@@ -1,0 +1,244 @@
+"""Hard budgets: limits, spend, and the accountant that reserves before and settles after.
+
+Decision: a budget is never checked only after the fact. Before every model call the accountant
+clamps ``max_output_tokens`` to what is left and reserves the call's worst-case tokens and cost
+(input estimate + clamped output, no cache discount); if that does not fit, the call is not made.
+After the call it settles against the actual usage. A share of each limit (and one step) is held
+back so that, when a limit stops the run, the model's wrap-up turn still fits inside it. Result:
+spend never exceeds any limit, as long as the provider reports no more input than estimated —
+and when it does, the difference is journaled and later estimates are scaled up to cover it.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass
+from decimal import Decimal, InvalidOperation
+from typing import Any
+
+from tether.models.pricing import Price
+from tether.runtime.stop import Stop, StopReason
+from tether.types import Usage
+
+MIN_OUTPUT_TOKENS = 16  # a call that may not even say this much is not worth making
+
+
+def _limit_int(name: str, value: Any) -> int | None:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ValueError(f"Budget.{name} must be a whole number or None, got {value!r}")
+    if value < 0:
+        raise ValueError(f"Budget.{name} must be >= 0, got {value}")
+    return value
+
+
+@dataclass(frozen=True, slots=True)
+class Budget:
+    """Execution-scoped hard limits. ``None`` means unlimited. Invalid limits raise here."""
+
+    max_tokens: int | None = None
+    max_cost_usd: Decimal | None = None
+    max_steps: int | None = None
+    max_tool_calls: int | None = None
+    max_seconds: float | None = None
+    final_turn_share: float = 0.1  # of tokens, cost and seconds, held back for the wrap-up turn
+
+    def __post_init__(self) -> None:
+        for name in ("max_tokens", "max_steps", "max_tool_calls"):
+            _limit_int(name, getattr(self, name))
+        if self.max_cost_usd is not None:
+            try:
+                cost = Decimal(str(self.max_cost_usd))
+            except InvalidOperation:
+                raise ValueError(
+                    f"Budget.max_cost_usd must be a number, got {self.max_cost_usd!r}"
+                ) from None
+            if not cost.is_finite() or cost < 0:
+                raise ValueError(f"Budget.max_cost_usd must be finite and >= 0, got {cost}")
+            object.__setattr__(self, "max_cost_usd", cost)
+        if self.max_seconds is not None:
+            if isinstance(self.max_seconds, bool) or not isinstance(self.max_seconds, int | float):
+                raise ValueError(f"Budget.max_seconds must be a number, got {self.max_seconds!r}")
+            if not math.isfinite(self.max_seconds) or self.max_seconds < 0:
+                raise ValueError(f"Budget.max_seconds must be finite and >= 0, got "
+                                 f"{self.max_seconds}")
+        share = self.final_turn_share
+        if not (isinstance(share, int | float) and 0 <= share < 1):
+            raise ValueError(f"Budget.final_turn_share must be in [0, 1), got {share!r}")
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "max_tokens": self.max_tokens,
+            "max_cost_usd": None if self.max_cost_usd is None else str(self.max_cost_usd),
+            "max_steps": self.max_steps,
+            "max_tool_calls": self.max_tool_calls,
+            "max_seconds": self.max_seconds,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class Spend:
+    """What a session consumed. ``seconds`` is wall time since the session started."""
+
+    usage: Usage = Usage()
+    cost_usd: Decimal = Decimal(0)
+    steps: int = 0
+    tool_calls: int = 0
+    seconds: float = 0.0
+
+    @property
+    def tokens(self) -> int:
+        return self.usage.total_tokens
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"tokens": self.tokens, "cost_usd": str(self.cost_usd), "steps": self.steps,
+                "tool_calls": self.tool_calls, "seconds": round(self.seconds, 6)}
+
+
+@dataclass(frozen=True, slots=True)
+class Reservation:
+    """A model call's worst case, held until settled."""
+
+    input_tokens: int
+    max_output_tokens: int | None
+    cost_usd: Decimal
+    deadline: float | None  # monotonic time by which the call must have returned
+    final: bool
+
+
+def check_price(budget: Budget, price: Price | None) -> None:
+    """Fail closed: a cost budget cannot be enforced for a model whose price is unknown."""
+    if budget.max_cost_usd is not None and price is None:
+        raise ValueError(
+            "a cost budget needs the model's price, and this model has none; give one with "
+            "Agent(price=Price(input=..., output=...)) or drop max_cost_usd"
+        )
+
+
+class Tally:
+    """Running spend of one session. Changed only by applying journal events (``state.py``), so
+    the spend a resumed session starts from is exactly what its journal says."""
+
+    __slots__ = ("cost", "input_scale", "steps", "tool_calls", "usage")
+
+    def __init__(self) -> None:
+        self.usage = Usage()
+        self.cost = Decimal(0)
+        self.steps = 0
+        self.tool_calls = 0
+        self.input_scale = 1.0  # grows when a provider reports more input than was estimated
+
+
+class Accountant:
+    """Budget decisions for one session, over its Tally. Not shared; one event loop."""
+
+    __slots__ = ("_budget", "_clock", "_hold_cost", "_hold_seconds", "_hold_tokens", "_price",
+                 "_started", "tally")
+
+    def __init__(self, budget: Budget, price: Price | None, tally: Tally,
+                 clock: Any = time.monotonic) -> None:
+        check_price(budget, price)
+        self._budget = budget
+        self._price = price
+        self._clock = clock
+        self._started = clock()
+        share = budget.final_turn_share
+        self._hold_tokens = math.ceil((budget.max_tokens or 0) * share)
+        self._hold_cost = (budget.max_cost_usd or Decimal(0)) * Decimal(str(share))
+        self._hold_seconds = (budget.max_seconds or 0.0) * share
+        self.tally = tally
+
+    @property
+    def budget(self) -> Budget:
+        return self._budget
+
+    def start_clock(self) -> None:
+        """Time budgets count from here (the run's start), not from when the session was made."""
+        self._started = self._clock()
+
+    def elapsed(self) -> float:
+        return self._clock() - self._started
+
+    def spend(self) -> Spend:
+        t = self.tally
+        return Spend(t.usage, t.cost, t.steps, t.tool_calls, self.elapsed())
+
+    def remaining(self) -> dict[str, Any]:
+        b, t = self._budget, self.tally
+        return {
+            "tokens": None if b.max_tokens is None else b.max_tokens - t.usage.total_tokens,
+            "cost_usd": None if b.max_cost_usd is None else b.max_cost_usd - t.cost,
+            "steps": None if b.max_steps is None else b.max_steps - t.steps,
+            "tool_calls": None if b.max_tool_calls is None else b.max_tool_calls - t.tool_calls,
+            "seconds": None if b.max_seconds is None else b.max_seconds - self.elapsed(),
+        }
+
+    def deadline(self, final: bool = False) -> float | None:
+        """Monotonic time by which normal (or, with ``final``, wrap-up) work must end."""
+        if self._budget.max_seconds is None:
+            return None
+        hold = 0.0 if final else self._hold_seconds
+        return self._started + self._budget.max_seconds - hold
+
+    def reserve_model_call(self, input_estimate: int, final: bool = False) -> Reservation:
+        """Clamp and reserve a model call, or raise Stop naming the limit that prevents it."""
+        b, t = self._budget, self.tally
+        input_tokens = math.ceil(input_estimate * t.input_scale)
+        if b.max_steps is not None:
+            steps_left = b.max_steps - t.steps - (0 if final else 1)
+            if steps_left < 1:
+                raise Stop(StopReason.STEP_BUDGET, f"{b.max_steps} steps used")
+        deadline = self.deadline(final)
+        if deadline is not None and self._clock() >= deadline:
+            raise Stop(StopReason.TIME_BUDGET, f"{b.max_seconds}s elapsed")
+        max_out: int | None = None
+        if b.max_tokens is not None:
+            left = b.max_tokens - t.usage.total_tokens - (0 if final else self._hold_tokens)
+            max_out = left - input_tokens
+            if max_out < MIN_OUTPUT_TOKENS:
+                raise Stop(StopReason.TOKEN_BUDGET, f"{t.usage.total_tokens} of "
+                           f"{b.max_tokens} tokens used; the next call needs ~{input_tokens} "
+                           "input tokens")
+        cost = Decimal(0)
+        if self._price is not None:
+            if b.max_cost_usd is not None:
+                left_cost = b.max_cost_usd - t.cost - (Decimal(0) if final else self._hold_cost)
+                affordable = self._affordable_output(left_cost, input_tokens)
+                max_out = affordable if max_out is None else min(max_out, affordable)
+                if max_out < MIN_OUTPUT_TOKENS:
+                    raise Stop(StopReason.COST_BUDGET, f"${t.cost} of ${b.max_cost_usd} "
+                               "spent; the next call would not fit")
+            cost = self._price.worst_case(input_tokens, max_out or 0)
+        return Reservation(input_tokens, max_out, cost, deadline, final)
+
+    def _affordable_output(self, left_cost: Decimal, input_tokens: int) -> int:
+        assert self._price is not None
+        after_input = left_cost - self._price.worst_case(input_tokens, 0)
+        if after_input < 0:
+            return -1
+        if self._price.output == 0:
+            return 2**31
+        return int(after_input * 1_000_000 / self._price.output)
+
+    def cost_of(self, usage: Usage) -> Decimal:
+        """The actual cost of a finished call; the charge itself is applied by its event."""
+        return self._price.cost(usage) if self._price is not None else Decimal(0)
+
+    def check_tool_call(self) -> None:
+        """Raise Stop if one more tool call would exceed the tool-call or time budget."""
+        b = self._budget
+        if b.max_tool_calls is not None and self.tally.tool_calls >= b.max_tool_calls:
+            raise Stop(StopReason.TOOL_CALL_BUDGET, f"{b.max_tool_calls} tool calls used")
+        deadline = self.deadline()
+        if deadline is not None and self._clock() >= deadline:
+            raise Stop(StopReason.TIME_BUDGET, f"{b.max_seconds}s elapsed")
+
+    def tool_timeout(self, own_timeout: float) -> tuple[float, bool]:
+        """The timeout for a tool call and whether it is the budget's (not the tool's own)."""
+        deadline = self.deadline()
+        if deadline is None:
+            return own_timeout, False
+        left = deadline - self._clock()
+        return (left, True) if left < own_timeout else (own_timeout, False)

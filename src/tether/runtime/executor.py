@@ -1,0 +1,90 @@
+"""Tool execution: the gates before a tool runs and the guards around it while it runs.
+
+Decision: each gate returns a result the model can act on instead of raising — unknown tool
+(listing the visible ones), malformed JSON (showing what arrived), schema mismatch (naming the
+field) — so every call gets a result and the run goes on. Running a tool is bounded: a timeout
+that returns on time (blocking tools run on daemon threads, so a hung one is abandoned, never
+awaited), exceptions become error results, and oversized output is cut with an announcement.
+Budget and policy are not this module's business; the Environment calls them between the gates
+and the run.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from typing import Any
+
+from tether.runtime.result import ToolResult
+from tether.tools.base import Tool, ToolArgumentError, ToolContext
+from tether.tools.registry import ToolRegistry
+from tether.types import ToolCall
+
+MAX_SHOWN_RAW = 200
+
+
+class Rejected(Exception):
+    """A gate refused the call before it ran; ``result`` is what the model is told."""
+
+    def __init__(self, result: ToolResult) -> None:
+        super().__init__(result.content)
+        self.result = result
+
+
+class ToolExecutor:
+    __slots__ = ("max_result_chars", "registry")
+
+    def __init__(self, registry: ToolRegistry, max_result_chars: int = 20_000) -> None:
+        self.registry = registry
+        self.max_result_chars = max_result_chars
+
+    def resolve(self, call: ToolCall) -> tuple[Tool, dict[str, Any]]:
+        """Run the gates: the tool exists, the arguments are a JSON object matching its schema."""
+        tool = self.registry.get(call.name)
+        if tool is None:
+            visible = ", ".join(self.registry.names) or "(none)"
+            raise Rejected(ToolResult(call.id, call.name, f"Error: unknown tool {call.name!r}. "
+                                      f"Available tools: {visible}.", "rejected"))
+        if isinstance(call.arguments, str):
+            shown = call.arguments[:MAX_SHOWN_RAW]
+            more = "…" if len(call.arguments) > MAX_SHOWN_RAW else ""
+            raise Rejected(ToolResult(
+                call.id, call.name, f"Error: the arguments for {call.name!r} are not a JSON "
+                f"object. Received: {shown!r}{more}. Send the arguments as a JSON object.",
+                "rejected"))
+        try:
+            arguments = tool.validate(call.arguments)
+        except ToolArgumentError as exc:
+            raise Rejected(ToolResult(
+                call.id, call.name, f"Error: invalid arguments for {call.name!r}: field "
+                f"{exc.field!r}: {exc}. Fix that field and call again.", "rejected")) from None
+        return tool, arguments
+
+    async def run(self, tool: Tool, call_id: str, arguments: dict[str, Any],
+                  context: ToolContext, timeout: float) -> ToolResult:
+        """Run a resolved tool with a timeout; never raises except on cancellation."""
+        try:
+            async with asyncio.timeout(timeout):
+                value = await tool.invoke(arguments, context)
+        except TimeoutError:
+            return ToolResult(call_id, tool.name, f"Error: {tool.name!r} timed out after "
+                              f"{timeout:.3g}s and was abandoned.", "timeout")
+        except Exception as exc:
+            return ToolResult(call_id, tool.name, f"Error: {tool.name!r} failed: "
+                              f"{type(exc).__name__}: {exc}", "error")
+        return ToolResult(call_id, tool.name, self._render(value))
+
+    def _render(self, value: Any) -> str:
+        if isinstance(value, str):
+            text = value
+        else:
+            try:
+                text = json.dumps(value, ensure_ascii=False, default=str)
+            except (TypeError, ValueError):
+                text = str(value)
+        limit = self.max_result_chars
+        if len(text) > limit:
+            text = (f"{text[:limit]}\n[tether: result truncated: showing the first {limit} of "
+                    f"{len(text)} characters]")
+        return text
+

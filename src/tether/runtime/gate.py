@@ -1,0 +1,55 @@
+"""The policy gate: build the SARC request from real data, decide, journal the decision.
+
+Decision: the subject comes from the session (who started it), never from model arguments; the
+resource from the tool's declared metadata; the context from the live tally. The decision is
+journaled before anything runs, and ``decide`` makes a broken policy deny.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping
+from typing import Any
+
+from tether.policy.base import Action, Context, Decision, Policy, Resource, Subject, decide
+from tether.runtime.budget import Accountant
+from tether.runtime.journal import Journal
+from tether.runtime.state import SessionState
+from tether.tools.base import Tool
+
+
+def resource_of(tool: Tool) -> Resource:
+    m = tool.meta
+    return Resource(tool.name, m.tags, m.risk, m.side_effect, m.egress, m.output_trust, m.owner,
+                    m.idempotent)
+
+
+class PolicyGate:
+    __slots__ = ("_accountant", "_extra", "_journal", "_policy", "_resources", "_session_id",
+                 "_state", "subject")
+
+    def __init__(self, policy: Policy, subject: Subject, session_id: str, journal: Journal,
+                 state: SessionState, accountant: Accountant, extra: Mapping[str, Any]) -> None:
+        self._policy = policy
+        self.subject = subject
+        self._session_id = session_id
+        self._journal = journal
+        self._state = state
+        self._accountant = accountant
+        self._extra = extra
+        self._resources: dict[str, Resource] = {}
+
+    def decide(self, tool: Tool, call_id: str, arguments: Mapping[str, Any]) -> Decision:
+        resource = self._resources.get(tool.name)
+        if resource is None:
+            resource = self._resources[tool.name] = resource_of(tool)
+        acc = self._accountant
+        context = Context(self._session_id, acc.tally.steps, acc.spend().to_dict(),
+                          acc.remaining(), self._state.tainted, time.time(), self._extra)
+        decision = decide(self._policy, self.subject, Action(tool.name, arguments), resource,
+                          context)
+        self._journal.append("tool.decision", {
+            "call_id": call_id, "tool": tool.name, "arguments": arguments,
+            "decision": decision.to_dict(), "charged": decision.allowed,
+        })
+        return decision

@@ -1,0 +1,64 @@
+"""What a finished run hands back: the answer, why it stopped, what it spent, what it did.
+
+Decision: a Result holds only small frozen records (no session, journal, model or tool), so
+keeping thousands of them costs little and none of them keeps a run alive.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+from tether.runtime.budget import Spend
+from tether.runtime.stop import StopReason
+from tether.types import ToolCall, Usage
+
+ToolStatus = Literal["ok", "error", "timeout", "rejected", "denied", "skipped"]
+
+
+@dataclass(frozen=True, slots=True)
+class ToolResult:
+    """The outcome of one tool call, as the model sees it (``content``) and as a status."""
+
+    call_id: str
+    name: str
+    content: str
+    status: ToolStatus = "ok"
+
+    @property
+    def is_error(self) -> bool:
+        return self.status != "ok"
+
+
+@dataclass(frozen=True, slots=True)
+class Step:
+    """One model turn and the tool calls it led to."""
+
+    index: int
+    text: str
+    tool_calls: tuple[ToolCall, ...]
+    results: tuple[ToolResult, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Trajectory:
+    steps: tuple[Step, ...]
+
+    @property
+    def tool_results(self) -> tuple[ToolResult, ...]:
+        return tuple(r for s in self.steps for r in s.results)
+
+
+@dataclass(frozen=True, slots=True)
+class Result:
+    answer: str
+    stop_reason: StopReason
+    usage: Usage
+    trajectory: Trajectory
+    session_id: str
+    spend: Spend
+    stop_detail: str = ""
+
+    @property
+    def finished(self) -> bool:
+        return self.stop_reason is StopReason.FINISHED

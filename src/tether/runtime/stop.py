@@ -1,0 +1,44 @@
+"""Why a run stopped: a closed enum, and the exception the chokepoint raises to stop it.
+
+Decision: stopping is control flow owned by the chokepoint, not by strategies. Any handle method
+may raise ``Stop``; the session catches it, gives the model its wrap-up turn when that makes
+sense, and records the reason. A strategy cannot forget to check a budget because it never has
+to check one.
+"""
+
+from __future__ import annotations
+
+import enum
+
+
+class StopReason(enum.StrEnum):
+    FINISHED = "finished"
+    STEP_BUDGET = "step_budget"
+    TOKEN_BUDGET = "token_budget"
+    COST_BUDGET = "cost_budget"
+    TIME_BUDGET = "time_budget"
+    TOOL_CALL_BUDGET = "tool_call_budget"
+    LOOP_DETECTED = "loop_detected"
+    TOOL_ERROR_CEILING = "tool_error_ceiling"
+    NEEDS_APPROVAL = "needs_approval"
+    DENIED = "denied"
+    MODEL_ERROR = "model_error"
+    CANCELLED = "cancelled"
+
+    @property
+    def gets_final_turn(self) -> bool:
+        """Whether the model is asked for a wrap-up answer after this stop."""
+        return self not in _NO_FINAL_TURN
+
+
+_NO_FINAL_TURN = frozenset({StopReason.FINISHED, StopReason.MODEL_ERROR, StopReason.CANCELLED,
+                            StopReason.NEEDS_APPROVAL})
+
+
+class Stop(Exception):
+    """Raised inside the chokepoint when the run must stop; carries the reason and a detail."""
+
+    def __init__(self, reason: StopReason, detail: str) -> None:
+        super().__init__(f"{reason.value}: {detail}")
+        self.reason = reason
+        self.detail = detail

@@ -1,0 +1,29 @@
+"""Tools: the ``@tool`` decorator, the Tool protocol and metadata, a registry, the Calculator.
+
+Imports are lazy so ``import tether`` does not pay for pydantic until a tool is declared.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from tether.tools.base import Tool, ToolArgumentError, ToolContext, ToolMeta
+    from tether.tools.calculator import Calculator
+    from tether.tools.decorator import FunctionTool, ToolDefinitionError, tool
+    from tether.tools.registry import ToolRegistry
+
+_WHERE = {
+    "Tool": "base", "ToolArgumentError": "base", "ToolContext": "base", "ToolMeta": "base",
+    "Calculator": "calculator", "FunctionTool": "decorator", "ToolDefinitionError": "decorator",
+    "tool": "decorator", "ToolRegistry": "registry",
+}
+__all__ = sorted(_WHERE)
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _WHERE:
+        raise AttributeError(f"module 'tether.tools' has no attribute {name!r}")
+    import importlib
+
+    return getattr(importlib.import_module(f"tether.tools.{_WHERE[name]}"), name)

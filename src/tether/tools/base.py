@@ -1,0 +1,92 @@
+"""The tool seam: what a tool declares about itself and how the runtime calls it.
+
+Decision: a tool is data (name, description, schema, metadata) plus one async ``invoke``. Every
+fact a policy may need (tags, risk, side effect, egress, output trust, owner) is declared up
+front as frozen metadata, because the permission layer decides on declarations, never on what a
+tool says about itself at call time. Server-side context reaches a tool through ``ToolContext``,
+never through the model-visible schema.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, Literal, Protocol, runtime_checkable
+
+from tether.types import ToolSpec
+
+Risk = Literal["low", "medium", "high", "critical"]
+Trust = Literal["trusted", "untrusted"]
+RISKS: tuple[Risk, ...] = ("low", "medium", "high", "critical")
+
+
+@dataclass(frozen=True, slots=True)
+class ToolMeta:
+    """Declared facts about a tool. Defaults are the cautious ones a policy can rely on."""
+
+    tags: frozenset[str] = frozenset()
+    risk: Risk = "low"
+    side_effect: bool = False
+    egress: bool = False
+    output_trust: Trust = "trusted"
+    timeout: float = 30.0
+    idempotent: bool = False
+    owner: str | None = None
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.tags, frozenset):
+            object.__setattr__(self, "tags", frozenset(self.tags))
+        if self.risk not in RISKS:
+            raise ValueError(f"risk must be one of {RISKS}, got {self.risk!r}")
+        if self.output_trust not in ("trusted", "untrusted"):
+            raise ValueError(f"output_trust must be 'trusted' or 'untrusted', got "
+                             f"{self.output_trust!r}")
+        if not (self.timeout > 0):  # also rejects NaN
+            raise ValueError(f"timeout must be a positive number of seconds, got {self.timeout!r}")
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "tags": sorted(self.tags), "risk": self.risk, "side_effect": self.side_effect,
+            "egress": self.egress, "output_trust": self.output_trust, "owner": self.owner,
+            "idempotent": self.idempotent,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class ToolContext:
+    """Server-side facts injected into a tool call. Never shown to the model."""
+
+    session_id: str
+    call_id: str
+    step: int
+    user_id: str | None = None
+    tenant_id: str | None = None
+    extra: Mapping[str, Any] = field(default_factory=dict)
+
+
+class ToolArgumentError(ValueError):
+    """Arguments do not match the tool's schema. ``field`` names the offending field."""
+
+    def __init__(self, field: str, message: str) -> None:
+        super().__init__(f"{field}: {message}" if field else message)
+        self.field = field
+
+
+@runtime_checkable
+class Tool(Protocol):
+    """Anything the executor can call. ``blocking`` tools run on a daemon thread."""
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def meta(self) -> ToolMeta: ...
+
+    @property
+    def spec(self) -> ToolSpec: ...
+
+    def validate(self, arguments: Mapping[str, Any]) -> dict[str, Any]:
+        """Return the validated arguments, or raise ToolArgumentError naming the field."""
+        ...
+
+    async def invoke(self, arguments: dict[str, Any], context: ToolContext) -> Any: ...

@@ -1,0 +1,144 @@
+"""``@tool``: turn a typed Python function into a governed tool.
+
+Decision: the function's signature is the single source of the schema (built with pydantic, extra
+keys forbidden), and its docstring is the description; a tool without either is a definition
+error at import time, not a surprise at call time. Parameters named ``ctx``/``context``,
+``user_id``, ``tenant_id`` and ``session_id`` are injected by the runtime from the session and are
+never part of the schema the model sees, so a model cannot spoof them.
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any, cast, get_type_hints, overload
+
+from tether.tools.base import Risk, ToolArgumentError, ToolContext, ToolMeta, Trust
+from tether.tools.threads import run_on_daemon_thread
+from tether.types import ToolSpec
+
+INJECTED = frozenset({"ctx", "context", "user_id", "tenant_id", "session_id"})
+
+
+class ToolDefinitionError(TypeError):
+    """A function cannot become a tool as written; the message says what to change."""
+
+
+class FunctionTool:
+    """A tool backed by a typed function (sync or async)."""
+
+    __slots__ = ("__doc__", "_injected", "_model", "fn", "is_async", "meta", "name", "spec")
+
+    def __init__(self, fn: Callable[..., Any], *, name: str | None, meta: ToolMeta) -> None:
+        from pydantic import ConfigDict, create_model
+
+        self.fn = fn
+        self.name = name or fn.__name__
+        self.meta = meta
+        self.is_async = inspect.iscoroutinefunction(fn)
+        description = inspect.getdoc(fn)
+        if not description:
+            raise ToolDefinitionError(
+                f"tool {self.name!r} has no docstring; write one: it is the description the "
+                "model sees"
+            )
+        self.__doc__ = description
+        hints = get_type_hints(fn, include_extras=True)
+        fields: dict[str, Any] = {}
+        injected: list[str] = []
+        for param in inspect.signature(fn).parameters.values():
+            if param.name in INJECTED:
+                injected.append(param.name)
+                continue
+            if param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD):
+                raise ToolDefinitionError(
+                    f"tool {self.name!r}: *{param.name} is not allowed; declare each argument"
+                )
+            if param.name not in hints:
+                raise ToolDefinitionError(
+                    f"tool {self.name!r}: parameter {param.name!r} needs a type annotation"
+                )
+            default = ... if param.default is param.empty else param.default
+            fields[param.name] = (hints[param.name], default)
+        self._injected = tuple(injected)
+        self._model = create_model(  # type: ignore[call-overload]
+            f"{self.name}_arguments", __config__=ConfigDict(extra="forbid"), **fields
+        )
+        schema = self._model.model_json_schema()
+        schema.pop("title", None)
+        for prop in schema.get("properties", {}).values():
+            prop.pop("title", None)
+        self.spec = ToolSpec(self.name, description, schema)
+
+    def __repr__(self) -> str:
+        return f"<tool {self.name}>"
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        """Call the underlying function directly (outside any session, e.g. in unit tests)."""
+        return self.fn(*args, **kwargs)
+
+    def validate(self, arguments: Mapping[str, Any]) -> dict[str, Any]:
+        from pydantic import ValidationError
+
+        try:
+            parsed = self._model.model_validate(arguments)
+        except ValidationError as exc:
+            first = exc.errors()[0]
+            field = ".".join(str(p) for p in first["loc"])
+            raise ToolArgumentError(field, first["msg"]) from None
+        return {name: getattr(parsed, name) for name in type(parsed).model_fields}
+
+    async def invoke(self, arguments: dict[str, Any], context: ToolContext) -> Any:
+        kwargs = dict(arguments)
+        for name in self._injected:
+            if name in ("ctx", "context"):
+                kwargs[name] = context
+            else:
+                kwargs[name] = getattr(context, name)
+        if self.is_async:
+            return await self.fn(**kwargs)
+        return await run_on_daemon_thread(functools.partial(self.fn, **kwargs))
+
+
+@overload
+def tool(fn: Callable[..., Any], /) -> FunctionTool: ...
+
+
+@overload
+def tool(
+    *,
+    name: str | None = None,
+    tags: Iterable[str] = (),
+    risk: Risk = "low",
+    side_effect: bool = False,
+    egress: bool = False,
+    output_trust: Trust = "trusted",
+    timeout: float = 30.0,
+    idempotent: bool = False,
+    owner: str | None = None,
+) -> Callable[[Callable[..., Any]], FunctionTool]: ...
+
+
+def tool(
+    fn: Callable[..., Any] | None = None,
+    /,
+    *,
+    name: str | None = None,
+    tags: Iterable[str] = (),
+    risk: Risk = "low",
+    side_effect: bool = False,
+    egress: bool = False,
+    output_trust: Trust = "trusted",
+    timeout: float = 30.0,
+    idempotent: bool = False,
+    owner: str | None = None,
+) -> FunctionTool | Callable[[Callable[..., Any]], FunctionTool]:
+    """Declare a tool: ``@tool`` or ``@tool(side_effect=True, tags={"payments"}, ...)``."""
+    meta = ToolMeta(frozenset(tags), risk, side_effect, egress, output_trust, timeout,
+                    idempotent, owner)
+
+    def build(f: Callable[..., Any]) -> FunctionTool:
+        return FunctionTool(f, name=name, meta=meta)
+
+    return build(fn) if fn is not None else cast(Callable[[Callable[..., Any]], FunctionTool], build)

@@ -1,0 +1,172 @@
+"""Ground types: the plain, frozen data every layer above speaks.
+
+Why a module of its own: messages, tool calls, usage and events cross every boundary in tether
+(model adapters, the executor, the journal, strategies). Keeping them as small frozen, slotted
+dataclasses with no behaviour beyond conversion means any layer may hold them without holding a
+reference to anything live, and a journal of them can be folded back into a session.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+Role = Literal["system", "user", "assistant", "tool"]
+
+JSONValue = Any  # a value json.dumps accepts; kept loose on purpose (tool args are model output)
+
+
+@dataclass(frozen=True, slots=True)
+class ToolCall:
+    """A call the model asked for.
+
+    ``arguments`` is the parsed JSON object, or the raw text exactly as it arrived when it could not
+    be parsed into an object; the executor's malformed-JSON gate turns the latter into a result the
+    model can act on, so a tool never runs with guessed arguments.
+    """
+
+    id: str
+    name: str
+    arguments: Mapping[str, JSONValue] | str
+
+    @classmethod
+    def from_json(cls, id: str, name: str, text: str) -> ToolCall:
+        """Parse provider-supplied argument text; keep the raw text if it is not a JSON object."""
+        try:
+            parsed = json.loads(text) if text.strip() else {}
+        except (ValueError, TypeError):
+            return cls(id, name, text)
+        return cls(id, name, parsed if isinstance(parsed, dict) else text)
+
+    def to_dict(self) -> dict[str, JSONValue]:
+        return {"id": self.id, "name": self.name, "arguments": self.arguments}
+
+
+@dataclass(frozen=True, slots=True)
+class Message:
+    """One conversation message. ``tool_calls`` only on assistant messages, ``tool_call_id`` only on
+    tool messages (the result of exactly that call)."""
+
+    role: Role
+    content: str = ""
+    tool_calls: tuple[ToolCall, ...] = ()
+    tool_call_id: str | None = None
+    name: str | None = None
+
+    @classmethod
+    def system(cls, content: str) -> Message:
+        return cls("system", content)
+
+    @classmethod
+    def user(cls, content: str) -> Message:
+        return cls("user", content)
+
+    @classmethod
+    def assistant(cls, content: str = "", tool_calls: tuple[ToolCall, ...] = ()) -> Message:
+        return cls("assistant", content, tool_calls)
+
+    @classmethod
+    def tool(cls, call_id: str, name: str, content: str) -> Message:
+        return cls("tool", content, (), call_id, name)
+
+    def to_dict(self) -> dict[str, JSONValue]:
+        out: dict[str, JSONValue] = {"role": self.role, "content": self.content}
+        if self.tool_calls:
+            out["tool_calls"] = [c.to_dict() for c in self.tool_calls]
+        if self.tool_call_id is not None:
+            out["tool_call_id"] = self.tool_call_id
+            out["name"] = self.name
+        return out
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> Message:
+        calls = tuple(
+            ToolCall(c["id"], c["name"], c["arguments"]) for c in data.get("tool_calls", ())
+        )
+        return cls(data["role"], data.get("content", ""), calls, data.get("tool_call_id"),
+                   data.get("name"))
+
+
+@dataclass(frozen=True, slots=True)
+class Usage:
+    """Tokens one call consumed. ``cached_input_tokens`` is the part of ``input_tokens`` served
+    from the provider's prompt cache (billed at the cached price)."""
+
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cached_input_tokens: int = 0
+
+    @property
+    def total_tokens(self) -> int:
+        return self.input_tokens + self.output_tokens
+
+    def __add__(self, other: Usage) -> Usage:
+        return Usage(
+            self.input_tokens + other.input_tokens,
+            self.output_tokens + other.output_tokens,
+            self.cached_input_tokens + other.cached_input_tokens,
+        )
+
+    def to_dict(self) -> dict[str, int]:
+        return {
+            "input_tokens": self.input_tokens,
+            "output_tokens": self.output_tokens,
+            "cached_input_tokens": self.cached_input_tokens,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class ToolSpec:
+    """What the model is shown of a tool: name, description, JSON schema of its parameters."""
+
+    name: str
+    description: str
+    parameters: Mapping[str, JSONValue]
+
+
+@dataclass(frozen=True, slots=True)
+class ModelRequest:
+    """Everything a model call is sent. ``max_output_tokens`` is already clamped to the budget."""
+
+    messages: tuple[Message, ...]
+    tools: tuple[ToolSpec, ...] = ()
+    max_output_tokens: int | None = None
+
+
+FinishReason = Literal["stop", "tool_calls", "length", "content_filter", "error"]
+
+
+@dataclass(frozen=True, slots=True)
+class ModelResponse:
+    """What a model returned. A response may carry text AND tool calls; both are kept."""
+
+    text: str = ""
+    tool_calls: tuple[ToolCall, ...] = ()
+    usage: Usage = field(default_factory=Usage)
+    model: str = ""
+    finish_reason: FinishReason = "stop"
+
+    def to_dict(self) -> dict[str, JSONValue]:
+        return {
+            "text": self.text,
+            "tool_calls": [c.to_dict() for c in self.tool_calls],
+            "usage": self.usage.to_dict(),
+            "model": self.model,
+            "finish_reason": self.finish_reason,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class Event:
+    """One journal entry. ``prev_hash`` chains it to the previous event of its session; ``hash``
+    covers seq, type, session id, timestamp, data and ``prev_hash`` in canonical JSON."""
+
+    seq: int
+    type: str
+    session_id: str
+    timestamp: float
+    data: Mapping[str, JSONValue]
+    prev_hash: str
+    hash: str
