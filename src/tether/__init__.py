@@ -58,7 +58,36 @@ _WHERE = {
     "ToolCall": "tether.types",
     "Usage": "tether.types",
 }
-__all__ = sorted(_WHERE)
+__all__ = [
+    "Agent",
+    "Budget",
+    "Decision",
+    "Effect",
+    "Event",
+    "FakeModel",
+    "Handle",
+    "Limits",
+    "Message",
+    "Model",
+    "ModelError",
+    "ModelRequest",
+    "ModelResponse",
+    "Policy",
+    "Price",
+    "ReAct",
+    "Result",
+    "ScriptedModel",
+    "Session",
+    "Spend",
+    "Step",
+    "StopReason",
+    "Strategy",
+    "ToolCall",
+    "ToolResult",
+    "Trajectory",
+    "Usage",
+    "tool",
+]
 
 
 def __getattr__(name: str) -> Any:

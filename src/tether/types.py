@@ -128,11 +128,14 @@ class ToolSpec:
 
 @dataclass(frozen=True, slots=True)
 class ModelRequest:
-    """Everything a model call is sent. ``max_output_tokens`` is already clamped to the budget."""
+    """Everything a model call is sent. ``max_output_tokens`` is already clamped to the budget;
+    ``input_tokens_estimate`` is the runtime's own count of the input (the scripted model bills
+    it, as a provider would bill its tokenizer's count)."""
 
     messages: tuple[Message, ...]
     tools: tuple[ToolSpec, ...] = ()
     max_output_tokens: int | None = None
+    input_tokens_estimate: int | None = None
 
 
 FinishReason = Literal["stop", "tool_calls", "length", "content_filter", "error"]
@@ -156,6 +159,13 @@ class ModelResponse:
             "model": self.model,
             "finish_reason": self.finish_reason,
         }
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> ModelResponse:
+        calls = tuple(ToolCall(c["id"], c["name"], c["arguments"]) for c in data["tool_calls"])
+        u = data["usage"]
+        usage = Usage(u["input_tokens"], u["output_tokens"], u["cached_input_tokens"])
+        return cls(data["text"], calls, usage, data["model"], data["finish_reason"])
 
 
 @dataclass(frozen=True, slots=True)

@@ -35,7 +35,9 @@ class Price:
                 object.__setattr__(self, label, Decimal(str(value)))
                 value = getattr(self, label)
             if not value.is_finite() or value < 0:
-                raise ValueError(f"Price.{label} must be a finite, non-negative Decimal, got {value}")
+                raise ValueError(
+                    f"Price.{label} must be a finite, non-negative Decimal, got {value}"
+                )
 
     def cost(self, usage: Usage) -> Decimal:
         cached = min(usage.cached_input_tokens, usage.input_tokens)

@@ -106,7 +106,7 @@ class ScriptedModel:
         if not request.tools:
             calls = ()  # a request without tools cannot be answered with tool calls
         scripted = response.usage
-        input_tokens = scripted.input_tokens or (
+        input_tokens = scripted.input_tokens or request.input_tokens_estimate or (
             sum(estimate_message_tokens(m) for m in request.messages)
             + estimate_tools_tokens(request.tools)
         )

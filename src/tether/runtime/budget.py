@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import math
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from decimal import Decimal, InvalidOperation
 from typing import Any
 
@@ -82,7 +82,7 @@ class Budget:
 class Spend:
     """What a session consumed. ``seconds`` is wall time since the session started."""
 
-    usage: Usage = Usage()
+    usage: Usage = field(default_factory=Usage)
     cost_usd: Decimal = Decimal(0)
     steps: int = 0
     tool_calls: int = 0
@@ -159,7 +159,7 @@ class Accountant:
         self._started = self._clock()
 
     def elapsed(self) -> float:
-        return self._clock() - self._started
+        return float(self._clock() - self._started)
 
     def spend(self) -> Spend:
         t = self.tally
@@ -180,7 +180,7 @@ class Accountant:
         if self._budget.max_seconds is None:
             return None
         hold = 0.0 if final else self._hold_seconds
-        return self._started + self._budget.max_seconds - hold
+        return float(self._started + self._budget.max_seconds - hold)
 
     def reserve_model_call(self, input_estimate: int, final: bool = False) -> Reservation:
         """Clamp and reserve a model call, or raise Stop naming the limit that prevents it."""

@@ -96,7 +96,7 @@ class Environment:
         step = self._state.tally.steps + 1
         self._journal.append("model.request", {
             "step": step, "ref": len(self._state.conversation),
-            "new": [m.to_dict() for m in new], "tools": [s.name for s in specs],
+            "new": new, "tools": [s.name for s in specs],
             "max_output_tokens": reservation.max_output_tokens, "final": final,
             "reserved_input": reservation.input_tokens,
             "reserved_cost_usd": str(reservation.cost_usd),
@@ -104,7 +104,7 @@ class Environment:
         self._pending = []
         self._sent_estimate += new_estimate
         request = ModelRequest(tuple(self._state.conversation), specs,
-                               reservation.max_output_tokens)
+                               reservation.max_output_tokens, input_estimate)
         try:
             if reservation.deadline is None:
                 response = await self._model.complete(request)
@@ -122,7 +122,7 @@ class Environment:
             self._journal.append("model.error", {"step": step, "error": error})
             raise Stop(StopReason.MODEL_ERROR, error) from exc
         self._journal.append("model.response", {
-            "step": step, "response": response.to_dict(),
+            "step": step, "response": response,
             "cost_usd": str(self._accountant.cost_of(response.usage)),
             "reserved_input": reservation.input_tokens,
         })
@@ -184,12 +184,13 @@ class Environment:
     def _admit(self, index: int, call: ToolCall) -> _Admitted:
         """Gates in order: resolve and validate, loop, budget, policy. Raise Rejected or Stop."""
         tool, arguments = self._executor.resolve(call)
-        seen = self._state.signatures.get(call_signature(call.name, arguments), 0)
+        signature = call_signature(call.name, arguments)
+        seen = self._state.signatures.get(signature, 0)
         if seen + 1 >= self._limits.loop_stop_at:
             raise Stop(StopReason.LOOP_DETECTED,
                        f"the identical call {call.name!r} was repeated {seen + 1} times")
         self._accountant.check_tool_call()
-        decision = self._gate.decide(tool, call.id, arguments)
+        decision = self._gate.decide(tool, call.id, arguments, signature)
         if decision.effect is not Effect.ALLOW:
             reason = decision.reason or "not permitted"
             raise Rejected(ToolResult(call.id, call.name, f"Refused: calling {call.name!r} is "
@@ -221,8 +222,8 @@ class Environment:
         subject = self._gate.subject
         context = ToolContext(self.session_id, admitted.call.id, self._state.tally.steps,
                               subject.user_id, subject.tenant_id)
-        result = await self._executor.run(admitted.tool, admitted.call.id, admitted.arguments,
-                                          context, timeout)
+        result = await self._executor.run(admitted.tool, admitted.call.id,
+                                          dict(admitted.arguments), context, timeout)
         return result, is_budget
 
     def _record(self, result: ToolResult, untrusted: bool = False) -> ToolResult:

@@ -39,7 +39,8 @@ class PolicyGate:
         self._extra = extra
         self._resources: dict[str, Resource] = {}
 
-    def decide(self, tool: Tool, call_id: str, arguments: Mapping[str, Any]) -> Decision:
+    def decide(self, tool: Tool, call_id: str, arguments: Mapping[str, Any],
+               signature: str) -> Decision:
         resource = self._resources.get(tool.name)
         if resource is None:
             resource = self._resources[tool.name] = resource_of(tool)
@@ -50,6 +51,6 @@ class PolicyGate:
                           context)
         self._journal.append("tool.decision", {
             "call_id": call_id, "tool": tool.name, "arguments": arguments,
-            "decision": decision.to_dict(), "charged": decision.allowed,
+            "decision": decision, "signature": signature, "charged": decision.allowed,
         })
         return decision

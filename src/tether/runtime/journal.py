@@ -1,10 +1,15 @@
 """The journal: an append-only, hash-chained sequence of a session's events, and its subscribers.
 
 Decision: every event carries the hash of the previous one, computed over a canonical JSON form
-(sorted keys, no whitespace, Decimals as strings), so any edit, deletion or reordering is
-detectable by recomputing the chain. The journal is the truth about a session; live state is a
-projection updated by the same events (see ``state.py``). Subscribers are told of each event
-after it is appended; one that raises is recorded as an event and never breaks the run.
+(sorted keys, no whitespace, Decimals as strings, tether records by their ``to_dict``), so any
+edit, deletion or reordering is detectable by recomputing the chain.
+
+Appending is cheap on purpose: the live run appends the frozen records it already holds, and the
+chain is *sealed* (encoded, hashed, turned into plain-JSON events) when someone reads it — replay,
+verify, a checkpoint, a subscriber — or when a durable store writes it. The hashes are a pure
+function of the appended records, so sealing later yields exactly the chain sealing at once
+would; what the hot path saves is the encoding, about 3 µs per event. Event data must therefore
+not be mutated after it is appended (the runtime only appends fresh dicts and frozen records).
 """
 
 from __future__ import annotations
@@ -12,7 +17,7 @@ from __future__ import annotations
 import hashlib
 import json
 import time
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from decimal import Decimal
 from typing import Any
 
@@ -21,14 +26,17 @@ from tether.types import Event
 GENESIS = "0" * 64
 
 Subscriber = Callable[[Event], object]
+Record = tuple[int, str, float, Mapping[str, Any]]
 
 
 def _default(value: Any) -> Any:
-    if isinstance(value, Decimal | set | frozenset):
-        return str(value) if isinstance(value, Decimal) else sorted(value)
     to_dict = getattr(value, "to_dict", None)
     if callable(to_dict):
         return to_dict()
+    if isinstance(value, Decimal):
+        return str(value)
+    if isinstance(value, set | frozenset):
+        return sorted(value)
     return repr(value)
 
 
@@ -41,21 +49,30 @@ def canonical_json(value: Any) -> str:
     return _encode(value)
 
 
-def event_hash(prev_hash: str, seq: int, type: str, session_id: str, timestamp: float,
-               data: Mapping[str, Any]) -> str:
-    body = _encode([seq, type, session_id, timestamp, data])
+def _hash(prev_hash: str, body: str) -> str:
     return hashlib.sha256(f"{prev_hash}{body}".encode()).hexdigest()
 
 
-def verify_chain(events: list[Event]) -> int | None:
+def _body(seq: int, type: str, session_id: str, timestamp: float, data: Any) -> str:
+    return _encode([seq, type, session_id, timestamp, data])
+
+
+def seal(prev_hash: str, session_id: str, record: Record) -> Event:
+    """Turn an appended record into a chained Event with plain-JSON data."""
+    seq, type, timestamp, data = record
+    body = _body(seq, type, session_id, timestamp, data)
+    plain = json.loads(body)[4]
+    return Event(seq, type, session_id, timestamp, plain, prev_hash, _hash(prev_hash, body))
+
+
+def verify_chain(events: Sequence[Event]) -> int | None:
     """Return the seq of the first event whose link is broken, or None if the chain holds."""
     prev = GENESIS
-    for expected_seq, event in enumerate(events, start=1):
-        if event.seq != expected_seq or event.prev_hash != prev or event.hash != event_hash(
-            event.prev_hash, event.seq, event.type, event.session_id, event.timestamp, event.data
-        ):
-            return event.seq
-        prev = event.hash
+    for expected_seq, e in enumerate(events, start=1):
+        body = _body(e.seq, e.type, e.session_id, e.timestamp, e.data)
+        if e.seq != expected_seq or e.prev_hash != prev or e.hash != _hash(prev, body):
+            return e.seq if e.seq == expected_seq else expected_seq
+        prev = e.hash
     return None
 
 
@@ -80,29 +97,27 @@ class EventBus:
 
 
 class Journal:
-    """An in-memory, hash-chained journal of one session."""
+    """The journal of one session, in memory; durable stores persist what it seals."""
 
-    __slots__ = ("_events", "_head", "_on_append", "bus", "session_id")
+    __slots__ = ("_on_append", "_records", "_sealed", "bus", "session_id")
 
-    def __init__(self, session_id: str, on_append: Callable[[Event], None] | None = None) -> None:
+    def __init__(self, session_id: str,
+                 on_append: Callable[[str, Mapping[str, Any]], None] | None = None) -> None:
         self.session_id = session_id
-        self._events: list[Event] = []
-        self._head = GENESIS
+        self._records: list[Record] = []
+        self._sealed: list[Event] = []
         self._on_append = on_append
         self.bus = EventBus()
 
-    def append(self, type: str, data: Mapping[str, Any]) -> Event:
-        seq = len(self._events) + 1
-        ts = time.time()
-        digest = event_hash(self._head, seq, type, self.session_id, ts, data)
-        event = Event(seq, type, self.session_id, ts, data, self._head, digest)
-        self._events.append(event)
-        self._head = digest
+    def append(self, type: str, data: Mapping[str, Any]) -> int:
+        """Append an event; returns its seq. ``data`` must not be mutated afterwards."""
+        seq = len(self._records) + 1
+        self._records.append((seq, type, time.time(), data))
         if self._on_append is not None:
-            self._on_append(event)
+            self._on_append(type, data)
         if self.bus:
-            self._notify(event)
-        return event
+            self._notify(self._seal_all()[-1])
+        return seq
 
     def _notify(self, event: Event) -> None:
         for fn in self.bus:
@@ -115,15 +130,26 @@ class Journal:
                 self.append("subscriber.error", {"subscriber": name, "event_seq": event.seq,
                                                  "error": f"{type(exc).__name__}: {exc}"})
 
+    def events(self) -> list[Event]:
+        """All events, sealed into the hash chain."""
+        return list(self._seal_all())
+
+    def _seal_all(self) -> list[Event]:
+        sealed = self._sealed
+        prev = sealed[-1].hash if sealed else GENESIS
+        for record in self._records[len(sealed):]:
+            event = seal(prev, self.session_id, record)
+            sealed.append(event)
+            prev = event.hash
+        return sealed
+
     @property
     def head(self) -> str:
-        return self._head
+        events = self._seal_all()
+        return events[-1].hash if events else GENESIS
 
     def __len__(self) -> int:
-        return len(self._events)
-
-    def events(self) -> list[Event]:
-        return list(self._events)
+        return len(self._records)
 
     def verify(self) -> int | None:
-        return verify_chain(self._events)
+        return verify_chain(self._seal_all())

@@ -44,6 +44,9 @@ class Step:
 class Trajectory:
     steps: tuple[Step, ...]
 
+    def __repr__(self) -> str:
+        return f"Trajectory({len(self.steps)} steps)"
+
     @property
     def tool_results(self) -> tuple[ToolResult, ...]:
         return tuple(r for s in self.steps for r in s.results)
@@ -58,6 +61,12 @@ class Result:
     session_id: str
     spend: Spend
     stop_detail: str = ""
+
+    def __repr__(self) -> str:
+        answer = self.answer if len(self.answer) <= 60 else self.answer[:57] + "..."
+        return (f"Result(answer={answer!r}, stop_reason={self.stop_reason.value}, "
+                f"tokens={self.usage.total_tokens}, steps={len(self.trajectory.steps)}, "
+                f"session_id={self.session_id!r})")
 
     @property
     def finished(self) -> bool:

@@ -2,27 +2,29 @@
 
 Decision: nothing about a session changes except by appending an event; the live session applies
 each event to this projection as it is appended, and ``fold(events)`` rebuilds the same state from
-a stored journal. One code path for both means a resumed or audited session sees exactly what the
-live one saw: conversation, spend, tool-call signatures, trajectory and outcome.
+stored events. Handlers take the live form of event data (frozen records); ``fold`` first revives
+stored plain-JSON data into that form, so both paths run the same handlers and a resumed or
+audited session sees exactly what the live one saw.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+import hashlib
+from collections.abc import Callable, Iterable, Mapping
 from decimal import Decimal
 from typing import Any
 
 from tether.runtime.budget import Tally
+from tether.runtime.journal import canonical_json
 from tether.runtime.result import Step, ToolResult
 from tether.runtime.stop import StopReason
-from tether.types import Event, Message, ToolCall, Usage
+from tether.types import Event, Message, ModelResponse, ToolCall
 
 
 def call_signature(tool: str, arguments: Mapping[str, Any] | str) -> str:
     """Normalised identity of a call: same tool and same arguments, whatever the key order."""
-    from tether.runtime.journal import canonical_json
-
-    return f"{tool}:{canonical_json(arguments)}"
+    digest = hashlib.blake2b(canonical_json(arguments).encode(), digest_size=12).hexdigest()
+    return f"{tool}:{digest}"
 
 
 class SessionState:
@@ -43,10 +45,10 @@ class SessionState:
         self.answer: str | None = None
         self.tainted = False  # set once any untrusted tool output entered the conversation
 
-    def apply(self, event: Event) -> None:
-        handler = _HANDLERS.get(event.type)
+    def apply(self, type: str, data: Mapping[str, Any]) -> None:
+        handler = _HANDLERS.get(type)
         if handler is not None:
-            handler(self, event.data)
+            handler(self, data)
 
     def closed_steps(self) -> tuple[Step, ...]:
         self._close_step()
@@ -64,29 +66,26 @@ class SessionState:
         self.task = data["task"]
 
     def _on_request(self, data: Mapping[str, Any]) -> None:
-        self.conversation.extend(Message.from_dict(m) for m in data["new"])
+        self.conversation.extend(data["new"])
 
     def _on_response(self, data: Mapping[str, Any]) -> None:
-        r = data["response"]
-        calls = tuple(ToolCall(c["id"], c["name"], c["arguments"]) for c in r["tool_calls"])
-        self.conversation.append(Message.assistant(r["text"], calls))
-        u = r["usage"]
-        usage = Usage(u["input_tokens"], u["output_tokens"], u["cached_input_tokens"])
+        r: ModelResponse = data["response"]
+        self.conversation.append(Message.assistant(r.text, r.tool_calls))
         t = self.tally
         t.steps += 1
-        t.usage = t.usage + usage
+        t.usage = t.usage + r.usage
         t.cost += Decimal(data["cost_usd"])
         reserved = data["reserved_input"]
-        if reserved and usage.input_tokens > reserved:
-            t.input_scale *= usage.input_tokens / reserved
+        if reserved and r.usage.input_tokens > reserved:
+            t.input_scale *= r.usage.input_tokens / reserved
         self._close_step()
-        self._open = (t.steps, r["text"], calls, [])
+        self._open = (t.steps, r.text, r.tool_calls, [])
 
     def _on_model_error(self, data: Mapping[str, Any]) -> None:
         self.tally.steps += 1
 
     def _on_decision(self, data: Mapping[str, Any]) -> None:
-        sig = call_signature(data["tool"], data["arguments"])
+        sig = data["signature"]
         self.signatures[sig] = self.signatures.get(sig, 0) + 1
         if data["charged"]:
             self.tally.tool_calls += 1
@@ -106,7 +105,7 @@ class SessionState:
         self.answer = data["answer"]
 
 
-_HANDLERS = {
+_HANDLERS: dict[str, Callable[[SessionState, Mapping[str, Any]], None]] = {
     "session.start": SessionState._on_start,
     "model.request": SessionState._on_request,
     "model.response": SessionState._on_response,
@@ -117,8 +116,17 @@ _HANDLERS = {
 }
 
 
+def revive(type: str, data: Mapping[str, Any]) -> Mapping[str, Any]:
+    """Stored plain-JSON event data → the live form the handlers take."""
+    if type == "model.request":
+        return {**data, "new": [Message.from_dict(m) for m in data["new"]]}
+    if type == "model.response":
+        return {**data, "response": ModelResponse.from_dict(data["response"])}
+    return data
+
+
 def fold(events: Iterable[Event]) -> SessionState:
     state = SessionState()
     for event in events:
-        state.apply(event)
+        state.apply(event.type, revive(event.type, event.data))
     return state

@@ -18,7 +18,17 @@ _WHERE = {
     "Calculator": "calculator", "FunctionTool": "decorator", "ToolDefinitionError": "decorator",
     "tool": "decorator", "ToolRegistry": "registry",
 }
-__all__ = sorted(_WHERE)
+__all__ = [
+    "Calculator",
+    "FunctionTool",
+    "Tool",
+    "ToolArgumentError",
+    "ToolContext",
+    "ToolDefinitionError",
+    "ToolMeta",
+    "ToolRegistry",
+    "tool",
+]
 
 
 def __getattr__(name: str) -> Any:

@@ -54,6 +54,8 @@ def evaluate(expression: str) -> int | float:
         raise CalculatorError("division by zero") from None
     except (OverflowError, ValueError) as exc:
         raise CalculatorError(f"cannot compute: {exc}") from None
+    if not isinstance(value, int | float):
+        raise CalculatorError(f"result is not a real number: {value!r}")
     if abs(value) > MAX_MAGNITUDE:
         raise CalculatorError("result too large")
     return value

@@ -12,7 +12,7 @@ from __future__ import annotations
 import functools
 import inspect
 from collections.abc import Callable, Iterable, Mapping
-from typing import Any, cast, get_type_hints, overload
+from typing import Any, get_type_hints, overload
 
 from tether.tools.base import Risk, ToolArgumentError, ToolContext, ToolMeta, Trust
 from tether.tools.threads import run_on_daemon_thread
@@ -62,7 +62,7 @@ class FunctionTool:
             default = ... if param.default is param.empty else param.default
             fields[param.name] = (hints[param.name], default)
         self._injected = tuple(injected)
-        self._model = create_model(  # type: ignore[call-overload]
+        self._model = create_model(
             f"{self.name}_arguments", __config__=ConfigDict(extra="forbid"), **fields
         )
         schema = self._model.model_json_schema()
@@ -141,4 +141,4 @@ def tool(
     def build(f: Callable[..., Any]) -> FunctionTool:
         return FunctionTool(f, name=name, meta=meta)
 
-    return build(fn) if fn is not None else cast(Callable[[Callable[..., Any]], FunctionTool], build)
+    return build(fn) if fn is not None else build

@@ -10,6 +10,7 @@ be declared async (the Calculator is).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import threading
 from collections.abc import Callable
 from typing import Any
@@ -34,10 +35,8 @@ async def run_on_daemon_thread(fn: Callable[[], Any]) -> Any:
             ok, value = False, exc
         else:
             ok = True
-        try:
+        with contextlib.suppress(RuntimeError):  # the loop closed while the tool was hung
             loop.call_soon_threadsafe(deliver, ok, value)
-        except RuntimeError:  # the loop closed while the tool was hung
-            pass
 
     threading.Thread(target=work, name="tether-tool", daemon=True).start()
     return await future

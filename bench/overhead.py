@@ -1,0 +1,121 @@
+"""Runtime overhead of the chokepoint, measured (not asserted): python bench/overhead.py
+
+Prints: median µs per step of a scripted 20-tool-call run with a policy and all five budget
+limits on (>= 200 runs); bytes retained per finished Result (1,000 kept); ``import tether`` ms over
+a bare interpreter; wall time of 1,000 concurrent quickstart sessions under asyncio.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import gc
+import statistics
+import subprocess
+import sys
+import time
+import tracemalloc
+from decimal import Decimal
+
+from tether import Agent, Budget, Decision, Effect, ModelResponse, ReAct, ScriptedModel, ToolCall
+from tether.policy import Action, Context, Resource, Subject
+from tether.tools import Calculator
+
+TOOL_CALLS = 20
+RUNS = 300
+
+
+class DenyExpensive:
+    """A realistic small policy: deny tools tagged 'expensive', allow the rest."""
+
+    policy_id = "deny-expensive"
+
+    def evaluate(self, subject: Subject, action: Action, resource: Resource,
+                 context: Context) -> Decision:
+        if "expensive" in resource.tags:
+            return Decision(Effect.DENY, "expensive tools are off", self.policy_id)
+        return Decision(Effect.ALLOW, "ok", self.policy_id)
+
+
+def twenty_call_agent() -> Agent:
+    script: list[ModelResponse | str] = [
+        ModelResponse(tool_calls=(ToolCall(f"c{i}", "calculator", {"expression": f"{i} * 3"}),))
+        for i in range(TOOL_CALLS)
+    ]
+    script.append("done")
+    return Agent(model=ScriptedModel(script), reasoning=ReAct(), tools=[Calculator()],
+                 policy=DenyExpensive())
+
+
+BUDGET = Budget(max_tokens=1_000_000, max_cost_usd=Decimal("10"), max_steps=100,
+                max_tool_calls=100, max_seconds=60)
+
+
+def per_step_us(agent: Agent) -> float:
+    samples = []
+    for _ in range(RUNS):
+        start = time.perf_counter()
+        result = agent.run("compute", budget=BUDGET)
+        elapsed = time.perf_counter() - start
+        assert result.stop_reason == "finished", result.stop_reason
+        samples.append(elapsed / len(result.trajectory.steps) * 1e6)
+    return statistics.median(samples)
+
+
+def bytes_per_result(agent: Agent, keep: int = 1000) -> float:
+    async def many() -> list[object]:
+        return [await agent.arun("compute", budget=BUDGET) for _ in range(keep)]
+
+    asyncio.run(many())  # warm caches (pydantic, interned strings) outside the measurement
+    gc.collect()
+    tracemalloc.start()
+    before = tracemalloc.take_snapshot()
+    kept = asyncio.run(many())
+    gc.collect()
+    after = tracemalloc.take_snapshot()
+    tracemalloc.stop()
+    grown = sum(s.size_diff for s in after.compare_to(before, "filename"))
+    assert len(kept) == keep
+    return grown / keep
+
+
+def import_ms(repeat: int = 15) -> float:
+    def run(code: str) -> float:
+        times = []
+        for _ in range(repeat):
+            start = time.perf_counter()
+            subprocess.run([sys.executable, "-c", code], check=True)
+            times.append(time.perf_counter() - start)
+        return statistics.median(times)
+
+    return (run("import tether") - run("pass")) * 1000
+
+
+def concurrent_sessions_s(n: int = 1000) -> float:
+    model = ScriptedModel.tool_then_answer("calculator", {"expression": "17 * 23"}, "391")
+    agent = Agent(model=model, reasoning=ReAct(), tools=[Calculator()], policy=DenyExpensive())
+
+    async def main() -> float:
+        start = time.perf_counter()
+        results = await asyncio.gather(*(agent.arun("What is 17 * 23?", budget=BUDGET)
+                                          for _ in range(n)))
+        elapsed = time.perf_counter() - start
+        assert all(r.answer == "391" for r in results)
+        return elapsed
+
+    return asyncio.run(main())
+
+
+def main() -> None:
+    agent = twenty_call_agent()
+    agent.run("warm up", budget=BUDGET)
+    print(f"python {sys.version.split()[0]}")
+    print(f"per step (20-tool-call run, policy + 5 limits, median of {RUNS}): "
+          f"{per_step_us(agent):.1f} µs   target <= 20")
+    print(f"retained per finished Result (1,000 kept, 21-step run): "
+          f"{bytes_per_result(agent) / 1024:.1f} KB   target <= 24")
+    print(f"import tether over a bare interpreter: {import_ms():.1f} ms   target <= 75")
+    print(f"1,000 concurrent quickstart sessions: {concurrent_sessions_s():.3f} s   target <= 0.5")
+
+
+if __name__ == "__main__":
+    main()
