@@ -11,7 +11,6 @@ result, in order, whatever happens; a reason to stop is raised only after that.
 from __future__ import annotations
 
 import asyncio
-import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -96,7 +95,7 @@ class Environment:
         step = self._state.tally.steps + 1
         self._journal.append("model.request", {
             "step": step, "ref": len(self._state.conversation),
-            "new": new, "tools": [s.name for s in specs],
+            "new": new, "tools": self._executor.registry.names if specs else (),
             "max_output_tokens": reservation.max_output_tokens, "final": final,
             "reserved_input": reservation.input_tokens,
             "reserved_cost_usd": str(reservation.cost_usd),
@@ -105,19 +104,22 @@ class Environment:
         self._sent_estimate += new_estimate
         request = ModelRequest(tuple(self._state.conversation), specs,
                                reservation.max_output_tokens, input_estimate)
+        timer = None if reservation.deadline is None else asyncio.timeout_at(
+            reservation.deadline)
         try:
-            if reservation.deadline is None:
+            if timer is None:
                 response = await self._model.complete(request)
             else:
-                async with asyncio.timeout(reservation.deadline - time.monotonic()):
+                async with timer:
                     response = await self._model.complete(request)
             if not isinstance(response, ModelResponse):
                 raise TypeError(f"model returned {type(response).__name__}, not ModelResponse")
-        except TimeoutError:
-            self._journal.append("model.error", {"step": step, "error": "time budget ran out "
-                                                 "during the call; it was cancelled"})
-            raise Stop(StopReason.TIME_BUDGET, "time budget ran out during a model call") from None
         except Exception as exc:
+            if timer is not None and timer.expired():
+                self._journal.append("model.error", {"step": step, "error": "time budget ran "
+                                                     "out during the call; it was cancelled"})
+                raise Stop(StopReason.TIME_BUDGET,
+                           "time budget ran out during a model call") from None
             error = f"{type(exc).__name__}: {exc}"
             self._journal.append("model.error", {"step": step, "error": error})
             raise Stop(StopReason.MODEL_ERROR, error) from exc

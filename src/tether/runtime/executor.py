@@ -58,21 +58,27 @@ class ToolExecutor:
             raise Rejected(ToolResult(
                 call.id, call.name, f"Error: invalid arguments for {call.name!r}: field "
                 f"{exc.field!r}: {exc}. Fix that field and call again.", "rejected")) from None
+        except Exception as exc:  # a tool's own validate() failed some other way
+            raise Rejected(ToolResult(
+                call.id, call.name, f"Error: invalid arguments for {call.name!r}: "
+                f"{type(exc).__name__}: {exc}.", "rejected")) from None
         return tool, arguments
 
     async def run(self, tool: Tool, call_id: str, arguments: dict[str, Any],
                   context: ToolContext, timeout: float) -> ToolResult:
         """Run a resolved tool with a timeout; never raises except on cancellation."""
+        scope = asyncio.timeout(timeout)
         try:
-            async with asyncio.timeout(timeout):
+            async with scope:
                 value = await tool.invoke(arguments, context)
-        except TimeoutError:
-            return ToolResult(call_id, tool.name, f"Error: {tool.name!r} timed out after "
-                              f"{timeout:.3g}s and was abandoned.", "timeout")
-        except Exception as exc:
+            text = self._render(value)
+        except (Exception, SystemExit) as exc:  # a tool's sys.exit() must not end the host
+            if isinstance(exc, TimeoutError) and scope.expired():  # not the tool's own error
+                return ToolResult(call_id, tool.name, f"Error: {tool.name!r} timed out after "
+                                  f"{timeout:.3g}s and was abandoned.", "timeout")
             return ToolResult(call_id, tool.name, f"Error: {tool.name!r} failed: "
                               f"{type(exc).__name__}: {exc}", "error")
-        return ToolResult(call_id, tool.name, self._render(value))
+        return ToolResult(call_id, tool.name, text)
 
     def _render(self, value: Any) -> str:
         if isinstance(value, str):

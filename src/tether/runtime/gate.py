@@ -45,8 +45,11 @@ class PolicyGate:
         if resource is None:
             resource = self._resources[tool.name] = resource_of(tool)
         acc = self._accountant
-        context = Context(self._session_id, acc.tally.steps, acc.spend().to_dict(),
-                          acc.remaining(), self._state.tainted, time.time(), self._extra)
+        t = acc.tally
+        spend = {"tokens": t.usage.total_tokens, "cost_usd": t.cost, "steps": t.steps,
+                 "tool_calls": t.tool_calls, "seconds": acc.elapsed()}
+        context = Context(self._session_id, t.steps, spend, acc.remaining(),
+                          self._state.tainted, time.time(), self._extra)
         decision = decide(self._policy, self.subject, Action(tool.name, arguments), resource,
                           context)
         self._journal.append("tool.decision", {

@@ -34,6 +34,9 @@ class ToolMeta:
     owner: str | None = None
 
     def __post_init__(self) -> None:
+        if isinstance(self.tags, str):  # frozenset("payments") would be a set of letters
+            raise TypeError(f"tags must be a collection of strings such as {{{self.tags!r}}}, "
+                            f"not the string {self.tags!r}")
         if not isinstance(self.tags, frozenset):
             object.__setattr__(self, "tags", frozenset(self.tags))
         if self.risk not in RISKS:

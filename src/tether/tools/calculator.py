@@ -20,6 +20,7 @@ from tether.types import ToolSpec
 MAX_EXPRESSION_CHARS = 500
 MAX_EXPONENT = 10_000
 MAX_MAGNITUDE = 10**308
+MAX_INT_BITS = 100_000  # intermediate integers stay this small, so every step is fast
 
 _BINARY: dict[type[ast.operator], Callable[[Any, Any], Any]] = {
     ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul,
@@ -52,9 +53,9 @@ def evaluate(expression: str) -> int | float:
         value = _eval(tree.body)
     except ZeroDivisionError:
         raise CalculatorError("division by zero") from None
-    except (OverflowError, ValueError) as exc:
+    except (OverflowError, ValueError, TypeError) as exc:
         raise CalculatorError(f"cannot compute: {exc}") from None
-    if not isinstance(value, int | float):
+    if not isinstance(value, int | float) or value != value:  # complex, or NaN
         raise CalculatorError(f"result is not a real number: {value!r}")
     if abs(value) > MAX_MAGNITUDE:
         raise CalculatorError("result too large")
@@ -66,21 +67,34 @@ def _eval(node: ast.AST) -> Any:
         return node.value
     if isinstance(node, ast.BinOp) and type(node.op) in _BINARY:
         left, right = _eval(node.left), _eval(node.right)
-        if isinstance(node.op, ast.Pow) and abs(right) > MAX_EXPONENT:
-            raise CalculatorError(f"exponent larger than {MAX_EXPONENT}")
-        return _BINARY[type(node.op)](left, right)
+        if isinstance(node.op, ast.Pow):
+            if abs(right) > MAX_EXPONENT:
+                raise CalculatorError(f"exponent larger than {MAX_EXPONENT}")
+            if (isinstance(left, int) and isinstance(right, int) and right > 0
+                    and abs(left).bit_length() * right > MAX_INT_BITS):  # check before computing
+                raise CalculatorError("intermediate result too large")
+        return _bounded(_BINARY[type(node.op)](left, right))
     if isinstance(node, ast.UnaryOp) and type(node.op) in _UNARY:
         return _UNARY[type(node.op)](_eval(node.operand))
     if isinstance(node, ast.Name) and node.id in _CONSTANTS:
         return _CONSTANTS[node.id]
     if (isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
             and node.func.id in _FUNCTIONS and not node.keywords):
-        return _FUNCTIONS[node.func.id](*(_eval(a) for a in node.args))
+        args = [_eval(a) for a in node.args]
+        if node.func.id == "round" and len(args) > 1 and abs(args[1]) > MAX_EXPONENT:
+            raise CalculatorError(f"round() to more than {MAX_EXPONENT} digits")  # 10**n inside
+        return _bounded(_FUNCTIONS[node.func.id](*args))
     allowed = ", ".join(sorted(_FUNCTIONS))
     raise CalculatorError(
         f"unsupported element {ast.unparse(node)!r}; use numbers, + - * / // % **, "
         f"parentheses, pi, e and {allowed}"
     )
+
+
+def _bounded(value: Any) -> Any:
+    if isinstance(value, int) and value.bit_length() > MAX_INT_BITS:
+        raise CalculatorError("intermediate result too large")
+    return value
 
 
 def _format(value: int | float) -> str:

@@ -26,7 +26,8 @@ class ToolDefinitionError(TypeError):
 
 
 class FunctionTool:
-    """A tool backed by a typed function (sync or async)."""
+    # A tool backed by a typed function (sync or async). No class docstring: ``__doc__`` is a
+    # slot holding each tool's own description, and a class docstring would conflict with it.
 
     __slots__ = ("__doc__", "_injected", "_model", "fn", "is_async", "meta", "name", "spec")
 
@@ -37,7 +38,7 @@ class FunctionTool:
         self.name = name or fn.__name__
         self.meta = meta
         self.is_async = inspect.iscoroutinefunction(fn)
-        description = inspect.getdoc(fn)
+        description = (inspect.getdoc(fn) or "").strip()  # a blank docstring describes nothing
         if not description:
             raise ToolDefinitionError(
                 f"tool {self.name!r} has no docstring; write one: it is the description the "
@@ -48,6 +49,11 @@ class FunctionTool:
         fields: dict[str, Any] = {}
         injected: list[str] = []
         for param in inspect.signature(fn).parameters.values():
+            if param.kind is param.POSITIONAL_ONLY:  # the runtime passes every argument by name
+                raise ToolDefinitionError(
+                    f"tool {self.name!r}: parameter {param.name!r} is positional-only; remove "
+                    "the '/' so it can be passed by name"
+                )
             if param.name in INJECTED:
                 injected.append(param.name)
                 continue
@@ -135,6 +141,9 @@ def tool(
     owner: str | None = None,
 ) -> FunctionTool | Callable[[Callable[..., Any]], FunctionTool]:
     """Declare a tool: ``@tool`` or ``@tool(side_effect=True, tags={"payments"}, ...)``."""
+    if isinstance(tags, str):  # frozenset("payments") would be a set of letters
+        raise ToolDefinitionError(f"tags must be a collection of strings such as "
+                                  f"{{{tags!r}}}, not the string {tags!r}")
     meta = ToolMeta(frozenset(tags), risk, side_effect, egress, output_trust, timeout,
                     idempotent, owner)
 

@@ -20,10 +20,10 @@ class ToolRegistry:
     def __init__(self, tools: Iterable[Tool] = ()) -> None:
         table: dict[str, Tool] = {}
         for t in tools:
-            if not isinstance(t, Tool):
+            if isinstance(t, type) or not isinstance(t, Tool):  # a tool class is not a tool
                 raise TypeError(
                     f"{t!r} is not a tool; decorate a typed function with @tool or implement "
-                    "tether.tools.Tool"
+                    "tether.tools.Tool (and pass an instance, not the class)"
                 )
             if t.name in table:
                 raise ValueError(f"two tools are named {t.name!r}; tool names must be unique")

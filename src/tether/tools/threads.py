@@ -31,6 +31,8 @@ async def run_on_daemon_thread(fn: Callable[[], Any]) -> Any:
     def work() -> None:
         try:
             value = fn()
+        except StopIteration as exc:  # a Future refuses StopIteration; it would never resolve
+            ok, value = False, RuntimeError(f"the tool raised StopIteration: {exc}")
         except BaseException as exc:  # delivered to the awaiting coroutine
             ok, value = False, exc
         else:
