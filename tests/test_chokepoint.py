@@ -7,16 +7,15 @@ from typing import Any
 
 import pytest
 
-from conftest import call
 from tether import (
     Agent,
     Budget,
     Decision,
     Effect,
     Handle,
+    ModelResponse,
     ReAct,
     ScriptedModel,
-    StopReason,
     ToolCall,
     tool,
 )
@@ -24,6 +23,8 @@ from tether.policy import Action, Context, Resource, Subject
 from tether.runtime.environment import Environment
 from tether.runtime.journal import Journal
 from tether.tools import Calculator
+
+from conftest import call
 
 
 def test_handle_exposes_only_the_narrow_door() -> None:
@@ -54,8 +55,11 @@ def test_custom_strategy_reaches_tools_only_through_the_handle() -> None:
                 owner = getattr(value, "__self__", None)
                 assert owner is handle
             assert not any(isinstance(v, Environment | Journal) for v in seen.values())
-            await handle.ask_model()
-            await handle.call_tools([ToolCall("x1", "refund", {"order_id": "A1"})])
+            turn = await handle.ask_model()
+            # a call the model never made cannot be slipped in
+            with pytest.raises(ValueError, match="last turn"):
+                await handle.call_tools([ToolCall("forged", "refund", {"order_id": "B2"})])
+            await handle.call_tools(turn.tool_calls)
             return "done"
 
     class DenyRefunds:
@@ -65,15 +69,34 @@ def test_custom_strategy_reaches_tools_only_through_the_handle() -> None:
                 return Decision(Effect.DENY, "refunds need a human", "no-refunds")
             return Decision(Effect.ALLOW)
 
-    agent = Agent(model=ScriptedModel(["thinking"]), reasoning=Sneaky(), tools=[refund],
-                  policy=DenyRefunds())
+    model = ScriptedModel([call("refund", {"order_id": "A1"}, "c1")])
+    agent = Agent(model=model, reasoning=Sneaky(), tools=[refund], policy=DenyRefunds())
     session = agent.session("refund A1")
     result = session.run()
     assert result.answer == "done"
-    assert executed == []  # the strategy's call went through the gate and was refused
+    assert executed == []  # the model's call went through the gate and was refused
     decisions = [e.data for e in session.replay() if e.type == "tool.decision"]
+    assert len(decisions) == 1
     assert decisions[0]["decision"] == {"effect": "deny", "reason": "refunds need a human",
                                         "policy_id": "no-refunds"}
+
+
+def test_calls_a_strategy_leaves_unrun_still_get_results() -> None:
+    class FirstOnly:
+        async def run(self, handle: Handle) -> str:
+            turn = await handle.ask_model()
+            await handle.call_tools(turn.tool_calls[:1])
+            return (await handle.ask_model()).text
+
+    two = ModelResponse(tool_calls=(ToolCall("a", "calculator", {"expression": "1+1"}),
+                                    ToolCall("b", "calculator", {"expression": "2+2"})))
+    session = Agent(model=ScriptedModel([two, "ok"]), reasoning=FirstOnly(),
+                    tools=[Calculator()]).session("x")
+    result = session.run()
+    statuses = [(r.call_id, r.status) for r in result.trajectory.steps[0].results]
+    assert statuses == [("a", "ok"), ("b", "skipped")]
+    sent = [e for e in session.replay() if e.type == "model.request"][1].data["new"]
+    assert [m["tool_call_id"] for m in sent] == ["a", "b"]
 
 
 def test_strategy_is_never_given_the_environment() -> None:
@@ -211,22 +234,3 @@ def test_decision_is_journaled_before_the_tool_runs() -> None:
     sessions.append(session)
     session.run()
     assert order == ["tool.decision"]
-
-
-def test_unsupported_effects_fail_closed() -> None:
-    ran: list[int] = []
-
-    @tool
-    def act(n: int) -> str:
-        """Do the thing."""
-        ran.append(n)
-        return "done"
-
-    class Weird:
-        def evaluate(self, *args: Any) -> Decision:
-            return Decision(Effect.MASK, "mask it", "weird", fields=("n",))
-
-    result = Agent(model=ScriptedModel([call("act", {"n": 1}), "ok"]), reasoning=ReAct(),
-                   tools=[act], policy=Weird()).run("x")
-    assert result.stop_reason is StopReason.FINISHED
-    assert ran == [] and result.trajectory.steps[0].results[0].status == "denied"

@@ -7,7 +7,6 @@ import dataclasses
 
 import pytest
 
-from conftest import call
 from tether import (
     Agent,
     Budget,
@@ -22,6 +21,8 @@ from tether.models import ModelError
 from tether.runtime.journal import verify_chain
 from tether.runtime.state import fold
 from tether.tools import Calculator
+
+from conftest import call
 
 
 def quick_agent() -> Agent:
@@ -130,7 +131,7 @@ def test_state_is_a_fold_over_the_journal() -> None:
     assert state.tally.steps == result.spend.steps
     assert state.tally.tool_calls == result.spend.tool_calls
     assert state.answer == result.answer and state.stop_reason is result.stop_reason
-    assert state.closed_steps() == result.trajectory.steps
+    assert state.trajectory_steps() == result.trajectory.steps
 
 
 def test_subscribers_see_every_event_and_a_raising_one_never_breaks_the_run() -> None:

@@ -18,8 +18,8 @@ if TYPE_CHECKING:
     from tether.reasoning.react import ReAct
     from tether.runtime.agent import Agent
     from tether.runtime.budget import Budget, Spend
-    from tether.runtime.environment import Limits
     from tether.runtime.handle import Handle, Strategy
+    from tether.runtime.limits import Limits
     from tether.runtime.result import Result, Step, ToolResult, Trajectory
     from tether.runtime.session import Session
     from tether.runtime.stop import StopReason
@@ -32,7 +32,7 @@ _WHERE = {
     "Agent": "tether.runtime.agent",
     "Budget": "tether.runtime.budget",
     "Spend": "tether.runtime.budget",
-    "Limits": "tether.runtime.environment",
+    "Limits": "tether.runtime.limits",
     "Handle": "tether.runtime.handle",
     "Strategy": "tether.runtime.handle",
     "Result": "tether.runtime.result",

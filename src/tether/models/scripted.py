@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import Any
 
 from tether.models.base import (
@@ -42,6 +42,7 @@ class ScriptedModel:
     ) -> None:
         self._responder: Responder | None = script if callable(script) else None
         self._script: tuple[ScriptItem, ...] = () if callable(script) else tuple(script)
+        self._prepared = tuple(_prepare(item, turn) for turn, item in enumerate(self._script))
         self._name = name
         self._price = price
         self._when_exhausted = when_exhausted
@@ -74,10 +75,12 @@ class ScriptedModel:
     async def complete(self, request: ModelRequest) -> ModelResponse:
         if self._latency:
             await asyncio.sleep(self._latency)
-        turn = sum(1 for m in request.messages if m.role == "assistant")
-        item = self._pick(request, turn)
-        response = ModelResponse(text=item) if isinstance(item, str) else item
-        return self._finish(request, response, turn)
+        turn = [m.role for m in request.messages].count("assistant")
+        if turn < len(self._prepared):
+            prepared = self._prepared[turn]
+        else:
+            prepared = _prepare(self._pick(request, turn), turn)
+        return self._finish(request, prepared)
 
     async def stream(self, request: ModelRequest) -> AsyncIterator[str | ModelResponse]:
         response = await self.complete(request)
@@ -89,8 +92,6 @@ class ScriptedModel:
     def _pick(self, request: ModelRequest, turn: int) -> ScriptItem:
         if self._responder is not None:
             return self._responder(request)
-        if turn < len(self._script):
-            return self._script[turn]
         if self._when_exhausted is not None:
             return self._when_exhausted
         raise ModelError(
@@ -98,33 +99,48 @@ class ScriptedModel:
             f"(script has {len(self._script)}); add responses or pass when_exhausted='...'"
         )
 
-    def _finish(self, request: ModelRequest, response: ModelResponse, turn: int) -> ModelResponse:
-        calls = tuple(
-            c if c.id else replace(c, id=f"call_{turn + 1}_{i + 1}")
-            for i, c in enumerate(response.tool_calls)
-        )
-        if not request.tools:
-            calls = ()  # a request without tools cannot be answered with tool calls
+    def _finish(self, request: ModelRequest, prepared: _Prepared) -> ModelResponse:
+        response, output_tokens = prepared.response, prepared.output_tokens
+        text, calls, finish = response.text, response.tool_calls, response.finish_reason
+        if calls and not request.tools:  # a request without tools cannot get tool calls
+            calls, output_tokens = (), prepared.text_tokens
+            finish = "stop" if finish == "tool_calls" else finish
         scripted = response.usage
         input_tokens = scripted.input_tokens or request.input_tokens_estimate or (
             sum(estimate_message_tokens(m) for m in request.messages)
             + estimate_tools_tokens(request.tools)
         )
-        output_tokens = scripted.output_tokens or (
-            estimate_text_tokens(response.text)
-            + sum(estimate_message_tokens(Message.assistant("", (c,))) for c in calls)
-        )
-        text, finish = response.text, response.finish_reason
-        if calls and finish == "stop":
-            finish = "tool_calls"
-        if not calls and finish == "tool_calls":
-            finish = "stop"
         cap = request.max_output_tokens
         if cap is not None and output_tokens > cap:
             output_tokens, calls, finish = cap, (), "length"
             text = text[: cap * 4]
         usage = Usage(input_tokens, output_tokens, min(scripted.cached_input_tokens, input_tokens))
         return ModelResponse(text, calls, usage, response.model or self._name, finish)
+
+
+@dataclass(frozen=True, slots=True)
+class _Prepared:
+    """A script item made ready once: call ids filled in, output size and finish reason set."""
+
+    response: ModelResponse
+    output_tokens: int
+    text_tokens: int
+
+
+def _prepare(item: ScriptItem, turn: int) -> _Prepared:
+    response = ModelResponse(text=item) if isinstance(item, str) else item
+    calls = tuple(c if c.id else replace(c, id=f"call_{turn + 1}_{i + 1}")
+                  for i, c in enumerate(response.tool_calls))
+    text_tokens = estimate_text_tokens(response.text)
+    output_tokens = response.usage.output_tokens or (
+        text_tokens + sum(estimate_message_tokens(Message.assistant("", (c,))) for c in calls))
+    finish = response.finish_reason
+    if calls and finish == "stop":
+        finish = "tool_calls"
+    if not calls and finish == "tool_calls":
+        finish = "stop"
+    prepared = ModelResponse(response.text, calls, response.usage, response.model, finish)
+    return _Prepared(prepared, output_tokens, response.usage.output_tokens or text_tokens)
 
 
 FakeModel = ScriptedModel

@@ -1,6 +1,17 @@
-"""Governance: SARC requests, decisions and the policies that make them."""
+"""Governance: SARC requests, decisions and the policies that make them.
+
+The seam (``base``) is imported eagerly because the runtime needs it on every call; combinators,
+presets and the YAML engine load on first use, so importing the seam never pays for them (and
+``yaml`` itself is imported only when a YAML policy is parsed).
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
 
 from tether.policy.base import (
+    RESTRICTIVENESS,
     Action,
     AllowAll,
     Context,
@@ -10,7 +21,34 @@ from tether.policy.base import (
     Resource,
     Subject,
     decide,
+    policy_id_of,
 )
 
-__all__ = ["Action", "AllowAll", "Context", "Decision", "Effect", "Policy", "Resource",
-           "Subject", "decide"]
+if TYPE_CHECKING:
+    from tether.policy.combinators import DefaultDeny, DenyOverrides, FirstMatch, Voter
+    from tether.policy.presets import ContainUntrusted, contain_untrusted
+    from tether.policy.yaml_policy import YamlPolicy, load_policy
+    from tether.policy.yaml_source import PolicyLoadError
+
+_WHERE = {
+    "DefaultDeny": "combinators", "DenyOverrides": "combinators", "FirstMatch": "combinators",
+    "Voter": "combinators", "ContainUntrusted": "presets", "contain_untrusted": "presets",
+    "YamlPolicy": "yaml_policy", "load_policy": "yaml_policy", "PolicyLoadError": "yaml_source",
+}
+
+__all__ = ["RESTRICTIVENESS", "Action", "AllowAll", "ContainUntrusted", "Context", "Decision",
+           "DefaultDeny", "DenyOverrides", "Effect", "FirstMatch", "Policy", "PolicyLoadError",
+           "Resource", "Subject", "Voter", "YamlPolicy", "contain_untrusted", "decide",
+           "load_policy", "policy_id_of"]
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _WHERE:
+        raise AttributeError(f"module 'tether.policy' has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"tether.policy.{_WHERE[name]}"), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted([*globals(), *_WHERE])

@@ -25,6 +25,18 @@ class Effect(enum.StrEnum):
     DEGRADE = "degrade"
 
 
+#: Effects from most to least restrictive. ``DenyOverrides`` picks the earliest one any member
+#: returned; tests and tools that need to compare two effects use ``RESTRICTIVENESS.index``.
+RESTRICTIVENESS: tuple[Effect, ...] = (
+    Effect.DENY,
+    Effect.REQUIRE_APPROVAL,
+    Effect.DEGRADE,
+    Effect.PARTIAL_ALLOW,
+    Effect.MASK,
+    Effect.ALLOW,
+)
+
+
 @dataclass(frozen=True, slots=True)
 class Subject:
     user_id: str | None = None
@@ -117,12 +129,17 @@ def decide(
         decision = policy.evaluate(subject, action, resource, context)
     except Exception as exc:
         return Decision(Effect.DENY, f"policy error ({type(exc).__name__}: {exc}); denied",
-                        _policy_id(policy))
+                        policy_id_of(policy))
+    if decision is None:
+        return Decision(Effect.DENY, "policy abstained (returned None) and nothing supplied a "
+                        "default; denied — wrap it in DefaultDeny(...) or FirstMatch(..., "
+                        "default=...)", policy_id_of(policy))
     if not isinstance(decision, Decision) or not isinstance(decision.effect, Effect):
         return Decision(Effect.DENY, f"policy returned {type(decision).__name__}, not a "
-                        "Decision; denied", _policy_id(policy))
+                        "Decision; denied", policy_id_of(policy))
     return decision
 
 
-def _policy_id(policy: object) -> str:
+def policy_id_of(policy: object) -> str:
+    """The id a policy reports itself by: its ``policy_id`` attribute, else its class name."""
     return str(getattr(policy, "policy_id", None) or type(policy).__name__)

@@ -12,12 +12,14 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from tether.credentials import CredentialBroker
 from tether.models.base import Model
 from tether.models.pricing import Price
 from tether.policy.base import AllowAll, Policy
+from tether.runtime.approvals import ApprovalStore, InMemoryApprovalStore
 from tether.runtime.budget import Budget
-from tether.runtime.environment import Limits
 from tether.runtime.handle import Strategy
+from tether.runtime.limits import Limits
 from tether.tools.base import Tool
 from tether.tools.registry import ToolRegistry
 
@@ -43,6 +45,9 @@ class Agent:
     limits: Limits = field(default_factory=Limits)
     show_budget: bool = False  # add a note of the budget left before each model turn
     max_result_chars: int = 20_000
+    approvals: ApprovalStore = field(default_factory=InMemoryApprovalStore, compare=False)
+    approval_ttl: float = 24 * 3600.0  # seconds an approval request stays answerable
+    credentials: CredentialBroker | None = field(default=None, compare=False)
     registry: ToolRegistry = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -59,6 +64,8 @@ class Agent:
             raise TypeError("budget must be a tether.Budget")
         if self.max_result_chars < 1:
             raise ValueError("max_result_chars must be >= 1")
+        if not self.approval_ttl > 0:
+            raise ValueError("approval_ttl must be a positive number of seconds")
         registry = ToolRegistry(self.tools)
         object.__setattr__(self, "tools", tuple(registry))
         object.__setattr__(self, "registry", registry)

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from decimal import Decimal, InvalidOperation
 from typing import Any
 
-from tether.models.pricing import Price
+from tether.models.pricing import MILLION, Price
 from tether.runtime.stop import Stop, StopReason
 from tether.types import Usage
 
@@ -108,6 +108,14 @@ class Reservation:
     final: bool
 
 
+def worst_case_cost(price: Price, input_tokens: int, output_tokens: int) -> Decimal:
+    """The most a call can cost: every input token at the dearer of the input and cached-input
+    prices (the provider, not the runtime, decides what is served from cache)."""
+    per_input = price.input if price.cached_input is None else max(price.input,
+                                                                   price.cached_input)
+    return (input_tokens * per_input + output_tokens * price.output) / MILLION
+
+
 def check_price(budget: Budget, price: Price | None) -> None:
     """Fail closed: a cost budget cannot be enforced for a model whose price is unknown."""
     if budget.max_cost_usd is not None and price is None:
@@ -121,7 +129,7 @@ class Tally:
     """Running spend of one session. Changed only by applying journal events (``state.py``), so
     the spend a resumed session starts from is exactly what its journal says."""
 
-    __slots__ = ("cost", "input_scale", "steps", "tool_calls", "usage")
+    __slots__ = ("active_seconds", "cost", "input_scale", "steps", "tool_calls", "usage")
 
     def __init__(self) -> None:
         self.usage = Usage()
@@ -129,6 +137,7 @@ class Tally:
         self.steps = 0
         self.tool_calls = 0
         self.input_scale = 1.0  # grows when a provider reports more input than was estimated
+        self.active_seconds = 0.0  # run time before the current activation (pauses excluded)
 
 
 class Accountant:
@@ -159,6 +168,10 @@ class Accountant:
         self._started = self._clock()
 
     def elapsed(self) -> float:
+        """Seconds the session has been running, across resumes (time paused is not counted)."""
+        return float(self.tally.active_seconds + self._clock() - self._started)
+
+    def activation_seconds(self) -> float:
         return float(self._clock() - self._started)
 
     def spend(self) -> Spend:
@@ -180,7 +193,7 @@ class Accountant:
         if self._budget.max_seconds is None:
             return None
         hold = 0.0 if final else self._hold_seconds
-        return float(self._started + self._budget.max_seconds - hold)
+        return float(self._started - self.tally.active_seconds + self._budget.max_seconds - hold)
 
     def reserve_model_call(self, input_estimate: int, final: bool = False) -> Reservation:
         """Clamp and reserve a model call, or raise Stop naming the limit that prevents it."""
@@ -210,12 +223,12 @@ class Accountant:
                 if max_out < MIN_OUTPUT_TOKENS:
                     raise Stop(StopReason.COST_BUDGET, f"${t.cost} of ${b.max_cost_usd} "
                                "spent; the next call would not fit")
-            cost = self._price.worst_case(input_tokens, max_out or 0)
+            cost = worst_case_cost(self._price, input_tokens, max_out or 0)
         return Reservation(input_tokens, max_out, cost, deadline, final)
 
     def _affordable_output(self, left_cost: Decimal, input_tokens: int) -> int:
         assert self._price is not None
-        after_input = left_cost - self._price.worst_case(input_tokens, 0)
+        after_input = left_cost - worst_case_cost(self._price, input_tokens, 0)
         if after_input < 0:
             return -1
         if self._price.output == 0:

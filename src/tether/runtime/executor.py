@@ -13,9 +13,11 @@ from __future__ import annotations
 
 import asyncio
 import json
+from collections.abc import Callable
 from typing import Any
 
-from tether.runtime.result import ToolResult
+from tether.runtime.eager import start
+from tether.runtime.result import ToolResult, ToolStatus
 from tether.tools.base import Tool, ToolArgumentError, ToolContext
 from tether.tools.registry import ToolRegistry
 from tether.types import ToolCall
@@ -45,6 +47,10 @@ class ToolExecutor:
             visible = ", ".join(self.registry.names) or "(none)"
             raise Rejected(ToolResult(call.id, call.name, f"Error: unknown tool {call.name!r}. "
                                       f"Available tools: {visible}.", "rejected"))
+        return tool, self.validate(tool, call)
+
+    def validate(self, tool: Tool, call: ToolCall) -> dict[str, Any]:
+        """The arguments of ``call`` validated against ``tool``'s schema, or Rejected."""
         if isinstance(call.arguments, str):
             shown = call.arguments[:MAX_SHOWN_RAW]
             more = "…" if len(call.arguments) > MAX_SHOWN_RAW else ""
@@ -53,32 +59,46 @@ class ToolExecutor:
                 f"object. Received: {shown!r}{more}. Send the arguments as a JSON object.",
                 "rejected"))
         try:
-            arguments = tool.validate(call.arguments)
+            return tool.validate(call.arguments)
         except ToolArgumentError as exc:
             raise Rejected(ToolResult(
-                call.id, call.name, f"Error: invalid arguments for {call.name!r}: field "
+                call.id, call.name, f"Error: invalid arguments for {tool.name!r}: field "
                 f"{exc.field!r}: {exc}. Fix that field and call again.", "rejected")) from None
         except Exception as exc:  # a tool's own validate() failed some other way
             raise Rejected(ToolResult(
-                call.id, call.name, f"Error: invalid arguments for {call.name!r}: "
+                call.id, call.name, f"Error: invalid arguments for {tool.name!r}: "
                 f"{type(exc).__name__}: {exc}.", "rejected")) from None
-        return tool, arguments
 
     async def run(self, tool: Tool, call_id: str, arguments: dict[str, Any],
-                  context: ToolContext, timeout: float) -> ToolResult:
-        """Run a resolved tool with a timeout; never raises except on cancellation."""
-        scope = asyncio.timeout(timeout)
+                  context: ToolContext, timeout: float, *,
+                  mask_fields: frozenset[str] = frozenset(),
+                  scrub: Callable[[str], str] | None = None) -> ToolResult:
+        """Run a resolved tool with a timeout; never raises except on cancellation.
+
+        ``mask_fields`` are redacted from a structured result before it is rendered; ``scrub``
+        cleans the rendered text (and any error message) before anyone sees it.
+        """
+        scope = None
+        status: ToolStatus
         try:
-            async with scope:
-                value = await tool.invoke(arguments, context)
-            text = self._render(value)
+            value, rest = start(tool.invoke(arguments, context))
+            if rest is not None:  # it suspended: the rest runs under the timer
+                scope = asyncio.timeout(timeout)
+                async with scope:
+                    value = await rest
+            if mask_fields:
+                value = mask_structure(value, mask_fields)
+            text, status = self._render(value), "ok"
         except (Exception, SystemExit) as exc:  # a tool's sys.exit() must not end the host
-            if isinstance(exc, TimeoutError) and scope.expired():  # not the tool's own error
-                return ToolResult(call_id, tool.name, f"Error: {tool.name!r} timed out after "
-                                  f"{timeout:.3g}s and was abandoned.", "timeout")
-            return ToolResult(call_id, tool.name, f"Error: {tool.name!r} failed: "
-                              f"{type(exc).__name__}: {exc}", "error")
-        return ToolResult(call_id, tool.name, text)
+            if isinstance(exc, TimeoutError) and scope is not None and scope.expired():
+                text = f"Error: {tool.name!r} timed out after {timeout:.3g}s and was abandoned."
+                status = "timeout"
+            else:
+                text = f"Error: {tool.name!r} failed: {type(exc).__name__}: {exc}"
+                status = "error"
+        if scrub is not None:
+            text = scrub(text)
+        return ToolResult(call_id, tool.name, text, status)
 
     def _render(self, value: Any) -> str:
         if isinstance(value, str):
@@ -94,3 +114,15 @@ class ToolExecutor:
                     f"{len(text)} characters]")
         return text
 
+
+
+MASKED = "[masked]"
+
+
+def mask_structure(value: Any, fields: frozenset[str]) -> Any:
+    """A copy of ``value`` with every mapping key in ``fields`` replaced by ``[masked]``."""
+    if isinstance(value, dict):
+        return {k: MASKED if k in fields else mask_structure(v, fields) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [mask_structure(v, fields) for v in value]
+    return value

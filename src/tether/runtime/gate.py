@@ -2,20 +2,24 @@
 
 Decision: the subject comes from the session (who started it), never from model arguments; the
 resource from the tool's declared metadata; the context from the live tally. The decision is
-journaled before anything runs, and ``decide`` makes a broken policy deny.
+journaled before anything runs — with the arguments as the decision allows the journal to show
+them — and ``decide`` makes a broken policy deny.
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
-from tether.policy.base import Action, Context, Decision, Policy, Resource, Subject, decide
+from tether.policy.base import Action, Context, Decision, Effect, Policy, Resource, Subject, decide
 from tether.runtime.budget import Accountant
 from tether.runtime.journal import Journal
 from tether.runtime.state import SessionState
 from tether.tools.base import Tool
+
+CHARGED = frozenset({Effect.ALLOW, Effect.PARTIAL_ALLOW, Effect.MASK})
+Shown = Callable[[Mapping[str, Any], Decision], Mapping[str, Any]]
 
 
 def resource_of(tool: Tool) -> Resource:
@@ -39,8 +43,8 @@ class PolicyGate:
         self._extra = extra
         self._resources: dict[str, Resource] = {}
 
-    def decide(self, tool: Tool, call_id: str, arguments: Mapping[str, Any],
-               signature: str) -> Decision:
+    def decide(self, tool: Tool, call_id: str, arguments: Mapping[str, Any], signature: str,
+               shown: Shown) -> Decision:
         resource = self._resources.get(tool.name)
         if resource is None:
             resource = self._resources[tool.name] = resource_of(tool)
@@ -52,8 +56,14 @@ class PolicyGate:
                           self._state.tainted, time.time(), self._extra)
         decision = decide(self._policy, self.subject, Action(tool.name, arguments), resource,
                           context)
+        visible = shown(arguments, decision)
+        if visible is not arguments:
+            for key, value in arguments.items():
+                if visible.get(key) is not value and isinstance(value, str):
+                    self._journal.redact(value)  # hidden here, so hidden everywhere else too
         self._journal.append("tool.decision", {
-            "call_id": call_id, "tool": tool.name, "arguments": arguments,
-            "decision": decision, "signature": signature, "charged": decision.allowed,
+            "call_id": call_id, "tool": tool.name, "arguments": visible,
+            "decision": decision, "signature": signature,
+            "charged": decision.effect in CHARGED,
         })
         return decision

@@ -57,10 +57,21 @@ def _body(seq: int, type: str, session_id: str, timestamp: float, data: Any) -> 
     return _encode([seq, type, session_id, timestamp, data])
 
 
-def seal(prev_hash: str, session_id: str, record: Record) -> Event:
-    """Turn an appended record into a chained Event with plain-JSON data."""
+REDACTED = "[redacted]"
+MIN_REDACTED_CHARS = 4  # shorter values would blank out unrelated text
+
+
+Scrubber = Callable[[str], str]
+
+
+def seal(prev_hash: str, session_id: str, record: Record,
+         scrubbers: Sequence[Scrubber] = ()) -> Event:
+    """Turn an appended record into a chained Event with plain-JSON data, every scrubber applied
+    to the event's text first (so a redacted value is blanked wherever it appears)."""
     seq, type, timestamp, data = record
     body = _body(seq, type, session_id, timestamp, data)
+    for scrub in scrubbers:
+        body = scrub(body)
     plain = json.loads(body)[4]
     return Event(seq, type, session_id, timestamp, plain, prev_hash, _hash(prev_hash, body))
 
@@ -99,13 +110,16 @@ class EventBus:
 class Journal:
     """The journal of one session, in memory; durable stores persist what it seals."""
 
-    __slots__ = ("_on_append", "_records", "_sealed", "bus", "session_id")
+    __slots__ = ("_on_append", "_records", "_redacted", "_scrubbers", "_sealed", "bus",
+                 "session_id")
 
     def __init__(self, session_id: str,
                  on_append: Callable[[str, Mapping[str, Any]], None] | None = None) -> None:
         self.session_id = session_id
         self._records: list[Record] = []
         self._sealed: list[Event] = []
+        self._scrubbers: list[Scrubber] = []
+        self._redacted: set[str] = set()
         self._on_append = on_append
         self.bus = EventBus()
 
@@ -118,6 +132,19 @@ class Journal:
         if self.bus:
             self._notify(self._seal_all()[-1])
         return seq
+
+    def redact(self, value: str) -> None:
+        """Never let ``value`` (a secret, a masked field) reach a sealed event: it is blanked in
+        every event sealed from now on — with lazy sealing, the whole current step included."""
+        if len(value) >= MIN_REDACTED_CHARS and value not in self._redacted:
+            self._redacted.add(value)
+            escaped = json.dumps(value, ensure_ascii=False)[1:-1]
+            self._scrubbers.append(lambda body: body.replace(escaped, REDACTED))
+
+    def scrub_with(self, scrubber: Scrubber) -> None:
+        """Apply ``scrubber`` to the text of every event sealed from now on (e.g. a credential
+        token's ``redact``, which knows every encoded form of its secret)."""
+        self._scrubbers.append(scrubber)
 
     def _notify(self, event: Event) -> None:
         for fn in self.bus:
@@ -138,7 +165,7 @@ class Journal:
         sealed = self._sealed
         prev = sealed[-1].hash if sealed else GENESIS
         for record in self._records[len(sealed):]:
-            event = seal(prev, self.session_id, record)
+            event = seal(prev, self.session_id, record, self._scrubbers)
             sealed.append(event)
             prev = event.hash
         return sealed

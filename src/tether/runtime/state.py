@@ -4,7 +4,8 @@ Decision: nothing about a session changes except by appending an event; the live
 each event to this projection as it is appended, and ``fold(events)`` rebuilds the same state from
 stored events. Handlers take the live form of event data (frozen records); ``fold`` first revives
 stored plain-JSON data into that form, so both paths run the same handlers and a resumed or
-audited session sees exactly what the live one saw.
+audited session sees exactly what the live one saw: the conversation, what is still to be sent,
+spend, call signatures, the open turn's decisions, results and approvals, and the outcome.
 """
 
 from __future__ import annotations
@@ -14,11 +15,14 @@ from collections.abc import Callable, Iterable, Mapping
 from decimal import Decimal
 from typing import Any
 
+from tether.policy.base import Decision, Effect
 from tether.runtime.budget import Tally
 from tether.runtime.journal import canonical_json
 from tether.runtime.result import Step, ToolResult
 from tether.runtime.stop import StopReason
 from tether.types import Event, Message, ModelResponse, ToolCall
+
+ERROR_STATUSES = frozenset({"error", "timeout", "rejected"})
 
 
 def call_signature(tool: str, arguments: Mapping[str, Any] | str) -> str:
@@ -30,43 +34,91 @@ def call_signature(tool: str, arguments: Mapping[str, Any] | str) -> str:
 class SessionState:
     """Mutable projection of one session's journal."""
 
-    __slots__ = ("_open", "answer", "conversation", "signatures", "steps", "stop_detail",
-                 "stop_reason", "tainted", "tally", "task")
+    __slots__ = ("answer", "approvals", "conversation", "decisions", "denial_streak",
+                 "error_streak", "paused", "results", "signatures", "steps", "stop_detail",
+                 "stop_reason", "tainted", "tally", "task", "turn", "turn_open", "turn_step",
+                 "turn_text", "unsent")
 
     def __init__(self) -> None:
         self.task = ""
         self.conversation: list[Message] = []
+        self.unsent: list[Message] = []  # written but not yet sent to the model
         self.tally = Tally()
         self.signatures: dict[str, int] = {}
         self.steps: list[Step] = []
-        self._open: tuple[int, str, tuple[ToolCall, ...], list[ToolResult]] | None = None
+        # the open turn: the last response's tool calls and what became of each
+        self.turn: tuple[ToolCall, ...] = ()
+        self.turn_text = ""
+        self.turn_step = 0
+        self.turn_open = False
+        self.results: dict[str, ToolResult] = {}
+        self.decisions: dict[str, Mapping[str, Any]] = {}  # call id -> its last decision event
+        self.approvals: dict[str, str] = {}  # call id -> approval id
+        self.error_streak = 0  # failed tool calls in a row, in call order, before this turn
+        self.denial_streak = 0  # refused tool calls in a row, in call order, before this turn
         self.stop_reason: StopReason | None = None
         self.stop_detail = ""
         self.answer: str | None = None
         self.tainted = False  # set once any untrusted tool output entered the conversation
+        self.paused = False
 
     def apply(self, type: str, data: Mapping[str, Any]) -> None:
         handler = _HANDLERS.get(type)
         if handler is not None:
             handler(self, data)
 
-    def closed_steps(self) -> tuple[Step, ...]:
-        self._close_step()
-        return tuple(self.steps)
+    # -- derived views ------------------------------------------------------------------------
+
+    def outbox(self) -> list[Message]:
+        """What the next model request adds: unsent notes, then the open turn's tool results
+        in the order the model asked for the calls."""
+        out = list(self.unsent)
+        if self.turn_open:
+            out.extend(Message.tool(r.call_id, r.name, r.content)
+                       for r in self.turn_results())
+        return out
+
+    def turn_results(self) -> list[ToolResult]:
+        return [self.results[c.id] for c in self.turn if c.id in self.results]
+
+    def unresolved(self) -> list[ToolCall]:
+        """Calls of the open turn that have no result yet."""
+        return [c for c in self.turn if c.id not in self.results] if self.turn_open else []
+
+    def streaks(self) -> tuple[int, int]:
+        """Failed and refused calls in a row, in call order, through the open turn."""
+        errors, denials = self.error_streak, self.denial_streak
+        for r in self.turn_results():
+            errors = errors + 1 if r.status in ERROR_STATUSES else 0
+            denials = denials + 1 if r.status == "denied" else 0
+        return errors, denials
+
+    def trajectory_steps(self) -> tuple[Step, ...]:
+        """Every step so far, the current one included as it stands."""
+        if not self.turn_step:
+            return tuple(self.steps)
+        return (*self.steps, self._current_step())
+
+    def _current_step(self) -> Step:
+        return Step(self.turn_step, self.turn_text, self.turn, tuple(self.turn_results()))
 
     def _close_step(self) -> None:
-        if self._open is not None:
-            index, text, calls, results = self._open
-            self.steps.append(Step(index, text, calls, tuple(results)))
-            self._open = None
+        if self.turn_step:
+            self.steps.append(self._current_step())
+            self.turn_step = 0
 
     # -- handlers, one per event type that changes state --------------------------------------
 
     def _on_start(self, data: Mapping[str, Any]) -> None:
         self.task = data["task"]
+        self.unsent = [Message.system(data["system_prompt"]), Message.user(data["task"])]
 
     def _on_request(self, data: Mapping[str, Any]) -> None:
+        if self.turn_open:
+            self.error_streak, self.denial_streak = self.streaks()
+            self.turn_open = False
         self.conversation.extend(data["new"])
+        self.unsent = []
 
     def _on_response(self, data: Mapping[str, Any]) -> None:
         r: ModelResponse = data["response"]
@@ -79,24 +131,46 @@ class SessionState:
         if reserved and r.usage.input_tokens > reserved:
             t.input_scale *= r.usage.input_tokens / reserved
         self._close_step()
-        self._open = (t.steps, r.text, r.tool_calls, [])
+        self.turn, self.turn_text, self.turn_step = r.tool_calls, r.text, t.steps
+        self.turn_open = bool(r.tool_calls)
+        self.results, self.decisions, self.approvals = {}, {}, {}
 
     def _on_model_error(self, data: Mapping[str, Any]) -> None:
         self.tally.steps += 1
+
+    def _on_note(self, data: Mapping[str, Any]) -> None:
+        self.unsent.append(Message.user(data["text"]))
 
     def _on_decision(self, data: Mapping[str, Any]) -> None:
         sig = data["signature"]
         self.signatures[sig] = self.signatures.get(sig, 0) + 1
         if data["charged"]:
             self.tally.tool_calls += 1
+        self.decisions[data["call_id"]] = data
+
+    def _on_approval_requested(self, data: Mapping[str, Any]) -> None:
+        self.approvals[data["call_id"]] = data["approval_id"]
+
+    def _on_approval_granted(self, data: Mapping[str, Any]) -> None:
+        if data["charged"]:
+            self.tally.tool_calls += 1
 
     def _on_result(self, data: Mapping[str, Any]) -> None:
         if data.get("untrusted"):
             self.tainted = True
-        if self._open is not None:
-            self._open[3].append(
-                ToolResult(data["call_id"], data["tool"], data["content"], data["status"])
-            )
+        self.results[data["call_id"]] = ToolResult(data["call_id"], data["tool"],
+                                                   data["content"], data["status"])
+
+    def _on_paused(self, data: Mapping[str, Any]) -> None:
+        self.paused = True
+        self.tally.active_seconds += data["active_seconds"]
+        self.stop_reason = StopReason.NEEDS_APPROVAL
+        self.stop_detail = data["detail"]
+        self.answer = data["answer"]
+
+    def _on_resumed(self, data: Mapping[str, Any]) -> None:
+        self.paused = False
+        self.stop_reason = None
 
     def _on_end(self, data: Mapping[str, Any]) -> None:
         self._close_step()
@@ -110,8 +184,13 @@ _HANDLERS: dict[str, Callable[[SessionState, Mapping[str, Any]], None]] = {
     "model.request": SessionState._on_request,
     "model.response": SessionState._on_response,
     "model.error": SessionState._on_model_error,
+    "session.note": SessionState._on_note,
     "tool.decision": SessionState._on_decision,
+    "approval.requested": SessionState._on_approval_requested,
+    "approval.granted": SessionState._on_approval_granted,
     "tool.result": SessionState._on_result,
+    "session.paused": SessionState._on_paused,
+    "session.resumed": SessionState._on_resumed,
     "session.end": SessionState._on_end,
 }
 
@@ -122,6 +201,12 @@ def revive(type: str, data: Mapping[str, Any]) -> Mapping[str, Any]:
         return {**data, "new": [Message.from_dict(m) for m in data["new"]]}
     if type == "model.response":
         return {**data, "response": ModelResponse.from_dict(data["response"])}
+    if type == "tool.decision":
+        d = data["decision"]
+        decision = Decision(Effect(d["effect"]), d["reason"], d["policy_id"],
+                            tuple(d.get("fields", ())), tuple(d.get("mask_in", ())),
+                            d.get("fallback"))
+        return {**data, "decision": decision}
     return data
 
 

@@ -32,6 +32,7 @@ class ToolMeta:
     timeout: float = 30.0
     idempotent: bool = False
     owner: str | None = None
+    credentials: bool = False  # receives a ScopedToken from the CredentialBroker at call time
 
     def __post_init__(self) -> None:
         if isinstance(self.tags, str):  # frozenset("payments") would be a set of letters
@@ -65,6 +66,7 @@ class ToolContext:
     user_id: str | None = None
     tenant_id: str | None = None
     extra: Mapping[str, Any] = field(default_factory=dict)
+    credentials: Any = None  # a tether.credentials.ScopedToken for tools that declare one
 
 
 class ToolArgumentError(ValueError):

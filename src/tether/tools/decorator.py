@@ -3,12 +3,14 @@
 Decision: the function's signature is the single source of the schema (built with pydantic, extra
 keys forbidden), and its docstring is the description; a tool without either is a definition
 error at import time, not a surprise at call time. Parameters named ``ctx``/``context``,
-``user_id``, ``tenant_id`` and ``session_id`` are injected by the runtime from the session and are
-never part of the schema the model sees, so a model cannot spoof them.
+``user_id``, ``tenant_id`` and ``session_id`` are injected by the runtime from the session, and
+``credentials`` receives a short-lived ScopedToken from the agent's CredentialBroker; none of them
+is part of the schema the model sees, so a model cannot spoof them.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import inspect
 from collections.abc import Callable, Iterable, Mapping
@@ -18,7 +20,7 @@ from tether.tools.base import Risk, ToolArgumentError, ToolContext, ToolMeta, Tr
 from tether.tools.threads import run_on_daemon_thread
 from tether.types import ToolSpec
 
-INJECTED = frozenset({"ctx", "context", "user_id", "tenant_id", "session_id"})
+INJECTED = frozenset({"ctx", "context", "user_id", "tenant_id", "session_id", "credentials"})
 
 
 class ToolDefinitionError(TypeError):
@@ -68,6 +70,8 @@ class FunctionTool:
             default = ... if param.default is param.empty else param.default
             fields[param.name] = (hints[param.name], default)
         self._injected = tuple(injected)
+        if "credentials" in injected and not meta.credentials:
+            self.meta = dataclasses.replace(meta, credentials=True)
         self._model = create_model(
             f"{self.name}_arguments", __config__=ConfigDict(extra="forbid"), **fields
         )

@@ -1,0 +1,44 @@
+"""The ``tether`` command line: one entry point, one module per command group.
+
+Why: operators check policies (and, later, audit journals, decide approvals and serve MCP) from
+a shell and from CI, so every command is a plain function of its arguments that returns an exit
+code: 0 success, 1 the thing checked is wrong (a policy does not load, a case fails), 2 the
+command could not run (bad usage, unreadable file). ``main`` never calls ``sys.exit`` itself,
+so tests run it in-process; ``python -m tether`` and the ``tether`` script wrap it.
+
+A command group lives in its own module exposing ``register(subparsers)``, which adds its parser
+and sets ``run`` to a function ``(argparse.Namespace) -> int``. Groups import what they need
+when they run, so ``tether --help`` stays fast.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from tether.cli.policy import register as register_policy
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="tether", description="tether: a governed runtime for AI agents.")
+    parser.set_defaults(run=lambda _args: _usage(parser))
+    commands = parser.add_subparsers(title="commands", metavar="COMMAND")
+    register_policy(commands)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the command line with ``argv`` (default: ``sys.argv[1:]``); returns the exit code."""
+    parser = build_parser()
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as exc:  # argparse exits for --help (0) and for bad usage (2)
+        return exc.code if isinstance(exc.code, int) else 2
+    code: int = args.run(args)
+    return code
+
+
+def _usage(parser: argparse.ArgumentParser) -> int:
+    parser.print_help(sys.stderr)
+    return 2

@@ -1,0 +1,161 @@
+"""Approvals: a paused call waits here for a human, bound to exactly that call.
+
+Decision: an approval is not a flag on a session but a record bound to one call — the session,
+the tool and the hash of its canonical arguments — that is single-use and expires. The store is a
+protocol so the durable stores can keep approvals across processes; the in-memory store here is
+the reference. Approving never runs anything: the session runs the approved call when resumed,
+after checking that the approval matches the call it is about to make.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import threading
+import time
+import uuid
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
+from typing import Any, Literal, Protocol
+
+from tether.runtime.journal import canonical_json
+
+Status = Literal["pending", "approved", "denied", "used"]
+
+
+class ApprovalError(Exception):
+    """An approval cannot be given, refused or used as asked; the message says why."""
+
+
+def call_hash(session_id: str, tool: str, arguments: Mapping[str, Any]) -> str:
+    """The identity an approval is bound to: session, tool and canonical arguments."""
+    body = canonical_json({"session": session_id, "tool": tool, "arguments": arguments})
+    return hashlib.sha256(body.encode()).hexdigest()
+
+
+@dataclass(frozen=True, slots=True)
+class ApprovalRequest:
+    id: str
+    session_id: str
+    call_id: str
+    tool: str
+    arguments: Mapping[str, Any]  # as the policy allows them to be shown (masked fields hidden)
+    call_hash: str
+    reason: str
+    policy_id: str
+    requested_at: float  # wall-clock seconds
+    expires_at: float
+    status: Status = "pending"
+    approver: str | None = None
+    note: str = ""
+    decided_at: float | None = None
+
+    def expired(self, now: float | None = None) -> bool:
+        return (time.time() if now is None else now) >= self.expires_at
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "id": self.id, "session_id": self.session_id, "call_id": self.call_id,
+            "tool": self.tool, "arguments": dict(self.arguments), "call_hash": self.call_hash,
+            "reason": self.reason, "policy_id": self.policy_id,
+            "requested_at": self.requested_at, "expires_at": self.expires_at,
+            "status": self.status, "approver": self.approver, "note": self.note,
+            "decided_at": self.decided_at,
+        }
+
+
+def new_request(*, session_id: str, call_id: str, tool: str, shown: Mapping[str, Any],
+                arguments: Mapping[str, Any], reason: str, policy_id: str,
+                ttl: float) -> ApprovalRequest:
+    now = time.time()
+    return ApprovalRequest(f"apr_{uuid.uuid4().hex[:20]}", session_id, call_id, tool,
+                           dict(shown), call_hash(session_id, tool, arguments), reason,
+                           policy_id, now, now + ttl)
+
+
+class ApprovalStore(Protocol):
+    def add(self, request: ApprovalRequest) -> None: ...
+
+    def get(self, approval_id: str) -> ApprovalRequest | None: ...
+
+    def pending(self, session_id: str | None = None) -> list[ApprovalRequest]: ...
+
+    def approve(self, approval_id: str, *, approver: str, note: str = "") -> ApprovalRequest: ...
+
+    def deny(self, approval_id: str, *, approver: str, note: str = "") -> ApprovalRequest: ...
+
+    def consume(self, approval_id: str, expected_hash: str) -> ApprovalRequest:
+        """Mark an approved request used, atomically, if it matches the call and has not
+        expired; raise ApprovalError otherwise."""
+        ...
+
+
+class InMemoryApprovalStore:
+    """Approvals for one process. Thread-safe: approvers may act from other threads."""
+
+    def __init__(self) -> None:
+        self._requests: dict[str, ApprovalRequest] = {}
+        self._lock = threading.Lock()
+
+    def __repr__(self) -> str:
+        return f"InMemoryApprovalStore({len(self._requests)} requests)"
+
+    def add(self, request: ApprovalRequest) -> None:
+        with self._lock:
+            if request.id in self._requests:
+                raise ApprovalError(f"approval {request.id} already exists")
+            self._requests[request.id] = request
+
+    def get(self, approval_id: str) -> ApprovalRequest | None:
+        return self._requests.get(approval_id)
+
+    def pending(self, session_id: str | None = None) -> list[ApprovalRequest]:
+        return [r for r in self._requests.values() if r.status == "pending"
+                and (session_id is None or r.session_id == session_id)]
+
+    def approve(self, approval_id: str, *, approver: str, note: str = "") -> ApprovalRequest:
+        return self._decide(approval_id, "approved", approver, note)
+
+    def deny(self, approval_id: str, *, approver: str, note: str = "") -> ApprovalRequest:
+        return self._decide(approval_id, "denied", approver, note)
+
+    def _decide(self, approval_id: str, status: Status, approver: str,
+                note: str) -> ApprovalRequest:
+        if not approver or not approver.strip():
+            raise ApprovalError("say who decides: approver must be a non-empty name")
+        with self._lock:
+            current = self._lookup(approval_id)
+            if current.status != "pending":
+                raise ApprovalError(f"approval {approval_id} is already {current.status}; "
+                                    "a decision cannot be changed")
+            if status == "approved" and current.expired():
+                raise ApprovalError(f"approval {approval_id} expired; the session will refuse "
+                                    "the call when resumed, and the model may ask again")
+            decided = replace(current, status=status, approver=approver, note=note,
+                              decided_at=time.time())
+            self._requests[approval_id] = decided
+            return decided
+
+    def consume(self, approval_id: str, expected_hash: str) -> ApprovalRequest:
+        with self._lock:
+            current = self._lookup(approval_id)
+            check_consumable(current, expected_hash)
+            used = replace(current, status="used")
+            self._requests[approval_id] = used
+            return used
+
+    def _lookup(self, approval_id: str) -> ApprovalRequest:
+        request = self._requests.get(approval_id)
+        if request is None:
+            raise ApprovalError(f"no approval request {approval_id!r}; list them with "
+                                "session.pending_approvals()")
+        return request
+
+
+def check_consumable(request: ApprovalRequest, expected_hash: str) -> None:
+    """The rules every store applies before an approval may be used."""
+    if request.status != "approved":
+        raise ApprovalError(f"approval {request.id} is {request.status}, not approved")
+    if request.call_hash != expected_hash:
+        raise ApprovalError(f"approval {request.id} was given for a different call")
+    if request.expired():
+        raise ApprovalError(f"approval {request.id} expired before it was used")

@@ -1,0 +1,346 @@
+"""The tool side of the chokepoint: one turn's calls, each gated, decided, run and recorded.
+
+Decision: every call of a turn goes through the same gates in the same order — resolve and
+validate, loop check, budget check, policy decision — and the decision is enforced before
+anything runs: ALLOW runs; DENY refuses; PARTIAL_ALLOW runs with only the named fields;
+MASK runs with the named fields redacted from the input, the output and/or the journal; DEGRADE
+runs a fallback tool, whose call is decided again; REQUIRE_APPROVAL records an approval request
+and holds the call. Once a call of a turn waits for approval, later calls are still decided (so
+every approval a turn needs is asked for at once) but none runs before it, so side effects keep
+their order. The same code resolves a turn on resume, from the journal's record of the turn:
+decided calls run without being decided again, approved calls run once, refused ones get a
+refusal. Every call gets a result; a reason to stop is raised only after that.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from tether.credentials import CredentialBroker, CredentialError, ScopedToken
+from tether.policy.base import Decision, Effect
+from tether.runtime.approvals import ApprovalError, ApprovalStore, call_hash, new_request
+from tether.runtime.budget import Accountant
+from tether.runtime.executor import MASKED, Rejected, ToolExecutor
+from tether.runtime.gate import PolicyGate
+from tether.runtime.journal import Journal
+from tether.runtime.limits import Limits
+from tether.runtime.result import ToolResult
+from tether.runtime.state import SessionState, call_signature
+from tether.runtime.stop import Stop, StopReason
+from tether.tools.base import Tool, ToolContext
+from tether.types import ToolCall
+
+MAX_DEGRADE_DEPTH = 3
+MASK_TARGETS = ("input", "output", "journal")
+WARNING = ("\n[tether warning: this exact call was already made. Repeating it again will stop "
+           "the run.]")
+
+
+@dataclass(frozen=True, slots=True)
+class Admitted:
+    """A call cleared to run: the tool that runs and exactly what it receives."""
+
+    call: ToolCall
+    tool: Tool
+    arguments: dict[str, Any]
+    mask_output: frozenset[str] = frozenset()
+    scrub_values: tuple[str, ...] = ()
+    prefix: str = ""
+    warn: bool = False
+
+
+@dataclass(slots=True)
+class _Turn:
+    waiting: list[str] = field(default_factory=list)  # ids of calls waiting for approval
+    stop: Stop | None = None
+    batch: list[Admitted] = field(default_factory=list)
+
+
+def refusal(call: ToolCall, why: str) -> ToolResult:
+    return ToolResult(call.id, call.name, f"Refused: calling {call.name!r} is not permitted "
+                      f"({why}). Do not retry this call; continue without it or explain what "
+                      "is blocked.", "denied")
+
+
+def skipped(call: ToolCall, why: str) -> ToolResult:
+    return ToolResult(call.id, call.name, f"Not executed: {why}.", "skipped")
+
+
+def shape(call: ToolCall, tool: Tool, arguments: dict[str, Any], decision: Decision,
+          warn: bool = False, prefix: str = "") -> Admitted:
+    """What ALLOW, PARTIAL_ALLOW and MASK let through. Raises Rejected for the rest."""
+    effect = decision.effect
+    if effect is Effect.ALLOW:
+        return Admitted(call, tool, arguments, prefix=prefix, warn=warn)
+    if effect is Effect.PARTIAL_ALLOW:
+        allowed = set(decision.fields)
+        kept = {k: v for k, v in arguments.items() if k in allowed}
+        try:
+            kept = tool.validate(kept)
+        except Exception as exc:
+            dropped = sorted(set(arguments) - allowed)
+            raise Rejected(refusal(call, f"policy lets only {sorted(allowed)} through and the "
+                                         f"call is invalid without {dropped}: {exc}")) from None
+        return Admitted(call, tool, kept, prefix=prefix, warn=warn)
+    if effect is Effect.MASK:
+        where = decision.mask_in or MASK_TARGETS
+        fields = frozenset(decision.fields)
+        given = {k: MASKED if "input" in where and k in fields else v
+                 for k, v in arguments.items()}
+        secrets = tuple(str(arguments[k]) for k in fields
+                        if "output" in where and k in arguments and len(str(arguments[k])) >= 4)
+        return Admitted(call, tool, given, fields if "output" in where else frozenset(),
+                        secrets, prefix, warn)
+    raise Rejected(refusal(call, decision.reason or f"policy effect {effect.value}"))
+
+
+def masked_for_journal(arguments: Mapping[str, Any], decision: Decision) -> Mapping[str, Any]:
+    """Arguments as the journal may show them under this decision (the same object when nothing
+    is hidden)."""
+    effect = decision.effect
+    journal_mask = effect is Effect.MASK and "journal" in (decision.mask_in or MASK_TARGETS)
+    if not decision.fields or not (journal_mask or effect is Effect.REQUIRE_APPROVAL):
+        return arguments
+    hidden = set(decision.fields)
+    return {k: MASKED if k in hidden else v for k, v in arguments.items()}
+
+
+class ToolCalls:
+    __slots__ = ("_accountant", "_approval_ttl", "_approvals", "_credentials", "_executor",
+                 "_gate", "_journal", "_limits", "_session_id", "_state")
+
+    def __init__(self, *, session_id: str, executor: ToolExecutor, gate: PolicyGate,
+                 accountant: Accountant, journal: Journal, state: SessionState, limits: Limits,
+                 approvals: ApprovalStore, approval_ttl: float,
+                 credentials: CredentialBroker | None = None) -> None:
+        self._session_id = session_id
+        self._executor = executor
+        self._gate = gate
+        self._accountant = accountant
+        self._journal = journal
+        self._state = state
+        self._limits = limits
+        self._approvals = approvals
+        self._approval_ttl = approval_ttl
+        self._credentials = credentials
+
+    async def run(self, calls: Sequence[ToolCall]) -> tuple[ToolResult, ...]:
+        """Resolve ``calls`` (unresolved calls of the open turn), in order."""
+        turn = _Turn()
+        for call in calls:
+            await self._one(call, turn)
+        await self._flush(turn)
+        state = self._state
+        if turn.waiting:
+            raise Stop(StopReason.NEEDS_APPROVAL,
+                       f"{len(turn.waiting)} call(s) wait for approval")
+        if turn.stop is not None:
+            raise turn.stop
+        errors, denials = state.streaks()
+        if errors >= self._limits.tool_error_ceiling:
+            raise Stop(StopReason.TOOL_ERROR_CEILING, f"{errors} tool calls failed in a row")
+        if denials >= self._limits.denial_ceiling:
+            raise Stop(StopReason.DENIED, f"{denials} tool calls were refused in a row")
+        return tuple(state.results[c.id] for c in calls)
+
+    async def _one(self, call: ToolCall, turn: _Turn) -> None:
+        if turn.stop is not None:
+            self.record(skipped(call, f"the run is stopping ({turn.stop.reason})"))
+            return
+        approval_id = self._state.approvals.get(call.id)
+        decided = self._state.decisions.get(call.id)
+        try:
+            if approval_id is not None:
+                admitted = self._approved(call, approval_id, turn)
+            elif decided is not None:
+                admitted = self._redecided(call, decided["tool"], decided["decision"])
+            else:
+                admitted = self._admit(call, turn)
+        except Rejected as rejected:  # named as the model called it, even if degraded
+            r = rejected.result
+            self.record(r if r.name == call.name else ToolResult(call.id, call.name, r.content,
+                                                                  r.status))
+            return
+        except Stop as stop:
+            turn.stop = stop
+            self.record(skipped(call, f"{stop.detail}; the run is stopping ({stop.reason})"))
+            return
+        if admitted is None or turn.waiting:
+            return  # waits for approval, or is decided and waits behind a call that does
+        if admitted.tool.meta.side_effect:
+            await self._flush(turn)
+            turn.batch.append(admitted)
+            await self._flush(turn)
+        else:
+            turn.batch.append(admitted)
+
+    def _admit(self, call: ToolCall, turn: _Turn, depth: int = 0,
+               prefix: str = "") -> Admitted | None:
+        """Gates in order: resolve and validate, loop, budget, policy."""
+        tool, arguments = self._executor.resolve(call)
+        signature = call_signature(call.name, arguments)
+        seen = self._state.signatures.get(signature, 0)
+        if seen + 1 >= self._limits.loop_stop_at:
+            raise Stop(StopReason.LOOP_DETECTED,
+                       f"the identical call {call.name!r} was repeated {seen + 1} times")
+        self._accountant.check_tool_call()
+        decision = self._gate.decide(tool, call.id, arguments, signature, masked_for_journal)
+        warn = seen + 1 >= self._limits.loop_warn_at
+        if decision.effect is Effect.DEGRADE:
+            return self._degrade(call, decision, turn, depth, arguments)
+        if decision.effect is Effect.REQUIRE_APPROVAL:
+            self._ask_approval(call, tool, arguments, decision, turn)
+            return None
+        return shape(call, tool, arguments, decision, warn, prefix)
+
+    def _degrade(self, call: ToolCall, decision: Decision, turn: _Turn, depth: int,
+                 arguments: dict[str, Any]) -> Admitted | None:
+        fallback = decision.fallback
+        if not fallback or self._executor.registry.get(fallback) is None:
+            raise Rejected(refusal(call, f"policy would degrade to {fallback!r}, which this "
+                                         "agent does not have"))
+        if depth + 1 >= MAX_DEGRADE_DEPTH:
+            raise Rejected(refusal(call, "policy degraded the call too many times"))
+        prefix = (f"[tether: policy ran {fallback!r} instead of {call.name!r}: "
+                  f"{decision.reason or 'degraded'}]\n")
+        admitted = self._admit(ToolCall(call.id, fallback, arguments), turn, depth + 1, prefix)
+        return None if admitted is None else replace(admitted, call=call)
+
+    def _ask_approval(self, call: ToolCall, tool: Tool, arguments: dict[str, Any],
+                      decision: Decision, turn: _Turn) -> None:
+        request = new_request(
+            session_id=self._session_id, call_id=call.id, tool=tool.name,
+            shown=masked_for_journal(arguments, decision), arguments=arguments,
+            reason=decision.reason, policy_id=decision.policy_id, ttl=self._approval_ttl)
+        self._approvals.add(request)
+        self._journal.append("approval.requested", {
+            "approval_id": request.id, "call_id": call.id, "tool": tool.name,
+            "arguments": request.arguments, "call_hash": request.call_hash,
+            "reason": request.reason, "policy_id": request.policy_id,
+            "requested_at": request.requested_at, "expires_at": request.expires_at,
+        })
+        turn.waiting.append(call.id)
+
+    def _redecided(self, call: ToolCall, tool_name: str, decision: Decision) -> Admitted:
+        """A call decided earlier that has not run yet (it waited behind an approval)."""
+        tool = self._executor.registry.get(tool_name)
+        if tool is None:
+            raise Rejected(refusal(call, f"tool {tool_name!r} is no longer available"))
+        prefix = ""
+        if tool_name != call.name:
+            prefix = f"[tether: policy ran {tool_name!r} instead of {call.name!r}]\n"
+        arguments = self._executor.validate(tool, ToolCall(call.id, tool_name, call.arguments))
+        return shape(call, tool, arguments, decision, prefix=prefix)
+
+    def _approved(self, call: ToolCall, approval_id: str, turn: _Turn) -> Admitted | None:
+        request = self._approvals.get(approval_id)
+        if request is None:
+            raise Rejected(refusal(call, "its approval request was lost; ask again"))
+        if request.status == "pending" and not request.expired():
+            turn.waiting.append(call.id)
+            return None
+        if turn.waiting:
+            return None  # an earlier call still waits: nothing after it may run or be refused
+        if request.status != "approved":
+            why = "expired before anyone decided" if request.status == "pending" else (
+                f"{request.status} by {request.approver}"
+                + (f": {request.note}" if request.note else ""))
+            self._journal.append("approval.refused", {
+                "approval_id": approval_id, "call_id": call.id, "why": why,
+                "approver": request.approver, "note": request.note})
+            raise Rejected(refusal(call, f"approval {why}"))
+        tool = self._executor.registry.get(request.tool)
+        if tool is None:
+            raise Rejected(refusal(call, f"tool {request.tool!r} is no longer available"))
+        arguments = self._executor.validate(tool, ToolCall(call.id, request.tool,
+                                                           call.arguments))
+        self._accountant.check_tool_call()
+        try:
+            self._approvals.consume(approval_id, call_hash(self._session_id, tool.name,
+                                                           arguments))
+        except ApprovalError as exc:
+            self._journal.append("approval.refused", {
+                "approval_id": approval_id, "call_id": call.id, "why": str(exc),
+                "approver": request.approver, "note": request.note})
+            raise Rejected(refusal(call, str(exc))) from None
+        self._journal.append("approval.granted", {
+            "approval_id": approval_id, "call_id": call.id, "tool": tool.name,
+            "approver": request.approver, "note": request.note, "charged": True})
+        return Admitted(call, tool, arguments)
+
+    async def _flush(self, turn: _Turn) -> None:
+        batch, turn.batch = turn.batch, []
+        if not batch:
+            return
+        runs = [self._execute(a) for a in batch]
+        outcomes = await asyncio.gather(*runs) if len(runs) > 1 else [await runs[0]]
+        for admitted, (result, budget_timeout) in zip(batch, outcomes, strict=True):
+            if admitted.prefix or (admitted.warn and result.status == "ok"):
+                content = admitted.prefix + result.content + (WARNING if admitted.warn else "")
+                result = ToolResult(result.call_id, result.name, content, result.status)
+            self.record(result, untrusted=admitted.tool.meta.output_trust == "untrusted")
+            if budget_timeout and result.status == "timeout" and turn.stop is None:
+                turn.stop = Stop(StopReason.TIME_BUDGET, "time budget ran out during a tool call")
+
+    async def _execute(self, admitted: Admitted) -> tuple[ToolResult, bool]:
+        timeout, is_budget = self._accountant.tool_timeout(admitted.tool.meta.timeout)
+        subject = self._gate.subject
+        call, tool = admitted.call, admitted.tool
+        scrubbers: list[Callable[[str], str]] = []
+        if admitted.scrub_values:
+            values = admitted.scrub_values
+
+            def unmask(text: str) -> str:
+                for value in values:
+                    text = text.replace(value, MASKED)
+                return text
+
+            scrubbers.append(unmask)
+        token = None
+        if tool.meta.credentials:
+            try:
+                token = await self._issue(tool.name)
+            except Rejected as rejected:
+                return ToolResult(call.id, call.name, rejected.result.content, "error"), False
+            scrubbers.append(token.redact)
+            self._journal.scrub_with(token.redact)
+        context = ToolContext(self._session_id, call.id, self._state.tally.steps,
+                              subject.user_id, subject.tenant_id, credentials=token)
+
+        def scrub(text: str) -> str:
+            for fn in scrubbers:
+                text = fn(text)
+            return text
+
+        result = await self._executor.run(
+            tool, call.id, dict(admitted.arguments), context, timeout,
+            mask_fields=admitted.mask_output, scrub=scrub if scrubbers else None)
+        if result.call_id != call.id or result.name != call.name:
+            result = ToolResult(call.id, call.name, result.content, result.status)
+        return result, is_budget
+
+    async def _issue(self, tool: str) -> ScopedToken:
+        """A token for this call, or Rejected with an error the model can act on."""
+        def error(why: str) -> Rejected:
+            return Rejected(ToolResult("", tool, f"Error: {tool!r} needs credentials, and "
+                                       f"{why}; the tool did not run.", "error"))
+
+        if self._credentials is None:
+            raise error("this agent has no CredentialBroker (Agent(credentials=...))")
+        try:
+            token = await self._credentials.aissue(self._session_id, tool)
+        except CredentialError as exc:
+            raise error(f"none could be issued ({exc})") from None
+        if token is None:
+            raise error("no credential is registered for it")
+        return token
+
+    def record(self, result: ToolResult, untrusted: bool = False) -> None:
+        data: dict[str, Any] = {"call_id": result.call_id, "tool": result.name,
+                                "status": result.status, "content": result.content}
+        if untrusted:
+            data["untrusted"] = True
+        self._journal.append("tool.result", data)
