@@ -114,7 +114,7 @@ def test_rule_errors(text: str, fragments: list[str]) -> None:
     ("effect: degrade\nfallback: search\nwhen: {tool: {in: [search, web]}}",
      ["key 'fallback'", "is one of the tools this rule degrades"]),
     ("effect: deny\nfields: [a]", ["key 'fields'", "no meaning for effect deny",
-                                   "only partial_allow and mask rules take it"]),
+                                   "only partial_allow, mask and require_approval rules take it"]),
     ("effect: partial_allow\nfields: [a]\nmask_in: [journal]",
      ["key 'mask_in'", "only mask rules take it"]),
     ("effect: allow\nfallback: x", ["key 'fallback'", "only degrade rules take it"]),

@@ -35,7 +35,8 @@ File format::
             - args: {amount: {gt: 100}}
       - id: mask-card
         effect: mask
-        fields: [card_number]  # partial_allow: the fields that pass; mask: the fields redacted
+        fields: [card_number]  # partial_allow: fields that pass; mask: fields redacted;
+                               # require_approval (optional): fields hidden from approvers
         mask_in: [journal]     # mask only: input / output / journal (default: all three)
         when: {tool: pay}
       - id: cheap-search
@@ -232,21 +233,22 @@ def _rule(node: Node, index: int, policy_id: str) -> Rule:
 def _extras(keys: dict[str, Node], effect: Effect,
             condition: Condition) -> tuple[tuple[str, ...], tuple[str, ...], str | None]:
     """``fields``, ``mask_in``, ``fallback``: required where the effect takes them, else errors."""
-    takes = {"fields": effect in (Effect.PARTIAL_ALLOW, Effect.MASK),
+    takes = {"fields": effect in (Effect.PARTIAL_ALLOW, Effect.MASK, Effect.REQUIRE_APPROVAL),
              "mask_in": effect is Effect.MASK, "fallback": effect is Effect.DEGRADE}
     for key, allowed in takes.items():
         if key in keys and not allowed:
-            users = {"fields": "partial_allow and mask", "mask_in": "mask",
+            users = {"fields": "partial_allow, mask and require_approval", "mask_in": "mask",
                      "fallback": "degrade"}[key]
             keys[key].fail(f"'{key}' has no meaning for effect {effect.value}",
                            f"only {users} rules take it; remove it or change the effect")
     anchor = keys["effect"]
     fields: tuple[str, ...] = ()
     if takes["fields"]:
-        if "fields" not in keys:
+        # require_approval: optional fields hidden from approvers and the journal
+        if "fields" not in keys and effect is not Effect.REQUIRE_APPROVAL:
             anchor.fail(f"a {effect.value} rule needs 'fields'",
                         "list the argument fields, e.g. fields: [card_number]")
-        fields = keys["fields"].texts()
+        fields = keys["fields"].texts() if "fields" in keys else ()
     mask_in = keys["mask_in"].texts(MASK_PLACES) if "mask_in" in keys else ()
     if effect is Effect.MASK and not mask_in:
         mask_in = MASK_PLACES
