@@ -62,6 +62,19 @@ class Resource:
     owner: str | None = None
     idempotent: bool = False
 
+    def to_dict(self) -> dict[str, Any]:
+        return {"name": self.name, "tags": sorted(self.tags), "risk": self.risk,
+                "side_effect": self.side_effect, "egress": self.egress,
+                "output_trust": self.output_trust, "owner": self.owner,
+                "idempotent": self.idempotent}
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> Resource:
+        return cls(data["name"], frozenset(data.get("tags", ())), data.get("risk", "low"),
+                   data.get("side_effect", False), data.get("egress", False),
+                   data.get("output_trust", "trusted"), data.get("owner"),
+                   data.get("idempotent", False))
+
 
 @dataclass(frozen=True, slots=True)
 class Context:

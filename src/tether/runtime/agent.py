@@ -16,10 +16,12 @@ from tether.credentials import CredentialBroker
 from tether.models.base import Model
 from tether.models.pricing import Price
 from tether.policy.base import AllowAll, Policy
-from tether.runtime.approvals import ApprovalStore, InMemoryApprovalStore
+from tether.runtime.approvals import ApprovalStore, StoredApprovals
 from tether.runtime.budget import Budget
 from tether.runtime.handle import Strategy
 from tether.runtime.limits import Limits
+from tether.store.base import Store, open_store
+from tether.store.memory import MemoryStore
 from tether.tools.base import Tool
 from tether.tools.registry import ToolRegistry
 
@@ -45,7 +47,8 @@ class Agent:
     limits: Limits = field(default_factory=Limits)
     show_budget: bool = False  # add a note of the budget left before each model turn
     max_result_chars: int = 20_000
-    approvals: ApprovalStore = field(default_factory=InMemoryApprovalStore, compare=False)
+    store: Store | str | None = field(default=None, compare=False)  # where journals live
+    approvals: ApprovalStore | None = field(default=None, compare=False)  # default: the store's
     approval_ttl: float = 24 * 3600.0  # seconds an approval request stays answerable
     credentials: CredentialBroker | None = field(default=None, compare=False)
     registry: ToolRegistry = field(init=False, repr=False, compare=False)
@@ -66,9 +69,38 @@ class Agent:
             raise ValueError("max_result_chars must be >= 1")
         if not self.approval_ttl > 0:
             raise ValueError("approval_ttl must be a positive number of seconds")
+        if isinstance(self.store, str):
+            object.__setattr__(self, "store", open_store(self.store))
+        if self.approvals is None:
+            approvals = StoredApprovals(self.journal_store or MemoryStore())
+            object.__setattr__(self, "approvals", approvals)
         registry = ToolRegistry(self.tools)
         object.__setattr__(self, "tools", tuple(registry))
         object.__setattr__(self, "registry", registry)
+
+    @property
+    def journal_store(self) -> Store | None:
+        """The store journals are written to (a URL given to the recipe is opened once)."""
+        assert not isinstance(self.store, str)
+        return self.store
+
+    @property
+    def approval_store(self) -> ApprovalStore:
+        assert self.approvals is not None
+        return self.approvals
+
+    def load(self, session_id: str) -> Session:
+        """A stored session of this recipe, rebuilt from its journal (which must verify)."""
+        from tether.runtime.session import Session
+
+        return Session.restore(self, session_id)
+
+    def resume(self, session_id: str) -> Result:
+        """Continue a stored session after an approval, a settlement or a crash."""
+        return self.load(session_id).resume()
+
+    async def aresume(self, session_id: str) -> Result:
+        return await self.load(session_id).aresume()
 
     @property
     def effective_price(self) -> Price | None:

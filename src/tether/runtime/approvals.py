@@ -10,7 +10,6 @@ after checking that the approval matches the call it is about to make.
 from __future__ import annotations
 
 import hashlib
-import threading
 import time
 import uuid
 from collections.abc import Mapping
@@ -18,6 +17,7 @@ from dataclasses import dataclass, replace
 from typing import Any, Literal, Protocol
 
 from tether.runtime.journal import canonical_json
+from tether.store.base import Store
 
 Status = Literal["pending", "approved", "denied", "used"]
 
@@ -89,28 +89,28 @@ class ApprovalStore(Protocol):
         ...
 
 
-class InMemoryApprovalStore:
-    """Approvals for one process. Thread-safe: approvers may act from other threads."""
+class StoredApprovals:
+    """The ApprovalStore over any tether Store: approvals live where the journal lives, so a
+    session paused in one process is approved from a second and resumed in a third. Every
+    state change is a compare-and-set on the record's status, so two approvers, or an approver
+    and a resuming worker, cannot both win."""
 
-    def __init__(self) -> None:
-        self._requests: dict[str, ApprovalRequest] = {}
-        self._lock = threading.Lock()
+    def __init__(self, store: Store) -> None:
+        self.store = store
 
     def __repr__(self) -> str:
-        return f"InMemoryApprovalStore({len(self._requests)} requests)"
+        return f"StoredApprovals({self.store!r})"
 
     def add(self, request: ApprovalRequest) -> None:
-        with self._lock:
-            if request.id in self._requests:
-                raise ApprovalError(f"approval {request.id} already exists")
-            self._requests[request.id] = request
+        self.store.put_approval(request.to_dict())
 
     def get(self, approval_id: str) -> ApprovalRequest | None:
-        return self._requests.get(approval_id)
+        record = self.store.get_approval(approval_id)
+        return None if record is None else from_dict(record)
 
     def pending(self, session_id: str | None = None) -> list[ApprovalRequest]:
-        return [r for r in self._requests.values() if r.status == "pending"
-                and (session_id is None or r.session_id == session_id)]
+        return [from_dict(r) for r in self.store.list_approvals(status="pending",
+                                                                session_id=session_id)]
 
     def approve(self, approval_id: str, *, approver: str, note: str = "") -> ApprovalRequest:
         return self._decide(approval_id, "approved", approver, note)
@@ -120,35 +120,51 @@ class InMemoryApprovalStore:
 
     def _decide(self, approval_id: str, status: Status, approver: str,
                 note: str) -> ApprovalRequest:
-        if not approver or not approver.strip():
+        if not isinstance(approver, str) or not approver.strip():
             raise ApprovalError("say who decides: approver must be a non-empty name")
-        with self._lock:
-            current = self._lookup(approval_id)
-            if current.status != "pending":
-                raise ApprovalError(f"approval {approval_id} is already {current.status}; "
-                                    "a decision cannot be changed")
-            if status == "approved" and current.expired():
-                raise ApprovalError(f"approval {approval_id} expired; the session will refuse "
-                                    "the call when resumed, and the model may ask again")
-            decided = replace(current, status=status, approver=approver, note=note,
-                              decided_at=time.time())
-            self._requests[approval_id] = decided
-            return decided
+        current = self._lookup(approval_id)
+        if current.status != "pending":
+            raise ApprovalError(f"approval {approval_id} is already {current.status}; "
+                                "a decision cannot be changed")
+        if status == "approved" and current.expired():
+            raise ApprovalError(f"approval {approval_id} expired; the session will refuse "
+                                "the call when resumed, and the model may ask again")
+        decided = replace(current, status=status, approver=approver, note=note,
+                          decided_at=time.time())
+        changes = {"status": status, "approver": approver, "note": note,
+                   "decided_at": decided.decided_at}
+        if not self.store.update_approval(approval_id, "pending", changes):
+            raise ApprovalError(f"approval {approval_id} was decided by someone else meanwhile")
+        return decided
 
     def consume(self, approval_id: str, expected_hash: str) -> ApprovalRequest:
-        with self._lock:
-            current = self._lookup(approval_id)
-            check_consumable(current, expected_hash)
-            used = replace(current, status="used")
-            self._requests[approval_id] = used
-            return used
+        current = self._lookup(approval_id)
+        check_consumable(current, expected_hash)
+        if not self.store.update_approval(approval_id, "approved", {"status": "used"}):
+            raise ApprovalError(f"approval {approval_id} was used meanwhile; it is single-use")
+        return replace(current, status="used")
 
     def _lookup(self, approval_id: str) -> ApprovalRequest:
-        request = self._requests.get(approval_id)
+        request = self.get(approval_id)
         if request is None:
             raise ApprovalError(f"no approval request {approval_id!r}; list them with "
-                                "session.pending_approvals()")
+                                "session.pending_approvals() or `tether approvals list`")
         return request
+
+
+def InMemoryApprovalStore() -> StoredApprovals:
+    """Approvals kept in this process only."""
+    from tether.store.memory import MemoryStore
+
+    return StoredApprovals(MemoryStore())
+
+
+def from_dict(record: Mapping[str, Any]) -> ApprovalRequest:
+    return ApprovalRequest(
+        record["id"], record["session_id"], record["call_id"], record["tool"],
+        dict(record["arguments"]), record["call_hash"], record["reason"], record["policy_id"],
+        record["requested_at"], record["expires_at"], record["status"], record.get("approver"),
+        record.get("note", ""), record.get("decided_at"))
 
 
 def check_consumable(request: ApprovalRequest, expected_hash: str) -> None:

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import math
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from decimal import Decimal, InvalidOperation
 from typing import Any
@@ -75,7 +76,15 @@ class Budget:
             "max_steps": self.max_steps,
             "max_tool_calls": self.max_tool_calls,
             "max_seconds": self.max_seconds,
+            "final_turn_share": self.final_turn_share,
         }
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> Budget:
+        cost = data.get("max_cost_usd")
+        return cls(data.get("max_tokens"), None if cost is None else Decimal(cost),
+                   data.get("max_steps"), data.get("max_tool_calls"), data.get("max_seconds"),
+                   data.get("final_turn_share", 0.1))
 
 
 @dataclass(frozen=True, slots=True)

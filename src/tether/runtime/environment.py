@@ -69,6 +69,7 @@ class Environment:
             "reserved_input": reservation.input_tokens,
             "reserved_cost_usd": str(reservation.cost_usd),
         })
+        self._journal.flush()  # the step so far is durable before the next model call
         self._sent_estimate += new_estimate
         request = ModelRequest(tuple(self._state.conversation), specs,
                                reservation.max_output_tokens, input_estimate)

@@ -65,5 +65,8 @@ class PolicyGate:
             "call_id": call_id, "tool": tool.name, "arguments": visible,
             "decision": decision, "signature": signature,
             "charged": decision.effect in CHARGED,
+            # what the policy saw, so a stored decision can be re-asked of another policy
+            "resource": resource, "context": {"step": t.steps, "tainted": context.tainted,
+                                              "spend": spend},
         })
         return decision

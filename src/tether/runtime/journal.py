@@ -21,6 +21,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from decimal import Decimal
 from typing import Any
 
+from tether.store.base import Store
 from tether.types import Event
 
 GENESIS = "0" * 64
@@ -108,16 +109,22 @@ class EventBus:
 
 
 class Journal:
-    """The journal of one session, in memory; durable stores persist what it seals."""
+    """The journal of one session: appended in memory, sealed on read, written to a store (if
+    any) at each ``flush`` — the runtime flushes before tools run and before each model call, so a
+    step's events reach the store in one transaction and a decision is durable before its effect.
+    """
 
-    __slots__ = ("_on_append", "_records", "_redacted", "_scrubbers", "_sealed", "bus",
-                 "session_id")
+    __slots__ = ("_flushed", "_on_append", "_pending", "_redacted", "_scrubbers", "_sealed",
+                 "bus", "session_id", "store")
 
     def __init__(self, session_id: str,
-                 on_append: Callable[[str, Mapping[str, Any]], None] | None = None) -> None:
+                 on_append: Callable[[str, Mapping[str, Any]], None] | None = None, *,
+                 store: Store | None = None, history: Sequence[Event] = ()) -> None:
         self.session_id = session_id
-        self._records: list[Record] = []
-        self._sealed: list[Event] = []
+        self.store = store
+        self._sealed: list[Event] = list(history)  # events already sealed into the chain
+        self._flushed = len(self._sealed)  # how many of them the store holds
+        self._pending: list[Record] = []  # appended, not yet sealed
         self._scrubbers: list[Scrubber] = []
         self._redacted: set[str] = set()
         self._on_append = on_append
@@ -125,13 +132,22 @@ class Journal:
 
     def append(self, type: str, data: Mapping[str, Any]) -> int:
         """Append an event; returns its seq. ``data`` must not be mutated afterwards."""
-        seq = len(self._records) + 1
-        self._records.append((seq, type, time.time(), data))
+        seq = len(self._sealed) + len(self._pending) + 1
+        self._pending.append((seq, type, time.time(), data))
         if self._on_append is not None:
             self._on_append(type, data)
         if self.bus:
             self._notify(self._seal_all()[-1])
         return seq
+
+    def flush(self) -> None:
+        """Write every event not yet in the store, in one transaction."""
+        if self.store is None:
+            return
+        sealed = self._seal_all()
+        if self._flushed < len(sealed):
+            self.store.append(self.session_id, sealed[self._flushed:])
+            self._flushed = len(sealed)
 
     def redact(self, value: str) -> None:
         """Never let ``value`` (a secret, a masked field) reach a sealed event: it is blanked in
@@ -163,11 +179,13 @@ class Journal:
 
     def _seal_all(self) -> list[Event]:
         sealed = self._sealed
-        prev = sealed[-1].hash if sealed else GENESIS
-        for record in self._records[len(sealed):]:
-            event = seal(prev, self.session_id, record, self._scrubbers)
-            sealed.append(event)
-            prev = event.hash
+        if self._pending:
+            prev = sealed[-1].hash if sealed else GENESIS
+            for record in self._pending:
+                event = seal(prev, self.session_id, record, self._scrubbers)
+                sealed.append(event)
+                prev = event.hash
+            self._pending = []
         return sealed
 
     @property
@@ -176,7 +194,7 @@ class Journal:
         return events[-1].hash if events else GENESIS
 
     def __len__(self) -> int:
-        return len(self._records)
+        return len(self._sealed) + len(self._pending)
 
     def verify(self) -> int | None:
         return verify_chain(self._seal_all())

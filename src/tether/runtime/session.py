@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import uuid
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -24,9 +24,9 @@ from tether.runtime.environment import Environment
 from tether.runtime.executor import ToolExecutor
 from tether.runtime.gate import PolicyGate
 from tether.runtime.handle import Handle
-from tether.runtime.journal import EventBus, Journal
+from tether.runtime.journal import EventBus, Journal, verify_chain
 from tether.runtime.result import Result, Trajectory
-from tether.runtime.state import SessionState
+from tether.runtime.state import fold
 from tether.runtime.stop import Stop, StopReason
 from tether.runtime.turn import ToolCalls
 from tether.types import Event
@@ -37,6 +37,10 @@ if TYPE_CHECKING:
 WRAP_UP = ("[tether] The run is stopping: {why}. Tools are no longer available. Give your best "
            "final answer now from what you already have, and say plainly what is missing or "
            "unfinished because of this.")
+
+
+class JournalTampered(Exception):
+    """A stored journal does not verify; it is not resumed."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -54,7 +58,8 @@ class Session:
 
     def __init__(self, agent: Agent, task: str, *, budget: Budget, user_id: str | None,
                  tenant_id: str | None, roles: Iterable[str],
-                 context: Mapping[str, Any] | None, session_id: str | None) -> None:
+                 context: Mapping[str, Any] | None, session_id: str | None,
+                 history: Sequence[Event] = ()) -> None:
         if not isinstance(task, str) or not task.strip():
             raise ValueError("task must be a non-empty string")
         self.agent = agent
@@ -63,11 +68,36 @@ class Session:
         self.id = session_id or uuid.uuid4().hex
         self.subject = Subject(user_id, tenant_id, frozenset(roles), agent.name)
         self.context = dict(context or {})
-        self._state = SessionState()
-        self._journal = Journal(self.id, on_append=self._state.apply)
+        self._state = fold(history)
+        self._journal = Journal(self.id, on_append=self._state.apply, store=agent.journal_store,
+                                history=history)
         self._accountant = Accountant(budget, agent.effective_price, self._state.tally)
         self._result: Result | None = None
         self._running = False
+        if self._state.stop_reason is not None and not self._state.paused:
+            self._result = self._snapshot(self._accountant.spend())
+
+    @classmethod
+    def restore(cls, agent: Agent, session_id: str) -> Session:
+        """Rebuild a stored session from its journal, refusing one whose chain is broken."""
+        store = agent.journal_store
+        if store is None:
+            raise RuntimeError("this agent has no store to load sessions from; build it with "
+                               "Agent(..., store='sqlite:///tether.db')")
+        events = store.read(session_id)
+        if not events or events[0].type != "session.start":
+            raise LookupError(f"no session {session_id!r} in {store.url}")
+        broken = verify_chain(events)
+        if broken is not None:
+            raise JournalTampered(f"session {session_id}: the hash chain breaks at event "
+                                  f"{broken}; it will not be resumed (run `tether audit verify "
+                                  f"--session {session_id}`)")
+        start = events[0].data
+        subject = start["subject"]
+        return cls(agent, start["task"], budget=Budget.from_dict(start["budget"]),
+                   user_id=subject["user_id"], tenant_id=subject["tenant_id"],
+                   roles=subject["roles"], context=start.get("context"), session_id=session_id,
+                   history=events)
 
     def __repr__(self) -> str:
         return f"<Session {self.id} agent={self.agent.name!r}>"
@@ -85,6 +115,19 @@ class Session:
     def paused(self) -> bool:
         return self._state.paused
 
+    def settle(self, call_id: str, action: str, *, operator: str, note: str = "") -> None:
+        """Decide a call that was interrupted mid-effect: ``retry`` runs it again, ``skip``
+        gives the model a result saying it was not repeated. Then ``resume()``."""
+        if action not in ("retry", "skip"):
+            raise ValueError("action must be 'retry' or 'skip'")
+        if not operator or not operator.strip():
+            raise ValueError("say who settles: operator must be a non-empty name")
+        if call_id not in self._state.started or call_id in self._state.results:
+            raise ValueError(f"call {call_id!r} is not an interrupted call of this session")
+        self._journal.append("effect.settled", {"call_id": call_id, "action": action,
+                                                "operator": operator, "note": note})
+        self._journal.flush()
+
     def replay(self) -> list[Event]:
         """AUDIT: the session's events, in order, each chained to the previous by hash."""
         return self._journal.events()
@@ -98,7 +141,7 @@ class Session:
 
     def pending_approvals(self) -> list[ApprovalRequest]:
         """Approval requests of this session that no one has decided yet."""
-        return self.agent.approvals.pending(self.id)
+        return self.agent.approval_store.pending(self.id)
 
     def run(self) -> Result:
         result: Result = run_sync(self.arun())
@@ -115,12 +158,13 @@ class Session:
         return await self._activate()
 
     async def aresume(self) -> Result:
-        """Continue a session paused for approval: settle the waiting calls, then go on."""
-        if not self._state.paused:
-            state = "has not started" if not len(self._journal) else (
-                f"ended ({self._state.stop_reason})" if self._state.stop_reason else "is running")
-            raise RuntimeError(f"session {self.id} is not paused; it {state}, so there is "
-                               "nothing to resume")
+        """Continue a session that paused (approval, uncertain effect) or whose process died."""
+        state = self._state
+        if not len(self._journal):
+            raise RuntimeError(f"session {self.id} has not started; run it instead")
+        if state.stop_reason is not None and not state.paused:
+            raise RuntimeError(f"session {self.id} is not paused; it ended "
+                               f"({state.stop_reason}), so there is nothing to resume")
         return await self._activate()
 
     async def _activate(self) -> Result:
@@ -136,25 +180,25 @@ class Session:
 
     async def _drive(self) -> Result:
         agent, journal, state = self.agent, self._journal, self._state
-        resuming = state.paused
+        resuming = len(journal) > 0
         self._accountant.start_clock()
         gate = PolicyGate(agent.policy, self.subject, self.id, journal, state, self._accountant,
                           self.context)
         tools = ToolCalls(session_id=self.id,
                           executor=ToolExecutor(agent.registry, agent.max_result_chars),
                           gate=gate, accountant=self._accountant, journal=journal, state=state,
-                          limits=agent.limits, approvals=agent.approvals,
+                          limits=agent.limits, approvals=agent.approval_store,
                           approval_ttl=agent.approval_ttl, credentials=agent.credentials)
         env = Environment(model=agent.model, specs=agent.registry.specs, tools=tools,
                           accountant=self._accountant, journal=journal, state=state,
                           show_budget=agent.show_budget)
         if resuming:
-            journal.append("session.resumed", {})
+            journal.append("session.resumed", {"after": "pause" if state.paused else "crash"})
         else:
             journal.append("session.start", {
                 "task": self.task, "system_prompt": agent.system_prompt, "agent": agent.name,
                 "model": agent.model.name, "tools": list(agent.registry.names),
-                "budget": self.budget.to_dict(),
+                "budget": self.budget.to_dict(), "context": self.context,
                 "subject": {"user_id": self.subject.user_id,
                             "tenant_id": self.subject.tenant_id,
                             "roles": sorted(self.subject.roles)},
@@ -166,7 +210,7 @@ class Session:
             answer = str(await agent.reasoning.run(handle))
             reason, detail = StopReason.FINISHED, ""
         except Stop as stop:
-            if stop.reason is StopReason.NEEDS_APPROVAL:
+            if stop.reason.pauses:
                 return self._pause(stop)
             reason, detail = stop.reason, stop.detail
             answer = await self._wrap_up(env, stop)
@@ -175,6 +219,7 @@ class Session:
             raise
         except Exception as exc:
             journal.append("session.error", {"error": f"{type(exc).__name__}: {exc}"})
+            journal.flush()
             raise
         return self._end(reason, detail, answer)
 
@@ -191,20 +236,27 @@ class Session:
 
     def _pause(self, stop: Stop) -> Result:
         waiting = self.pending_approvals()
-        answer = (f"[tether] Paused: {len(waiting)} call(s) wait for approval "
-                  f"({', '.join(f'{r.tool} [{r.id}]' for r in waiting)}). Approve or deny them, "
-                  "then resume the session.")
+        if stop.reason is StopReason.NEEDS_APPROVAL:
+            answer = (f"[tether] Paused: {len(waiting)} call(s) wait for approval "
+                      f"({', '.join(f'{r.tool} [{r.id}]' for r in waiting)}). Approve or deny "
+                      "them, then resume the session.")
+        else:
+            answer = (f"[tether] Paused: {stop.detail}. Settle each with session.settle(call_id, "
+                      "'retry' or 'skip', operator=...), then resume the session.")
         spend = self._accountant.spend()
         self._journal.append("session.paused", {
-            "detail": stop.detail, "answer": answer, "pending": [r.id for r in waiting],
+            "reason": stop.reason.value, "detail": stop.detail, "answer": answer,
+            "pending": [r.id for r in waiting],
             "active_seconds": self._accountant.activation_seconds(), "spend": spend.to_dict(),
         })
+        self._journal.flush()
         return self._snapshot(spend)
 
     def _end(self, reason: StopReason, detail: str, answer: str) -> Result:
         spend = self._accountant.spend()
         self._journal.append("session.end", {"reason": reason.value, "detail": detail,
                                              "answer": answer, "spend": spend.to_dict()})
+        self._journal.flush()
         self._result = self._snapshot(spend)
         return self._result
 

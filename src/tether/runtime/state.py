@@ -35,9 +35,9 @@ class SessionState:
     """Mutable projection of one session's journal."""
 
     __slots__ = ("answer", "approvals", "conversation", "decisions", "denial_streak",
-                 "error_streak", "paused", "results", "signatures", "steps", "stop_detail",
-                 "stop_reason", "tainted", "tally", "task", "turn", "turn_open", "turn_step",
-                 "turn_text", "unsent")
+                 "error_streak", "granted", "paused", "results", "settled", "signatures",
+                 "started", "steps", "stop_detail", "stop_reason", "tainted", "tally", "task",
+                 "turn", "turn_open", "turn_step", "turn_text", "unsent")
 
     def __init__(self) -> None:
         self.task = ""
@@ -54,6 +54,9 @@ class SessionState:
         self.results: dict[str, ToolResult] = {}
         self.decisions: dict[str, Mapping[str, Any]] = {}  # call id -> its last decision event
         self.approvals: dict[str, str] = {}  # call id -> approval id
+        self.granted: set[str] = set()  # call ids whose approval was used to run them
+        self.started: set[str] = set()  # call ids of side-effecting calls that began to run
+        self.settled: dict[str, Mapping[str, Any]] = {}  # call id -> an operator's decision
         self.error_streak = 0  # failed tool calls in a row, in call order, before this turn
         self.denial_streak = 0  # refused tool calls in a row, in call order, before this turn
         self.stop_reason: StopReason | None = None
@@ -134,6 +137,7 @@ class SessionState:
         self.turn, self.turn_text, self.turn_step = r.tool_calls, r.text, t.steps
         self.turn_open = bool(r.tool_calls)
         self.results, self.decisions, self.approvals = {}, {}, {}
+        self.granted, self.started, self.settled = set(), set(), {}
 
     def _on_model_error(self, data: Mapping[str, Any]) -> None:
         self.tally.steps += 1
@@ -152,8 +156,15 @@ class SessionState:
         self.approvals[data["call_id"]] = data["approval_id"]
 
     def _on_approval_granted(self, data: Mapping[str, Any]) -> None:
+        self.granted.add(data["call_id"])
         if data["charged"]:
             self.tally.tool_calls += 1
+
+    def _on_started(self, data: Mapping[str, Any]) -> None:
+        self.started.add(data["call_id"])
+
+    def _on_settled(self, data: Mapping[str, Any]) -> None:
+        self.settled[data["call_id"]] = data
 
     def _on_result(self, data: Mapping[str, Any]) -> None:
         if data.get("untrusted"):
@@ -164,7 +175,7 @@ class SessionState:
     def _on_paused(self, data: Mapping[str, Any]) -> None:
         self.paused = True
         self.tally.active_seconds += data["active_seconds"]
-        self.stop_reason = StopReason.NEEDS_APPROVAL
+        self.stop_reason = StopReason(data["reason"])
         self.stop_detail = data["detail"]
         self.answer = data["answer"]
 
@@ -188,6 +199,8 @@ _HANDLERS: dict[str, Callable[[SessionState, Mapping[str, Any]], None]] = {
     "tool.decision": SessionState._on_decision,
     "approval.requested": SessionState._on_approval_requested,
     "approval.granted": SessionState._on_approval_granted,
+    "tool.started": SessionState._on_started,
+    "effect.settled": SessionState._on_settled,
     "tool.result": SessionState._on_result,
     "session.paused": SessionState._on_paused,
     "session.resumed": SessionState._on_resumed,

@@ -21,6 +21,7 @@ class StopReason(enum.StrEnum):
     LOOP_DETECTED = "loop_detected"
     TOOL_ERROR_CEILING = "tool_error_ceiling"
     NEEDS_APPROVAL = "needs_approval"
+    UNCERTAIN_EFFECT = "uncertain_effect"  # a side effect may or may not have happened
     DENIED = "denied"
     MODEL_ERROR = "model_error"
     CANCELLED = "cancelled"
@@ -30,9 +31,15 @@ class StopReason(enum.StrEnum):
         """Whether the model is asked for a wrap-up answer after this stop."""
         return self not in _NO_FINAL_TURN
 
+    @property
+    def pauses(self) -> bool:
+        """Whether the session waits for a person and can be resumed, instead of ending."""
+        return self in _PAUSES
 
+
+_PAUSES = frozenset({StopReason.NEEDS_APPROVAL, StopReason.UNCERTAIN_EFFECT})
 _NO_FINAL_TURN = frozenset({StopReason.FINISHED, StopReason.MODEL_ERROR, StopReason.CANCELLED,
-                            StopReason.NEEDS_APPROVAL})
+                            *_PAUSES})
 
 
 class Stop(Exception):

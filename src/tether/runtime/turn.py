@@ -55,8 +55,14 @@ class Admitted:
 @dataclass(slots=True)
 class _Turn:
     waiting: list[str] = field(default_factory=list)  # ids of calls waiting for approval
+    uncertain: list[str] = field(default_factory=list)  # started before a crash, no result
     stop: Stop | None = None
     batch: list[Admitted] = field(default_factory=list)
+
+    @property
+    def blocked(self) -> bool:
+        """Nothing after a call that waits for a person may run."""
+        return bool(self.waiting or self.uncertain)
 
 
 def refusal(call: ToolCall, why: str) -> ToolResult:
@@ -134,6 +140,10 @@ class ToolCalls:
             await self._one(call, turn)
         await self._flush(turn)
         state = self._state
+        if turn.uncertain:
+            raise Stop(StopReason.UNCERTAIN_EFFECT,
+                       f"call(s) {turn.uncertain} started before the process stopped and have no "
+                       "result; an operator must settle each: retry or skip")
         if turn.waiting:
             raise Stop(StopReason.NEEDS_APPROVAL,
                        f"{len(turn.waiting)} call(s) wait for approval")
@@ -153,7 +163,9 @@ class ToolCalls:
         approval_id = self._state.approvals.get(call.id)
         decided = self._state.decisions.get(call.id)
         try:
-            if approval_id is not None:
+            if call.id in self._state.started:
+                admitted = self._interrupted(call, turn)
+            elif approval_id is not None:
                 admitted = self._approved(call, approval_id, turn)
             elif decided is not None:
                 admitted = self._redecided(call, decided["tool"], decided["decision"])
@@ -168,8 +180,8 @@ class ToolCalls:
             turn.stop = stop
             self.record(skipped(call, f"{stop.detail}; the run is stopping ({stop.reason})"))
             return
-        if admitted is None or turn.waiting:
-            return  # waits for approval, or is decided and waits behind a call that does
+        if admitted is None or turn.blocked:
+            return  # waits for a person, or is decided and waits behind a call that does
         if admitted.tool.meta.side_effect:
             await self._flush(turn)
             turn.batch.append(admitted)
@@ -235,6 +247,30 @@ class ToolCalls:
         arguments = self._executor.validate(tool, ToolCall(call.id, tool_name, call.arguments))
         return shape(call, tool, arguments, decision, prefix=prefix)
 
+    def _interrupted(self, call: ToolCall, turn: _Turn) -> Admitted | None:
+        """A call that started before the process stopped and left no result. A read-only or
+        idempotent call runs again; a side effect is never repeated without an operator."""
+        state = self._state
+        decided = state.decisions[call.id]
+        tool = self._executor.registry.get(decided["tool"])
+        if tool is None:
+            raise Rejected(refusal(call, f"tool {decided['tool']!r} is no longer available"))
+        settled = state.settled.get(call.id)
+        if settled is not None and settled["action"] == "skip":
+            note = settled.get("note") or "no note"
+            raise Rejected(ToolResult(call.id, call.name, f"Not executed again: the call was "
+                                      f"interrupted and an operator chose to skip it ({note}).",
+                                      "skipped"))
+        if settled is None and tool.meta.side_effect and not tool.meta.idempotent:
+            turn.uncertain.append(call.id)
+            return None
+        if turn.blocked:
+            return None
+        arguments = self._executor.validate(tool, ToolCall(call.id, tool.name, call.arguments))
+        if call.id in state.granted:
+            return Admitted(call, tool, arguments)
+        return shape(call, tool, arguments, decided["decision"])
+
     def _approved(self, call: ToolCall, approval_id: str, turn: _Turn) -> Admitted | None:
         request = self._approvals.get(approval_id)
         if request is None:
@@ -242,7 +278,7 @@ class ToolCalls:
         if request.status == "pending" and not request.expired():
             turn.waiting.append(call.id)
             return None
-        if turn.waiting:
+        if turn.blocked:
             return None  # an earlier call still waits: nothing after it may run or be refused
         if request.status != "approved":
             why = "expired before anyone decided" if request.status == "pending" else (
@@ -275,6 +311,11 @@ class ToolCalls:
         batch, turn.batch = turn.batch, []
         if not batch:
             return
+        for admitted in batch:  # recorded, and durable, before the effect can happen
+            if admitted.tool.meta.side_effect:
+                self._journal.append("tool.started", {"call_id": admitted.call.id,
+                                                      "tool": admitted.tool.name})
+        self._journal.flush()
         runs = [self._execute(a) for a in batch]
         outcomes = await asyncio.gather(*runs) if len(runs) > 1 else [await runs[0]]
         for admitted, (result, budget_timeout) in zip(batch, outcomes, strict=True):

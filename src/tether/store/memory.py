@@ -1,0 +1,80 @@
+"""An in-process store: the reference implementation of the store contract, for tests and for
+runs that need no durability. Thread-safe, so approvers may act from other threads."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from tether.store.base import ConflictError, SessionInfo, session_info
+from tether.types import Event
+
+
+class MemoryStore:
+    url = "memory://"
+
+    def __init__(self) -> None:
+        self._events: dict[str, list[Event]] = {}
+        self._approvals: dict[str, dict[str, Any]] = {}
+        self._lock = threading.Lock()
+
+    def __repr__(self) -> str:
+        return f"MemoryStore({len(self._events)} sessions)"
+
+    def append(self, session_id: str, events: Sequence[Event]) -> None:
+        if not events:
+            return
+        with self._lock:
+            stored = self._events.setdefault(session_id, [])
+            if events[0].seq != len(stored) + 1:
+                raise ConflictError(f"session {session_id}: expected seq {len(stored) + 1}, "
+                                    f"got {events[0].seq}; another writer appended first")
+            stored.extend(events)
+
+    def read(self, session_id: str, after_seq: int = 0) -> list[Event]:
+        return list(self._events.get(session_id, ())[after_seq:])
+
+    def sessions(self, *, since: float | None = None,
+                 until: float | None = None) -> list[SessionInfo]:
+        infos = [session_info(sid, evs) for sid, evs in self._events.items() if evs]
+        return sorted((i for i in infos if (since is None or i.updated_at >= since)
+                       and (until is None or i.updated_at < until)),
+                      key=lambda i: i.created_at)
+
+    def prune(self, before: float) -> int:
+        with self._lock:
+            doomed = [sid for sid, evs in self._events.items() if evs[-1].timestamp < before]
+            for sid in doomed:
+                del self._events[sid]
+                for aid in [a for a, r in self._approvals.items() if r["session_id"] == sid]:
+                    del self._approvals[aid]
+            return len(doomed)
+
+    def put_approval(self, record: Mapping[str, Any]) -> None:
+        with self._lock:
+            if record["id"] in self._approvals:
+                raise ConflictError(f"approval {record['id']} already exists")
+            self._approvals[record["id"]] = dict(record)
+
+    def get_approval(self, approval_id: str) -> dict[str, Any] | None:
+        record = self._approvals.get(approval_id)
+        return dict(record) if record is not None else None
+
+    def list_approvals(self, *, status: str | None = None,
+                       session_id: str | None = None) -> list[dict[str, Any]]:
+        return [dict(r) for r in self._approvals.values()
+                if (status is None or r["status"] == status)
+                and (session_id is None or r["session_id"] == session_id)]
+
+    def update_approval(self, approval_id: str, expected_status: str,
+                        changes: Mapping[str, Any]) -> bool:
+        with self._lock:
+            record = self._approvals.get(approval_id)
+            if record is None or record["status"] != expected_status:
+                return False
+            record.update(changes)
+            return True
+
+    def close(self) -> None:
+        pass

@@ -1,0 +1,192 @@
+"""PostgreSQL: the store for deployments where many workers share sessions.
+
+Decision: psycopg 3 with a connection pool; the same tables and rules as SQLite. An append takes
+a row lock on the session's index row (``SELECT ... FOR UPDATE``) before checking that its first
+seq follows the stored ones, so concurrent writers to one session serialise and the loser gets a
+ConflictError instead of a forked chain; writers to different sessions never wait on each other.
+Approval decisions are single ``UPDATE ... WHERE status = expected`` statements: compare-and-set
+in one round trip. Tables live in a schema (``tether`` by default) so a shared database stays
+tidy, and the schema version is checked on open like SQLite's.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from tether.store.base import SCHEMA_VERSION, ConflictError, SchemaError, SessionInfo, StoreError
+from tether.types import Event
+
+MIGRATIONS: dict[int, list[str]] = {
+    1: [
+        """CREATE TABLE {s}.events (
+            session_id TEXT NOT NULL, seq BIGINT NOT NULL, type TEXT NOT NULL,
+            ts DOUBLE PRECISION NOT NULL, data JSONB NOT NULL, prev_hash TEXT NOT NULL,
+            hash TEXT NOT NULL, PRIMARY KEY (session_id, seq))""",
+        """CREATE TABLE {s}.sessions (
+            session_id TEXT PRIMARY KEY, tenant_id TEXT, agent TEXT,
+            created_at DOUBLE PRECISION NOT NULL, updated_at DOUBLE PRECISION NOT NULL,
+            events BIGINT NOT NULL, last_type TEXT NOT NULL)""",
+        "CREATE INDEX sessions_updated ON {s}.sessions (updated_at)",
+        """CREATE TABLE {s}.approvals (
+            id TEXT PRIMARY KEY, session_id TEXT NOT NULL, status TEXT NOT NULL,
+            record JSONB NOT NULL, created BIGSERIAL)""",
+        "CREATE INDEX approvals_status ON {s}.approvals (status, session_id)",
+    ],
+}
+
+
+class PostgresStore:
+    def __init__(self, url: str, *, schema: str = "tether", min_size: int = 1,
+                 max_size: int = 8) -> None:
+        try:
+            from psycopg_pool import ConnectionPool
+        except ImportError:
+            raise StoreError("the PostgreSQL store needs psycopg; install tether[postgres]") \
+                from None
+        if not re.fullmatch(r"[a-z_][a-z0-9_]*", schema):
+            raise StoreError(f"schema name {schema!r} must be a plain lower-case identifier")
+        self.url = url
+        self.schema = schema
+        self._pool = ConnectionPool(url, min_size=min_size, max_size=max_size, open=False,
+                                    kwargs={"autocommit": False})
+        try:
+            self._pool.open(wait=True, timeout=10)
+        except Exception as exc:
+            raise StoreError(f"cannot connect to PostgreSQL at {_safe(url)}: {exc}") from None
+        self._migrate()
+
+    def __repr__(self) -> str:
+        return f"PostgresStore({_safe(self.url)!r}, schema={self.schema!r})"
+
+    def _sql(self, statement: str) -> str:
+        return statement.replace("{s}", self.schema)
+
+    def _migrate(self) -> None:
+        with self._pool.connection() as db:
+            db.execute("SELECT pg_advisory_xact_lock(hashtext('tether-migrate'))")
+            db.execute(self._sql("CREATE SCHEMA IF NOT EXISTS {s}"))
+            db.execute(self._sql("CREATE TABLE IF NOT EXISTS {s}.meta "
+                                 "(key TEXT PRIMARY KEY, value TEXT NOT NULL)"))
+            row = db.execute(self._sql("SELECT value FROM {s}.meta WHERE key = "
+                                       "'schema_version'")).fetchone()
+            version = int(row[0]) if row else 0
+            if version > SCHEMA_VERSION:
+                raise SchemaError(f"{_safe(self.url)} schema {self.schema!r} has version "
+                                  f"{version}, newer than this tether understands "
+                                  f"({SCHEMA_VERSION}); upgrade tether to open it")
+            for number in range(version + 1, SCHEMA_VERSION + 1):
+                for statement in MIGRATIONS[number]:
+                    db.execute(self._sql(statement))
+            db.execute(self._sql("INSERT INTO {s}.meta VALUES ('schema_version', %s) ON "
+                                 "CONFLICT (key) DO UPDATE SET value = excluded.value"),
+                       (str(SCHEMA_VERSION),))
+
+    def append(self, session_id: str, events: Sequence[Event]) -> None:
+        if not events:
+            return
+        first, last = events[0], events[-1]
+        with self._pool.connection() as db:
+            row = db.execute(self._sql("SELECT events FROM {s}.sessions WHERE session_id = %s "
+                                       "FOR UPDATE"), (session_id,)).fetchone()
+            if row is None:
+                subject = first.data.get("subject") or {}
+                inserted = db.execute(self._sql(
+                    "INSERT INTO {s}.sessions VALUES (%s, %s, %s, %s, %s, 0, %s) "
+                    "ON CONFLICT (session_id) DO NOTHING RETURNING events"),
+                    (session_id, subject.get("tenant_id"), first.data.get("agent"),
+                     first.timestamp, last.timestamp, last.type)).fetchone()
+                if inserted is None:  # another writer created it first
+                    row = db.execute(self._sql("SELECT events FROM {s}.sessions WHERE "
+                                               "session_id = %s FOR UPDATE"),
+                                     (session_id,)).fetchone()
+            stored = row[0] if row else 0
+            if first.seq != stored + 1:
+                raise ConflictError(f"session {session_id}: expected seq {stored + 1}, got "
+                                    f"{first.seq}; another writer appended first")
+            with db.cursor() as cursor:
+                cursor.executemany(self._sql("INSERT INTO {s}.events VALUES "
+                                             "(%s, %s, %s, %s, %s, %s, %s)"),
+                                   [(session_id, e.seq, e.type, e.timestamp,
+                                     json.dumps(e.data, ensure_ascii=False), e.prev_hash,
+                                     e.hash) for e in events])
+            db.execute(self._sql("UPDATE {s}.sessions SET updated_at = %s, events = %s, "
+                                 "last_type = %s WHERE session_id = %s"),
+                       (last.timestamp, last.seq, last.type, session_id))
+
+    def read(self, session_id: str, after_seq: int = 0) -> list[Event]:
+        with self._pool.connection() as db:
+            rows = db.execute(self._sql(
+                "SELECT seq, type, ts, data::text, prev_hash, hash FROM {s}.events "
+                "WHERE session_id = %s AND seq > %s ORDER BY seq"),
+                (session_id, after_seq)).fetchall()
+        return [Event(seq, type, session_id, ts, json.loads(data), prev, digest)
+                for seq, type, ts, data, prev, digest in rows]
+
+    def sessions(self, *, since: float | None = None,
+                 until: float | None = None) -> list[SessionInfo]:
+        with self._pool.connection() as db:
+            rows = db.execute(self._sql(
+                "SELECT session_id, created_at, updated_at, events, last_type, tenant_id, agent "
+                "FROM {s}.sessions WHERE updated_at >= %s AND updated_at < %s "
+                "ORDER BY created_at"),
+                (since if since is not None else float("-inf"),
+                 until if until is not None else float("inf"))).fetchall()
+        return [SessionInfo(*row) for row in rows]
+
+    def prune(self, before: float) -> int:
+        with self._pool.connection() as db:
+            doomed = [r[0] for r in db.execute(self._sql(
+                "SELECT session_id FROM {s}.sessions WHERE updated_at < %s FOR UPDATE"),
+                (before,)).fetchall()]
+            for table in ("events", "approvals", "sessions"):
+                db.execute(self._sql(f"DELETE FROM {{s}}.{table} WHERE session_id = ANY(%s)"),
+                           (doomed,))
+        return len(doomed)
+
+    def put_approval(self, record: Mapping[str, Any]) -> None:
+        import psycopg
+
+        try:
+            with self._pool.connection() as db:
+                db.execute(self._sql("INSERT INTO {s}.approvals (id, session_id, status, record) "
+                                     "VALUES (%s, %s, %s, %s)"),
+                           (record["id"], record["session_id"], record["status"],
+                            json.dumps(dict(record))))
+        except psycopg.errors.UniqueViolation:
+            raise ConflictError(f"approval {record['id']} already exists") from None
+
+    def get_approval(self, approval_id: str) -> dict[str, Any] | None:
+        with self._pool.connection() as db:
+            row = db.execute(self._sql("SELECT record::text FROM {s}.approvals WHERE id = %s"),
+                             (approval_id,)).fetchone()
+        return json.loads(row[0]) if row else None
+
+    def list_approvals(self, *, status: str | None = None,
+                       session_id: str | None = None) -> list[dict[str, Any]]:
+        with self._pool.connection() as db:
+            rows = db.execute(self._sql(
+                "SELECT record::text FROM {s}.approvals WHERE (%s::text IS NULL OR status = %s) "
+                "AND (%s::text IS NULL OR session_id = %s) ORDER BY created"),
+                (status, status, session_id, session_id)).fetchall()
+        return [json.loads(r[0]) for r in rows]
+
+    def update_approval(self, approval_id: str, expected_status: str,
+                        changes: Mapping[str, Any]) -> bool:
+        status = changes.get("status", expected_status)
+        with self._pool.connection() as db:
+            row = db.execute(self._sql(
+                "UPDATE {s}.approvals SET status = %s, record = record || %s::jsonb "
+                "WHERE id = %s AND status = %s RETURNING id"),
+                (status, json.dumps(dict(changes)), approval_id, expected_status)).fetchone()
+        return row is not None
+
+    def close(self) -> None:
+        self._pool.close()
+
+
+def _safe(url: str) -> str:
+    """The URL without its password, for messages."""
+    return re.sub(r"(://[^:/@]+):[^@]*@", r"\1:***@", url)

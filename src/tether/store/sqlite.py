@@ -1,0 +1,216 @@
+"""SQLite: the embedded default store — one file, WAL, one transaction per step.
+
+Decision: SQLite in WAL mode gives crash-safe commits without a server, readers that never block
+the writer, and safe use by several processes on one machine (``BEGIN IMMEDIATE`` serialises
+writers; a busy timeout makes them wait rather than fail). ``synchronous=NORMAL`` is the default:
+in WAL mode a commit survives the process being killed at any instant, which is what resume
+needs; ``?synchronous=full`` adds an fsync per commit for power-loss durability at about a
+millisecond each. Schema changes are numbered migrations; a file written by a newer tether is
+refused with a clear error instead of being misread.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import threading
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+from urllib.parse import parse_qs, urlparse
+
+from tether.store.base import SCHEMA_VERSION, ConflictError, SchemaError, SessionInfo, StoreError
+from tether.types import Event
+
+MIGRATIONS: dict[int, str] = {
+    1: """
+    CREATE TABLE events (
+        session_id TEXT NOT NULL, seq INTEGER NOT NULL, type TEXT NOT NULL,
+        ts REAL NOT NULL, data TEXT NOT NULL, prev_hash TEXT NOT NULL, hash TEXT NOT NULL,
+        PRIMARY KEY (session_id, seq)) WITHOUT ROWID;
+    CREATE TABLE sessions (
+        session_id TEXT PRIMARY KEY, tenant_id TEXT, agent TEXT, created_at REAL NOT NULL,
+        updated_at REAL NOT NULL, events INTEGER NOT NULL, last_type TEXT NOT NULL);
+    CREATE INDEX sessions_updated ON sessions (updated_at);
+    CREATE TABLE approvals (
+        id TEXT PRIMARY KEY, session_id TEXT NOT NULL, status TEXT NOT NULL,
+        record TEXT NOT NULL);
+    CREATE INDEX approvals_status ON approvals (status, session_id);
+    """,
+}
+
+
+class SQLiteStore:
+    def __init__(self, path: str | Path, *, synchronous: str = "NORMAL") -> None:
+        if synchronous.upper() not in ("NORMAL", "FULL", "EXTRA"):
+            raise StoreError(f"synchronous must be NORMAL, FULL or EXTRA, got {synchronous!r}")
+        self.path = str(path)
+        self.url = f"sqlite:///{self.path}"
+        self._lock = threading.RLock()
+        try:
+            self._db = sqlite3.connect(self.path, timeout=30.0, isolation_level=None,
+                                       check_same_thread=False)
+        except sqlite3.Error as exc:
+            raise StoreError(f"cannot open SQLite store {self.path!r}: {exc}") from None
+        self._db.execute("PRAGMA journal_mode=WAL")
+        self._db.execute(f"PRAGMA synchronous={synchronous.upper()}")
+        self._db.execute("PRAGMA busy_timeout=30000")
+        self._migrate()
+
+    @classmethod
+    def from_url(cls, url: str) -> SQLiteStore:
+        parsed = urlparse(url)
+        path = parsed.path if url.startswith("sqlite:///") else parsed.netloc + parsed.path
+        if url.startswith("sqlite:////"):
+            path = "/" + path.lstrip("/")
+        elif url.startswith("sqlite:///"):
+            path = path[1:] if path.startswith("/") else path
+        if not path:
+            raise StoreError(f"no file in {url!r}; write sqlite:///relative.db or "
+                             "sqlite:////absolute/path.db")
+        options = {k: v[-1] for k, v in parse_qs(parsed.query).items()}
+        return cls(path, synchronous=options.get("synchronous", "NORMAL"))
+
+    def __repr__(self) -> str:
+        return f"SQLiteStore({self.path!r})"
+
+    def _migrate(self) -> None:
+        with self._lock:
+            self._db.execute("BEGIN IMMEDIATE")
+            try:
+                self._db.execute("CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, "
+                                 "value TEXT NOT NULL)")
+                row = self._db.execute(
+                    "SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
+                version = int(row[0]) if row else 0
+                if version > SCHEMA_VERSION:
+                    raise SchemaError(
+                        f"{self.path} has schema version {version}, newer than this tether "
+                        f"understands ({SCHEMA_VERSION}); upgrade tether to open it")
+                for number in range(version + 1, SCHEMA_VERSION + 1):
+                    for statement in MIGRATIONS[number].split(";"):
+                        if statement.strip():
+                            self._db.execute(statement)
+                self._db.execute("INSERT OR REPLACE INTO meta VALUES ('schema_version', ?)",
+                                 (str(SCHEMA_VERSION),))
+                self._db.execute("COMMIT")
+            except BaseException:
+                self._db.execute("ROLLBACK")
+                raise
+
+    def append(self, session_id: str, events: Sequence[Event]) -> None:
+        if not events:
+            return
+        rows = [(session_id, e.seq, e.type, e.timestamp, json.dumps(e.data, ensure_ascii=False),
+                 e.prev_hash, e.hash) for e in events]
+        first, last = events[0], events[-1]
+        with self._lock:
+            db = self._db
+            db.execute("BEGIN IMMEDIATE")
+            try:
+                row = db.execute("SELECT events FROM sessions WHERE session_id = ?",
+                                 (session_id,)).fetchone()
+                stored = row[0] if row else 0
+                if first.seq != stored + 1:
+                    raise ConflictError(f"session {session_id}: expected seq {stored + 1}, got "
+                                        f"{first.seq}; another writer appended first")
+                db.executemany("INSERT INTO events VALUES (?, ?, ?, ?, ?, ?, ?)", rows)
+                if row is None:
+                    subject = first.data.get("subject") or {}
+                    db.execute("INSERT INTO sessions VALUES (?, ?, ?, ?, ?, ?, ?)",
+                               (session_id, subject.get("tenant_id"), first.data.get("agent"),
+                                first.timestamp, last.timestamp, last.seq, last.type))
+                else:
+                    db.execute("UPDATE sessions SET updated_at = ?, events = ?, last_type = ? "
+                               "WHERE session_id = ?", (last.timestamp, last.seq, last.type,
+                                                        session_id))
+                db.execute("COMMIT")
+            except BaseException:
+                db.execute("ROLLBACK")
+                raise
+
+    def read(self, session_id: str, after_seq: int = 0) -> list[Event]:
+        with self._lock:
+            rows = self._db.execute(
+                "SELECT seq, type, ts, data, prev_hash, hash FROM events "
+                "WHERE session_id = ? AND seq > ? ORDER BY seq", (session_id, after_seq)
+            ).fetchall()
+        return [Event(seq, type, session_id, ts, json.loads(data), prev, digest)
+                for seq, type, ts, data, prev, digest in rows]
+
+    def sessions(self, *, since: float | None = None,
+                 until: float | None = None) -> list[SessionInfo]:
+        with self._lock:
+            rows = self._db.execute(
+                "SELECT session_id, created_at, updated_at, events, last_type, tenant_id, agent "
+                "FROM sessions WHERE updated_at >= ? AND updated_at < ? ORDER BY created_at",
+                (since if since is not None else float("-inf"),
+                 until if until is not None else float("inf"))).fetchall()
+        return [SessionInfo(*row) for row in rows]
+
+    def prune(self, before: float) -> int:
+        with self._lock:
+            db = self._db
+            db.execute("BEGIN IMMEDIATE")
+            try:
+                doomed = [r[0] for r in db.execute(
+                    "SELECT session_id FROM sessions WHERE updated_at < ?", (before,))]
+                for sid in doomed:
+                    db.execute("DELETE FROM events WHERE session_id = ?", (sid,))
+                    db.execute("DELETE FROM approvals WHERE session_id = ?", (sid,))
+                    db.execute("DELETE FROM sessions WHERE session_id = ?", (sid,))
+                db.execute("COMMIT")
+            except BaseException:
+                db.execute("ROLLBACK")
+                raise
+        return len(doomed)
+
+    def put_approval(self, record: Mapping[str, Any]) -> None:
+        with self._lock:
+            try:
+                self._db.execute("INSERT INTO approvals VALUES (?, ?, ?, ?)",
+                                 (record["id"], record["session_id"], record["status"],
+                                  json.dumps(dict(record))))
+            except sqlite3.IntegrityError:
+                raise ConflictError(f"approval {record['id']} already exists") from None
+
+    def get_approval(self, approval_id: str) -> dict[str, Any] | None:
+        with self._lock:
+            row = self._db.execute("SELECT record FROM approvals WHERE id = ?",
+                                   (approval_id,)).fetchone()
+        return json.loads(row[0]) if row else None
+
+    def list_approvals(self, *, status: str | None = None,
+                       session_id: str | None = None) -> list[dict[str, Any]]:
+        query, args = "SELECT record FROM approvals WHERE 1 = 1", list[str]()
+        if status is not None:
+            query, args = query + " AND status = ?", [*args, status]
+        if session_id is not None:
+            query, args = query + " AND session_id = ?", [*args, session_id]
+        with self._lock:
+            rows = self._db.execute(query + " ORDER BY rowid", args).fetchall()
+        return [json.loads(r[0]) for r in rows]
+
+    def update_approval(self, approval_id: str, expected_status: str,
+                        changes: Mapping[str, Any]) -> bool:
+        with self._lock:
+            db = self._db
+            db.execute("BEGIN IMMEDIATE")
+            try:
+                row = db.execute("SELECT record FROM approvals WHERE id = ? AND status = ?",
+                                 (approval_id, expected_status)).fetchone()
+                if row is None:
+                    db.execute("ROLLBACK")
+                    return False
+                record = {**json.loads(row[0]), **changes}
+                db.execute("UPDATE approvals SET status = ?, record = ? WHERE id = ?",
+                           (record["status"], json.dumps(record), approval_id))
+                db.execute("COMMIT")
+                return True
+            except BaseException:
+                db.execute("ROLLBACK")
+                raise
+
+    def close(self) -> None:
+        with self._lock:
+            self._db.close()

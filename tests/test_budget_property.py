@@ -1,0 +1,118 @@
+"""Property: spend never exceeds any limit, for any script of model responses and tool results
+(DESIGN.md, "Budget semantics", point 4)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from decimal import Decimal
+from typing import Any
+
+from hypothesis import HealthCheck, given, settings, target
+from hypothesis import strategies as st
+
+from tether import Agent, Budget, ModelResponse, Price, ReAct, ScriptedModel, ToolCall, Usage
+from tether.runtime.state import fold
+from tether.tools.base import ToolArgumentError, ToolContext, ToolMeta
+from tether.types import ToolSpec
+
+
+class CheapTool:
+    """A read-only tool that counts its executions and returns ``pad`` characters."""
+
+    name = "cheap"
+    meta = ToolMeta()
+    spec = ToolSpec("cheap", "Return pad characters.", {
+        "type": "object",
+        "properties": {"n": {"type": "integer"}, "pad": {"type": "integer"}},
+        "required": ["n"],
+    })
+
+    def __init__(self) -> None:
+        self.executions = 0
+
+    def validate(self, arguments: Mapping[str, Any]) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        for key in ("n", "pad"):
+            value = arguments.get(key, 0)
+            if isinstance(value, bool) or not isinstance(value, int):
+                raise ToolArgumentError(key, "must be an integer")
+            out[key] = value
+        return out
+
+    async def invoke(self, arguments: dict[str, Any], context: ToolContext) -> Any:
+        self.executions += 1
+        return "r" * arguments["pad"] or f"n={arguments['n']}"
+
+
+DECIMALS = st.sampled_from([Decimal(s) for s in ("0", "0.1", "0.5", "1", "2", "3", "15")])
+
+calls = st.lists(
+    st.builds(lambda name, n, pad: ToolCall("", name, {"n": n, "pad": pad}),
+              name=st.sampled_from(["cheap", "cheap", "cheap", "missing"]),
+              n=st.integers(0, 3), pad=st.integers(0, 400)),
+    max_size=3,
+)
+
+responses = st.builds(
+    lambda text, out, cached, tool_calls: ModelResponse(
+        text, tuple(tool_calls), Usage(output_tokens=out, cached_input_tokens=cached)),
+    text=st.integers(0, 600).map(lambda n: "t" * n),
+    out=st.one_of(st.just(0), st.integers(1, 2000)),
+    cached=st.integers(0, 300),
+    tool_calls=calls,
+)
+
+
+@st.composite
+def budgets(draw: st.DrawFn) -> Budget:
+    def maybe(strategy: st.SearchStrategy[Any]) -> Any:
+        return draw(st.one_of(st.none(), strategy))
+
+    return Budget(
+        max_tokens=maybe(st.integers(0, 2500)),
+        max_cost_usd=maybe(st.integers(0, 4000).map(lambda n: Decimal(n) / 1_000_000)),
+        max_steps=maybe(st.integers(0, 8)),
+        max_tool_calls=maybe(st.integers(0, 6)),
+        max_seconds=maybe(st.just(60.0)),
+        final_turn_share=draw(st.sampled_from([0, 0.1, 0.3, 0.5])),
+    )
+
+
+prices = st.builds(Price, DECIMALS, DECIMALS, st.one_of(st.none(), DECIMALS))
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(script=st.lists(responses, min_size=1, max_size=8), budget=budgets(), price=prices,
+       show_budget=st.booleans(), exhausted=st.sampled_from([None, "done"]))
+def test_spend_never_exceeds_any_limit(script: list[ModelResponse], budget: Budget, price: Price,
+                                       show_budget: bool, exhausted: str | None) -> None:
+    tool = CheapTool()
+    model = ScriptedModel(script, price=price, when_exhausted=exhausted)
+    agent = Agent(model=model, reasoning=ReAct(), tools=[tool], show_budget=show_budget)
+    session = agent.session("Use the cheap tool, then answer.", budget=budget)
+    result = session.run()
+    spend = result.spend
+
+    # steer generation towards runs that spend close to their limits
+    if budget.max_tokens:
+        target(spend.tokens / budget.max_tokens, label="tokens")
+    if budget.max_cost_usd:
+        target(float(spend.cost_usd / budget.max_cost_usd), label="cost")
+
+    if budget.max_tokens is not None:
+        assert spend.tokens <= budget.max_tokens
+    if budget.max_cost_usd is not None:
+        assert spend.cost_usd <= budget.max_cost_usd
+    if budget.max_steps is not None:
+        assert spend.steps <= budget.max_steps
+    if budget.max_tool_calls is not None:
+        assert spend.tool_calls <= budget.max_tool_calls
+        assert tool.executions <= budget.max_tool_calls
+    assert tool.executions <= spend.tool_calls
+
+    # the charge is the price applied to the usage; the journal reproduces the live tally
+    assert spend.cost_usd == sum((Decimal(e.data["cost_usd"]) for e in session.replay()
+                                  if e.type == "model.response"), Decimal(0))
+    tally = fold(session.replay()).tally
+    assert (tally.steps, tally.tool_calls, tally.usage, tally.cost) == (
+        spend.steps, spend.tool_calls, spend.usage, spend.cost_usd)

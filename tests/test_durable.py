@@ -1,0 +1,83 @@
+"""Durability with real processes: pause here, approve there, resume elsewhere; SIGKILL anywhere
+and each completed effect happens exactly once."""
+
+from __future__ import annotations
+
+import os
+import random
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from tether.runtime.journal import verify_chain
+from tether.store.sqlite import SQLiteStore
+
+APP = str(Path(__file__).with_name("durable_app.py"))
+
+
+def app(*args: str, timeout: float = 30) -> list[str]:
+    out = subprocess.run([sys.executable, APP, *args], capture_output=True, text=True,
+                         timeout=timeout)
+    assert out.returncode == 0, out.stderr
+    return out.stdout.split()
+
+
+def test_paused_in_one_process_approved_in_another_resumed_in_a_third(tmp_path: Path) -> None:
+    db, effects = str(tmp_path / "j.db"), str(tmp_path / "effects.txt")
+    session_id, reason = app("run", db, effects, "3", "approve-big")
+    assert reason == "needs_approval"
+    assert Path(effects).read_text().split() == ["effect-0"]
+    approved = app("approve", db)
+    assert len(approved) == 1
+    assert app("resume", db, effects, session_id, "3") == ["finished"]
+    assert Path(effects).read_text().split() == ["effect-0", "effect-1", "effect-2"]
+    events = SQLiteStore(db).read(session_id)
+    assert verify_chain(events) is None
+    granted = [e.data for e in events if e.type == "approval.granted"]
+    assert granted[0]["approver"] == "ops" and granted[0]["note"] == "from another process"
+    with pytest.raises(AssertionError, match="not paused"):
+        app("resume", db, effects, session_id, "3")
+
+
+def run_until_killed(db: str, effects: str, n: int, delay: float) -> str:
+    proc = subprocess.Popen([sys.executable, APP, "run", db, effects, str(n)],
+                            stdout=subprocess.PIPE, text=True)
+    assert proc.stdout is not None
+    session_id = proc.stdout.readline().strip()
+    time.sleep(delay)
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait()
+    return session_id
+
+
+def test_sigkill_at_many_points_then_resume_gives_each_effect_exactly_once(
+        tmp_path: Path) -> None:
+    rng = random.Random(7)
+    n = 6
+    for attempt in range(12):
+        db = str(tmp_path / f"j{attempt}.db")
+        effects = str(tmp_path / f"effects{attempt}.txt")
+        session_id = run_until_killed(db, effects, n, rng.uniform(0.0, 0.18))
+        for _ in range(n + 2):  # resume (and settle, as an operator would) until finished
+            events = SQLiteStore(db).read(session_id)
+            if not events:  # killed before the first commit: nothing happened, start over
+                assert not Path(effects).exists()
+                break
+            if events[-1].type == "session.end":
+                break
+            last_pause = [e for e in events if e.type == "session.paused"]
+            if last_pause and events[-1].type == "session.paused" and \
+                    last_pause[-1].data["reason"] == "uncertain_effect":
+                app("settle", db, effects, session_id)
+            app("resume", db, effects, session_id, str(n))
+        events = SQLiteStore(db).read(session_id)
+        if not events:
+            continue
+        assert events[-1].type == "session.end", [e.type for e in events][-5:]
+        assert verify_chain(events) is None
+        lines = Path(effects).read_text().split()
+        assert sorted(lines) == [f"effect-{i}" for i in range(n)], (attempt, lines)

@@ -1,0 +1,177 @@
+"""One contract, three stores: memory, SQLite and PostgreSQL behave the same."""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tether.runtime.journal import GENESIS, Journal, verify_chain
+from tether.store.base import ConflictError, SchemaError, Store, StoreError, open_store
+from tether.store.memory import MemoryStore
+from tether.store.sqlite import SQLiteStore
+
+PG_URL = os.environ.get("TETHER_TEST_PG", "postgresql://postgres@127.0.0.1:5432/test")
+
+
+def _postgres() -> Store:
+    from tether.store.postgres import PostgresStore
+
+    schema = f"t_{uuid.uuid4().hex[:10]}"
+    try:
+        return PostgresStore(PG_URL, schema=schema)
+    except StoreError:
+        if os.environ.get("CI") == "true":
+            raise  # CI has PostgreSQL: it must not be skipped there
+        pytest.skip("PostgreSQL is not reachable")
+
+
+@pytest.fixture(params=["memory", "sqlite", "postgres"])
+def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Store]:
+    if request.param == "memory":
+        made: Store = MemoryStore()
+    elif request.param == "sqlite":
+        made = SQLiteStore(tmp_path / "t.db")
+    else:
+        made = _postgres()
+    yield made
+    if request.param == "postgres":
+        from tether.store.postgres import PostgresStore
+
+        assert isinstance(made, PostgresStore)
+        with made._pool.connection() as db:
+            db.execute(f"DROP SCHEMA {made.schema} CASCADE")
+    made.close()
+
+
+def journal_of(session_id: str, n: int, store: Store | None = None,
+               tenant: str = "acme") -> Journal:
+    journal = Journal(session_id, store=store)
+    journal.append("session.start", {"task": "t", "agent": "a",
+                                     "subject": {"tenant_id": tenant, "user_id": "u",
+                                                 "roles": []}})
+    for i in range(n):
+        journal.append("step", {"i": i, "text": f"event {i} ünïcode"})
+    return journal
+
+
+def test_append_read_round_trip_keeps_the_chain(store: Store) -> None:
+    journal = journal_of("s1", 5, store)
+    journal.flush()
+    stored = store.read("s1")
+    assert stored == journal.events()
+    assert verify_chain(stored) is None
+    assert stored[0].prev_hash == GENESIS
+    assert store.read("s1", after_seq=4) == stored[4:]
+    assert store.read("nope") == []
+
+
+def test_appends_are_per_step_and_must_follow(store: Store) -> None:
+    journal = journal_of("s1", 2, store)
+    journal.flush()
+    journal.append("step", {"i": 99})
+    journal.flush()
+    assert [e.seq for e in store.read("s1")] == [1, 2, 3, 4]
+    # a second writer that has not seen seq 4 cannot append its own seq 4
+    rival = Journal("s1", store=store, history=store.read("s1")[:3])
+    rival.append("step", {"rival": True})
+    with pytest.raises(ConflictError, match="expected seq 5"):
+        rival.flush()
+    assert [e.data for e in store.read("s1")][-1] == {"i": 99}
+
+
+def test_concurrent_writers_never_fork_a_session(store: Store) -> None:
+    base = journal_of("race", 1, store)
+    base.flush()
+    history = store.read("race")
+    outcomes: list[str] = []
+
+    def writer(n: int) -> None:
+        journal = Journal("race", store=store, history=history)
+        journal.append("step", {"writer": n})
+        try:
+            journal.flush()
+            outcomes.append("won")
+        except ConflictError:
+            outcomes.append("lost")
+
+    threads = [threading.Thread(target=writer, args=(n,)) for n in range(6)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert sorted(outcomes) == ["lost"] * 5 + ["won"]
+    assert verify_chain(store.read("race")) is None and len(store.read("race")) == 3
+
+
+def test_sessions_listing_and_prune_remove_whole_sessions(store: Store) -> None:
+    journal_of("old", 2, store, tenant="a").flush()
+    time.sleep(0.02)
+    cut = time.time()
+    time.sleep(0.02)
+    journal_of("new", 3, store, tenant="b").flush()
+    infos = {i.session_id: i for i in store.sessions()}
+    assert set(infos) == {"old", "new"}
+    assert infos["new"].events == 4 and infos["new"].tenant_id == "b"
+    assert infos["new"].agent == "a" and infos["new"].status == "open"
+    assert [i.session_id for i in store.sessions(since=cut)] == ["new"]
+    assert store.prune(before=cut) == 1
+    assert store.read("old") == [] and verify_chain(store.read("new")) is None
+    assert [i.session_id for i in store.sessions()] == ["new"]
+
+
+def test_approvals_compare_and_set(store: Store) -> None:
+    record = {"id": "apr_1", "session_id": "s1", "status": "pending", "tool": "pay"}
+    store.put_approval(record)
+    with pytest.raises(ConflictError):
+        store.put_approval(record)
+    assert store.get_approval("apr_1") == record
+    assert [r["id"] for r in store.list_approvals(status="pending")] == ["apr_1"]
+    assert store.list_approvals(status="pending", session_id="other") == []
+    assert store.update_approval("apr_1", "pending", {"status": "approved", "approver": "al"})
+    assert not store.update_approval("apr_1", "pending", {"status": "denied"})
+    assert store.get_approval("apr_1") == {**record, "status": "approved", "approver": "al"}
+    assert store.get_approval("missing") is None
+
+
+def test_open_store_by_url(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    assert isinstance(open_store("memory://"), MemoryStore)
+    sqlite = open_store(f"sqlite:///{tmp_path}/x.db")
+    assert isinstance(sqlite, SQLiteStore) and sqlite.path == f"{tmp_path}/x.db"
+    monkeypatch.setenv("TETHER_STORE", f"sqlite:///{tmp_path}/env.db")
+    assert isinstance(open_store(), SQLiteStore)
+    with pytest.raises(StoreError, match="unknown store URL"):
+        open_store("mongodb://nope")
+
+
+def test_a_newer_sqlite_schema_is_refused(tmp_path: Path) -> None:
+    SQLiteStore(tmp_path / "s.db").close()
+    import sqlite3
+
+    db = sqlite3.connect(tmp_path / "s.db")
+    db.execute("UPDATE meta SET value = '99' WHERE key = 'schema_version'")
+    db.commit()
+    db.close()
+    with pytest.raises(SchemaError, match="newer than this tether"):
+        SQLiteStore(tmp_path / "s.db")
+
+
+def test_a_newer_postgres_schema_is_refused() -> None:
+    store = _postgres()
+    from tether.store.postgres import PostgresStore
+
+    assert isinstance(store, PostgresStore)
+    try:
+        with store._pool.connection() as db:
+            db.execute(f"UPDATE {store.schema}.meta SET value = '99'")
+        with pytest.raises(SchemaError, match="newer than this tether"):
+            PostgresStore(PG_URL, schema=store.schema)
+    finally:
+        with store._pool.connection() as db:
+            db.execute(f"DROP SCHEMA {store.schema} CASCADE")
+        store.close()
