@@ -1,0 +1,170 @@
+"""RERUN: re-execute a recorded session deterministically and report where it diverges.
+
+Decision: nothing external runs again. The model is replaced by the recorded responses, in
+order, and every tool by the recorded result of the same call id; what runs for real is tether
+itself — gates, policy, budgets, loop detection, approvals as they were decided. So a rerun
+answers "does this runtime, with this recipe, still make the same calls from the same inputs?"
+after an upgrade or a policy change, and the first difference is reported with its step and
+both sides instead of being silently absorbed.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from tether.models.base import ModelError, estimate_message_tokens
+from tether.models.pricing import Price
+from tether.runtime.approvals import StoredApprovals
+from tether.runtime.state import revive
+from tether.store.memory import MemoryStore
+from tether.tools.base import Tool, ToolContext, ToolMeta
+from tether.types import Event, Message, ModelRequest, ModelResponse, ToolSpec
+
+if TYPE_CHECKING:
+    from tether.runtime.agent import Agent
+    from tether.runtime.result import Result
+
+
+@dataclass(frozen=True, slots=True)
+class Divergence:
+    step: int
+    what: str
+    recorded: Any
+    rerun: Any
+
+
+@dataclass(frozen=True, slots=True)
+class RerunReport:
+    session_id: str
+    divergences: tuple[Divergence, ...]
+    result: Result | None
+
+    @property
+    def matches(self) -> bool:
+        return not self.divergences
+
+
+class _Record:
+    """What the recorded session asked and got, indexed for the replay."""
+
+    def __init__(self, events: Sequence[Event]) -> None:
+        live = [(e.type, revive(e.type, e.data)) for e in events]
+        self.requests = [d["new"] for t, d in live if t == "model.request"]
+        self.responses: list[ModelResponse] = [d["response"] for t, d in live
+                                               if t == "model.response"]
+        self.results = {d["call_id"]: d for t, d in live if t == "tool.result"}
+        self.granted = {d["call_id"] for t, d in live if t == "approval.granted"}
+        self.ran = self.granted | {d["call_id"] for t, d in live
+                                   if t == "tool.decision" and d["charged"]}
+        self.refused = {d["call_id"]: d for t, d in live if t == "approval.refused"}
+        self.divergences: list[Divergence] = []
+        self.asked = 0
+        self.called: list[str] = []
+
+    def diverge(self, what: str, recorded: Any, rerun: Any) -> None:
+        self.divergences.append(Divergence(self.asked, what, recorded, rerun))
+
+
+class _RecordedModel:
+    def __init__(self, record: _Record, name: str, price: Price | None) -> None:
+        self._record, self._name, self._price = record, name, price
+
+    @property
+    def name(self) -> str:
+        return self._name
+
+    @property
+    def price(self) -> Price | None:
+        return self._price
+
+    def estimate_message_tokens(self, message: Message) -> int:
+        return estimate_message_tokens(message)
+
+    async def complete(self, request: ModelRequest) -> ModelResponse:
+        record = self._record
+        index = record.asked
+        record.asked += 1
+        if index >= len(record.responses):
+            record.diverge("the rerun asked the model more often than the record",
+                           len(record.responses), index + 1)
+            raise ModelError("no recorded response left")
+        expected = [m.to_dict() for m in record.requests[index]]
+        tail = [m.to_dict() for m in request.messages[-len(expected):]] if expected else []
+        if tail != expected:
+            record.diverge("the model request differs", expected, tail)
+        return record.responses[index]
+
+
+class _RecordedTool:
+    def __init__(self, tool: Tool, record: _Record) -> None:
+        self._tool, self._record = tool, record
+        self.name: str = tool.name
+        self.meta: ToolMeta = tool.meta
+        self.spec: ToolSpec = tool.spec
+
+    def validate(self, arguments: Mapping[str, Any]) -> dict[str, Any]:
+        return self._tool.validate(arguments)
+
+    async def invoke(self, arguments: dict[str, Any], context: ToolContext) -> Any:
+        record = self._record
+        record.called.append(context.call_id)
+        recorded = record.results.get(context.call_id)
+        if context.call_id not in record.ran or recorded is None:
+            record.diverge(f"tool {self.name!r} ran in the rerun but not in the record",
+                           None, {"call_id": context.call_id, "arguments": arguments})
+            raise RuntimeError("not in the record")
+        if recorded["status"] != "ok":
+            raise RuntimeError(recorded["content"])
+        return recorded["content"]
+
+
+def _replay_approvals(record: _Record, store: StoredApprovals) -> None:
+    """Decide the rerun's approval requests as the recorded ones were decided."""
+    for request in store.pending():
+        if request.call_id in record.granted:
+            store.approve(request.id, approver="rerun", note="approved in the record")
+        else:
+            refused = record.refused.get(request.call_id, {})
+            store.deny(request.id, approver="rerun", note=refused.get("why", "not approved"))
+
+
+async def arerun(agent: Agent, events: Sequence[Event]) -> RerunReport:
+    """Rerun a recorded session with ``agent``'s recipe (its policy, limits, tools' schemas)."""
+    if not events or events[0].type != "session.start":
+        raise ValueError("a rerun needs a session's events, starting with session.start")
+    record = _Record(events)
+    start = events[0].data
+    from tether.runtime.budget import Budget
+
+    approvals = StoredApprovals(MemoryStore())
+    replica = dataclasses.replace(
+        agent, model=_RecordedModel(record, agent.model.name, agent.effective_price),
+        tools=[_RecordedTool(t, record) for t in agent.registry], store=None,
+        approvals=approvals, credentials=None)
+    subject = start["subject"]
+    session = replica.session(start["task"], budget=Budget.from_dict(start["budget"]),
+                              user_id=subject["user_id"], tenant_id=subject["tenant_id"],
+                              roles=subject["roles"], context=start.get("context"))
+    result = await session.arun()
+    for _ in range(len(record.responses) + 1):
+        if not session.paused:
+            break
+        _replay_approvals(record, approvals)
+        result = await session.aresume()
+    missing = sorted(record.ran & set(record.results) - set(record.called))
+    if missing:
+        record.diverge("calls ran in the record but not in the rerun", missing, [])
+    if record.asked < len(record.responses):
+        record.diverge("the rerun asked the model fewer times than the record",
+                       len(record.responses), record.asked)
+    return RerunReport(events[0].session_id, tuple(record.divergences), result)
+
+
+def rerun(agent: Agent, events: Sequence[Event]) -> RerunReport:
+    from tether.runtime.agent import run_sync
+
+    report: RerunReport = run_sync(arerun(agent, events))
+    return report
