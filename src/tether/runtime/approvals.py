@@ -79,6 +79,8 @@ class ApprovalStore(Protocol):
 
     def pending(self, session_id: str | None = None) -> list[ApprovalRequest]: ...
 
+    def approved_unused(self, session_id: str) -> list[ApprovalRequest]: ...
+
     def approve(self, approval_id: str, *, approver: str, note: str = "") -> ApprovalRequest: ...
 
     def deny(self, approval_id: str, *, approver: str, note: str = "") -> ApprovalRequest: ...
@@ -110,6 +112,11 @@ class StoredApprovals:
 
     def pending(self, session_id: str | None = None) -> list[ApprovalRequest]:
         return [from_dict(r) for r in self.store.list_approvals(status="pending",
+                                                                session_id=session_id)]
+
+    def approved_unused(self, session_id: str) -> list[ApprovalRequest]:
+        """Approved requests of a session that have not been used yet."""
+        return [from_dict(r) for r in self.store.list_approvals(status="approved",
                                                                 session_id=session_id)]
 
     def approve(self, approval_id: str, *, approver: str, note: str = "") -> ApprovalRequest:

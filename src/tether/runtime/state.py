@@ -133,11 +133,19 @@ class SessionState:
         reserved = data["reserved_input"]
         if reserved and r.usage.input_tokens > reserved:
             t.input_scale *= r.usage.input_tokens / reserved
+        self._open_turn(r.tool_calls, r.text, t.steps)
+
+    def _open_turn(self, calls: tuple[ToolCall, ...], text: str, step: int) -> None:
         self._close_step()
-        self.turn, self.turn_text, self.turn_step = r.tool_calls, r.text, t.steps
-        self.turn_open = bool(r.tool_calls)
+        self.turn, self.turn_text, self.turn_step = calls, text, step
+        self.turn_open = bool(calls)
         self.results, self.decisions, self.approvals = {}, {}, {}
         self.granted, self.started, self.settled = set(), set(), {}
+
+    def _on_client_call(self, data: Mapping[str, Any]) -> None:
+        """A tool call made through a gateway (an MCP client), not asked for by a model."""
+        call: ToolCall = data["call"]
+        self._open_turn((call,), "", len(self.steps) + 1)
 
     def _on_model_error(self, data: Mapping[str, Any]) -> None:
         self.tally.steps += 1
@@ -195,6 +203,7 @@ _HANDLERS: dict[str, Callable[[SessionState, Mapping[str, Any]], None]] = {
     "model.request": SessionState._on_request,
     "model.response": SessionState._on_response,
     "model.error": SessionState._on_model_error,
+    "client.call": SessionState._on_client_call,
     "session.note": SessionState._on_note,
     "tool.decision": SessionState._on_decision,
     "approval.requested": SessionState._on_approval_requested,
@@ -214,6 +223,9 @@ def revive(type: str, data: Mapping[str, Any]) -> Mapping[str, Any]:
         return {**data, "new": [Message.from_dict(m) for m in data["new"]]}
     if type == "model.response":
         return {**data, "response": ModelResponse.from_dict(data["response"])}
+    if type == "client.call":
+        c = data["call"]
+        return {**data, "call": ToolCall(c["id"], c["name"], c["arguments"])}
     if type == "tool.decision":
         d = data["decision"]
         decision = Decision(Effect(d["effect"]), d["reason"], d["policy_id"],

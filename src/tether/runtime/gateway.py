@@ -1,0 +1,130 @@
+"""A governed door for tool calls that no model asked for: MCP clients, other services.
+
+Decision: a gateway is a long-lived session whose "turns" are single calls from a client. Each
+call is journaled as ``client.call`` and then goes through exactly the same pipeline as an
+agent's — gates, loop check, budget, policy, every effect, credentials, the journal — so serving
+tether tools over MCP, or proxying another MCP server, adds no second path to a tool. A call
+that needs approval returns a refusal naming the approval; once a person approves it, the same
+call (same tool, same arguments) runs once when the client sends it again.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from tether.policy.base import Policy, Subject
+from tether.runtime.approvals import ApprovalStore, StoredApprovals, call_hash
+from tether.runtime.budget import Accountant, Budget
+from tether.runtime.executor import ToolExecutor
+from tether.runtime.gate import PolicyGate
+from tether.runtime.journal import Journal
+from tether.runtime.limits import Limits
+from tether.runtime.result import ToolResult
+from tether.runtime.state import SessionState
+from tether.runtime.stop import Stop
+from tether.runtime.turn import ToolCalls
+from tether.store.base import Store
+from tether.store.memory import MemoryStore
+from tether.tools.base import Tool
+from tether.tools.registry import ToolRegistry
+from tether.types import ToolCall
+
+# A client decides its own retries and repetitions; only budgets and policy bound it.
+CLIENT_LIMITS = Limits(loop_warn_at=10**9, loop_stop_at=10**9 + 1, tool_error_ceiling=10**9,
+                       denial_ceiling=10**9)
+
+
+class Gateway:
+    """Tool calls from one client, governed and journaled as one session."""
+
+    def __init__(self, tools: Iterable[Tool], *, policy: Policy, client: str = "client",
+                 budget: Budget | None = None, store: Store | None = None,
+                 approvals: ApprovalStore | None = None, roles: Iterable[str] = (),
+                 tenant_id: str | None = None, limits: Limits | None = None,
+                 approval_ttl: float = 24 * 3600.0, max_result_chars: int = 20_000,
+                 session_id: str | None = None) -> None:
+        self.registry = ToolRegistry(tools)
+        self.id = session_id or uuid.uuid4().hex
+        self.subject = Subject(client, tenant_id, frozenset(roles), f"gateway:{client}")
+        self.budget = budget or Budget()
+        self._state = SessionState()
+        self._journal = Journal(self.id, on_append=self._state.apply, store=store)
+        self._accountant = Accountant(self.budget, None, self._state.tally)
+        self._approvals = approvals or StoredApprovals(store or MemoryStore())
+        gate = PolicyGate(policy, self.subject, self.id, self._journal, self._state,
+                          self._accountant, {"client": client})
+        self._calls = ToolCalls(
+            session_id=self.id, executor=ToolExecutor(self.registry, max_result_chars),
+            gate=gate, accountant=self._accountant, journal=self._journal, state=self._state,
+            limits=limits or CLIENT_LIMITS,
+            approvals=self._approvals, approval_ttl=approval_ttl)
+        self._count = 0
+        self._journal.append("session.start", {
+            "task": f"tool calls from {client}", "system_prompt": "", "agent": "gateway",
+            "model": "", "tools": list(self.registry.names), "budget": self.budget.to_dict(),
+            "context": {"client": client},
+            "subject": {"user_id": client, "tenant_id": tenant_id, "roles": sorted(roles)},
+        })
+        self._journal.flush()
+
+    @property
+    def approvals(self) -> ApprovalStore:
+        return self._approvals
+
+    @property
+    def journal(self) -> Journal:
+        return self._journal
+
+    async def call(self, name: str, arguments: Mapping[str, Any] | str) -> ToolResult:
+        """Decide and run one call; always returns a result (refusals and errors included)."""
+        self._count += 1
+        call = ToolCall(f"{self.id[:8]}-{self._count}", name, arguments)
+        self._journal.append("client.call", {"call": call})
+        self._reuse_approval(call)
+        try:
+            (result,) = await self._calls.run([call])
+        except Stop as stop:
+            result = self._state.results.get(call.id) or self._waiting(call, stop)
+        self._journal.flush()
+        return result
+
+    def _reuse_approval(self, call: ToolCall) -> None:
+        """If a person approved this exact call earlier, attach that approval to it."""
+        tool = self.registry.get(call.name)
+        if tool is None or isinstance(call.arguments, str):
+            return
+        try:
+            arguments = tool.validate(call.arguments)
+        except Exception:
+            return
+        digest = call_hash(self.id, tool.name, arguments)
+        for record in self._approvals.approved_unused(self.id):
+            if record.call_hash == digest:
+                self._journal.append("approval.requested", {
+                    "approval_id": record.id, "call_id": call.id, "tool": record.tool,
+                    "arguments": record.arguments, "call_hash": record.call_hash,
+                    "reason": record.reason, "policy_id": record.policy_id,
+                    "requested_at": record.requested_at, "expires_at": record.expires_at,
+                    "reused": True})
+                self._journal.append("tool.decision", {
+                    "call_id": call.id, "tool": record.tool, "arguments": record.arguments,
+                    "decision": _approval_decision(record.reason, record.policy_id),
+                    "signature": "", "charged": False, "resource": None, "context": None})
+                return
+
+    def _waiting(self, call: ToolCall, stop: Stop) -> ToolResult:
+        approval = self._state.approvals.get(call.id)
+        if approval is not None:
+            return ToolResult(call.id, call.name, f"Approval required ({approval}): "
+                              f"{stop.detail}. Ask a person to approve it, then make the same "
+                              "call again.", "denied")
+        return ToolResult(call.id, call.name, f"Not executed: {stop.detail} ({stop.reason}).",
+                          "skipped")
+
+
+def _approval_decision(reason: str, policy_id: str) -> Any:
+    from tether.policy.base import Decision, Effect
+
+    return Decision(Effect.REQUIRE_APPROVAL, reason, policy_id)

@@ -1,0 +1,79 @@
+"""The gateway: calls no model asked for (MCP clients) take the same governed path."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from tether import Budget, Decision, Effect, tool
+from tether.policy import Action, Context, Resource, Subject
+from tether.runtime.gateway import Gateway
+from tether.runtime.journal import verify_chain
+from tether.store.sqlite import SQLiteStore
+
+written: list[str] = []
+
+
+@tool(side_effect=True)
+def write_file(path: str, text: str) -> str:
+    """Write a file."""
+    written.append(path)
+    return f"wrote {len(text)} bytes to {path}"
+
+
+@tool
+def read_file(path: str) -> str:
+    """Read a file."""
+    return f"contents of {path}"
+
+
+class Rules:
+    def evaluate(self, subject: Subject, action: Action, resource: Resource,
+                 context: Context) -> Decision:
+        path = str(action.arguments.get("path", ""))
+        if path.startswith("/etc"):
+            return Decision(Effect.DENY, "system files are off limits", "fs")
+        if resource.side_effect and path.endswith(".important"):
+            return Decision(Effect.REQUIRE_APPROVAL, "important files need a person", "fs")
+        return Decision(Effect.ALLOW, "ok", "fs")
+
+
+async def test_calls_are_decided_run_and_journaled(tmp_path: Path) -> None:
+    written.clear()
+    store = SQLiteStore(tmp_path / "g.db")
+    gateway = Gateway([write_file, read_file], policy=Rules(), client="claude-desktop",
+                      store=store)
+    ok = await gateway.call("read_file", {"path": "/tmp/a"})
+    denied = await gateway.call("write_file", {"path": "/etc/passwd", "text": "x"})
+    unknown = await gateway.call("nope", {})
+    assert ok.status == "ok" and ok.content == "contents of /tmp/a"
+    assert denied.status == "denied" and "off limits" in denied.content and written == []
+    assert unknown.status == "rejected" and "read_file" in unknown.content
+    events = store.read(gateway.id)
+    assert verify_chain(events) is None
+    assert [e.type for e in events].count("client.call") == 3
+    start = events[0].data
+    assert start["subject"]["user_id"] == "claude-desktop"
+
+
+async def test_an_approved_call_runs_once_when_the_client_asks_again() -> None:
+    written.clear()
+    gateway = Gateway([write_file], policy=Rules(), client="ide")
+    args: dict[str, Any] = {"path": "notes.important", "text": "hello"}
+    first = await gateway.call("write_file", args)
+    assert first.status == "denied" and "Approval required" in first.content and written == []
+    (request,) = gateway.approvals.pending(gateway.id)
+    gateway.approvals.approve(request.id, approver="maria")
+    other = await gateway.call("write_file", {**args, "text": "something else"})
+    assert other.status == "denied" and written == []  # an approval binds to the exact call
+    second = await gateway.call("write_file", args)
+    assert second.status == "ok" and written == ["notes.important"]
+    third = await gateway.call("write_file", args)
+    assert third.status == "denied" and written == ["notes.important"]  # single use
+
+
+async def test_the_client_budget_is_hard() -> None:
+    gateway = Gateway([read_file], policy=Rules(), client="c", budget=Budget(max_tool_calls=2))
+    results = [await gateway.call("read_file", {"path": f"/f{i}"}) for i in range(3)]
+    assert [r.status for r in results] == ["ok", "ok", "skipped"]
+    assert "2 tool calls used" in results[2].content
