@@ -18,11 +18,13 @@ if TYPE_CHECKING:
     from tether.reasoning.react import ReAct
     from tether.runtime.agent import Agent
     from tether.runtime.budget import Budget, Spend
+    from tether.runtime.gateway import Gateway
     from tether.runtime.handle import Handle, Strategy
     from tether.runtime.limits import Limits
     from tether.runtime.result import Result, Step, ToolResult, Trajectory
     from tether.runtime.session import Session
     from tether.runtime.stop import StopReason
+    from tether.runtime.subagent import AgentAsTool
     from tether.tools.decorator import tool
     from tether.types import Event, Message, ModelRequest, ModelResponse, ToolCall, Usage
 
@@ -42,6 +44,8 @@ _WHERE = {
     "Session": "tether.runtime.session",
     "StopReason": "tether.runtime.stop",
     "ReAct": "tether.reasoning.react",
+    "AgentAsTool": "tether.runtime.subagent",
+    "Gateway": "tether.runtime.gateway",
     "Model": "tether.models.base",
     "ModelError": "tether.models.base",
     "Price": "tether.models.pricing",
@@ -60,11 +64,13 @@ _WHERE = {
 }
 __all__ = [
     "Agent",
+    "AgentAsTool",
     "Budget",
     "Decision",
     "Effect",
     "Event",
     "FakeModel",
+    "Gateway",
     "Handle",
     "Limits",
     "Message",

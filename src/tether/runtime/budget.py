@@ -244,6 +244,23 @@ class Accountant:
             return 2**31
         return int(after_input * 1_000_000 / self._price.output)
 
+    def sub_budget(self) -> Budget:
+        """What a sub-agent may spend now: what is left, less the share held back for this
+        session's own wrap-up and one more turn of its own to use the sub-agent's answer."""
+        b, t = self._budget, self.tally
+        tokens = cost = steps = seconds = None
+        if b.max_tokens is not None:
+            tokens = max(0, b.max_tokens - t.usage.total_tokens - self._hold_tokens)
+        if b.max_cost_usd is not None:
+            cost = max(Decimal(0), b.max_cost_usd - t.cost - self._hold_cost)
+        if b.max_steps is not None:
+            steps = max(0, b.max_steps - t.steps - 2)
+        tool_calls = None if b.max_tool_calls is None else max(0, b.max_tool_calls - t.tool_calls)
+        deadline = self.deadline()
+        if deadline is not None:
+            seconds = max(0.0, deadline - self._clock())
+        return Budget(tokens, cost, steps, tool_calls, seconds, b.final_turn_share)
+
     def cost_of(self, usage: Usage) -> Decimal:
         """The actual cost of a finished call; the charge itself is applied by its event."""
         return self._price.cost(usage) if self._price is not None else Decimal(0)

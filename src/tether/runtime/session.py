@@ -128,6 +128,10 @@ class Session:
                                                 "operator": operator, "note": note})
         self._journal.flush()
 
+    def spend(self) -> Spend:
+        """What this session has spent so far."""
+        return self._accountant.spend()
+
     def replay(self) -> list[Event]:
         """AUDIT: the session's events, in order, each chained to the previous by hash."""
         return self._journal.events()

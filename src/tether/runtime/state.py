@@ -20,7 +20,7 @@ from tether.runtime.budget import Tally
 from tether.runtime.journal import canonical_json
 from tether.runtime.result import Step, ToolResult
 from tether.runtime.stop import StopReason
-from tether.types import Event, Message, ModelResponse, ToolCall
+from tether.types import Event, Message, ModelResponse, ToolCall, Usage
 
 ERROR_STATUSES = frozenset({"error", "timeout", "rejected"})
 
@@ -168,6 +168,15 @@ class SessionState:
         if data["charged"]:
             self.tally.tool_calls += 1
 
+    def _on_charge(self, data: Mapping[str, Any]) -> None:
+        """A sub-agent's spend becomes this session's."""
+        t = self.tally
+        t.usage = t.usage + Usage(data["input_tokens"], data["output_tokens"],
+                                  data["cached_input_tokens"])
+        t.cost += Decimal(data["cost_usd"])
+        t.steps += data["steps"]
+        t.tool_calls += data["tool_calls"]
+
     def _on_started(self, data: Mapping[str, Any]) -> None:
         self.started.add(data["call_id"])
 
@@ -209,6 +218,7 @@ _HANDLERS: dict[str, Callable[[SessionState, Mapping[str, Any]], None]] = {
     "approval.requested": SessionState._on_approval_requested,
     "approval.granted": SessionState._on_approval_granted,
     "tool.started": SessionState._on_started,
+    "subagent.charge": SessionState._on_charge,
     "effect.settled": SessionState._on_settled,
     "tool.result": SessionState._on_result,
     "session.paused": SessionState._on_paused,

@@ -22,7 +22,7 @@ from typing import Any
 from tether.credentials import CredentialBroker, CredentialError, ScopedToken
 from tether.policy.base import Decision, Effect
 from tether.runtime.approvals import ApprovalError, ApprovalStore, call_hash, new_request
-from tether.runtime.budget import Accountant
+from tether.runtime.budget import Accountant, Spend
 from tether.runtime.executor import MASKED, Rejected, ToolExecutor
 from tether.runtime.gate import PolicyGate
 from tether.runtime.journal import Journal
@@ -348,8 +348,17 @@ class ToolCalls:
                 return ToolResult(call.id, call.name, rejected.result.content, "error"), False
             scrubbers.append(token.redact)
             self._journal.scrub_with(token.redact)
+        def charge(spend: Spend) -> None:
+            u = spend.usage
+            self._journal.append("subagent.charge", {
+                "call_id": call.id, "input_tokens": u.input_tokens,
+                "output_tokens": u.output_tokens, "cached_input_tokens": u.cached_input_tokens,
+                "cost_usd": spend.cost_usd, "steps": spend.steps,
+                "tool_calls": spend.tool_calls})
+
         context = ToolContext(self._session_id, call.id, self._state.tally.steps,
-                              subject.user_id, subject.tenant_id, credentials=token)
+                              subject.user_id, subject.tenant_id, credentials=token,
+                              budget=self._accountant.sub_budget(), charge=charge)
 
         def scrub(text: str) -> str:
             for fn in scrubbers:

@@ -9,7 +9,7 @@ never through the model-visible schema.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol, runtime_checkable
 
@@ -67,6 +67,8 @@ class ToolContext:
     tenant_id: str | None = None
     extra: Mapping[str, Any] = field(default_factory=dict)
     credentials: Any = None  # a tether.credentials.ScopedToken for tools that declare one
+    budget: Any = None  # a tether.Budget: what a sub-agent run by this tool may spend
+    charge: Callable[[Any], None] | None = None  # adds a sub-agent's Spend to the caller's
 
 
 class ToolArgumentError(ValueError):

@@ -1,0 +1,66 @@
+"""AgentAsTool: one agent used as a tool of another, inside the caller's budget.
+
+Decision: a sub-agent is not a side door. It runs its own governed session (its recipe's policy,
+tools and journal) as the caller's user and tenant, with a hard budget equal to what the caller
+has left for it — less the caller's held-back wrap-up share and one turn to use the answer — and
+everything it spends is charged to the caller's session as a ``subagent.charge`` event. So the
+caller's spend never exceeds its limits, however deep the nesting, and each level's journal
+shows where the money went.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+from tether.tools.base import ToolArgumentError, ToolContext, ToolMeta
+from tether.types import ToolSpec
+
+if TYPE_CHECKING:
+    from tether.runtime.agent import Agent
+
+
+class AgentAsTool:
+    """Expose ``agent`` as a tool taking a ``task`` string and returning its answer."""
+
+    def __init__(self, agent: Agent, *, name: str | None = None, description: str | None = None,
+                 meta: ToolMeta | None = None) -> None:
+        self.agent = agent
+        self.name = name or agent.name
+        side_effect = any(t.meta.side_effect for t in agent.registry)
+        egress = any(t.meta.egress for t in agent.registry)
+        self.meta = meta or ToolMeta(tags=frozenset({"agent"}), side_effect=side_effect,
+                                     egress=egress, timeout=3600.0)
+        self.spec = ToolSpec(self.name, description or f"Ask the {agent.name} agent to do a "
+                             "task and return its answer.", {
+                                 "type": "object",
+                                 "properties": {"task": {"type": "string"}},
+                                 "required": ["task"], "additionalProperties": False})
+
+    def __repr__(self) -> str:
+        return f"AgentAsTool({self.agent.name!r})"
+
+    def validate(self, arguments: Mapping[str, Any]) -> dict[str, Any]:
+        extra = set(arguments) - {"task"}
+        if extra:
+            raise ToolArgumentError(sorted(extra)[0], "unexpected field; only 'task'")
+        task = arguments.get("task")
+        if not isinstance(task, str) or not task.strip():
+            raise ToolArgumentError("task", "must be a non-empty string")
+        return {"task": task}
+
+    async def invoke(self, arguments: dict[str, Any], context: ToolContext) -> str:
+        from tether.runtime.budget import Budget
+
+        budget = context.budget if isinstance(context.budget, Budget) else self.agent.budget
+        session = self.agent.session(arguments["task"], budget=budget,
+                                     user_id=context.user_id, tenant_id=context.tenant_id,
+                                     context={"parent_session": context.session_id,
+                                              "parent_call": context.call_id})
+        try:
+            result = await session.arun()
+        finally:
+            if context.charge is not None:
+                context.charge(session.spend())
+        return (f"{result.answer}\n[sub-agent {self.agent.name}: {result.stop_reason.value}, "
+                f"session {session.id}]")
