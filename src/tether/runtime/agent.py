@@ -8,7 +8,7 @@ Session. The recipe is validated when built, so a mistake is reported where it w
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterable, Mapping
+from collections.abc import AsyncIterator, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -28,6 +28,7 @@ from tether.tools.registry import ToolRegistry
 if TYPE_CHECKING:
     from tether.runtime.result import Result
     from tether.runtime.session import Session
+    from tether.runtime.stream import StreamEvent
 
 DEFAULT_SYSTEM_PROMPT = (
     "You are a careful assistant. Use the tools when they help; answer plainly when done."
@@ -122,6 +123,11 @@ class Agent:
 
         return Session(self, task, budget=budget or self.budget, user_id=user_id,
                        tenant_id=tenant_id, roles=roles, context=context, session_id=session_id)
+
+    def run_stream(self, task: str, **kwargs: Any) -> AsyncIterator[StreamEvent]:
+        """``async for event in agent.run_stream(task)``: TextDelta, ToolCallEvent,
+        ToolResultEvent as they happen, then Finished(result)."""
+        return self.session(task, **kwargs).astream()
 
     async def arun(self, task: str, **kwargs: Any) -> Result:
         return await self.session(task, **kwargs).arun()

@@ -11,7 +11,7 @@ where the last one stopped.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from tether.models.base import Model, estimate_tools_tokens
@@ -26,12 +26,13 @@ from tether.types import Message, ModelRequest, ModelResponse, ToolCall, ToolSpe
 
 
 class Environment:
-    __slots__ = ("_accountant", "_journal", "_model", "_sent_estimate", "_show_budget",
+    __slots__ = ("_accountant", "_journal", "_model", "_on_delta", "_sent_estimate",
+                 "_show_budget",
                  "_specs", "_state", "_tool_names", "_tools", "_tools_estimate")
 
     def __init__(self, *, model: Model, specs: Sequence[ToolSpec], tools: ToolCalls,
                  accountant: Accountant, journal: Journal, state: SessionState,
-                 show_budget: bool) -> None:
+                 show_budget: bool, on_delta: Callable[[str], None] | None = None) -> None:
         self._model = model
         self._specs = tuple(specs)
         self._tool_names = tuple(s.name for s in specs)
@@ -40,6 +41,7 @@ class Environment:
         self._journal = journal
         self._state = state
         self._show_budget = show_budget
+        self._on_delta = on_delta  # set when the caller streams: text deltas go there
         estimate = model.estimate_message_tokens
         self._sent_estimate = sum(estimate(m) for m in state.conversation)
         self._tools_estimate = estimate_tools_tokens(self._specs)
@@ -75,7 +77,7 @@ class Environment:
                                reservation.max_output_tokens, input_estimate)
         timer = None
         try:
-            response, rest = start(self._model.complete(request))
+            response, rest = start(self._call(request))
             if rest is not None:  # it suspended: the rest runs within the deadline, if any
                 if reservation.deadline is None:
                     response = await rest
@@ -103,6 +105,20 @@ class Environment:
             "reserved_input": reservation.input_tokens,
         })
         self._sent_estimate += estimate(self._state.conversation[-1])
+        return response
+
+    async def _call(self, request: ModelRequest) -> ModelResponse:
+        stream = getattr(self._model, "stream", None)
+        if self._on_delta is None or stream is None:
+            return await self._model.complete(request)
+        response: object = None
+        async for item in stream(request):
+            if isinstance(item, str):
+                self._on_delta(item)
+            else:
+                response = item
+        if not isinstance(response, ModelResponse):
+            raise TypeError("the model's stream ended without a ModelResponse")
         return response
 
     def _budget_note(self) -> str:

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import uuid
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -25,11 +25,12 @@ from tether.runtime.executor import ToolExecutor
 from tether.runtime.gate import PolicyGate
 from tether.runtime.handle import Handle
 from tether.runtime.journal import EventBus, Journal, verify_chain
-from tether.runtime.result import Result, Trajectory
+from tether.runtime.result import Result, ToolResult, Trajectory
 from tether.runtime.state import fold
 from tether.runtime.stop import Stop, StopReason
+from tether.runtime.stream import Finished, StreamEvent, TextDelta, ToolCallEvent, ToolResultEvent
 from tether.runtime.turn import ToolCalls
-from tether.types import Event
+from tether.types import Event, ToolCall
 
 if TYPE_CHECKING:
     from tether.runtime.agent import Agent
@@ -53,8 +54,8 @@ class Checkpoint:
 
 
 class Session:
-    __slots__ = ("_accountant", "_journal", "_result", "_running", "_state", "agent", "budget",
-                 "context", "id", "subject", "task")
+    __slots__ = ("_accountant", "_journal", "_on_delta", "_result", "_running", "_state",
+                 "agent", "budget", "context", "id", "subject", "task")
 
     def __init__(self, agent: Agent, task: str, *, budget: Budget, user_id: str | None,
                  tenant_id: str | None, roles: Iterable[str],
@@ -74,6 +75,7 @@ class Session:
         self._accountant = Accountant(budget, agent.effective_price, self._state.tally)
         self._result: Result | None = None
         self._running = False
+        self._on_delta: Callable[[str], None] | None = None
         if self._state.stop_reason is not None and not self._state.paused:
             self._result = self._snapshot(self._accountant.spend())
 
@@ -161,6 +163,35 @@ class Session:
             return self._result
         return await self._activate()
 
+    async def astream(self) -> AsyncIterator[StreamEvent]:
+        """Run like ``arun()``, yielding text deltas and tool events as they happen, then
+        ``Finished(result)``."""
+        queue: asyncio.Queue[StreamEvent | None] = asyncio.Queue()
+
+        def on_event(event: Event) -> None:
+            data = event.data
+            if event.type == "tool.decision":
+                queue.put_nowait(ToolCallEvent(
+                    ToolCall(data["call_id"], data["tool"], data["arguments"]),
+                    data["decision"]["effect"]))
+            elif event.type == "tool.result":
+                queue.put_nowait(ToolResultEvent(ToolResult(
+                    data["call_id"], data["tool"], data["content"], data["status"])))
+
+        unsubscribe = self.events.subscribe(on_event)
+        self._on_delta = lambda text: queue.put_nowait(TextDelta(text))
+        task = asyncio.ensure_future(self.arun())
+        task.add_done_callback(lambda _: queue.put_nowait(None))
+        try:
+            while (item := await queue.get()) is not None:
+                yield item
+            yield Finished(task.result())
+        finally:
+            unsubscribe()
+            self._on_delta = None
+            if not task.done():
+                task.cancel()
+
     async def aresume(self) -> Result:
         """Continue a session that paused (approval, uncertain effect) or whose process died."""
         state = self._state
@@ -195,7 +226,7 @@ class Session:
                           approval_ttl=agent.approval_ttl, credentials=agent.credentials)
         env = Environment(model=agent.model, specs=agent.registry.specs, tools=tools,
                           accountant=self._accountant, journal=journal, state=state,
-                          show_budget=agent.show_budget)
+                          show_budget=agent.show_budget, on_delta=self._on_delta)
         if resuming:
             journal.append("session.resumed", {"after": "pause" if state.paused else "crash"})
         else:
