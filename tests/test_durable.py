@@ -81,3 +81,56 @@ def test_sigkill_at_many_points_then_resume_gives_each_effect_exactly_once(
         assert verify_chain(events) is None
         lines = Path(effects).read_text().split()
         assert sorted(lines) == [f"effect-{i}" for i in range(n)], (attempt, lines)
+
+
+CRASH = str(Path(__file__).with_name("crash_app.py"))
+
+
+def crash(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, CRASH, *args], capture_output=True, text=True,
+                          timeout=30)
+
+
+def test_an_interrupted_idempotent_call_is_retried_on_resume(tmp_path: Path) -> None:
+    db, marker = str(tmp_path / "j.db"), str(tmp_path / "marker")
+    died = crash("run", db, marker, "idempotent")
+    assert died.returncode == 9
+    session_id = died.stdout.split()[0]
+    resumed = crash("resume", db, marker, "idempotent", session_id)
+    assert resumed.returncode == 0, resumed.stderr
+    assert resumed.stdout.startswith("finished charged o-1 (2 attempts)")
+
+
+def test_an_interrupted_side_effect_waits_for_an_operator(tmp_path: Path) -> None:
+    db, marker = str(tmp_path / "j.db"), str(tmp_path / "marker")
+    session_id = crash("run", db, marker, "effectful").stdout.split()[0]
+    resumed = crash("resume", db, marker, "effectful", session_id)
+    assert resumed.stdout.startswith("uncertain_effect"), resumed.stdout + resumed.stderr
+    assert Path(marker).read_text().split() == ["o-1"]  # not repeated
+    sys.path.insert(0, str(Path(__file__).parent))
+    from crash_app import build
+
+    agent = build(db, marker, "effectful")
+    session = agent.load(session_id)
+    session.settle("call_1", "skip", operator="ops", note="the charge went through")
+    result = session.resume()
+    assert result.stop_reason.value == "finished"
+    assert "operator chose to skip" in result.trajectory.steps[0].results[0].content
+    assert Path(marker).read_text().split() == ["o-1"]
+    assert verify_chain(SQLiteStore(db).read(session_id)) is None
+
+
+def test_two_tenants_with_identical_calls_never_share_a_result(tmp_path: Path) -> None:
+    db = str(tmp_path / "j.db")
+    first = crash("run", db, str(tmp_path / "m1"), "idempotent", "tenant-a").stdout.split()[0]
+    second = crash("run", db, str(tmp_path / "m2"), "idempotent", "tenant-b").stdout.split()[0]
+    # both sessions died in the same call id with the same arguments; each resumes on its own
+    out_b = crash("resume", db, str(tmp_path / "m2"), "idempotent", second).stdout
+    assert out_b.startswith("finished charged o-1 (2 attempts)")
+    store = SQLiteStore(db)
+    results_a = [e for e in store.read(first) if e.type == "tool.result"]
+    assert results_a == []  # tenant b's result did not land in tenant a's ledger
+    out_a = crash("resume", db, str(tmp_path / "m1"), "idempotent", first).stdout
+    assert out_a.startswith("finished charged o-1 (2 attempts)")
+    tenants = {i.session_id: i.tenant_id for i in store.sessions()}
+    assert tenants == {first: "tenant-a", second: "tenant-b"}
