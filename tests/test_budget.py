@@ -102,6 +102,11 @@ def assert_within(spend: Any, budget: Budget) -> None:
         assert spend.tool_calls <= budget.max_tool_calls
 
 
+async def guard(run: Any) -> Any:
+    """Fail, rather than hang, when a time budget does not end the run."""
+    return await asyncio.wait_for(run, 5)
+
+
 def events_of(session: Any, type: str) -> list[Any]:
     return [e for e in session.replay() if e.type == type]
 
@@ -277,7 +282,8 @@ async def test_time_budget_cuts_a_slow_tool() -> None:
     tool = CountingTool(delay=30)
     recorder = Recorder()
     started = time.monotonic()
-    result = await looping_agent(recorder, tool).arun("slow", budget=Budget(max_seconds=0.5))
+    agent = looping_agent(recorder, tool)
+    result = await guard(agent.arun("slow", budget=Budget(max_seconds=0.5)))
     elapsed = time.monotonic() - started
     assert result.stop_reason is StopReason.TIME_BUDGET
     assert elapsed < 0.5 + 0.3
@@ -310,7 +316,7 @@ async def test_time_budget_cancels_a_hung_model_call() -> None:
     agent = Agent(model=model, reasoning=ReAct(), tools=[CountingTool()])
     session = agent.session("hang", budget=Budget(max_seconds=0.5))
     started = time.monotonic()
-    result = await session.arun()
+    result = await guard(session.arun())
     elapsed = time.monotonic() - started
     assert result.stop_reason is StopReason.TIME_BUDGET
     assert elapsed < 0.5 + 0.3
@@ -324,7 +330,7 @@ async def test_time_budget_returns_on_time_when_every_call_hangs() -> None:
     model = ScriptedModel(["never"], latency=3600, price=PRICE)
     agent = Agent(model=model, reasoning=ReAct(), tools=[CountingTool()])
     started = time.monotonic()
-    result = await agent.arun("hang", budget=Budget(max_seconds=0.4))
+    result = await guard(agent.arun("hang", budget=Budget(max_seconds=0.4)))
     elapsed = time.monotonic() - started
     assert result.stop_reason is StopReason.TIME_BUDGET
     assert elapsed < 0.4 + 0.3
@@ -347,7 +353,7 @@ async def test_time_budget_checked_before_a_model_call() -> None:
                   tools=[CountingTool()])
     session = agent.session("loop", budget=Budget(max_seconds=0.6, final_turn_share=0.5))
     started = time.monotonic()
-    result = await session.arun()
+    result = await guard(session.arun())
     elapsed = time.monotonic() - started
     assert result.stop_reason is StopReason.TIME_BUDGET
     assert elapsed < 0.6 + 0.3
@@ -361,7 +367,7 @@ async def test_time_budget_stops_a_model_that_is_slower_than_the_hold() -> None:
     model = ScriptedModel(recorder, latency=0.05, price=PRICE)
     agent = Agent(model=model, reasoning=ReAct(), tools=[CountingTool()])
     started = time.monotonic()
-    result = await agent.arun("loop", budget=Budget(max_seconds=0.4))
+    result = await guard(agent.arun("loop", budget=Budget(max_seconds=0.4)))
     elapsed = time.monotonic() - started
     assert result.stop_reason is StopReason.TIME_BUDGET
     assert elapsed < 0.4 + 0.3
@@ -493,6 +499,24 @@ def test_underestimated_input_scales_the_next_reservation() -> None:
     assert requests[1].data["reserved_input"] >= 2 * second_estimate
 
 
+@pytest.mark.parametrize("limit", ["0.0002", "0.0031", "0.01"])
+def test_reservation_prices_input_at_the_dearer_cached_price(limit: str) -> None:
+    # a cached-input price above the input price (e.g. a cache-write rate given as cached_input):
+    # the provider decides what is cached, so the reservation must assume the dearer price
+    price = Price(Decimal(1), Decimal(1), cached_input=Decimal(100))
+    script = [ModelResponse("x" * 400, usage=Usage(cached_input_tokens=10_000))]
+    agent = Agent(model=ScriptedModel(script, price=price), reasoning=ReAct())
+    budget = Budget(max_cost_usd=Decimal(limit), final_turn_share=0)
+    result = agent.run("hi", budget=budget)
+    assert result.spend.cost_usd <= budget.max_cost_usd
+    if limit == "0.0002":  # the input alone may cost 30 tokens x $100/M
+        assert result.stop_reason is StopReason.COST_BUDGET
+        assert result.spend.steps == 0
+    else:
+        assert result.finished
+        assert result.spend.cost_usd == price.cost(result.spend.usage) > 0
+
+
 # -- cost budgets need a price ------------------------------------------------------------------
 
 
@@ -566,6 +590,8 @@ def test_wrap_up_drops_tool_calls() -> None:
     tool = CountingTool()
 
     def responder(request: ModelRequest) -> ModelResponse:
+        if turn_of(request) > 60:  # no budget stopped the loop: end it so the test fails
+            return ModelResponse("runaway")
         return ModelResponse("still trying", (ToolCall("", "bump", {"n": turn_of(request)}),))
 
     agent = Agent(model=ScriptedModel(responder, price=PRICE), reasoning=ReAct(), tools=[tool])
