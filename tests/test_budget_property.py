@@ -10,7 +10,17 @@ from typing import Any
 from hypothesis import HealthCheck, given, settings, target
 from hypothesis import strategies as st
 
-from tether import Agent, Budget, ModelResponse, Price, ReAct, ScriptedModel, ToolCall, Usage
+from tether import (
+    Agent,
+    Budget,
+    ModelResponse,
+    Price,
+    ReAct,
+    ScriptedModel,
+    StopReason,
+    ToolCall,
+    Usage,
+)
 from tether.runtime.state import fold
 from tether.tools.base import ToolArgumentError, ToolContext, ToolMeta
 from tether.types import ToolSpec
@@ -116,3 +126,20 @@ def test_spend_never_exceeds_any_limit(script: list[ModelResponse], budget: Budg
     tally = fold(session.replay()).tally
     assert (tally.steps, tally.tool_calls, tally.usage, tally.cost) == (
         spend.steps, spend.tool_calls, spend.usage, spend.cost_usd)
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(script=st.lists(responses, min_size=1, max_size=8), budget=budgets(), price=prices)
+def test_a_budget_stop_after_work_always_gets_its_wrap_up_turn(
+        script: list[ModelResponse], budget: Budget, price: Price) -> None:
+    """DESIGN, budget point 5: the wrap-up's cost was held back inside the budget — each normal
+    call leaves room for it, and tool results are cut to keep that room."""
+    model = ScriptedModel(script, price=price, when_exhausted="done")
+    agent = Agent(model=model, reasoning=ReAct(), tools=[CheapTool()])
+    session = agent.session("Use the cheap tool, then answer.", budget=budget)
+    result = session.run()
+    events = session.replay()
+    normal_turns = [e for e in events if e.type == "model.request" and not e.data["final"]]
+    if result.stop_reason in (StopReason.TOKEN_BUDGET, StopReason.COST_BUDGET) and normal_turns:
+        assert [e for e in events if e.type == "session.wrap_up_skipped"] == []
+        assert next(e for e in reversed(events) if e.type == "model.request").data["final"]

@@ -23,6 +23,8 @@ from tether.runtime.stop import Stop, StopReason
 from tether.types import Usage
 
 MIN_OUTPUT_TOKENS = 16  # a call that may not even say this much is not worth making
+WRAP_UP_NOTE_TOKENS = 120  # the "run is stopping" note added to the wrap-up request, at most
+WRAP_UP_OUTPUT_TOKENS = 64  # the least a wrap-up answer is guaranteed room for
 
 
 def _limit_int(name: str, value: Any) -> int | None:
@@ -115,14 +117,30 @@ class Reservation:
     cost_usd: Decimal
     deadline: float | None  # monotonic time by which the call must have returned
     final: bool
+    bound_by: StopReason | None = None  # the limit that set max_output_tokens, if any
 
 
 def worst_case_cost(price: Price, input_tokens: int, output_tokens: int) -> Decimal:
     """The most a call can cost: every input token at the dearer of the input and cached-input
     prices (the provider, not the runtime, decides what is served from cache)."""
-    per_input = price.input if price.cached_input is None else max(price.input,
-                                                                   price.cached_input)
-    return (input_tokens * per_input + output_tokens * price.output) / MILLION
+    return (input_tokens * _input_price(price) + output_tokens * price.output) / MILLION
+
+
+_WRAP = WRAP_UP_NOTE_TOKENS + WRAP_UP_OUTPUT_TOKENS
+_UNBOUNDED = 2**31
+
+
+def _input_price(price: Price) -> Decimal:
+    return price.input if price.cached_input is None else max(price.input, price.cached_input)
+
+
+def _tokens_for(money: Decimal, per_million: Decimal) -> int:
+    """How many tokens ``money`` buys at ``per_million``; -1 when it buys nothing."""
+    if money < 0:
+        return -1
+    if per_million == 0:
+        return _UNBOUNDED
+    return int(money * MILLION / per_million)
 
 
 def check_price(budget: Budget, price: Price | None) -> None:
@@ -216,9 +234,13 @@ class Accountant:
         if deadline is not None and self._clock() >= deadline:
             raise Stop(StopReason.TIME_BUDGET, f"{b.max_seconds}s elapsed")
         max_out: int | None = None
+        bound_by: StopReason | None = None
         if b.max_tokens is not None:
-            left = b.max_tokens - t.usage.total_tokens - (0 if final else self._hold_tokens)
+            left = b.max_tokens - t.usage.total_tokens
             max_out = left - input_tokens
+            if not final:  # keep the held-back share, and room for a wrap-up after this call
+                max_out = min(max_out - self._hold_tokens, (left - 2 * input_tokens - _WRAP) // 2)
+            bound_by = StopReason.TOKEN_BUDGET
             if max_out < MIN_OUTPUT_TOKENS:
                 raise Stop(StopReason.TOKEN_BUDGET, f"{t.usage.total_tokens} of "
                            f"{b.max_tokens} tokens used; the next call needs ~{input_tokens} "
@@ -226,23 +248,50 @@ class Accountant:
         cost = Decimal(0)
         if self._price is not None:
             if b.max_cost_usd is not None:
-                left_cost = b.max_cost_usd - t.cost - (Decimal(0) if final else self._hold_cost)
-                affordable = self._affordable_output(left_cost, input_tokens)
-                max_out = affordable if max_out is None else min(max_out, affordable)
+                affordable = self._affordable_output(b.max_cost_usd - t.cost, input_tokens, final)
+                if max_out is None or affordable < max_out:
+                    max_out, bound_by = affordable, StopReason.COST_BUDGET
                 if max_out < MIN_OUTPUT_TOKENS:
                     raise Stop(StopReason.COST_BUDGET, f"${t.cost} of ${b.max_cost_usd} "
                                "spent; the next call would not fit")
             cost = worst_case_cost(self._price, input_tokens, max_out or 0)
-        return Reservation(input_tokens, max_out, cost, deadline, final)
+        return Reservation(input_tokens, max_out, cost, deadline, final, bound_by)
 
-    def _affordable_output(self, left_cost: Decimal, input_tokens: int) -> int:
+    def _affordable_output(self, left: Decimal, input_tokens: int, final: bool) -> int:
+        """Output tokens a call can pay for; a normal call also leaves the held-back share and
+        the price of a wrap-up right after it (its input plus its output, resent, plus a note
+        and a short answer)."""
         assert self._price is not None
-        after_input = left_cost - worst_case_cost(self._price, input_tokens, 0)
-        if after_input < 0:
-            return -1
-        if self._price.output == 0:
-            return 2**31
-        return int(after_input * 1_000_000 / self._price.output)
+        p_in, p_out = _input_price(self._price), self._price.output
+        if final:
+            return _tokens_for(left - input_tokens * p_in / MILLION, p_out)
+        with_share = _tokens_for(left - self._hold_cost - input_tokens * p_in / MILLION, p_out)
+        wrap_up = left - ((2 * input_tokens + WRAP_UP_NOTE_TOKENS) * p_in
+                          + WRAP_UP_OUTPUT_TOKENS * p_out) / MILLION
+        return min(with_share, _tokens_for(wrap_up, p_in + p_out))
+
+    @property
+    def bounds_tokens(self) -> bool:
+        """Whether a token or cost limit bounds how much the conversation may grow."""
+        b = self._budget
+        return b.max_tokens is not None or (b.max_cost_usd is not None
+                                            and self._price is not None)
+
+    def result_room(self, conversation_tokens: int) -> int | None:
+        """Tokens tool results may still add to the conversation so that a wrap-up turn (all of
+        it resent, a note, a short answer) still fits every limit; None when nothing bounds it."""
+        b, t = self._budget, self.tally
+        room: int | None = None
+        if b.max_tokens is not None:
+            room = b.max_tokens - t.usage.total_tokens - conversation_tokens - _WRAP
+        if self._price is not None and b.max_cost_usd is not None:
+            p_in = _input_price(self._price)
+            spare = b.max_cost_usd - t.cost - (
+                (conversation_tokens + WRAP_UP_NOTE_TOKENS) * p_in
+                + WRAP_UP_OUTPUT_TOKENS * self._price.output) / MILLION
+            by_cost = _tokens_for(spare, p_in)
+            room = by_cost if room is None else min(room, by_cost)
+        return room
 
     def sub_budget(self) -> Budget:
         """What a sub-agent may spend now: what is left, less the share held back for this

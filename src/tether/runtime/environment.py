@@ -45,6 +45,7 @@ class Environment:
         estimate = model.estimate_message_tokens
         self._sent_estimate = sum(estimate(m) for m in state.conversation)
         self._tools_estimate = estimate_tools_tokens(self._specs)
+        tools.room = self._result_room
 
     # -- model calls ---------------------------------------------------------------------------
 
@@ -105,6 +106,11 @@ class Environment:
             "reserved_input": reservation.input_tokens,
         })
         self._sent_estimate += estimate(self._state.conversation[-1])
+        cap = reservation.max_output_tokens
+        if (not final and reservation.bound_by is not None and cap is not None
+                and response.finish_reason == "length" and response.usage.output_tokens >= cap):
+            raise Stop(reservation.bound_by, f"the model's answer was cut at the {cap} output "
+                       "tokens the budget had left")
         return response
 
     async def _call(self, request: ModelRequest) -> ModelResponse:
@@ -120,6 +126,14 @@ class Environment:
         if not isinstance(response, ModelResponse):
             raise TypeError("the model's stream ended without a ModelResponse")
         return response
+
+    def _result_room(self) -> int | None:
+        """Tokens tool results may still add before a wrap-up would no longer fit."""
+        if not self._accountant.bounds_tokens:
+            return None
+        estimate = self._model.estimate_message_tokens
+        pending = sum(estimate(m) for m in self._state.outbox())
+        return self._accountant.result_room(self._sent_estimate + pending)
 
     def _budget_note(self) -> str:
         left = {k: str(v) for k, v in self._accountant.remaining().items() if v is not None}

@@ -72,11 +72,13 @@ class ToolExecutor:
     async def run(self, tool: Tool, call_id: str, arguments: dict[str, Any],
                   context: ToolContext, timeout: float, *,
                   mask_fields: frozenset[str] = frozenset(),
-                  scrub: Callable[[str], str] | None = None) -> ToolResult:
+                  scrub: Callable[[str], str] | None = None,
+                  max_chars: int | None = None) -> ToolResult:
         """Run a resolved tool with a timeout; never raises except on cancellation.
 
         ``mask_fields`` are redacted from a structured result before it is rendered; ``scrub``
-        cleans the rendered text (and any error message) before anyone sees it.
+        cleans the rendered text (and any error message) before anyone sees it; ``max_chars``
+        lowers the size limit for this call (the budget's room for results).
         """
         scope = None
         status: ToolStatus
@@ -88,7 +90,7 @@ class ToolExecutor:
                     value = await rest
             if mask_fields:
                 value = mask_structure(value, mask_fields)
-            text, status = self._render(value), "ok"
+            text, status = self._render(value, max_chars), "ok"
         except (Exception, SystemExit) as exc:  # a tool's sys.exit() must not end the host
             if isinstance(exc, TimeoutError) and scope is not None and scope.expired():
                 text = f"Error: {tool.name!r} timed out after {timeout:.3g}s and was abandoned."
@@ -100,7 +102,7 @@ class ToolExecutor:
             text = scrub(text)
         return ToolResult(call_id, tool.name, text, status)
 
-    def _render(self, value: Any) -> str:
+    def _render(self, value: Any, max_chars: int | None = None) -> str:
         if isinstance(value, str):
             text = value
         else:
@@ -108,7 +110,8 @@ class ToolExecutor:
                 text = json.dumps(value, ensure_ascii=False, default=str)
             except (TypeError, ValueError):
                 text = str(value)
-        limit = self.max_result_chars
+        limit = self.max_result_chars if max_chars is None else min(max_chars,
+                                                                    self.max_result_chars)
         if len(text) > limit:
             text = (f"{text[:limit]}\n[tether: result truncated: showing the first {limit} of "
                     f"{len(text)} characters]")

@@ -20,6 +20,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from tether.credentials import CredentialBroker, CredentialError, ScopedToken
+from tether.models.base import CHARS_PER_TOKEN
 from tether.policy.base import Decision, Effect
 from tether.runtime.approvals import ApprovalError, ApprovalStore, call_hash, new_request
 from tether.runtime.budget import Accountant, Spend
@@ -34,6 +35,8 @@ from tether.tools.base import Tool, ToolContext
 from tether.types import ToolCall
 
 MAX_DEGRADE_DEPTH = 3
+RESULT_OVERHEAD_TOKENS = 48  # message framing, the truncation notice, a loop warning
+MIN_RESULT_CHARS = 80  # below this a result says nothing; the wrap-up is then best effort
 MASK_TARGETS = ("input", "output", "journal")
 WARNING = ("\n[tether warning: this exact call was already made. Repeating it again will stop "
            "the run.]")
@@ -116,7 +119,7 @@ def masked_for_journal(arguments: Mapping[str, Any], decision: Decision) -> Mapp
 
 class ToolCalls:
     __slots__ = ("_accountant", "_approval_ttl", "_approvals", "_credentials", "_executor",
-                 "_gate", "_journal", "_limits", "_session_id", "_state")
+                 "_gate", "_journal", "_limits", "_session_id", "_state", "room")
 
     def __init__(self, *, session_id: str, executor: ToolExecutor, gate: PolicyGate,
                  accountant: Accountant, journal: Journal, state: SessionState, limits: Limits,
@@ -132,6 +135,8 @@ class ToolCalls:
         self._approvals = approvals
         self._approval_ttl = approval_ttl
         self._credentials = credentials
+        # tokens results may still add so the wrap-up fits (bound by the Environment)
+        self.room: Callable[[], int | None] = lambda: None
 
     async def run(self, calls: Sequence[ToolCall]) -> tuple[ToolResult, ...]:
         """Resolve ``calls`` (unresolved calls of the open turn), in order."""
@@ -316,7 +321,8 @@ class ToolCalls:
                 self._journal.append("tool.started", {"call_id": admitted.call.id,
                                                       "tool": admitted.tool.name})
         self._journal.flush()
-        runs = [self._execute(a) for a in batch]
+        limit = self._result_chars(len(batch))
+        runs = [self._execute(a, limit) for a in batch]
         outcomes = await asyncio.gather(*runs) if len(runs) > 1 else [await runs[0]]
         for admitted, (result, budget_timeout) in zip(batch, outcomes, strict=True):
             if admitted.prefix or (admitted.warn and result.status == "ok"):
@@ -326,7 +332,17 @@ class ToolCalls:
             if budget_timeout and result.status == "timeout" and turn.stop is None:
                 turn.stop = Stop(StopReason.TIME_BUDGET, "time budget ran out during a tool call")
 
-    async def _execute(self, admitted: Admitted) -> tuple[ToolResult, bool]:
+    def _result_chars(self, running: int) -> int | None:
+        """Characters each result of this batch may have, sharing the budget's room for results
+        with every call of the turn still to come; None when the budget does not bound it."""
+        room = self.room()
+        if room is None:
+            return None
+        calls = max(running, len(self._state.unresolved()))
+        per_call = room // calls - RESULT_OVERHEAD_TOKENS
+        return max(MIN_RESULT_CHARS, per_call * CHARS_PER_TOKEN)
+
+    async def _execute(self, admitted: Admitted, max_chars: int | None) -> tuple[ToolResult, bool]:
         timeout, is_budget = self._accountant.tool_timeout(admitted.tool.meta.timeout)
         subject = self._gate.subject
         call, tool = admitted.call, admitted.tool
@@ -367,7 +383,8 @@ class ToolCalls:
 
         result = await self._executor.run(
             tool, call.id, dict(admitted.arguments), context, timeout,
-            mask_fields=admitted.mask_output, scrub=scrub if scrubbers else None)
+            mask_fields=admitted.mask_output, scrub=scrub if scrubbers else None,
+            max_chars=max_chars)
         if result.call_id != call.id or result.name != call.name:
             result = ToolResult(call.id, call.name, result.content, result.status)
         return result, is_budget

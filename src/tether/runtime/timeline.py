@@ -1,0 +1,229 @@
+"""A session's journal as a timeline a person can read: the AUDIT view behind `tether audit show`.
+
+Why: the journal is complete but written for machines — a model request holds whole messages, a
+decision holds the resource and spend the policy saw. Someone asking "what did this agent do, and
+who let it?" needs one line per thing that happened: each model turn with its text and the calls
+it asked for, each decision with its effect, policy id and reason, each result with its status,
+each approval, pause and resume, and what the session spent.
+
+Decision: rendering is a pure function of the stored events (no store, no agent, no policy), so
+it works on any journal — live, restored or exported — and never needs the code that wrote it.
+Each line starts with the event's seq, so a line can be matched to ``tether audit verify``'s
+findings and to the raw export. Unknown event types are still shown, briefly, never dropped.
+Long text is cut to an excerpt; arguments appear as the journal holds them (masked fields stay
+masked).
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+from tether.types import Event
+
+EXCERPT = 100
+
+
+def excerpt(text: object, limit: int = EXCERPT) -> str:
+    """One line of at most ``limit`` characters, whitespace collapsed, cut with an ellipsis."""
+    flat = " ".join(str(text).split())
+    return flat if len(flat) <= limit else flat[:limit - 1] + "…"
+
+
+def when(timestamp: float) -> str:
+    """A wall-clock timestamp as UTC, to the second."""
+    return time.strftime("%Y-%m-%d %H:%M:%SZ", time.gmtime(timestamp))
+
+
+def call_text(tool: str, arguments: object, limit: int = 80) -> str:
+    if isinstance(arguments, Mapping):
+        args = ", ".join(f"{k}={json.dumps(arguments[k], ensure_ascii=False)}"
+                         for k in sorted(arguments))  # sorted: the same text from every store
+    else:
+        args = json.dumps(arguments, ensure_ascii=False)
+    return f"{tool}({excerpt(args, limit)})"
+
+
+def timeline(events: Sequence[Event]) -> list[str]:
+    """Readable lines for one session's events (in seq order)."""
+    lines: list[str] = []
+    for event in events:
+        render = _RENDER.get(event.type)
+        texts = render(event.data) if render is not None else [
+            f"{event.type}: {excerpt(json.dumps(event.data, ensure_ascii=False, sort_keys=True))}"]
+        for i, text in enumerate(texts):
+            prefix = f"{event.seq:>5}  " if i == 0 else " " * 7
+            lines.append(prefix + text)
+    lines.append(spend_line(events))
+    return lines
+
+
+def header(events: Sequence[Event]) -> list[str]:
+    """Who ran what, from ``session.start``: agent, model, subject, task, budget, context."""
+    if not events:
+        return []
+    first = events[0]
+    lines = [f"session {first.session_id}"]
+    if first.type != "session.start":
+        return [*lines, f"  (the first event is {first.type!r}, not session.start)"]
+    d = first.data
+    who = d.get("subject") or {}
+    lines.append(f"  agent {d.get('agent')}, model {d.get('model')}; user {who.get('user_id')}, "
+                 f"tenant {who.get('tenant_id')}, roles {', '.join(who.get('roles') or []) or '-'}")
+    lines.append(f"  task: {excerpt(d.get('task', ''))}")
+    limits = {k: v for k, v in (d.get("budget") or {}).items()
+              if v is not None and k != "final_turn_share"}
+    lines.append("  budget: " + (", ".join(f"{k}={v}" for k, v in limits.items()) or "no limits"))
+    if d.get("context"):
+        lines.append(f"  context: {excerpt(json.dumps(d['context'], ensure_ascii=False))}")
+    lines.append(f"  started {when(first.timestamp)}, last event {when(events[-1].timestamp)}, "
+                 f"{len(events)} events")
+    return lines
+
+
+def spend_line(events: Sequence[Event]) -> str:
+    """What the session spent, as its last end or pause recorded it."""
+    for event in reversed(events):
+        spend = event.data.get("spend") if event.type in ("session.end", "session.paused") \
+            else None
+        if isinstance(spend, Mapping):
+            status = "ended" if event.type == "session.end" else "paused"
+            return (f"spend ({status}): {spend.get('tokens')} tokens, ${spend.get('cost_usd')}, "
+                    f"{spend.get('steps')} steps, {spend.get('tool_calls')} tool calls, "
+                    f"{spend.get('seconds')} s")
+    return "spend: not recorded (the session has neither ended nor paused)"
+
+
+# -- one renderer per event type ----------------------------------------------------------------
+
+Renderer = Callable[[Mapping[str, Any]], list[str]]
+
+
+def _start(d: Mapping[str, Any]) -> list[str]:
+    return [f"start: {excerpt(d.get('task', ''), 80)}"]
+
+
+def _request(d: Mapping[str, Any]) -> list[str]:
+    if d.get("final"):
+        return [f"step {d.get('step')}: final turn requested (no tools; the run is stopping)"]
+    return [f"step {d.get('step')}: model asked ({len(d.get('new') or [])} new messages)"]
+
+
+def _response(d: Mapping[str, Any]) -> list[str]:
+    r = d.get("response") or {}
+    usage = r.get("usage") or {}
+    text = excerpt(r.get("text") or "", 80)
+    said = f"\"{text}\"" if text else "(no text)"
+    lines = [f"model turn {d.get('step')}: {said} ({usage.get('input_tokens')} in, "
+             f"{usage.get('output_tokens')} out tokens, ${d.get('cost_usd')})"]
+    for call in r.get("tool_calls") or []:
+        lines.append(f"  calls {call_text(call.get('name'), call.get('arguments'))} "
+                     f"[{call.get('id')}]")
+    return lines
+
+
+def _client_call(d: Mapping[str, Any]) -> list[str]:
+    call = d.get("call") or {}
+    text = call_text(call.get("name", "?"), call.get("arguments"))
+    return [f"client call (no model asked): {text} [{call.get('id')}]"]
+
+
+def _subagent_charge(d: Mapping[str, Any]) -> list[str]:
+    tokens = sum(d.get(k) or 0 for k in ("input_tokens", "output_tokens"))
+    return [f"sub-agent of {d.get('call_id')} charged: {tokens} tokens, ${d.get('cost_usd')}, "
+            f"{d.get('steps')} steps, {d.get('tool_calls')} tool calls"]
+
+
+def _model_error(d: Mapping[str, Any]) -> list[str]:
+    return [f"model error at step {d.get('step')}: {excerpt(d.get('error', ''))}"]
+
+
+def _decision(d: Mapping[str, Any]) -> list[str]:
+    dec = d.get("decision") or {}
+    shape = ""
+    if dec.get("fallback"):
+        shape = f" to {dec['fallback']}"
+    elif dec.get("fields"):
+        shape = f" [{', '.join(dec['fields'])}]"
+    return [f"decision {d.get('call_id')} {call_text(d.get('tool', '?'), d.get('arguments'), 60)}"
+            f": {dec.get('effect')}{shape} by {dec.get('policy_id')}"
+            + (f": {excerpt(dec['reason'], 80)}" if dec.get("reason") else "")]
+
+
+def _approval_requested(d: Mapping[str, Any]) -> list[str]:
+    return [f"approval requested {d.get('approval_id')} for {d.get('call_id')} "
+            f"{call_text(d.get('tool', '?'), d.get('arguments'), 60)}; expires "
+            f"{when(d['expires_at']) if isinstance(d.get('expires_at'), int | float) else '?'}"]
+
+
+def _approval_granted(d: Mapping[str, Any]) -> list[str]:
+    note = f": {excerpt(d['note'], 60)}" if d.get("note") else ""
+    return [f"approval {d.get('approval_id')} used: approved by {d.get('approver')}{note}; "
+            f"{d.get('call_id')} runs"]
+
+
+def _approval_refused(d: Mapping[str, Any]) -> list[str]:
+    return [f"approval {d.get('approval_id')} refused for {d.get('call_id')}: "
+            f"{excerpt(d.get('why', ''), 80)}"]
+
+
+def _started(d: Mapping[str, Any]) -> list[str]:
+    return [f"started {d.get('call_id')} {d.get('tool')} (side effect; durable before it ran)"]
+
+
+def _result(d: Mapping[str, Any]) -> list[str]:
+    untrusted = " (untrusted output: taints the session)" if d.get("untrusted") else ""
+    return [f"result {d.get('call_id')} {d.get('tool')}: {d.get('status')}{untrusted}: "
+            f"\"{excerpt(d.get('content', ''), 80)}\""]
+
+
+def _settled(d: Mapping[str, Any]) -> list[str]:
+    note = f": {excerpt(d['note'], 60)}" if d.get("note") else ""
+    return [f"settled {d.get('call_id')}: {d.get('action')} by {d.get('operator')}{note}"]
+
+
+def _paused(d: Mapping[str, Any]) -> list[str]:
+    pending = d.get("pending") or []
+    waiting = f"; waiting: {', '.join(pending)}" if pending else ""
+    return [f"paused: {d.get('reason')}: {excerpt(d.get('detail', ''), 80)}{waiting}"]
+
+
+def _resumed(d: Mapping[str, Any]) -> list[str]:
+    return [f"resumed after a {d.get('after')}"]
+
+
+def _end(d: Mapping[str, Any]) -> list[str]:
+    detail = f" ({excerpt(d['detail'], 60)})" if d.get("detail") else ""
+    return [f"ended: {d.get('reason')}{detail}", f"answer: \"{excerpt(d.get('answer', ''))}\""]
+
+
+def _error(d: Mapping[str, Any]) -> list[str]:
+    return [f"error: {excerpt(d.get('error', ''))}"]
+
+
+def _wrap_up_skipped(d: Mapping[str, Any]) -> list[str]:
+    return [f"wrap-up turn skipped: {d.get('reason')} ({excerpt(d.get('detail', ''), 60)})"]
+
+
+_RENDER: dict[str, Renderer] = {
+    "session.start": _start,
+    "model.request": _request,
+    "model.response": _response,
+    "model.error": _model_error,
+    "client.call": _client_call,
+    "subagent.charge": _subagent_charge,
+    "tool.decision": _decision,
+    "approval.requested": _approval_requested,
+    "approval.granted": _approval_granted,
+    "approval.refused": _approval_refused,
+    "tool.started": _started,
+    "tool.result": _result,
+    "effect.settled": _settled,
+    "session.paused": _paused,
+    "session.resumed": _resumed,
+    "session.end": _end,
+    "session.error": _error,
+    "session.wrap_up_skipped": _wrap_up_skipped,
+}
