@@ -277,20 +277,28 @@ class Accountant:
         return b.max_tokens is not None or (b.max_cost_usd is not None
                                             and self._price is not None)
 
-    def result_room(self, conversation_tokens: int) -> int | None:
+    def result_room(self, conversation_tokens: int, wanted: int) -> int | None:
         """Tokens tool results may still add to the conversation so that a wrap-up turn (all of
-        it resent, a note, a short answer) still fits every limit; None when nothing bounds it."""
+        it resent, a note, a short answer) still fits every limit; None when ``wanted`` fits
+        with room to spare (the common case, decided without Decimal arithmetic)."""
         b, t = self._budget, self.tally
         room: int | None = None
         if b.max_tokens is not None:
-            room = b.max_tokens - t.usage.total_tokens - conversation_tokens - _WRAP
+            tokens = b.max_tokens - t.usage.total_tokens - conversation_tokens - _WRAP
+            if tokens < wanted:
+                room = tokens
         if self._price is not None and b.max_cost_usd is not None:
             p_in = _input_price(self._price)
-            spare = b.max_cost_usd - t.cost - (
-                (conversation_tokens + WRAP_UP_NOTE_TOKENS) * p_in
-                + WRAP_UP_OUTPUT_TOKENS * self._price.output) / MILLION
-            by_cost = _tokens_for(spare, p_in)
-            room = by_cost if room is None else min(room, by_cost)
+            if p_in > 0:
+                spare = b.max_cost_usd - t.cost
+                rough = float(spare) * 1e6 / float(p_in) - conversation_tokens - _WRAP * (
+                    1 + float(self._price.output / p_in))
+                if rough < 2 * wanted + 64:  # not plainly enough: count exactly
+                    exact = _tokens_for(spare - ((conversation_tokens + WRAP_UP_NOTE_TOKENS)
+                                                 * p_in + WRAP_UP_OUTPUT_TOKENS
+                                                 * self._price.output) / MILLION, p_in)
+                    if exact < wanted:
+                        room = exact if room is None else min(room, exact)
         return room
 
     def sub_budget(self) -> Budget:

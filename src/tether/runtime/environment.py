@@ -127,13 +127,14 @@ class Environment:
             raise TypeError("the model's stream ended without a ModelResponse")
         return response
 
-    def _result_room(self) -> int | None:
-        """Tokens tool results may still add before a wrap-up would no longer fit."""
+    def _result_room(self, wanted: int) -> int | None:
+        """Tokens tool results may still add before a wrap-up would no longer fit (None when
+        ``wanted`` fits)."""
         if not self._accountant.bounds_tokens:
             return None
         estimate = self._model.estimate_message_tokens
         pending = sum(estimate(m) for m in self._state.outbox())
-        return self._accountant.result_room(self._sent_estimate + pending)
+        return self._accountant.result_room(self._sent_estimate + pending, wanted)
 
     def _budget_note(self) -> str:
         left = {k: str(v) for k, v in self._accountant.remaining().items() if v is not None}

@@ -50,9 +50,7 @@ class AgentAsTool:
         return {"task": task}
 
     async def invoke(self, arguments: dict[str, Any], context: ToolContext) -> str:
-        from tether.runtime.budget import Budget
-
-        budget = context.budget if isinstance(context.budget, Budget) else self.agent.budget
+        budget = context.sub_budget() if context.sub_budget is not None else self.agent.budget
         session = self.agent.session(arguments["task"], budget=budget,
                                      user_id=context.user_id, tenant_id=context.tenant_id,
                                      context={"parent_session": context.session_id,

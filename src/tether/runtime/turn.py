@@ -136,7 +136,7 @@ class ToolCalls:
         self._approval_ttl = approval_ttl
         self._credentials = credentials
         # tokens results may still add so the wrap-up fits (bound by the Environment)
-        self.room: Callable[[], int | None] = lambda: None
+        self.room: Callable[[int], int | None] = lambda wanted: None
 
     async def run(self, calls: Sequence[ToolCall]) -> tuple[ToolResult, ...]:
         """Resolve ``calls`` (unresolved calls of the open turn), in order."""
@@ -335,10 +335,12 @@ class ToolCalls:
     def _result_chars(self, running: int) -> int | None:
         """Characters each result of this batch may have, sharing the budget's room for results
         with every call of the turn still to come; None when the budget does not bound it."""
-        room = self.room()
+        calls = max(running, len(self._state.unresolved()))
+        wanted = calls * (self._executor.max_result_chars // CHARS_PER_TOKEN
+                          + RESULT_OVERHEAD_TOKENS)
+        room = self.room(wanted)
         if room is None:
             return None
-        calls = max(running, len(self._state.unresolved()))
         per_call = room // calls - RESULT_OVERHEAD_TOKENS
         return max(MIN_RESULT_CHARS, per_call * CHARS_PER_TOKEN)
 
@@ -374,7 +376,7 @@ class ToolCalls:
 
         context = ToolContext(self._session_id, call.id, self._state.tally.steps,
                               subject.user_id, subject.tenant_id, credentials=token,
-                              budget=self._accountant.sub_budget(), charge=charge)
+                              sub_budget=self._accountant.sub_budget, charge=charge)
 
         def scrub(text: str) -> str:
             for fn in scrubbers:

@@ -67,7 +67,7 @@ class ToolContext:
     tenant_id: str | None = None
     extra: Mapping[str, Any] = field(default_factory=dict)
     credentials: Any = None  # a tether.credentials.ScopedToken for tools that declare one
-    budget: Any = None  # a tether.Budget: what a sub-agent run by this tool may spend
+    sub_budget: Callable[[], Any] | None = None  # the Budget a sub-agent may spend right now
     charge: Callable[[Any], None] | None = None  # adds a sub-agent's Spend to the caller's
 
 
