@@ -5,7 +5,7 @@ PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
 
-.PHONY: demo test lint unit bench bench-policy clean
+.PHONY: demo test lint unit bench bench-policy bench-journal clean mcp-deps
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -26,8 +26,17 @@ lint: $(VENV)/.installed-dev
 	$(BIN)/ruff check src tests examples bench
 	$(BIN)/mypy
 
-unit: $(VENV)/.installed-dev
+unit: $(VENV)/.installed-dev mcp-deps
 	$(BIN)/pytest
+
+# The real MCP servers the MCP client tests run against (npm, versions pinned by the lock file).
+MCP_NODE := tests/mcp/node_modules/.package-lock.json
+
+mcp-deps: $(MCP_NODE)
+
+$(MCP_NODE): tests/mcp/package.json tests/mcp/package-lock.json
+	npm ci --prefix tests/mcp --no-audit --no-fund
+	touch $@
 
 test: lint unit
 
@@ -37,6 +46,10 @@ bench: $(VENV)/.installed
 bench-policy: $(VENV)/.installed
 	$(BIN)/python -m pip install --quiet -e '.[bench]'
 	$(BIN)/python bench/policy.py
+
+# the journal and stores: SQLite per-step overhead, verification, resume, PostgreSQL writers
+bench-journal: $(VENV)/.installed-dev
+	$(BIN)/python bench/journal.py
 
 clean:
 	rm -rf $(VENV) build dist .pytest_cache .mypy_cache .ruff_cache

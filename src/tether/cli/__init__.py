@@ -1,9 +1,12 @@
 """The ``tether`` command line: one entry point, one module per command group.
 
-Why: operators check policies (and, later, audit journals, decide approvals and serve MCP) from
-a shell and from CI, so every command is a plain function of its arguments that returns an exit
-code: 0 success, 1 the thing checked is wrong (a policy does not load, a case fails), 2 the
-command could not run (bad usage, unreadable file). ``main`` never calls ``sys.exit`` itself,
+Why: operators check policies, audit journals (``audit``), decide approvals (``approvals``),
+continue sessions (``resume``, ``settle``), keep stores tidy (``store``) and try policy changes on
+recorded traffic (``rerun``) from a shell and from CI, so every command is a plain function of
+its arguments that returns an exit code: 0 success, 1 the thing checked is wrong (a policy does
+not load, a case fails, a hash chain is broken, a request is unknown or already decided), 2 the
+command could not run (bad usage, unreadable file, no store). Each module's docstring lists its
+own codes. ``main`` never calls ``sys.exit`` itself,
 so tests run it in-process; ``python -m tether`` and the ``tether`` script wrap it.
 
 A command group lives in its own module exposing ``register(subparsers)``, which adds its parser
@@ -14,9 +17,15 @@ when they run, so ``tether --help`` stays fast.
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 
+from tether.cli.approvals import register as register_approvals
+from tether.cli.audit import register as register_audit
 from tether.cli.policy import register as register_policy
+from tether.cli.rerun import register as register_rerun
+from tether.cli.resume import register as register_resume
+from tether.cli.store import register as register_store
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -25,6 +34,11 @@ def build_parser() -> argparse.ArgumentParser:
     parser.set_defaults(run=lambda _args: _usage(parser))
     commands = parser.add_subparsers(title="commands", metavar="COMMAND")
     register_policy(commands)
+    register_audit(commands)
+    register_approvals(commands)
+    register_resume(commands)
+    register_rerun(commands)
+    register_store(commands)
     return parser
 
 
@@ -35,7 +49,11 @@ def main(argv: list[str] | None = None) -> int:
         args = parser.parse_args(argv)
     except SystemExit as exc:  # argparse exits for --help (0) and for bad usage (2)
         return exc.code if isinstance(exc.code, int) else 2
-    code: int = args.run(args)
+    try:
+        code: int = args.run(args)
+    except BrokenPipeError:  # the reader went away (`tether audit export | head`): not an error
+        sys.stdout = open(os.devnull, "w")  # noqa: SIM115 (silence the flush at exit)
+        return 0
     return code
 
 

@@ -3,7 +3,9 @@
 Decision: money is Decimal end to end (never float), and a model whose price is unknown has
 ``None``, not zero: a cost budget on it is refused at session start unless a price is given.
 Lookup is by exact name, then a documented alias, then a dated-snapshot prefix
-("gpt-4o-mini-2024-07-18" is priced as "gpt-4o-mini").
+("gpt-4o-mini-2024-07-18" is priced as "gpt-4o-mini"). Catalog prices are the providers'
+standard list prices (not batch, not priority, prompts within the standard context tier); a
+deployment billed otherwise passes its own ``Price``.
 """
 
 from __future__ import annotations
@@ -92,14 +94,30 @@ DEFAULT_CATALOG = PriceCatalog(
         "gpt-4.1-mini": _p("0.40", "1.60", "0.10"),
         "gpt-4.1-nano": _p("0.10", "0.40", "0.025"),
         "o3-mini": _p("1.10", "4.40", "0.55"),
+        "o1": _p("15.00", "60.00", "7.50"),
+        "o3": _p("2.00", "8.00", "0.50"),
+        "o4-mini": _p("1.10", "4.40", "0.275"),
+        # Anthropic: cached_input is the cache-read price. Cache writes (1.25x input) are not
+        # priced separately; tether never asks for them (no cache_control is sent).
+        "claude-3-haiku": _p("0.25", "1.25", "0.03"),
         "claude-3-5-haiku": _p("0.80", "4.00", "0.08"),
+        "claude-3-5-sonnet": _p("3.00", "15.00", "0.30"),
         "claude-3-7-sonnet": _p("3.00", "15.00", "0.30"),
+        "claude-3-opus": _p("15.00", "75.00", "1.50"),
         "claude-sonnet-4": _p("3.00", "15.00", "0.30"),
+        "claude-sonnet-4-5": _p("3.00", "15.00", "0.30"),
         "claude-opus-4": _p("15.00", "75.00", "1.50"),
+        "claude-opus-4-1": _p("15.00", "75.00", "1.50"),
+        "claude-opus-4-5": _p("5.00", "25.00", "0.50"),
+        "claude-haiku-4-5": _p("1.00", "5.00", "0.10"),
     },
     aliases={
         "claude-3-5-haiku-latest": "claude-3-5-haiku",
+        "claude-3-5-sonnet-latest": "claude-3-5-sonnet",
         "claude-3-7-sonnet-latest": "claude-3-7-sonnet",
+        "claude-3-opus-latest": "claude-3-opus",
+        "claude-sonnet-4-0": "claude-sonnet-4",
+        "claude-opus-4-0": "claude-opus-4",
         "chatgpt-4o-latest": "gpt-4o",
     },
 )

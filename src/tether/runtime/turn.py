@@ -26,7 +26,7 @@ from tether.runtime.approvals import ApprovalError, ApprovalStore, call_hash, ne
 from tether.runtime.budget import Accountant, Spend
 from tether.runtime.executor import MASKED, Rejected, ToolExecutor
 from tether.runtime.gate import PolicyGate
-from tether.runtime.journal import Journal
+from tether.runtime.journal import REDACTED, Journal
 from tether.runtime.limits import Limits
 from tether.runtime.result import ToolResult
 from tether.runtime.state import SessionState, call_signature
@@ -66,6 +66,26 @@ class _Turn:
     def blocked(self) -> bool:
         """Nothing after a call that waits for a person may run."""
         return bool(self.waiting or self.uncertain)
+
+
+PLACEHOLDERS = (REDACTED, MASKED)
+
+
+def check_unredacted(call: ToolCall) -> None:
+    """Refuse to run a call rebuilt from a journal in which its arguments were redacted: the
+    real values are not there, and running with the placeholder would act on the wrong thing."""
+    def hidden(value: Any) -> bool:
+        if isinstance(value, str):
+            return any(p in value for p in PLACEHOLDERS)
+        if isinstance(value, Mapping):
+            return any(hidden(v) for v in value.values())
+        if isinstance(value, list | tuple):
+            return any(hidden(v) for v in value)
+        return False
+
+    if hidden(call.arguments):
+        raise Rejected(refusal(call, "its arguments were hidden from the journal, so after a "
+                                     "restart they are not known; make the call again"))
 
 
 def refusal(call: ToolCall, why: str) -> ToolResult:
@@ -249,6 +269,7 @@ class ToolCalls:
         prefix = ""
         if tool_name != call.name:
             prefix = f"[tether: policy ran {tool_name!r} instead of {call.name!r}]\n"
+        check_unredacted(call)
         arguments = self._executor.validate(tool, ToolCall(call.id, tool_name, call.arguments))
         return shape(call, tool, arguments, decision, prefix=prefix)
 
@@ -271,6 +292,7 @@ class ToolCalls:
             return None
         if turn.blocked:
             return None
+        check_unredacted(call)
         arguments = self._executor.validate(tool, ToolCall(call.id, tool.name, call.arguments))
         if call.id in state.granted:
             return Admitted(call, tool, arguments)
@@ -296,6 +318,7 @@ class ToolCalls:
         tool = self._executor.registry.get(request.tool)
         if tool is None:
             raise Rejected(refusal(call, f"tool {request.tool!r} is no longer available"))
+        check_unredacted(call)
         arguments = self._executor.validate(tool, ToolCall(call.id, request.tool,
                                                            call.arguments))
         self._accountant.check_tool_call()

@@ -1,0 +1,131 @@
+"""``tether approvals list|approve|deny``: decide paused calls from a shell.
+
+Why: a session that needs an approval pauses durably; the person who decides is rarely at the
+process that paused it. These commands act on the approval records in the store the agents
+write to, so a call paused by one worker is decided here and run by whichever worker resumes the
+session (``tether resume`` or ``agent.resume``).
+
+Decision: the commands are a thin face over ``StoredApprovals``: the same compare-and-set, the
+same rules (single decision, no approving after expiry, an approver name required) and the same
+messages as the Python API. Approving never runs anything; the output says how to resume. A
+pending request that has expired can still be *denied*, which records who closed it and why —
+the session would refuse it either way.
+
+Exit codes: 0 done; 1 the request is unknown, already decided, or expired (for approve);
+2 the command could not run (bad usage, no store).
+"""
+
+from __future__ import annotations
+
+import argparse
+from typing import TYPE_CHECKING, Any
+
+from tether.cli.common import (
+    EXIT_FINDING,
+    EXIT_OK,
+    EXIT_USAGE,
+    add_store_option,
+    error,
+    note,
+    open_existing,
+    usage,
+)
+
+if TYPE_CHECKING:
+    from tether.runtime.approvals import ApprovalRequest
+
+
+def register(commands: Any) -> None:
+    parser: argparse.ArgumentParser = commands.add_parser(
+        "approvals", help="list, approve and deny paused calls",
+        description="List, approve and deny calls that wait for a person.")
+    parser.set_defaults(run=lambda _args: usage(parser))
+    sub = parser.add_subparsers(title="approvals commands", metavar="COMMAND")
+
+    listing = sub.add_parser("list", help="list approval requests",
+                             description="List pending approval requests (with --all, "
+                             "decided ones too).")
+    add_store_option(listing)
+    listing.add_argument("--session", metavar="ID", help="only this session's requests")
+    listing.add_argument("--all", action="store_true",
+                         help="include approved, denied and used requests")
+    listing.set_defaults(run=run_list)
+
+    for name, verb in (("approve", "approve"), ("deny", "deny")):
+        decide = sub.add_parser(name, help=f"{verb} a pending request",
+                                description=f"{verb.capitalize()} a pending approval request. "
+                                "The session runs (or refuses) the call when it is resumed.")
+        decide.add_argument("id", metavar="ID", help="the approval id (apr_...)")
+        decide.add_argument("--approver", required=True, metavar="NAME",
+                            help="who decides (journaled with the call)")
+        decide.add_argument("--note", default="", metavar="TEXT",
+                            help="why (journaled with the call)")
+        add_store_option(decide)
+        decide.set_defaults(run=run_decide, decision=name)
+
+
+def run_list(args: argparse.Namespace) -> int:
+    from tether.runtime.approvals import StoredApprovals, from_dict
+
+    store = open_existing(args.store)
+    if store is None:
+        return EXIT_USAGE
+    try:
+        if args.all:
+            requests = [from_dict(r) for r in store.list_approvals(session_id=args.session)]
+        else:
+            requests = StoredApprovals(store).pending(args.session)
+    finally:
+        store.close()
+    if not requests:
+        print("no approval requests" if args.all else "no pending approval requests")
+        return EXIT_OK
+    for request in requests:
+        print(describe(request))
+    return EXIT_OK
+
+
+def describe(request: ApprovalRequest) -> str:
+    from tether.runtime.timeline import call_text, when
+
+    state: str = request.status
+    if state == "pending" and request.expired():
+        state = "expired"
+    by = f" by {request.approver}" if request.approver else ""
+    why = f" ({request.note})" if request.note else ""
+    return (f"{request.id}  {state}{by}{why}  session {request.session_id}  call "
+            f"{request.call_id}  {call_text(request.tool, request.arguments)}\n"
+            f"    {request.reason or 'no reason given'} ({request.policy_id}); requested "
+            f"{when(request.requested_at)}, expires {when(request.expires_at)}")
+
+
+def run_decide(args: argparse.Namespace) -> int:
+    from tether.runtime.approvals import ApprovalError, StoredApprovals
+
+    if not args.approver.strip():
+        error("--approver must name who decides")
+        return EXIT_USAGE
+    store = open_existing(args.store)
+    if store is None:
+        return EXIT_USAGE
+    approvals = StoredApprovals(store)
+    try:
+        before = approvals.get(args.id)
+        if args.decision == "approve":
+            decided = approvals.approve(args.id, approver=args.approver, note=args.note)
+        else:
+            decided = approvals.deny(args.id, approver=args.approver, note=args.note)
+    except ApprovalError as exc:
+        error(str(exc))
+        return EXIT_FINDING
+    finally:
+        store.close()
+    if before is not None and before.expired():
+        note(f"{args.id} had already expired; the session would have refused the call anyway")
+    verb = "approved" if decided.status == "approved" else "denied"
+    print(f"{verb} {decided.id}: {decided.tool} in session {decided.session_id} (call "
+          f"{decided.call_id}), by {decided.approver}")
+    where = f" --store {args.store}" if args.store else ""
+    print(f"resume the session to {'run' if verb == 'approved' else 'refuse'} the call: "
+          f"tether resume {decided.session_id} --agent MODULE:ATTR{where}")
+    return EXIT_OK

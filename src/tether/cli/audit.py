@@ -1,0 +1,283 @@
+"""``tether audit verify|show|list|export``: read a store's journals as an auditor would.
+
+Why: the journal is tether's evidence. ``verify`` proves each session's hash chain holds — or
+names the session, the seq and what was probably done to it — for every session of a store, or
+for an exported file with no store at all. ``show`` turns one session into a timeline a person
+reads; ``list`` finds sessions; ``export`` writes JSON lines that carry the hashes, so someone
+else can verify them offline.
+
+Decision: these commands only read. ``verify`` checks each session against the event count the
+store's index recorded too, so a cut or extended tail is caught, and prints each intact
+session's head hash: an anchor to keep elsewhere, which is what catches an attacker who rewrites
+every hash. ``show`` verifies before it renders and says so at the top.
+
+Exit codes: 0 every chain checked holds; 1 a chain is broken, or the session asked for does not
+exist; 2 the command could not run (bad usage, no store, an unreadable export).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from tether.cli.common import (
+    EXIT_FINDING,
+    EXIT_OK,
+    EXIT_USAGE,
+    add_store_option,
+    error,
+    open_existing,
+    parse_time,
+    usage,
+)
+
+if TYPE_CHECKING:
+    from tether.runtime.tamper import Break
+    from tether.store.base import Store
+    from tether.types import Event
+
+
+def register(commands: Any) -> None:
+    parser: argparse.ArgumentParser = commands.add_parser(
+        "audit", help="verify, show, list and export journals",
+        description="Verify, show, list and export session journals.")
+    parser.set_defaults(run=lambda _args: usage(parser))
+    sub = parser.add_subparsers(title="audit commands", metavar="COMMAND")
+
+    verify = sub.add_parser(
+        "verify", help="check hash chains",
+        description="Recompute every stored session's hash chain (or one session's, or an "
+        "exported file's) and report the first broken link of each. Exit 1 if any is broken.")
+    add_store_option(verify)
+    verify.add_argument("--session", metavar="ID", help="only this session")
+    verify.add_argument("--file", metavar="EXPORT",
+                        help="verify an export written by `tether audit export` instead of a "
+                        "store")
+    verify.set_defaults(run=run_verify)
+
+    show = sub.add_parser("show", help="a session's timeline",
+                          description="Print one session as a timeline: model turns, calls, "
+                          "decisions, results, approvals, pauses and spend.")
+    show.add_argument("session", metavar="ID")
+    add_store_option(show)
+    show.set_defaults(run=run_show)
+
+    listing = sub.add_parser("list", help="list sessions",
+                             description="List stored sessions, oldest first.")
+    add_store_option(listing)
+    listing.add_argument("--since", metavar="WHEN", type=parse_time,
+                         help="only sessions written since: 7d, 12h, 2025-01-31, ...")
+    listing.set_defaults(run=run_list)
+
+    export = sub.add_parser("export", help="write events as JSON lines",
+                            description="Write events, one JSON object per line with seq, "
+                            "type, session_id, timestamp, data, prev_hash and hash, so they can "
+                            "be verified offline with `tether audit verify --file`.")
+    add_store_option(export)
+    export.add_argument("--format", choices=["jsonl"], default="jsonl",
+                        help="the output format (default: jsonl)")
+    export.add_argument("--session", metavar="ID", help="only this session")
+    export.add_argument("--since", metavar="WHEN", type=parse_time,
+                        help="only sessions written since: 7d, 12h, 2025-01-31, ...")
+    export.add_argument("-o", "--output", metavar="FILE", help="write here instead of stdout")
+    export.set_defaults(run=run_export)
+
+
+# -- verify -------------------------------------------------------------------------------------
+
+def run_verify(args: argparse.Namespace) -> int:
+    if args.file is not None:
+        if args.store is not None:
+            error("give --file or --store, not both: --file verifies an export without a store")
+            return EXIT_USAGE
+        return _verify_file(args.file, args.session)
+    store = open_existing(args.store)
+    if store is None:
+        return EXIT_USAGE
+    try:
+        return _verify_store(store, args.session)
+    finally:
+        store.close()
+
+
+def _verify_store(store: Store, only: str | None) -> int:
+    from tether.runtime.tamper import Break, diagnose
+
+    infos = store.sessions()
+    if only is not None:
+        infos = [i for i in infos if i.session_id == only]
+        if not infos:
+            events = store.read(only)
+            if not events:
+                error(f"no session {only!r} in {store.url}; `tether audit list` shows them")
+                return EXIT_FINDING
+            found = Break(only, 1, "inserted", "its events are stored but the store's index "
+                          "does not list the session; it was written outside tether")
+            return _report([(only, events, found)])
+    if not infos:
+        print(f"no sessions in {store.url}")
+        return EXIT_OK
+    results = []
+    for info in infos:
+        events = store.read(info.session_id)
+        results.append((info.session_id, events,
+                        diagnose(info.session_id, events, recorded=info.events)))
+    return _report(results)
+
+
+def _verify_file(path: str, only: str | None) -> int:
+    from tether.runtime.export import ExportFormatError, read_jsonl
+    from tether.runtime.tamper import diagnose
+
+    try:
+        with open(path, encoding="utf-8") as fh:
+            sessions = read_jsonl(fh, path)
+    except OSError as exc:
+        error(f"cannot read the export {path} ({exc.strerror or exc}); check the path")
+        return EXIT_USAGE
+    except UnicodeDecodeError as exc:
+        error(f"the export {path} is not UTF-8 text ({exc.reason} at byte {exc.start})")
+        return EXIT_USAGE
+    except ExportFormatError as exc:
+        error(str(exc))
+        return EXIT_USAGE
+    if only is not None:
+        if only not in sessions:
+            error(f"no session {only!r} in {path}")
+            return EXIT_FINDING
+        sessions = {only: sessions[only]}
+    if not sessions:
+        print(f"no events in {path}")
+        return EXIT_OK
+    return _report([(sid, events, diagnose(sid, events)) for sid, events in sessions.items()])
+
+
+def _report(results: Sequence[tuple[str, Sequence[Event], Break | None]]) -> int:
+    broken = 0
+    for session_id, events, found in results:
+        if found is None:
+            head = events[-1].hash[:16] if events else "-"
+            print(f"ok      {session_id}  {len(events)} events  head {head}")
+        else:
+            broken += 1
+            print(f"BROKEN  {session_id}  seq {found.seq}: {found.kind}: {found.detail}")
+    total = len(results)
+    print(f"{total} session{'' if total == 1 else 's'} checked, {broken} broken")
+    return EXIT_FINDING if broken else EXIT_OK
+
+
+# -- show ---------------------------------------------------------------------------------------
+
+def run_show(args: argparse.Namespace) -> int:
+    from tether.runtime.tamper import diagnose
+    from tether.runtime.timeline import header, timeline
+
+    store = open_existing(args.store)
+    if store is None:
+        return EXIT_USAGE
+    try:
+        events = store.read(args.session)
+    finally:
+        store.close()
+    if not events:
+        error(f"no session {args.session!r} in {store.url}; `tether audit list` shows them")
+        return EXIT_FINDING
+    found = diagnose(args.session, events)
+    lines = header(events)
+    if found is None:
+        lines.append(f"  chain: verified, head {events[-1].hash[:16]}")
+    else:
+        lines.append(f"  chain: BROKEN at seq {found.seq}: {found.kind}: {found.detail} (the "
+                     "timeline below cannot be trusted)")
+    lines.append(f"  status: {_status(events)}")
+    print("\n".join([*lines, "", *timeline(events)]))
+    return EXIT_OK if found is None else EXIT_FINDING
+
+
+def _status(events: Sequence[Event]) -> str:
+    last = events[-1]
+    sid = last.session_id
+    if last.type == "session.end":
+        return f"ended ({last.data.get('reason')})"
+    if last.type == "session.paused":
+        reason = last.data.get("reason")
+        if reason == "needs_approval":
+            return (f"paused (needs_approval): decide with `tether approvals list --session "
+                    f"{sid}`, then `tether resume {sid} --agent MODULE:ATTR`")
+        calls = ", ".join(_interrupted(events)) or "?"
+        return (f"paused ({reason}): interrupted calls {calls}; decide each with `tether settle "
+                f"{sid} CALL_ID retry|skip --operator NAME --agent MODULE:ATTR`, then resume")
+    return (f"open: no end recorded (still running, or its process died: `tether resume {sid} "
+            "--agent MODULE:ATTR` continues it)")
+
+
+def _interrupted(events: Sequence[Event]) -> list[str]:
+    """Call ids of side-effecting calls that started and have no result."""
+    from tether.runtime.state import fold
+
+    try:
+        state = fold(events)
+    except Exception:  # a journal that does not fold (tampered) has no reliable answer
+        return []
+    return sorted(state.started - set(state.results))
+
+
+# -- list and export ----------------------------------------------------------------------------
+
+def run_list(args: argparse.Namespace) -> int:
+    from tether.runtime.timeline import when
+
+    store = open_existing(args.store)
+    if store is None:
+        return EXIT_USAGE
+    try:
+        infos = store.sessions(since=args.since)
+    finally:
+        store.close()
+    if not infos:
+        print("no sessions" + (" since then" if args.since is not None else ""))
+        return EXIT_OK
+    rows = [("SESSION", "AGENT", "TENANT", "STATUS", "EVENTS", "UPDATED")]
+    rows += [(i.session_id, i.agent or "-", i.tenant_id or "-", i.status, str(i.events),
+              when(i.updated_at)) for i in infos]
+    widths = [max(len(row[c]) for row in rows) for c in range(len(rows[0]))]
+    for row in rows:
+        print("  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip())
+    print(f"{len(infos)} session{'' if len(infos) == 1 else 's'}")
+    return EXIT_OK
+
+
+def run_export(args: argparse.Namespace) -> int:
+    from tether.runtime.export import write_jsonl
+
+    store = open_existing(args.store)
+    if store is None:
+        return EXIT_USAGE
+    try:
+        if args.session is not None:
+            ids = [args.session]
+            if not store.read(args.session):
+                error(f"no session {args.session!r} in {store.url}")
+                return EXIT_FINDING
+        else:
+            ids = [i.session_id for i in store.sessions(since=args.since)]
+        try:
+            out = sys.stdout if args.output is None else \
+                open(args.output, "w", encoding="utf-8")  # noqa: SIM115 (closed below)
+        except OSError as exc:
+            error(f"cannot write {args.output} ({exc.strerror or exc}); check the path")
+            return EXIT_USAGE
+        try:
+            count = sum(write_jsonl(store.read(sid), out) for sid in ids)
+        finally:
+            if out is not sys.stdout:
+                out.close()
+    finally:
+        store.close()
+    where = "stdout" if args.output is None else str(Path(args.output))
+    print(f"exported {count} events of {len(ids)} session{'' if len(ids) == 1 else 's'} to "
+          f"{where}", file=sys.stderr)
+    return EXIT_OK

@@ -1,0 +1,163 @@
+"""``tether resume`` and ``tether settle``: continue a stored session from any process.
+
+Why: a session paused for an approval, stopped on an uncertain side effect, or orphaned by a
+crash is continued wherever an operator is — not only inside the process that started it.
+``resume`` rebuilds the session from its journal (refusing one whose chain is broken) with the
+recipe named by ``--agent`` and runs it on: approved calls run once, journaled results are never
+re-executed. ``settle`` records an operator's decision on a side-effecting call that started but
+left no result — ``retry`` it, or ``skip`` it with a note — after which ``resume`` continues.
+
+Decision: both commands go through the public ``Agent.load`` / ``Session.settle`` /
+``Session.resume`` path, so the CLI cannot do anything the Python API would refuse; the output
+says what the session is waiting for when it stops again, and the exact command that helps.
+
+Exit codes: 0 the session was resumed (whatever it then stopped for — printed) or the call
+settled; 1 the session cannot be resumed or settled (unknown, ended, tampered, not an
+interrupted call, or the run raised); 2 the command could not run (bad ``--agent``, no store).
+"""
+
+from __future__ import annotations
+
+import argparse
+from typing import TYPE_CHECKING, Any
+
+from tether.cli.common import (
+    EXIT_FINDING,
+    EXIT_OK,
+    EXIT_USAGE,
+    add_store_option,
+    error,
+    note,
+    open_existing,
+)
+
+if TYPE_CHECKING:
+    from tether.runtime.agent import Agent
+    from tether.runtime.result import Result
+    from tether.runtime.session import Session
+
+AGENT_HELP = ("the Agent recipe: MODULE:ATTRIBUTE (e.g. myapp.agents:refund_agent) or "
+              "path/to/file.py:ATTRIBUTE; an attribute may also be a function returning one")
+
+
+def register(commands: Any) -> None:
+    resume: argparse.ArgumentParser = commands.add_parser(
+        "resume", help="continue a stored session",
+        description="Continue a paused or crashed session from its journal with its recipe.")
+    resume.add_argument("session", metavar="ID")
+    resume.add_argument("--agent", required=True, metavar="MODULE:ATTR", help=AGENT_HELP)
+    add_store_option(resume)
+    resume.set_defaults(run=run_resume)
+
+    settle: argparse.ArgumentParser = commands.add_parser(
+        "settle", help="decide an interrupted side effect",
+        description="Decide a side-effecting call that started but left no result: retry runs "
+        "it again on resume, skip tells the model it was not repeated. Then `tether resume`.")
+    settle.add_argument("session", metavar="ID")
+    settle.add_argument("call_id", metavar="CALL_ID")
+    settle.add_argument("action", choices=["retry", "skip"])
+    settle.add_argument("--operator", required=True, metavar="NAME",
+                        help="who decides (journaled)")
+    settle.add_argument("--note", default="", metavar="TEXT", help="why (journaled)")
+    settle.add_argument("--agent", required=True, metavar="MODULE:ATTR", help=AGENT_HELP)
+    add_store_option(settle)
+    settle.set_defaults(run=run_settle)
+
+
+def _recipe(args: argparse.Namespace) -> Agent | None:
+    from tether.cli.recipe import RecipeError, load_recipe, with_store
+
+    try:
+        agent = load_recipe(args.agent)
+    except RecipeError as exc:
+        error(str(exc))
+        return None
+    own = agent.journal_store
+    if own is not None:
+        if args.store is not None and args.store != own.url:
+            note(f"the recipe has its own store ({own.url}); --store {args.store} is not used")
+        return agent
+    store = open_existing(args.store)
+    return None if store is None else with_store(agent, store)
+
+
+def _load(agent: Agent, session_id: str) -> Session | None:
+    from tether.runtime.session import JournalTampered
+
+    try:
+        return agent.load(session_id)
+    except JournalTampered as exc:
+        error(str(exc))
+    except LookupError as exc:
+        error(f"{exc.args[0] if exc.args else exc}; `tether audit list` shows the stored "
+              "sessions")
+    return None
+
+
+def run_resume(args: argparse.Namespace) -> int:
+    agent = _recipe(args)
+    if agent is None:
+        return EXIT_USAGE
+    session = _load(agent, args.session)
+    if session is None:
+        return EXIT_FINDING
+    try:
+        result = session.resume()
+    except RuntimeError as exc:
+        error(str(exc))
+        return EXIT_FINDING
+    except Exception as exc:
+        error(f"the resumed run raised {type(exc).__name__}: {exc}; it is journaled (`tether "
+              f"audit show {args.session}`)")
+        return EXIT_FINDING
+    _print_result(result, session, args)
+    return EXIT_OK
+
+
+def _print_result(result: Result, session: Session, args: argparse.Namespace) -> None:
+    print(f"stop reason: {result.stop_reason.value}")
+    print(f"answer: {result.answer}")
+    reason = result.stop_reason.value
+    store = f" --store {args.store}" if args.store else ""
+    if reason == "needs_approval":
+        for request in session.pending_approvals():
+            print(f"waiting: {request.id} {request.tool} (call {request.call_id}): "
+                  f"{request.reason}")
+        print(f"decide with `tether approvals approve|deny ID --approver NAME{store}`, then "
+              f"run this command again")
+    elif reason == "uncertain_effect":
+        for call_id in interrupted(session):
+            print(f"interrupted: {call_id}: settle with `tether settle {session.id} {call_id} "
+                  f"retry|skip --operator NAME --agent {args.agent}{store}`")
+
+
+def interrupted(session: Session) -> list[str]:
+    """Call ids of side-effecting calls that started and left no result."""
+    from tether.runtime.state import fold
+
+    state = fold(session.replay())
+    return sorted(state.started - set(state.results))
+
+
+def run_settle(args: argparse.Namespace) -> int:
+    if not args.operator.strip():
+        error("--operator must name who decides")
+        return EXIT_USAGE
+    agent = _recipe(args)
+    if agent is None:
+        return EXIT_USAGE
+    session = _load(agent, args.session)
+    if session is None:
+        return EXIT_FINDING
+    try:
+        session.settle(args.call_id, args.action, operator=args.operator, note=args.note)
+    except ValueError as exc:
+        waiting = interrupted(session)
+        hint = (f"interrupted calls of this session: {', '.join(waiting)}" if waiting
+                else "this session has no interrupted calls to settle")
+        error(f"{exc}; {hint}")
+        return EXIT_FINDING
+    store = f" --store {args.store}" if args.store else ""
+    print(f"settled {args.call_id}: {args.action} by {args.operator}")
+    print(f"continue with: tether resume {session.id} --agent {args.agent}{store}")
+    return EXIT_OK

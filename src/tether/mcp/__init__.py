@@ -1,0 +1,61 @@
+"""MCP client: the tools of Model Context Protocol servers as governed tether tools.
+
+``connect(MCPServer.stdio(...))`` opens a server (stdio or streamable HTTP) with the official
+``mcp`` SDK and yields an ``MCPToolset`` whose tools go through the same chokepoint as any other:
+validated against the server's schema, decided by the policy, bounded by a timeout, journaled.
+Annotations are untrusted hints (``tether.mcp.annotations``); tool definitions are pinned
+(``tether.mcp.pins``). The SDK is an extra (``pip install 'tether[mcp]'``) imported only when a
+connection opens, so ``import tether`` and ``import tether.mcp`` never import it.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from tether.mcp.annotations import tool_meta, tool_name
+    from tether.mcp.config import MCPServer
+    from tether.mcp.errors import (
+        MCPConnectionError,
+        MCPError,
+        MCPToolBlocked,
+        MCPToolError,
+        PinError,
+    )
+    from tether.mcp.pins import JSONFilePinStore, MemoryPinStore, Pin, PinStore, fingerprint
+    from tether.mcp.tool import MCPTool
+    from tether.mcp.toolset import MCPToolset, connect
+
+_WHERE = {
+    "tool_meta": "annotations", "tool_name": "annotations", "MCPServer": "config",
+    "MCPConnectionError": "errors", "MCPError": "errors", "MCPToolBlocked": "errors",
+    "MCPToolError": "errors", "PinError": "errors", "JSONFilePinStore": "pins",
+    "MemoryPinStore": "pins", "Pin": "pins", "PinStore": "pins", "fingerprint": "pins",
+    "MCPTool": "tool", "MCPToolset": "toolset", "connect": "toolset",
+}
+__all__ = [
+    "JSONFilePinStore",
+    "MCPConnectionError",
+    "MCPError",
+    "MCPServer",
+    "MCPTool",
+    "MCPToolBlocked",
+    "MCPToolError",
+    "MCPToolset",
+    "MemoryPinStore",
+    "Pin",
+    "PinError",
+    "PinStore",
+    "connect",
+    "fingerprint",
+    "tool_meta",
+    "tool_name",
+]
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _WHERE:
+        raise AttributeError(f"module 'tether.mcp' has no attribute {name!r}")
+    import importlib
+
+    return getattr(importlib.import_module(f"tether.mcp.{_WHERE[name]}"), name)

@@ -1,0 +1,128 @@
+"""How to reach one MCP server, and how far tether believes what it says.
+
+Decision: a server is plain frozen data — a name, one transport (a command to spawn for stdio, or
+a URL for streamable HTTP), and the few facts the operator vouches for: whether the server is
+``trusted`` (only then are its read-only and open-world hints believed), its per-call timeout,
+and the prefix its tools get. Nothing here touches the ``mcp`` SDK, so a config can be built,
+validated and shown without the extra installed. Secrets in ``env`` and ``headers`` never appear
+in the repr.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import MappingProxyType
+from typing import Literal
+
+NAME = re.compile(r"^[A-Za-z0-9_-]{1,32}$")
+Transport = Literal["stdio", "http"]
+
+
+def _positive(what: str, value: float) -> None:
+    if isinstance(value, bool) or not isinstance(value, int | float) or not (
+            value > 0 and math.isfinite(value)):
+        raise ValueError(f"{what} must be a positive number of seconds, got {value!r}")
+
+
+@dataclass(frozen=True, slots=True)
+class MCPServer:
+    """One MCP server: ``MCPServer.stdio(...)``, ``MCPServer.http(...)`` or the constructor.
+
+    ``name`` names the server in tool tags, pins and error messages. ``prefix`` (default: the
+    name; ``""`` for none) is put before each tool's name with ``separator``. ``trusted=True``
+    means the operator vouches for the server's annotations (see ``tether.mcp.annotations``).
+    ``call_timeout`` bounds each tool call; ``connect_timeout`` bounds start-up and the tool
+    listing; ``close_timeout`` bounds shutdown.
+    """
+
+    name: str
+    command: str | None = None
+    args: tuple[str, ...] = ()
+    env: Mapping[str, str] = field(default_factory=dict, repr=False)
+    cwd: str | None = None
+    url: str | None = None
+    headers: Mapping[str, str] = field(default_factory=dict, repr=False)
+    trusted: bool = False
+    prefix: str | None = None
+    separator: str = "_"
+    call_timeout: float = 30.0
+    connect_timeout: float = 20.0
+    close_timeout: float = 10.0
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.name, str) or not NAME.match(self.name):
+            raise ValueError(f"server name must be 1-32 letters, digits, '_' or '-', got "
+                             f"{self.name!r}; it becomes a tool tag and part of tool names")
+        if (self.command is None) == (self.url is None):
+            raise ValueError(f"MCP server {self.name!r}: give exactly one of command= (stdio) or "
+                             "url= (streamable HTTP)")
+        if isinstance(self.args, str):
+            raise TypeError(f"MCP server {self.name!r}: args must be a list of strings such as "
+                            f"[{self.args!r}], not a string")
+        object.__setattr__(self, "args", tuple(str(a) for a in self.args))
+        object.__setattr__(self, "env", MappingProxyType(dict(self.env)))
+        object.__setattr__(self, "headers", MappingProxyType(dict(self.headers)))
+        if self.cwd is not None:
+            object.__setattr__(self, "cwd", str(self.cwd))
+        if self.url is not None and not self.url.startswith(("http://", "https://")):
+            raise ValueError(f"MCP server {self.name!r}: url must start with http:// or "
+                             f"https://, got {self.url!r}")
+        if self.url is not None and (self.env or self.cwd or self.args):
+            raise ValueError(f"MCP server {self.name!r}: args, env and cwd apply to a spawned "
+                             "(stdio) server; an HTTP server takes url= and headers=")
+        if self.command is not None and self.headers:
+            raise ValueError(f"MCP server {self.name!r}: headers apply to an HTTP server; a "
+                             "stdio server takes command=, args=, env= and cwd=")
+        if self.prefix is not None and self.prefix and not NAME.match(self.prefix):
+            raise ValueError(f"prefix must be 1-32 letters, digits, '_' or '-' (or '' for none), "
+                             f"got {self.prefix!r}")
+        if self.separator not in ("_", "-", "__"):
+            raise ValueError(f"separator must be '_', '-' or '__' (tool names must match "
+                             f"[A-Za-z0-9_-] for every provider), got {self.separator!r}")
+        for what in ("call_timeout", "connect_timeout", "close_timeout"):
+            _positive(what, getattr(self, what))
+
+    @classmethod
+    def stdio(cls, name: str, command: str | Path, *args: str | Path,
+              env: Mapping[str, str] | None = None, cwd: str | Path | None = None,
+              trusted: bool = False, prefix: str | None = None, separator: str = "_",
+              call_timeout: float = 30.0, connect_timeout: float = 20.0,
+              close_timeout: float = 10.0) -> MCPServer:
+        """A server tether spawns and talks to over its stdin/stdout.
+
+        The process gets only a minimal environment (PATH, HOME, ...) plus ``env``, never the
+        whole environment of the agent, so the agent's secrets do not leak to the server.
+        """
+        return cls(name, command=str(command), args=tuple(str(a) for a in args), env=env or {},
+                   cwd=None if cwd is None else str(cwd), trusted=trusted, prefix=prefix,
+                   separator=separator, call_timeout=call_timeout,
+                   connect_timeout=connect_timeout, close_timeout=close_timeout)
+
+    @classmethod
+    def http(cls, name: str, url: str, *, headers: Mapping[str, str] | None = None,
+             trusted: bool = False, prefix: str | None = None, separator: str = "_",
+             call_timeout: float = 30.0, connect_timeout: float = 20.0,
+             close_timeout: float = 10.0) -> MCPServer:
+        """A server already listening on ``url`` (streamable HTTP), e.g.
+        ``http://127.0.0.1:8000/mcp``."""
+        return cls(name, url=url, headers=headers or {}, trusted=trusted, prefix=prefix,
+                   separator=separator, call_timeout=call_timeout,
+                   connect_timeout=connect_timeout, close_timeout=close_timeout)
+
+    @property
+    def transport(self) -> Transport:
+        return "stdio" if self.command is not None else "http"
+
+    @property
+    def tool_prefix(self) -> str:
+        return self.name if self.prefix is None else self.prefix
+
+    def where(self) -> str:
+        """Where the server is, for messages (never shows env or headers)."""
+        if self.command is not None:
+            return " ".join([self.command, *self.args][:4]) + (" …" if len(self.args) > 3 else "")
+        return str(self.url)

@@ -1,0 +1,248 @@
+"""One live session with one MCP server, built on the official ``mcp`` SDK.
+
+Why: the SDK's transports and ``ClientSession`` are async context managers that must be entered
+and exited by one task, and they report trouble in SDK terms (``MCPError`` codes, exception
+groups). This module owns that lifecycle — an *owner task* enters the transport and the session,
+initialises, and waits to be told to close — and translates every failure into an error that
+says which server, what happened, the server's last stderr lines, and what to do.
+
+Decision: every wait is bounded. Start-up and listing by ``connect_timeout``, each call by the
+caller's timeout (and a backstop just after ``call_timeout``), shutdown by ``close_timeout``;
+past that the owner task is cancelled and abandoned. A server that exits fails the pending and
+all later calls at once (``CONNECTION_CLOSED``), never leaves them hanging. Runs only on the
+connection's private loop (``tether.mcp.loop``); imports the SDK only when a connection opens.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from typing import Any
+
+from tether.mcp.config import MCPServer
+from tether.mcp.errors import MCPConnectionError, MCPError
+from tether.mcp.stderr import StderrTail
+
+MAX_PAGES = 1000  # a server whose cursors never end is broken, not large
+BACKSTOP = 1.0  # seconds past call_timeout before the SDK gives up on its own
+
+
+def require_sdk() -> None:
+    """Fail early, with the fix, when the ``mcp`` extra is not installed."""
+    try:
+        import mcp  # noqa: F401
+    except ImportError as exc:
+        raise MCPError(f"the MCP client needs the official MCP SDK, which is not installed "
+                       f"({exc}); install it with: pip install 'tether[mcp]'") from None
+
+
+def root_cause(exc: BaseException) -> BaseException:
+    """The first real exception inside (possibly nested) exception groups."""
+    while isinstance(exc, BaseExceptionGroup):
+        inner = [e for e in exc.exceptions if not isinstance(e, asyncio.CancelledError)]
+        exc = (inner or list(exc.exceptions))[0]
+    return exc
+
+
+def describe(exc: BaseException) -> str:
+    exc = root_cause(exc)
+    text = str(exc) or type(exc).__name__
+    return text if type(exc).__name__ in text else f"{type(exc).__name__}: {text}"
+
+
+class Connection:
+    __slots__ = ("_closing", "_failure", "_ready", "_session", "_stderr", "_task", "server",
+                 "stale")
+
+    def __init__(self, server: MCPServer) -> None:
+        self.server = server
+        self.stale = False  # the server said its tool list changed
+        self._session: Any = None
+        self._stderr: StderrTail | None = None
+        self._task: asyncio.Task[None] | None = None
+        self._ready: asyncio.Future[None] | None = None
+        self._closing: asyncio.Event | None = None
+        self._failure: BaseException | None = None
+
+    # -- diagnostics -------------------------------------------------------------------------
+
+    def stderr_tail(self) -> str:
+        return "" if self._stderr is None else self._stderr.text()
+
+    def _with_stderr(self, message: str) -> str:
+        if self._stderr is not None:  # error path only: let the reader catch up with the pipe
+            self._stderr.wait_ended(0.5)
+        tail = self.stderr_tail()
+        return f"{message}. Its last stderr lines:\n{tail}" if tail else message
+
+    def gone(self) -> MCPConnectionError:
+        """The error for a call on a connection that is closed or broken."""
+        server = self.server
+        # a closed connection usually means the process exited: give the stderr reader a moment
+        # to reach end of file, so the message has the server's last words (error path only)
+        exited = self._stderr is not None and self._stderr.wait_ended(0.25)
+        what = "its process exited" if exited else "the connection closed"
+        if self._failure is not None:
+            what = f"{what} ({describe(self._failure)})"
+        return MCPConnectionError(self._with_stderr(
+            f"MCP server {server.name!r} ({server.where()}) is not connected: {what}; the call "
+            "was not completed. Reconnect with toolset.reconnect() (or open a new toolset) "
+            "once the server runs again"))
+
+    # -- lifecycle (on the private loop) -----------------------------------------------------
+
+    async def open(self) -> None:
+        loop = asyncio.get_running_loop()
+        self._ready = loop.create_future()
+        self._closing = asyncio.Event()
+        self._task = loop.create_task(self._own(), name=f"mcp-{self.server.name}")
+        server = self.server
+        try:
+            async with asyncio.timeout(server.connect_timeout):
+                await asyncio.shield(self._ready)
+        except TimeoutError:
+            await self.close()
+            raise MCPConnectionError(self._with_stderr(
+                f"MCP server {server.name!r} ({server.where()}) did not complete the MCP "
+                f"handshake within {server.connect_timeout:g}s; check that the command starts "
+                "an MCP server on stdio (or the URL is its MCP endpoint), or raise "
+                "connect_timeout")) from None
+        except Exception as exc:
+            await self.close()
+            check = ("the command, args and cwd" if server.command is not None
+                     else "the URL, the headers and that the server is running")
+            raise MCPConnectionError(self._with_stderr(
+                f"could not connect to MCP server {server.name!r} ({server.where()}): "
+                f"{describe(exc)}; check {check}")) from None
+
+    async def _own(self) -> None:
+        assert self._ready is not None and self._closing is not None
+        try:
+            async with contextlib.AsyncExitStack() as stack:
+                read, write = await self._transport(stack)
+                from mcp import ClientSession
+
+                session = await stack.enter_async_context(
+                    ClientSession(read, write, message_handler=self._on_message))
+                await session.initialize()
+                self._session = session
+                self._ready.set_result(None)
+                await self._closing.wait()
+        except asyncio.CancelledError:
+            if not self._ready.done():
+                self._ready.cancel()
+            raise
+        except BaseException as exc:  # recorded for the error messages, never lost
+            if self._ready.done():
+                self._failure = exc
+            else:
+                self._ready.set_exception(root_cause(exc))
+        finally:
+            self._session = None
+
+    async def _transport(self, stack: contextlib.AsyncExitStack) -> tuple[Any, Any]:
+        server = self.server
+        if server.command is not None:
+            from mcp.client.stdio import StdioServerParameters, stdio_client
+
+            params = StdioServerParameters(command=server.command, args=list(server.args),
+                                           env=dict(server.env) or None, cwd=server.cwd)
+            self._stderr = tail = StderrTail(server.name)
+            assert tail.writer is not None
+            try:
+                read, write = await stack.enter_async_context(stdio_client(params, tail.writer))
+            finally:
+                tail.close_writer()  # the child holds its own copy now (or never started)
+            return read, write
+        import httpx2
+        from mcp.client.streamable_http import streamable_http_client
+
+        client = await stack.enter_async_context(httpx2.AsyncClient(
+            headers=dict(server.headers),
+            timeout=httpx2.Timeout(server.connect_timeout, read=max(300.0, server.call_timeout))))
+        read, write = await stack.enter_async_context(
+            streamable_http_client(str(server.url), http_client=client))
+        return read, write
+
+    async def _on_message(self, message: Any) -> None:
+        if getattr(message, "method", None) == "notifications/tools/list_changed":
+            self.stale = True
+
+    async def close(self) -> None:
+        """Close the session and stop the server; bounded by ``close_timeout``."""
+        task = self._task
+        if task is None or task.done():
+            return
+        assert self._closing is not None and self._ready is not None
+        self._closing.set()
+        if not self._ready.done():  # still starting (e.g. a handshake never answered)
+            task.cancel()  # the SDK's own shutdown still runs, shielded and bounded
+        done, _ = await asyncio.wait({task}, timeout=self.server.close_timeout)
+        if not done:  # shutdown itself hangs: cancel and abandon
+            task.cancel()
+            await asyncio.wait({task}, timeout=1.0)
+
+    @property
+    def connected(self) -> bool:
+        return self._session is not None
+
+    # -- requests ----------------------------------------------------------------------------
+
+    def _live(self) -> Any:
+        if self._session is None:
+            raise self.gone()
+        return self._session
+
+    def _translate(self, exc: Exception, doing: str) -> Exception:
+        from mcp.shared.exceptions import MCPError as SDKError
+        from mcp_types import CONNECTION_CLOSED, REQUEST_TIMEOUT
+
+        if isinstance(exc, SDKError):
+            if exc.code == CONNECTION_CLOSED:
+                self._session = None  # later calls fail at once
+                return self.gone()
+            if exc.code == REQUEST_TIMEOUT:
+                return TimeoutError(f"MCP server {self.server.name!r} did not answer {doing} "
+                                    "in time")
+            return MCPError(f"MCP server {self.server.name!r} refused {doing}: {exc.message} "
+                            f"(JSON-RPC error {exc.code})")
+        if isinstance(exc, MCPError | TimeoutError):
+            return exc
+        return MCPError(f"MCP server {self.server.name!r}: {doing} failed: {describe(exc)}")
+
+    async def list_tools(self) -> list[dict[str, Any]]:
+        """Every tool, following ``nextCursor`` page by page, in wire (camelCase) form."""
+        from mcp_types import PaginatedRequestParams
+
+        session = self._live()
+        tools: list[dict[str, Any]] = []
+        cursor: str | None = None
+        seen: set[str] = set()
+        for _ in range(MAX_PAGES):
+            params = None if cursor is None else PaginatedRequestParams(cursor=cursor)
+            try:
+                page = await session.list_tools(params=params)
+            except Exception as exc:
+                raise self._translate(exc, "tools/list") from None
+            tools.extend(t.model_dump(by_alias=True, mode="json", exclude_none=True)
+                         for t in page.tools)
+            cursor = page.next_cursor
+            if cursor is None:
+                self.stale = False
+                return tools
+            if cursor in seen:
+                raise MCPError(f"MCP server {self.server.name!r} repeated the tools/list cursor "
+                               f"{cursor!r}; its pagination is broken")
+            seen.add(cursor)
+        raise MCPError(f"MCP server {self.server.name!r} sent more than {MAX_PAGES} pages of "
+                       "tools; its pagination is broken")
+
+    async def call(self, name: str, arguments: dict[str, Any]) -> dict[str, Any]:
+        """Call tool ``name`` (the server's name); the result in wire (camelCase) form."""
+        session = self._live()
+        try:
+            result = await session.call_tool(
+                name, arguments, read_timeout_seconds=self.server.call_timeout + BACKSTOP)
+        except Exception as exc:
+            raise self._translate(exc, f"the call of {name!r}") from None
+        return result.model_dump(by_alias=True, mode="json", exclude_none=True)  # type: ignore[no-any-return]

@@ -1,0 +1,69 @@
+"""One MCP tool as a tether Tool: what the model is shown, and a call that goes to the server.
+
+Why: an MCP tool must pass the same chokepoint as any other tool — resolve, validate, budget,
+policy, timeout, journal — so it implements the plain ``tether.tools.Tool`` protocol and nothing
+in the runtime knows it is remote. What it declares is decided here, once, at discovery: the
+name (prefixed), the metadata (from annotations read as untrusted hints), and the spec.
+
+Decision: the spec the model sees is always an *approved* definition. For a tool whose
+definition changed since it was pinned, the model is shown the pinned description and schema
+(with a note that the tool is blocked), never the new text — a changed description is exactly
+where a tool-poisoning instruction would be. A new tool that awaits approval shows no server
+text at all. Validation and calls use the server's current definition through the toolset.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+from tether.tools.base import ToolContext, ToolMeta
+from tether.types import ToolSpec
+
+if TYPE_CHECKING:
+    from tether.mcp.pins import Verdict
+    from tether.mcp.toolset import MCPToolset
+
+EMPTY_SCHEMA: dict[str, Any] = {"type": "object", "properties": {}}
+
+
+def visible_spec(name: str, server: str, definition: Mapping[str, Any],
+                 verdict: Verdict) -> ToolSpec:
+    """The spec the model may see for a tool, given the pinning verdict on its definition."""
+    def describe(d: Mapping[str, Any]) -> str:
+        return str(d.get("description") or f"Tool {d.get('name')!r} of MCP server {server!r}.")
+
+    if verdict.allowed:
+        return ToolSpec(name, describe(definition), dict(definition.get("inputSchema") or
+                                                         EMPTY_SCHEMA))
+    if verdict.pinned is not None:
+        old = verdict.pinned.definition
+        return ToolSpec(name, describe(old) + " [tether: blocked: its definition changed on the "
+                        "server and awaits re-approval]",
+                        dict(old.get("inputSchema") or EMPTY_SCHEMA))
+    return ToolSpec(name, f"Tool {definition.get('name')!r} of MCP server {server!r} "
+                          "[tether: blocked: new tool awaiting approval].", EMPTY_SCHEMA)
+
+
+class MCPTool:
+    """A tool of an MCP server. ``mcp_name`` is its name on the server; ``name`` the model's."""
+
+    __slots__ = ("_toolset", "mcp_name", "meta", "name", "server", "spec")
+
+    def __init__(self, toolset: MCPToolset, mcp_name: str, name: str, meta: ToolMeta,
+                 spec: ToolSpec) -> None:
+        self._toolset = toolset
+        self.server = toolset.server.name
+        self.mcp_name = mcp_name
+        self.name = name
+        self.meta = meta
+        self.spec = spec
+
+    def __repr__(self) -> str:
+        return f"<MCP tool {self.name} ({self.server}:{self.mcp_name})>"
+
+    def validate(self, arguments: Mapping[str, Any]) -> dict[str, Any]:
+        return self._toolset.schema_of(self.mcp_name).validate(arguments)
+
+    async def invoke(self, arguments: dict[str, Any], context: ToolContext) -> Any:
+        return await self._toolset.invoke(self.mcp_name, arguments)

@@ -1,0 +1,174 @@
+"""AnthropicModel: Claude through the official ``anthropic`` SDK's Messages API.
+
+Decision: the same thin, exact bridge as ``OpenAIModel``: native Messages formats
+(``anthropic_format``), the SDK's async client with its own retries OFF (``max_retries=0``; retries
+belong to ``Resilient``), SDK exceptions turned into provider-neutral ``ProviderError``s, the SDK
+imported on first use only. The key comes from ``api_key=``, ``ANTHROPIC_API_KEY`` or a ``.env``
+file; when tether finds one it passes it explicitly, so the SDK does not go looking in profile
+files. ``max_tokens`` is required by the API: the runtime's clamped ``max_output_tokens`` is sent,
+capped by ``max_output_tokens=`` (default 4096, which also applies when the runtime sets no
+limit). Streaming reads the raw event stream rather than the SDK's accumulating helper, which
+raises on tool input JSON it cannot parse; tether keeps such input as raw text for its gate.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Mapping
+from typing import TYPE_CHECKING, Any
+
+from tether.models.anthropic_format import (
+    StreamAssembler,
+    from_message,
+    placeholder_tools,
+    to_native,
+    to_tools,
+)
+from tether.models.clients import PerLoop
+from tether.models.errors import ErrorKind, ProviderError, classify
+from tether.models.estimate import provider_message_tokens
+from tether.models.keys import ApiKey, EnvFile, require_extra, setting, split_spec
+from tether.models.pricing import DEFAULT_CATALOG, Price
+from tether.types import Message, ModelRequest, ModelResponse
+
+if TYPE_CHECKING:
+    from anthropic import AsyncAnthropic
+
+PROVIDER = "anthropic"
+DEFAULT_MAX_OUTPUT_TOKENS = 4096
+# framing the base estimate does not see: a tool_use block's id/type/input wrapper; a
+# tool_result block's tool_use_id and wrapper
+PER_CALL_TOKENS = 16
+PER_RESULT_TOKENS = 12
+# Anthropic adds a system prompt of its own when tools are declared (346 tokens for
+# tool_choice auto/none on current models); counted with the system message, once per request
+PER_REQUEST_TOKENS = 400
+
+
+class AnthropicModel:
+    """A tether Model on Anthropic's Messages API."""
+
+    def __init__(
+        self,
+        model: str = "claude-3-5-haiku-latest",
+        *,
+        api_key: str | None = None,
+        base_url: str | None = None,
+        price: Price | None = None,
+        client: AsyncAnthropic | None = None,
+        timeout: float = 600.0,
+        max_output_tokens: int = DEFAULT_MAX_OUTPUT_TOKENS,
+        params: Mapping[str, Any] | None = None,
+        env_file: EnvFile = ".env",
+    ) -> None:
+        self._model = split_spec(model, PROVIDER)
+        if max_output_tokens < 1:
+            raise ValueError("max_output_tokens must be >= 1: the Messages API requires a "
+                             "max_tokens for every call")
+        self._price = price if price is not None else DEFAULT_CATALOG.lookup(self._model)
+        self._max_output_tokens = max_output_tokens
+        self._params = dict(params or {})
+        reserved = {"model", "messages", "system", "tools", "stream",
+                    "max_tokens"} & self._params.keys()
+        if reserved:
+            raise ValueError(f"params may not set {sorted(reserved)}: tether sets them from the "
+                             "request (use max_output_tokens= for the max_tokens ceiling)")
+        self._base_url = setting("ANTHROPIC_BASE_URL", base_url, env_file)
+        key: ApiKey | None = None
+        if client is None:
+            require_extra("anthropic", "anthropic")
+            raw = setting("ANTHROPIC_API_KEY", api_key, env_file)
+            if not raw:
+                raise ValueError("no Anthropic API key: set ANTHROPIC_API_KEY (in the "
+                                 "environment or a .env file) or pass api_key=...")
+            key = ApiKey(raw)
+        self._key = key
+        self._timeout = timeout
+        if client is not None:  # the caller's client, with the SDK's retries off all the same
+            client = client.with_options(max_retries=0)
+        self._clients: PerLoop[AsyncAnthropic] = PerLoop(self._new_client, client)
+
+    def __repr__(self) -> str:
+        where = f", base_url={self._base_url!r}" if self._base_url else ""
+        return f"AnthropicModel({self._model!r}{where})"
+
+    def _new_client(self) -> AsyncAnthropic:
+        from anthropic import AsyncAnthropic
+
+        assert self._key is not None
+        return AsyncAnthropic(api_key=self._key.get(), base_url=self._base_url,
+                              timeout=self._timeout, max_retries=0)
+
+    @property
+    def name(self) -> str:
+        return f"{PROVIDER}:{self._model}"
+
+    @property
+    def model(self) -> str:
+        return self._model
+
+    @property
+    def price(self) -> Price | None:
+        return self._price
+
+    def estimate_message_tokens(self, message: Message) -> int:
+        return provider_message_tokens(message, per_call=PER_CALL_TOKENS,
+                                       per_result=PER_RESULT_TOKENS,
+                                       per_request=PER_REQUEST_TOKENS)
+
+    def request_params(self, request: ModelRequest) -> dict[str, Any]:
+        """The body of the create call for ``request`` (without ``stream``)."""
+        system, messages = to_native(request.messages)
+        limit = request.max_output_tokens
+        params: dict[str, Any] = {
+            **self._params, "model": self._model, "messages": messages,
+            "max_tokens": max(1, min(limit, self._max_output_tokens) if limit
+                              else self._max_output_tokens),
+        }
+        if system is not None:
+            params["system"] = system
+        if request.tools:
+            params["tools"] = to_tools(request.tools)
+        elif placeholders := placeholder_tools(messages):
+            params["tools"], params["tool_choice"] = placeholders, {"type": "none"}
+        return params
+
+    def _error(self, exc: Exception) -> ProviderError:
+        return classify(exc, provider=self.name,
+                        secret=self._key.get() if self._key is not None else None)
+
+    async def complete(self, request: ModelRequest) -> ModelResponse:
+        from anthropic import AnthropicError
+
+        client = self._clients.get()
+        try:
+            message = await client.messages.create(**self.request_params(request))
+        except AnthropicError as exc:
+            raise self._error(exc) from exc
+        return from_message(message)
+
+    async def stream(self, request: ModelRequest) -> AsyncIterator[str | ModelResponse]:
+        """Yield text deltas as they arrive, then the complete ModelResponse (tool input
+        assembled from its JSON fragments, usage from ``message_start`` and ``message_delta``)."""
+        from anthropic import AnthropicError
+
+        client = self._clients.get()
+        assembler = StreamAssembler()
+        try:
+            stream = await client.messages.create(**self.request_params(request), stream=True)
+            async with stream:
+                async for event in stream:
+                    delta = assembler.feed(event)
+                    if delta:
+                        yield delta
+        except AnthropicError as exc:
+            raise self._error(exc) from exc
+        if not assembler.done:
+            raise ProviderError("the stream ended before the model finished its turn",
+                                provider=self.name, kind=ErrorKind.CONNECTION)
+        yield assembler.response()
+
+    async def aclose(self) -> None:
+        """Close this event loop's client (a client passed in is the caller's to close)."""
+        client = self._clients.pop()
+        if client is not None:
+            await client.close()

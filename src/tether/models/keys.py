@@ -1,0 +1,110 @@
+"""What a provider adapter reads before its first call: its model name, SDK, key and base URL.
+
+Decision: an explicit argument wins, then the process environment, then a ``.env`` file (the one
+in the working directory unless ``env_file=`` names another; ``None`` reads none). The file is
+read, never loaded: nothing is written into ``os.environ``, so reading a key for one model does
+not hand it to every library and subprocess of the process (python-dotenv's ``load_dotenv``
+does). A dozen lines parse the ``KEY=value`` subset adapters need (comments, ``export``, single
+or double quotes), so no dependency is added for it; variable expansion and multi-line values
+are not supported. The key itself is held in an ``ApiKey`` whose repr and str are masked.
+A ``"provider:model"`` spec names the provider only when the prefix is a known one, so model
+names with colons (``"llama3.1:8b"``) pass through whole.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import re
+from pathlib import Path
+from typing import final
+
+_LINE = re.compile(r"^\s*(?:export\s+)?(?P<key>[A-Za-z_][A-Za-z0-9_]*)\s*=\s*(?P<value>.*?)\s*$")
+_ESCAPES = {"n": "\n", "t": "\t", '"': '"', "\\": "\\"}
+
+EnvFile = str | os.PathLike[str] | None
+
+
+@final
+class ApiKey:
+    """An API key that does not show itself: ``repr``/``str`` print ``ApiKey('****')``."""
+
+    __slots__ = ("_value",)
+
+    def __init__(self, value: str) -> None:
+        if not value:
+            raise ValueError("an API key cannot be empty")
+        self._value = value
+
+    def get(self) -> str:
+        """The key, for the SDK client; never log what this returns."""
+        return self._value
+
+    def __repr__(self) -> str:
+        return "ApiKey('****')"
+
+    __str__ = __repr__
+
+    def __reduce__(self) -> str:
+        raise TypeError("an ApiKey cannot be pickled")
+
+
+def read_env_file(path: str | os.PathLike[str]) -> dict[str, str]:
+    """``KEY=value`` pairs of a .env file; ``{}`` if it does not exist. Malformed lines are
+    skipped, as python-dotenv does."""
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return {}
+    out: dict[str, str] = {}
+    for line in text.splitlines():
+        if not line.strip() or line.lstrip().startswith("#"):
+            continue
+        match = _LINE.match(line)
+        if match:
+            out[match.group("key")] = _unquote(match.group("value"))
+    return out
+
+
+def _unquote(raw: str) -> str:
+    if len(raw) >= 2 and raw[0] == raw[-1] == "'":
+        return raw[1:-1]
+    if len(raw) >= 2 and raw[0] == raw[-1] == '"':
+        return re.sub(r"\\(.)", lambda m: _ESCAPES.get(m.group(1), m.group(0)), raw[1:-1])
+    return re.split(r"\s+#", raw, maxsplit=1)[0].strip()
+
+
+def setting(name: str, explicit: str | None, env_file: EnvFile = ".env") -> str | None:
+    """``explicit`` if given, else ``$name``, else ``name`` from ``env_file``; None if nowhere."""
+    if explicit is not None:
+        return explicit
+    value = os.environ.get(name)
+    if value:
+        return value
+    if env_file is None:
+        return None
+    return read_env_file(env_file).get(name) or None
+
+
+PROVIDERS = ("openai", "anthropic")
+
+
+def split_spec(spec: str, provider: str) -> str:
+    """``"openai:gpt-4o-mini"`` → ``"gpt-4o-mini"``. Any other name passes through whole, colons
+    included (``"llama3.1:8b"`` on an OpenAI-compatible server); another provider's prefix is
+    refused."""
+    prefix, sep, name = spec.partition(":")
+    if not sep or prefix not in PROVIDERS:
+        if not spec:
+            raise ValueError("the model name is empty")
+        return spec
+    if prefix != provider or not name:
+        raise ValueError(f"model {spec!r} names another provider; a {provider} model is "
+                         f"given as '{provider}:<model>' or as the bare model name")
+    return name
+
+
+def require_extra(module: str, extra: str) -> None:
+    if importlib.util.find_spec(module) is None:
+        raise ImportError(f"the {module!r} package is not installed; "
+                          f"pip install 'tether[{extra}]'")

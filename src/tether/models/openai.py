@@ -1,0 +1,187 @@
+"""OpenAIModel: OpenAI, and any OpenAI-compatible server, through the official ``openai`` SDK.
+
+Decision: the adapter is a thin, exact bridge. It speaks Chat Completions natively
+(``openai_format``), uses the SDK's async client with the SDK's own retries OFF
+(``max_retries=0``) so every attempt is one call the runtime sees and pays for — retries belong
+to ``Resilient``, which can honour budgets and deadlines — and turns SDK exceptions into
+provider-neutral ``ProviderError``s. The SDK is an extra, imported on first use: ``import
+tether.models`` never loads it. The key comes from ``api_key=``, ``OPENAI_API_KEY`` or a ``.env``
+file and never appears in a repr or an error; the base URL from ``base_url=`` or
+``OPENAI_BASE_URL``, which is how any OpenAI-compatible server (vLLM, Ollama, LiteLLM, ...) is
+used. ``max_output_tokens`` goes out as ``max_completion_tokens`` (the field OpenAI's current
+models require); ``max_tokens_field="max_tokens"`` serves older compatible servers.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Mapping
+from typing import TYPE_CHECKING, Any, Literal
+
+from tether.models.clients import PerLoop
+from tether.models.errors import ErrorKind, ProviderError, classify
+from tether.models.estimate import provider_message_tokens
+from tether.models.keys import ApiKey, EnvFile, require_extra, setting, split_spec
+from tether.models.openai_format import (
+    StreamAssembler,
+    from_completion,
+    to_messages,
+    to_tools,
+)
+from tether.models.pricing import DEFAULT_CATALOG, Price
+from tether.types import Message, ModelRequest, ModelResponse
+
+if TYPE_CHECKING:
+    from openai import AsyncOpenAI
+
+PROVIDER = "openai"
+# framing the base estimate does not see: a call's id/type/function wrapper; a result's id
+PER_CALL_TOKENS = 12
+PER_RESULT_TOKENS = 8
+# the reply priming and the framing of the tool declarations, once per request
+PER_REQUEST_TOKENS = 16
+
+
+class OpenAIModel:
+    """A tether Model on OpenAI's Chat Completions API (or any compatible server)."""
+
+    def __init__(
+        self,
+        model: str = "gpt-4o-mini",
+        *,
+        api_key: str | None = None,
+        base_url: str | None = None,
+        price: Price | None = None,
+        client: AsyncOpenAI | None = None,
+        organization: str | None = None,
+        timeout: float = 600.0,
+        max_output_tokens: int | None = None,
+        max_tokens_field: Literal["max_completion_tokens", "max_tokens"] = (
+            "max_completion_tokens"),
+        params: Mapping[str, Any] | None = None,
+        env_file: EnvFile = ".env",
+    ) -> None:
+        self._model = split_spec(model, PROVIDER)
+        if max_output_tokens is not None and max_output_tokens < 1:
+            raise ValueError("max_output_tokens must be >= 1 (or None for no ceiling)")
+        if max_tokens_field not in ("max_completion_tokens", "max_tokens"):
+            raise ValueError("max_tokens_field must be 'max_completion_tokens' or 'max_tokens'")
+        self._price = price if price is not None else DEFAULT_CATALOG.lookup(self._model)
+        self._max_output_tokens = max_output_tokens
+        self._max_tokens_field = max_tokens_field
+        self._params = dict(params or {})
+        reserved = {"model", "messages", "tools", "stream", "stream_options",
+                    "max_tokens", "max_completion_tokens"} & self._params.keys()
+        if reserved:
+            raise ValueError(f"params may not set {sorted(reserved)}: tether sets them from the "
+                             "request (use max_output_tokens= for a ceiling)")
+        self._base_url = setting("OPENAI_BASE_URL", base_url, env_file)
+        key: ApiKey | None = None
+        if client is None:
+            require_extra("openai", "openai")
+            raw = setting("OPENAI_API_KEY", api_key, env_file)
+            if not raw:
+                raise ValueError(
+                    "no OpenAI API key: set OPENAI_API_KEY (in the environment or a .env file) "
+                    "or pass api_key=...; a local OpenAI-compatible server that needs no key "
+                    "still needs a placeholder, e.g. api_key='unused'")
+            key = ApiKey(raw)
+        self._key = key
+        self._timeout = timeout
+        self._organization = organization
+        if client is not None:  # the caller's client, with the SDK's retries off all the same
+            client = client.with_options(max_retries=0)
+        self._clients: PerLoop[AsyncOpenAI] = PerLoop(self._new_client, client)
+
+    def __repr__(self) -> str:
+        where = f", base_url={self._base_url!r}" if self._base_url else ""
+        return f"OpenAIModel({self._model!r}{where})"
+
+    def _new_client(self) -> AsyncOpenAI:
+        from openai import AsyncOpenAI
+
+        assert self._key is not None
+        return AsyncOpenAI(api_key=self._key.get(), base_url=self._base_url,
+                           organization=self._organization, timeout=self._timeout,
+                           max_retries=0)
+
+    @property
+    def name(self) -> str:
+        return f"{PROVIDER}:{self._model}"
+
+    @property
+    def model(self) -> str:
+        return self._model
+
+    @property
+    def price(self) -> Price | None:
+        return self._price
+
+    def estimate_message_tokens(self, message: Message) -> int:
+        return provider_message_tokens(message, per_call=PER_CALL_TOKENS,
+                                       per_result=PER_RESULT_TOKENS,
+                                       per_request=PER_REQUEST_TOKENS)
+
+    def request_params(self, request: ModelRequest) -> dict[str, Any]:
+        """The body of the create call for ``request`` (without ``stream``)."""
+        params: dict[str, Any] = {**self._params, "model": self._model,
+                                  "messages": to_messages(request.messages)}
+        if request.tools:
+            params["tools"] = to_tools(request.tools)
+        limit = request.max_output_tokens
+        if self._max_output_tokens is not None:
+            limit = min(limit, self._max_output_tokens) if limit else self._max_output_tokens
+        if limit is not None:
+            params[self._max_tokens_field] = max(1, limit)
+        return params
+
+    def _input_estimate(self, request: ModelRequest) -> int:
+        if request.input_tokens_estimate is not None:
+            return request.input_tokens_estimate
+        return sum(self.estimate_message_tokens(m) for m in request.messages)
+
+    def _error(self, exc: Exception) -> ProviderError:
+        return classify(exc, provider=self.name,
+                        secret=self._key.get() if self._key is not None else None)
+
+    async def complete(self, request: ModelRequest) -> ModelResponse:
+        from openai import OpenAIError
+
+        client = self._clients.get()
+        try:
+            completion = await client.chat.completions.create(**self.request_params(request))
+        except OpenAIError as exc:
+            raise self._error(exc) from exc
+        try:
+            return from_completion(completion, self._input_estimate(request))
+        except ValueError as exc:
+            raise ProviderError(str(exc), provider=self.name,
+                                kind=ErrorKind.INVALID_RESPONSE) from exc
+
+    async def stream(self, request: ModelRequest) -> AsyncIterator[str | ModelResponse]:
+        """Yield text deltas as they arrive, then the complete ModelResponse (tool calls
+        assembled from their fragments, usage from the stream's final chunk)."""
+        from openai import OpenAIError
+
+        client = self._clients.get()
+        assembler = StreamAssembler(self._input_estimate(request))
+        try:
+            stream = await client.chat.completions.create(
+                **self.request_params(request), stream=True,
+                stream_options={"include_usage": True})
+            async with stream:
+                async for chunk in stream:
+                    delta = assembler.feed(chunk)
+                    if delta:
+                        yield delta
+        except OpenAIError as exc:
+            raise self._error(exc) from exc
+        if assembler.finish is None:
+            raise ProviderError("the stream ended before the model finished its turn",
+                                provider=self.name, kind=ErrorKind.CONNECTION)
+        yield assembler.response()
+
+    async def aclose(self) -> None:
+        """Close this event loop's client (a client passed in is the caller's to close)."""
+        client = self._clients.pop()
+        if client is not None:
+            await client.close()

@@ -1,0 +1,136 @@
+"""Helpers for the audit tests: a store URL per backend, and raw SQL access that goes around tether
+the way an attacker (or a careless DBA) would.
+
+PostgreSQL: the CLI opens ``postgresql://...`` URLs with the store's default schema, so each test
+gets a database of its own (created and dropped here) rather than a schema. Under ``CI=true`` an
+unreachable server fails the test instead of skipping it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+PG_URL = os.environ.get("TETHER_TEST_PG", "postgresql://postgres@127.0.0.1:5432/test")
+
+
+@contextmanager
+def pg_database() -> Iterator[str]:
+    """A fresh PostgreSQL database for one test; yields its URL."""
+    try:
+        import psycopg
+
+        admin = psycopg.connect(PG_URL, autocommit=True, connect_timeout=5)
+    except Exception as exc:
+        if os.environ.get("CI") == "true":
+            raise  # CI has PostgreSQL: it must not be skipped there
+        pytest.skip(f"PostgreSQL is not reachable ({exc})")
+    name = f"tether_audit_{uuid.uuid4().hex[:12]}"
+    with admin:
+        admin.execute(f"CREATE DATABASE {name}")
+        try:
+            yield PG_URL.rsplit("/", 1)[0] + "/" + name
+        finally:
+            admin.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
+
+
+@contextmanager
+def store_url(backend: str, tmp_path: Path) -> Iterator[str]:
+    if backend == "sqlite":
+        yield f"sqlite:///{tmp_path / 'journal.db'}"
+    else:
+        with pg_database() as url:
+            yield url
+
+
+class Raw:
+    """Direct SQL on a store's tables, bypassing tether entirely."""
+
+    def __init__(self, url: str) -> None:
+        self.pg = url.startswith("postgresql")
+        if self.pg:
+            import psycopg
+
+            self.db: Any = psycopg.connect(url, autocommit=True)
+            self.events = "tether.events"
+            self.mark = "%s"
+        else:
+            self.db = sqlite3.connect(url[len("sqlite:///"):], isolation_level=None)
+            self.events = "events"
+            self.mark = "?"
+
+    def close(self) -> None:
+        self.db.close()
+
+    def _run(self, sql: str, *args: Any) -> list[tuple[Any, ...]]:
+        cursor = self.db.execute(sql.replace("?", self.mark), args)
+        return list(cursor.fetchall()) if cursor.description else []
+
+    def row(self, sid: str, seq: int) -> dict[str, Any]:
+        data = "data::text" if self.pg else "data"
+        ((type_, ts, body, prev, digest),) = self._run(
+            f"SELECT type, ts, {data}, prev_hash, hash FROM {self.events} "
+            "WHERE session_id = ? AND seq = ?", sid, seq)
+        return {"type": type_, "ts": ts, "data": json.loads(body), "prev_hash": prev,
+                "hash": digest}
+
+    def count(self, sid: str) -> int:
+        return int(self._run(f"SELECT count(*) FROM {self.events} WHERE session_id = ?",
+                             sid)[0][0])
+
+    def set(self, sid: str, seq: int, column: str, value: Any) -> None:
+        if column == "data":
+            value = json.dumps(value)
+        self._run(f"UPDATE {self.events} SET {column} = ? WHERE session_id = ? AND seq = ?",
+                  value, sid, seq)
+
+    def delete(self, sid: str, seq: int) -> None:
+        self._run(f"DELETE FROM {self.events} WHERE session_id = ? AND seq = ?", sid, seq)
+
+    def renumber(self, sid: str, old: int, new: int) -> None:
+        self.set(sid, old, "seq", new)
+
+    def swap(self, sid: str, a: int, b: int) -> None:
+        self.renumber(sid, a, -1)
+        self.renumber(sid, b, a)
+        self.renumber(sid, -1, b)
+
+    def shift_up(self, sid: str, from_seq: int) -> None:
+        """Make room at ``from_seq``: every later event moves one seq up."""
+        self._run(f"UPDATE {self.events} SET seq = -(seq + 1) WHERE session_id = ? AND seq >= ?",
+                  sid, from_seq)
+        self._run(f"UPDATE {self.events} SET seq = -seq WHERE session_id = ? AND seq < 0", sid)
+
+    def insert(self, sid: str, seq: int, row: dict[str, Any]) -> None:
+        self._run(f"INSERT INTO {self.events} VALUES (?, ?, ?, ?, ?, ?, ?)", sid, seq,
+                  row["type"], row["ts"], json.dumps(row["data"]), row["prev_hash"], row["hash"])
+
+
+def seed(url: str, session_id: str, timestamp: float, *, events: int = 4,
+         tenant: str = "old-co") -> None:
+    """A chained session written at ``timestamp`` (the journal would stamp "now")."""
+    from tether.runtime.journal import GENESIS, seal
+    from tether.store.base import open_store
+
+    start = {"task": "old work", "agent": "archived", "system_prompt": "", "model": "scripted",
+             "tools": [], "budget": {}, "context": {},
+             "subject": {"user_id": "u-0", "tenant_id": tenant, "roles": []}}
+    sealed, prev = [], GENESIS
+    for seq in range(1, events + 1):
+        kind, data = ("session.start", start) if seq == 1 else ("session.note", {"text": str(seq)})
+        event = seal(prev, session_id, (seq, kind, timestamp + seq / 1000, data))
+        sealed.append(event)
+        prev = event.hash
+    store = open_store(url)
+    try:
+        store.append(session_id, sealed)
+    finally:
+        store.close()

@@ -1,0 +1,70 @@
+"""Resuming calls whose arguments the journal does not hold.
+
+A value the policy hides from the journal (``MASK`` with ``journal``, or ``REQUIRE_APPROVAL``
+with ``fields``) is redacted in *every* sealed event, including the model response that holds the
+call — so a session restored from the store in another process does not know that argument. It
+must then fail closed: refuse the call with a reason the model can act on, never run it with the
+placeholder. (Keeping such arguments in a private store table, so the call could run, is a
+possible later improvement.)
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import audit_app
+from tether.runtime.approvals import StoredApprovals
+from tether.store.base import open_store
+
+HIDDEN_FROM_APPROVERS = audit_app.POLICY_YAML.replace(
+    "    reason: payments over 100 need a person\n",
+    "    reason: payments over 100 need a person\n    fields: [account]\n")
+
+
+def paid(effects: Path) -> list[str]:
+    return effects.read_text().splitlines() if effects.exists() else []
+
+
+def test_an_approval_that_hides_fields_is_refused_not_misapplied_in_another_process(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    effects = tmp_path / "effects.txt"
+    monkeypatch.setenv("AUDIT_APP_EFFECTS", str(effects))
+    url = f"sqlite:///{tmp_path / 'j.db'}"
+    session = audit_app.build(url, HIDDEN_FROM_APPROVERS).session("pay")
+    assert session.run().stop_reason == "needs_approval"
+    approvals = StoredApprovals(open_store(url))
+    (request,) = approvals.pending(session.id)
+    assert request.arguments["account"] == "[masked]"  # hidden from the approver, as designed
+    approvals.approve(request.id, approver="maria")
+    # a fresh recipe, as another process would build it: only the store connects them
+    result = audit_app.build(url, HIDDEN_FROM_APPROVERS).resume(session.id)
+    assert not any("[redacted]" in line or "[masked]" in line for line in paid(effects))
+    refused = [r for s in result.trajectory.steps for r in s.results if r.status == "denied"]
+    assert refused and "hidden from the journal" in refused[0].content
+
+
+def test_a_retried_call_never_runs_with_a_redacted_argument(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    effects = tmp_path / "effects.txt"
+    monkeypatch.setenv("AUDIT_APP_EFFECTS", str(effects))
+    url = f"sqlite:///{tmp_path / 'j.db'}"
+    sid, _ = audit_app.start(url)
+    approvals = StoredApprovals(open_store(url))
+    for request in approvals.pending(sid):
+        approvals.approve(request.id, approver="maria")
+    crashed = subprocess.run(
+        [sys.executable, "-m", "tether", "resume", sid, "--agent", f"{audit_app.__file__}:agent",
+         "--store", url], capture_output=True, text=True, timeout=60,
+        env={**os.environ, "AUDIT_APP_CRASH_ON": "INV-2"})
+    assert crashed.returncode == 3, crashed.stderr
+    agent = audit_app.build(url)
+    assert agent.resume(sid).stop_reason == "uncertain_effect"
+    agent.load(sid).settle("c2", "retry", operator="ops", note="not in the ledger")
+    agent.resume(sid)
+    assert "INV-2 [redacted]" not in paid(effects)
+    assert not any("[redacted]" in line for line in paid(effects))
