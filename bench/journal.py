@@ -102,9 +102,10 @@ class Counting:
         self._append = store.append
 
     def __enter__(self) -> Counting:
-        def append(session_id: str, events: Sequence[Event]) -> None:
+        def append(session_id: str, events: Sequence[Event],
+                   data_json: Sequence[str] | None = None) -> None:
             start = time.perf_counter()
-            self._append(session_id, events)
+            self._append(session_id, events, data_json)
             self.seconds += time.perf_counter() - start
             self.calls += 1
 

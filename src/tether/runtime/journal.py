@@ -69,12 +69,21 @@ def seal(prev_hash: str, session_id: str, record: Record,
          scrubbers: Sequence[Scrubber] = ()) -> Event:
     """Turn an appended record into a chained Event with plain-JSON data, every scrubber applied
     to the event's text first (so a redacted value is blanked wherever it appears)."""
+    return _seal(prev_hash, session_id, record, scrubbers)[0]
+
+
+def _seal(prev_hash: str, session_id: str, record: Record,
+          scrubbers: Sequence[Scrubber]) -> tuple[Event, str]:
+    """The sealed event and its data as JSON text (so a store need not encode it again)."""
     seq, type, timestamp, data = record
     body = _body(seq, type, session_id, timestamp, data)
     for scrub in scrubbers:
         body = scrub(body)
     plain = json.loads(body)[4]
-    return Event(seq, type, session_id, timestamp, plain, prev_hash, _hash(prev_hash, body))
+    prefix = _encode([seq, type, session_id, timestamp])[:-1] + ","
+    data_json = body[len(prefix):-1] if body.startswith(prefix) else _encode(plain)
+    return Event(seq, type, session_id, timestamp, plain, prev_hash,
+                 _hash(prev_hash, body)), data_json
 
 
 def verify_chain(events: Sequence[Event]) -> int | None:
@@ -114,8 +123,8 @@ class Journal:
     step's events reach the store in one transaction and a decision is durable before its effect.
     """
 
-    __slots__ = ("_flushed", "_on_append", "_pending", "_redacted", "_scrubbers", "_sealed",
-                 "bus", "session_id", "store")
+    __slots__ = ("_flushed", "_json", "_on_append", "_pending", "_redacted", "_scrubbers",
+                 "_sealed", "bus", "session_id", "store")
 
     def __init__(self, session_id: str,
                  on_append: Callable[[str, Mapping[str, Any]], None] | None = None, *,
@@ -125,6 +134,7 @@ class Journal:
         self._sealed: list[Event] = list(history)  # events already sealed into the chain
         self._flushed = len(self._sealed)  # how many of them the store holds
         self._pending: list[Record] = []  # appended, not yet sealed
+        self._json: list[str] = []  # data JSON of sealed events not yet in the store
         self._scrubbers: list[Scrubber] = []
         self._redacted: set[str] = set()
         self._on_append = on_append
@@ -146,8 +156,9 @@ class Journal:
             return
         sealed = self._seal_all()
         if self._flushed < len(sealed):
-            self.store.append(self.session_id, sealed[self._flushed:])
+            self.store.append(self.session_id, sealed[self._flushed:], self._json)
             self._flushed = len(sealed)
+            self._json = []
 
     def redact(self, value: str) -> None:
         """Never let ``value`` (a secret, a masked field) reach a sealed event: it is blanked in
@@ -181,9 +192,12 @@ class Journal:
         sealed = self._sealed
         if self._pending:
             prev = sealed[-1].hash if sealed else GENESIS
+            keep_json = self.store is not None
             for record in self._pending:
-                event = seal(prev, self.session_id, record, self._scrubbers)
+                event, data_json = _seal(prev, self.session_id, record, self._scrubbers)
                 sealed.append(event)
+                if keep_json:
+                    self._json.append(data_json)
                 prev = event.hash
             self._pending = []
         return sealed

@@ -339,11 +339,12 @@ class ToolCalls:
         batch, turn.batch = turn.batch, []
         if not batch:
             return
-        for admitted in batch:  # recorded, and durable, before the effect can happen
-            if admitted.tool.meta.side_effect:
-                self._journal.append("tool.started", {"call_id": admitted.call.id,
-                                                      "tool": admitted.tool.name})
-        self._journal.flush()
+        effects = [a for a in batch if a.tool.meta.side_effect]
+        for admitted in effects:  # recorded, and durable, before the effect can happen
+            self._journal.append("tool.started", {"call_id": admitted.call.id,
+                                                  "tool": admitted.tool.name})
+        if effects:  # a read-only call lost in a crash is simply run again
+            self._journal.flush()
         limit = self._result_chars(len(batch))
         runs = [self._execute(a, limit) for a in batch]
         outcomes = await asyncio.gather(*runs) if len(runs) > 1 else [await runs[0]]

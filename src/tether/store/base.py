@@ -51,8 +51,10 @@ class SessionInfo:
 class Store(Protocol):
     url: str
 
-    def append(self, session_id: str, events: Sequence[Event]) -> None:
-        """Add one step's sealed events atomically; ConflictError if the seqs do not follow."""
+    def append(self, session_id: str, events: Sequence[Event],
+               data_json: Sequence[str] | None = None) -> None:
+        """Add one step's sealed events atomically; ConflictError if the seqs do not follow.
+        ``data_json``, when given, is each event's data already encoded as JSON."""
         ...
 
     def read(self, session_id: str, after_seq: int = 0) -> list[Event]: ...

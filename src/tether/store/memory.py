@@ -22,7 +22,8 @@ class MemoryStore:
     def __repr__(self) -> str:
         return f"MemoryStore({len(self._events)} sessions)"
 
-    def append(self, session_id: str, events: Sequence[Event]) -> None:
+    def append(self, session_id: str, events: Sequence[Event],
+               data_json: Sequence[str] | None = None) -> None:
         if not events:
             return
         with self._lock:

@@ -84,9 +84,12 @@ class PostgresStore:
                                  "CONFLICT (key) DO UPDATE SET value = excluded.value"),
                        (str(SCHEMA_VERSION),))
 
-    def append(self, session_id: str, events: Sequence[Event]) -> None:
+    def append(self, session_id: str, events: Sequence[Event],
+               data_json: Sequence[str] | None = None) -> None:
         if not events:
             return
+        if data_json is None or len(data_json) != len(events):
+            data_json = [json.dumps(e.data, ensure_ascii=False) for e in events]
         first, last = events[0], events[-1]
         with self._pool.connection() as db:
             row = db.execute(self._sql("SELECT events FROM {s}.sessions WHERE session_id = %s "
@@ -109,9 +112,9 @@ class PostgresStore:
             with db.cursor() as cursor:
                 cursor.executemany(self._sql("INSERT INTO {s}.events VALUES "
                                              "(%s, %s, %s, %s, %s, %s, %s)"),
-                                   [(session_id, e.seq, e.type, e.timestamp,
-                                     json.dumps(e.data, ensure_ascii=False), e.prev_hash,
-                                     e.hash) for e in events])
+                                   [(session_id, e.seq, e.type, e.timestamp, text,
+                                     e.prev_hash, e.hash)
+                                    for e, text in zip(events, data_json, strict=True)])
             db.execute(self._sql("UPDATE {s}.sessions SET updated_at = %s, events = %s, "
                                  "last_type = %s WHERE session_id = %s"),
                        (last.timestamp, last.seq, last.type, session_id))

@@ -98,11 +98,14 @@ class SQLiteStore:
                 self._db.execute("ROLLBACK")
                 raise
 
-    def append(self, session_id: str, events: Sequence[Event]) -> None:
+    def append(self, session_id: str, events: Sequence[Event],
+               data_json: Sequence[str] | None = None) -> None:
         if not events:
             return
-        rows = [(session_id, e.seq, e.type, e.timestamp, json.dumps(e.data, ensure_ascii=False),
-                 e.prev_hash, e.hash) for e in events]
+        if data_json is None or len(data_json) != len(events):
+            data_json = [json.dumps(e.data, ensure_ascii=False) for e in events]
+        rows = [(session_id, e.seq, e.type, e.timestamp, text, e.prev_hash, e.hash)
+                for e, text in zip(events, data_json, strict=True)]
         first, last = events[0], events[-1]
         with self._lock:
             db = self._db
