@@ -50,9 +50,6 @@ class Price:
             + usage.output_tokens * self.output
         ) / MILLION
 
-    def worst_case(self, input_tokens: int, output_tokens: int) -> Decimal:
-        """Cost if nothing is served from cache: what a reservation must hold."""
-        return (input_tokens * self.input + output_tokens * self.output) / MILLION
 
 
 ZERO_PRICE = Price(Decimal(0), Decimal(0))

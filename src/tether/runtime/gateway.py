@@ -14,7 +14,7 @@ import uuid
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from tether.policy.base import Policy, Subject
+from tether.policy.base import Decision, Effect, Policy, Subject
 from tether.runtime.approvals import ApprovalStore, StoredApprovals, call_hash
 from tether.runtime.budget import Accountant, Budget
 from tether.runtime.executor import ToolExecutor
@@ -110,7 +110,8 @@ class Gateway:
                     "reused": True})
                 self._journal.append("tool.decision", {
                     "call_id": call.id, "tool": record.tool, "arguments": record.arguments,
-                    "decision": _approval_decision(record.reason, record.policy_id),
+                    "decision": Decision(Effect.REQUIRE_APPROVAL, record.reason,
+                                         record.policy_id),
                     "signature": "", "charged": False, "resource": None, "context": None})
                 return
 
@@ -123,8 +124,3 @@ class Gateway:
         return ToolResult(call.id, call.name, f"Not executed: {stop.detail} ({stop.reason}).",
                           "skipped")
 
-
-def _approval_decision(reason: str, policy_id: str) -> Any:
-    from tether.policy.base import Decision, Effect
-
-    return Decision(Effect.REQUIRE_APPROVAL, reason, policy_id)

@@ -15,7 +15,7 @@ refusal. Every call gets a result; a reason to stop is raised only after that.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -24,9 +24,17 @@ from tether.models.base import CHARS_PER_TOKEN
 from tether.policy.base import Decision, Effect
 from tether.runtime.approvals import ApprovalError, ApprovalStore, call_hash, new_request
 from tether.runtime.budget import Accountant, Spend
+from tether.runtime.effects import (
+    Admitted,
+    check_unredacted,
+    masked_for_journal,
+    refusal,
+    shape,
+    skipped,
+)
 from tether.runtime.executor import MASKED, Rejected, ToolExecutor
 from tether.runtime.gate import PolicyGate
-from tether.runtime.journal import REDACTED, Journal
+from tether.runtime.journal import Journal
 from tether.runtime.limits import Limits
 from tether.runtime.result import ToolResult
 from tether.runtime.state import SessionState, call_signature
@@ -37,22 +45,8 @@ from tether.types import ToolCall
 MAX_DEGRADE_DEPTH = 3
 RESULT_OVERHEAD_TOKENS = 48  # message framing, the truncation notice, a loop warning
 MIN_RESULT_CHARS = 80  # below this a result says nothing; the wrap-up is then best effort
-MASK_TARGETS = ("input", "output", "journal")
 WARNING = ("\n[tether warning: this exact call was already made. Repeating it again will stop "
            "the run.]")
-
-
-@dataclass(frozen=True, slots=True)
-class Admitted:
-    """A call cleared to run: the tool that runs and exactly what it receives."""
-
-    call: ToolCall
-    tool: Tool
-    arguments: dict[str, Any]
-    mask_output: frozenset[str] = frozenset()
-    scrub_values: tuple[str, ...] = ()
-    prefix: str = ""
-    warn: bool = False
 
 
 @dataclass(slots=True)
@@ -66,75 +60,6 @@ class _Turn:
     def blocked(self) -> bool:
         """Nothing after a call that waits for a person may run."""
         return bool(self.waiting or self.uncertain)
-
-
-PLACEHOLDERS = (REDACTED, MASKED)
-
-
-def check_unredacted(call: ToolCall) -> None:
-    """Refuse to run a call rebuilt from a journal in which its arguments were redacted: the
-    real values are not there, and running with the placeholder would act on the wrong thing."""
-    def hidden(value: Any) -> bool:
-        if isinstance(value, str):
-            return any(p in value for p in PLACEHOLDERS)
-        if isinstance(value, Mapping):
-            return any(hidden(v) for v in value.values())
-        if isinstance(value, list | tuple):
-            return any(hidden(v) for v in value)
-        return False
-
-    if hidden(call.arguments):
-        raise Rejected(refusal(call, "its arguments were hidden from the journal, so after a "
-                                     "restart they are not known; make the call again"))
-
-
-def refusal(call: ToolCall, why: str) -> ToolResult:
-    return ToolResult(call.id, call.name, f"Refused: calling {call.name!r} is not permitted "
-                      f"({why}). Do not retry this call; continue without it or explain what "
-                      "is blocked.", "denied")
-
-
-def skipped(call: ToolCall, why: str) -> ToolResult:
-    return ToolResult(call.id, call.name, f"Not executed: {why}.", "skipped")
-
-
-def shape(call: ToolCall, tool: Tool, arguments: dict[str, Any], decision: Decision,
-          warn: bool = False, prefix: str = "") -> Admitted:
-    """What ALLOW, PARTIAL_ALLOW and MASK let through. Raises Rejected for the rest."""
-    effect = decision.effect
-    if effect is Effect.ALLOW:
-        return Admitted(call, tool, arguments, prefix=prefix, warn=warn)
-    if effect is Effect.PARTIAL_ALLOW:
-        allowed = set(decision.fields)
-        kept = {k: v for k, v in arguments.items() if k in allowed}
-        try:
-            kept = tool.validate(kept)
-        except Exception as exc:
-            dropped = sorted(set(arguments) - allowed)
-            raise Rejected(refusal(call, f"policy lets only {sorted(allowed)} through and the "
-                                         f"call is invalid without {dropped}: {exc}")) from None
-        return Admitted(call, tool, kept, prefix=prefix, warn=warn)
-    if effect is Effect.MASK:
-        where = decision.mask_in or MASK_TARGETS
-        fields = frozenset(decision.fields)
-        given = {k: MASKED if "input" in where and k in fields else v
-                 for k, v in arguments.items()}
-        secrets = tuple(str(arguments[k]) for k in fields
-                        if "output" in where and k in arguments and len(str(arguments[k])) >= 4)
-        return Admitted(call, tool, given, fields if "output" in where else frozenset(),
-                        secrets, prefix, warn)
-    raise Rejected(refusal(call, decision.reason or f"policy effect {effect.value}"))
-
-
-def masked_for_journal(arguments: Mapping[str, Any], decision: Decision) -> Mapping[str, Any]:
-    """Arguments as the journal may show them under this decision (the same object when nothing
-    is hidden)."""
-    effect = decision.effect
-    journal_mask = effect is Effect.MASK and "journal" in (decision.mask_in or MASK_TARGETS)
-    if not decision.fields or not (journal_mask or effect is Effect.REQUIRE_APPROVAL):
-        return arguments
-    hidden = set(decision.fields)
-    return {k: MASKED if k in hidden else v for k, v in arguments.items()}
 
 
 class ToolCalls:

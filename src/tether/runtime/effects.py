@@ -1,0 +1,104 @@
+"""What each policy effect lets through to a tool, as pure functions of a call and a decision.
+
+Decision: the pipeline in ``turn.py`` sequences gates; the meaning of ALLOW, PARTIAL_ALLOW and
+MASK (what the tool receives, what is cut from its output, what the journal may show) lives here,
+in one place, so the live path and the resume path shape a call identically. A call rebuilt from
+a journal that hid some of its arguments is refused rather than run with a placeholder.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from tether.policy.base import Decision, Effect
+from tether.runtime.executor import MASKED, Rejected
+from tether.runtime.journal import REDACTED
+from tether.runtime.result import ToolResult
+from tether.tools.base import Tool
+from tether.types import ToolCall
+
+MASK_TARGETS = ("input", "output", "journal")
+
+
+@dataclass(frozen=True, slots=True)
+class Admitted:
+    """A call cleared to run: the tool that runs and exactly what it receives."""
+
+    call: ToolCall
+    tool: Tool
+    arguments: dict[str, Any]
+    mask_output: frozenset[str] = frozenset()
+    scrub_values: tuple[str, ...] = ()
+    prefix: str = ""
+    warn: bool = False
+
+
+PLACEHOLDERS = (REDACTED, MASKED)
+
+
+def check_unredacted(call: ToolCall) -> None:
+    """Refuse to run a call rebuilt from a journal in which its arguments were redacted: the
+    real values are not there, and running with the placeholder would act on the wrong thing."""
+    def hidden(value: Any) -> bool:
+        if isinstance(value, str):
+            return any(p in value for p in PLACEHOLDERS)
+        if isinstance(value, Mapping):
+            return any(hidden(v) for v in value.values())
+        if isinstance(value, list | tuple):
+            return any(hidden(v) for v in value)
+        return False
+
+    if hidden(call.arguments):
+        raise Rejected(refusal(call, "its arguments were hidden from the journal, so after a "
+                                     "restart they are not known; make the call again"))
+
+
+def refusal(call: ToolCall, why: str) -> ToolResult:
+    return ToolResult(call.id, call.name, f"Refused: calling {call.name!r} is not permitted "
+                      f"({why}). Do not retry this call; continue without it or explain what "
+                      "is blocked.", "denied")
+
+
+def skipped(call: ToolCall, why: str) -> ToolResult:
+    return ToolResult(call.id, call.name, f"Not executed: {why}.", "skipped")
+
+
+def shape(call: ToolCall, tool: Tool, arguments: dict[str, Any], decision: Decision,
+          warn: bool = False, prefix: str = "") -> Admitted:
+    """What ALLOW, PARTIAL_ALLOW and MASK let through. Raises Rejected for the rest."""
+    effect = decision.effect
+    if effect is Effect.ALLOW:
+        return Admitted(call, tool, arguments, prefix=prefix, warn=warn)
+    if effect is Effect.PARTIAL_ALLOW:
+        allowed = set(decision.fields)
+        kept = {k: v for k, v in arguments.items() if k in allowed}
+        try:
+            kept = tool.validate(kept)
+        except Exception as exc:
+            dropped = sorted(set(arguments) - allowed)
+            raise Rejected(refusal(call, f"policy lets only {sorted(allowed)} through and the "
+                                         f"call is invalid without {dropped}: {exc}")) from None
+        return Admitted(call, tool, kept, prefix=prefix, warn=warn)
+    if effect is Effect.MASK:
+        where = decision.mask_in or MASK_TARGETS
+        fields = frozenset(decision.fields)
+        given = {k: MASKED if "input" in where and k in fields else v
+                 for k, v in arguments.items()}
+        secrets = tuple(str(arguments[k]) for k in fields
+                        if "output" in where and k in arguments and len(str(arguments[k])) >= 4)
+        return Admitted(call, tool, given, fields if "output" in where else frozenset(),
+                        secrets, prefix, warn)
+    raise Rejected(refusal(call, decision.reason or f"policy effect {effect.value}"))
+
+
+def masked_for_journal(arguments: Mapping[str, Any], decision: Decision) -> Mapping[str, Any]:
+    """Arguments as the journal may show them under this decision (the same object when nothing
+    is hidden)."""
+    effect = decision.effect
+    journal_mask = effect is Effect.MASK and "journal" in (decision.mask_in or MASK_TARGETS)
+    if not decision.fields or not (journal_mask or effect is Effect.REQUIRE_APPROVAL):
+        return arguments
+    hidden = set(decision.fields)
+    return {k: MASKED if k in hidden else v for k, v in arguments.items()}
