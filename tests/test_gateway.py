@@ -77,3 +77,27 @@ async def test_the_client_budget_is_hard() -> None:
     results = [await gateway.call("read_file", {"path": f"/f{i}"}) for i in range(3)]
     assert [r.status for r in results] == ["ok", "ok", "skipped"]
     assert "2 tool calls used" in results[2].content
+
+
+async def test_close_ends_the_session_and_refuses_later_calls(tmp_path: Path) -> None:
+    store = SQLiteStore(tmp_path / "g.db")
+    gateway = Gateway([read_file], policy=Rules(), client="c", store=store)
+    await gateway.call("read_file", {"path": "/a"})
+    gateway.close("bye")
+    events = store.read(gateway.id)
+    assert events[-1].type == "session.end" and events[-1].data["detail"] == "bye"
+    assert events[-1].data["spend"]["tool_calls"] == 1
+    assert verify_chain(events) is None
+    import pytest
+
+    with pytest.raises(RuntimeError, match="closed"):
+        await gateway.call("read_file", {"path": "/b"})
+
+
+async def test_concurrent_calls_cannot_overspend_the_client_budget() -> None:
+    import asyncio
+
+    gateway = Gateway([read_file], policy=Rules(), client="c", budget=Budget(max_tool_calls=3))
+    results = await asyncio.gather(*(gateway.call("read_file", {"path": f"/{i}"})
+                                     for i in range(8)))
+    assert [r.status for r in results].count("ok") == 3

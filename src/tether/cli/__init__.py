@@ -22,6 +22,7 @@ import sys
 
 from tether.cli.approvals import register as register_approvals
 from tether.cli.audit import register as register_audit
+from tether.cli.mcp import register as register_mcp
 from tether.cli.policy import register as register_policy
 from tether.cli.rerun import register as register_rerun
 from tether.cli.resume import register as register_resume
@@ -39,6 +40,7 @@ def build_parser() -> argparse.ArgumentParser:
     register_resume(commands)
     register_rerun(commands)
     register_store(commands)
+    register_mcp(commands)
     return parser
 
 

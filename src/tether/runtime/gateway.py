@@ -10,10 +10,12 @@ call (same tool, same arguments) runs once when the client sends it again.
 
 from __future__ import annotations
 
+import asyncio
 import uuid
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from tether.credentials import CredentialBroker
 from tether.policy.base import Decision, Effect, Policy, Subject
 from tether.runtime.approvals import ApprovalStore, StoredApprovals, call_hash
 from tether.runtime.budget import Accountant, Budget
@@ -44,7 +46,8 @@ class Gateway:
                  approvals: ApprovalStore | None = None, roles: Iterable[str] = (),
                  tenant_id: str | None = None, limits: Limits | None = None,
                  approval_ttl: float = 24 * 3600.0, max_result_chars: int = 20_000,
-                 session_id: str | None = None) -> None:
+                 session_id: str | None = None,
+                 credentials: CredentialBroker | None = None) -> None:
         self.registry = ToolRegistry(tools)
         self.id = session_id or uuid.uuid4().hex
         self.subject = Subject(client, tenant_id, frozenset(roles), f"gateway:{client}")
@@ -59,8 +62,11 @@ class Gateway:
             session_id=self.id, executor=ToolExecutor(self.registry, max_result_chars),
             gate=gate, accountant=self._accountant, journal=self._journal, state=self._state,
             limits=limits or CLIENT_LIMITS,
-            approvals=self._approvals, approval_ttl=approval_ttl)
+            approvals=self._approvals, approval_ttl=approval_ttl, credentials=credentials)
+        self._credentials = credentials
         self._count = 0
+        self._lock = asyncio.Lock()  # one call at a time: the budget is checked, then charged
+        self._closed = False
         self._journal.append("session.start", {
             "task": f"tool calls from {client}", "system_prompt": "", "agent": "gateway",
             "model": "", "tools": list(self.registry.names), "budget": self.budget.to_dict(),
@@ -78,7 +84,26 @@ class Gateway:
         return self._journal
 
     async def call(self, name: str, arguments: Mapping[str, Any] | str) -> ToolResult:
-        """Decide and run one call; always returns a result (refusals and errors included)."""
+        """Decide and run one call; always returns a result (refusals and errors included).
+        Calls of one gateway run one at a time, in the order they arrive."""
+        async with self._lock:
+            if self._closed:
+                raise RuntimeError(f"gateway {self.id} is closed; open a new one")
+            return await self._call(name, arguments)
+
+    def close(self, reason: str = "client disconnected") -> None:
+        """End the gateway's session: journal its end and spend, revoke its credentials."""
+        if self._closed:
+            return
+        self._closed = True
+        spend = self._accountant.spend()
+        self._journal.append("session.end", {"reason": "finished", "detail": reason,
+                                             "answer": "", "spend": spend.to_dict()})
+        self._journal.flush()
+        if self._credentials is not None:
+            self._credentials.revoke_session(self.id)
+
+    async def _call(self, name: str, arguments: Mapping[str, Any] | str) -> ToolResult:
         self._count += 1
         call = ToolCall(f"{self.id[:8]}-{self._count}", name, arguments)
         self._journal.append("client.call", {"call": call})

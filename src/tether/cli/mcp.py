@@ -1,0 +1,361 @@
+"""``tether mcp serve`` and ``tether mcp proxy``: govern what MCP clients do, from a shell.
+
+Why: an MCP client (an IDE, a desktop assistant, another agent) is configured with a command to
+spawn (stdio) or a URL (streamable HTTP). So serving tether tools, and putting a governing proxy
+in front of an existing MCP server, are commands: ``tether mcp serve myapp.tools:tools`` and
+``tether mcp proxy --policy policy.yaml -- npx -y @modelcontextprotocol/server-filesystem /data``.
+Both run ``tether.mcp.server``: each client's calls decided by the policy, counted against its
+own budget, journaled in the store, approvals decided with ``tether approvals approve``.
+
+Decision: both commands take the same governance options — ``--policy``, ``--store`` (as the
+other commands: ``$TETHER_STORE``, else ``sqlite:///tether.db``; created if missing, since a
+server writes the journal), ``--budget-tool-calls`` per client, and ``--client`` / ``--role`` /
+``--tenant`` for the policy's Subject — and everything that can be wrong (the tools, the policy,
+the store, the upstream, the port) is reported before a client is answered. Messages go to
+stderr only: on stdio, stdout is the protocol channel.
+
+Exit codes: 0 the server ran until its client disconnected (stdio) or it was interrupted;
+2 it could not start (bad usage, tools that do not load, a policy that does not load, a store
+that cannot be opened, an upstream that does not start, a port that cannot be bound).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+from collections.abc import Callable, Coroutine, Iterable
+from typing import TYPE_CHECKING, Any
+
+from tether.cli.common import EXIT_OK, EXIT_USAGE, STORE_HELP, error, note, usage
+
+if TYPE_CHECKING:
+    from tether.mcp.clients import Governance
+    from tether.policy.base import Policy
+    from tether.runtime.gateway import Gateway
+    from tether.tools.base import Tool
+
+TOOLS_HELP = ("the tools to serve: MODULE:ATTRIBUTE (e.g. myapp.tools:tools) or "
+              "path/to/file.py:ATTRIBUTE, naming a list of tether tools, an object with a "
+              "'tools' attribute (such as an Agent, whose policy is used unless --policy is "
+              "given), or a function taking no arguments that returns one of these")
+DEFAULT_HTTP_PORT = 8000
+
+
+def _positive(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected a whole number >= 1, got {text!r}")
+    return value
+
+
+def _seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = 0.0
+    if not 0 < value < float("inf"):
+        raise argparse.ArgumentTypeError(f"expected a positive number of seconds, got {text!r}")
+    return value
+
+
+def _governance_options(parser: argparse.ArgumentParser, *, policy_required: bool) -> None:
+    parser.add_argument("--policy", metavar="FILE", required=policy_required,
+                        help="the YAML policy that decides every call" + (
+                            "" if policy_required else " (default: the policy of the object "
+                            "named, if it has one; else every call is allowed)"))
+    parser.add_argument("--store", metavar="URL", help=STORE_HELP + "; journals and approvals")
+    parser.add_argument("--budget-tool-calls", metavar="N", type=_positive,
+                        help="tool calls each client may make (default: unlimited)")
+    parser.add_argument("--transport", choices=("stdio", "http"), default="stdio",
+                        help="stdio (default: the client spawns this command) or http "
+                        "(streamable HTTP on 127.0.0.1)")
+    parser.add_argument("--port", metavar="P", type=int,
+                        help=f"the HTTP port on 127.0.0.1 (default {DEFAULT_HTTP_PORT}; 0: any "
+                        "free port, printed at start)")
+    parser.add_argument("--client", metavar="NAME", default="mcp-client",
+                        help="the policy's subject (user) for these clients "
+                        "(default: mcp-client)")
+    parser.add_argument("--role", metavar="ROLE", action="append", default=[],
+                        help="a role of the subject (repeatable)")
+    parser.add_argument("--tenant", metavar="ID", help="the subject's tenant")
+    parser.add_argument("--name", metavar="NAME", help="the server name shown to clients")
+
+
+def register(commands: Any) -> None:
+    parser: argparse.ArgumentParser = commands.add_parser(
+        "mcp", help="serve tools over MCP, or govern another MCP server",
+        description="Serve tether tools to MCP clients, or proxy another MCP server, with "
+        "every call decided by a policy, budgeted per client and journaled.")
+    parser.set_defaults(run=lambda _args: usage(parser))
+    sub = parser.add_subparsers(title="mcp commands", metavar="COMMAND")
+
+    serve = sub.add_parser(
+        "serve", help="serve tether tools over MCP",
+        description="Serve tether tools over MCP (stdio or streamable HTTP). Each client's "
+        "calls are decided by the policy, counted against its own budget and journaled.")
+    serve.add_argument("tools", metavar="MODULE:TOOLS", help=TOOLS_HELP)
+    _governance_options(serve, policy_required=False)
+    serve.set_defaults(run=run_serve)
+
+    proxy = sub.add_parser(
+        "proxy", help="govern another MCP server",
+        description="Serve the tools of an upstream MCP server (spawned from the command "
+        "after --) through tether: each call decided by the policy (a refused call never "
+        "reaches the upstream), budgeted per client and journaled.",
+        usage="tether mcp proxy --policy FILE [options] -- COMMAND [ARG ...]")
+    _governance_options(proxy, policy_required=True)
+    proxy.add_argument("--pins", metavar="FILE",
+                       help="a JSON pin file for the upstream's tool definitions (default: pins "
+                       "kept in memory, made afresh at each start)")
+    proxy.add_argument("--require-approval-for-new", action="store_true",
+                       help="block tools never pinned before until a person approves them")
+    proxy.add_argument("--trusted", action="store_true",
+                       help="believe the upstream's read-only and closed-world hints")
+    proxy.add_argument("--env", metavar="NAME[=VALUE]", action="append", default=[],
+                       help="an environment variable for the upstream (NAME alone passes this "
+                       "process's value); the upstream gets only PATH, HOME, ... otherwise")
+    proxy.add_argument("--call-timeout", metavar="SECONDS", type=_seconds, default=30.0,
+                       help="bound on each upstream call (default 30)")
+    proxy.add_argument("upstream", nargs="*", metavar="COMMAND",
+                       help="the upstream MCP server's command, after --")
+    proxy.set_defaults(run=run_proxy)
+
+
+# -- loading ------------------------------------------------------------------------------------
+
+def load_tools(spec: str) -> tuple[list[Tool], Policy | None]:
+    """The tools named by ``spec``, and the policy of the object holding them, if it has one.
+    Raises RecipeError saying what to fix."""
+    from tether.cli.recipe import RecipeError, import_object
+    from tether.tools.base import Tool
+    from tether.tools.registry import ToolRegistry
+
+    value = import_object(spec, "a list of tether tools")
+    if callable(value) and not isinstance(value, Tool) and not _holds_tools(value):
+        try:
+            value = value()
+        except TypeError as exc:
+            raise RecipeError(f"{spec} is callable but could not be called without arguments "
+                              f"({exc}); name the list of tools instead") from None
+    policy = getattr(value, "policy", None) if hasattr(value, "tools") else None
+    if isinstance(value, Tool):
+        found: Iterable[Any] = [value]
+    elif hasattr(value, "tools"):
+        found = value.tools
+    elif _holds_tools(value):
+        found = value
+    else:
+        raise RecipeError(f"{spec} is a {type(value).__name__}; name a list of tether tools "
+                          "(functions decorated with @tool) or an object with a 'tools' "
+                          "attribute")
+    try:
+        tools = list(ToolRegistry(found))
+    except (TypeError, ValueError) as exc:
+        raise RecipeError(f"{spec}: {exc}") from None
+    if not tools:
+        raise RecipeError(f"{spec} holds no tools; an MCP server without tools would serve "
+                          "nothing")
+    return tools, policy if callable(getattr(policy, "evaluate", None)) else None
+
+
+def _holds_tools(value: Any) -> bool:
+    return not isinstance(value, str | bytes | dict) and hasattr(value, "__iter__")
+
+
+def _governance(args: argparse.Namespace, policy: Policy) -> Governance | None:
+    from tether.cli.common import store_url
+    from tether.mcp.clients import Governance
+    from tether.runtime.budget import Budget
+    from tether.store.base import StoreError, open_store
+
+    url = store_url(args.store)
+    try:
+        store = open_store(url)
+    except (StoreError, OSError) as exc:
+        error(f"cannot open the store {url}: {exc}; pass --store sqlite:///path/to/tether.db")
+        return None
+    if url.startswith("memory:"):
+        note("memory:// keeps journals and approval requests in this process only; "
+             "`tether approvals approve` cannot reach them")
+    return Governance(policy=policy, store=store,
+                      budget=Budget(max_tool_calls=args.budget_tool_calls),
+                      client=args.client, roles=tuple(args.role), tenant_id=args.tenant)
+
+
+def _load_policy(path: str) -> Policy | None:
+    from tether.policy.yaml_policy import load_policy
+    from tether.policy.yaml_source import PolicyLoadError
+
+    try:
+        return load_policy(path)
+    except (PolicyLoadError, OSError) as exc:
+        error(f"cannot load the policy: {exc}")
+        return None
+
+
+def _port(args: argparse.Namespace) -> int | None:
+    if args.transport == "stdio":
+        if args.port is not None:
+            error("--port applies to --transport http; a stdio server is spawned by its client")
+            return None
+        return 0
+    port = DEFAULT_HTTP_PORT if args.port is None else args.port
+    if not 0 <= port <= 65535:
+        error(f"--port must be 0-65535, got {port}")
+        return None
+    return int(port)
+
+
+def _sdk_missing() -> bool:
+    try:
+        import mcp  # noqa: F401
+    except ImportError as exc:
+        error(f"the MCP server needs the official MCP SDK ({exc}); install it with: "
+              "pip install 'tether[mcp]'")
+        return True
+    return False
+
+
+# -- running ------------------------------------------------------------------------------------
+
+def _announce(what: str, governance: Governance, policy_name: str,
+              args: argparse.Namespace) -> Callable[[str], None]:
+    from tether.cli.common import store_url
+
+    budget = governance.budget.max_tool_calls
+    limit = (f"{budget} tool call{'' if budget == 1 else 's'} per client" if budget
+             else "no tool-call limit")
+    journal = store_url(args.store)
+
+    def ready(where: str) -> None:
+        how = "on stdio" if where == "stdio" else f"at {where}"
+        note(f"{what} {how}; policy {policy_name}; {limit}; journal in {journal}")
+
+    return ready
+
+
+def _on_client(key: str, gateway: Gateway) -> None:
+    note(f"client {key}: tether session {gateway.id}")
+
+
+def run_serve(args: argparse.Namespace) -> int:
+    from tether.cli.recipe import RecipeError
+
+    port = _port(args)
+    if port is None or _sdk_missing():
+        return EXIT_USAGE
+    try:
+        tools, own_policy = load_tools(args.tools)
+    except RecipeError as exc:
+        error(str(exc))
+        return EXIT_USAGE
+    policy: Policy | None
+    if args.policy:
+        policy, policy_name = _load_policy(args.policy), args.policy
+    elif own_policy is not None:
+        policy, policy_name = own_policy, f"of {args.tools}"
+    else:
+        from tether.policy.base import AllowAll
+
+        policy, policy_name = AllowAll(), "allow-all"
+        note("no --policy: every call is allowed (and still budgeted and journaled)")
+    if policy is None:
+        return EXIT_USAGE
+    governance = _governance(args, policy)
+    if governance is None:
+        return EXIT_USAGE
+    from tether.mcp.server import serve
+
+    names = ", ".join(t.name for t in tools)
+    ready = _announce(f"serving {len(tools)} tools ({names})", governance, policy_name, args)
+    return _run(serve(tools, governance, transport=args.transport, port=port,
+                      name=args.name or "tether", on_ready=ready, on_client=_on_client),
+                governance, args.transport, port)
+
+
+def run_proxy(args: argparse.Namespace) -> int:
+    port = _port(args)
+    if port is None or _sdk_missing():
+        return EXIT_USAGE
+    if not args.upstream:
+        error("give the upstream MCP server's command after '--', e.g. tether mcp proxy "
+              "--policy policy.yaml -- npx -y @modelcontextprotocol/server-filesystem /data")
+        return EXIT_USAGE
+    env = _upstream_env(args.env)
+    if env is None:
+        return EXIT_USAGE
+    policy = _load_policy(args.policy)
+    if policy is None:
+        return EXIT_USAGE
+    from tether.mcp.errors import MCPError
+    from tether.mcp.pins import JSONFilePinStore
+    from tether.mcp.proxy import proxy, upstream_server
+
+    try:
+        upstream = upstream_server(args.upstream, env=env, trusted=args.trusted,
+                                   call_timeout=args.call_timeout)
+        pins = None if args.pins is None else JSONFilePinStore(args.pins)
+    except (ValueError, MCPError) as exc:
+        error(str(exc))
+        return EXIT_USAGE
+    governance = _governance(args, policy)
+    if governance is None:
+        return EXIT_USAGE
+    ready = _announce(f"proxying {upstream.where()}", governance, args.policy, args)
+    return _run(proxy(upstream, governance, transport=args.transport, port=port, pins=pins,
+                      require_approval_for_new=args.require_approval_for_new, name=args.name,
+                      on_ready=ready, on_client=_on_client), governance, args.transport, port)
+
+
+def _upstream_env(given: list[str]) -> dict[str, str] | None:
+    env: dict[str, str] = {}
+    for item in given:
+        name, sep, value = item.partition("=")
+        if not name:
+            error(f"--env {item!r}: give NAME=VALUE, or NAME to pass this process's value")
+            return None
+        if not sep:
+            if name not in os.environ:
+                error(f"--env {name}: {name} is not set in this environment; give "
+                      f"{name}=VALUE")
+                return None
+            value = os.environ[name]
+        env[name] = value
+    return env
+
+
+def _run(main: Coroutine[Any, Any, None], governance: Governance, transport: str,
+         port: int) -> int:
+    import asyncio
+    import signal
+    import threading
+
+    from tether.mcp.errors import MCPConnectionError
+
+    def stop(signum: int, frame: object) -> None:
+        raise KeyboardInterrupt  # SIGTERM stops like Ctrl-C: the upstream is closed, not orphaned
+
+    previous = None  # on stdio, SIGTERM keeps its default: a thread blocked reading stdin
+    if transport == "http" and threading.current_thread() is threading.main_thread():
+        previous = signal.signal(signal.SIGTERM, stop)  # would hold up a graceful exit
+    try:
+        asyncio.run(main)
+    except KeyboardInterrupt:
+        return EXIT_OK
+    except MCPConnectionError as exc:
+        error(f"the upstream MCP server did not start: {exc}")
+        return EXIT_USAGE
+    except OSError as exc:
+        if transport == "http":
+            error(f"cannot serve on 127.0.0.1:{port}: {exc}; choose another --port")
+        else:
+            error(f"cannot serve on stdio: {exc}")
+        return EXIT_USAGE
+    finally:
+        if previous is not None:
+            signal.signal(signal.SIGTERM, previous)
+        governance.store.close()
+    return EXIT_OK

@@ -1,0 +1,93 @@
+"""A governing MCP proxy: another MCP server's tools, served through tether's chokepoint.
+
+Why: teams already run MCP servers (a filesystem, git, a database) and connect assistants to
+them directly, where nothing decides, bounds or records the calls. The proxy sits in between.
+Clients connect to it; it connects to the upstream server with tether's own MCP client
+(``MCPToolset``: arguments checked against the upstream's schemas, definitions pinned,
+annotations read as untrusted hints, every wait bounded), and each call goes through the
+calling client's Gateway (``tether.mcp.server``) with the operator's policy — deny, approval,
+partial allow, mask, degrade — and into the journal. A call the policy refuses is never sent to
+the upstream; a degraded call runs the fallback tool, itself decided again.
+
+Decisions:
+
+- Clients see the upstream's tools under their own names (no prefix), as *pinned*: the name,
+  description, input schema and annotations approved at first discovery (or later by a
+  person). A tool whose definition changed upstream keeps showing the approved text and is
+  blocked at call time until re-approved; ``pins`` (``--pins FILE``) keeps pins across restarts,
+  so a change made while the proxy was down is caught too.
+- The tool list is fixed when the proxy starts. A tool the upstream adds later is offered after
+  a restart, where it is pinned like any new tool; nothing reaches a client past the pinning.
+- One upstream connection serves every client; each client still has its own gateway, budget
+  and journal.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Literal
+
+import mcp_types as types
+from pydantic import ValidationError
+
+from tether.mcp.clients import Governance
+from tether.mcp.config import MCPServer
+from tether.mcp.pins import PinStore
+from tether.mcp.server import serve
+from tether.mcp.toolset import MCPToolset
+
+if TYPE_CHECKING:
+    from tether.runtime.gateway import Gateway
+
+UPSTREAM = "upstream"
+
+
+def upstream_server(argv: Sequence[str], *, name: str = UPSTREAM,
+                    env: Mapping[str, str] | None = None, trusted: bool = False,
+                    call_timeout: float = 30.0, connect_timeout: float = 20.0) -> MCPServer:
+    """The upstream MCP server spawned from ``argv`` (stdio), its tools keeping their names."""
+    if not argv or not argv[0]:
+        raise ValueError("give the command of the upstream MCP server after '--', e.g. "
+                         "tether mcp proxy --policy policy.yaml -- npx -y "
+                         "@modelcontextprotocol/server-filesystem /data")
+    return MCPServer.stdio(name, argv[0], *argv[1:], env=env, trusted=trusted, prefix="",
+                           call_timeout=call_timeout, connect_timeout=connect_timeout)
+
+
+def _annotations(definition: Mapping[str, Any] | None) -> types.ToolAnnotations | None:
+    raw = None if definition is None else definition.get("annotations")
+    if not isinstance(raw, Mapping):
+        return None
+    try:
+        return types.ToolAnnotations.model_validate(dict(raw))
+    except ValidationError:  # malformed hints are no hints
+        return None
+
+
+def proxied_listing(toolset: MCPToolset) -> list[types.Tool]:
+    """The ``tools/list`` entries of an open toolset: each tool's pinned definition (for a tool
+    blocked by pinning, the approved one with a note; for a new tool awaiting approval, no
+    server text at all — see ``tether.mcp.tool.visible_spec``)."""
+    listing = []
+    for tool in toolset:
+        pin = toolset.pins.get(toolset.server.name, tool.mcp_name)
+        listing.append(types.Tool(
+            name=tool.spec.name, description=tool.spec.description,
+            input_schema=dict(tool.spec.parameters),
+            annotations=_annotations(None if pin is None else pin.definition)))
+    return listing
+
+
+async def proxy(upstream: MCPServer, governance: Governance, *,
+                transport: Literal["stdio", "http"] = "stdio", port: int = 0,
+                pins: PinStore | None = None, require_approval_for_new: bool = False,
+                name: str | None = None, on_ready: Callable[[str], None] | None = None,
+                on_client: Callable[[str, Gateway], None] | None = None) -> None:
+    """Connect to ``upstream`` and serve its tools, governed, until the transport ends; the
+    upstream is stopped when the proxy stops. Raises MCPConnectionError when the upstream cannot
+    be started (the message has its last stderr lines)."""
+    async with MCPToolset(upstream, pins=pins,
+                          require_approval_for_new=require_approval_for_new) as toolset:
+        await serve(list(toolset), governance, transport=transport, port=port,
+                    name=name or f"tether-proxy-{upstream.name}",
+                    listing=proxied_listing(toolset), on_ready=on_ready, on_client=on_client)

@@ -1,0 +1,195 @@
+"""Serve tether tools over MCP: whatever client connects, every call passes the chokepoint.
+
+Why: an MCP client (an IDE, a desktop assistant, another agent) calls tools without any tether
+Agent in the loop, so the promise — decided by the policy, bounded by a budget, journaled — must
+be kept by the server itself. ``tools/list`` is the tools' own specs; ``tools/call`` is
+``Gateway.call`` for the calling client (``tether.mcp.clients``) and nothing else, so serving
+adds no second path to a tool. ``tether mcp serve`` and ``tether mcp proxy`` both run this.
+
+Decisions:
+
+- Built on the SDK's low-level ``Server``, not ``MCPServer``: the tools already exist with
+  their schemas and descriptions, and the high-level server would re-derive schemas from Python
+  signatures and call the functions itself — exactly the second path tether forbids.
+- A result's status maps to ``isError`` — anything but ``ok`` (a denial, an approval that is
+  needed, a spent budget, a rejected argument, an error, a timeout) is an error the client's
+  model reads as text and can act on — and the status and the client's tether session id ride
+  in ``_meta`` (``tether/status``, ``tether/session``, and ``tether/approval`` for a call that
+  waits for a person), so a program can tell them apart.
+- Streamable HTTP listens on 127.0.0.1 only, with the SDK's DNS-rebinding protection: the
+  server does not authenticate clients, so it must not be reachable from other machines.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import socket
+from collections.abc import Callable, Iterable, Sequence
+from typing import TYPE_CHECKING, Any, Literal
+
+import mcp_types as types
+from mcp.server.context import ServerRequestContext
+from mcp.server.lowlevel import Server
+from mcp.server.streamable_http import MCP_SESSION_ID_HEADER
+from mcp_types.version import MODERN_PROTOCOL_VERSIONS
+
+from tether.mcp.clients import ClientExpired, ClientGateways, Governance, Outcome
+from tether.tools.base import Tool, ToolMeta
+
+if TYPE_CHECKING:
+    from tether.runtime.gateway import Gateway
+
+HOST = "127.0.0.1"
+PATH = "/mcp"
+SESSION_IDLE_TIMEOUT = 30 * 60.0  # the SDK's default for streamable HTTP sessions
+STDIO_CLIENT = "stdio"
+SESSIONLESS_CLIENT = "http:sessionless"
+
+
+def tool_annotations(meta: ToolMeta) -> types.ToolAnnotations:
+    """What a tether tool's declared metadata tells an MCP client (as the spec's hints)."""
+    return types.ToolAnnotations(
+        read_only_hint=not meta.side_effect,
+        destructive_hint=meta.side_effect and meta.risk == "high",
+        idempotent_hint=meta.idempotent,
+        open_world_hint=meta.egress)
+
+
+def listing_of(tools: Iterable[Tool]) -> list[types.Tool]:
+    """The ``tools/list`` entries of tether tools: name, description, input schema, hints."""
+    return [types.Tool(name=t.spec.name, description=t.spec.description,
+                       input_schema=dict(t.spec.parameters), annotations=tool_annotations(t.meta))
+            for t in tools]
+
+
+def call_result(outcome: Outcome) -> types.CallToolResult:
+    """A tether result as MCP's: its text, ``isError`` unless ok, and tether's view in _meta:
+    the status (``approval_required`` for a call that waits for a person, with the approval's
+    id in ``tether/approval``) and the client's tether session."""
+    result = outcome.result
+    meta: dict[str, Any] = {"tether/status": result.status,
+                            "tether/session": outcome.session_id}
+    if outcome.approval_id is not None:
+        meta["tether/status"] = "approval_required"
+        meta["tether/approval"] = outcome.approval_id
+    return types.CallToolResult(content=[types.TextContent(text=result.content)],
+                                is_error=result.status != "ok", meta=meta)
+
+
+def client_key(ctx: ServerRequestContext[Any, Any]) -> str:
+    """Which client sent a request: the MCP session of an HTTP request, else the stdio peer.
+
+    Only a handshake-era request has a session the transport vouches for (it routes the
+    request to a live session, or answers 404); a 2026-07-28 request is served on its own, so
+    a session header it carries proves nothing and must not buy it a gateway of its own."""
+    headers = getattr(ctx.request, "headers", None)
+    if headers is None:
+        return STDIO_CLIENT
+    session = headers.get(MCP_SESSION_ID_HEADER)
+    if not session or ctx.protocol_version in MODERN_PROTOCOL_VERSIONS:
+        return SESSIONLESS_CLIENT
+    return f"http:{session}"
+
+
+def build_server(gateways: ClientGateways, listing: Sequence[types.Tool], *,
+                 name: str = "tether", instructions: str | None = None) -> Server[Any]:
+    """A low-level MCP server whose tools are ``listing`` and whose calls go to ``gateways``."""
+    tools = list(listing)
+
+    async def list_tools(ctx: ServerRequestContext[Any, Any],
+                         params: types.PaginatedRequestParams | None) -> types.ListToolsResult:
+        return types.ListToolsResult(tools=tools)
+
+    async def call_tool(ctx: ServerRequestContext[Any, Any],
+                        params: types.CallToolRequestParams) -> types.CallToolResult:
+        try:
+            outcome = await gateways.call(client_key(ctx), params.name, params.arguments or {})
+        except ClientExpired as exc:
+            return types.CallToolResult(content=[types.TextContent(text=str(exc))],
+                                        is_error=True, meta={"tether/status": "rejected"})
+        return call_result(outcome)
+
+    from tether import __version__
+
+    return Server(name, version=__version__, instructions=instructions,
+                  on_list_tools=list_tools, on_call_tool=call_tool)
+
+
+async def serve_stdio(server: Server[Any]) -> None:
+    """Serve one client over this process's stdin and stdout until it closes stdin.
+
+    While serving, the SDK points file descriptor 1 at stderr, so a tool's stray ``print``
+    cannot corrupt the protocol stream."""
+    from mcp.server.stdio import stdio_server
+
+    async with stdio_server() as (read, write):
+        await server.run(read, write, server.create_initialization_options())
+
+
+def listen(port: int) -> socket.socket:
+    """A listening socket on 127.0.0.1:``port`` (0: any free port); OSError says why not."""
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind((HOST, port))
+        sock.listen(128)
+    except OSError:
+        sock.close()
+        raise
+    return sock
+
+
+async def serve_http(server: Server[Any], port: int, *,
+                     session_idle_timeout: float = SESSION_IDLE_TIMEOUT,
+                     on_ready: Callable[[str], None] | None = None) -> None:
+    """Serve streamable HTTP at ``http://127.0.0.1:<port>/mcp`` until SIGINT or SIGTERM.
+
+    ``port`` 0 takes any free port; ``on_ready`` gets the URL once requests are served. Raises
+    OSError when the port cannot be bound."""
+    import uvicorn
+
+    sock = listen(port)
+    bound = int(sock.getsockname()[1])
+    app = server.streamable_http_app(streamable_http_path=PATH, host=HOST,
+                                     session_idle_timeout=session_idle_timeout)
+    runner = uvicorn.Server(uvicorn.Config(app, host=HOST, port=bound, log_level="warning",
+                                           timeout_graceful_shutdown=5))
+
+    async def announce() -> None:
+        while not runner.started and not runner.should_exit:
+            await asyncio.sleep(0.01)
+        if runner.started and on_ready is not None:
+            on_ready(f"http://{HOST}:{bound}{PATH}")
+
+    waiter = asyncio.ensure_future(announce())
+    try:
+        await runner.serve(sockets=[sock])
+    finally:
+        waiter.cancel()
+        sock.close()
+
+
+async def serve(tools: Iterable[Tool], governance: Governance, *,
+                transport: Literal["stdio", "http"] = "stdio", port: int = 0,
+                name: str = "tether", listing: Sequence[types.Tool] | None = None,
+                on_ready: Callable[[str], None] | None = None,
+                on_client: Callable[[str, Gateway], None] | None = None) -> None:
+    """Serve ``tools`` over MCP, each client governed by ``governance``, until the transport
+    ends (stdio: the client closes stdin; HTTP: SIGINT or SIGTERM).
+
+    ``listing`` replaces the ``tools/list`` entries derived from the tools (the proxy shows the
+    upstream's pinned definitions); ``on_client`` is told each new client's gateway."""
+    idle = SESSION_IDLE_TIMEOUT if transport == "http" else None
+    gateways = ClientGateways(tools, governance, idle_timeout=idle,
+                              lasting=(SESSIONLESS_CLIENT,), on_new=on_client)
+    server = build_server(gateways, listing_of(gateways.tools) if listing is None else listing,
+                          name=name)
+    if transport == "stdio":
+        if on_ready is not None:
+            on_ready("stdio")
+        await serve_stdio(server)
+    elif transport == "http":
+        await serve_http(server, port, session_idle_timeout=SESSION_IDLE_TIMEOUT,
+                         on_ready=on_ready)
+    else:
+        raise ValueError(f"transport must be 'stdio' or 'http', got {transport!r}")
