@@ -150,7 +150,32 @@ def decide(
     if not isinstance(decision, Decision) or not isinstance(decision.effect, Effect):
         return Decision(Effect.DENY, f"policy returned {type(decision).__name__}, not a "
                         "Decision; denied", policy_id_of(policy))
+    problem = malformed(decision)
+    if problem:
+        return Decision(Effect.DENY, f"policy returned a malformed {decision.effect.value} "
+                        f"decision ({problem}); denied", decision.policy_id or
+                        policy_id_of(policy))
     return decision
+
+
+MASK_TARGETS = ("input", "output", "journal")
+
+
+def malformed(decision: Decision) -> str:
+    """Why a decision cannot be enforced as written ('' when it can). An effect that would be
+    applied half-way (a MASK naming no field, a target nobody knows) must not pass as one."""
+    effect, fields = decision.effect, decision.fields
+    if not isinstance(fields, tuple) or not all(isinstance(f, str) and f for f in fields):
+        return "fields must be a tuple of field names"
+    if not isinstance(decision.mask_in, tuple) or any(
+            t not in MASK_TARGETS for t in decision.mask_in):
+        return f"mask_in must name only {', '.join(MASK_TARGETS)}"
+    if effect in (Effect.MASK, Effect.PARTIAL_ALLOW) and not fields:
+        return "it names no fields"
+    if effect is Effect.DEGRADE and not (isinstance(decision.fallback, str)
+                                         and decision.fallback):
+        return "it names no fallback tool"
+    return ""
 
 
 def policy_id_of(policy: object) -> str:

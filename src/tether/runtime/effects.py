@@ -12,15 +12,12 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from tether.policy.base import Decision, Effect
+from tether.policy.base import MASK_TARGETS, Decision, Effect
 from tether.runtime.executor import MASKED, Rejected
 from tether.runtime.journal import REDACTED
 from tether.runtime.result import ToolResult
 from tether.tools.base import Tool
 from tether.types import ToolCall
-
-MASK_TARGETS = ("input", "output", "journal")
-
 
 @dataclass(frozen=True, slots=True)
 class Admitted:

@@ -27,7 +27,7 @@ from tether.types import Message, ModelRequest, ModelResponse, ToolCall, ToolSpe
 
 
 class Environment:
-    __slots__ = ("_accountant", "_journal", "_model", "_on_delta", "_sent_estimate",
+    __slots__ = ("_accountant", "_journal", "_model", "_on_delta", "_seen_ids", "_sent_estimate",
                  "_show_budget",
                  "_specs", "_state", "_tool_names", "_tools", "_tools_estimate")
 
@@ -46,6 +46,7 @@ class Environment:
         estimate = model.estimate_message_tokens
         self._sent_estimate = sum(estimate(m) for m in state.conversation)
         self._tools_estimate = estimate_tools_tokens(self._specs)
+        self._seen_ids = {c.id for m in state.conversation for c in m.tool_calls}
         tools.room = self._result_room
 
     # -- model calls ---------------------------------------------------------------------------
@@ -101,6 +102,7 @@ class Environment:
         if final and response.tool_calls:  # tools were not offered: calls cannot be honoured
             response = ModelResponse(response.text, (), response.usage, response.model,
                                      response.finish_reason)
+        response = self._with_unique_ids(response, step)
         self._journal.append("model.response", {
             "step": step, "response": response,
             "cost_usd": str(self._accountant.cost_of(response.usage)),
@@ -113,6 +115,23 @@ class Environment:
             raise Stop(reservation.bound_by, f"the model's answer was cut at the {cap} output "
                        "tokens the budget had left")
         return response
+
+    def _with_unique_ids(self, response: ModelResponse, step: int) -> ModelResponse:
+        """Every call of a session gets its own id: an empty or repeated id (some providers and
+        stream assemblers produce them) would let one call pass for another at the gate."""
+        seen = self._seen_ids
+        calls = response.tool_calls
+        if all(c.id and c.id not in seen for c in calls) and len({c.id for c in calls}) == len(
+                calls):
+            seen.update(c.id for c in calls)
+            return response
+        fixed = []
+        for i, c in enumerate(calls):
+            new_id = c.id if c.id and c.id not in seen else f"tether_{step}_{i + 1}"
+            seen.add(new_id)
+            fixed.append(ToolCall(new_id, c.name, c.arguments))
+        return ModelResponse(response.text, tuple(fixed), response.usage, response.model,
+                             response.finish_reason)
 
     async def _call(self, request: ModelRequest) -> ModelResponse:
         stream = getattr(self._model, "stream", None)
@@ -149,8 +168,10 @@ class Environment:
 
     async def call_tools(self, calls: Sequence[ToolCall]) -> tuple[ToolResult, ...]:
         """Run tool calls the model asked for in its last turn; one result per call, in order."""
-        open_ids = {c.id for c in self._state.unresolved()}
-        foreign = [c.id for c in calls if c.id not in open_ids]
+        open_calls = {c.id: c for c in self._state.unresolved()}
+        foreign = [c.id for c in calls if open_calls.get(c.id) != c]
+        if len({c.id for c in calls}) != len(calls):
+            raise ValueError("call_tools was given the same call twice")
         if foreign:
             raise ValueError(
                 f"call_tools takes calls from the model's last turn that have no result yet; "

@@ -8,6 +8,7 @@ them — and ``decide`` makes a broken policy deny.
 
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import Callable, Mapping
 from typing import Any
@@ -57,10 +58,12 @@ class PolicyGate:
         decision = decide(self._policy, self.subject, Action(tool.name, arguments), resource,
                           context)
         visible = shown(arguments, decision)
-        if visible is not arguments:
+        if visible is not arguments:  # hidden here, so hidden everywhere else in the journal
             for key, value in arguments.items():
-                if visible.get(key) is not value and isinstance(value, str):
-                    self._journal.redact(value)  # hidden here, so hidden everywhere else too
+                if visible.get(key) is not value:
+                    self._journal.hide_argument(call_id, key)
+                    text = value if isinstance(value, str) else json.dumps(value)
+                    self._journal.redact(text)
         self._journal.append("tool.decision", {
             "call_id": call_id, "tool": tool.name, "arguments": visible,
             "decision": decision, "signature": signature,

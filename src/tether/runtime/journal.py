@@ -18,6 +18,7 @@ import hashlib
 import json
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any
 
@@ -65,25 +66,72 @@ MIN_REDACTED_CHARS = 4  # shorter values would blank out unrelated text
 Scrubber = Callable[[str], str]
 
 
+@dataclass(slots=True)
+class Redactions:
+    """What a journal must keep out of every event it seals from now on: text (a secret, a
+    masked value, wherever it appears in a string) and named arguments of named calls (the
+    model's own tool calls, whatever the values' type)."""
+
+    scrubbers: list[Scrubber] = field(default_factory=list)
+    arguments: dict[str, set[str]] = field(default_factory=dict)  # call id -> field names
+
+    def __bool__(self) -> bool:
+        return bool(self.scrubbers or self.arguments)
+
+
 def seal(prev_hash: str, session_id: str, record: Record,
          scrubbers: Sequence[Scrubber] = ()) -> Event:
     """Turn an appended record into a chained Event with plain-JSON data, every scrubber applied
-    to the event's text first (so a redacted value is blanked wherever it appears)."""
-    return _seal(prev_hash, session_id, record, scrubbers)[0]
+    to each string in the event's data (so a redacted value is blanked wherever it appears)."""
+    return _seal(prev_hash, session_id, record, Redactions(list(scrubbers)))[0]
 
 
 def _seal(prev_hash: str, session_id: str, record: Record,
-          scrubbers: Sequence[Scrubber]) -> tuple[Event, str]:
-    """The sealed event and its data as JSON text (so a store need not encode it again)."""
+          redactions: Redactions) -> tuple[Event, str]:
+    """The sealed event and its data as JSON text (so a store need not encode it again).
+    Redaction works on the data's values, never on the encoded text, so it cannot corrupt the
+    envelope (seq, timestamp, keys) whatever the redacted value looks like."""
     seq, type, timestamp, data = record
+    if redactions:
+        plain = json.loads(_encode(data))
+        _hide_arguments(type, plain, redactions.arguments)
+        plain = _scrub(plain, redactions.scrubbers)
+        data = plain
     body = _body(seq, type, session_id, timestamp, data)
-    for scrub in scrubbers:
-        body = scrub(body)
-    plain = json.loads(body)[4]
+    if not redactions:
+        plain = json.loads(body)[4]
     prefix = _encode([seq, type, session_id, timestamp])[:-1] + ","
     data_json = body[len(prefix):-1] if body.startswith(prefix) else _encode(plain)
     return Event(seq, type, session_id, timestamp, plain, prev_hash,
                  _hash(prev_hash, body)), data_json
+
+
+def _scrub(value: Any, scrubbers: Sequence[Scrubber]) -> Any:
+    if isinstance(value, str):
+        for scrub in scrubbers:
+            value = scrub(value)
+        return value
+    if isinstance(value, list):
+        return [_scrub(v, scrubbers) for v in value]
+    if isinstance(value, dict):
+        return {k: _scrub(v, scrubbers) for k, v in value.items()}
+    return value
+
+
+def _hide_arguments(type: str, plain: Any, hidden: Mapping[str, set[str]]) -> None:
+    if not hidden:
+        return
+    if type == "model.response":
+        calls = plain["response"]["tool_calls"]
+    elif type == "client.call":
+        calls = [plain["call"]]
+    else:
+        return
+    for call in calls:
+        names = hidden.get(call["id"])
+        if names and isinstance(call["arguments"], dict):
+            for name in names & call["arguments"].keys():
+                call["arguments"][name] = REDACTED
 
 
 def verify_chain(events: Sequence[Event]) -> int | None:
@@ -123,8 +171,8 @@ class Journal:
     step's events reach the store in one transaction and a decision is durable before its effect.
     """
 
-    __slots__ = ("_flushed", "_json", "_on_append", "_pending", "_redacted", "_scrubbers",
-                 "_sealed", "bus", "session_id", "store")
+    __slots__ = ("_flushed", "_json", "_notified", "_on_append", "_pending", "_redacted",
+                 "_redactions", "_sealed", "bus", "session_id", "store")
 
     def __init__(self, session_id: str,
                  on_append: Callable[[str, Mapping[str, Any]], None] | None = None, *,
@@ -135,7 +183,8 @@ class Journal:
         self._flushed = len(self._sealed)  # how many of them the store holds
         self._pending: list[Record] = []  # appended, not yet sealed
         self._json: list[str] = []  # data JSON of sealed events not yet in the store
-        self._scrubbers: list[Scrubber] = []
+        self._notified = len(self._sealed)  # how many events subscribers have been told of
+        self._redactions = Redactions()
         self._redacted: set[str] = set()
         self._on_append = on_append
         self.bus = EventBus()
@@ -146,12 +195,22 @@ class Journal:
         self._pending.append((seq, type, time.time(), data))
         if self._on_append is not None:
             self._on_append(type, data)
-        if self.bus:
-            self._notify(self._seal_all()[-1])
         return seq
 
+    def publish(self) -> None:
+        """Seal what is pending and tell subscribers of the events they have not seen. Called at
+        step points (before a model call, before tools run, at the end), so every redaction a
+        step's decisions ask for applies to all of that step's events before anyone sees them."""
+        while self.bus and self._notified < len(self):
+            sealed = self._seal_all()
+            while self._notified < len(sealed):
+                event = sealed[self._notified]
+                self._notified += 1
+                self._notify(event)
+
     def flush(self) -> None:
-        """Write every event not yet in the store, in one transaction."""
+        """Publish, then write every event not yet in the store, in one transaction."""
+        self.publish()
         if self.store is None:
             return
         sealed = self._seal_all()
@@ -162,16 +221,19 @@ class Journal:
 
     def redact(self, value: str) -> None:
         """Never let ``value`` (a secret, a masked field) reach a sealed event: it is blanked in
-        every event sealed from now on — with lazy sealing, the whole current step included."""
+        every string of every event sealed from now on — the whole current step included."""
         if len(value) >= MIN_REDACTED_CHARS and value not in self._redacted:
             self._redacted.add(value)
-            escaped = json.dumps(value, ensure_ascii=False)[1:-1]
-            self._scrubbers.append(lambda body: body.replace(escaped, REDACTED))
+            self._redactions.scrubbers.append(lambda text: text.replace(value, REDACTED))
+
+    def hide_argument(self, call_id: str, name: str) -> None:
+        """Keep argument ``name`` of call ``call_id`` out of the journal, whatever its type."""
+        self._redactions.arguments.setdefault(call_id, set()).add(name)
 
     def scrub_with(self, scrubber: Scrubber) -> None:
-        """Apply ``scrubber`` to the text of every event sealed from now on (e.g. a credential
-        token's ``redact``, which knows every encoded form of its secret)."""
-        self._scrubbers.append(scrubber)
+        """Apply ``scrubber`` to every string of every event sealed from now on (e.g. a
+        credential token's ``redact``, which knows every encoded form of its secret)."""
+        self._redactions.scrubbers.append(scrubber)
 
     def _notify(self, event: Event) -> None:
         for fn in self.bus:
@@ -194,7 +256,7 @@ class Journal:
             prev = sealed[-1].hash if sealed else GENESIS
             keep_json = self.store is not None
             for record in self._pending:
-                event, data_json = _seal(prev, self.session_id, record, self._scrubbers)
+                event, data_json = _seal(prev, self.session_id, record, self._redactions)
                 sealed.append(event)
                 if keep_json:
                     self._json.append(data_json)

@@ -270,6 +270,8 @@ class ToolCalls:
                                                   "tool": admitted.tool.name})
         if effects:  # a read-only call lost in a crash is simply run again
             self._journal.flush()
+        else:
+            self._journal.publish()
         limit = self._result_chars(len(batch))
         runs = [self._execute(a, limit) for a in batch]
         outcomes = await asyncio.gather(*runs) if len(runs) > 1 else [await runs[0]]
