@@ -19,6 +19,7 @@ from tether.runtime.result import ToolResult
 from tether.tools.base import Tool
 from tether.types import ToolCall
 
+
 @dataclass(frozen=True, slots=True)
 class Admitted:
     """A call cleared to run: the tool that runs and exactly what it receives."""
