@@ -134,3 +134,23 @@ def test_two_tenants_with_identical_calls_never_share_a_result(tmp_path: Path) -
     assert out_a.startswith("finished charged o-1 (2 attempts)")
     tenants = {i.session_id: i.tenant_id for i in store.sessions()}
     assert tenants == {first: "tenant-a", second: "tenant-b"}
+
+
+def test_a_model_call_lost_in_a_crash_is_charged_at_its_reservation(tmp_path: Path) -> None:
+    app_path = str(Path(__file__).with_name("lost_call_app.py"))
+    db, marker = str(tmp_path / "j.db"), str(tmp_path / "billed")
+    died = subprocess.run([sys.executable, app_path, "run", db, marker], capture_output=True,
+                          text=True, timeout=30)
+    assert died.returncode == 9
+    session_id = died.stdout.split()[0]
+    out = subprocess.run([sys.executable, app_path, "resume", db, marker, session_id],
+                         capture_output=True, text=True, timeout=30).stdout.split()
+    assert out[0] == "finished" and int(out[1]) == 2  # the lost call counts as a step
+    events = SQLiteStore(db).read(session_id)
+    (lost,) = [e.data for e in events if e.type == "model.lost"]
+    request = next(e.data for e in events if e.type == "model.request")
+    assert lost["input_tokens"] == request["reserved_input"]
+    assert lost["output_tokens"] == request["max_output_tokens"]
+    assert int(out[2]) >= lost["input_tokens"] + lost["output_tokens"]
+    assert int(out[2]) <= 2000
+    assert verify_chain(events) is None

@@ -101,3 +101,19 @@ async def test_concurrent_calls_cannot_overspend_the_client_budget() -> None:
     results = await asyncio.gather(*(gateway.call("read_file", {"path": f"/{i}"})
                                      for i in range(8)))
     assert [r.status for r in results].count("ok") == 3
+
+
+async def test_an_expired_approval_does_not_block_asking_again() -> None:
+    import time
+
+    written.clear()
+    gateway = Gateway([write_file], policy=Rules(), client="ide", approval_ttl=0.05)
+    args: dict[str, Any] = {"path": "x.important", "text": "hi"}
+    await gateway.call("write_file", args)
+    (request,) = gateway.approvals.pending(gateway.id)
+    gateway.approvals.approve(request.id, approver="maria")
+    time.sleep(0.1)
+    again = await gateway.call("write_file", args)
+    assert again.status == "denied" and "Approval required" in again.content
+    assert len(gateway.approvals.pending(gateway.id)) == 1  # a fresh request was made
+    assert written == []

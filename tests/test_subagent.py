@@ -5,7 +5,18 @@ from __future__ import annotations
 from decimal import Decimal
 from typing import Any
 
-from tether import Agent, Budget, Decision, Effect, ModelResponse, ReAct, ScriptedModel, Usage, tool
+from tether import (
+    Agent,
+    Budget,
+    Decision,
+    Effect,
+    ModelResponse,
+    ReAct,
+    ScriptedModel,
+    ToolCall,
+    Usage,
+    tool,
+)
 from tether.models import Price
 from tether.policy import Action, Context, Resource, Subject
 from tether.runtime.state import fold
@@ -69,3 +80,33 @@ def test_a_sub_agent_cannot_spend_more_than_the_parent_has_left() -> None:
     assert result.spend.tokens <= 1500
     assert result.spend.cost_usd <= Decimal("0.01")
     assert result.spend.steps <= 6
+
+
+def test_sub_agents_running_at_once_share_the_budget_not_copy_it() -> None:
+    import asyncio
+
+    def wordy(n: int) -> Agent:
+        slow = ScriptedModel([ModelResponse(text="y" * 4000, usage=Usage(output_tokens=2500))],
+                             price=PRICE, latency=0.01, name=f"w{n}")
+        return Agent(model=slow, reasoning=ReAct(), name=f"writer{n}")
+
+    writers = [AgentAsTool(wordy(n)) for n in range(4)]
+    turn = ModelResponse(tool_calls=tuple(ToolCall(f"w{n}", f"writer{n}", {"task": "write"})
+                                          for n in range(4)))
+    parent = Agent(model=ScriptedModel([turn, "done"], price=PRICE), reasoning=ReAct(),
+                   tools=writers)
+    result = asyncio.run(parent.arun("x", budget=Budget(max_tokens=3000)))
+    assert result.spend.tokens <= 3000
+
+
+def test_a_sub_agents_own_budget_still_holds_under_an_unlimited_parent() -> None:
+    looping = ScriptedModel(lambda request: call("delete_record", {"record_id": str(
+        len(request.messages))}), price=PRICE)
+    sub = Agent(model=looping, reasoning=ReAct(), tools=[delete_record], name="looper",
+                budget=Budget(max_steps=3, max_tool_calls=2))
+    parent = Agent(model=ScriptedModel([call("looper", {"task": "go"}), "done"], price=PRICE),
+                   reasoning=ReAct(), tools=[AgentAsTool(sub)])
+    session = parent.session("x")
+    session.run()
+    (charge,) = [e.data for e in session.replay() if e.type == "subagent.charge"]
+    assert charge["steps"] <= 3 and charge["tool_calls"] <= 2

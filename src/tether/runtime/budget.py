@@ -81,6 +81,17 @@ class Budget:
             "final_turn_share": self.final_turn_share,
         }
 
+    def tighter(self, other: Budget) -> Budget:
+        """Each limit the smaller of the two (a limit set on one side only stays)."""
+        def low(a: Any, b: Any) -> Any:
+            return b if a is None else a if b is None else min(a, b)
+
+        return Budget(low(self.max_tokens, other.max_tokens),
+                      low(self.max_cost_usd, other.max_cost_usd),
+                      low(self.max_steps, other.max_steps),
+                      low(self.max_tool_calls, other.max_tool_calls),
+                      low(self.max_seconds, other.max_seconds), self.final_turn_share)
+
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> Budget:
         cost = data.get("max_cost_usd")
@@ -170,8 +181,8 @@ class Tally:
 class Accountant:
     """Budget decisions for one session, over its Tally. Not shared; one event loop."""
 
-    __slots__ = ("_budget", "_clock", "_hold_cost", "_hold_seconds", "_hold_tokens", "_price",
-                 "_started", "tally")
+    __slots__ = ("_budget", "_clock", "_hold_cost", "_hold_seconds", "_hold_tokens", "_leases",
+                 "_price", "_started", "tally")
 
     def __init__(self, budget: Budget, price: Price | None, tally: Tally,
                  clock: Any = time.monotonic) -> None:
@@ -185,6 +196,7 @@ class Accountant:
         self._hold_cost = (budget.max_cost_usd or Decimal(0)) * Decimal(str(share))
         self._hold_seconds = (budget.max_seconds or 0.0) * share
         self.tally = tally
+        self._leases: dict[str, Budget] = {}  # what running sub-agents may still spend
 
     @property
     def budget(self) -> Budget:
@@ -301,22 +313,34 @@ class Accountant:
                         room = exact if room is None else min(room, exact)
         return room
 
-    def sub_budget(self) -> Budget:
-        """What a sub-agent may spend now: what is left, less the share held back for this
-        session's own wrap-up and one more turn of its own to use the sub-agent's answer."""
+    def lease(self, key: str) -> Budget:
+        """What a sub-agent may spend now — what is left, less the share held back for this
+        session's own wrap-up, one more turn to use the answer, and what other sub-agents already
+        hold — and hold it for ``key`` until ``release(key)`` (when its spend is charged), so
+        sub-agents running at the same time cannot spend the same money twice."""
         b, t = self._budget, self.tally
-        tokens = cost = steps = seconds = None
+        held = list(self._leases.values())
+        tokens = cost = steps = seconds = tool_calls = None
         if b.max_tokens is not None:
-            tokens = max(0, b.max_tokens - t.usage.total_tokens - self._hold_tokens)
+            tokens = max(0, b.max_tokens - t.usage.total_tokens - self._hold_tokens
+                         - sum(h.max_tokens or 0 for h in held))
         if b.max_cost_usd is not None:
-            cost = max(Decimal(0), b.max_cost_usd - t.cost - self._hold_cost)
+            cost = max(Decimal(0), b.max_cost_usd - t.cost - self._hold_cost
+                       - sum((h.max_cost_usd or Decimal(0) for h in held), Decimal(0)))
         if b.max_steps is not None:
-            steps = max(0, b.max_steps - t.steps - 2)
-        tool_calls = None if b.max_tool_calls is None else max(0, b.max_tool_calls - t.tool_calls)
+            steps = max(0, b.max_steps - t.steps - 2 - sum(h.max_steps or 0 for h in held))
+        if b.max_tool_calls is not None:
+            tool_calls = max(0, b.max_tool_calls - t.tool_calls
+                             - sum(h.max_tool_calls or 0 for h in held))
         deadline = self.deadline()
         if deadline is not None:
             seconds = max(0.0, deadline - self._clock())
-        return Budget(tokens, cost, steps, tool_calls, seconds, b.final_turn_share)
+        leased = Budget(tokens, cost, steps, tool_calls, seconds, b.final_turn_share)
+        self._leases[key] = leased
+        return leased
+
+    def release(self, key: str) -> None:
+        self._leases.pop(key, None)
 
     def cost_of(self, usage: Usage) -> Decimal:
         """The actual cost of a finished call; the charge itself is applied by its event."""

@@ -126,7 +126,7 @@ class Gateway:
             return
         digest = call_hash(self.id, tool.name, arguments)
         for record in self._approvals.approved_unused(self.id):
-            if record.call_hash == digest:
+            if record.call_hash == digest and not record.expired():
                 self._journal.append("approval.requested", {
                     "approval_id": record.id, "call_id": call.id, "tool": record.tool,
                     "arguments": record.arguments, "call_hash": record.call_hash,

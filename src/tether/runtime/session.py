@@ -229,6 +229,12 @@ class Session:
                           show_budget=agent.show_budget, on_delta=self._on_delta)
         if resuming:
             journal.append("session.resumed", {"after": "pause" if state.paused else "crash"})
+            lost = state.in_flight
+            if lost is not None:  # the process died waiting for the model: assume it was billed
+                journal.append("model.lost", {
+                    "step": lost["step"], "input_tokens": lost["reserved_input"],
+                    "output_tokens": lost["max_output_tokens"] or 0,
+                    "cost_usd": lost["reserved_cost_usd"]})
         else:
             journal.append("session.start", {
                 "task": self.task, "system_prompt": agent.system_prompt, "agent": agent.name,

@@ -35,7 +35,8 @@ class SessionState:
     """Mutable projection of one session's journal."""
 
     __slots__ = ("answer", "approvals", "conversation", "decisions", "denial_streak",
-                 "error_streak", "granted", "paused", "results", "settled", "signatures",
+                 "error_streak", "granted", "in_flight", "paused", "results", "settled",
+                 "signatures",
                  "started", "steps", "stop_detail", "stop_reason", "tainted", "tally", "task",
                  "turn", "turn_open", "turn_step", "turn_text", "unsent")
 
@@ -64,6 +65,7 @@ class SessionState:
         self.answer: str | None = None
         self.tainted = False  # set once any untrusted tool output entered the conversation
         self.paused = False
+        self.in_flight: Mapping[str, Any] | None = None  # a model request with no answer yet
 
     def apply(self, type: str, data: Mapping[str, Any]) -> None:
         handler = _HANDLERS.get(type)
@@ -122,8 +124,10 @@ class SessionState:
             self.turn_open = False
         self.conversation.extend(data["new"])
         self.unsent = []
+        self.in_flight = data
 
     def _on_response(self, data: Mapping[str, Any]) -> None:
+        self.in_flight = None
         r: ModelResponse = data["response"]
         self.conversation.append(Message.assistant(r.text, r.tool_calls))
         t = self.tally
@@ -148,7 +152,17 @@ class SessionState:
         self._open_turn((call,), "", len(self.steps) + 1)
 
     def _on_model_error(self, data: Mapping[str, Any]) -> None:
+        self.in_flight = None
         self.tally.steps += 1
+
+    def _on_lost(self, data: Mapping[str, Any]) -> None:
+        """A model call whose answer died with its process: charged at its reservation, since
+        the provider may well have billed it."""
+        self.in_flight = None
+        t = self.tally
+        t.steps += 1
+        t.usage = t.usage + Usage(data["input_tokens"], data["output_tokens"], 0)
+        t.cost += Decimal(data["cost_usd"])
 
     def _on_note(self, data: Mapping[str, Any]) -> None:
         self.unsent.append(Message.user(data["text"]))
@@ -212,6 +226,7 @@ _HANDLERS: dict[str, Callable[[SessionState, Mapping[str, Any]], None]] = {
     "model.request": SessionState._on_request,
     "model.response": SessionState._on_response,
     "model.error": SessionState._on_model_error,
+    "model.lost": SessionState._on_lost,
     "client.call": SessionState._on_client_call,
     "session.note": SessionState._on_note,
     "tool.decision": SessionState._on_decision,

@@ -50,15 +50,23 @@ class AgentAsTool:
         return {"task": task}
 
     async def invoke(self, arguments: dict[str, Any], context: ToolContext) -> str:
-        budget = context.sub_budget() if context.sub_budget is not None else self.agent.budget
-        session = self.agent.session(arguments["task"], budget=budget,
-                                     user_id=context.user_id, tenant_id=context.tenant_id,
-                                     context={"parent_session": context.session_id,
-                                              "parent_call": context.call_id})
+        from tether.runtime.budget import Spend
+
+        spend = Spend()
         try:
-            result = await session.arun()
-        finally:
+            budget = self.agent.budget  # its own limits hold, never more than the caller has
+            if context.sub_budget is not None:
+                budget = budget.tighter(context.sub_budget())
+            session = self.agent.session(arguments["task"], budget=budget,
+                                         user_id=context.user_id, tenant_id=context.tenant_id,
+                                         context={"parent_session": context.session_id,
+                                                  "parent_call": context.call_id})
+            try:
+                result = await session.arun()
+            finally:
+                spend = session.spend()
+        finally:  # always: charges what was spent and frees what the caller held for it
             if context.charge is not None:
-                context.charge(session.spend())
+                context.charge(spend)
         return (f"{result.answer}\n[sub-agent {self.agent.name}: {result.stop_reason.value}, "
                 f"session {session.id}]")

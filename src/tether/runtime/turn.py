@@ -318,6 +318,7 @@ class ToolCalls:
             scrubbers.append(token.redact)
             self._journal.scrub_with(token.redact)
         def charge(spend: Spend) -> None:
+            self._accountant.release(call.id)
             u = spend.usage
             self._journal.append("subagent.charge", {
                 "call_id": call.id, "input_tokens": u.input_tokens,
@@ -327,7 +328,8 @@ class ToolCalls:
 
         context = ToolContext(self._session_id, call.id, self._state.tally.steps,
                               subject.user_id, subject.tenant_id, credentials=token,
-                              sub_budget=self._accountant.sub_budget, charge=charge)
+                              sub_budget=lambda: self._accountant.lease(call.id),
+                              charge=charge)
 
         def scrub(text: str) -> str:
             for fn in scrubbers:
