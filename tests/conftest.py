@@ -4,8 +4,6 @@ from __future__ import annotations
 
 from typing import Any
 
-import pytest
-
 from tether import ModelResponse, ToolCall
 
 
@@ -17,8 +15,3 @@ def call(name: str, args: dict[str, Any] | str, id: str = "") -> ModelResponse:
 def calls(*pairs: tuple[str, dict[str, Any]]) -> ModelResponse:
     """A scripted model turn that calls several tools."""
     return ModelResponse(tool_calls=tuple(ToolCall("", n, a) for n, a in pairs))
-
-
-@pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"

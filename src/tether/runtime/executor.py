@@ -5,8 +5,8 @@ Decision: each gate returns a result the model can act on instead of raising —
 field) — so every call gets a result and the run goes on. Running a tool is bounded: a timeout
 that returns on time (blocking tools run on daemon threads, so a hung one is abandoned, never
 awaited), exceptions become error results, and oversized output is cut with an announcement.
-Budget and policy are not this module's business; the Environment calls them between the gates
-and the run.
+Budget and policy are not this module's business; the turn pipeline (``turn.py``) calls them
+between the gates and the run.
 """
 
 from __future__ import annotations
