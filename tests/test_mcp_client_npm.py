@@ -126,6 +126,6 @@ def test_everything_annotations(everything: MCPToolset) -> None:
     echo, gzip = everything.get("echo"), everything.get("gzip-file-as-resource")
     assert echo is not None and gzip is not None
     assert echo.meta.tags == frozenset({"mcp", "every"})
-    assert echo.meta.side_effect and echo.meta.risk == "medium"  # untrusted: hints not believed
+    assert echo.meta.side_effect and echo.meta.risk == "high"  # untrusted: hints not believed
     assert gzip.meta.egress and gzip.meta.output_trust == "untrusted"
     assert len(everything) >= 10

@@ -88,7 +88,7 @@ def test_annotations_are_hints_from_an_untrusted_server(toolset: MCPToolset) -> 
     # add claims read-only and closed-world, but the server is not trusted
     assert (add.meta.side_effect, add.meta.egress, add.meta.output_trust) == (
         True, True, "untrusted")
-    assert add.meta.risk == "medium" and not add.meta.idempotent
+    assert add.meta.risk == "high" and not add.meta.idempotent  # cannot lower caution
     assert wipe.meta.risk == "high"
     assert add.meta.tags == frozenset({"mcp", "py"}) and add.meta.timeout == 5
 
@@ -142,7 +142,7 @@ def test_policy_deny_never_reaches_the_server(tmp_path: Path) -> None:
 
     class NoDestruction:
         def evaluate(self, subject: Any, action: Any, resource: Any, context: Any) -> Decision:
-            if resource.risk == "high":
+            if action.tool == "py_wipe":
                 return Decision(Effect.DENY, "destructive MCP tools are off", "no-destruction")
             return Decision(Effect.ALLOW, "ok", "no-destruction")
 

@@ -56,7 +56,7 @@ RO = {"readOnlyHint": True, "destructiveHint": False, "idempotentHint": True,
 
 @pytest.mark.parametrize(("trusted", "hints", "side_effect", "egress", "trust", "risk"), [
     (False, None, True, True, "untrusted", "high"),
-    (False, RO, True, True, "untrusted", "medium"),  # an untrusted server's claims change little
+    (False, RO, True, True, "untrusted", "high"),  # an untrusted server cannot lower caution
     (True, RO, False, False, "trusted", "low"),
     (True, {**RO, "openWorldHint": True}, False, True, "untrusted", "low"),
     (True, {"readOnlyHint": True}, False, True, "untrusted", "low"),  # open world by default

@@ -16,6 +16,7 @@ from tether import (
     ToolCall,
     tool,
 )
+from tether.credentials import CredentialBroker, ScopedToken
 from tether.policy import Action, Context, Resource, Subject
 
 ran: list[Any] = []
@@ -119,3 +120,38 @@ def test_malformed_mask_and_degrade_decisions_deny() -> None:
         assert ran == []
         assert result.trajectory.steps[0].results[0].status == "denied"
         assert "malformed" in result.trajectory.steps[0].results[0].content
+
+
+def test_a_tool_call_cut_by_the_output_limit_never_runs_with_guessed_arguments() -> None:
+    ran.clear()
+    cut = ModelResponse(tool_calls=(ToolCall("c1", "read_file", {}),), finish_reason="length")
+
+    class Cut(ScriptedModel):
+        async def complete(self, request: Any) -> ModelResponse:
+            return cut if not any(m.role == "tool" for m in request.messages) else \
+                ModelResponse("stopped")
+
+    result = Agent(model=Cut(["x"]), reasoning=ReAct(), tools=[read_file]).run("x")
+    assert ran == []
+    res = result.trajectory.steps[0].results[0]
+    assert res.status == "rejected" and "cut off" in res.content
+
+
+def test_a_secret_cut_by_truncation_is_still_scrubbed() -> None:
+    secret = "pw-Zq8Lr3VxKk29Hd"
+
+    @tool
+    def leaky(credentials: ScopedToken) -> str:
+        """Leak."""
+        return "x" * 90 + credentials.reveal()
+
+    broker = CredentialBroker()
+    broker.register("leaky", secret)
+    session = Agent(model=ScriptedModel([ModelResponse(tool_calls=(ToolCall("c1", "leaky", {}),)),
+                                         "done"]),
+                    reasoning=ReAct(), tools=[leaky], credentials=broker,
+                    max_result_chars=100).session("x")
+    result = session.run()
+    content = result.trajectory.steps[0].results[0].content
+    assert secret[:6] not in content and secret[:6] not in json.dumps(
+        [e.data for e in session.replay()])

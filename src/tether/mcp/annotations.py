@@ -45,8 +45,8 @@ def tool_meta(server: MCPServer, annotations: Mapping[str, Any] | None) -> ToolM
     read_only = server.trusted and read_only_claim
     closed_world = server.trusted and open_world is False
     risk: Risk
-    if destructive is True or (destructive is None and not read_only_claim):
-        risk = "high"
+    if destructive is True or not server.trusted or (destructive is None and not read_only_claim):
+        risk = "high"  # only a trusted server's hints may lower caution
     elif read_only:
         risk = "low"
     else:

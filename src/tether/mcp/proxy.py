@@ -25,15 +25,14 @@ Decisions:
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Literal
 
 import mcp_types as types
-from pydantic import ValidationError
 
 from tether.mcp.clients import Governance
 from tether.mcp.config import MCPServer
 from tether.mcp.pins import PinStore
-from tether.mcp.server import serve
+from tether.mcp.server import serve, tool_annotations
 from tether.mcp.toolset import MCPToolset
 
 if TYPE_CHECKING:
@@ -54,27 +53,17 @@ def upstream_server(argv: Sequence[str], *, name: str = UPSTREAM,
                            call_timeout=call_timeout, connect_timeout=connect_timeout)
 
 
-def _annotations(definition: Mapping[str, Any] | None) -> types.ToolAnnotations | None:
-    raw = None if definition is None else definition.get("annotations")
-    if not isinstance(raw, Mapping):
-        return None
-    try:
-        return types.ToolAnnotations.model_validate(dict(raw))
-    except ValidationError:  # malformed hints are no hints
-        return None
-
-
 def proxied_listing(toolset: MCPToolset) -> list[types.Tool]:
     """The ``tools/list`` entries of an open toolset: each tool's pinned definition (for a tool
     blocked by pinning, the approved one with a note; for a new tool awaiting approval, no
     server text at all — see ``tether.mcp.tool.visible_spec``)."""
     listing = []
     for tool in toolset:
-        pin = toolset.pins.get(toolset.server.name, tool.mcp_name)
         listing.append(types.Tool(
             name=tool.spec.name, description=tool.spec.description,
             input_schema=dict(tool.spec.parameters),
-            annotations=_annotations(None if pin is None else pin.definition)))
+            # what tether believes of the tool, not the untrusted server's own hints
+            annotations=tool_annotations(tool.meta)))
     return listing
 
 

@@ -184,12 +184,16 @@ async def serve(tools: Iterable[Tool], governance: Governance, *,
                               lasting=(SESSIONLESS_CLIENT,), on_new=on_client)
     server = build_server(gateways, listing_of(gateways.tools) if listing is None else listing,
                           name=name)
-    if transport == "stdio":
-        if on_ready is not None:
-            on_ready("stdio")
-        await serve_stdio(server)
-    elif transport == "http":
-        await serve_http(server, port, session_idle_timeout=SESSION_IDLE_TIMEOUT,
-                         on_ready=on_ready)
-    else:
+    if transport not in ("stdio", "http"):
         raise ValueError(f"transport must be 'stdio' or 'http', got {transport!r}")
+    try:
+        if transport == "stdio":
+            if on_ready is not None:
+                on_ready("stdio")
+            await serve_stdio(server)
+        else:
+            await serve_http(server, port, session_idle_timeout=SESSION_IDLE_TIMEOUT,
+                             on_ready=on_ready)
+    finally:  # every client's session ends in the journal, with its spend
+        for gateway in gateways.gateways:
+            gateway.close("the MCP server stopped")

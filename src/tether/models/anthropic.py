@@ -26,7 +26,7 @@ from tether.models.anthropic_format import (
 from tether.models.clients import PerLoop
 from tether.models.errors import ErrorKind, ProviderError, classify
 from tether.models.estimate import provider_message_tokens
-from tether.models.keys import ApiKey, EnvFile, require_extra, setting, split_spec
+from tether.models.keys import ApiKey, EnvFile, require_extra, setting, shown_url, split_spec
 from tether.models.pricing import DEFAULT_CATALOG, Price
 from tether.types import Message, ModelRequest, ModelResponse
 
@@ -88,7 +88,7 @@ class AnthropicModel:
         self._clients: PerLoop[AsyncAnthropic] = PerLoop(self._new_client, client)
 
     def __repr__(self) -> str:
-        where = f", base_url={self._base_url!r}" if self._base_url else ""
+        where = f", base_url={shown_url(self._base_url)!r}" if self._base_url else ""
         return f"AnthropicModel({self._model!r}{where})"
 
     def _new_client(self) -> AsyncAnthropic:
@@ -143,7 +143,7 @@ class AnthropicModel:
         try:
             message = await client.messages.create(**self.request_params(request))
         except AnthropicError as exc:
-            raise self._error(exc) from exc
+            raise self._error(exc) from None  # the SDK's own text may hold the key
         return from_message(message)
 
     async def stream(self, request: ModelRequest) -> AsyncIterator[str | ModelResponse]:
@@ -161,7 +161,7 @@ class AnthropicModel:
                     if delta:
                         yield delta
         except AnthropicError as exc:
-            raise self._error(exc) from exc
+            raise self._error(exc) from None  # the SDK's own text may hold the key
         if not assembler.done:
             raise ProviderError("the stream ended before the model finished its turn",
                                 provider=self.name, kind=ErrorKind.CONNECTION)

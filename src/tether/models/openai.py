@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from tether.models.clients import PerLoop
 from tether.models.errors import ErrorKind, ProviderError, classify
 from tether.models.estimate import provider_message_tokens
-from tether.models.keys import ApiKey, EnvFile, require_extra, setting, split_spec
+from tether.models.keys import ApiKey, EnvFile, require_extra, setting, shown_url, split_spec
 from tether.models.openai_format import (
     StreamAssembler,
     from_completion,
@@ -93,7 +93,7 @@ class OpenAIModel:
         self._clients: PerLoop[AsyncOpenAI] = PerLoop(self._new_client, client)
 
     def __repr__(self) -> str:
-        where = f", base_url={self._base_url!r}" if self._base_url else ""
+        where = f", base_url={shown_url(self._base_url)!r}" if self._base_url else ""
         return f"OpenAIModel({self._model!r}{where})"
 
     def _new_client(self) -> AsyncOpenAI:
@@ -150,7 +150,7 @@ class OpenAIModel:
         try:
             completion = await client.chat.completions.create(**self.request_params(request))
         except OpenAIError as exc:
-            raise self._error(exc) from exc
+            raise self._error(exc) from None  # the SDK's own text may hold the key
         try:
             return from_completion(completion, self._input_estimate(request))
         except ValueError as exc:
@@ -174,7 +174,7 @@ class OpenAIModel:
                     if delta:
                         yield delta
         except OpenAIError as exc:
-            raise self._error(exc) from exc
+            raise self._error(exc) from None  # the SDK's own text may hold the key
         if assembler.finish is None:
             raise ProviderError("the stream ended before the model finished its turn",
                                 provider=self.name, kind=ErrorKind.CONNECTION)

@@ -102,7 +102,7 @@ class Environment:
         if final and response.tool_calls:  # tools were not offered: calls cannot be honoured
             response = ModelResponse(response.text, (), response.usage, response.model,
                                      response.finish_reason)
-        response = self._with_unique_ids(response, step)
+        response = self._with_unique_ids(_without_cut_call(response), step)
         self._journal.append("model.response", {
             "step": step, "response": response,
             "cost_usd": str(self._accountant.cost_of(response.usage)),
@@ -183,3 +183,18 @@ class Environment:
         unresolved = self._state.unresolved()
         if unresolved:
             await self._tools.run(unresolved)
+
+
+CUT_OFF = "<cut off at the output limit before the arguments were complete>"
+
+
+def _without_cut_call(response: ModelResponse) -> ModelResponse:
+    """When output stopped at its length limit, the last tool call may be cut short — even
+    parse as ``{}`` if it was cut before its arguments began. It must never run with guessed
+    arguments: it goes to the malformed-arguments gate instead, which tells the model so."""
+    if response.finish_reason != "length" or not response.tool_calls:
+        return response
+    *whole, last = response.tool_calls
+    cut = ToolCall(last.id, last.name, CUT_OFF)
+    return ModelResponse(response.text, (*whole, cut), response.usage, response.model,
+                         response.finish_reason)

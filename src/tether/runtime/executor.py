@@ -90,7 +90,7 @@ class ToolExecutor:
                     value = await rest
             if mask_fields:
                 value = mask_structure(value, mask_fields)
-            text, status = self._render(value, max_chars), "ok"
+            text, status = self._render(value, max_chars, scrub), "ok"
         except (Exception, SystemExit) as exc:  # a tool's sys.exit() must not end the host
             if isinstance(exc, TimeoutError) and scope is not None and scope.expired():
                 text = f"Error: {tool.name!r} timed out after {timeout:.3g}s and was abandoned."
@@ -98,11 +98,14 @@ class ToolExecutor:
             else:
                 text = f"Error: {tool.name!r} failed: {type(exc).__name__}: {exc}"
                 status = "error"
-        if scrub is not None:
+        if scrub is not None and status != "ok":  # ok results were scrubbed before the cut
             text = scrub(text)
         return ToolResult(call_id, tool.name, text, status)
 
-    def _render(self, value: Any, max_chars: int | None = None) -> str:
+    def _render(self, value: Any, max_chars: int | None = None,
+                scrub: Callable[[str], str] | None = None) -> str:
+        """The result as text: scrubbed first (a secret cut in half would escape the scrubber),
+        then cut to the size limit with an announcement."""
         if isinstance(value, str):
             text = value
         else:
@@ -110,6 +113,8 @@ class ToolExecutor:
                 text = json.dumps(value, ensure_ascii=False, default=str)
             except (TypeError, ValueError):
                 text = str(value)
+        if scrub is not None:
+            text = scrub(text)
         limit = self.max_result_chars if max_chars is None else min(max_chars,
                                                                     self.max_result_chars)
         if len(text) > limit:

@@ -11,13 +11,14 @@ call (same tool, same arguments) runs once when the client sends it again.
 from __future__ import annotations
 
 import asyncio
+import json
 import uuid
 from collections.abc import Iterable, Mapping
 from typing import Any
 
 from tether.credentials import CredentialBroker
 from tether.policy.base import Decision, Effect, Policy, Subject
-from tether.runtime.approvals import ApprovalStore, StoredApprovals, call_hash
+from tether.runtime.approvals import ApprovalRequest, ApprovalStore, StoredApprovals, call_hash
 from tether.runtime.budget import Accountant, Budget
 from tether.runtime.executor import ToolExecutor
 from tether.runtime.gate import PolicyGate
@@ -106,8 +107,10 @@ class Gateway:
     async def _call(self, name: str, arguments: Mapping[str, Any] | str) -> ToolResult:
         self._count += 1
         call = ToolCall(f"{self.id[:8]}-{self._count}", name, arguments)
+        earlier = self._approved_earlier(call)
         self._journal.append("client.call", {"call": call})
-        self._reuse_approval(call)
+        if earlier is not None:
+            self._attach(call, earlier)
         try:
             (result,) = await self._calls.run([call])
         except Stop as stop:
@@ -115,30 +118,40 @@ class Gateway:
         self._journal.flush()
         return result
 
-    def _reuse_approval(self, call: ToolCall) -> None:
-        """If a person approved this exact call earlier, attach that approval to it."""
+    def _approved_earlier(self, call: ToolCall) -> ApprovalRequest | None:
+        """An approved, unused, unexpired request for exactly this call, if a person gave one.
+        What it hid from approvers is hidden from the journal too, before the call is recorded."""
         tool = self.registry.get(call.name)
         if tool is None or isinstance(call.arguments, str):
-            return
+            return None
         try:
             arguments = tool.validate(call.arguments)
         except Exception:
-            return
+            return None
         digest = call_hash(self.id, tool.name, arguments)
         for record in self._approvals.approved_unused(self.id):
             if record.call_hash == digest and not record.expired():
-                self._journal.append("approval.requested", {
-                    "approval_id": record.id, "call_id": call.id, "tool": record.tool,
-                    "arguments": record.arguments, "call_hash": record.call_hash,
-                    "reason": record.reason, "policy_id": record.policy_id,
-                    "requested_at": record.requested_at, "expires_at": record.expires_at,
-                    "reused": True})
-                self._journal.append("tool.decision", {
-                    "call_id": call.id, "tool": record.tool, "arguments": record.arguments,
-                    "decision": Decision(Effect.REQUIRE_APPROVAL, record.reason,
-                                         record.policy_id),
-                    "signature": "", "charged": False, "resource": None, "context": None})
-                return
+                for key, shown in record.arguments.items():
+                    if shown != arguments.get(key):
+                        self._journal.hide_argument(call.id, key)
+                        value = arguments[key]
+                        self._journal.redact(value if isinstance(value, str)
+                                             else json.dumps(value))
+                return record
+        return None
+
+    def _attach(self, call: ToolCall, record: ApprovalRequest) -> None:
+        """Journal the earlier approval as this call's, so the pipeline uses it (once)."""
+        self._journal.append("approval.requested", {
+            "approval_id": record.id, "call_id": call.id, "tool": record.tool,
+            "arguments": record.arguments, "call_hash": record.call_hash,
+            "reason": record.reason, "policy_id": record.policy_id,
+            "requested_at": record.requested_at, "expires_at": record.expires_at,
+            "reused": True})
+        self._journal.append("tool.decision", {
+            "call_id": call.id, "tool": record.tool, "arguments": record.arguments,
+            "decision": Decision(Effect.REQUIRE_APPROVAL, record.reason, record.policy_id),
+            "signature": "", "charged": False, "resource": None, "context": None})
 
     def _waiting(self, call: ToolCall, stop: Stop) -> ToolResult:
         approval = self._state.approvals.get(call.id)
