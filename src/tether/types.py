@@ -32,8 +32,11 @@ class ToolCall:
     arguments: Mapping[str, JSONValue] | str
 
     @classmethod
-    def from_json(cls, id: str, name: str, text: str) -> ToolCall:
-        """Parse provider-supplied argument text; keep the raw text if it is not a JSON object."""
+    def from_json(cls, id: str, name: str, text: str | None) -> ToolCall:
+        """Parse provider-supplied argument text; keep the raw text if it is not a JSON object
+        (anything that is not text at all is kept as its repr, so the gate shows it)."""
+        if not isinstance(text, str):
+            return cls(id, name, repr(text))
         try:
             parsed = json.loads(text) if text.strip() else {}
         except (ValueError, TypeError):

@@ -221,7 +221,13 @@ class Connection:
         for _ in range(MAX_PAGES):
             params = None if cursor is None else PaginatedRequestParams(cursor=cursor)
             try:
-                page = await session.list_tools(params=params)
+                async with asyncio.timeout(self.server.connect_timeout):
+                    page = await session.list_tools(params=params)
+            except TimeoutError:
+                raise MCPError(self._with_stderr(
+                    f"MCP server {self.server.name!r} did not answer tools/list within "
+                    f"{self.server.connect_timeout:g}s; check the server, or raise "
+                    "connect_timeout")) from None
             except Exception as exc:
                 raise self._translate(exc, "tools/list") from None
             tools.extend(t.model_dump(by_alias=True, mode="json", exclude_none=True)

@@ -69,11 +69,20 @@ def finish_reason(raw: str | None, has_calls: bool) -> FinishReason:
 
 
 def usage_of(raw: CompletionUsage | None, fallback: Usage) -> Usage:
+    """The provider's usage, field by field; a field it left out or sent as something other
+    than a count is charged at tether's estimate (the call was billed either way)."""
     if raw is None:
         return fallback
-    details = raw.prompt_tokens_details
-    cached = (details.cached_tokens or 0) if details is not None else 0
-    return Usage(raw.prompt_tokens, raw.completion_tokens, min(cached, raw.prompt_tokens))
+
+    def count(value: object, estimate: int) -> int:
+        return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 \
+            else estimate
+
+    prompt = count(getattr(raw, "prompt_tokens", None), fallback.input_tokens)
+    completion = count(getattr(raw, "completion_tokens", None), fallback.output_tokens)
+    details = getattr(raw, "prompt_tokens_details", None)
+    cached = count(getattr(details, "cached_tokens", None), 0) if details is not None else 0
+    return Usage(prompt, completion, min(cached, prompt))
 
 
 def estimated_usage(input_estimate: int, text: str, calls: Iterable[ToolCall]) -> Usage:
