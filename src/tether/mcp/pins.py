@@ -97,21 +97,28 @@ class PinStore(Protocol):
         """Drop a pending definition (the server went back to the approved one)."""
         ...
 
-    def approve(self, server: str, tool: str, *, approver: str | None = None) -> Pin:
-        """Make the pending definition the approved one; PinError if nothing is pending."""
+    def approve(self, server: str, tool: str, *, approver: str | None = None,
+                fingerprint: str | None = None) -> Pin:
+        """Make the pending definition the approved one; PinError if nothing is pending, or if
+        ``fingerprint`` (of the definition the approver reviewed) no longer matches it."""
         ...
 
     def all_pending(self) -> list[Pin]:
         ...
 
 
-def _approve(store: PinStore, server: str, tool: str, approver: str | None) -> Pin:
+def _approve(store: PinStore, server: str, tool: str, approver: str | None,
+             fingerprint: str | None = None) -> Pin:
     pending = store.pending(server, tool)
     if pending is None:
         pinned = store.get(server, tool)
         state = (f"its definition pinned on {pinned.pinned_at} is current" if pinned
                  else "it has never been seen; connect to the server first")
         raise PinError(f"nothing to approve for tool {tool!r} of MCP server {server!r}: {state}")
+    if fingerprint is not None and fingerprint != pending.fingerprint:
+        raise PinError(f"tool {tool!r} of MCP server {server!r} changed again after it was "
+                       f"reviewed (reviewed {fingerprint[:12]}, now {pending.fingerprint[:12]}); "
+                       "review the new definition and approve that one")
     approved = Pin(server, tool, pending.fingerprint, pending.definition, now_utc(),
                    approver or "unnamed approver")
     store.pin(approved)
@@ -147,8 +154,9 @@ class MemoryPinStore:
         with self._lock:
             self._pending.pop((server, tool), None)
 
-    def approve(self, server: str, tool: str, *, approver: str | None = None) -> Pin:
-        return _approve(self, server, tool, approver)
+    def approve(self, server: str, tool: str, *, approver: str | None = None,
+                fingerprint: str | None = None) -> Pin:
+        return _approve(self, server, tool, approver, fingerprint)
 
     def all_pending(self) -> list[Pin]:
         return sorted(self._pending.values(), key=lambda p: (p.server, p.tool))
@@ -224,8 +232,9 @@ class JSONFilePinStore:
         if self.pending(server, tool) is not None:
             self._update(server, tool, pending=None)
 
-    def approve(self, server: str, tool: str, *, approver: str | None = None) -> Pin:
-        return _approve(self, server, tool, approver)
+    def approve(self, server: str, tool: str, *, approver: str | None = None,
+                fingerprint: str | None = None) -> Pin:
+        return _approve(self, server, tool, approver, fingerprint)
 
     def all_pending(self) -> list[Pin]:
         return [Pin.from_dict(entry["pending"])

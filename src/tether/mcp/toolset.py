@@ -85,11 +85,13 @@ class MCPToolset:
         return (f"toolset.approve({mcp_name!r}) or pins.approve({self.server.name!r}, "
                 f"{mcp_name!r})")
 
-    def approve(self, tool: str, *, approver: str | None = None) -> Pin:
-        """Approve the pending definition of ``tool`` (tether name or server name)."""
+    def approve(self, tool: str, *, approver: str | None = None,
+                fingerprint: str | None = None) -> Pin:
+        """Approve the pending definition of ``tool`` (tether name or server name); pass the
+        ``fingerprint`` of the definition you reviewed so a later swap is refused."""
         found = self.get(tool)
         return self.pins.approve(self.server.name, found.mcp_name if found else tool,
-                                 approver=approver)
+                                 approver=approver, fingerprint=fingerprint)
 
     def pending(self) -> list[Pin]:
         """Definitions of this server's tools that wait for approval."""
