@@ -125,8 +125,11 @@ class Resilient:
         return await self._run(attempt)
 
     async def stream(self, request: ModelRequest) -> AsyncIterator[Item]:
-        """The wrapped model's stream; retried, within the deadline, until its first item."""
+        """The wrapped model's stream; retried until its first item, and all of it within the
+        deadline (a stream that stalls half-way is cut off when the deadline passes)."""
         streams: list[AsyncGenerator[Item, None]] = []
+        loop = asyncio.get_running_loop()
+        ends = None if self._deadline is None else loop.time() + self._deadline
 
         async def first() -> Item:
             streams.append(_stream_of(self._model, request))
@@ -134,7 +137,19 @@ class Resilient:
 
         try:
             yield await self._run(first)
-            async for item in streams[-1]:
+            rest = streams[-1]
+            while True:
+                try:
+                    if ends is None:
+                        item = await anext(rest)
+                    else:
+                        item = await asyncio.wait_for(anext(rest), max(0.0, ends - loop.time()))
+                except StopAsyncIteration:
+                    break
+                except TimeoutError:
+                    raise ProviderError(f"the stream stalled past the {self._deadline:g}s "
+                                        "deadline", provider=self.name,
+                                        kind=ErrorKind.TIMEOUT) from None
                 yield item
         finally:
             for stream in streams:  # failed ones are finished already; this closes the last
