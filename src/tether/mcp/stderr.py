@@ -41,8 +41,8 @@ class StderrTail:
                     self._tail += chunk
                     if len(self._tail) > keep:
                         del self._tail[:-keep]
-        except OSError:
-            pass
+        except OSError:  # the pipe broke: the server is gone, and so is its stderr
+            return
         finally:
             os.close(self._read_fd)
             self._done.set()

@@ -12,6 +12,7 @@ Retry-After is honoured in its three forms: ``retry-after-ms``, seconds, and an 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import enum
 import time
 from collections.abc import Callable, Mapping
@@ -192,10 +193,8 @@ def parse_retry_after(headers: Any, now: Callable[[], float] = time.time) -> flo
     None when absent or unreadable; never negative."""
     millis = _header(headers, "retry-after-ms")
     if millis is not None:
-        try:
+        with contextlib.suppress(ValueError):  # unreadable: fall back to retry-after
             return max(0.0, float(millis) / 1000)
-        except ValueError:
-            pass
     value = _header(headers, "retry-after")
     if value is None:
         return None

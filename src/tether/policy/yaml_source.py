@@ -43,7 +43,7 @@ def parse_yaml(text: str, source: str) -> Any:
     import yaml
 
     class Loader(yaml.SafeLoader):
-        pass
+        """A private SafeLoader, so the constructors added below touch no global one."""
 
     def fail(node: yaml.Node, message: str) -> NoReturn:
         raise PolicyLoadError(f"{source}, line {node.start_mark.line + 1}: {message}")

@@ -78,4 +78,4 @@ class MemoryStore:
             return True
 
     def close(self) -> None:
-        pass
+        """Nothing to release: the events live as long as this object."""

@@ -38,7 +38,7 @@ _CONSTANTS = {"pi": math.pi, "e": math.e}
 
 
 class CalculatorError(ValueError):
-    pass
+    """The expression cannot be evaluated; the message says why, for the model to fix it."""
 
 
 def evaluate(expression: str) -> int | float:
