@@ -155,3 +155,14 @@ def test_a_secret_cut_by_truncation_is_still_scrubbed() -> None:
     content = result.trajectory.steps[0].results[0].content
     assert secret[:6] not in content and secret[:6] not in json.dumps(
         [e.data for e in session.replay()])
+
+
+def test_urls_with_credentials_stay_out_of_reprs_and_messages() -> None:
+    from tether.mcp.config import MCPServer
+    from tether.models.openai import OpenAIModel
+
+    url = "https://user:Pa55w0rd@llm.internal/v1?api-key=SECRET"
+    shown = repr(OpenAIModel("gpt-4o-mini", api_key="sk-test", base_url=url))
+    server = MCPServer.http("x", url)
+    for text in (shown, repr(server), server.where()):
+        assert "Pa55w0rd" not in text and "SECRET" not in text

@@ -44,7 +44,7 @@ class MCPServer:
     args: tuple[str, ...] = ()
     env: Mapping[str, str] = field(default_factory=dict, repr=False)
     cwd: str | None = None
-    url: str | None = None
+    url: str | None = field(default=None, repr=False)  # may carry credentials: see where()
     headers: Mapping[str, str] = field(default_factory=dict, repr=False)
     trusted: bool = False
     prefix: str | None = None
@@ -122,7 +122,10 @@ class MCPServer:
         return self.name if self.prefix is None else self.prefix
 
     def where(self) -> str:
-        """Where the server is, for messages (never shows env or headers)."""
+        """Where the server is, for messages (never shows env, headers, or credentials and
+        query of a URL)."""
         if self.command is not None:
             return " ".join([self.command, *self.args][:4]) + (" …" if len(self.args) > 3 else "")
-        return str(self.url)
+        from tether.models.keys import shown_url
+
+        return shown_url(str(self.url))
