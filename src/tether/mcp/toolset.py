@@ -14,6 +14,7 @@ blocked before its next call.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 from collections.abc import Iterator, Mapping
 from types import TracebackType
@@ -144,10 +145,9 @@ class MCPToolset:
         if loop is None:
             return
         try:
-            if conn is not None:
-                loop.call(conn.close(), timeout=self.server.close_timeout + EXTRA)
-        except TimeoutError:
-            pass  # abandoned: the daemon thread cannot block exit
+            if conn is not None:  # past the timeout the shutdown is abandoned: its daemon
+                with contextlib.suppress(TimeoutError):  # thread cannot block exit
+                    loop.call(conn.close(), timeout=self.server.close_timeout + EXTRA)
         finally:
             loop.stop()
 

@@ -25,10 +25,10 @@ from tether.models.anthropic_format import (
 )
 from tether.models.clients import PerLoop
 from tether.models.errors import ErrorKind, ProviderError, classify
-from tether.models.estimate import provider_message_tokens
-from tether.models.keys import ApiKey, EnvFile, require_extra, setting, shown_url, split_spec
+from tether.models.keys import ApiKey, EnvFile, require_extra, setting, split_spec
 from tether.models.pricing import DEFAULT_CATALOG, Price
-from tether.types import Message, ModelRequest, ModelResponse
+from tether.models.provider import ProviderModel
+from tether.types import ModelRequest, ModelResponse
 
 if TYPE_CHECKING:
     from anthropic import AsyncAnthropic
@@ -44,8 +44,13 @@ PER_RESULT_TOKENS = 12
 PER_REQUEST_TOKENS = 400
 
 
-class AnthropicModel:
+class AnthropicModel(ProviderModel):
     """A tether Model on Anthropic's Messages API."""
+
+    provider = PROVIDER
+    per_call_tokens = PER_CALL_TOKENS
+    per_result_tokens = PER_RESULT_TOKENS
+    per_request_tokens = PER_REQUEST_TOKENS
 
     def __init__(
         self,
@@ -87,33 +92,12 @@ class AnthropicModel:
             client = client.with_options(max_retries=0)
         self._clients: PerLoop[AsyncAnthropic] = PerLoop(self._new_client, client)
 
-    def __repr__(self) -> str:
-        where = f", base_url={shown_url(self._base_url)!r}" if self._base_url else ""
-        return f"AnthropicModel({self._model!r}{where})"
-
     def _new_client(self) -> AsyncAnthropic:
         from anthropic import AsyncAnthropic
 
         assert self._key is not None
         return AsyncAnthropic(api_key=self._key.get(), base_url=self._base_url,
                               timeout=self._timeout, max_retries=0)
-
-    @property
-    def name(self) -> str:
-        return f"{PROVIDER}:{self._model}"
-
-    @property
-    def model(self) -> str:
-        return self._model
-
-    @property
-    def price(self) -> Price | None:
-        return self._price
-
-    def estimate_message_tokens(self, message: Message) -> int:
-        return provider_message_tokens(message, per_call=PER_CALL_TOKENS,
-                                       per_result=PER_RESULT_TOKENS,
-                                       per_request=PER_REQUEST_TOKENS)
 
     def request_params(self, request: ModelRequest) -> dict[str, Any]:
         """The body of the create call for ``request`` (without ``stream``)."""

@@ -150,7 +150,7 @@ def decide(
     if not isinstance(decision, Decision) or not isinstance(decision.effect, Effect):
         return Decision(Effect.DENY, f"policy returned {type(decision).__name__}, not a "
                         "Decision; denied", policy_id_of(policy))
-    problem = malformed(decision)
+    problem = "" if decision.effect in _PLAIN else malformed(decision)
     if problem:
         return Decision(Effect.DENY, f"policy returned a malformed {decision.effect.value} "
                         f"decision ({problem}); denied", decision.policy_id or
@@ -159,6 +159,7 @@ def decide(
 
 
 MASK_TARGETS = ("input", "output", "journal")
+_PLAIN = frozenset({Effect.ALLOW, Effect.DENY})  # effects that read no fields, targets, fallback
 
 
 def malformed(decision: Decision) -> str:

@@ -1,0 +1,47 @@
+"""What every provider adapter shares: its name, its price, its token estimate, a safe repr.
+
+Decision: the adapters differ in wire format and SDK, not in how they present themselves to the
+runtime, so that part is written once. The repr never shows a key, and shows a base URL without
+its credentials or query.
+"""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+from tether.models.estimate import provider_message_tokens
+from tether.models.keys import shown_url
+from tether.models.pricing import Price
+from tether.types import Message
+
+
+class ProviderModel:
+    provider: ClassVar[str]
+    per_call_tokens: ClassVar[int]  # framing of one tool call in this provider's format
+    per_result_tokens: ClassVar[int]  # framing of one tool result
+    per_request_tokens: ClassVar[int]  # framing of a request (e.g. a hidden tool prompt)
+
+    _model: str
+    _price: Price | None
+    _base_url: str | None
+
+    def __repr__(self) -> str:
+        where = f", base_url={shown_url(self._base_url)!r}" if self._base_url else ""
+        return f"{type(self).__name__}({self._model!r}{where})"
+
+    @property
+    def name(self) -> str:
+        return f"{self.provider}:{self._model}"
+
+    @property
+    def model(self) -> str:
+        return self._model
+
+    @property
+    def price(self) -> Price | None:
+        return self._price
+
+    def estimate_message_tokens(self, message: Message) -> int:
+        return provider_message_tokens(message, per_call=self.per_call_tokens,
+                                       per_result=self.per_result_tokens,
+                                       per_request=self.per_request_tokens)
