@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import threading
 import time
@@ -83,6 +84,20 @@ def test_appends_are_per_step_and_must_follow(store: Store) -> None:
     with pytest.raises(ConflictError, match="expected seq 5"):
         rival.flush()
     assert [e.data for e in store.read("s1")][-1] == {"i": 99}
+
+
+def test_a_second_start_and_a_gap_are_refused(store: Store) -> None:
+    journal_of("s1", 2, store).flush()
+    again = Journal("s1", store=store)  # a writer that believes the session is new
+    again.append("session.start", {"agent": "b"})
+    with pytest.raises(ConflictError, match="expected seq 4, got 1"):
+        again.flush()
+    ahead = Journal("s1", store=store, history=store.read("s1"))
+    ahead.append("step", {"i": 1})
+    events = ahead.events()
+    with pytest.raises(ConflictError, match="expected seq 4, got 5"):
+        store.append("s1", [dataclasses.replace(events[-1], seq=5)])
+    assert [e.seq for e in store.read("s1")] == [1, 2, 3]
 
 
 def test_concurrent_writers_never_fork_a_session(store: Store) -> None:

@@ -13,11 +13,14 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from tether.records import fast_init
+
 Role = Literal["system", "user", "assistant", "tool"]
 
 JSONValue = Any  # a value json.dumps accepts; kept loose on purpose (tool args are model output)
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class ToolCall:
     """A call the model asked for.
@@ -47,6 +50,7 @@ class ToolCall:
         return {"id": self.id, "name": self.name, "arguments": self.arguments}
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class Message:
     """One conversation message. ``tool_calls`` only on assistant messages, ``tool_call_id`` only on
@@ -92,6 +96,7 @@ class Message:
                    data.get("name"))
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class Usage:
     """Tokens one call consumed. ``cached_input_tokens`` is the part of ``input_tokens`` served
@@ -129,6 +134,7 @@ class ToolSpec:
     parameters: Mapping[str, JSONValue]
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class ModelRequest:
     """Everything a model call is sent. ``max_output_tokens`` is already clamped to the budget;
@@ -144,6 +150,7 @@ class ModelRequest:
 FinishReason = Literal["stop", "tool_calls", "length", "content_filter", "error"]
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class ModelResponse:
     """What a model returned. A response may carry text AND tool calls; both are kept."""
@@ -171,10 +178,19 @@ class ModelResponse:
         return cls(data["text"], calls, usage, data["model"], data["finish_reason"])
 
 
+_NOT_DECODED: Any = object()
+
+
+@fast_init
 @dataclass(frozen=True, slots=True)
 class Event:
     """One journal entry. ``prev_hash`` chains it to the previous event of its session; ``hash``
-    covers seq, type, session id, timestamp, data and ``prev_hash`` in canonical JSON."""
+    covers seq, type, session id, timestamp, data and ``prev_hash`` in canonical JSON.
+
+    ``data`` may arrive as JSON text (``Event.from_json``) and is decoded on its first read: a
+    live run seals every event it appends, and most are written to a store and never read back
+    in that process, so decoding them all when sealed would be wasted work.
+    """
 
     seq: int
     type: str
@@ -183,3 +199,25 @@ class Event:
     data: Mapping[str, JSONValue]
     prev_hash: str
     hash: str
+    _json: str = field(default="", repr=False, compare=False)  # data as JSON, until decoded
+
+    @classmethod
+    def from_json(cls, seq: int, type: str, session_id: str, timestamp: float, data_json: str,
+                  prev_hash: str, hash: str) -> Event:
+        """An event whose data is the JSON object ``data_json``, decoded when first read."""
+        return cls(seq, type, session_id, timestamp, _NOT_DECODED, prev_hash, hash, data_json)
+
+
+def _decoded_on_read(slot: Any) -> property:
+    """``Event.data``: the slot's value, decoded from ``_json`` the first time it is read."""
+    def read(event: Event) -> Any:
+        value = slot.__get__(event, Event)
+        if value is _NOT_DECODED:
+            value = json.loads(event._json)
+            slot.__set__(event, value)
+        return value
+
+    return property(read, slot.__set__, doc="The event's data, a plain-JSON mapping.")
+
+
+setattr(Event, "data", _decoded_on_read(Event.__dict__["data"]))  # noqa: B010 (mypy: a field)

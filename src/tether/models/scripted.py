@@ -11,6 +11,7 @@ with, and output never exceeds ``max_output_tokens`` (longer responses are cut, 
 from __future__ import annotations
 
 import asyncio
+import operator
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
@@ -23,6 +24,8 @@ from tether.models.base import (
 )
 from tether.models.pricing import ZERO_PRICE, Price
 from tether.types import Message, ModelRequest, ModelResponse, ToolCall, Usage
+
+_ROLE = operator.attrgetter("role")
 
 ScriptItem = ModelResponse | str
 Responder = Callable[[ModelRequest], ScriptItem]
@@ -75,7 +78,7 @@ class ScriptedModel:
     async def complete(self, request: ModelRequest) -> ModelResponse:
         if self._latency:
             await asyncio.sleep(self._latency)
-        turn = [m.role for m in request.messages].count("assistant")
+        turn = list(map(_ROLE, request.messages)).count("assistant")
         if turn < len(self._prepared):
             prepared = self._prepared[turn]
         else:

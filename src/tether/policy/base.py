@@ -15,6 +15,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
+from tether.records import fast_init
+
 
 class Effect(enum.StrEnum):
     ALLOW = "allow"
@@ -45,6 +47,7 @@ class Subject:
     agent: str = "agent"
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class Action:
     tool: str
@@ -76,6 +79,7 @@ class Resource:
                    data.get("idempotent", False))
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class Context:
     session_id: str
@@ -87,6 +91,7 @@ class Context:
     extra: Mapping[str, Any] = field(default_factory=dict)
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class Decision:
     effect: Effect

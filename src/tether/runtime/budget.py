@@ -19,6 +19,7 @@ from decimal import Decimal, InvalidOperation
 from typing import Any
 
 from tether.models.pricing import MILLION, Price
+from tether.records import fast_init
 from tether.runtime.stop import Stop, StopReason
 from tether.types import Usage
 
@@ -119,6 +120,7 @@ class Spend:
                 "tool_calls": self.tool_calls, "seconds": round(self.seconds, 6)}
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class Reservation:
     """A model call's worst case, held until settled."""
@@ -182,7 +184,7 @@ class Accountant:
     """Budget decisions for one session, over its Tally. Not shared; one event loop."""
 
     __slots__ = ("_budget", "_clock", "_hold_cost", "_hold_seconds", "_hold_tokens", "_leases",
-                 "_price", "_started", "tally")
+                 "_per_token", "_price", "_started", "tally")
 
     def __init__(self, budget: Budget, price: Price | None, tally: Tally,
                  clock: Any = time.monotonic) -> None:
@@ -197,6 +199,9 @@ class Accountant:
         self._hold_seconds = (budget.max_seconds or 0.0) * share
         self.tally = tally
         self._leases: dict[str, Budget] = {}  # what running sub-agents may still spend
+        # float USD per input and output token, and the held-back cost: for the quick checks
+        self._per_token = (0.0, 0.0, 0.0) if price is None else (
+            float(_input_price(price)) / 1e6, float(price.output) / 1e6, float(self._hold_cost))
 
     @property
     def budget(self) -> Budget:
@@ -217,14 +222,16 @@ class Accountant:
         t = self.tally
         return Spend(t.usage, t.cost, t.steps, t.tool_calls, self.elapsed())
 
-    def remaining(self) -> dict[str, Any]:
+    def remaining(self, elapsed: float | None = None) -> dict[str, Any]:
+        """What is left of each limit (None: unlimited); ``elapsed`` if the caller has it."""
         b, t = self._budget, self.tally
         return {
             "tokens": None if b.max_tokens is None else b.max_tokens - t.usage.total_tokens,
             "cost_usd": None if b.max_cost_usd is None else b.max_cost_usd - t.cost,
             "steps": None if b.max_steps is None else b.max_steps - t.steps,
             "tool_calls": None if b.max_tool_calls is None else b.max_tool_calls - t.tool_calls,
-            "seconds": None if b.max_seconds is None else b.max_seconds - self.elapsed(),
+            "seconds": None if b.max_seconds is None else b.max_seconds - (
+                self.elapsed() if elapsed is None else elapsed),
         }
 
     def deadline(self, final: bool = False) -> float | None:
@@ -260,14 +267,29 @@ class Accountant:
         cost = Decimal(0)
         if self._price is not None:
             if b.max_cost_usd is not None:
-                affordable = self._affordable_output(b.max_cost_usd - t.cost, input_tokens, final)
-                if max_out is None or affordable < max_out:
-                    max_out, bound_by = affordable, StopReason.COST_BUDGET
+                money = b.max_cost_usd - t.cost
+                if max_out is None or not self._plainly_affords(money, input_tokens, max_out,
+                                                                final):
+                    affordable = self._affordable_output(money, input_tokens, final)
+                    if max_out is None or affordable < max_out:
+                        max_out, bound_by = affordable, StopReason.COST_BUDGET
                 if max_out < MIN_OUTPUT_TOKENS:
                     raise Stop(StopReason.COST_BUDGET, f"${t.cost} of ${b.max_cost_usd} "
                                "spent; the next call would not fit")
             cost = worst_case_cost(self._price, input_tokens, max_out or 0)
         return Reservation(input_tokens, max_out, cost, deadline, final, bound_by)
+
+    def _plainly_affords(self, left: Decimal, input_tokens: int, output_tokens: int,
+                         final: bool) -> bool:
+        """Whether ``left`` pays for the call, and (unless ``final``) for the held-back share
+        and a wrap-up after it, with a wide margin — the common case, decided in floats. When
+        unsure it says False, and ``_affordable_output`` counts exactly."""
+        p_in, p_out, hold = self._per_token
+        need = input_tokens * p_in + output_tokens * p_out
+        if not final:
+            need = max(need + hold, (2 * input_tokens + WRAP_UP_NOTE_TOKENS + output_tokens) * p_in
+                       + (WRAP_UP_OUTPUT_TOKENS + output_tokens) * p_out)
+        return float(left) > need * (1 + 1e-9) + 1e-12
 
     def _affordable_output(self, left: Decimal, input_tokens: int, final: bool) -> int:
         """Output tokens a call can pay for; a normal call also leaves the held-back share and
@@ -303,8 +325,9 @@ class Accountant:
             p_in = _input_price(self._price)
             if p_in > 0:
                 spare = b.max_cost_usd - t.cost
-                rough = float(spare) * 1e6 / float(p_in) - conversation_tokens - _WRAP * (
-                    1 + float(self._price.output / p_in))
+                f_in, f_out, _ = self._per_token
+                rough = (float(spare) / f_in - conversation_tokens - _WRAP * (1 + f_out / f_in)
+                         if f_in > 0 else 0.0)
                 if rough < 2 * wanted + 64:  # not plainly enough: count exactly
                     exact = _tokens_for(spare - ((conversation_tokens + WRAP_UP_NOTE_TOKENS)
                                                  * p_in + WRAP_UP_OUTPUT_TOKENS

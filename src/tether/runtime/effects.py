@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from tether.policy.base import MASK_TARGETS, Decision, Effect
+from tether.records import fast_init
 from tether.runtime.executor import MASKED, Rejected
 from tether.runtime.journal import REDACTED
 from tether.runtime.result import ToolResult
@@ -20,6 +21,7 @@ from tether.tools.base import Tool
 from tether.types import ToolCall
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class Admitted:
     """A call cleared to run: the tool that runs and exactly what it receives."""

@@ -27,9 +27,9 @@ from tether.types import Message, ModelRequest, ModelResponse, ToolCall, ToolSpe
 
 
 class Environment:
-    __slots__ = ("_accountant", "_journal", "_model", "_on_delta", "_seen_ids", "_sent_estimate",
-                 "_show_budget",
-                 "_specs", "_state", "_tool_names", "_tools", "_tools_estimate")
+    __slots__ = ("_accountant", "_journal", "_model", "_on_delta", "_pending", "_seen_ids",
+                 "_sent_estimate", "_show_budget", "_specs", "_state", "_tool_names", "_tools",
+                 "_tools_estimate")
 
     def __init__(self, *, model: Model, specs: Sequence[ToolSpec], tools: ToolCalls,
                  accountant: Accountant, journal: Journal, state: SessionState,
@@ -47,6 +47,7 @@ class Environment:
         self._sent_estimate = sum(estimate(m) for m in state.conversation)
         self._tools_estimate = estimate_tools_tokens(self._specs)
         self._seen_ids = {c.id for m in state.conversation for c in m.tool_calls}
+        self._pending: tuple[tuple[Message, ...], int] = ((), 0)
         tools.room = self._result_room
 
     # -- model calls ---------------------------------------------------------------------------
@@ -55,13 +56,14 @@ class Environment:
         """Make one governed model call; raise Stop if the budget does not allow it."""
         for call in self._state.unresolved():  # a strategy that skipped calls still owes results
             self._tools.record(skipped(call, "the strategy did not run this call"))
-        new = self._state.outbox()
+        extra = []
         if note:
-            new.append(Message.user(note))
+            extra.append(Message.user(note))
         if self._show_budget and not final:
-            new.append(Message.user(self._budget_note()))
+            extra.append(Message.user(self._budget_note()))
         estimate = self._model.estimate_message_tokens
-        new_estimate = sum(estimate(m) for m in new)
+        new_estimate = self._pending_estimate() + sum(estimate(m) for m in extra)
+        new = [*self._state.outbox(), *extra]
         specs = () if final else self._specs
         input_estimate = self._sent_estimate + new_estimate + (
             self._tools_estimate if specs else 0)
@@ -72,7 +74,7 @@ class Environment:
             "new": new, "tools": self._tool_names if specs else (),
             "max_output_tokens": reservation.max_output_tokens, "final": final,
             "reserved_input": reservation.input_tokens,
-            "reserved_cost_usd": str(reservation.cost_usd),
+            "reserved_cost_usd": reservation.cost_usd,
         })
         self._journal.flush()  # the step so far is durable before the next model call
         self._sent_estimate += new_estimate
@@ -80,7 +82,8 @@ class Environment:
                                reservation.max_output_tokens, input_estimate)
         timer = None
         try:
-            response, rest = start(self._call(request))
+            response, rest = start(self._model.complete(request) if self._on_delta is None
+                                   else self._streamed(request))
             if rest is not None:  # it suspended: the rest runs within the deadline, if any
                 if reservation.deadline is None:
                     response = await rest
@@ -105,7 +108,7 @@ class Environment:
         response = self._with_unique_ids(_without_cut_call(response), step)
         self._journal.append("model.response", {
             "step": step, "response": response,
-            "cost_usd": str(self._accountant.cost_of(response.usage)),
+            "cost_usd": self._accountant.cost_of(response.usage),
             "reserved_input": reservation.input_tokens,
         })
         self._sent_estimate += estimate(self._state.conversation[-1])
@@ -121,9 +124,9 @@ class Environment:
         stream assemblers produce them) would let one call pass for another at the gate."""
         seen = self._seen_ids
         calls = response.tool_calls
-        if all(c.id and c.id not in seen for c in calls) and len({c.id for c in calls}) == len(
-                calls):
-            seen.update(c.id for c in calls)
+        ids = [c.id for c in calls]
+        if all(ids) and seen.isdisjoint(ids) and len(set(ids)) == len(ids):
+            seen.update(ids)
             return response
         fixed = []
         for i, c in enumerate(calls):
@@ -133,7 +136,8 @@ class Environment:
         return ModelResponse(response.text, tuple(fixed), response.usage, response.model,
                              response.finish_reason)
 
-    async def _call(self, request: ModelRequest) -> ModelResponse:
+    async def _streamed(self, request: ModelRequest) -> ModelResponse:
+        """The model's answer, its text deltas passed on as they come (if it can stream)."""
         stream = getattr(self._model, "stream", None)
         if self._on_delta is None or stream is None:
             return await self._model.complete(request)
@@ -152,9 +156,16 @@ class Environment:
         ``wanted`` fits)."""
         if not self._accountant.bounds_tokens:
             return None
-        estimate = self._model.estimate_message_tokens
-        pending = sum(estimate(m) for m in self._state.outbox())
-        return self._accountant.result_room(self._sent_estimate + pending, wanted)
+        return self._accountant.result_room(self._sent_estimate + self._pending_estimate(),
+                                            wanted)
+
+    def _pending_estimate(self) -> int:
+        """Tokens of what the next request adds, counted once per change of the outbox."""
+        outbox = self._state.outbox()
+        if self._pending[0] is not outbox:
+            estimate = self._model.estimate_message_tokens
+            self._pending = (outbox, sum(estimate(m) for m in outbox))
+        return self._pending[1]
 
     def _budget_note(self) -> str:
         left = {k: str(v) for k, v in self._accountant.remaining().items() if v is not None}

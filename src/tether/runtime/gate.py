@@ -42,18 +42,21 @@ class PolicyGate:
         self._state = state
         self._accountant = accountant
         self._extra = extra
-        self._resources: dict[str, Resource] = {}
+        self._resources: dict[str, tuple[Resource, dict[str, Any]]] = {}
 
     def decide(self, tool: Tool, call_id: str, arguments: Mapping[str, Any], signature: str,
                shown: Shown) -> Decision:
-        resource = self._resources.get(tool.name)
-        if resource is None:
-            resource = self._resources[tool.name] = resource_of(tool)
+        known = self._resources.get(tool.name)
+        if known is None:  # the record for policies, its plain form for the journal
+            resource = resource_of(tool)
+            known = self._resources[tool.name] = (resource, resource.to_dict())
+        resource, journaled = known
         acc = self._accountant
         t = acc.tally
+        elapsed = acc.elapsed()
         spend = {"tokens": t.usage.total_tokens, "cost_usd": t.cost, "steps": t.steps,
-                 "tool_calls": t.tool_calls, "seconds": acc.elapsed()}
-        context = Context(self._session_id, t.steps, spend, acc.remaining(),
+                 "tool_calls": t.tool_calls, "seconds": elapsed}
+        context = Context(self._session_id, t.steps, spend, acc.remaining(elapsed),
                           self._state.tainted, time.time(), self._extra)
         decision = decide(self._policy, self.subject, Action(tool.name, arguments), resource,
                           context)
@@ -69,7 +72,7 @@ class PolicyGate:
             "decision": decision, "signature": signature,
             "charged": decision.effect in CHARGED,
             # what the policy saw, so a stored decision can be re-asked of another policy
-            "resource": resource, "context": {"step": t.steps, "tainted": context.tainted,
+            "resource": journaled, "context": {"step": t.steps, "tainted": context.tainted,
                                               "spend": spend},
         })
         return decision

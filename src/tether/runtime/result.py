@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
+from tether.records import fast_init
 from tether.runtime.budget import Spend
 from tether.runtime.stop import StopReason
 from tether.types import ToolCall, Usage
@@ -16,6 +17,7 @@ from tether.types import ToolCall, Usage
 ToolStatus = Literal["ok", "error", "timeout", "rejected", "denied", "skipped"]
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class ToolResult:
     """The outcome of one tool call, as the model sees it (``content``) and as a status."""
@@ -30,6 +32,7 @@ class ToolResult:
         return self.status != "ok"
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class Step:
     """One model turn and the tool calls it led to."""

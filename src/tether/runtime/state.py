@@ -34,11 +34,11 @@ def call_signature(tool: str, arguments: Mapping[str, Any] | str) -> str:
 class SessionState:
     """Mutable projection of one session's journal."""
 
-    __slots__ = ("answer", "approvals", "conversation", "decisions", "denial_streak",
-                 "error_streak", "granted", "in_flight", "paused", "results", "settled",
-                 "signatures",
-                 "started", "steps", "stop_detail", "stop_reason", "tainted", "tally", "task",
-                 "turn", "turn_open", "turn_step", "turn_text", "unsent")
+    __slots__ = ("_done", "_outbox", "answer", "approvals", "conversation", "decisions",
+                 "denial_streak", "error_streak", "granted", "in_flight", "paused", "results",
+                 "settled", "signatures", "started", "steps", "stop_detail", "stop_reason",
+                 "tainted", "tally", "task", "turn", "turn_open", "turn_step", "turn_text",
+                 "unsent")
 
     def __init__(self) -> None:
         self.task = ""
@@ -66,6 +66,9 @@ class SessionState:
         self.tainted = False  # set once any untrusted tool output entered the conversation
         self.paused = False
         self.in_flight: Mapping[str, Any] | None = None  # a model request with no answer yet
+        # derived views, read several times per step: kept until an event changes them
+        self._done: list[ToolResult] | None = None
+        self._outbox: tuple[Message, ...] | None = None
 
     def apply(self, type: str, data: Mapping[str, Any]) -> None:
         handler = _HANDLERS.get(type)
@@ -74,21 +77,27 @@ class SessionState:
 
     # -- derived views ------------------------------------------------------------------------
 
-    def outbox(self) -> list[Message]:
+    def outbox(self) -> tuple[Message, ...]:
         """What the next model request adds: unsent notes, then the open turn's tool results
-        in the order the model asked for the calls."""
-        out = list(self.unsent)
-        if self.turn_open:
-            out.extend(Message.tool(r.call_id, r.name, r.content)
-                       for r in self.turn_results())
-        return out
+        in the order the model asked for the calls. The same object until it changes."""
+        if self._outbox is None:
+            tools = (tuple(Message.tool(r.call_id, r.name, r.content)
+                           for r in self.turn_results()) if self.turn_open else ())
+            self._outbox = (*self.unsent, *tools)
+        return self._outbox
 
     def turn_results(self) -> list[ToolResult]:
-        return [self.results[c.id] for c in self.turn if c.id in self.results]
+        """Results of the open turn's calls, in call order (not to be mutated)."""
+        if self._done is None:
+            results = self.results
+            self._done = [results[c.id] for c in self.turn if c.id in results]
+        return self._done
 
     def unresolved(self) -> list[ToolCall]:
         """Calls of the open turn that have no result yet."""
-        return [c for c in self.turn if c.id not in self.results] if self.turn_open else []
+        if not self.turn_open or len(self.turn_results()) == len(self.turn):
+            return []
+        return [c for c in self.turn if c.id not in self.results]
 
     def streaks(self) -> tuple[int, int]:
         """Failed and refused calls in a row, in call order, through the open turn."""
@@ -117,6 +126,7 @@ class SessionState:
     def _on_start(self, data: Mapping[str, Any]) -> None:
         self.task = data["task"]
         self.unsent = [Message.system(data["system_prompt"]), Message.user(data["task"])]
+        self._outbox = None
 
     def _on_request(self, data: Mapping[str, Any]) -> None:
         if self.turn_open:
@@ -124,6 +134,7 @@ class SessionState:
             self.turn_open = False
         self.conversation.extend(data["new"])
         self.unsent = []
+        self._outbox = None
         self.in_flight = data
 
     def _on_response(self, data: Mapping[str, Any]) -> None:
@@ -145,6 +156,7 @@ class SessionState:
         self.turn_open = bool(calls)
         self.results, self.decisions, self.approvals = {}, {}, {}
         self.granted, self.started, self.settled = set(), set(), {}
+        self._done = self._outbox = None
 
     def _on_client_call(self, data: Mapping[str, Any]) -> None:
         """A tool call made through a gateway (an MCP client), not asked for by a model."""
@@ -166,6 +178,7 @@ class SessionState:
 
     def _on_note(self, data: Mapping[str, Any]) -> None:
         self.unsent.append(Message.user(data["text"]))
+        self._outbox = None
 
     def _on_decision(self, data: Mapping[str, Any]) -> None:
         sig = data["signature"]
@@ -202,6 +215,7 @@ class SessionState:
             self.tainted = True
         self.results[data["call_id"]] = ToolResult(data["call_id"], data["tool"],
                                                    data["content"], data["status"])
+        self._done = self._outbox = None
 
     def _on_paused(self, data: Mapping[str, Any]) -> None:
         self.paused = True

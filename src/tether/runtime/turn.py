@@ -87,7 +87,15 @@ class ToolCalls:
         """Resolve ``calls`` (unresolved calls of the open turn), in order."""
         turn = _Turn()
         for call in calls:
-            await self._one(call, turn)
+            admitted = self._one(call, turn)
+            if admitted is None or turn.blocked:
+                continue  # resolved already, waits for a person, or waits behind a call that does
+            if admitted.tool.meta.side_effect:  # runs alone, after everything before it
+                await self._flush(turn)
+                turn.batch.append(admitted)
+                await self._flush(turn)
+            else:
+                turn.batch.append(admitted)
         await self._flush(turn)
         state = self._state
         if turn.uncertain:
@@ -106,10 +114,11 @@ class ToolCalls:
             raise Stop(StopReason.DENIED, f"{denials} tool calls were refused in a row")
         return tuple(state.results[c.id] for c in calls)
 
-    async def _one(self, call: ToolCall, turn: _Turn) -> None:
+    def _one(self, call: ToolCall, turn: _Turn) -> Admitted | None:
+        """The call cleared to run, or None once it has its result or waits for a person."""
         if turn.stop is not None:
             self.record(skipped(call, f"the run is stopping ({turn.stop.reason})"))
-            return
+            return None
         approval_id = self._state.approvals.get(call.id)
         decided = self._state.decisions.get(call.id)
         try:
@@ -125,19 +134,12 @@ class ToolCalls:
             r = rejected.result
             self.record(r if r.name == call.name else ToolResult(call.id, call.name, r.content,
                                                                   r.status))
-            return
+            return None
         except Stop as stop:
             turn.stop = stop
             self.record(skipped(call, f"{stop.detail}; the run is stopping ({stop.reason})"))
-            return
-        if admitted is None or turn.blocked:
-            return  # waits for a person, or is decided and waits behind a call that does
-        if admitted.tool.meta.side_effect:
-            await self._flush(turn)
-            turn.batch.append(admitted)
-            await self._flush(turn)
-        else:
-            turn.batch.append(admitted)
+            return None
+        return admitted
 
     def _admit(self, call: ToolCall, turn: _Turn, depth: int = 0,
                prefix: str = "") -> Admitted | None:

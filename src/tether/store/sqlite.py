@@ -111,22 +111,25 @@ class SQLiteStore:
             db = self._db
             db.execute("BEGIN IMMEDIATE")
             try:
-                row = db.execute("SELECT events FROM sessions WHERE session_id = ?",
-                                 (session_id,)).fetchone()
-                stored = row[0] if row else 0
-                if first.seq != stored + 1:
-                    raise ConflictError(f"session {session_id}: expected seq {stored + 1}, got "
-                                        f"{first.seq}; another writer appended first")
-                db.executemany("INSERT INTO events VALUES (?, ?, ?, ?, ?, ?, ?)", rows)
-                if row is None:
+                # the sessions row is the writers' check: it moves on only from first.seq - 1
+                if first.seq == 1:
                     subject = first.data.get("subject") or {}
-                    db.execute("INSERT INTO sessions VALUES (?, ?, ?, ?, ?, ?, ?)",
-                               (session_id, subject.get("tenant_id"), first.data.get("agent"),
-                                first.timestamp, last.timestamp, last.seq, last.type))
+                    moved = db.execute(
+                        "INSERT OR IGNORE INTO sessions VALUES (?, ?, ?, ?, ?, ?, ?)",
+                        (session_id, subject.get("tenant_id"), first.data.get("agent"),
+                         first.timestamp, last.timestamp, last.seq, last.type)).rowcount
                 else:
-                    db.execute("UPDATE sessions SET updated_at = ?, events = ?, last_type = ? "
-                               "WHERE session_id = ?", (last.timestamp, last.seq, last.type,
-                                                        session_id))
+                    moved = db.execute(
+                        "UPDATE sessions SET updated_at = ?, events = ?, last_type = ? "
+                        "WHERE session_id = ? AND events = ?",
+                        (last.timestamp, last.seq, last.type, session_id, first.seq - 1)).rowcount
+                if moved != 1:
+                    row = db.execute("SELECT events FROM sessions WHERE session_id = ?",
+                                     (session_id,)).fetchone()
+                    raise ConflictError(f"session {session_id}: expected seq "
+                                        f"{(row[0] if row else 0) + 1}, got {first.seq}; "
+                                        "another writer appended first")
+                db.executemany("INSERT INTO events VALUES (?, ?, ?, ?, ?, ?, ?)", rows)
                 db.execute("COMMIT")
             except BaseException:
                 db.execute("ROLLBACK")

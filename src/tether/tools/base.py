@@ -13,6 +13,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol, runtime_checkable
 
+from tether.records import fast_init
 from tether.types import ToolSpec
 
 Risk = Literal["low", "medium", "high", "critical"]
@@ -56,6 +57,7 @@ class ToolMeta:
         }
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class ToolContext:
     """Server-side facts injected into a tool call. Never shown to the model."""
