@@ -143,3 +143,24 @@ def test_a_budget_stop_after_work_always_gets_its_wrap_up_turn(
     if result.stop_reason in (StopReason.TOKEN_BUDGET, StopReason.COST_BUDGET) and normal_turns:
         assert [e for e in events if e.type == "session.wrap_up_skipped"] == []
         assert next(e for e in reversed(events) if e.type == "model.request").data["final"]
+
+
+money = st.decimals(min_value=0, max_value=1000, places=9, allow_nan=False, allow_infinity=False)
+per_million = st.decimals(min_value=0, max_value=100, places=6, allow_nan=False,
+                          allow_infinity=False)
+
+
+@settings(max_examples=400, deadline=None)
+@given(limit=money, spent=money, p_in=per_million, p_out=per_million,
+       input_tokens=st.integers(0, 2_000_000), output_tokens=st.integers(0, 2_000_000),
+       final=st.booleans(), share=st.sampled_from([0.0, 0.1, 0.5]))
+def test_the_quick_affordability_check_never_admits_what_the_exact_count_refuses(
+        limit: Decimal, spent: Decimal, p_in: Decimal, p_out: Decimal, input_tokens: int,
+        output_tokens: int, final: bool, share: float) -> None:
+    from tether.runtime.budget import Accountant, Tally
+
+    accountant = Accountant(Budget(max_cost_usd=limit, final_turn_share=share),
+                            Price(p_in, p_out), Tally())
+    left = limit - spent
+    if accountant._plainly_affords(left, input_tokens, output_tokens, final):
+        assert accountant._affordable_output(left, input_tokens, final) >= output_tokens
