@@ -11,6 +11,7 @@ under the timer exactly as before. (Python 3.12's eager tasks make the same trad
 from __future__ import annotations
 
 from collections.abc import Awaitable, Coroutine, Generator
+from types import CoroutineType
 from typing import Any, TypeVar
 
 T = TypeVar("T")
@@ -24,8 +25,8 @@ def start(awaitable: Awaitable[T]) -> tuple[Any, Awaitable[T] | None]:
     Returns ``(value, None)`` when it finished synchronously, or ``(_, rest)`` where ``rest`` is
     an awaitable that continues it. Exceptions raised before the first suspension propagate.
     """
-    if not isinstance(awaitable, Coroutine):
-        return _PENDING, awaitable
+    if type(awaitable) is not CoroutineType and not isinstance(awaitable, Coroutine):
+        return _PENDING, awaitable  # (the exact-type test first: the ABC check is dear)
     try:
         yielded = awaitable.send(None)
     except StopIteration as done:

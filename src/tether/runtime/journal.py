@@ -224,7 +224,7 @@ class Journal:
         """Seal what is pending and tell subscribers of the events they have not seen. Called at
         step points (before a model call, before tools run, at the end), so every redaction a
         step's decisions ask for applies to all of that step's events before anyone sees them."""
-        while self.bus and self._notified < len(self):
+        while self.bus._subscribers and self._notified < len(self):
             sealed = self._seal_all()
             while self._notified < len(sealed):
                 event = sealed[self._notified]
