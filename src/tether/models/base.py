@@ -8,7 +8,6 @@ seam; the budget logic never learns which provider it is talking to.
 
 from __future__ import annotations
 
-import math
 from collections.abc import AsyncIterator, Iterable
 from typing import Protocol, runtime_checkable
 
@@ -26,11 +25,11 @@ class ModelError(Exception):
 
 
 def estimate_text_tokens(text: str) -> int:
-    return math.ceil(len(text) / CHARS_PER_TOKEN)
+    return -(-len(text) // CHARS_PER_TOKEN)  # rounded up
 
 
 def estimate_message_tokens(message: Message) -> int:
-    n = MESSAGE_OVERHEAD_TOKENS + estimate_text_tokens(message.content)
+    n = MESSAGE_OVERHEAD_TOKENS - (-len(message.content) // CHARS_PER_TOKEN)
     for call in message.tool_calls:
         n += MESSAGE_OVERHEAD_TOKENS + estimate_text_tokens(call.name)
         args = call.arguments

@@ -72,8 +72,7 @@ class ScriptedModel:
     def price(self) -> Price | None:
         return self._price
 
-    def estimate_message_tokens(self, message: Message) -> int:
-        return estimate_message_tokens(message)
+    estimate_message_tokens = staticmethod(estimate_message_tokens)
 
     async def complete(self, request: ModelRequest) -> ModelResponse:
         if self._latency:

@@ -11,6 +11,7 @@ where the last one stopped.
 from __future__ import annotations
 
 import asyncio
+import operator
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -62,7 +63,7 @@ class Environment:
         if self._show_budget and not final:
             extra.append(Message.user(self._budget_note()))
         estimate = self._model.estimate_message_tokens
-        new_estimate = self._pending_estimate() + sum(estimate(m) for m in extra)
+        new_estimate = self._pending_estimate() + sum(map(estimate, extra))
         new = [*self._state.outbox(), *extra]
         specs = () if final else self._specs
         input_estimate = self._sent_estimate + new_estimate + (
@@ -105,7 +106,8 @@ class Environment:
         if final and response.tool_calls:  # tools were not offered: calls cannot be honoured
             response = ModelResponse(response.text, (), response.usage, response.model,
                                      response.finish_reason)
-        response = self._with_unique_ids(_without_cut_call(response), step)
+        if response.tool_calls:
+            response = self._with_unique_ids(_without_cut_call(response), step)
         self._journal.append("model.response", {
             "step": step, "response": response,
             "cost_usd": self._accountant.cost_of(response.usage),
@@ -163,8 +165,7 @@ class Environment:
         """Tokens of what the next request adds, counted once per change of the outbox."""
         outbox = self._state.outbox()
         if self._pending[0] is not outbox:
-            estimate = self._model.estimate_message_tokens
-            self._pending = (outbox, sum(estimate(m) for m in outbox))
+            self._pending = (outbox, sum(map(self._model.estimate_message_tokens, outbox)))
         return self._pending[1]
 
     def _budget_note(self) -> str:
@@ -179,7 +180,14 @@ class Environment:
 
     async def call_tools(self, calls: Sequence[ToolCall]) -> tuple[ToolResult, ...]:
         """Run tool calls the model asked for in its last turn; one result per call, in order."""
-        open_calls = {c.id: c for c in self._state.unresolved()}
+        unresolved = self._state.unresolved()
+        if len(calls) != len(unresolved) or not all(map(operator.is_, calls, unresolved)):
+            self._check_open(calls, unresolved)  # not simply the turn's calls as they came
+        return await self._tools.run(calls)
+
+    @staticmethod
+    def _check_open(calls: Sequence[ToolCall], unresolved: Sequence[ToolCall]) -> None:
+        open_calls = {c.id: c for c in unresolved}
         foreign = [c.id for c in calls if open_calls.get(c.id) != c]
         if len({c.id for c in calls}) != len(calls):
             raise ValueError("call_tools was given the same call twice")
@@ -187,7 +195,6 @@ class Environment:
             raise ValueError(
                 f"call_tools takes calls from the model's last turn that have no result yet; "
                 f"{foreign} are not among them (pass turn.tool_calls from ask_model)")
-        return await self._tools.run(calls)
 
     async def resolve_open_turn(self) -> None:
         """On resume: finish the calls of the open turn (approved, refused or still waiting)."""

@@ -60,11 +60,7 @@ def _canonical_encoder() -> Callable[[Any], str]:
     return lambda value: "".join(encode(value, 0))
 
 
-_encode = _canonical_encoder()
-
-
-def canonical_json(value: Any) -> str:
-    return _encode(value)
+_encode = canonical_json = _canonical_encoder()
 
 
 def _hash(prev_hash: str, body: str) -> str:

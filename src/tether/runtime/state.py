@@ -66,9 +66,9 @@ class SessionState:
         self.tainted = False  # set once any untrusted tool output entered the conversation
         self.paused = False
         self.in_flight: Mapping[str, Any] | None = None  # a model request with no answer yet
-        # derived views, read several times per step: kept until an event changes them
-        self._done: list[ToolResult] | None = None
-        self._outbox: tuple[Message, ...] | None = None
+        # derived views, read several times per step: kept up to date by the handlers
+        self._done: list[ToolResult] = []  # the open turn's results, in call order
+        self._outbox: tuple[Message, ...] | None = None  # None: build it again when read
 
     def apply(self, type: str, data: Mapping[str, Any]) -> None:
         handler = _HANDLERS.get(type)
@@ -81,28 +81,25 @@ class SessionState:
         """What the next model request adds: unsent notes, then the open turn's tool results
         in the order the model asked for the calls. The same object until it changes."""
         if self._outbox is None:
-            tools = (tuple(Message.tool(r.call_id, r.name, r.content)
-                           for r in self.turn_results()) if self.turn_open else ())
+            tools = [Message.tool(r.call_id, r.name, r.content)
+                     for r in self._done] if self.turn_open else ()
             self._outbox = (*self.unsent, *tools)
         return self._outbox
 
     def turn_results(self) -> list[ToolResult]:
         """Results of the open turn's calls, in call order (not to be mutated)."""
-        if self._done is None:
-            results = self.results
-            self._done = [results[c.id] for c in self.turn if c.id in results]
         return self._done
 
     def unresolved(self) -> list[ToolCall]:
         """Calls of the open turn that have no result yet."""
-        if not self.turn_open or len(self.turn_results()) == len(self.turn):
+        if not self.turn_open or len(self._done) == len(self.turn):
             return []
         return [c for c in self.turn if c.id not in self.results]
 
     def streaks(self) -> tuple[int, int]:
         """Failed and refused calls in a row, in call order, through the open turn."""
         errors, denials = self.error_streak, self.denial_streak
-        for r in self.turn_results():
+        for r in self._done:
             errors = errors + 1 if r.status in ERROR_STATUSES else 0
             denials = denials + 1 if r.status == "denied" else 0
         return errors, denials
@@ -114,7 +111,7 @@ class SessionState:
         return (*self.steps, self._current_step())
 
     def _current_step(self) -> Step:
-        return Step(self.turn_step, self.turn_text, self.turn, tuple(self.turn_results()))
+        return Step(self.turn_step, self.turn_text, self.turn, tuple(self._done))
 
     def _close_step(self) -> None:
         if self.turn_step:
@@ -156,7 +153,7 @@ class SessionState:
         self.turn_open = bool(calls)
         self.results, self.decisions, self.approvals = {}, {}, {}
         self.granted, self.started, self.settled = set(), set(), {}
-        self._done = self._outbox = None
+        self._done, self._outbox = [], None
 
     def _on_client_call(self, data: Mapping[str, Any]) -> None:
         """A tool call made through a gateway (an MCP client), not asked for by a model."""
@@ -213,9 +210,11 @@ class SessionState:
     def _on_result(self, data: Mapping[str, Any]) -> None:
         if data.get("untrusted"):
             self.tainted = True
-        self.results[data["call_id"]] = ToolResult(data["call_id"], data["tool"],
-                                                   data["content"], data["status"])
-        self._done = self._outbox = None
+        results = self.results
+        results[data["call_id"]] = ToolResult(data["call_id"], data["tool"], data["content"],
+                                              data["status"])
+        self._done = [results[c.id] for c in self.turn if c.id in results]
+        self._outbox = None
 
     def _on_paused(self, data: Mapping[str, Any]) -> None:
         self.paused = True
