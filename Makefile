@@ -5,7 +5,7 @@ PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
 
-.PHONY: demo test lint unit bench bench-policy bench-journal clean mcp-deps
+.PHONY: demo test lint unit bench bench-policy bench-journal bench-instructions clean mcp-deps
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -50,6 +50,12 @@ bench-policy: $(VENV)/.installed
 # the journal and stores: SQLite per-step overhead, verification, resume, PostgreSQL writers
 bench-journal: $(VENV)/.installed-dev
 	$(BIN)/python bench/journal.py
+
+# Instructions per step under valgrind: deterministic, for comparing two versions of the hot path.
+bench-instructions: $(VENV)/.installed
+	$(BIN)/python bench/instructions.py --breakdown
+	$(BIN)/python bench/instructions.py --store memory://
+	$(BIN)/python bench/instructions.py --store 'sqlite:///{tmp}/bench.db'
 
 clean:
 	rm -rf $(VENV) build dist .pytest_cache .mypy_cache .ruff_cache

@@ -25,18 +25,34 @@ CHILD = """
 import asyncio, dataclasses, sys
 sys.path.insert(0, {bench!r})
 from overhead import BUDGET, twenty_call_agent
-agent = twenty_call_agent()
+from tether import Budget
+from tether.policy import AllowAll
+from tether.tools import calculator
+agent, budget, without = twenty_call_agent(), BUDGET, {without!r}
 if {store!r}:
     agent = dataclasses.replace(agent, store={store!r})
+if "calculator" in without:
+    calculator.evaluate = lambda expression: 3
+if "budget" in without:
+    budget = Budget()
+if "policy" in without:
+    agent = dataclasses.replace(agent, policy=AllowAll())
 async def main() -> None:
     for _ in range({runs}):
-        await agent.arun("compute", budget=BUDGET)
+        await agent.arun("compute", budget=budget)
 asyncio.run(main())
 """
 
+# What --breakdown takes away, one more part each time.
+BREAKDOWN = (("as measured", ()),
+             ("the Calculator's own work replaced by a constant", ("calculator",)),
+             ("... and no budget limits", ("calculator", "budget")),
+             ("... and an allow-all policy", ("calculator", "budget", "policy")))
 
-def instructions(runs: int, store: str) -> int:
-    code = CHILD.format(bench=str(Path(__file__).parent), store=store, runs=runs)
+
+def instructions(runs: int, store: str, without: tuple[str, ...] = ()) -> int:
+    code = CHILD.format(bench=str(Path(__file__).parent), store=store, runs=runs,
+                        without=without)
     done = subprocess.run(
         ["valgrind", "--tool=cachegrind", "--cache-sim=no", "--cachegrind-out-file=/dev/null",
          sys.executable, "-c", code],
@@ -49,15 +65,21 @@ def instructions(runs: int, store: str) -> int:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--store", default="", help="e.g. memory:// or sqlite:///x.db")
+    parser.add_argument("--store", default="",
+                        help="e.g. memory:// or sqlite:///{tmp}/x.db ({tmp}: a scratch dir)")
+    parser.add_argument("--breakdown", action="store_true",
+                        help="also count with the tool, the budget and the policy taken away")
     args = parser.parse_args()
     if shutil.which("valgrind") is None:
         raise SystemExit("valgrind is not installed (apt-get install valgrind)")
-    with tempfile.TemporaryDirectory() as scratch:
-        store = args.store.replace("{tmp}", scratch)
-        base, more = instructions(5, store), instructions(5 + RUNS, store)
-    print(f"python {sys.version.split()[0]}, store {args.store or 'none'}: "
-          f"{(more - base) / (RUNS * STEPS_PER_RUN) / 1000:.1f} k instructions per step")
+    print(f"python {sys.version.split()[0]}, store {args.store or 'none'}")
+    for label, without in BREAKDOWN if args.breakdown else BREAKDOWN[:1]:
+        with tempfile.TemporaryDirectory() as scratch:
+            store = args.store.replace("{tmp}", scratch)
+            base = instructions(5, store, without)
+            more = instructions(5 + RUNS, store, without)
+        per_step = (more - base) / (RUNS * STEPS_PER_RUN) / 1000
+        print(f"  {label:<50} {per_step:7.1f} k instructions per step")
 
 
 if __name__ == "__main__":
