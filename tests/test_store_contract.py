@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import json
 import os
 import threading
 import time
@@ -174,6 +175,44 @@ def test_a_newer_sqlite_schema_is_refused(tmp_path: Path) -> None:
     db.close()
     with pytest.raises(SchemaError, match="newer than this tether"):
         SQLiteStore(tmp_path / "s.db")
+
+
+def test_a_version_1_sqlite_file_is_migrated_with_its_sessions_intact(tmp_path: Path) -> None:
+    import sqlite3
+
+    from tether.store.sqlite import MIGRATIONS, SCHEMA_VERSION
+
+    path = tmp_path / "v1.db"
+    db = sqlite3.connect(path, isolation_level=None)
+    db.execute("CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)")
+    db.executescript(MIGRATIONS[1])
+    db.execute("INSERT INTO meta VALUES ('schema_version', '1')")
+    events = journal_of("old", 3, tenant="t1").events()
+    db.executemany("INSERT INTO events VALUES (?, ?, ?, ?, ?, ?, ?)",
+                   [(e.session_id, e.seq, e.type, e.timestamp, json.dumps(e.data), e.prev_hash,
+                     e.hash) for e in events])
+    db.execute("INSERT INTO sessions VALUES ('old', 't1', 'a', ?, ?, 4, 'step')",
+               (events[0].timestamp, events[-1].timestamp))
+    db.close()
+
+    store = SQLiteStore(path)
+    try:
+        assert store.read("old") == events and verify_chain(store.read("old")) is None
+        assert [(i.session_id, i.events, i.tenant_id) for i in store.sessions()] == [
+            ("old", 4, "t1")]
+        more = Journal("old", store=store, history=store.read("old"))
+        more.append("step", {"i": "after the upgrade"})
+        more.flush()
+        assert verify_chain(store.read("old")) is None and len(store.read("old")) == 5
+        rival = Journal("old", store=store, history=events)
+        rival.append("step", {"rival": True})
+        with pytest.raises(ConflictError, match="expected seq 6"):
+            rival.flush()
+        version = store._db.execute(
+            "SELECT value FROM meta WHERE key = 'schema_version'").fetchone()[0]
+        assert version == str(SCHEMA_VERSION) == "2"
+    finally:
+        store.close()
 
 
 def test_a_newer_postgres_schema_is_refused() -> None:

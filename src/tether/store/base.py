@@ -17,7 +17,6 @@ from typing import Any, Protocol
 
 from tether.types import Event
 
-SCHEMA_VERSION = 1
 DEFAULT_URL = "sqlite:///tether.db"
 
 

@@ -16,7 +16,7 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from tether.store.base import SCHEMA_VERSION, ConflictError, SchemaError, SessionInfo, StoreError
+from tether.store.base import ConflictError, SchemaError, SessionInfo, StoreError
 from tether.types import Event
 
 MIGRATIONS: dict[int, list[str]] = {
@@ -36,6 +36,7 @@ MIGRATIONS: dict[int, list[str]] = {
         "CREATE INDEX approvals_status ON {s}.approvals (status, session_id)",
     ],
 }
+SCHEMA_VERSION = max(MIGRATIONS)
 
 
 class PostgresStore:
