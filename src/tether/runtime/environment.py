@@ -141,7 +141,7 @@ class Environment:
     async def _streamed(self, request: ModelRequest) -> ModelResponse:
         """The model's answer, its text deltas passed on as they come (if it can stream)."""
         stream = getattr(self._model, "stream", None)
-        if self._on_delta is None or stream is None:
+        if self._on_delta is None or stream is None:  # (a model that cannot stream)
             return await self._model.complete(request)
         response: object = None
         async for item in stream(request):
