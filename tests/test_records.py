@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import json
 import pickle
 from dataclasses import dataclass, field
 
@@ -38,6 +39,20 @@ def test_fast_init_builds_exactly_what_the_dataclass_init_builds(args: tuple, kw
     assert repr(a).replace("Record", "") == repr(b).replace("Record", "")
 
 
+def test_fast_init_sets_fields_that_are_not_parameters_to_their_defaults() -> None:
+    @fast_init
+    @dataclass(frozen=True, slots=True)
+    class Counted:
+        x: int
+        seen: int = field(init=False, default=0)
+        log: list[str] = field(init=False, default_factory=list)
+
+    one = Counted(1)
+    assert (one.x, one.seen, one.log) == (1, 0, []) and one.log is not Counted(2).log
+    with pytest.raises(TypeError):
+        Counted(1, 5)  # type: ignore[call-arg]
+
+
 def test_fast_init_keeps_records_frozen_and_factories_fresh() -> None:
     _, fast = _twins()
     one, two = fast("a"), fast("b")
@@ -55,15 +70,15 @@ def test_fast_init_refuses_what_it_cannot_rebuild() -> None:
         x: int
 
     @dataclass(frozen=True, slots=True)
-    class Hidden:
+    class KeywordOnly:
         x: int
-        y: int = field(init=False, default=0)
+        y: int = field(kw_only=True, default=0)
 
     @dataclass(frozen=True)
     class NoSlots:
         x: int
 
-    for cls in (Mutable, Hidden, NoSlots):
+    for cls in (Mutable, KeywordOnly, NoSlots):
         with pytest.raises(TypeError, match="fast_init"):
             fast_init(cls)
 
@@ -77,3 +92,34 @@ def test_an_event_sealed_as_json_decodes_on_read_and_behaves_like_any_event() ->
     assert dataclasses.replace(lazy, seq=4).data == {"content": "57", "status": "ok"}
     with pytest.raises(dataclasses.FrozenInstanceError):
         lazy.data = {}  # type: ignore[misc]
+
+
+def test_verify_checks_stored_text_without_decoding_and_still_catches_edits(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    import tether.types
+    from tether.runtime.journal import Journal, verify_chain
+
+    journal = Journal("s1")
+    for i in range(3):
+        journal.append("step", {"i": i, "text": "ünïcode"})
+    sealed = journal.events()
+    stored = [Event.from_json(e.seq, e.type, e.session_id, e.timestamp, e.json_text,
+                              e.prev_hash, e.hash) for e in sealed]
+    expected = [e.data for e in sealed]
+    decoded: list[str] = []
+    loads = json.loads
+    monkeypatch.setattr(tether.types.json, "loads", lambda t: decoded.append(t) or loads(t))
+    assert verify_chain(stored) is None and decoded == []  # checked on the text as stored
+    assert [e.data for e in stored] == expected and len(decoded) == 3
+    spaced = [Event.from_json(e.seq, e.type, e.session_id, e.timestamp,
+                              e.json_text.replace(":", ": "), e.prev_hash, e.hash) for e in sealed]
+    assert verify_chain(spaced) is None  # layout is not content: the old check still applies
+    replaced = [*stored[:1], dataclasses.replace(stored[1], data={"i": 99}), *stored[2:]]
+    assert replaced[1].json_text == "" and verify_chain(replaced) == 2  # no stale text kept
+    edited = list(stored)
+    edited[1] = Event.from_json(2, "step", "s1", sealed[1].timestamp, '{"i":7,"text":"x"}',
+                                sealed[1].prev_hash, sealed[1].hash)
+    assert verify_chain(edited) == 2
+    edited[1] = Event.from_json(2, "step", "s1", sealed[1].timestamp, '{"i":',
+                                sealed[1].prev_hash, sealed[1].hash)
+    assert verify_chain(edited) == 2  # not JSON at all: broken, not a crash

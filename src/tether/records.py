@@ -31,11 +31,19 @@ def fast_init(cls: type[T]) -> type[T]:
     namespace: dict[str, Any] = {"MISSING": _MISSING}
     signature, body = [], []
     for f in dataclasses.fields(cls):  # type: ignore[arg-type]
-        if not f.init or f.kw_only:
+        if f.kw_only:
             raise TypeError(f"fast_init cannot rebuild {cls.__qualname__}.__init__: field "
-                            f"{f.name!r} is {'init=False' if not f.init else 'keyword-only'}")
+                            f"{f.name!r} is keyword-only")
         namespace[f"set_{f.name}"] = cls.__dict__[f.name].__set__
         value = f.name
+        if not f.init:  # not a parameter: set to its default, as the dataclass __init__ does
+            if f.default is not dataclasses.MISSING:
+                namespace[f"default_{f.name}"] = f.default
+                body.append(f"set_{f.name}(self, default_{f.name})")
+            elif f.default_factory is not dataclasses.MISSING:
+                namespace[f"factory_{f.name}"] = f.default_factory
+                body.append(f"set_{f.name}(self, factory_{f.name}())")
+            continue
         if f.default is not dataclasses.MISSING:
             namespace[f"default_{f.name}"] = f.default
             signature.append(f"{f.name}=default_{f.name}")

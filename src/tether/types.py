@@ -199,13 +199,22 @@ class Event:
     data: Mapping[str, JSONValue]
     prev_hash: str
     hash: str
-    _json: str = field(default="", repr=False, compare=False)  # data as JSON, until decoded
+    # data as the JSON text it arrived in; not a parameter, so an event made by replace(event,
+    # data=...) never carries the text of the data it replaced
+    _json: str = field(default="", init=False, repr=False, compare=False)
 
     @classmethod
     def from_json(cls, seq: int, type: str, session_id: str, timestamp: float, data_json: str,
                   prev_hash: str, hash: str) -> Event:
         """An event whose data is the JSON object ``data_json``, decoded when first read."""
-        return cls(seq, type, session_id, timestamp, _NOT_DECODED, prev_hash, hash, data_json)
+        event = cls(seq, type, session_id, timestamp, _NOT_DECODED, prev_hash, hash)
+        _set_json(event, data_json)
+        return event
+
+    @property
+    def json_text(self) -> str:
+        """The data as the JSON text it arrived in ("" for an event built from decoded data)."""
+        return self._json
 
 
 def _decoded_on_read(slot: Any) -> property:
@@ -220,4 +229,5 @@ def _decoded_on_read(slot: Any) -> property:
     return property(read, slot.__set__, doc="The event's data, a plain-JSON mapping.")
 
 
+_set_json = Event.__dict__["_json"].__set__
 setattr(Event, "data", _decoded_on_read(Event.__dict__["data"]))  # noqa: B010 (mypy: a field)

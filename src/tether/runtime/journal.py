@@ -157,11 +157,27 @@ def verify_chain(events: Sequence[Event]) -> int | None:
     """Return the seq of the first event whose link is broken, or None if the chain holds."""
     prev = GENESIS
     for expected_seq, e in enumerate(events, start=1):
-        body = _body(e.seq, e.type, e.session_id, e.timestamp, _encode(e.data))
-        if e.seq != expected_seq or e.prev_hash != prev or e.hash != _hash(prev, body):
+        if e.seq != expected_seq or e.prev_hash != prev or not _covers(prev, e):
             return e.seq if e.seq == expected_seq else expected_seq
         prev = e.hash
     return None
+
+
+def _covers(prev_hash: str, e: Event) -> bool:
+    """Whether ``e.hash`` is the hash of this event. An event read with its JSON text (which a
+    store wrote as sealed: canonical) is checked on that text, without decoding it; only when
+    that does not match is the data decoded and encoded canonically, exactly as it always was —
+    so text that differs from the canonical form only in layout still verifies, and an edit of
+    the data never does."""
+    text = e.json_text
+    if text and e.hash == _hash(prev_hash, _body(e.seq, e.type, e.session_id, e.timestamp, text)):
+        return True
+    try:
+        data = e.data
+    except ValueError:  # stored text that is not JSON at all: edited
+        return False
+    return e.hash == _hash(prev_hash, _body(e.seq, e.type, e.session_id, e.timestamp,
+                                             _encode(data)))
 
 
 class EventBus:

@@ -157,7 +157,7 @@ class SQLiteStore:
                 "SELECT seq, type, ts, data, prev_hash, hash FROM events "
                 "WHERE session_id = ? AND seq > ? ORDER BY seq", (session_id, after_seq)
             ).fetchall()
-        return [Event(seq, type, session_id, ts, json.loads(data), prev, digest)
+        return [Event.from_json(seq, type, session_id, ts, data, prev, digest)
                 for seq, type, ts, data, prev, digest in rows]
 
     def sessions(self, *, since: float | None = None,
