@@ -34,26 +34,28 @@ def fast_init(cls: type[T]) -> type[T]:
         if f.kw_only:
             raise TypeError(f"fast_init cannot rebuild {cls.__qualname__}.__init__: field "
                             f"{f.name!r} is keyword-only")
-        namespace[f"set_{f.name}"] = cls.__dict__[f.name].__set__
-        value = f.name
-        if not f.init:  # not a parameter: set to its default, as the dataclass __init__ does
-            if f.default is not dataclasses.MISSING:
-                namespace[f"default_{f.name}"] = f.default
-                body.append(f"set_{f.name}(self, default_{f.name})")
-            elif f.default_factory is not dataclasses.MISSING:
-                namespace[f"factory_{f.name}"] = f.default_factory
-                body.append(f"set_{f.name}(self, factory_{f.name}())")
-            continue
+        name = f.name
+        namespace[f"set_{name}"] = cls.__dict__[name].__set__
+        fallback = None  # the expression for the field's default, if it has one
         if f.default is not dataclasses.MISSING:
-            namespace[f"default_{f.name}"] = f.default
-            signature.append(f"{f.name}=default_{f.name}")
+            namespace[f"default_{name}"] = f.default
+            fallback = f"default_{name}"
         elif f.default_factory is not dataclasses.MISSING:
-            namespace[f"factory_{f.name}"] = f.default_factory
-            signature.append(f"{f.name}=MISSING")
-            value = f"factory_{f.name}() if {f.name} is MISSING else {f.name}"
-        else:
-            signature.append(f.name)
-        body.append(f"set_{f.name}(self, {value})")
+            namespace[f"factory_{name}"] = f.default_factory
+            fallback = f"factory_{name}()"
+        if not f.init:  # not a parameter: set to its default, as the dataclass __init__ does
+            if fallback is not None:
+                body.append(f"set_{name}(self, {fallback})")
+            continue
+        value = name
+        if fallback is None:
+            signature.append(name)
+        elif f.default is not dataclasses.MISSING:
+            signature.append(f"{name}={fallback}")
+        else:  # a factory runs per call, only when the argument was not given
+            signature.append(f"{name}=MISSING")
+            value = f"{fallback} if {name} is MISSING else {name}"
+        body.append(f"set_{name}(self, {value})")
     if hasattr(cls, "__post_init__"):
         body.append("self.__post_init__()")
     source = f"def __init__(self, {', '.join(signature)}):\n    " + "\n    ".join(body or ["pass"])
