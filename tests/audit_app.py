@@ -90,10 +90,11 @@ def respond(request: ModelRequest) -> ModelResponse | str:
     return ANSWER
 
 
-def build(store: str | None = None, policy_yaml: str = POLICY_YAML) -> Agent:
+def build(store: str | None = None, policy_yaml: str = POLICY_YAML, *,
+          keep_hidden_arguments: bool = False) -> Agent:
     return Agent(model=ScriptedModel(respond), reasoning=ReAct(), tools=[lookup, pay],
                  policy=YamlPolicy.from_string(policy_yaml, "billing.yaml"), name="billing",
-                 store=store)
+                 store=store, keep_hidden_arguments=keep_hidden_arguments)
 
 
 agent = build()

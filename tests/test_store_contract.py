@@ -101,6 +101,21 @@ def test_a_second_start_and_a_gap_are_refused(store: Store) -> None:
     assert [e.seq for e in store.read("s1")] == [1, 2, 3]
 
 
+def test_private_arguments_are_kept_apart_and_go_with_their_session(store: Store) -> None:
+    journal_of("s1", 1, store).flush()
+    assert store.get_private("s1", "c1") is None
+    store.put_private("s1", "c1", {"account": "ACCT-1", "amount": 250})
+    store.put_private("s1", "c1", {"account": "ACCT-2", "amount": 250})  # decided again
+    store.put_private("s1", "c2", {"card": "4111"})
+    assert store.get_private("s1", "c1") == {"account": "ACCT-2", "amount": 250}
+    assert not any("ACCT" in json.dumps(e.data) for e in store.read("s1"))  # not the journal
+    store.drop_private("s1")
+    assert store.get_private("s1", "c1") is None and store.get_private("s1", "c2") is None
+    store.put_private("s1", "c3", {"card": "4111"})
+    assert store.prune(before=time.time() + 1) == 1
+    assert store.get_private("s1", "c3") is None
+
+
 def test_concurrent_writers_never_fork_a_session(store: Store) -> None:
     base = journal_of("race", 1, store)
     base.flush()
@@ -210,7 +225,7 @@ def test_a_version_1_sqlite_file_is_migrated_with_its_sessions_intact(tmp_path: 
             rival.flush()
         version = store._db.execute(
             "SELECT value FROM meta WHERE key = 'schema_version'").fetchone()[0]
-        assert version == str(SCHEMA_VERSION) == "2"
+        assert version == str(SCHEMA_VERSION) == "3"
     finally:
         store.close()
 

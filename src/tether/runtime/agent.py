@@ -52,6 +52,9 @@ class Agent:
     approvals: ApprovalStore | None = field(default=None, compare=False)  # default: the store's
     approval_ttl: float = 24 * 3600.0  # seconds an approval request stays answerable
     credentials: CredentialBroker | None = field(default=None, compare=False)
+    # keep arguments the policy hides from the journal in the store's private table, so a call
+    # that waits for approval can still run when the session resumes in another process
+    keep_hidden_arguments: bool = False
     registry: ToolRegistry = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -72,6 +75,10 @@ class Agent:
             raise ValueError("approval_ttl must be a positive number of seconds")
         if isinstance(self.store, str):
             object.__setattr__(self, "store", open_store(self.store))
+        if self.keep_hidden_arguments and self.store is None:
+            raise ValueError("keep_hidden_arguments=True keeps hidden arguments in the store, "
+                             "and this agent has none: give it one, e.g. "
+                             "Agent(..., store='sqlite:///tether.db')")
         if self.approvals is None:
             approvals = StoredApprovals(self.journal_store or MemoryStore())
             object.__setattr__(self, "approvals", approvals)

@@ -38,21 +38,25 @@ class Admitted:
 PLACEHOLDERS = (REDACTED, MASKED)
 
 
+def is_hidden(value: Any) -> bool:
+    """Whether a placeholder stands anywhere in ``value`` for something the journal hid."""
+    if isinstance(value, str):
+        return any(p in value for p in PLACEHOLDERS)
+    if isinstance(value, Mapping):
+        return any(is_hidden(v) for v in value.values())
+    if isinstance(value, list | tuple):
+        return any(is_hidden(v) for v in value)
+    return False
+
+
 def check_unredacted(call: ToolCall) -> None:
     """Refuse to run a call rebuilt from a journal in which its arguments were redacted: the
     real values are not there, and running with the placeholder would act on the wrong thing."""
-    def hidden(value: Any) -> bool:
-        if isinstance(value, str):
-            return any(p in value for p in PLACEHOLDERS)
-        if isinstance(value, Mapping):
-            return any(hidden(v) for v in value.values())
-        if isinstance(value, list | tuple):
-            return any(hidden(v) for v in value)
-        return False
-
-    if hidden(call.arguments):
+    if is_hidden(call.arguments):
         raise Rejected(refusal(call, "its arguments were hidden from the journal, so after a "
-                                     "restart they are not known; make the call again"))
+                                     "restart they are not known; make the call again (an "
+                                     "agent built with keep_hidden_arguments=True keeps them "
+                                     "apart from the journal, in its store, for this)"))
 
 
 def refusal(call: ToolCall, why: str) -> ToolResult:

@@ -21,6 +21,7 @@ from tether.tools.base import Tool
 
 CHARGED = frozenset({Effect.ALLOW, Effect.PARTIAL_ALLOW, Effect.MASK})
 Shown = Callable[[Mapping[str, Any], Decision], Mapping[str, Any]]
+Keep = Callable[[str, Mapping[str, Any]], None]  # (call id, arguments)
 
 
 def resource_of(tool: Tool) -> Resource:
@@ -30,12 +31,14 @@ def resource_of(tool: Tool) -> Resource:
 
 
 class PolicyGate:
-    __slots__ = ("_accountant", "_extra", "_journal", "_policy", "_resources", "_session_id",
-                 "_state", "subject")
+    __slots__ = ("_accountant", "_extra", "_journal", "_keep", "_policy", "_resources",
+                 "_session_id", "_state", "subject")
 
     def __init__(self, policy: Policy, subject: Subject, session_id: str, journal: Journal,
-                 state: SessionState, accountant: Accountant, extra: Mapping[str, Any]) -> None:
+                 state: SessionState, accountant: Accountant, extra: Mapping[str, Any],
+                 keep: Keep | None = None) -> None:
         self._policy = policy
+        self._keep = keep  # where arguments the journal hides are kept, if anywhere
         self.subject = subject
         self._session_id = session_id
         self._journal = journal
@@ -62,6 +65,8 @@ class PolicyGate:
                           context)
         visible = shown(arguments, decision)
         if visible is not arguments:  # hidden here, so hidden everywhere else in the journal
+            if self._keep is not None:
+                self._keep(call_id, arguments)
             for key, value in arguments.items():
                 if visible.get(key) is not value:
                     self._journal.hide_argument(call_id, key)

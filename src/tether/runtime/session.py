@@ -14,6 +14,7 @@ import asyncio
 import uuid
 from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from tether.policy.base import Subject
@@ -217,13 +218,16 @@ class Session:
         agent, journal, state = self.agent, self._journal, self._state
         resuming = len(journal) > 0
         self._accountant.start_clock()
+        private = agent.journal_store if agent.keep_hidden_arguments else None
         gate = PolicyGate(agent.policy, self.subject, self.id, journal, state, self._accountant,
-                          self.context)
+                          self.context,
+                          keep=None if private is None else partial(private.put_private, self.id))
         tools = ToolCalls(session_id=self.id,
                           executor=ToolExecutor(agent.registry, agent.max_result_chars),
                           gate=gate, accountant=self._accountant, journal=journal, state=state,
                           limits=agent.limits, approvals=agent.approval_store,
-                          approval_ttl=agent.approval_ttl, credentials=agent.credentials)
+                          approval_ttl=agent.approval_ttl, credentials=agent.credentials,
+                          kept=None if private is None else partial(private.get_private, self.id))
         env = Environment(model=agent.model, specs=agent.registry.specs, tools=tools,
                           accountant=self._accountant, journal=journal, state=state,
                           show_budget=agent.show_budget, on_delta=self._on_delta)
@@ -298,6 +302,9 @@ class Session:
         self._journal.append("session.end", {"reason": reason.value, "detail": detail,
                                              "answer": answer, "spend": spend.to_dict()})
         self._journal.flush()
+        store = self.agent.journal_store
+        if self.agent.keep_hidden_arguments and store is not None:
+            store.drop_private(self.id)  # an ended session runs nothing more: keep no secret
         self._result = self._snapshot(spend)
         return self._result
 

@@ -15,7 +15,7 @@ refusal. Every call gets a result; a reason to stop is raised only after that.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -27,6 +27,7 @@ from tether.runtime.budget import Accountant, Spend
 from tether.runtime.effects import (
     Admitted,
     check_unredacted,
+    is_hidden,
     masked_for_journal,
     refusal,
     shape,
@@ -64,12 +65,13 @@ class _Turn:
 
 class ToolCalls:
     __slots__ = ("_accountant", "_approval_ttl", "_approvals", "_credentials", "_executor",
-                 "_gate", "_journal", "_limits", "_session_id", "_state", "room")
+                 "_gate", "_journal", "_kept", "_limits", "_session_id", "_state", "room")
 
     def __init__(self, *, session_id: str, executor: ToolExecutor, gate: PolicyGate,
                  accountant: Accountant, journal: Journal, state: SessionState, limits: Limits,
                  approvals: ApprovalStore, approval_ttl: float,
-                 credentials: CredentialBroker | None = None) -> None:
+                 credentials: CredentialBroker | None = None,
+                 kept: Callable[[str], Mapping[str, Any] | None] | None = None) -> None:
         self._session_id = session_id
         self._executor = executor
         self._gate = gate
@@ -80,6 +82,7 @@ class ToolCalls:
         self._approvals = approvals
         self._approval_ttl = approval_ttl
         self._credentials = credentials
+        self._kept = kept  # arguments the journal hid, by call id, where they were kept
         # tokens results may still add so the wrap-up fits (bound by the Environment)
         self.room: Callable[[int], int | None] = lambda wanted: None
 
@@ -196,9 +199,26 @@ class ToolCalls:
         prefix = ""
         if tool_name != call.name:
             prefix = f"[tether: policy ran {tool_name!r} instead of {call.name!r}]\n"
+        call = self._unhidden(call)
         check_unredacted(call)
         arguments = self._executor.validate(tool, ToolCall(call.id, tool_name, call.arguments))
         return shape(call, tool, arguments, decision, prefix=prefix)
+
+    def _unhidden(self, call: ToolCall) -> ToolCall:
+        """A call rebuilt from a journal that hid some of its arguments, with the arguments
+        kept apart from it (``Agent(keep_hidden_arguments=True)``) — but only if they are the
+        very arguments the policy decided on, as the journaled signature shows (else Rejected).
+        With nothing kept, the call as it is, which ``check_unredacted`` then refuses."""
+        if self._kept is None or not is_hidden(call.arguments):
+            return call
+        decided = self._state.decisions.get(call.id)
+        arguments = self._kept(call.id)
+        if decided is None or arguments is None:
+            return call
+        if call_signature(decided["tool"], arguments) != decided["signature"]:
+            raise Rejected(refusal(call, "the arguments kept for it apart from the journal are "
+                                         "not the ones the policy decided on; it was not run"))
+        return ToolCall(call.id, call.name, arguments)
 
     def _interrupted(self, call: ToolCall, turn: _Turn) -> Admitted | None:
         """A call that started before the process stopped and left no result. A read-only or
@@ -219,6 +239,7 @@ class ToolCalls:
             return None
         if turn.blocked:
             return None
+        call = self._unhidden(call)
         check_unredacted(call)
         arguments = self._executor.validate(tool, ToolCall(call.id, tool.name, call.arguments))
         if call.id in state.granted:
@@ -245,6 +266,7 @@ class ToolCalls:
         tool = self._executor.registry.get(request.tool)
         if tool is None:
             raise Rejected(refusal(call, f"tool {request.tool!r} is no longer available"))
+        call = self._unhidden(call)
         check_unredacted(call)
         arguments = self._executor.validate(tool, ToolCall(call.id, request.tool,
                                                            call.arguments))

@@ -77,6 +77,17 @@ class Store(Protocol):
         """Apply ``changes`` only if the status is still ``expected_status`` (compare-and-set)."""
         ...
 
+    def put_private(self, session_id: str, call_id: str, arguments: Mapping[str, Any]) -> None:
+        """Keep arguments of a call that the journal hides (with
+        ``Agent(keep_hidden_arguments=True)``), so the call can run when the session resumes in
+        another process. Not part of the journal: never chained, shown or exported; deleted
+        when the session ends (``drop_private``) or is pruned."""
+        ...
+
+    def get_private(self, session_id: str, call_id: str) -> dict[str, Any] | None: ...
+
+    def drop_private(self, session_id: str) -> None: ...
+
     def close(self) -> None: ...
 
 

@@ -3,6 +3,7 @@ runs that need no durability. Thread-safe, so approvers may act from other threa
 
 from __future__ import annotations
 
+import json
 import threading
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -17,6 +18,7 @@ class MemoryStore:
     def __init__(self) -> None:
         self._events: dict[str, list[Event]] = {}
         self._approvals: dict[str, dict[str, Any]] = {}
+        self._private: dict[tuple[str, str], str] = {}  # (session, call) -> arguments as JSON
         self._lock = threading.Lock()
 
     def __repr__(self) -> str:
@@ -50,7 +52,25 @@ class MemoryStore:
                 del self._events[sid]
                 for aid in [a for a, r in self._approvals.items() if r["session_id"] == sid]:
                     del self._approvals[aid]
+                self._drop_private(sid)
             return len(doomed)
+
+    def put_private(self, session_id: str, call_id: str, arguments: Mapping[str, Any]) -> None:
+        # kept as JSON, like the durable stores: the caller's dict may change, values round-trip
+        with self._lock:
+            self._private[session_id, call_id] = json.dumps(dict(arguments))
+
+    def get_private(self, session_id: str, call_id: str) -> dict[str, Any] | None:
+        text = self._private.get((session_id, call_id))
+        return None if text is None else dict(json.loads(text))
+
+    def drop_private(self, session_id: str) -> None:
+        with self._lock:
+            self._drop_private(session_id)
+
+    def _drop_private(self, session_id: str) -> None:
+        for key in [k for k in self._private if k[0] == session_id]:
+            del self._private[key]
 
     def put_approval(self, record: Mapping[str, Any]) -> None:
         with self._lock:

@@ -35,6 +35,12 @@ MIGRATIONS: dict[int, list[str]] = {
             record JSONB NOT NULL, created BIGSERIAL)""",
         "CREATE INDEX approvals_status ON {s}.approvals (status, session_id)",
     ],
+    # Arguments the journal hides, kept apart from it (Agent(keep_hidden_arguments=True)).
+    2: [
+        """CREATE TABLE {s}.private_arguments (
+            session_id TEXT NOT NULL, call_id TEXT NOT NULL, arguments TEXT NOT NULL,
+            PRIMARY KEY (session_id, call_id))""",
+    ],
 }
 SCHEMA_VERSION = max(MIGRATIONS)
 
@@ -145,7 +151,7 @@ class PostgresStore:
             doomed = [r[0] for r in db.execute(self._sql(
                 "SELECT session_id FROM {s}.sessions WHERE updated_at < %s FOR UPDATE"),
                 (before,)).fetchall()]
-            for table in ("events", "approvals", "sessions"):
+            for table in ("events", "approvals", "private_arguments", "sessions"):
                 db.execute(self._sql(f"DELETE FROM {{s}}.{table} WHERE session_id = ANY(%s)"),
                            (doomed,))
         return len(doomed)
@@ -161,6 +167,25 @@ class PostgresStore:
                             json.dumps(dict(record))))
         except psycopg.errors.UniqueViolation:
             raise ConflictError(f"approval {record['id']} already exists") from None
+
+    def put_private(self, session_id: str, call_id: str, arguments: Mapping[str, Any]) -> None:
+        with self._pool.connection() as db:
+            db.execute(self._sql("INSERT INTO {s}.private_arguments VALUES (%s, %s, %s) "
+                                 "ON CONFLICT (session_id, call_id) "
+                                 "DO UPDATE SET arguments = excluded.arguments"),
+                       (session_id, call_id, json.dumps(dict(arguments))))
+
+    def get_private(self, session_id: str, call_id: str) -> dict[str, Any] | None:
+        with self._pool.connection() as db:
+            row = db.execute(self._sql("SELECT arguments FROM {s}.private_arguments "
+                                       "WHERE session_id = %s AND call_id = %s"),
+                             (session_id, call_id)).fetchone()
+        return dict(json.loads(row[0])) if row else None
+
+    def drop_private(self, session_id: str) -> None:
+        with self._pool.connection() as db:
+            db.execute(self._sql("DELETE FROM {s}.private_arguments WHERE session_id = %s"),
+                       (session_id,))
 
     def get_approval(self, approval_id: str) -> dict[str, Any] | None:
         with self._pool.connection() as db:

@@ -52,6 +52,12 @@ MIGRATIONS: dict[int, str] = {
     CREATE UNIQUE INDEX events_by_session ON events (session_id, seq);
     DROP INDEX sessions_updated;
     """,
+    # Arguments the journal hides, kept apart from it (Agent(keep_hidden_arguments=True)).
+    3: """
+    CREATE TABLE private_arguments (
+        session_id TEXT NOT NULL, call_id TEXT NOT NULL, arguments TEXT NOT NULL,
+        PRIMARY KEY (session_id, call_id));
+    """,
 }
 SCHEMA_VERSION = max(MIGRATIONS)
 
@@ -180,6 +186,7 @@ class SQLiteStore:
                 for sid in doomed:
                     db.execute("DELETE FROM events WHERE session_id = ?", (sid,))
                     db.execute("DELETE FROM approvals WHERE session_id = ?", (sid,))
+                    db.execute("DELETE FROM private_arguments WHERE session_id = ?", (sid,))
                     db.execute("DELETE FROM sessions WHERE session_id = ?", (sid,))
                 db.execute("COMMIT")
             except BaseException:
@@ -195,6 +202,21 @@ class SQLiteStore:
                                   json.dumps(dict(record))))
             except sqlite3.IntegrityError:
                 raise ConflictError(f"approval {record['id']} already exists") from None
+
+    def put_private(self, session_id: str, call_id: str, arguments: Mapping[str, Any]) -> None:
+        with self._lock:
+            self._db.execute("INSERT OR REPLACE INTO private_arguments VALUES (?, ?, ?)",
+                             (session_id, call_id, json.dumps(dict(arguments))))
+
+    def get_private(self, session_id: str, call_id: str) -> dict[str, Any] | None:
+        with self._lock:
+            row = self._db.execute("SELECT arguments FROM private_arguments WHERE session_id = ? "
+                                   "AND call_id = ?", (session_id, call_id)).fetchone()
+        return dict(json.loads(row[0])) if row else None
+
+    def drop_private(self, session_id: str) -> None:
+        with self._lock:
+            self._db.execute("DELETE FROM private_arguments WHERE session_id = ?", (session_id,))
 
     def get_approval(self, approval_id: str) -> dict[str, Any] | None:
         with self._lock:
