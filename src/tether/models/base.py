@@ -29,7 +29,7 @@ def estimate_text_tokens(text: str) -> int:
 
 
 def estimate_message_tokens(message: Message) -> int:
-    n = MESSAGE_OVERHEAD_TOKENS - (-len(message.content) // CHARS_PER_TOKEN)
+    n = MESSAGE_OVERHEAD_TOKENS + estimate_text_tokens(message.content)
     for call in message.tool_calls:
         n += MESSAGE_OVERHEAD_TOKENS + estimate_text_tokens(call.name)
         args = call.arguments

@@ -111,18 +111,14 @@ def _seal(prev_hash: str, session_id: str, record: Record,
     Redaction works on the data's values, never on the encoded text, so it cannot corrupt the
     envelope (seq, timestamp, keys) whatever the redacted value looks like."""
     seq, type, timestamp, data = record
-    if not (redactions.scrubbers or redactions.arguments):
-        # the common case: encoded once, and decoded only if someone reads it
-        data_json = _encode(data)
-        digest = _hash(prev_hash, _body(seq, type, session_id, timestamp, data_json))
-        return Event.from_json(seq, type, session_id, timestamp, data_json, prev_hash,
-                               digest), data_json
-    plain = json.loads(_encode(data))
-    _hide_arguments(type, plain, redactions.arguments)
-    plain = _scrub(plain, redactions.scrubbers)
-    data_json = _encode(plain)
+    if redactions:
+        plain = json.loads(_encode(data))
+        _hide_arguments(type, plain, redactions.arguments)
+        data = _scrub(plain, redactions.scrubbers)
+    data_json = _encode(data)  # encoded once; the event decodes it only if someone reads it
     digest = _hash(prev_hash, _body(seq, type, session_id, timestamp, data_json))
-    return Event(seq, type, session_id, timestamp, plain, prev_hash, digest), data_json
+    return Event.from_json(seq, type, session_id, timestamp, data_json, prev_hash,
+                           digest), data_json
 
 
 def _scrub(value: Any, scrubbers: Sequence[Scrubber]) -> Any:
