@@ -144,3 +144,28 @@ def test_fingerprint_is_canonical() -> None:
     assert fingerprint(a) == fingerprint(b)
     assert fingerprint(a) != fingerprint({**b, "description": "d2"})
     assert fingerprint(a) != fingerprint({**b, "annotations": {"readOnlyHint": True}})
+
+
+def _pin_many(path: str, writer: int, count: int) -> None:
+    from tether.mcp.pins import Pin
+
+    store = JSONFilePinStore(path)
+    for i in range(count):
+        definition = {"name": f"t{writer}_{i}", "description": "", "inputSchema": {}}
+        store.pin(Pin("srv", f"t{writer}_{i}", fingerprint(definition), definition,
+                      "2026-11-29T00:00:00Z", "first use"))
+
+
+def test_writers_in_several_processes_never_lose_each_others_pins(tmp_path: Path) -> None:
+    import multiprocessing
+
+    path = str(tmp_path / "pins.json")
+    context = multiprocessing.get_context("spawn")
+    writers = [context.Process(target=_pin_many, args=(path, w, 25)) for w in range(4)]
+    for process in writers:
+        process.start()
+    for process in writers:
+        process.join(60)
+        assert process.exitcode == 0
+    pinned = json.loads(Path(path).read_text())["servers"]["srv"]
+    assert len(pinned) == 100  # every writer's every pin: no read-modify-write was lost

@@ -21,7 +21,8 @@ import json
 import os
 import tempfile
 import threading
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -162,10 +163,29 @@ class MemoryPinStore:
         return sorted(self._pending.values(), key=lambda p: (p.server, p.tool))
 
 
+@contextmanager
+def _exclusive(path: Path) -> Iterator[None]:
+    """Hold an exclusive lock, across processes, on a hidden file beside ``path`` (``flock``;
+    where the platform has none, only the caller's thread lock applies)."""
+    try:
+        import fcntl
+    except ImportError:  # not POSIX
+        yield
+        return
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path.with_name(f".{path.name}.lock"), "a") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
 class JSONFilePinStore:
     """Pins in one JSON file (``{"version": 1, "servers": {server: {tool: {...}}}}``), meant to
     be reviewed and committed like a lock file. Re-read on every operation; written atomically.
-    Safe across threads; concurrent writers in several processes may lose an update."""
+    Each change reads, edits and writes the file under a lock held across threads and processes
+    (a ``.{name}.lock`` file beside it), so concurrent writers never lose each other's update."""
 
     __slots__ = ("_lock", "path")
 
@@ -206,7 +226,7 @@ class JSONFilePinStore:
         return None if data is None else Pin.from_dict(data)
 
     def _update(self, server: str, tool: str, **changes: Pin | None) -> None:
-        with self._lock:
+        with self._lock, _exclusive(self.path):
             servers = self._load()
             entry = servers.setdefault(server, {}).setdefault(tool, {})
             for kind, pin in changes.items():
