@@ -80,6 +80,23 @@ def test_the_rebuilt_request_is_the_one_the_live_policy_saw() -> None:
     assert replayed.seen[1][2] == Resource("note", frozenset(), "high", True, owner="ops")
 
 
+def test_a_tool_decided_again_is_asked_with_the_resource_recorded_the_first_time() -> None:
+    twice: list[ModelResponse | str] = [
+        ModelResponse(tool_calls=(ToolCall(f"c{i}", "note", {"text": f"n{i}"}),)) for i in (1, 2)]
+    live = Recorder(AllowAll())
+    agent = Agent(model=ScriptedModel([*twice, "done"]), reasoning=ReAct(), tools=[note],
+                  policy=live)
+    session = agent.session("two notes")
+    assert session.run().stop_reason == "finished"
+    events = session.replay()
+    decisions = [e.data for e in events if e.type == "tool.decision"]
+    assert "resource" in decisions[0] and "resource" not in decisions[1]  # recorded once
+    replayed = Recorder(AllowAll())
+    assert what_if(events, replayed) == []
+    assert [r for _, _, r, _ in replayed.seen] == [r for _, _, r, _ in live.seen]
+    assert replayed.seen[1][2].risk == "high"  # not a bare Resource("note")
+
+
 def test_spend_and_taint_conditions_see_what_they_saw_live() -> None:
     events = run(AllowAll())
     spend_rule = YamlPolicy.from_string(

@@ -45,15 +45,14 @@ class PolicyGate:
         self._state = state
         self._accountant = accountant
         self._extra = extra
-        self._resources: dict[str, tuple[Resource, dict[str, Any]]] = {}
+        self._resources: dict[str, Resource] = {}
 
     def decide(self, tool: Tool, call_id: str, arguments: Mapping[str, Any], signature: str,
                shown: Shown) -> Decision:
-        known = self._resources.get(tool.name)
-        if known is None:  # the record for policies, its plain form for the journal
-            resource = resource_of(tool)
-            known = self._resources[tool.name] = (resource, resource.to_dict())
-        resource, journaled = known
+        resource = self._resources.get(tool.name)
+        first = resource is None  # the first decision on this tool in this activation
+        if resource is None:
+            resource = self._resources[tool.name] = resource_of(tool)
         acc = self._accountant
         t = acc.tally
         elapsed = acc.elapsed()
@@ -72,12 +71,14 @@ class PolicyGate:
                     self._journal.hide_argument(call_id, key)
                     text = value if isinstance(value, str) else json.dumps(value)
                     self._journal.redact(text)
-        self._journal.append("tool.decision", {
+        record = {
             "call_id": call_id, "tool": tool.name, "arguments": visible,
             "decision": decision, "signature": signature,
             "charged": decision.effect in CHARGED,
             # what the policy saw, so a stored decision can be re-asked of another policy
-            "resource": journaled, "context": {"step": t.steps, "tainted": context.tainted,
-                                              "spend": spend},
-        })
+            "context": {"step": t.steps, "tainted": context.tainted, "spend": spend},
+        }
+        if first:  # a tool's metadata cannot change within an activation: recorded once
+            record["resource"] = resource.to_dict()
+        self._journal.append("tool.decision", record)
         return decision

@@ -4,19 +4,21 @@ Why: a policy change is a change to what agents may do. Before it ships, an oper
 know which real calls it would have decided differently — "the new rule would have refused 14
 refunds last week, and let 2 wire transfers through without approval". The journal has what is
 needed: each ``tool.decision`` event records the call's arguments (as the journal may show them),
-the tool's metadata the policy saw (``resource``), the step, taint and spend (``context``), and
-the effect given; ``session.start`` records who asked (``subject``), the caller's context and the
-budget.
+the tool's metadata the policy saw (``resource``, on the first decision about each tool after
+the session starts or resumes, since it cannot change in between), the step, taint and spend
+(``context``), and the effect given; ``session.start`` records who asked (``subject``), the
+caller's context and the budget.
 
 Decision: the request is rebuilt from those records only — never from today's tool registry or
 today's clock — so the what-if asks the new policy exactly what the old one was asked: Subject
-from ``session.start``, Action from the event's tool and arguments, Resource from its
-``resource``, Context from its ``context`` (spend as recorded, budget left derived from the
-session's budget) with the event's timestamp as the time. Fields the old decision hid from the
-journal are gone for good; the new policy sees ``[masked]`` for them, and every change made under
-that blindness says so. A decision "changes" when its effect does, or, for the effects that carry
-a shape (partial_allow, mask, degrade), when its fields or fallback do. Pure: events and a policy
-in, a list of changes out; ``tether rerun`` is a thin wrapper around it.
+from ``session.start``, Action from the event's tool and arguments, Resource from the last
+``resource`` recorded for that tool in that session, Context from its ``context`` (spend as
+recorded, budget left derived from the session's budget) with the event's timestamp as the
+time. Fields the old decision hid from the journal are gone for good; the new policy sees
+``[masked]`` for them, and every change made under that blindness says so. A decision "changes"
+when its effect does, or, for the effects that carry a shape (partial_allow, mask, degrade),
+when its fields or fallback do. Pure: events and a policy in, a list of changes out; ``tether
+rerun`` is a thin wrapper around it.
 """
 
 from __future__ import annotations
@@ -84,6 +86,7 @@ def what_if(events: Iterable[Event], policy: Policy) -> list[Change]:
 
 def replay_decisions(events: Iterable[Event], policy: Policy) -> WhatIf:
     starts: dict[str, Mapping[str, Any]] = {}
+    resources: dict[tuple[str, str], Mapping[str, Any]] = {}  # (session, tool) -> last recorded
     asked = 0
     changes: list[Change] = []
     for event in events:
@@ -100,8 +103,12 @@ def replay_decisions(events: Iterable[Event], policy: Policy) -> WhatIf:
         asked += 1
         old = recorded_decision(event.data["decision"])
         arguments = event.data.get("arguments") or {}
+        key = (event.session_id, event.data["tool"])
+        if event.data.get("resource"):
+            resources[key] = event.data["resource"]
         new = decide(policy, subject_of(start), Action(event.data["tool"], arguments),
-                     resource_of(event.data), context_of(event, start))
+                     resource_of(event.data["tool"], resources.get(key)),
+                     context_of(event, start))
         if _shape(new) != _shape(old):
             changes.append(Change(event.session_id, event.seq, event.data.get("call_id", ""),
                                   event.data["tool"], event.timestamp, old, new,
@@ -121,9 +128,8 @@ def subject_of(start: Mapping[str, Any]) -> Subject:
                    start.get("agent") or "agent")
 
 
-def resource_of(data: Mapping[str, Any]) -> Resource:
-    recorded = data.get("resource")
-    return Resource.from_dict(recorded) if recorded else Resource(data["tool"])
+def resource_of(tool: str, recorded: Mapping[str, Any] | None) -> Resource:
+    return Resource.from_dict(recorded) if recorded else Resource(tool)
 
 
 def context_of(event: Event, start: Mapping[str, Any]) -> Context:
