@@ -83,8 +83,9 @@ class Environment:
                                reservation.max_output_tokens, input_estimate)
         timer = None
         try:
-            response, rest = start(self._model.complete(request) if self._on_delta is None
-                                   else self._streamed(request))
+            on_delta = self._on_delta
+            response, rest = start(self._model.complete(request) if on_delta is None
+                                   else self._streamed(request, on_delta))
             if rest is not None:  # it suspended: the rest runs within the deadline, if any
                 if reservation.deadline is None:
                     response = await rest
@@ -138,15 +139,16 @@ class Environment:
         return ModelResponse(response.text, tuple(fixed), response.usage, response.model,
                              response.finish_reason)
 
-    async def _streamed(self, request: ModelRequest) -> ModelResponse:
+    async def _streamed(self, request: ModelRequest,
+                        on_delta: Callable[[str], None]) -> ModelResponse:
         """The model's answer, its text deltas passed on as they come (if it can stream)."""
         stream = getattr(self._model, "stream", None)
-        if self._on_delta is None or stream is None:  # (a model that cannot stream)
+        if stream is None:
             return await self._model.complete(request)
         response: object = None
         async for item in stream(request):
             if isinstance(item, str):
-                self._on_delta(item)
+                on_delta(item)
             else:
                 response = item
         if not isinstance(response, ModelResponse):

@@ -199,21 +199,22 @@ class ToolCalls:
         prefix = ""
         if tool_name != call.name:
             prefix = f"[tether: policy ran {tool_name!r} instead of {call.name!r}]\n"
-        call = self._unhidden(call)
-        check_unredacted(call)
+        call = self._with_real_arguments(call)
         arguments = self._executor.validate(tool, ToolCall(call.id, tool_name, call.arguments))
         return shape(call, tool, arguments, decision, prefix=prefix)
 
-    def _unhidden(self, call: ToolCall) -> ToolCall:
-        """A call rebuilt from a journal that hid some of its arguments, with the arguments
-        kept apart from it (``Agent(keep_hidden_arguments=True)``) — but only if they are the
-        very arguments the policy decided on, as the journaled signature shows (else Rejected).
-        With nothing kept, the call as it is, which ``check_unredacted`` then refuses."""
+    def _with_real_arguments(self, call: ToolCall) -> ToolCall:
+        """A call about to run on resume, never with a placeholder: if the journal hid some of
+        its arguments, the arguments kept apart from it (``Agent(keep_hidden_arguments=True)``)
+        — only if they are the very ones the policy decided on, as the journaled signature
+        shows; with nothing kept, Rejected (``check_unredacted``)."""
         if self._kept is None or not is_hidden(call.arguments):
+            check_unredacted(call)
             return call
         decided = self._state.decisions.get(call.id)
         arguments = self._kept(call.id)
         if decided is None or arguments is None:
+            check_unredacted(call)  # hidden, and nothing kept: this refuses it
             return call
         if call_signature(decided["tool"], arguments) != decided["signature"]:
             raise Rejected(refusal(call, "the arguments kept for it apart from the journal are "
@@ -239,8 +240,7 @@ class ToolCalls:
             return None
         if turn.blocked:
             return None
-        call = self._unhidden(call)
-        check_unredacted(call)
+        call = self._with_real_arguments(call)
         arguments = self._executor.validate(tool, ToolCall(call.id, tool.name, call.arguments))
         if call.id in state.granted:
             return Admitted(call, tool, arguments)
@@ -266,8 +266,7 @@ class ToolCalls:
         tool = self._executor.registry.get(request.tool)
         if tool is None:
             raise Rejected(refusal(call, f"tool {request.tool!r} is no longer available"))
-        call = self._unhidden(call)
-        check_unredacted(call)
+        call = self._with_real_arguments(call)
         arguments = self._executor.validate(tool, ToolCall(call.id, request.tool,
                                                            call.arguments))
         self._accountant.check_tool_call()
