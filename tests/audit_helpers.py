@@ -62,10 +62,13 @@ class Raw:
             self.db: Any = psycopg.connect(url, autocommit=True)
             self.events = "tether.events"
             self.mark = "%s"
+            self.key = "?"  # PostgreSQL's events name their session, SQLite's carry its key
         else:
             self.db = sqlite3.connect(url[len("sqlite:///"):], isolation_level=None)
             self.events = "events"
             self.mark = "?"
+            self.key = "(SELECT key FROM sessions WHERE session_id = ?)"
+        self.session = f"{'session_id' if self.pg else 'session_key'} = {self.key}"
 
     def close(self) -> None:
         self.db.close()
@@ -78,22 +81,22 @@ class Raw:
         data = "data::text" if self.pg else "data"
         ((type_, ts, body, prev, digest),) = self._run(
             f"SELECT type, ts, {data}, prev_hash, hash FROM {self.events} "
-            "WHERE session_id = ? AND seq = ?", sid, seq)
+            f"WHERE {self.session} AND seq = ?", sid, seq)
         return {"type": type_, "ts": ts, "data": json.loads(body), "prev_hash": prev,
                 "hash": digest}
 
     def count(self, sid: str) -> int:
-        return int(self._run(f"SELECT count(*) FROM {self.events} WHERE session_id = ?",
+        return int(self._run(f"SELECT count(*) FROM {self.events} WHERE {self.session}",
                              sid)[0][0])
 
     def set(self, sid: str, seq: int, column: str, value: Any) -> None:
         if column == "data":
             value = json.dumps(value)
-        self._run(f"UPDATE {self.events} SET {column} = ? WHERE session_id = ? AND seq = ?",
+        self._run(f"UPDATE {self.events} SET {column} = ? WHERE {self.session} AND seq = ?",
                   value, sid, seq)
 
     def delete(self, sid: str, seq: int) -> None:
-        self._run(f"DELETE FROM {self.events} WHERE session_id = ? AND seq = ?", sid, seq)
+        self._run(f"DELETE FROM {self.events} WHERE {self.session} AND seq = ?", sid, seq)
 
     def renumber(self, sid: str, old: int, new: int) -> None:
         self.set(sid, old, "seq", new)
@@ -105,12 +108,13 @@ class Raw:
 
     def shift_up(self, sid: str, from_seq: int) -> None:
         """Make room at ``from_seq``: every later event moves one seq up."""
-        self._run(f"UPDATE {self.events} SET seq = -(seq + 1) WHERE session_id = ? AND seq >= ?",
+        self._run(f"UPDATE {self.events} SET seq = -(seq + 1) WHERE {self.session} AND seq >= ?",
                   sid, from_seq)
-        self._run(f"UPDATE {self.events} SET seq = -seq WHERE session_id = ? AND seq < 0", sid)
+        self._run(f"UPDATE {self.events} SET seq = -seq WHERE {self.session} AND seq < 0",
+                  sid)
 
     def insert(self, sid: str, seq: int, row: dict[str, Any]) -> None:
-        self._run(f"INSERT INTO {self.events} VALUES (?, ?, ?, ?, ?, ?, ?)", sid, seq,
+        self._run(f"INSERT INTO {self.events} VALUES ({self.key}, ?, ?, ?, ?, ?, ?)", sid, seq,
                   row["type"], row["ts"], json.dumps(row["data"]), row["prev_hash"], row["hash"])
 
 

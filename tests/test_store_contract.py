@@ -208,13 +208,18 @@ def test_a_version_1_sqlite_file_is_migrated_with_its_sessions_intact(tmp_path: 
                      e.hash) for e in events])
     db.execute("INSERT INTO sessions VALUES ('old', 't1', 'a', ?, ?, 4, 'step')",
                (events[0].timestamp, events[-1].timestamp))
+    orphan = journal_of("orphan", 1).events()  # events whose sessions row went missing
+    db.executemany("INSERT INTO events VALUES (?, ?, ?, ?, ?, ?, ?)",
+                   [(e.session_id, e.seq, e.type, e.timestamp, json.dumps(e.data), e.prev_hash,
+                     e.hash) for e in orphan])
     db.close()
 
     store = SQLiteStore(path)
     try:
         assert store.read("old") == events and verify_chain(store.read("old")) is None
         assert [(i.session_id, i.events, i.tenant_id) for i in store.sessions()] == [
-            ("old", 4, "t1")]
+            ("old", 4, "t1"), ("orphan", 2, None)]
+        assert store.read("orphan") == orphan  # kept: a migration loses nothing
         more = Journal("old", store=store, history=store.read("old"))
         more.append("step", {"i": "after the upgrade"})
         more.flush()
@@ -225,9 +230,35 @@ def test_a_version_1_sqlite_file_is_migrated_with_its_sessions_intact(tmp_path: 
             rival.flush()
         version = store._db.execute(
             "SELECT value FROM meta WHERE key = 'schema_version'").fetchone()[0]
-        assert version == str(SCHEMA_VERSION) == "3"
+        assert version == str(SCHEMA_VERSION) == "4"
     finally:
         store.close()
+
+
+def test_a_session_pruned_and_begun_anew_elsewhere_is_appended_to_where_it_now_is(
+        tmp_path: Path) -> None:
+    """A SQLite store remembers each session's key; when another process has pruned the session
+    and started it afresh, the remembered key is stale: the append goes to the session as it is
+    now (or is refused as a conflict if it moved on), never to the key remembered."""
+    path = tmp_path / "s.db"
+    mine, theirs = SQLiteStore(path), SQLiteStore(path)
+    try:
+        journal_of("s", 1, mine).flush()
+        assert theirs.prune(before=time.time() + 1) == 1
+        again = journal_of("s", 1, theirs)
+        again.flush()
+        more = Journal("s", store=mine, history=again.events())
+        more.append("step", {"i": "after the restart"})
+        more.flush()
+        assert [e.seq for e in theirs.read("s")] == [1, 2, 3]
+        assert verify_chain(theirs.read("s")) is None
+        late = Journal("s", store=mine, history=again.events())
+        late.append("step", {"i": "a rival"})
+        with pytest.raises(ConflictError, match="expected seq 4, got 3"):
+            late.flush()
+    finally:
+        mine.close()
+        theirs.close()
 
 
 def test_a_newer_postgres_schema_is_refused() -> None:
