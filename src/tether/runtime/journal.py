@@ -63,19 +63,20 @@ def _canonical_encoder() -> Callable[[Any], str]:
 _encode = canonical_json = _canonical_encoder()
 
 
-def _hash(prev_hash: str, body: str) -> str:
-    return hashlib.sha256(f"{prev_hash}{body}".encode()).hexdigest()
-
-
 _quote = json.encoder.encode_basestring  # how the canonical encoder writes a string
+_sha256 = hashlib.sha256
 
 
-def _body(seq: int, kind: str, session_id: str, timestamp: float, data_json: str) -> str:
-    """What an event's hash covers: ``[seq, type, session_id, timestamp, data]`` in canonical
-    JSON, built around data already encoded (so sealing encodes the data once)."""
+def _digest(prev_hash: str, seq: int, kind: str, session_id: str, timestamp: float,
+            data_json: str) -> str:
+    """An event's hash: SHA-256 of the previous hash followed by ``[seq, type, session_id,
+    timestamp, data]`` in canonical JSON, built around the data already encoded (so sealing
+    encodes the data once)."""
     if type(seq) is int and type(timestamp) is float and math.isfinite(timestamp):
-        return f"[{seq},{_quote(kind)},{_quote(session_id)},{timestamp!r},{data_json}]"
-    return f"{_encode([seq, kind, session_id, timestamp])[:-1]},{data_json}]"
+        body = f"{prev_hash}[{seq},{_quote(kind)},{_quote(session_id)},{timestamp!r},{data_json}]"
+    else:
+        body = f"{prev_hash}{_encode([seq, kind, session_id, timestamp])[:-1]},{data_json}]"
+    return _sha256(body.encode()).hexdigest()
 
 
 REDACTED = "[redacted]"
@@ -102,21 +103,21 @@ def seal(prev_hash: str, session_id: str, record: Record,
          scrubbers: Sequence[Scrubber] = ()) -> Event:
     """Turn an appended record into a chained Event with plain-JSON data, every scrubber applied
     to each string in the event's data (so a redacted value is blanked wherever it appears)."""
-    return _seal(prev_hash, session_id, record, Redactions(list(scrubbers)))[0]
+    return _seal(prev_hash, session_id, record, Redactions(list(scrubbers)) or None)[0]
 
 
 def _seal(prev_hash: str, session_id: str, record: Record,
-          redactions: Redactions) -> tuple[Event, str]:
+          redactions: Redactions | None) -> tuple[Event, str]:
     """The sealed event and its data as JSON text (so a store need not encode it again).
     Redaction works on the data's values, never on the encoded text, so it cannot corrupt the
     envelope (seq, timestamp, keys) whatever the redacted value looks like."""
     seq, type, timestamp, data = record
-    if redactions:
+    if redactions is not None:
         plain = json.loads(_encode(data))
         _hide_arguments(type, plain, redactions.arguments)
         data = _scrub(plain, redactions.scrubbers)
     data_json = _encode(data)  # encoded once; the event decodes it only if someone reads it
-    digest = _hash(prev_hash, _body(seq, type, session_id, timestamp, data_json))
+    digest = _digest(prev_hash, seq, type, session_id, timestamp, data_json)
     return Event.from_json(seq, type, session_id, timestamp, data_json, prev_hash,
                            digest), data_json
 
@@ -166,14 +167,13 @@ def _covers(prev_hash: str, e: Event) -> bool:
     so text that differs from the canonical form only in layout still verifies, and an edit of
     the data never does."""
     text = e.json_text
-    if text and e.hash == _hash(prev_hash, _body(e.seq, e.type, e.session_id, e.timestamp, text)):
+    if text and e.hash == _digest(prev_hash, e.seq, e.type, e.session_id, e.timestamp, text):
         return True
     try:
         data = e.data
     except ValueError:  # stored text that is not JSON at all: edited
         return False
-    return e.hash == _hash(prev_hash, _body(e.seq, e.type, e.session_id, e.timestamp,
-                                             _encode(data)))
+    return e.hash == _digest(prev_hash, e.seq, e.type, e.session_id, e.timestamp, _encode(data))
 
 
 class EventBus:
@@ -286,8 +286,9 @@ class Journal:
         if self._pending:
             prev = sealed[-1].hash if sealed else GENESIS
             keep_json = self.store is not None
+            redactions = self._redactions or None
             for record in self._pending:
-                event, data_json = _seal(prev, self.session_id, record, self._redactions)
+                event, data_json = _seal(prev, self.session_id, record, redactions)
                 sealed.append(event)
                 if keep_json:
                     self._json.append(data_json)

@@ -111,6 +111,7 @@ class SQLiteStore:
         self._db.execute("PRAGMA journal_mode=WAL")
         self._db.execute(f"PRAGMA synchronous={synchronous.upper()}")
         self._db.execute("PRAGMA busy_timeout=30000")
+        self._cursor = self._db.cursor()  # one for appends: Connection.execute makes one a call
         self._migrate()
 
     @classmethod
@@ -162,7 +163,7 @@ class SQLiteStore:
             data_json = [json.dumps(e.data, ensure_ascii=False) for e in events]
         first, last = events[0], events[-1]
         with self._lock:
-            db = self._db
+            db = self._cursor
             db.execute("BEGIN IMMEDIATE")
             try:
                 if first.seq == 1:
