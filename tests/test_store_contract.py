@@ -73,6 +73,14 @@ def test_append_read_round_trip_keeps_the_chain(store: Store) -> None:
     assert store.read("nope") == []
 
 
+def test_a_long_unflushed_stretch_is_appended_whole(store: Store) -> None:
+    journal = journal_of("long", 1200, store)  # more events than one SQL statement takes
+    journal.flush()
+    stored = store.read("long")
+    assert stored == journal.events() and verify_chain(stored) is None
+    assert [i.events for i in store.sessions()] == [1201]
+
+
 def test_appends_are_per_step_and_must_follow(store: Store) -> None:
     journal = journal_of("s1", 2, store)
     journal.flush()

@@ -11,6 +11,7 @@ refused with a clear error instead of being misread.
 
 from __future__ import annotations
 
+import functools
 import json
 import sqlite3
 import threading
@@ -93,6 +94,12 @@ SCHEMA_VERSION = max(MIGRATIONS)
 MOVE_ON = ("UPDATE sessions SET updated_at = ?, events = ?, last_type = ? "
            "WHERE key = ? AND events = ?")
 KEYS_KEPT = 4096  # session keys remembered by a store (a cache: a forgotten one is looked up)
+ROWS_PER_INSERT = 256  # a step's events go in one statement; 256 x 7 values is far below the limit
+
+
+@functools.lru_cache(maxsize=ROWS_PER_INSERT)
+def _insert_events(rows: int) -> str:
+    return "INSERT INTO events VALUES " + ", ".join(["(?, ?, ?, ?, ?, ?, ?)"] * rows)
 
 
 class SQLiteStore:
@@ -187,9 +194,12 @@ class SQLiteStore:
                                             "another writer appended first")
                     key = row[0]  # e.g. pruned and begun anew by another process
                     db.execute(MOVE_ON, (last.timestamp, last.seq, last.type, key, row[1]))
-                db.executemany("INSERT INTO events VALUES (?, ?, ?, ?, ?, ?, ?)",
-                               [(key, e.seq, e.type, e.timestamp, text, e.prev_hash, e.hash)
-                                for e, text in zip(events, data_json, strict=True)])
+                values: list[Any] = []
+                for e, text in zip(events, data_json, strict=True):
+                    values += (key, e.seq, e.type, e.timestamp, text, e.prev_hash, e.hash)
+                for at in range(0, len(values), 7 * ROWS_PER_INSERT):
+                    rows = values[at:at + 7 * ROWS_PER_INSERT]
+                    db.execute(_insert_events(len(rows) // 7), rows)
                 db.execute("COMMIT")
             except BaseException:
                 db.execute("ROLLBACK")
