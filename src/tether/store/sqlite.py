@@ -118,7 +118,7 @@ class SQLiteStore:
         self._db.execute("PRAGMA journal_mode=WAL")
         self._db.execute(f"PRAGMA synchronous={synchronous.upper()}")
         self._db.execute("PRAGMA busy_timeout=30000")
-        self._cursor = self._db.cursor()  # one for appends: Connection.execute makes one a call
+        self._cursor = self._db.cursor()  # for appends (Connection.execute makes one per call)
         self._migrate()
 
     @classmethod
@@ -170,12 +170,12 @@ class SQLiteStore:
             data_json = [json.dumps(e.data, ensure_ascii=False) for e in events]
         first, last = events[0], events[-1]
         with self._lock:
-            db = self._cursor
-            db.execute("BEGIN IMMEDIATE")
+            cursor = self._cursor
+            cursor.execute("BEGIN IMMEDIATE")
             try:
                 if first.seq == 1:
                     subject = first.data.get("subject") or {}
-                    cursor = db.execute(
+                    cursor.execute(
                         "INSERT OR IGNORE INTO sessions (session_id, tenant_id, agent, "
                         "created_at, updated_at, events, last_type) VALUES (?, ?, ?, ?, ?, ?, ?)",
                         (session_id, subject.get("tenant_id"), first.data.get("agent"),
@@ -183,26 +183,26 @@ class SQLiteStore:
                     key, moved = cursor.lastrowid, cursor.rowcount
                 else:
                     key = self._keys.get(session_id)
-                    moved = db.execute(MOVE_ON, (last.timestamp, last.seq, last.type, key,
-                                                 first.seq - 1)).rowcount
-                if moved != 1:  # another writer came first, or no key or a stale one was kept
-                    row = db.execute("SELECT key, events FROM sessions WHERE session_id = ?",
-                                     (session_id,)).fetchone()
+                    moved = cursor.execute(MOVE_ON, (last.timestamp, last.seq, last.type,
+                                                     key, first.seq - 1)).rowcount
+                if moved != 1:  # another writer came first, or the key was stale or unknown
+                    row = cursor.execute("SELECT key, events FROM sessions WHERE session_id = ?",
+                                         (session_id,)).fetchone()
                     if row is None or row[1] != first.seq - 1:
                         raise ConflictError(f"session {session_id}: expected seq "
                                             f"{(row[1] if row else 0) + 1}, got {first.seq}; "
                                             "another writer appended first")
                     key = row[0]  # e.g. pruned and begun anew by another process
-                    db.execute(MOVE_ON, (last.timestamp, last.seq, last.type, key, row[1]))
+                    cursor.execute(MOVE_ON, (last.timestamp, last.seq, last.type, key, row[1]))
                 values: list[Any] = []
                 for e, text in zip(events, data_json, strict=True):
                     values += (key, e.seq, e.type, e.timestamp, text, e.prev_hash, e.hash)
                 for at in range(0, len(values), 7 * ROWS_PER_INSERT):
                     rows = values[at:at + 7 * ROWS_PER_INSERT]
-                    db.execute(_insert_events(len(rows) // 7), rows)
-                db.execute("COMMIT")
+                    cursor.execute(_insert_events(len(rows) // 7), rows)
+                cursor.execute("COMMIT")
             except BaseException:
-                db.execute("ROLLBACK")
+                cursor.execute("ROLLBACK")
                 raise
             assert key is not None  # the sessions row moved on, so it exists and has a key
             if len(self._keys) >= KEYS_KEPT:
