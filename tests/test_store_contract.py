@@ -269,6 +269,22 @@ def test_a_session_pruned_and_begun_anew_elsewhere_is_appended_to_where_it_now_i
         theirs.close()
 
 
+def test_an_older_tether_still_writing_to_an_upgraded_file_is_refused(tmp_path: Path) -> None:
+    """A process started before the upgrade appends the way schema 3 did (session id first):
+    the row is refused, not filed under no session."""
+    import sqlite3
+
+    path = tmp_path / "s.db"
+    SQLiteStore(path).close()
+    old = journal_of("s", 1).events()
+    db = sqlite3.connect(path, isolation_level=None)
+    with pytest.raises(sqlite3.IntegrityError, match="CHECK"):
+        db.execute("INSERT INTO events VALUES (?, ?, ?, ?, ?, ?, ?)",
+                   (old[0].session_id, 1, old[0].type, old[0].timestamp,
+                    json.dumps(old[0].data), old[0].prev_hash, old[0].hash))
+    db.close()
+
+
 def test_a_newer_postgres_schema_is_refused() -> None:
     store = _postgres()
     from tether.store.postgres import PostgresStore

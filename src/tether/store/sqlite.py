@@ -64,7 +64,9 @@ MIGRATIONS: dict[int, str] = {
     # of the index rather than at a random place in it (session ids are random), so a step no
     # longer splits index pages in the middle of the tree. 5.5 -> 4.5 WAL pages per commit.
     # The key is an explicit INTEGER PRIMARY KEY (VACUUM keeps it) and AUTOINCREMENT (a pruned
-    # session's key is never given to another).
+    # session's key is never given to another). An events row must carry an integer key: a
+    # tether from before this schema still running on the file would write the session id there,
+    # and is refused instead of misfiling its events.
     4: """
     INSERT INTO sessions (session_id, created_at, updated_at, events, last_type)
         SELECT session_id, min(ts), max(ts), max(seq), '' FROM events
@@ -78,8 +80,9 @@ MIGRATIONS: dict[int, str] = {
         SELECT session_id, tenant_id, agent, created_at, updated_at, events, last_type
         FROM sessions ORDER BY created_at;
     CREATE TABLE events_v4 (
-        session_key INTEGER NOT NULL, seq INTEGER NOT NULL, type TEXT NOT NULL,
-        ts REAL NOT NULL, data TEXT NOT NULL, prev_hash TEXT NOT NULL, hash TEXT NOT NULL);
+        session_key INTEGER NOT NULL CHECK (typeof(session_key) = 'integer'),
+        seq INTEGER NOT NULL, type TEXT NOT NULL, ts REAL NOT NULL, data TEXT NOT NULL,
+        prev_hash TEXT NOT NULL, hash TEXT NOT NULL);
     INSERT INTO events_v4 SELECT s.key, e.seq, e.type, e.ts, e.data, e.prev_hash, e.hash
         FROM events AS e JOIN sessions_v4 AS s USING (session_id) ORDER BY s.key, e.seq;
     DROP TABLE events;
