@@ -121,7 +121,7 @@ class Raw:
 def seed(url: str, session_id: str, timestamp: float, *, events: int = 4,
          tenant: str = "old-co") -> None:
     """A chained session written at ``timestamp`` (the journal would stamp "now")."""
-    from tether.runtime.journal import GENESIS, seal
+    from tether.journal.chain import GENESIS, seal
     from tether.store.base import open_store
 
     start = {"task": "old work", "agent": "archived", "system_prompt": "", "model": "scripted",

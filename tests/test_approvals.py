@@ -19,7 +19,7 @@ from tether import (
     tool,
 )
 from tether.policy import Action, Context, Resource, Subject
-from tether.runtime.approvals import ApprovalError, InMemoryApprovalStore, call_hash
+from tether.runtime.chokepoint.approvals import ApprovalError, InMemoryApprovalStore, call_hash
 
 from conftest import call
 

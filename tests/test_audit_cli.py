@@ -16,8 +16,8 @@ import pytest
 import audit_app
 from audit_helpers import Raw, seed, store_url
 from tether.cli import main
-from tether.runtime.approvals import StoredApprovals
-from tether.runtime.journal import verify_chain
+from tether.journal.chain import verify_chain
+from tether.runtime.chokepoint.approvals import StoredApprovals
 from tether.store.base import open_store
 
 APP = audit_app.__file__

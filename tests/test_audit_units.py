@@ -12,10 +12,10 @@ from datetime import UTC, datetime
 import pytest
 
 from tether.cli.common import STORE_HELP, parse_time, sqlite_path
-from tether.runtime.export import ExportFormatError, read_jsonl, write_jsonl
-from tether.runtime.journal import Journal
-from tether.runtime.tamper import Break, diagnose
-from tether.runtime.timeline import excerpt, timeline
+from tether.journal.chain import Journal
+from tether.journal.tamper import Break, diagnose
+from tether.journal.views.export import ExportFormatError, read_jsonl, write_jsonl
+from tether.journal.views.timeline import excerpt, timeline
 from tether.store.base import DEFAULT_URL
 from tether.types import Event
 

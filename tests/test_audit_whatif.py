@@ -9,9 +9,9 @@ from typing import Any
 import pytest
 
 from tether import Agent, Budget, Decision, Effect, ModelResponse, Price, ReAct, ScriptedModel, tool
+from tether.journal.views.whatif import Change, describe, replay_decisions, what_if
 from tether.policy import AllowAll, YamlPolicy, contain_untrusted
 from tether.policy.base import Action, Context, Policy, Resource, Subject
-from tether.runtime.whatif import Change, describe, replay_decisions, what_if
 from tether.types import Event, ToolCall
 
 Seen = tuple[Subject, Action, Resource, Context]

@@ -19,9 +19,9 @@ from tether import (
     ToolCall,
     tool,
 )
+from tether.journal.chain import Journal
 from tether.policy import Action, Context, Resource, Subject
 from tether.runtime.environment import Environment
-from tether.runtime.journal import Journal
 from tether.tools import Calculator
 
 from conftest import call

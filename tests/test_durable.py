@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from tether.runtime.journal import verify_chain
+from tether.journal.chain import verify_chain
 from tether.store.sqlite import SQLiteStore
 
 APP = str(Path(__file__).with_name("durable_app.py"))

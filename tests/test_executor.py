@@ -25,7 +25,7 @@ from tether import (
     ToolCall,
     tool,
 )
-from tether.runtime.executor import Rejected, ToolExecutor
+from tether.runtime.chokepoint.executor import Rejected, ToolExecutor
 from tether.tools import Calculator, ToolArgumentError, ToolContext, ToolMeta, ToolRegistry
 from tether.types import Event, ToolSpec
 

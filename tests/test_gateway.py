@@ -6,9 +6,9 @@ from pathlib import Path
 from typing import Any
 
 from tether import Budget, Decision, Effect, tool
+from tether.journal.chain import verify_chain
 from tether.policy import Action, Context, Resource, Subject
-from tether.runtime.gateway import Gateway
-from tether.runtime.journal import verify_chain
+from tether.runtime.chokepoint.gateway import Gateway
 from tether.store.sqlite import SQLiteStore
 
 written: list[str] = []

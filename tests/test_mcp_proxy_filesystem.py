@@ -26,8 +26,8 @@ from mcp_peers import (
 )
 from mcp_servers import npm_bin
 from tether.cli import main
+from tether.journal.chain import verify_chain
 from tether.mcp.pins import fingerprint
-from tether.runtime.journal import verify_chain
 
 POLICY = "examples/policies/mcp_filesystem.yaml"
 

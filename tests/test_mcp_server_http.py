@@ -10,7 +10,7 @@ import pytest
 
 from mcp_peers import NOTES_POLICY, NOTES_TOOLS, http_peer, http_server, journals, status, text
 from tether.cli import main
-from tether.runtime.journal import verify_chain
+from tether.journal.chain import verify_chain
 
 
 async def test_each_http_client_has_its_own_budget_and_journal(tmp_path: Path) -> None:

@@ -20,7 +20,7 @@ from mcp_peers import (
     store_url,
     text,
 )
-from tether.runtime.journal import verify_chain
+from tether.journal.chain import verify_chain
 
 
 def serve_args(db: Path, *extra: str) -> list[str]:

@@ -97,7 +97,7 @@ def test_an_event_sealed_as_json_decodes_on_read_and_behaves_like_any_event() ->
 def test_verify_checks_stored_text_without_decoding_and_still_catches_edits(
         monkeypatch: pytest.MonkeyPatch) -> None:
     import tether.types
-    from tether.runtime.journal import Journal, verify_chain
+    from tether.journal.chain import Journal, verify_chain
 
     journal = Journal("s1")
     for i in range(3):

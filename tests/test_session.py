@@ -17,8 +17,8 @@ from tether import (
     StopReason,
     ToolCall,
 )
+from tether.journal.chain import verify_chain
 from tether.models import ModelError
-from tether.runtime.journal import verify_chain
 from tether.runtime.state import fold
 from tether.tools import Calculator
 

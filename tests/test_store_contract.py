@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from tether.runtime.journal import GENESIS, Journal, verify_chain
+from tether.journal.chain import GENESIS, Journal, verify_chain
 from tether.store.base import ConflictError, SchemaError, Store, StoreError, open_store
 from tether.store.memory import MemoryStore
 from tether.store.sqlite import SQLiteStore

@@ -18,7 +18,7 @@ if TYPE_CHECKING:
     from tether.reasoning.react import ReAct
     from tether.runtime.agent import Agent
     from tether.runtime.budget import Budget, Spend
-    from tether.runtime.gateway import Gateway
+    from tether.runtime.chokepoint.gateway import Gateway
     from tether.runtime.handle import Handle, Strategy
     from tether.runtime.limits import Limits
     from tether.runtime.result import Result, Step, ToolResult, Trajectory
@@ -45,7 +45,7 @@ _WHERE = {
     "StopReason": "tether.runtime.stop",
     "ReAct": "tether.reasoning.react",
     "AgentAsTool": "tether.runtime.subagent",
-    "Gateway": "tether.runtime.gateway",
+    "Gateway": "tether.runtime.chokepoint.gateway",
     "Model": "tether.models.base",
     "ModelError": "tether.models.base",
     "Price": "tether.models.pricing",

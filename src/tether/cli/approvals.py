@@ -32,7 +32,7 @@ from tether.cli.common import (
 )
 
 if TYPE_CHECKING:
-    from tether.runtime.approvals import ApprovalRequest
+    from tether.runtime.chokepoint.approvals import ApprovalRequest
 
 
 def register(commands: Any) -> None:
@@ -65,7 +65,7 @@ def register(commands: Any) -> None:
 
 
 def run_list(args: argparse.Namespace) -> int:
-    from tether.runtime.approvals import StoredApprovals, from_dict
+    from tether.runtime.chokepoint.approvals import StoredApprovals, from_dict
 
     store = open_existing(args.store)
     if store is None:
@@ -86,7 +86,7 @@ def run_list(args: argparse.Namespace) -> int:
 
 
 def describe(request: ApprovalRequest) -> str:
-    from tether.runtime.timeline import call_text, when
+    from tether.journal.views.timeline import call_text, when
 
     state: str = request.status
     if state == "pending" and request.expired():
@@ -100,7 +100,7 @@ def describe(request: ApprovalRequest) -> str:
 
 
 def run_decide(args: argparse.Namespace) -> int:
-    from tether.runtime.approvals import ApprovalError, StoredApprovals
+    from tether.runtime.chokepoint.approvals import ApprovalError, StoredApprovals
 
     if not args.approver.strip():
         error("--approver must name who decides")

@@ -35,7 +35,7 @@ from tether.cli.common import (
 )
 
 if TYPE_CHECKING:
-    from tether.runtime.tamper import Break
+    from tether.journal.tamper import Break
     from tether.store.base import Store
     from tether.types import Event
 
@@ -104,7 +104,7 @@ def run_verify(args: argparse.Namespace) -> int:
 
 
 def _verify_store(store: Store, only: str | None) -> int:
-    from tether.runtime.tamper import Break, diagnose
+    from tether.journal.tamper import Break, diagnose
 
     infos = store.sessions()
     if only is not None:
@@ -129,8 +129,8 @@ def _verify_store(store: Store, only: str | None) -> int:
 
 
 def _verify_file(path: str, only: str | None) -> int:
-    from tether.runtime.export import ExportFormatError, read_jsonl
-    from tether.runtime.tamper import diagnose
+    from tether.journal.tamper import diagnose
+    from tether.journal.views.export import ExportFormatError, read_jsonl
 
     try:
         with open(path, encoding="utf-8") as fh:
@@ -172,8 +172,8 @@ def _report(results: Sequence[tuple[str, Sequence[Event], Break | None]]) -> int
 # -- show ---------------------------------------------------------------------------------------
 
 def run_show(args: argparse.Namespace) -> int:
-    from tether.runtime.tamper import diagnose
-    from tether.runtime.timeline import header, timeline
+    from tether.journal.tamper import diagnose
+    from tether.journal.views.timeline import header, timeline
 
     store = open_existing(args.store)
     if store is None:
@@ -228,7 +228,7 @@ def _interrupted(events: Sequence[Event]) -> list[str]:
 # -- list and export ----------------------------------------------------------------------------
 
 def run_list(args: argparse.Namespace) -> int:
-    from tether.runtime.timeline import when
+    from tether.journal.views.timeline import when
 
     store = open_existing(args.store)
     if store is None:
@@ -251,7 +251,7 @@ def run_list(args: argparse.Namespace) -> int:
 
 
 def run_export(args: argparse.Namespace) -> int:
-    from tether.runtime.export import write_jsonl
+    from tether.journal.views.export import write_jsonl
 
     store = open_existing(args.store)
     if store is None:

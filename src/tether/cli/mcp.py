@@ -31,7 +31,7 @@ from tether.cli.common import EXIT_OK, EXIT_USAGE, STORE_HELP, error, note, usag
 if TYPE_CHECKING:
     from tether.mcp.clients import Governance
     from tether.policy.base import Policy
-    from tether.runtime.gateway import Gateway
+    from tether.runtime.chokepoint.gateway import Gateway
     from tether.tools.base import Tool
 
 TOOLS_HELP = ("the tools to serve: MODULE:ATTRIBUTE (e.g. myapp.tools:tools) or "

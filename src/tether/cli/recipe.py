@@ -109,7 +109,7 @@ def _import_file(path: Path) -> ModuleType:
 def with_store(agent: Agent, store: Store) -> Agent:
     """A recipe built without a store, given ``store`` for its journals and its approvals (unless
     it was given approvals of its own that are not the in-memory default)."""
-    from tether.runtime.approvals import StoredApprovals
+    from tether.runtime.chokepoint.approvals import StoredApprovals
     from tether.store.memory import MemoryStore
 
     approvals = agent.approvals

@@ -5,7 +5,7 @@ hand-written cases: which stored calls would now be refused, held for approval, 
 The command replays every recorded decision of the chosen sessions against the new policy and
 lists each call whose decision would change, with the old and new effect and policy id.
 
-Decision: the logic is ``tether.runtime.whatif`` (usable from Python); this is its face. A
+Decision: the logic is ``tether.journal.views.whatif`` (usable from Python); this is its face. A
 session whose hash chain is broken is not replayed — its record cannot be trusted — and is
 reported, as are decisions made on arguments the journal masked (the new policy saw
 ``[masked]``). The policy is a YAML file, or ``MODULE:ATTR`` naming a Python policy object.
@@ -79,9 +79,9 @@ def load_any_policy(spec: str) -> Policy:
 
 
 def run_rerun(args: argparse.Namespace) -> int:
-    from tether.runtime.tamper import diagnose
-    from tether.runtime.timeline import when
-    from tether.runtime.whatif import describe, replay_decisions
+    from tether.journal.tamper import diagnose
+    from tether.journal.views.timeline import when
+    from tether.journal.views.whatif import describe, replay_decisions
 
     try:
         policy = load_any_policy(args.policy)

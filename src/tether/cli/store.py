@@ -47,7 +47,7 @@ def register(commands: Any) -> None:
 
 
 def run_prune(args: argparse.Namespace) -> int:
-    from tether.runtime.timeline import when
+    from tether.journal.views.timeline import when
 
     store = open_existing(args.store)
     if store is None:

@@ -3,7 +3,7 @@
 Why: a tether MCP server (``tether mcp serve``, ``tether mcp proxy``) answers whoever connects,
 and tether's promise has to hold per client: each client's calls are decided by the policy,
 bounded by *its own* budget and journaled as *its own* session. So the server keeps one
-``Gateway`` (``tether.runtime.gateway``) per client, keyed by the transport's notion of a
+``Gateway`` (``tether.runtime.chokepoint.gateway``) per client, keyed by the transport's notion of a
 connection — the process for stdio, the ``Mcp-Session-Id`` for streamable HTTP — and every
 ``tools/call`` goes through that gateway and nowhere else.
 
@@ -37,7 +37,7 @@ from tether.tools.registry import ToolRegistry
 
 if TYPE_CHECKING:
     from tether.policy.base import Policy
-    from tether.runtime.gateway import Gateway
+    from tether.runtime.chokepoint.gateway import Gateway
     from tether.runtime.result import ToolResult
     from tether.store.base import Store
     from tether.tools.base import Tool
@@ -157,7 +157,7 @@ class ClientGateways:
         return client
 
     def _new_gateway(self, key: str) -> Gateway:
-        from tether.runtime.gateway import Gateway
+        from tether.runtime.chokepoint.gateway import Gateway
 
         g = self.governance
         gateway = Gateway(self.tools, policy=g.policy, client=g.client, budget=g.budget,

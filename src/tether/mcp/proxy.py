@@ -36,7 +36,7 @@ from tether.mcp.server import serve, tool_annotations
 from tether.mcp.toolset import MCPToolset
 
 if TYPE_CHECKING:
-    from tether.runtime.gateway import Gateway
+    from tether.runtime.chokepoint.gateway import Gateway
 
 UPSTREAM = "upstream"
 

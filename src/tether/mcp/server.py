@@ -37,7 +37,7 @@ from tether.mcp.clients import ClientExpired, ClientGateways, Governance, Outcom
 from tether.tools.base import Tool, ToolMeta
 
 if TYPE_CHECKING:
-    from tether.runtime.gateway import Gateway
+    from tether.runtime.chokepoint.gateway import Gateway
 
 HOST = "127.0.0.1"
 PATH = "/mcp"

@@ -16,8 +16,8 @@ from tether.credentials import CredentialBroker
 from tether.models.base import Model
 from tether.models.pricing import Price
 from tether.policy.base import AllowAll, Policy
-from tether.runtime.approvals import ApprovalStore, StoredApprovals
 from tether.runtime.budget import Budget
+from tether.runtime.chokepoint.approvals import ApprovalStore, StoredApprovals
 from tether.runtime.handle import Strategy
 from tether.runtime.limits import Limits
 from tether.store.base import Store, open_store

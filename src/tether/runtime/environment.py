@@ -15,15 +15,15 @@ import operator
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from tether.journal.chain import Journal
 from tether.models.base import Model, estimate_tools_tokens
 from tether.runtime.budget import Accountant
+from tether.runtime.chokepoint.effects import skipped
+from tether.runtime.chokepoint.turn import ToolCalls
 from tether.runtime.eager import start
-from tether.runtime.effects import skipped
-from tether.runtime.journal import Journal
 from tether.runtime.result import ToolResult
 from tether.runtime.state import SessionState
 from tether.runtime.stop import Stop, StopReason
-from tether.runtime.turn import ToolCalls
 from tether.types import Message, ModelRequest, ModelResponse, ToolCall, ToolSpec
 
 

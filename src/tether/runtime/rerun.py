@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from tether.models.base import ModelError, estimate_message_tokens
 from tether.models.pricing import Price
-from tether.runtime.approvals import StoredApprovals
+from tether.runtime.chokepoint.approvals import StoredApprovals
 from tether.runtime.state import revive
 from tether.store.memory import MemoryStore
 from tether.tools.base import Tool, ToolContext, ToolMeta

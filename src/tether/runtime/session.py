@@ -17,20 +17,20 @@ from dataclasses import dataclass
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
+from tether.journal.chain import EventBus, Journal, verify_chain
 from tether.policy.base import Subject
 from tether.runtime.agent import run_sync
-from tether.runtime.approvals import ApprovalRequest
 from tether.runtime.budget import Accountant, Budget, Spend
+from tether.runtime.chokepoint.approvals import ApprovalRequest
+from tether.runtime.chokepoint.executor import ToolExecutor
+from tether.runtime.chokepoint.gate import PolicyGate
+from tether.runtime.chokepoint.turn import ToolCalls
 from tether.runtime.environment import Environment
-from tether.runtime.executor import ToolExecutor
-from tether.runtime.gate import PolicyGate
 from tether.runtime.handle import Handle
-from tether.runtime.journal import EventBus, Journal, verify_chain
 from tether.runtime.result import Result, ToolResult, Trajectory
 from tether.runtime.state import fold
 from tether.runtime.stop import Stop, StopReason
 from tether.runtime.stream import Finished, StreamEvent, TextDelta, ToolCallEvent, ToolResultEvent
-from tether.runtime.turn import ToolCalls
 from tether.types import Event, ToolCall
 
 if TYPE_CHECKING:

@@ -15,9 +15,9 @@ from collections.abc import Callable, Iterable, Mapping
 from decimal import Decimal
 from typing import Any
 
+from tether.journal.chain import canonical_json
 from tether.policy.base import Decision, Effect
 from tether.runtime.budget import Tally
-from tether.runtime.journal import canonical_json
 from tether.runtime.result import Step, ToolResult
 from tether.runtime.stop import StopReason
 from tether.types import Event, Message, ModelResponse, ToolCall, Usage

@@ -17,17 +17,22 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from tether.credentials import CredentialBroker
+from tether.journal.chain import Journal
 from tether.policy.base import Decision, Effect, Policy, Subject
-from tether.runtime.approvals import ApprovalRequest, ApprovalStore, StoredApprovals, call_hash
 from tether.runtime.budget import Accountant, Budget
-from tether.runtime.executor import ToolExecutor
-from tether.runtime.gate import PolicyGate
-from tether.runtime.journal import Journal
+from tether.runtime.chokepoint.approvals import (
+    ApprovalRequest,
+    ApprovalStore,
+    StoredApprovals,
+    call_hash,
+)
+from tether.runtime.chokepoint.executor import ToolExecutor
+from tether.runtime.chokepoint.gate import PolicyGate
+from tether.runtime.chokepoint.turn import ToolCalls
 from tether.runtime.limits import Limits
 from tether.runtime.result import ToolResult
 from tether.runtime.state import SessionState
 from tether.runtime.stop import Stop
-from tether.runtime.turn import ToolCalls
 from tether.store.base import Store
 from tether.store.memory import MemoryStore
 from tether.tools.base import Tool

@@ -22,7 +22,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
-from tether.runtime.journal import GENESIS, seal, verify_chain
+from tether.journal.chain import GENESIS, seal, verify_chain
 from tether.types import Event
 
 Kind = Literal["edited", "missing", "reordered", "inserted"]

@@ -20,11 +20,12 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from tether.credentials import CredentialBroker, CredentialError, ScopedToken
+from tether.journal.chain import Journal
 from tether.models.base import CHARS_PER_TOKEN
 from tether.policy.base import Decision, Effect
-from tether.runtime.approvals import ApprovalError, ApprovalStore, call_hash, new_request
 from tether.runtime.budget import Accountant, Spend
-from tether.runtime.effects import (
+from tether.runtime.chokepoint.approvals import ApprovalError, ApprovalStore, call_hash, new_request
+from tether.runtime.chokepoint.effects import (
     Admitted,
     check_unredacted,
     is_hidden,
@@ -33,9 +34,8 @@ from tether.runtime.effects import (
     shape,
     skipped,
 )
-from tether.runtime.executor import MASKED, Rejected, ToolExecutor
-from tether.runtime.gate import PolicyGate
-from tether.runtime.journal import Journal
+from tether.runtime.chokepoint.executor import MASKED, Rejected, ToolExecutor
+from tether.runtime.chokepoint.gate import PolicyGate
 from tether.runtime.limits import Limits
 from tether.runtime.result import ToolResult
 from tether.runtime.state import SessionState, call_signature

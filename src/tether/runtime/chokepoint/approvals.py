@@ -16,7 +16,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import Any, Literal, Protocol
 
-from tether.runtime.journal import canonical_json
+from tether.journal.chain import canonical_json
 from tether.store.base import Store
 
 Status = Literal["pending", "approved", "denied", "used"]

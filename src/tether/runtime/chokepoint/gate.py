@@ -13,9 +13,9 @@ import time
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from tether.journal.chain import Journal
 from tether.policy.base import Action, Context, Decision, Effect, Policy, Resource, Subject, decide
 from tether.runtime.budget import Accountant
-from tether.runtime.journal import Journal
 from tether.runtime.state import SessionState
 from tether.tools.base import Tool
 
