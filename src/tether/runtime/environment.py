@@ -30,7 +30,7 @@ from tether.types import Message, ModelRequest, ModelResponse, ToolCall, ToolSpe
 class Environment:
     __slots__ = ("_accountant", "_journal", "_model", "_on_delta", "_pending", "_seen_ids",
                  "_sent_estimate", "_show_budget", "_specs", "_state", "_tool_names", "_tools",
-                 "_tools_estimate")
+                 "_tools_estimate", "stopped")
 
     def __init__(self, *, model: Model, specs: Sequence[ToolSpec], tools: ToolCalls,
                  accountant: Accountant, journal: Journal, state: SessionState,
@@ -50,11 +50,27 @@ class Environment:
         self._seen_ids = {c.id for m in state.conversation for c in m.tool_calls}
         self._pending: tuple[tuple[Message, ...], int] = ((), 0)
         tools.room = self._result_room
+        # the stop the chokepoint raised, if any: every later call raises it again, so a
+        # strategy that catches it can neither go on nor end the run another way
+        self.stopped: Stop | None = None
 
     # -- model calls ---------------------------------------------------------------------------
 
-    async def ask_model(self, *, final: bool = False, note: str | None = None) -> ModelResponse:
+    async def ask_model(self, *, note: str | None = None) -> ModelResponse:
         """Make one governed model call; raise Stop if the budget does not allow it."""
+        if self.stopped is not None:
+            raise self.stopped
+        try:
+            return await self._ask(False, note)
+        except Stop as stop:
+            self.stopped = stop
+            raise
+
+    async def wrap_up(self, note: str) -> ModelResponse:
+        """The model's last turn, without tools, after the run was stopped (the session's)."""
+        return await self._ask(True, note)
+
+    async def _ask(self, final: bool, note: str | None) -> ModelResponse:
         for call in self._state.unresolved():  # a strategy that skipped calls still owes results
             self._tools.record(skipped(call, "the strategy did not run this call"))
         extra = []
@@ -95,7 +111,7 @@ class Environment:
                         response = await rest
             if not isinstance(response, ModelResponse):
                 raise TypeError(f"model returned {type(response).__name__}, not ModelResponse")
-        except Exception as exc:
+        except (Exception, Stop) as exc:  # a model that raises Stop does not stop the run
             if timer is not None and timer.expired():
                 self._journal.append("model.error", {"step": step, "error": "time budget ran "
                                                      "out during the call; it was cancelled"})
@@ -182,6 +198,15 @@ class Environment:
 
     async def call_tools(self, calls: Sequence[ToolCall]) -> tuple[ToolResult, ...]:
         """Run tool calls the model asked for in its last turn; one result per call, in order."""
+        if self.stopped is not None:
+            raise self.stopped
+        try:
+            return await self._call_tools(calls)
+        except Stop as stop:
+            self.stopped = stop
+            raise
+
+    async def _call_tools(self, calls: Sequence[ToolCall]) -> tuple[ToolResult, ...]:
         unresolved = self._state.unresolved()
         if len(calls) != len(unresolved) or not all(map(operator.is_, calls, unresolved)):
             self._check_open(calls, unresolved)  # not simply the turn's calls as they came
@@ -202,7 +227,11 @@ class Environment:
         """On resume: finish the calls of the open turn (approved, refused or still waiting)."""
         unresolved = self._state.unresolved()
         if unresolved:
-            await self._tools.run(unresolved)
+            try:
+                await self._tools.run(unresolved)
+            except Stop as stop:
+                self.stopped = stop
+                raise
 
 
 CUT_OFF = "<cut off at the output limit before the arguments were complete>"

@@ -15,7 +15,7 @@ import uuid
 from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import partial
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NoReturn
 
 from tether.journal.chain import EventBus, Journal, verify_chain
 from tether.policy.base import Subject
@@ -249,30 +249,38 @@ class Session:
                             "roles": sorted(self.subject.roles)},
             })
         handle = Handle(env.ask_model, env.call_tools, env.remaining_budget)
+        answer = ""
         try:
             if resuming:
                 await env.resolve_open_turn()
             answer = str(await agent.reasoning.run(handle))
-            reason, detail = StopReason.FINISHED, ""
-        except Stop as stop:
-            if stop.reason.pauses:
-                return self._pause(stop)
-            reason, detail = stop.reason, stop.detail
-            answer = await self._wrap_up(env, stop)
+        except Stop as raised:
+            if raised is not env.stopped:  # only the chokepoint stops a run
+                self._fail(TypeError(f"the strategy raised a Stop of its own ({raised}); a "
+                                     "strategy ends a run by returning its answer"))
         except asyncio.CancelledError:
             self._end(StopReason.CANCELLED, "the run was cancelled", "")
             raise
         except Exception as exc:
-            journal.append("session.error", {"error": f"{type(exc).__name__}: {exc}"})
-            journal.flush()
-            raise
-        return self._end(reason, detail, answer)
+            if env.stopped is None:
+                self._fail(exc)
+        stop = env.stopped  # whatever the strategy did with it, the chokepoint's stop stands
+        if stop is None:
+            return self._end(StopReason.FINISHED, "", answer)
+        if stop.reason.pauses:
+            return self._pause(stop)
+        return self._end(stop.reason, stop.detail, await self._wrap_up(env, stop))
+
+    def _fail(self, exc: Exception) -> NoReturn:
+        self._journal.append("session.error", {"error": f"{type(exc).__name__}: {exc}"})
+        self._journal.flush()
+        raise exc
 
     async def _wrap_up(self, env: Environment, stop: Stop) -> str:
         why = f"{stop.reason.value} ({stop.detail})"
         if stop.reason.gets_final_turn:
             try:
-                response = await env.ask_model(final=True, note=WRAP_UP.format(why=why))
+                response = await env.wrap_up(WRAP_UP.format(why=why))
                 return response.text
             except Stop as no_room:
                 self._journal.append("session.wrap_up_skipped", {"reason": no_room.reason.value,

@@ -3,7 +3,10 @@
 Decision: stopping is control flow owned by the chokepoint, not by strategies. Any handle method
 may raise ``Stop``; the session catches it, gives the model its wrap-up turn when that makes
 sense, and records the reason. A strategy cannot forget to check a budget because it never has
-to check one.
+to check one — nor swallow a stop: ``Stop`` derives from ``BaseException`` (like
+``asyncio.CancelledError``), so an ordinary ``except Exception`` retry lets it through, and the
+chokepoint remembers it, so even a strategy that catches everything is refused every later call
+and the session still ends with the chokepoint's reason.
 """
 
 from __future__ import annotations
@@ -42,8 +45,9 @@ _NO_FINAL_TURN = frozenset({StopReason.FINISHED, StopReason.MODEL_ERROR, StopRea
                             *_PAUSES})
 
 
-class Stop(Exception):
-    """Raised inside the chokepoint when the run must stop; carries the reason and a detail."""
+class Stop(BaseException):
+    """Raised inside the chokepoint when the run must stop; carries the reason and a detail.
+    A ``BaseException``: code that catches ``Exception`` must not be able to swallow it."""
 
     def __init__(self, reason: StopReason, detail: str) -> None:
         super().__init__(f"{reason.value}: {detail}")

@@ -18,6 +18,7 @@ from typing import Any
 
 from tether.runtime.eager import start
 from tether.runtime.result import ToolResult, ToolStatus
+from tether.runtime.stop import Stop
 from tether.tools.base import Tool, ToolArgumentError, ToolContext
 from tether.tools.registry import ToolRegistry
 from tether.types import ToolCall
@@ -91,7 +92,7 @@ class ToolExecutor:
             if mask_fields:
                 value = mask_structure(value, mask_fields)
             text, status = self._render(value, max_chars, scrub), "ok"
-        except (Exception, SystemExit) as exc:  # a tool's sys.exit() must not end the host
+        except (Exception, SystemExit, Stop) as exc:  # a tool can neither end the host nor the run
             if isinstance(exc, TimeoutError) and scope is not None and scope.expired():
                 text = f"Error: {tool.name!r} timed out after {timeout:.3g}s and was abandoned."
                 status = "timeout"
