@@ -11,12 +11,13 @@ from datetime import UTC, datetime
 
 import pytest
 
-from tether.cli.common import STORE_HELP, parse_time, sqlite_path
+from tether.cli.common import STORE_HELP, parse_time
 from tether.journal.chain import Journal
 from tether.journal.tamper import Break, diagnose
 from tether.journal.views.export import ExportFormatError, read_jsonl, write_jsonl
 from tether.journal.views.timeline import excerpt, timeline
 from tether.store.base import DEFAULT_URL
+from tether.store.sqlite import path_of
 from tether.types import Event
 
 
@@ -102,9 +103,9 @@ def test_times_are_ages_or_iso_dates_in_utc() -> None:
                                                                tzinfo=UTC).timestamp()
     with pytest.raises(argparse.ArgumentTypeError, match="give an age like 30d"):
         parse_time("soon")
-    assert sqlite_path("sqlite:///rel/t.db") == "rel/t.db"
-    assert sqlite_path("sqlite:////abs/t.db?synchronous=full") == "/abs/t.db"
-    assert sqlite_path("postgresql://x/y") is None
+    assert path_of("sqlite:///rel/t.db") == "rel/t.db"
+    assert path_of("sqlite:////abs/t.db?synchronous=full") == "/abs/t.db"
+    assert path_of("sqlite://") == ""
     assert f"else {DEFAULT_URL})" in STORE_HELP
 
 

@@ -215,12 +215,12 @@ def test_broker_names_tool_on_vault_failure(vault: FakeVault) -> None:
 
 
 def test_repr_hides_token_and_userinfo(vault: FakeVault) -> None:
-    url = vault.url.replace("http://", "http://admin:hunter2@") + "/?token=q"
+    url = vault.url.replace("http://", "http://admin:hunter2@") + "/?token=q-token"
     provider = VaultKV(url, token=VAULT_TOKEN, path="app/db", key="password")
     text = repr(provider)
-    assert text == (f"VaultKV(url={vault.url + '/'!r}, mount='secret', path='app/db', "
-                    "key='password')")
-    assert VAULT_TOKEN not in text and "hunter2" not in text
+    shown = vault.url.replace("http://", "http://admin:***@") + "/?token=***"
+    assert text == f"VaultKV(url={shown!r}, mount='secret', path='app/db', key='password')"
+    assert VAULT_TOKEN not in text and "hunter2" not in text and "q-token" not in text
     with pytest.raises(TypeError, match="cannot be pickled"):
         import pickle
 

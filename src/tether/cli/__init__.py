@@ -22,6 +22,7 @@ import sys
 
 from tether.cli.approvals import register as register_approvals
 from tether.cli.audit import register as register_audit
+from tether.cli.common import usage
 from tether.cli.mcp import register as register_mcp
 from tether.cli.policy import register as register_policy
 from tether.cli.rerun import register as register_rerun
@@ -32,7 +33,7 @@ from tether.cli.store import register as register_store
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="tether", description="tether: a governed runtime for AI agents.")
-    parser.set_defaults(run=lambda _args: _usage(parser))
+    parser.set_defaults(run=lambda _args: usage(parser))
     commands = parser.add_subparsers(title="commands", metavar="COMMAND")
     register_policy(commands)
     register_audit(commands)
@@ -58,7 +59,3 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     return code
 
-
-def _usage(parser: argparse.ArgumentParser) -> int:
-    parser.print_help(sys.stderr)
-    return 2

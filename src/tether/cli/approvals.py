@@ -28,6 +28,7 @@ from tether.cli.common import (
     error,
     note,
     open_existing,
+    store_hint,
     usage,
 )
 
@@ -125,7 +126,7 @@ def run_decide(args: argparse.Namespace) -> int:
     verb = "approved" if decided.status == "approved" else "denied"
     print(f"{verb} {decided.id}: {decided.tool} in session {decided.session_id} (call "
           f"{decided.call_id}), by {decided.approver}")
-    where = f" --store {args.store}" if args.store else ""
+    where = store_hint(args.store)
     print(f"resume the session to {'run' if verb == 'approved' else 'refuse'} the call: "
           f"tether resume {decided.session_id} --agent MODULE:ATTR{where}")
     return EXIT_OK

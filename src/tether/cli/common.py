@@ -38,6 +38,13 @@ def add_store_option(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--store", metavar="URL", help=STORE_HELP)
 
 
+def store_hint(given: str | None) -> str:
+    """`` --store URL`` for a command line printed as advice (its secrets masked), or ""."""
+    from tether.urls import redact_url
+
+    return f" --store {redact_url(given)}" if given else ""
+
+
 def store_url(given: str | None) -> str:
     from tether.store.base import DEFAULT_URL
 
@@ -48,10 +55,11 @@ def open_existing(given: str | None) -> Store | None:
     """The store named by ``--store``/``TETHER_STORE``/the default, or None after printing why
     it cannot be opened (the caller exits 2)."""
     from tether.store.base import StoreError, open_store
+    from tether.store.sqlite import path_of
 
     url = store_url(given)
-    path = sqlite_path(url)
-    if path is not None and not Path(path).exists():
+    path = path_of(url) if url.startswith("sqlite:") else None
+    if path and not Path(path).exists():
         source = "--store" if given else ("TETHER_STORE" if os.environ.get("TETHER_STORE")
                                           else "the default store")
         error(f"no store at {path} (from {source}); pass --store sqlite:///path/to/tether.db "
@@ -62,14 +70,6 @@ def open_existing(given: str | None) -> Store | None:
     except StoreError as exc:
         error(str(exc))
         return None
-
-
-def sqlite_path(url: str) -> str | None:
-    """The file a ``sqlite:///`` URL names (as ``SQLiteStore.from_url`` reads it), else None."""
-    if not url.startswith("sqlite:///"):
-        return None
-    rest = url[len("sqlite:///"):].split("?", 1)[0]
-    return "/" + rest.lstrip("/") if url.startswith("sqlite:////") else rest
 
 
 def parse_time(text: str, *, now: float | None = None) -> float:

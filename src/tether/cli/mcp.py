@@ -170,12 +170,14 @@ def _governance(args: argparse.Namespace, policy: Policy) -> Governance | None:
     from tether.mcp.clients import Governance
     from tether.runtime.budget import Budget
     from tether.store.base import StoreError, open_store
+    from tether.urls import redact_text, redact_url
 
     url = store_url(args.store)
     try:
         store = open_store(url)
     except (StoreError, OSError) as exc:
-        error(f"cannot open the store {url}: {exc}; pass --store sqlite:///path/to/tether.db")
+        error(f"cannot open the store {redact_url(url)}: {redact_text(str(exc), url)}; pass "
+              "--store sqlite:///path/to/tether.db")
         return None
     if url.startswith("memory:"):
         note("memory:// keeps journals and approval requests in this process only; "
@@ -224,11 +226,12 @@ def _sdk_missing() -> bool:
 def _announce(what: str, governance: Governance, policy_name: str,
               args: argparse.Namespace) -> Callable[[str], None]:
     from tether.cli.common import store_url
+    from tether.urls import redact_url
 
     budget = governance.budget.max_tool_calls
     limit = (f"{budget} tool call{'' if budget == 1 else 's'} per client" if budget
              else "no tool-call limit")
-    journal = store_url(args.store)
+    journal = redact_url(store_url(args.store))
 
     def ready(where: str) -> None:
         how = "on stdio" if where == "stdio" else f"at {where}"

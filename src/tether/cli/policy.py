@@ -16,11 +16,13 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from tether.cli.common import usage
+
 
 def register(commands: Any) -> None:
     parser: argparse.ArgumentParser = commands.add_parser(
         "policy", help="check YAML policies", description="Check YAML policies.")
-    parser.set_defaults(run=lambda _args: _usage(parser))
+    parser.set_defaults(run=lambda _args: usage(parser))
     sub = parser.add_subparsers(title="policy commands", metavar="COMMAND")
     lint = sub.add_parser("lint", help="validate a policy file",
                           description="Load a policy file as the runtime would; report errors.")
@@ -94,7 +96,3 @@ def _read(path: str, what: str) -> str | None:
               f"{exc.start}); save it as UTF-8", file=sys.stderr)
     return None
 
-
-def _usage(parser: argparse.ArgumentParser) -> int:
-    parser.print_help(sys.stderr)
-    return 2

@@ -29,7 +29,9 @@ from tether.cli.common import (
     error,
     note,
     open_existing,
+    store_hint,
 )
+from tether.urls import redact_url
 
 if TYPE_CHECKING:
     from tether.runtime.agent import Agent
@@ -74,8 +76,9 @@ def _recipe(args: argparse.Namespace) -> Agent | None:
         return None
     own = agent.journal_store
     if own is not None:
-        if args.store is not None and args.store != own.url:
-            note(f"the recipe has its own store ({own.url}); --store {args.store} is not used")
+        if args.store is not None and redact_url(args.store) != own.url:
+            note(f"the recipe has its own store ({own.url}); --store {redact_url(args.store)} "
+                 "is not used")
         return agent
     store = open_existing(args.store)
     return None if store is None else with_store(agent, store)
@@ -118,7 +121,7 @@ def _print_result(result: Result, session: Session, args: argparse.Namespace) ->
     print(f"stop reason: {result.stop_reason.value}")
     print(f"answer: {result.answer}")
     reason = result.stop_reason.value
-    store = f" --store {args.store}" if args.store else ""
+    store = store_hint(args.store)
     if reason == "needs_approval":
         for request in session.pending_approvals():
             print(f"waiting: {request.id} {request.tool} (call {request.call_id}): "
@@ -157,7 +160,7 @@ def run_settle(args: argparse.Namespace) -> int:
                 else "this session has no interrupted calls to settle")
         error(f"{exc}; {hint}")
         return EXIT_FINDING
-    store = f" --store {args.store}" if args.store else ""
+    store = store_hint(args.store)
     print(f"settled {args.call_id}: {args.action} by {args.operator}")
     print(f"continue with: tether resume {session.id} --agent {args.agent}{store}")
     return EXIT_OK

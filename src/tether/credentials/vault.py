@@ -14,11 +14,11 @@ exceptions (which carry response bodies) are never chained.
 from __future__ import annotations
 
 import importlib
-import urllib.parse
 from typing import Any, NoReturn
 
 from tether.credentials.errors import CredentialError, Reason
 from tether.credentials.secret import Secret
+from tether.urls import redact_url
 
 
 def _import(name: str) -> Any:
@@ -27,15 +27,6 @@ def _import(name: str) -> Any:
     except ImportError:
         raise ImportError(f"VaultKV needs the hvac package ({name} is missing): "
                           "pip install 'tether[vault]'") from None
-
-
-def _shown(url: str) -> str:
-    """``url`` without user info, query or fragment, fit for an error message."""
-    parts = urllib.parse.urlsplit(url)
-    host = parts.hostname or ""
-    if parts.port is not None:
-        host = f"{host}:{parts.port}"
-    return urllib.parse.urlunsplit((parts.scheme, host, parts.path, "", ""))
 
 
 class VaultKV:
@@ -56,7 +47,7 @@ class VaultKV:
             if not isinstance(value, str) or not value.strip("/"):
                 raise ValueError(f"VaultKV {what} must be a non-empty string, got {value!r}")
         hvac = _import("hvac")
-        self.url = _shown(url)
+        self.url = redact_url(url)
         self.mount = mount.strip("/")
         self.path = path.strip("/")
         self.key = key

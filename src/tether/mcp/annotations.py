@@ -28,7 +28,6 @@ from typing import Any
 from tether.mcp.config import MCPServer
 from tether.tools.base import Risk, ToolMeta
 
-VALID_NAME = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
 MAX_NAME = 64
 
 

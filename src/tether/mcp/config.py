@@ -122,10 +122,9 @@ class MCPServer:
         return self.name if self.prefix is None else self.prefix
 
     def where(self) -> str:
-        """Where the server is, for messages (never shows env, headers, or credentials and
-        query of a URL)."""
+        """Where the server is, for messages (never shows env, headers, or a URL's secrets)."""
         if self.command is not None:
             return " ".join([self.command, *self.args][:4]) + (" …" if len(self.args) > 3 else "")
-        from tether.models.keys import shown_url
+        from tether.urls import redact_url
 
-        return shown_url(str(self.url))
+        return redact_url(str(self.url))

@@ -109,16 +109,3 @@ def require_extra(module: str, extra: str) -> None:
         raise ImportError(f"the {module!r} package is not installed; "
                           f"pip install 'tether[{extra}]'")
 
-
-def shown_url(url: str) -> str:
-    """A URL fit for a repr or a message: no user info, no query (either may hold a key)."""
-    from urllib.parse import urlsplit, urlunsplit
-
-    try:
-        parts = urlsplit(url)
-    except ValueError:
-        return "<url>"
-    host = parts.hostname or ""
-    if parts.port:
-        host = f"{host}:{parts.port}"
-    return urlunsplit((parts.scheme, host, parts.path, "", ""))

@@ -10,9 +10,9 @@ from __future__ import annotations
 from typing import ClassVar
 
 from tether.models.estimate import provider_message_tokens
-from tether.models.keys import shown_url
 from tether.models.pricing import Price
 from tether.types import Message
+from tether.urls import redact_url
 
 
 class ProviderModel:
@@ -26,7 +26,7 @@ class ProviderModel:
     _base_url: str | None
 
     def __repr__(self) -> str:
-        where = f", base_url={shown_url(self._base_url)!r}" if self._base_url else ""
+        where = f", base_url={redact_url(self._base_url)!r}" if self._base_url else ""
         return f"{type(self).__name__}({self._model!r}{where})"
 
     @property

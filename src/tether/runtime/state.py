@@ -86,10 +86,6 @@ class SessionState:
             self._outbox = (*self.unsent, *tools)
         return self._outbox
 
-    def turn_results(self) -> list[ToolResult]:
-        """Results of the open turn's calls, in call order (not to be mutated)."""
-        return self._done
-
     def unresolved(self) -> list[ToolCall]:
         """Calls of the open turn that have no result yet."""
         if not self.turn_open or len(self._done) == len(self.turn):

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from tether.types import Event
+from tether.urls import redact_url
 
 DEFAULT_URL = "sqlite:///tether.db"
 
@@ -116,5 +117,5 @@ def open_store(url: str | None = None) -> Store:
 
         store: Store = PostgresStore(url)
         return store
-    raise StoreError(f"unknown store URL {url!r}; use memory://, sqlite:///path/to/file.db or "
-                     "postgresql://user@host/db")
+    raise StoreError(f"unknown store URL {redact_url(url)!r}; use memory://, "
+                     "sqlite:///path/to/file.db or postgresql://user@host/db")

@@ -15,9 +15,11 @@ import json
 import re
 from collections.abc import Mapping, Sequence
 from typing import Any
+from urllib.parse import parse_qsl, quote, urlencode, urlsplit, urlunsplit
 
 from tether.store.base import ConflictError, SchemaError, SessionInfo, StoreError
 from tether.types import Event
+from tether.urls import redact_text, redact_url
 
 MIGRATIONS: dict[int, list[str]] = {
     1: [
@@ -45,28 +47,42 @@ MIGRATIONS: dict[int, list[str]] = {
 SCHEMA_VERSION = max(MIGRATIONS)
 
 
+DEFAULT_SCHEMA = "tether"
+
+
 class PostgresStore:
-    def __init__(self, url: str, *, schema: str = "tether", min_size: int = 1,
+    """``url`` is a libpq URL; the store's tables live in ``schema``, which may also be named in
+    the URL as ``?schema=NAME`` or libpq's ``?options=-csearch_path%3DNAME``. ``url`` as this
+    object shows it has every secret masked (``tether.urls.redact_url``)."""
+
+    def __init__(self, url: str, *, schema: str | None = None, min_size: int = 1,
                  max_size: int = 8) -> None:
         try:
             from psycopg_pool import ConnectionPool
         except ImportError:
             raise StoreError("the PostgreSQL store needs psycopg; install tether[postgres]") \
                 from None
+        dsn, named = schema_in_url(url)
+        if schema is not None and named is not None and schema != named:
+            raise StoreError(f"the URL names schema {named!r} and schema={schema!r} was given; "
+                             "name it once")
+        schema = schema or named or DEFAULT_SCHEMA
         if not re.fullmatch(r"[a-z_][a-z0-9_]*", schema):
             raise StoreError(f"schema name {schema!r} must be a plain lower-case identifier")
-        self.url = url
+        self.url = redact_url(url)
         self.schema = schema
-        self._pool = ConnectionPool(url, min_size=min_size, max_size=max_size, open=False,
+        self._pool = ConnectionPool(dsn, min_size=min_size, max_size=max_size, open=False,
                                     kwargs={"autocommit": False})
         try:
             self._pool.open(wait=True, timeout=10)
         except Exception as exc:
-            raise StoreError(f"cannot connect to PostgreSQL at {_safe(url)}: {exc}") from None
+            self._pool.close()
+            raise StoreError(f"cannot connect to PostgreSQL at {self.url}: "
+                             f"{redact_text(str(exc), dsn)}") from None
         self._migrate()
 
     def __repr__(self) -> str:
-        return f"PostgresStore({_safe(self.url)!r}, schema={self.schema!r})"
+        return f"PostgresStore({self.url!r}, schema={self.schema!r})"
 
     def _sql(self, statement: str) -> str:
         return statement.replace("{s}", self.schema)
@@ -81,7 +97,7 @@ class PostgresStore:
                                        "'schema_version'")).fetchone()
             version = int(row[0]) if row else 0
             if version > SCHEMA_VERSION:
-                raise SchemaError(f"{_safe(self.url)} schema {self.schema!r} has version "
+                raise SchemaError(f"{self.url} schema {self.schema!r} has version "
                                   f"{version}, newer than this tether understands "
                                   f"({SCHEMA_VERSION}); upgrade tether to open it")
             for number in range(version + 1, SCHEMA_VERSION + 1):
@@ -216,6 +232,23 @@ class PostgresStore:
         self._pool.close()
 
 
-def _safe(url: str) -> str:
-    """The URL without its password, for messages."""
-    return re.sub(r"(://[^:/@]+):[^@]*@", r"\1:***@", url)
+_SEARCH_PATH = re.compile(r"-c\s*search_path\s*=\s*([^\s,]+)")
+
+
+def schema_in_url(url: str) -> tuple[str, str | None]:
+    """The URL to hand libpq (without tether's own ``schema`` parameter) and the schema the URL
+    names, if any: ``?schema=NAME`` or ``?options=-csearch_path%3DNAME``."""
+    parts = urlsplit(url)
+    pairs = parse_qsl(parts.query, keep_blank_values=True)
+    named = [value for name, value in pairs if name == "schema"]
+    for name, value in pairs:
+        found = _SEARCH_PATH.search(value) if name == "options" else None
+        if found:
+            named.append(found.group(1))
+    if len(set(named)) > 1:
+        raise StoreError(f"the URL names more than one schema ({', '.join(sorted(set(named)))});"
+                         " name one")
+    if not any(name == "schema" for name, _ in pairs):
+        return url, named[0] if named else None
+    kept = urlencode([(n, v) for n, v in pairs if n != "schema"], quote_via=quote)
+    return urlunsplit(parts._replace(query=kept)), named[0]

@@ -105,6 +105,18 @@ def _insert_events(rows: int) -> str:
     return "INSERT INTO events VALUES " + ", ".join(["(?, ?, ?, ?, ?, ?, ?)"] * rows)
 
 
+def path_of(url: str) -> str:
+    """The file a ``sqlite:`` URL names: ``sqlite:///relative.db``, ``sqlite:////abs/path.db``
+    ("" when it names none)."""
+    parsed = urlparse(url)
+    path = parsed.path if url.startswith("sqlite:///") else parsed.netloc + parsed.path
+    if url.startswith("sqlite:////"):
+        return "/" + path.lstrip("/")
+    if url.startswith("sqlite:///"):
+        return path[1:] if path.startswith("/") else path
+    return path
+
+
 class SQLiteStore:
     def __init__(self, path: str | Path, *, synchronous: str = "NORMAL") -> None:
         if synchronous.upper() not in ("NORMAL", "FULL", "EXTRA"):
@@ -126,16 +138,11 @@ class SQLiteStore:
 
     @classmethod
     def from_url(cls, url: str) -> SQLiteStore:
-        parsed = urlparse(url)
-        path = parsed.path if url.startswith("sqlite:///") else parsed.netloc + parsed.path
-        if url.startswith("sqlite:////"):
-            path = "/" + path.lstrip("/")
-        elif url.startswith("sqlite:///"):
-            path = path[1:] if path.startswith("/") else path
+        path = path_of(url)
         if not path:
             raise StoreError(f"no file in {url!r}; write sqlite:///relative.db or "
                              "sqlite:////absolute/path.db")
-        options = {k: v[-1] for k, v in parse_qs(parsed.query).items()}
+        options = {k: v[-1] for k, v in parse_qs(urlparse(url).query).items()}
         return cls(path, synchronous=options.get("synchronous", "NORMAL"))
 
     def __repr__(self) -> str:
