@@ -4,11 +4,8 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import os
 import threading
 import time
-import uuid
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -18,37 +15,7 @@ from tether.store.base import ConflictError, SchemaError, Store, StoreError, ope
 from tether.store.memory import MemoryStore
 from tether.store.sqlite import SQLiteStore
 
-PG_URL = os.environ.get("TETHER_TEST_PG", "postgresql://postgres@127.0.0.1:5432/test")
-
-
-def _postgres() -> Store:
-    from tether.store.postgres import PostgresStore
-
-    schema = f"t_{uuid.uuid4().hex[:10]}"
-    try:
-        return PostgresStore(PG_URL, schema=schema)
-    except StoreError:
-        if os.environ.get("CI") == "true":
-            raise  # CI has PostgreSQL: it must not be skipped there
-        pytest.skip("PostgreSQL is not reachable")
-
-
-@pytest.fixture(params=["memory", "sqlite", "postgres"])
-def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Store]:
-    if request.param == "memory":
-        made: Store = MemoryStore()
-    elif request.param == "sqlite":
-        made = SQLiteStore(tmp_path / "t.db")
-    else:
-        made = _postgres()
-    yield made
-    if request.param == "postgres":
-        from tether.store.postgres import PostgresStore
-
-        assert isinstance(made, PostgresStore)
-        with made._pool.connection() as db:
-            db.execute(f"DROP SCHEMA {made.schema} CASCADE")
-    made.close()
+from conftest import PG_URL, postgres_store
 
 
 def journal_of(session_id: str, n: int, store: Store | None = None,
@@ -286,7 +253,7 @@ def test_an_older_tether_still_writing_to_an_upgraded_file_is_refused(tmp_path: 
 
 
 def test_a_newer_postgres_schema_is_refused() -> None:
-    store = _postgres()
+    store = postgres_store()
     from tether.store.postgres import PostgresStore
 
     assert isinstance(store, PostgresStore)

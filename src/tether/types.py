@@ -8,7 +8,9 @@ reference to anything live, and a journal of them can be folded back into a sess
 
 from __future__ import annotations
 
+import copy
 import json
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -18,6 +20,31 @@ from tether.records import fast_init
 Role = Literal["system", "user", "assistant", "tool"]
 
 JSONValue = Any  # a value json.dumps accepts; kept loose on purpose (tool args are model output)
+
+_ATOMS = frozenset({str, int, bool, type(None)})
+
+
+def detached(value: Any) -> Any:
+    """A deep copy of ``value`` that shares nothing mutable with it: what a policy decided on
+    stays what it decided on, whoever holds the original. Plain JSON values are copied quickly;
+    anything else (a pydantic model a tool declared) with ``copy.deepcopy``. ValueError for a
+    float JSON cannot carry (NaN, infinities): no such value is ever decided on or journaled."""
+    kind = type(value)
+    if kind in _ATOMS:
+        return value
+    if kind is dict:
+        return {k: v if type(v) in _ATOMS else detached(v) for k, v in value.items()}
+    if kind is list or kind is tuple:
+        return kind(detached(v) for v in value)
+    if kind is float:
+        if not math.isfinite(value):
+            raise ValueError(f"{value} is not a finite number")
+        return value
+    return copy.deepcopy(value)
+
+
+def _refuse_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not JSON")
 
 
 @fast_init
@@ -40,9 +67,9 @@ class ToolCall:
         (anything that is not text at all is kept as its repr, so the gate shows it)."""
         if not isinstance(text, str):
             return cls(id, name, repr(text))
-        try:
-            parsed = json.loads(text) if text.strip() else {}
-        except (ValueError, TypeError):
+        try:  # NaN and Infinity (which Python's json accepts) are not JSON: kept as raw text
+            parsed = json.loads(text, parse_constant=_refuse_constant) if text.strip() else {}
+        except (ValueError, TypeError, RecursionError):
             return cls(id, name, text)
         return cls(id, name, parsed if isinstance(parsed, dict) else text)
 

@@ -124,7 +124,8 @@ def _verify_store(store: Store, only: str | None) -> int:
     for info in infos:
         events = store.read(info.session_id)
         results.append((info.session_id, events,
-                        diagnose(info.session_id, events, recorded=info.events)))
+                        diagnose(info.session_id, events, recorded=info.events,
+                                 unverifiable=store.unverifiable(info.session_id))))
     return _report(results)
 
 
@@ -156,17 +157,21 @@ def _verify_file(path: str, only: str | None) -> int:
 
 
 def _report(results: Sequence[tuple[str, Sequence[Event], Break | None]]) -> int:
-    broken = 0
+    broken = unverifiable = 0
     for session_id, events, found in results:
         if found is None:
             head = events[-1].hash[:16] if events else "-"
             print(f"ok      {session_id}  {len(events)} events  head {head}")
+        elif found.kind == "unverifiable":
+            unverifiable += 1
+            print(f"UNVERIFIABLE  {session_id}  seq {found.seq}: {found.detail}")
         else:
             broken += 1
             print(f"BROKEN  {session_id}  seq {found.seq}: {found.kind}: {found.detail}")
     total = len(results)
-    print(f"{total} session{'' if total == 1 else 's'} checked, {broken} broken")
-    return EXIT_FINDING if broken else EXIT_OK
+    more = f", {unverifiable} unverifiable" if unverifiable else ""
+    print(f"{total} session{'' if total == 1 else 's'} checked, {broken} broken{more}")
+    return EXIT_FINDING if broken or unverifiable else EXIT_OK
 
 
 # -- show ---------------------------------------------------------------------------------------

@@ -4,13 +4,19 @@ Decision: every event carries the hash of the previous one, computed over a cano
 (sorted keys, no whitespace, Decimals as strings, tether records by their ``to_dict``), so any
 edit, deletion or reordering is detectable by recomputing the chain.
 
-Appending is cheap on purpose: the live run appends the frozen records it already holds, and the
-chain is *sealed* (encoded once, hashed, kept as JSON text) when someone reads it — replay,
+An event's content is fixed when it is appended: its data is encoded to canonical JSON text
+there and then, so nothing done to the appended objects afterwards (a tool editing its own
+arguments, a strategy holding the model's response) can change what the journal says. Hashing
+is deferred: the chain is *sealed* (redactions applied, hashed) when someone reads it — replay,
 verify, a checkpoint, a subscriber — or when a durable store writes it; a sealed event decodes its
-text only if its data is read. The hashes are a pure function of the appended records, so sealing
-later yields exactly the chain sealing at once would; what a run without a store saves is all of
-the encoding. Event data must therefore not be mutated after it is appended (the runtime only
-appends fresh dicts and frozen records).
+text only if its data is read. The hashes are a pure function of the appended texts, so sealing
+later yields exactly the chain sealing at once would.
+
+The text is the one the store keeps and the one read back, on every store, so what is hashed is
+what is stored. Data that JSON text cannot carry faithfully is refused at append, the same way
+whatever the store: NaN and infinities, nesting deeper than ``MAX_NESTING``, and a surrogate pair
+held as two separate code points (JSON would read it back as one character). A lone surrogate
+is written as its ``\\udXXX`` escape, which reads back as the same lone surrogate.
 """
 
 from __future__ import annotations
@@ -18,8 +24,9 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+import re
 import time
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any
@@ -28,9 +35,15 @@ from tether.store.base import Store
 from tether.types import Event
 
 GENESIS = "0" * 64
+MAX_NESTING = 256  # deeper event data is refused: every Python can read back what is stored
 
 Subscriber = Callable[[Event], object]
 Record = tuple[int, str, float, Mapping[str, Any]]
+Pending = tuple[int, str, float, str]  # seq, type, timestamp, data as canonical JSON text
+
+
+class JournalValueError(ValueError):
+    """Event data that JSON text cannot carry faithfully; nothing was appended."""
 
 
 def _default(value: Any) -> Any:
@@ -54,13 +67,56 @@ def _canonical_encoder() -> Callable[[Any], str]:
     make = getattr(json.encoder, "c_make_encoder", None)
     if make is None:  # an interpreter without the C accelerator
         return json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False,
-                                default=_default).encode
+                                allow_nan=False, default=_default).encode
     encode = make(None, _default, json.encoder.encode_basestring, None, ":", ",", True, False,
-                  True)
+                  False)
     return lambda value: "".join(encode(value, 0))
 
 
 _encode = canonical_json = _canonical_encoder()
+_SURROGATE = re.compile("[\ud800-\udfff]")
+_PAIR = re.compile("[\ud800-\udbff][\udc00-\udfff]")
+
+
+def canonical_text(data: Any) -> str:
+    """``data`` as the canonical JSON text the journal hashes and the store keeps, or
+    JournalValueError when that text could not give ``data`` back as it is."""
+    try:
+        text = _encode(data)
+    except ValueError as exc:  # the encoder refuses NaN and infinities
+        raise JournalValueError(f"{exc}: NaN and infinities have no JSON form; journal a "
+                                "finite number or a string instead") from None
+    except RecursionError:
+        raise JournalValueError(_too_deep()) from None
+    if text.count("[") + text.count("{") > MAX_NESTING and _deeper_than(data, MAX_NESTING):
+        raise JournalValueError(_too_deep())
+    if not text.isascii():
+        try:
+            text.encode()
+        except UnicodeEncodeError:  # surrogates, which no store can keep as UTF-8
+            if _PAIR.search(text):
+                raise JournalValueError(
+                    "a string holds a surrogate pair as two code points, which JSON reads back "
+                    "as one character; join it (s.encode('utf-16', 'surrogatepass')"
+                    ".decode('utf-16')) before it is journaled") from None
+            text = _SURROGATE.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
+    return text
+
+
+def _too_deep() -> str:
+    return (f"the data is nested more than {MAX_NESTING} levels deep; flatten it or journal it "
+            "as a string")
+
+
+def _deeper_than(value: Any, limit: int) -> bool:
+    if limit < 0:
+        return True
+    if isinstance(value, dict):
+        return any(_deeper_than(v, limit - 1) for v in value.values())
+    if isinstance(value, list | tuple):
+        return any(_deeper_than(v, limit - 1) for v in value)
+    to_dict = getattr(value, "to_dict", None)
+    return callable(to_dict) and _deeper_than(to_dict(), limit)
 
 
 _quote = json.encoder.encode_basestring  # how the canonical encoder writes a string
@@ -76,7 +132,7 @@ def _digest(prev_hash: str, seq: int, kind: str, session_id: str, timestamp: flo
         body = f"{prev_hash}[{seq},{_quote(kind)},{_quote(session_id)},{timestamp!r},{data_json}]"
     else:
         body = f"{prev_hash}{_encode([seq, kind, session_id, timestamp])[:-1]},{data_json}]"
-    return _sha256(body.encode()).hexdigest()
+    return _sha256(body.encode("utf-8", "surrogatepass")).hexdigest()
 
 
 REDACTED = "[redacted]"
@@ -101,22 +157,23 @@ class Redactions:
 
 def seal(prev_hash: str, session_id: str, record: Record,
          scrubbers: Sequence[Scrubber] = ()) -> Event:
-    """Turn an appended record into a chained Event with plain-JSON data, every scrubber applied
-    to each string in the event's data (so a redacted value is blanked wherever it appears)."""
-    return _seal(prev_hash, session_id, record, Redactions(list(scrubbers)) or None)[0]
+    """Turn a record into a chained Event with plain-JSON data, every scrubber applied to each
+    string in the event's data (so a redacted value is blanked wherever it appears)."""
+    seq, type, timestamp, data = record
+    pending = (seq, type, timestamp, canonical_text(data))
+    return _seal(prev_hash, session_id, pending, Redactions(list(scrubbers)) or None)[0]
 
 
-def _seal(prev_hash: str, session_id: str, record: Record,
+def _seal(prev_hash: str, session_id: str, record: Pending,
           redactions: Redactions | None) -> tuple[Event, str]:
     """The sealed event and its data as JSON text (so a store need not encode it again).
     Redaction works on the data's values, never on the encoded text, so it cannot corrupt the
     envelope (seq, timestamp, keys) whatever the redacted value looks like."""
-    seq, type, timestamp, data = record
+    seq, type, timestamp, data_json = record
     if redactions is not None:
-        plain = json.loads(_encode(data))
+        plain = json.loads(data_json)
         _hide_arguments(type, plain, redactions.arguments)
-        data = _scrub(plain, redactions.scrubbers)
-    data_json = _encode(data)  # encoded once; the event decodes it only if someone reads it
+        data_json = canonical_text(_scrub(plain, redactions.scrubbers))
     digest = _digest(prev_hash, seq, type, session_id, timestamp, data_json)
     return Event.from_json(seq, type, session_id, timestamp, data_json, prev_hash,
                            digest), data_json
@@ -150,17 +207,21 @@ def _hide_arguments(type: str, plain: Any, hidden: Mapping[str, set[str]]) -> No
                 call["arguments"][name] = REDACTED
 
 
-def verify_chain(events: Sequence[Event]) -> int | None:
-    """Return the seq of the first event whose link is broken, or None if the chain holds."""
+def verify_chain(events: Sequence[Event],
+                 unverifiable: Collection[int] = frozenset()) -> int | None:
+    """Return the seq of the first event whose link is broken, or None if the chain holds.
+    Events whose seq is in ``unverifiable`` (``Store.unverifiable``) have only their links
+    checked: their content cannot be re-hashed, which the caller must report."""
     prev = GENESIS
     for expected_seq, e in enumerate(events, start=1):
-        if e.seq != expected_seq or e.prev_hash != prev or not _covers(prev, e):
+        if e.seq != expected_seq or e.prev_hash != prev or not (
+                hash_holds(prev, e) or e.seq in unverifiable):
             return e.seq if e.seq == expected_seq else expected_seq
         prev = e.hash
     return None
 
 
-def _covers(prev_hash: str, e: Event) -> bool:
+def hash_holds(prev_hash: str, e: Event) -> bool:
     """Whether ``e.hash`` is the hash of this event. An event read with its JSON text (which a
     store wrote as sealed: canonical) is checked on that text, without decoding it; only when
     that does not match is the data decoded and encoded canonically, exactly as it always was —
@@ -170,10 +231,10 @@ def _covers(prev_hash: str, e: Event) -> bool:
     if text and e.hash == _digest(prev_hash, e.seq, e.type, e.session_id, e.timestamp, text):
         return True
     try:
-        data = e.data
-    except ValueError:  # stored text that is not JSON at all: edited
+        text = canonical_text(e.data)
+    except ValueError:  # stored text that is not JSON at all, or not JSON tether writes: edited
         return False
-    return e.hash == _digest(prev_hash, e.seq, e.type, e.session_id, e.timestamp, _encode(data))
+    return e.hash == _digest(prev_hash, e.seq, e.type, e.session_id, e.timestamp, text)
 
 
 class EventBus:
@@ -212,7 +273,7 @@ class Journal:
         self.store = store
         self._sealed: list[Event] = list(history)  # events already sealed into the chain
         self._flushed = len(self._sealed)  # how many of them the store holds
-        self._pending: list[Record] = []  # appended, not yet sealed
+        self._pending: list[Pending] = []  # appended, not yet sealed
         self._json: list[str] = []  # data JSON of sealed events not yet in the store
         self._notified = len(self._sealed)  # how many events subscribers have been told of
         self._redactions = Redactions()
@@ -221,9 +282,12 @@ class Journal:
         self.bus = EventBus()
 
     def append(self, type: str, data: Mapping[str, Any]) -> int:
-        """Append an event; returns its seq. ``data`` must not be mutated afterwards."""
+        """Append an event; returns its seq. Its content is fixed here: the data is encoded now,
+        and nothing done to it later changes the journal. JournalValueError (nothing appended)
+        for data JSON cannot carry faithfully."""
+        text = canonical_text(data)
         seq = len(self._sealed) + len(self._pending) + 1
-        self._pending.append((seq, type, time.time(), data))
+        self._pending.append((seq, type, time.time(), text))
         if self._on_append is not None:
             self._on_append(type, data)
         return seq

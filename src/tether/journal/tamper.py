@@ -18,14 +18,14 @@ anchor kept elsewhere: ``tether audit verify`` prints each session's head hash f
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
-from tether.journal.chain import GENESIS, seal, verify_chain
+from tether.journal.chain import GENESIS, hash_holds, seal, verify_chain
 from tether.types import Event
 
-Kind = Literal["edited", "missing", "reordered", "inserted"]
+Kind = Literal["edited", "missing", "reordered", "inserted", "unverifiable"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -41,17 +41,20 @@ class Break:
         return f"session {self.session_id}: seq {self.seq}: {self.kind}: {self.detail}"
 
 
-def diagnose(session_id: str, events: Sequence[Event], *,
-             recorded: int | None = None) -> Break | None:
+def diagnose(session_id: str, events: Sequence[Event], *, recorded: int | None = None,
+             unverifiable: Collection[int] = frozenset()) -> Break | None:
     """The first broken link of ``events`` (one session, in stored order), or None if the chain
     holds. ``recorded`` is how many events the store's index says the session has, when known;
-    without it a cut-off tail cannot be told from a session that simply ended there."""
+    without it a cut-off tail cannot be told from a session that simply ended there.
+    ``unverifiable`` (``Store.unverifiable``) names events whose content cannot be re-hashed:
+    their links are checked, and if the chain holds otherwise the answer is an "unverifiable"
+    Break listing them — never a clean bill, and never mistaken for tampering."""
     if not events:
         if recorded:
             return Break(session_id, 1, "missing", f"the index records {recorded} events but "
                          "none are stored; they were deleted")
         return None
-    broken = verify_chain(events)
+    broken = verify_chain(events, unverifiable)
     if broken is not None:
         return _explain(session_id, events, broken - 1, recorded)
     count = len(events)
@@ -63,7 +66,26 @@ def diagnose(session_id: str, events: Sequence[Event], *,
         return Break(session_id, recorded + 1, "inserted",
                      f"the index records {recorded} events but {count} are stored; events "
                      f"after seq {recorded} were added outside tether")
+    if unverifiable:
+        return _unverified(session_id, events, unverifiable)
     return None
+
+
+def _unverified(session_id: str, events: Sequence[Event],
+                unverifiable: Collection[int]) -> Break | None:
+    prev, seqs = GENESIS, []
+    for e in events:
+        if e.seq in unverifiable and not hash_holds(prev, e):
+            seqs.append(e.seq)
+        prev = e.hash
+    if not seqs:
+        return None
+    shown = ", ".join(map(str, seqs[:10])) + (" ..." if len(seqs) > 10 else "")
+    return Break(session_id, seqs[0], "unverifiable",
+                 f"{len(seqs)} event(s) (seq {shown}) were stored as JSONB by a tether before "
+                 "PostgreSQL schema 3, which rewrote some of their numbers, so their hashes "
+                 "cannot be recomputed; every link around them holds. This is not evidence of "
+                 "tampering, nor proof of its absence")
 
 
 def _rehash(prev: str, event: Event) -> str:

@@ -15,7 +15,7 @@ import operator
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from tether.journal.chain import Journal
+from tether.journal.chain import Journal, JournalValueError
 from tether.models.base import Model, estimate_tools_tokens
 from tether.runtime.budget import Accountant
 from tether.runtime.chokepoint.effects import skipped
@@ -24,7 +24,7 @@ from tether.runtime.eager import start
 from tether.runtime.result import ToolResult
 from tether.runtime.state import SessionState
 from tether.runtime.stop import Stop, StopReason
-from tether.types import Message, ModelRequest, ModelResponse, ToolCall, ToolSpec
+from tether.types import Message, ModelRequest, ModelResponse, ToolCall, ToolSpec, detached
 
 
 class Environment:
@@ -125,18 +125,29 @@ class Environment:
                                      response.finish_reason)
         if response.tool_calls:
             response = self._with_unique_ids(_without_cut_call(response), step)
-        self._journal.append("model.response", {
-            "step": step, "response": response,
-            "cost_usd": self._accountant.cost_of(response.usage),
-            "reserved_input": reservation.input_tokens,
-        })
+        try:
+            self._journal.append("model.response", {
+                "step": step, "response": response,
+                "cost_usd": self._accountant.cost_of(response.usage),
+                "reserved_input": reservation.input_tokens,
+            })
+        except JournalValueError as exc:  # e.g. NaN in arguments an adapter parsed itself
+            error = f"the model's response cannot be journaled: {exc}"
+            self._journal.append("model.error", {"step": step, "error": error})
+            raise Stop(StopReason.MODEL_ERROR, error) from None
         self._sent_estimate += estimate(self._state.conversation[-1])
         cap = reservation.max_output_tokens
         if (not final and reservation.bound_by is not None and cap is not None
                 and response.finish_reason == "length" and response.usage.output_tokens >= cap):
             raise Stop(reservation.bound_by, f"the model's answer was cut at the {cap} output "
                        "tokens the budget had left")
-        return response
+        if not response.tool_calls:
+            return response
+        # the strategy gets its own copy of the calls: whatever it does to their arguments, the
+        # calls that run are the ones the model asked for, as journaled
+        calls = tuple(ToolCall(c.id, c.name, detached(c.arguments)) for c in response.tool_calls)
+        return ModelResponse(response.text, calls, response.usage, response.model,
+                             response.finish_reason)
 
     def _with_unique_ids(self, response: ModelResponse, step: int) -> ModelResponse:
         """Every call of a session gets its own id: an empty or repeated id (some providers and
@@ -209,19 +220,24 @@ class Environment:
     async def _call_tools(self, calls: Sequence[ToolCall]) -> tuple[ToolResult, ...]:
         unresolved = self._state.unresolved()
         if len(calls) != len(unresolved) or not all(map(operator.is_, calls, unresolved)):
-            self._check_open(calls, unresolved)  # not simply the turn's calls as they came
+            calls = self._check_open(calls, unresolved)
         return await self._tools.run(calls)
 
     @staticmethod
-    def _check_open(calls: Sequence[ToolCall], unresolved: Sequence[ToolCall]) -> None:
+    def _check_open(calls: Sequence[ToolCall],
+                    unresolved: Sequence[ToolCall]) -> list[ToolCall]:
+        """The journaled calls the strategy named, if each is one of the open turn's calls as
+        the model asked for it (a call whose arguments the strategy changed is not)."""
         open_calls = {c.id: c for c in unresolved}
         foreign = [c.id for c in calls if open_calls.get(c.id) != c]
         if len({c.id for c in calls}) != len(calls):
             raise ValueError("call_tools was given the same call twice")
         if foreign:
             raise ValueError(
-                f"call_tools takes calls from the model's last turn that have no result yet; "
-                f"{foreign} are not among them (pass turn.tool_calls from ask_model)")
+                f"call_tools takes calls from the model's last turn that have no result yet, "
+                f"as the model asked for them; {foreign} are not among them (pass "
+                "turn.tool_calls from ask_model, unchanged)")
+        return [open_calls[c.id] for c in calls]
 
     async def resolve_open_turn(self) -> None:
         """On resume: finish the calls of the open turn (approved, refused or still waiting)."""

@@ -92,9 +92,12 @@ class Session:
             raise LookupError(f"no session {session_id!r} in {store.url}")
         broken = verify_chain(events)
         if broken is not None:
-            raise JournalTampered(f"session {session_id}: the hash chain breaks at event "
-                                  f"{broken}; it will not be resumed (run `tether audit verify "
-                                  f"--session {session_id}`)")
+            why = (f"event {broken} was stored as JSONB by a tether before PostgreSQL schema 3 "
+                   "and its hash cannot be recomputed, so the journal cannot be shown intact"
+                   if broken in store.unverifiable(session_id)
+                   else f"the hash chain breaks at event {broken}")
+            raise JournalTampered(f"session {session_id}: {why}; it will not be resumed (run "
+                                  f"`tether audit verify --session {session_id}`)")
         start = events[0].data
         subject = start["subject"]
         return cls(agent, start["task"], budget=Budget.from_dict(start["budget"]),

@@ -57,7 +57,15 @@ class Store(Protocol):
         ``data_json``, when given, is each event's data already encoded as JSON."""
         ...
 
-    def read(self, session_id: str, after_seq: int = 0) -> list[Event]: ...
+    def read(self, session_id: str, after_seq: int = 0) -> list[Event]:
+        """A session's events as stored: each with the exact JSON text its hash covers."""
+        ...
+
+    def unverifiable(self, session_id: str) -> frozenset[int]:
+        """Seqs of events stored in a form whose hash cannot be recomputed exactly (PostgreSQL
+        rows written as JSONB by a tether before its schema 3); verify checks only their links
+        and reports them as unverifiable, never as intact."""
+        ...
 
     def sessions(self, *, since: float | None = None,
                  until: float | None = None) -> list[SessionInfo]: ...

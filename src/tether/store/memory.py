@@ -38,6 +38,9 @@ class MemoryStore:
     def read(self, session_id: str, after_seq: int = 0) -> list[Event]:
         return list(self._events.get(session_id, ())[after_seq:])
 
+    def unverifiable(self, session_id: str) -> frozenset[int]:
+        return frozenset()
+
     def sessions(self, *, since: float | None = None,
                  until: float | None = None) -> list[SessionInfo]:
         infos = [session_info(sid, evs) for sid, evs in self._events.items() if evs]

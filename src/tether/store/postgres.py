@@ -43,6 +43,16 @@ MIGRATIONS: dict[int, list[str]] = {
             session_id TEXT NOT NULL, call_id TEXT NOT NULL, arguments TEXT NOT NULL,
             PRIMARY KEY (session_id, call_id))""",
     ],
+    # Event data and approval records as the exact JSON text tether wrote, not JSONB: JSONB
+    # rewrote numbers (1e20 came back as 100000000000000000000), so a recomputed hash no longer
+    # matched, and refused \u0000. Rows stored before this keep JSONB's rendering and are
+    # marked, so verify can tell a row it cannot re-hash from a tampered one.
+    3: [
+        "ALTER TABLE {s}.events ALTER COLUMN data TYPE TEXT USING data::text",
+        "ALTER TABLE {s}.events ADD COLUMN jsonb_era BOOLEAN NOT NULL DEFAULT TRUE",
+        "ALTER TABLE {s}.events ALTER COLUMN jsonb_era SET DEFAULT FALSE",
+        "ALTER TABLE {s}.approvals ALTER COLUMN record TYPE TEXT USING record::text",
+    ],
 }
 SCHEMA_VERSION = max(MIGRATIONS)
 
@@ -112,7 +122,7 @@ class PostgresStore:
         if not events:
             return
         if data_json is None or len(data_json) != len(events):
-            data_json = [json.dumps(e.data, ensure_ascii=False) for e in events]
+            data_json = [e.json_text or json.dumps(e.data, ensure_ascii=False) for e in events]
         first, last = events[0], events[-1]
         with self._pool.connection() as db:
             row = db.execute(self._sql("SELECT events FROM {s}.sessions WHERE session_id = %s "
@@ -133,7 +143,8 @@ class PostgresStore:
                 raise ConflictError(f"session {session_id}: expected seq {stored + 1}, got "
                                     f"{first.seq}; another writer appended first")
             with db.cursor() as cursor:
-                cursor.executemany(self._sql("INSERT INTO {s}.events VALUES "
+                cursor.executemany(self._sql("INSERT INTO {s}.events (session_id, seq, type, ts, "
+                                             "data, prev_hash, hash) VALUES "
                                              "(%s, %s, %s, %s, %s, %s, %s)"),
                                    [(session_id, e.seq, e.type, e.timestamp, text,
                                      e.prev_hash, e.hash)
@@ -145,11 +156,17 @@ class PostgresStore:
     def read(self, session_id: str, after_seq: int = 0) -> list[Event]:
         with self._pool.connection() as db:
             rows = db.execute(self._sql(
-                "SELECT seq, type, ts, data::text, prev_hash, hash FROM {s}.events "
+                "SELECT seq, type, ts, data, prev_hash, hash FROM {s}.events "
                 "WHERE session_id = %s AND seq > %s ORDER BY seq"),
                 (session_id, after_seq)).fetchall()
-        return [Event(seq, type, session_id, ts, json.loads(data), prev, digest)
+        return [Event.from_json(seq, type, session_id, ts, data, prev, digest)
                 for seq, type, ts, data, prev, digest in rows]
+
+    def unverifiable(self, session_id: str) -> frozenset[int]:
+        with self._pool.connection() as db:
+            rows = db.execute(self._sql("SELECT seq FROM {s}.events WHERE session_id = %s "
+                                        "AND jsonb_era"), (session_id,)).fetchall()
+        return frozenset(r[0] for r in rows)
 
     def sessions(self, *, since: float | None = None,
                  until: float | None = None) -> list[SessionInfo]:
@@ -205,7 +222,7 @@ class PostgresStore:
 
     def get_approval(self, approval_id: str) -> dict[str, Any] | None:
         with self._pool.connection() as db:
-            row = db.execute(self._sql("SELECT record::text FROM {s}.approvals WHERE id = %s"),
+            row = db.execute(self._sql("SELECT record FROM {s}.approvals WHERE id = %s"),
                              (approval_id,)).fetchone()
         return json.loads(row[0]) if row else None
 
@@ -213,20 +230,24 @@ class PostgresStore:
                        session_id: str | None = None) -> list[dict[str, Any]]:
         with self._pool.connection() as db:
             rows = db.execute(self._sql(
-                "SELECT record::text FROM {s}.approvals WHERE (%s::text IS NULL OR status = %s) "
+                "SELECT record FROM {s}.approvals WHERE (%s::text IS NULL OR status = %s) "
                 "AND (%s::text IS NULL OR session_id = %s) ORDER BY created"),
                 (status, status, session_id, session_id)).fetchall()
         return [json.loads(r[0]) for r in rows]
 
     def update_approval(self, approval_id: str, expected_status: str,
                         changes: Mapping[str, Any]) -> bool:
-        status = changes.get("status", expected_status)
         with self._pool.connection() as db:
-            row = db.execute(self._sql(
-                "UPDATE {s}.approvals SET status = %s, record = record || %s::jsonb "
-                "WHERE id = %s AND status = %s RETURNING id"),
-                (status, json.dumps(dict(changes)), approval_id, expected_status)).fetchone()
-        return row is not None
+            row = db.execute(self._sql("SELECT record FROM {s}.approvals WHERE id = %s AND "
+                                       "status = %s FOR UPDATE"),
+                             (approval_id, expected_status)).fetchone()
+            if row is None:
+                return False
+            record = {**json.loads(row[0]), **changes}
+            db.execute(self._sql("UPDATE {s}.approvals SET status = %s, record = %s "
+                                 "WHERE id = %s"),
+                       (record["status"], json.dumps(record), approval_id))
+        return True
 
     def close(self) -> None:
         self._pool.close()

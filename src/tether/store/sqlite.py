@@ -177,7 +177,7 @@ class SQLiteStore:
         if not events:
             return
         if data_json is None or len(data_json) != len(events):
-            data_json = [json.dumps(e.data, ensure_ascii=False) for e in events]
+            data_json = [e.json_text or json.dumps(e.data, ensure_ascii=False) for e in events]
         first, last = events[0], events[-1]
         with self._lock:
             cursor = self._cursor
@@ -228,6 +228,9 @@ class SQLiteStore:
             ).fetchall()
         return [Event.from_json(seq, type, session_id, ts, data, prev, digest)
                 for seq, type, ts, data, prev, digest in rows]
+
+    def unverifiable(self, session_id: str) -> frozenset[int]:
+        return frozenset()  # SQLite has always kept the exact text
 
     def sessions(self, *, since: float | None = None,
                  until: float | None = None) -> list[SessionInfo]:

@@ -21,7 +21,7 @@ from tether.runtime.result import ToolResult, ToolStatus
 from tether.runtime.stop import Stop
 from tether.tools.base import Tool, ToolArgumentError, ToolContext
 from tether.tools.registry import ToolRegistry
-from tether.types import ToolCall
+from tether.types import ToolCall, detached
 
 MAX_SHOWN_RAW = 200
 
@@ -51,7 +51,9 @@ class ToolExecutor:
         return tool, self.validate(tool, call)
 
     def validate(self, tool: Tool, call: ToolCall) -> dict[str, Any]:
-        """The arguments of ``call`` validated against ``tool``'s schema, or Rejected."""
+        """The arguments of ``call`` validated against ``tool``'s schema, or Rejected. They are
+        detached from the call's own objects: what a policy decides on next cannot be changed
+        by whoever else holds the model's arguments (a strategy, a concurrent task)."""
         if isinstance(call.arguments, str):
             shown = call.arguments[:MAX_SHOWN_RAW]
             more = "…" if len(call.arguments) > MAX_SHOWN_RAW else ""
@@ -60,7 +62,7 @@ class ToolExecutor:
                 f"object. Received: {shown!r}{more}. Send the arguments as a JSON object.",
                 "rejected"))
         try:
-            return tool.validate(call.arguments)
+            validated: dict[str, Any] = detached(tool.validate(call.arguments))
         except ToolArgumentError as exc:
             raise Rejected(ToolResult(
                 call.id, call.name, f"Error: invalid arguments for {tool.name!r}: field "
@@ -69,6 +71,7 @@ class ToolExecutor:
             raise Rejected(ToolResult(
                 call.id, call.name, f"Error: invalid arguments for {tool.name!r}: "
                 f"{type(exc).__name__}: {exc}.", "rejected")) from None
+        return validated
 
     async def run(self, tool: Tool, call_id: str, arguments: dict[str, Any],
                   context: ToolContext, timeout: float, *,

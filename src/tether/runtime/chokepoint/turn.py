@@ -41,7 +41,7 @@ from tether.runtime.result import ToolResult
 from tether.runtime.state import SessionState, call_signature
 from tether.runtime.stop import Stop, StopReason
 from tether.tools.base import Tool, ToolContext
-from tether.types import ToolCall
+from tether.types import ToolCall, detached
 
 MAX_DEGRADE_DEPTH = 3
 RESULT_OVERHEAD_TOKENS = 48  # message framing, the truncation notice, a loop warning
@@ -360,7 +360,7 @@ class ToolCalls:
             return text
 
         result = await self._executor.run(
-            tool, call.id, dict(admitted.arguments), context, timeout,
+            tool, call.id, detached(admitted.arguments), context, timeout,
             mask_fields=admitted.mask_output, scrub=scrub if scrubbers else None,
             max_chars=max_chars)
         if result.call_id != call.id or result.name != call.name:
