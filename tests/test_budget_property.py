@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import replace
 from decimal import Decimal
 from typing import Any
 
@@ -13,6 +14,7 @@ from hypothesis import strategies as st
 from tether import (
     Agent,
     Budget,
+    ModelRequest,
     ModelResponse,
     Price,
     ReAct,
@@ -164,3 +166,51 @@ def test_the_quick_affordability_check_never_admits_what_the_exact_count_refuses
     left = limit - spent
     if accountant._plainly_affords(left, input_tokens, output_tokens, final):
         assert accountant._affordable_output(left, input_tokens, final) >= output_tokens
+
+
+class Dishonest(ScriptedModel):
+    """Ignores the output cap it is sent, and reports input ``factor`` times the estimate."""
+
+    def __init__(self, script: list[ModelResponse], factors: list[int], **kwargs: Any) -> None:
+        super().__init__(script, **kwargs)
+        self.factors = factors
+
+    async def complete(self, request: ModelRequest) -> ModelResponse:
+        turn = sum(1 for m in request.messages if m.role == "assistant")
+        response = await super().complete(replace(request, max_output_tokens=None))
+        factor = self.factors[turn % len(self.factors)]
+        u = response.usage
+        return replace(response, usage=Usage(u.input_tokens * factor, u.output_tokens,
+                                             u.cached_input_tokens))
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(script=st.lists(responses, min_size=1, max_size=8), budget=budgets(), price=prices,
+       factors=st.lists(st.sampled_from([1, 1, 2, 10, 100]), min_size=1, max_size=4))
+def test_a_dishonest_provider_is_stopped_at_its_first_overrun(
+        script: list[ModelResponse], budget: Budget, price: Price, factors: list[int]) -> None:
+    model = Dishonest(script, factors, price=price, when_exhausted="done")
+    session = Agent(model=model, reasoning=ReAct(), tools=[CheapTool()]).session(
+        "Use the cheap tool, then answer.", budget=budget)
+    result = session.run()
+    events = session.replay()
+    overruns = [e for e in events if e.type == "model.overrun"]
+    spend = result.spend
+    within = ((budget.max_tokens is None or spend.tokens <= budget.max_tokens)
+              and (budget.max_cost_usd is None or spend.cost_usd <= budget.max_cost_usd))
+    if not overruns:  # every call it made happened to keep within what was reserved
+        assert within
+        return
+    first = overruns[0]
+    asked = next(e for e in reversed(events[:first.seq - 1]) if e.type == "model.request")
+    assert result.stop_reason is not StopReason.FINISHED
+    if not asked.data["final"]:  # (an overrun in the wrap-up leaves the stop that caused it)
+        assert result.stop_reason.value == first.data["limit"]
+    later = [e for e in events if e.seq > first.seq and e.type == "model.request"]
+    assert all(e.data["final"] for e in later) and len(later) <= 1  # at most the wrap-up
+    # what was spent before the overrun was within every limit, so the overrun is the only excess
+    before = fold([e for e in events if e.seq < first.seq - 1]).tally
+    if budget.max_tokens is not None:
+        assert before.usage.total_tokens <= budget.max_tokens
+    if budget.max_cost_usd is not None:
+        assert before.cost <= budget.max_cost_usd

@@ -27,7 +27,7 @@ from tether.models.clients import PerLoop
 from tether.models.errors import ErrorKind, ProviderError, classify
 from tether.models.keys import ApiKey, EnvFile, require_extra, setting, split_spec
 from tether.models.pricing import DEFAULT_CATALOG, Price
-from tether.models.provider import ProviderModel
+from tether.models.provider import ProviderModel, past_cap
 from tether.types import ModelRequest, ModelResponse
 
 if TYPE_CHECKING:
@@ -132,18 +132,24 @@ class AnthropicModel(ProviderModel):
 
     async def stream(self, request: ModelRequest) -> AsyncIterator[str | ModelResponse]:
         """Yield text deltas as they arrive, then the complete ModelResponse (tool input
-        assembled from its JSON fragments, usage from ``message_start`` and ``message_delta``)."""
+        assembled from its JSON fragments, usage from ``message_start`` and ``message_delta``).
+        A server that streams far past the ``max_tokens`` it was sent is cut off
+        (``past_cap``)."""
         from anthropic import AnthropicError
 
         client = self._clients.get()
         assembler = StreamAssembler()
+        params = self.request_params(request)
         try:
-            stream = await client.messages.create(**self.request_params(request), stream=True)
+            stream = await client.messages.create(**params, stream=True)
             async with stream:
                 async for event in stream:
                     delta = assembler.feed(event)
                     if delta:
                         yield delta
+                    if past_cap(assembler.chars, params["max_tokens"]):
+                        assembler.cut()
+                        break
         except AnthropicError as exc:
             raise self._error(exc) from None  # the SDK's own text may hold the key
         if not assembler.done:

@@ -28,6 +28,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from tether.models.base import CHARS_PER_TOKEN
 from tether.types import FinishReason, Message, ModelResponse, ToolCall, ToolSpec, Usage
 
 if TYPE_CHECKING:
@@ -157,6 +158,7 @@ class StreamAssembler:
     cache_read: int | None = None
     cache_creation: int | None = None
     done: bool = False
+    chars: int = 0  # output characters so far (text and tool input fragments)
 
     def feed(self, event: RawMessageStreamEvent) -> str:
         """Take one event; return its text delta ("" if none)."""
@@ -178,9 +180,11 @@ class StreamAssembler:
             delta = event.delta
             if target is not None and delta.type == "text_delta":
                 target.parts.append(delta.text)
+                self.chars += len(delta.text)
                 return delta.text
             if target is not None and delta.type == "input_json_delta":
                 target.parts.append(delta.partial_json)
+                self.chars += len(delta.partial_json)
         elif event.type == "message_delta":
             self.stop_reason = event.delta.stop_reason or self.stop_reason
             delta_usage = event.usage
@@ -194,6 +198,12 @@ class StreamAssembler:
         elif event.type == "message_stop":
             self.done = True
         return ""
+
+    def cut(self) -> None:
+        """Stop here: the server went past ``max_tokens``; the output it sent is charged at
+        least at the estimate of what arrived."""
+        self.stop_reason, self.done = "max_tokens", True
+        self.output_tokens = max(self.output_tokens, -(-self.chars // CHARS_PER_TOKEN))
 
     def response(self) -> ModelResponse:
         text: list[str] = []

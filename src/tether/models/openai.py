@@ -27,7 +27,7 @@ from tether.models.openai_format import (
     to_tools,
 )
 from tether.models.pricing import DEFAULT_CATALOG, Price
-from tether.models.provider import ProviderModel
+from tether.models.provider import ProviderModel, past_cap
 from tether.types import ModelRequest, ModelResponse
 
 if TYPE_CHECKING:
@@ -111,12 +111,16 @@ class OpenAIModel(ProviderModel):
                                   "messages": to_messages(request.messages)}
         if request.tools:
             params["tools"] = to_tools(request.tools)
+        limit = self._limit(request)
+        if limit is not None:
+            params[self._max_tokens_field] = limit
+        return params
+
+    def _limit(self, request: ModelRequest) -> int | None:
         limit = request.max_output_tokens
         if self._max_output_tokens is not None:
             limit = min(limit, self._max_output_tokens) if limit else self._max_output_tokens
-        if limit is not None:
-            params[self._max_tokens_field] = max(1, limit)
-        return params
+        return None if limit is None else max(1, limit)
 
     def _input_estimate(self, request: ModelRequest) -> int:
         if request.input_tokens_estimate is not None:
@@ -143,11 +147,13 @@ class OpenAIModel(ProviderModel):
 
     async def stream(self, request: ModelRequest) -> AsyncIterator[str | ModelResponse]:
         """Yield text deltas as they arrive, then the complete ModelResponse (tool calls
-        assembled from their fragments, usage from the stream's final chunk)."""
+        assembled from their fragments, usage from the stream's final chunk). A server that
+        streams far past the output cap it was sent is cut off (``past_cap``)."""
         from openai import OpenAIError
 
         client = self._clients.get()
         assembler = StreamAssembler(self._input_estimate(request))
+        cap = self._limit(request)
         try:
             stream = await client.chat.completions.create(
                 **self.request_params(request), stream=True,
@@ -157,6 +163,9 @@ class OpenAIModel(ProviderModel):
                     delta = assembler.feed(chunk)
                     if delta:
                         yield delta
+                    if past_cap(assembler.chars, cap):
+                        assembler.cut()
+                        break
         except OpenAIError as exc:
             raise self._error(exc) from None  # the SDK's own text may hold the key
         if assembler.finish is None:

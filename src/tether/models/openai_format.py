@@ -74,9 +74,10 @@ def usage_of(raw: CompletionUsage | None, fallback: Usage) -> Usage:
     if raw is None:
         return fallback
 
-    def count(value: object, estimate: int) -> int:
-        return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 \
-            else estimate
+    def count(value: object, estimate: int) -> Any:
+        # left out: charged at the estimate; anything else as reported (the runtime refuses a
+        # count that is negative or not whole: a model error charged at the reservation)
+        return estimate if value is None else value
 
     prompt = count(getattr(raw, "prompt_tokens", None), fallback.input_tokens)
     completion = count(getattr(raw, "completion_tokens", None), fallback.output_tokens)
@@ -130,6 +131,7 @@ class StreamAssembler:
     finish: str | None = None
     model: str = ""
     usage: CompletionUsage | None = None
+    chars: int = 0  # output characters so far (text and argument fragments)
 
     def feed(self, chunk: ChatCompletionChunk) -> str:
         """Take one chunk; return its text delta ("" if none)."""
@@ -150,11 +152,17 @@ class StreamAssembler:
                     partial.name = partial.name or (frag.function.name or "")
                     if frag.function.arguments:
                         partial.arguments.append(frag.function.arguments)
+                        self.chars += len(frag.function.arguments)
             if choice.finish_reason is not None:
                 self.finish = choice.finish_reason
         if delta_text:
             self.text.append(delta_text)
+            self.chars += len(delta_text)
         return delta_text
+
+    def cut(self) -> None:
+        """Stop here: the server went past the output cap (usage unknown: estimated)."""
+        self.finish, self.usage = "length", None
 
     def response(self) -> ModelResponse:
         calls = tuple(ToolCall.from_json(p.id, p.name, "".join(p.arguments))

@@ -9,10 +9,19 @@ from __future__ import annotations
 
 from typing import ClassVar
 
+from tether.models.base import CHARS_PER_TOKEN
 from tether.models.estimate import provider_message_tokens
 from tether.models.pricing import Price
 from tether.types import Message
 from tether.urls import redact_url
+
+
+def past_cap(output_chars: int, cap: int | None) -> bool:
+    """Whether a stream has run so far past the output cap it was sent that the server is not
+    keeping to it: stop reading. Counted loosely (twice the cap, in characters at the estimate's
+    rate, plus slack) so an honest server whose tokens are long is never cut short; the runtime
+    still sees the overrun in the usage and stops the run."""
+    return cap is not None and output_chars > (2 * cap + 16) * CHARS_PER_TOKEN
 
 
 class ProviderModel:

@@ -165,6 +165,19 @@ def check_price(budget: Budget, price: Price | None) -> None:
         )
 
 
+def check_charge(spend: Spend) -> None:
+    """Refuse a charge that would lower spend, or that is not a count: a sub-agent's spend is
+    added to its caller's, and nothing may take spend away."""
+    u = spend.usage
+    counts = (u.input_tokens, u.output_tokens, u.cached_input_tokens, spend.steps,
+              spend.tool_calls)
+    if not all(type(n) is int and n >= 0 for n in counts) or not (
+            isinstance(spend.cost_usd, Decimal) and spend.cost_usd.is_finite()
+            and spend.cost_usd >= 0):
+        raise ValueError(f"a charge must be whole, non-negative counts and a non-negative "
+                         f"Decimal cost; refused {spend!r}")
+
+
 class Tally:
     """Running spend of one session. Changed only by applying journal events (``state.py``), so
     the spend a resumed session starts from is exactly what its journal says."""
@@ -364,6 +377,25 @@ class Accountant:
 
     def release(self, key: str) -> None:
         self._leases.pop(key, None)
+
+    def overrun(self, reservation: Reservation, usage: Usage,
+                cost: Decimal) -> tuple[StopReason, str] | None:
+        """The limit whose reservation a finished call went past, and how, or None. A provider
+        that keeps to the request (output within the cap sent, input within the estimate) never
+        overruns; one that does not is stopped at once, before it can spend again."""
+        cap = reservation.max_output_tokens
+        if cap is not None and usage.output_tokens > cap:
+            assert reservation.bound_by is not None  # a cap is set only by a limit
+            return reservation.bound_by, (f"the model returned {usage.output_tokens} output "
+                                          f"tokens; it was allowed {cap}")
+        reserved = reservation.input_tokens + (cap or 0)
+        if self._budget.max_tokens is not None and usage.total_tokens > reserved:
+            return StopReason.TOKEN_BUDGET, (f"the model reported {usage.total_tokens} tokens; "
+                                             f"{reserved} were reserved for the call")
+        if self._budget.max_cost_usd is not None and cost > reservation.cost_usd:
+            return StopReason.COST_BUDGET, (f"the call cost ${cost}; ${reservation.cost_usd} "
+                                            "was reserved for it")
+        return None
 
     def cost_of(self, usage: Usage) -> Decimal:
         """The actual cost of a finished call; the charge itself is applied by its event."""

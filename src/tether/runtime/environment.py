@@ -17,7 +17,7 @@ from typing import Any
 
 from tether.journal.chain import Journal, JournalValueError
 from tether.models.base import Model, estimate_tools_tokens
-from tether.runtime.budget import Accountant
+from tether.runtime.budget import Accountant, Reservation
 from tether.runtime.chokepoint.effects import skipped
 from tether.runtime.chokepoint.turn import ToolCalls
 from tether.runtime.eager import start
@@ -97,6 +97,25 @@ class Environment:
         self._sent_estimate += new_estimate
         request = ModelRequest(tuple(self._state.conversation), specs,
                                reservation.max_output_tokens, input_estimate)
+        response = self._record(await self._call(request, reservation, step), reservation,
+                                step, final)
+        self._sent_estimate += estimate(self._state.conversation[-1])
+        cap = reservation.max_output_tokens
+        if (not final and reservation.bound_by is not None and cap is not None
+                and response.finish_reason == "length" and response.usage.output_tokens >= cap):
+            raise Stop(reservation.bound_by, f"the model's answer was cut at the {cap} output "
+                       "tokens the budget had left")
+        if not response.tool_calls:
+            return response
+        # the strategy gets its own copy of the calls: whatever it does to their arguments, the
+        # calls that run are the ones the model asked for, as journaled
+        calls = tuple(ToolCall(c.id, c.name, detached(c.arguments)) for c in response.tool_calls)
+        return ModelResponse(response.text, calls, response.usage, response.model,
+                             response.finish_reason)
+
+    async def _call(self, request: ModelRequest, reservation: Reservation,
+                    step: int) -> ModelResponse:
+        """The model's answer, within the deadline, or Stop (journaled) when there is none."""
         timer = None
         try:
             on_delta = self._on_delta
@@ -112,42 +131,63 @@ class Environment:
             if not isinstance(response, ModelResponse):
                 raise TypeError(f"model returned {type(response).__name__}, not ModelResponse")
         except (Exception, Stop) as exc:  # a model that raises Stop does not stop the run
-            if timer is not None and timer.expired():
-                self._journal.append("model.error", {"step": step, "error": "time budget ran "
-                                                     "out during the call; it was cancelled"})
+            if timer is not None and timer.expired():  # the provider may well have billed it
+                self._unmetered(step, reservation, "the time budget ran out during the call; "
+                                "it was cancelled")
                 raise Stop(StopReason.TIME_BUDGET,
                            "time budget ran out during a model call") from None
             error = f"{type(exc).__name__}: {exc}"
             self._journal.append("model.error", {"step": step, "error": error})
             raise Stop(StopReason.MODEL_ERROR, error) from exc
+        return response
+
+    def _record(self, response: ModelResponse, reservation: Reservation, step: int,
+                final: bool) -> ModelResponse:
+        """Journal the response and charge it at its reported usage — or, when that usage is
+        not whole non-negative numbers, at the reservation (a model error). A response whose
+        usage went past what was reserved is charged, journaled as an overrun, and stops the
+        run at once with that limit's reason."""
+        usage = response.usage
+        if not _whole(usage.input_tokens, usage.output_tokens, usage.cached_input_tokens):
+            error = (f"the model reported unusable usage ({usage.input_tokens!r} input, "
+                     f"{usage.output_tokens!r} output, {usage.cached_input_tokens!r} cached "
+                     "tokens): charged at the reservation")
+            self._unmetered(step, reservation, error)
+            raise Stop(StopReason.MODEL_ERROR, error)
         if final and response.tool_calls:  # tools were not offered: calls cannot be honoured
-            response = ModelResponse(response.text, (), response.usage, response.model,
+            response = ModelResponse(response.text, (), usage, response.model,
                                      response.finish_reason)
         if response.tool_calls:
             response = self._with_unique_ids(_without_cut_call(response), step)
+        cost = self._accountant.cost_of(usage)
         try:
             self._journal.append("model.response", {
-                "step": step, "response": response,
-                "cost_usd": self._accountant.cost_of(response.usage),
+                "step": step, "response": response, "cost_usd": cost,
                 "reserved_input": reservation.input_tokens,
             })
         except JournalValueError as exc:  # e.g. NaN in arguments an adapter parsed itself
-            error = f"the model's response cannot be journaled: {exc}"
-            self._journal.append("model.error", {"step": step, "error": error})
-            raise Stop(StopReason.MODEL_ERROR, error) from None
-        self._sent_estimate += estimate(self._state.conversation[-1])
-        cap = reservation.max_output_tokens
-        if (not final and reservation.bound_by is not None and cap is not None
-                and response.finish_reason == "length" and response.usage.output_tokens >= cap):
-            raise Stop(reservation.bound_by, f"the model's answer was cut at the {cap} output "
-                       "tokens the budget had left")
-        if not response.tool_calls:
-            return response
-        # the strategy gets its own copy of the calls: whatever it does to their arguments, the
-        # calls that run are the ones the model asked for, as journaled
-        calls = tuple(ToolCall(c.id, c.name, detached(c.arguments)) for c in response.tool_calls)
-        return ModelResponse(response.text, calls, response.usage, response.model,
-                             response.finish_reason)
+            self._unmetered(step, reservation, f"the model's response cannot be journaled: {exc}")
+            raise Stop(StopReason.MODEL_ERROR, f"the model's response cannot be journaled: "
+                       f"{exc}") from None
+        over = self._accountant.overrun(reservation, usage, cost)
+        if over is not None:
+            reason, detail = over
+            self._journal.append("model.overrun", {
+                "step": step, "limit": reason.value, "detail": detail,
+                "reserved": {"input_tokens": reservation.input_tokens,
+                             "output_tokens": reservation.max_output_tokens,
+                             "cost_usd": reservation.cost_usd},
+                "reported": {"input_tokens": usage.input_tokens,
+                             "output_tokens": usage.output_tokens, "cost_usd": cost}})
+            raise Stop(reason, f"overrun: {detail}")
+        return response
+
+    def _unmetered(self, step: int, reservation: Reservation, error: str) -> None:
+        """Charge a call whose real usage is unknown at what was reserved for it."""
+        self._journal.append("model.unmetered", {
+            "step": step, "error": error, "input_tokens": reservation.input_tokens,
+            "output_tokens": reservation.max_output_tokens or 0,
+            "cost_usd": reservation.cost_usd})
 
     def _with_unique_ids(self, response: ModelResponse, step: int) -> ModelResponse:
         """Every call of a session gets its own id: an empty or repeated id (some providers and
@@ -248,6 +288,11 @@ class Environment:
             except Stop as stop:
                 self.stopped = stop
                 raise
+
+
+def _whole(*counts: object) -> bool:
+    """Whether every count is a whole, non-negative number (a bool is not a count)."""
+    return all(type(n) is int and n >= 0 for n in counts)
 
 
 CUT_OFF = "<cut off at the output limit before the arguments were complete>"

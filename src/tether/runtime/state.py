@@ -161,8 +161,9 @@ class SessionState:
         self.tally.steps += 1
 
     def _on_lost(self, data: Mapping[str, Any]) -> None:
-        """A model call whose answer died with its process: charged at its reservation, since
-        the provider may well have billed it."""
+        """A model call whose real usage is unknown — its answer died with its process, it was
+        cancelled by the time budget, or its reported usage was unusable: charged at its
+        reservation, since the provider may well have billed it."""
         self.in_flight = None
         t = self.tally
         t.steps += 1
@@ -236,6 +237,7 @@ _HANDLERS: dict[str, Callable[[SessionState, Mapping[str, Any]], None]] = {
     "model.response": SessionState._on_response,
     "model.error": SessionState._on_model_error,
     "model.lost": SessionState._on_lost,
+    "model.unmetered": SessionState._on_lost,
     "client.call": SessionState._on_client_call,
     "session.note": SessionState._on_note,
     "tool.decision": SessionState._on_decision,

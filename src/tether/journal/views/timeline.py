@@ -140,6 +140,17 @@ def _model_error(d: Mapping[str, Any]) -> list[str]:
     return [f"model error at step {d.get('step')}: {excerpt(d.get('error', ''))}"]
 
 
+def _unmetered(d: Mapping[str, Any]) -> list[str]:
+    return [f"model call at step {d.get('step')} charged at its reservation "
+            f"({d.get('input_tokens')} in, {d.get('output_tokens')} out tokens, "
+            f"${d.get('cost_usd')}): {excerpt(d.get('error', ''))}"]
+
+
+def _overrun(d: Mapping[str, Any]) -> list[str]:
+    return [f"OVERRUN at step {d.get('step')} ({d.get('limit')}): "
+            f"{excerpt(d.get('detail', ''), 100)}"]
+
+
 def _decision(d: Mapping[str, Any]) -> list[str]:
     dec = d.get("decision") or {}
     shape = ""
@@ -212,6 +223,9 @@ _RENDER: dict[str, Renderer] = {
     "model.request": _request,
     "model.response": _response,
     "model.error": _model_error,
+    "model.unmetered": _unmetered,
+    "model.lost": _unmetered,
+    "model.overrun": _overrun,
     "client.call": _client_call,
     "subagent.charge": _subagent_charge,
     "tool.decision": _decision,

@@ -23,7 +23,7 @@ from tether.credentials import CredentialBroker, CredentialError, ScopedToken
 from tether.journal.chain import Journal
 from tether.models.base import CHARS_PER_TOKEN
 from tether.policy.base import Decision, Effect
-from tether.runtime.budget import Accountant, Spend
+from tether.runtime.budget import Accountant, Spend, check_charge
 from tether.runtime.chokepoint.approvals import ApprovalError, ApprovalStore, call_hash, new_request
 from tether.runtime.chokepoint.effects import (
     Admitted,
@@ -341,6 +341,7 @@ class ToolCalls:
             scrubbers.append(token.redact)
             self._journal.scrub_with(token.redact)
         def charge(spend: Spend) -> None:
+            check_charge(spend)
             self._accountant.release(call.id)
             u = spend.usage
             self._journal.append("subagent.charge", {
