@@ -14,6 +14,7 @@ never a provider (whose repr — a ``functools.partial``, say — could contain 
 
 from __future__ import annotations
 
+import functools
 import logging
 import threading
 import time
@@ -108,14 +109,17 @@ class CredentialBroker:
 
     async def aissue(self, session_id: str, tool: str) -> ScopedToken | None:
         """``issue`` for async callers: a provider (which may do network I/O, as ``VaultKV``
-        does) runs on a worker thread so the event loop is not blocked."""
+        does) runs on a daemon thread, so neither the event loop nor the interpreter's exit
+        waits for one that hangs (the caller bounds the wait)."""
         with self._lock:
             registration = self._registrations.get(tool)
         if registration is None or registration.provider is None:
             return self.issue(session_id, tool)
-        import asyncio
+        from tether.tools.threads import run_on_daemon_thread
 
-        return await asyncio.to_thread(self.issue, session_id, tool)
+        token: ScopedToken | None = await run_on_daemon_thread(
+            functools.partial(self.issue, session_id, tool))
+        return token
 
     def issued(self, session_id: str) -> list[ScopedToken]:
         """The tokens issued for ``session_id`` and not yet taken back by ``revoke_session``."""

@@ -127,6 +127,8 @@ class Policy(Protocol):
 class AllowAll:
     """The default policy: every call is allowed (and still journaled)."""
 
+    inline = True  # no I/O: decides on the caller's thread (see tether.policy.deadline)
+
     def __repr__(self) -> str:
         return "AllowAll()"
 

@@ -39,6 +39,7 @@ from tether.policy.base import (
     Subject,
     policy_id_of,
 )
+from tether.policy.deadline import members_inline
 
 D_co = TypeVar("D_co", bound="Decision | None", covariant=True)
 
@@ -119,6 +120,11 @@ class FirstMatch:
         self._default = Decision(effect, f"no policy in {self.policy_id} decided; default "
                                  f"{effect.value}", f"{self.policy_id}:default")
 
+    @property
+    def inline(self) -> bool:
+        """Decides on the caller's thread when every member does."""
+        return members_inline(*self._members)
+
     def __repr__(self) -> str:
         return f"FirstMatch({', '.join(map(repr, self._members))}, default={self._default.effect})"
 
@@ -149,6 +155,11 @@ class DenyOverrides(Generic[D_co]):
         self._members = _members("DenyOverrides", policies, at_least=1)
         self.policy_id = policy_id or (
             f"deny-overrides({', '.join(policy_id_of(m) for m in self._members)})")
+
+    @property
+    def inline(self) -> bool:
+        """Decides on the caller's thread when every member does."""
+        return members_inline(*self._members)
 
     def __repr__(self) -> str:
         return f"DenyOverrides({', '.join(map(repr, self._members))})"
@@ -181,6 +192,11 @@ class DefaultDeny:
     def __init__(self, policy: Voter[Decision | None], *, policy_id: str | None = None) -> None:
         (self._inner,) = _members("DefaultDeny", (policy,), at_least=1)
         self.policy_id = policy_id or f"default-deny({policy_id_of(policy)})"
+
+    @property
+    def inline(self) -> bool:
+        """Decides on the caller's thread when every member does."""
+        return members_inline(self._inner)
 
     def __repr__(self) -> str:
         return f"DefaultDeny({self._inner!r})"

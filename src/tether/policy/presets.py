@@ -18,6 +18,7 @@ class ContainUntrusted:
     """After untrusted input, egress and side-effecting tools need an approval."""
 
     __slots__ = ("_clean", "policy_id")
+    inline = True  # decides from its arguments alone: no I/O (see tether.policy.deadline)
 
     def __init__(self, policy_id: str = "contain-untrusted") -> None:
         self.policy_id = policy_id

@@ -98,6 +98,7 @@ class YamlPolicy:
 
     __slots__ = ("_default", "_index", "_others", "default", "description", "policy_id",
                  "rules", "source")
+    inline = True  # rules over the request alone: no I/O (see tether.policy.deadline)
 
     def __init__(self, policy_id: str, default: Effect, rules: tuple[Rule, ...], source: str,
                  description: str = "") -> None:

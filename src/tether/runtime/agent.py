@@ -16,6 +16,7 @@ from tether.credentials import CredentialBroker
 from tether.models.base import Model
 from tether.models.pricing import Price
 from tether.policy.base import AllowAll, Policy
+from tether.policy.deadline import DEFAULT_POLICY_TIMEOUT
 from tether.runtime.budget import Budget
 from tether.runtime.chokepoint.approvals import ApprovalStore, StoredApprovals
 from tether.runtime.handle import Strategy
@@ -51,6 +52,9 @@ class Agent:
     store: Store | str | None = field(default=None, compare=False)  # where journals live
     approvals: ApprovalStore | None = field(default=None, compare=False)  # default: the store's
     approval_ttl: float = 24 * 3600.0  # seconds an approval request stays answerable
+    # seconds a policy that may block (one not declared ``inline``) has to decide; past it the
+    # call is denied (tether.policy.deadline)
+    policy_timeout: float | None = DEFAULT_POLICY_TIMEOUT
     credentials: CredentialBroker | None = field(default=None, compare=False)
     # keep arguments the policy hides from the journal in the store's private table, so a call
     # that waits for approval can still run when the session resumes in another process
@@ -73,6 +77,9 @@ class Agent:
             raise ValueError("max_result_chars must be >= 1")
         if not self.approval_ttl > 0:
             raise ValueError("approval_ttl must be a positive number of seconds")
+        if self.policy_timeout is not None and not self.policy_timeout > 0:
+            raise ValueError("policy_timeout must be a positive number of seconds (or None: "
+                             "a policy that may block is then waited for without limit)")
         if isinstance(self.store, str):
             object.__setattr__(self, "store", open_store(self.store))
         if self.keep_hidden_arguments and self.store is None:

@@ -224,7 +224,8 @@ class Session:
         private = agent.journal_store if agent.keep_hidden_arguments else None
         gate = PolicyGate(agent.policy, self.subject, self.id, journal, state, self._accountant,
                           self.context,
-                          keep=None if private is None else partial(private.put_private, self.id))
+                          keep=None if private is None else partial(private.put_private, self.id),
+                          timeout=agent.policy_timeout)
         tools = ToolCalls(session_id=self.id,
                           executor=ToolExecutor(agent.registry, agent.max_result_chars),
                           gate=gate, accountant=self._accountant, journal=journal, state=state,

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -61,6 +62,7 @@ class ToolExecutor:
                 call.id, call.name, f"Error: the arguments for {call.name!r} are not a JSON "
                 f"object. Received: {shown!r}{more}. Send the arguments as a JSON object.",
                 "rejected"))
+        started = time.monotonic()
         try:
             validated: dict[str, Any] = detached(tool.validate(call.arguments))
         except ToolArgumentError as exc:
@@ -71,6 +73,12 @@ class ToolExecutor:
             raise Rejected(ToolResult(
                 call.id, call.name, f"Error: invalid arguments for {tool.name!r}: "
                 f"{type(exc).__name__}: {exc}.", "rejected")) from None
+        took = time.monotonic() - started
+        if took > tool.meta.timeout:  # validation shares the tool's timeout
+            raise Rejected(ToolResult(
+                call.id, call.name, f"Error: {tool.name!r} timed out validating its arguments "
+                f"({took:.3g}s, longer than its {tool.meta.timeout:.3g}s timeout); it did not "
+                "run.", "timeout"))
         return validated
 
     async def run(self, tool: Tool, call_id: str, arguments: dict[str, Any],

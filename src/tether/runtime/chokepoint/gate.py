@@ -15,6 +15,7 @@ from typing import Any
 
 from tether.journal.chain import Journal
 from tether.policy.base import Action, Context, Decision, Effect, Policy, Resource, Subject, decide
+from tether.policy.deadline import decide_within, runs_inline
 from tether.runtime.budget import Accountant
 from tether.runtime.state import SessionState
 from tether.tools.base import Tool
@@ -31,13 +32,15 @@ def resource_of(tool: Tool) -> Resource:
 
 
 class PolicyGate:
-    __slots__ = ("_accountant", "_extra", "_journal", "_keep", "_policy", "_resources",
-                 "_session_id", "_state", "subject")
+    __slots__ = ("_accountant", "_extra", "_inline", "_journal", "_keep", "_policy",
+                 "_resources", "_session_id", "_state", "_timeout", "subject")
 
     def __init__(self, policy: Policy, subject: Subject, session_id: str, journal: Journal,
                  state: SessionState, accountant: Accountant, extra: Mapping[str, Any],
-                 keep: Keep | None = None) -> None:
+                 keep: Keep | None = None, timeout: float | None = None) -> None:
         self._policy = policy
+        self._inline = runs_inline(policy)
+        self._timeout = timeout  # seconds a policy that may block has to decide
         self._keep = keep  # where arguments the journal hides are kept, if anywhere
         self.subject = subject
         self._session_id = session_id
@@ -58,10 +61,18 @@ class PolicyGate:
         elapsed = acc.elapsed()
         spend = {"tokens": t.usage.total_tokens, "cost_usd": t.cost, "steps": t.steps,
                  "tool_calls": t.tool_calls, "seconds": elapsed}
-        context = Context(self._session_id, t.steps, spend, acc.remaining(elapsed),
-                          self._state.tainted, time.time(), self._extra)
-        decision = decide(self._policy, self.subject, Action(tool.name, arguments), resource,
-                          context)
+        remaining = acc.remaining(elapsed)
+        context = Context(self._session_id, t.steps, spend, remaining, self._state.tainted,
+                          time.time(), self._extra)
+        action = Action(tool.name, arguments)
+        if self._inline:
+            decision = decide(self._policy, self.subject, action, resource, context)
+        else:  # it may block: bounded by its deadline and by the time budget
+            left = remaining["seconds"]
+            timeout = self._timeout if left is None or self._timeout is None else min(
+                self._timeout, max(left, 0.0))
+            decision = decide_within(self._policy, timeout, self.subject, action, resource,
+                                     context, inline=False)
         visible = shown(arguments, decision)
         if visible is not arguments:  # hidden here, so hidden everywhere else in the journal
             if self._keep is not None:

@@ -19,6 +19,7 @@ from typing import Any
 from tether.credentials import CredentialBroker
 from tether.journal.chain import Journal
 from tether.policy.base import Decision, Effect, Policy, Subject
+from tether.policy.deadline import DEFAULT_POLICY_TIMEOUT
 from tether.runtime.budget import Accountant, Budget
 from tether.runtime.chokepoint.approvals import (
     ApprovalRequest,
@@ -53,7 +54,8 @@ class Gateway:
                  tenant_id: str | None = None, limits: Limits | None = None,
                  approval_ttl: float = 24 * 3600.0, max_result_chars: int = 20_000,
                  session_id: str | None = None,
-                 credentials: CredentialBroker | None = None) -> None:
+                 credentials: CredentialBroker | None = None,
+                 policy_timeout: float | None = DEFAULT_POLICY_TIMEOUT) -> None:
         self.registry = ToolRegistry(tools)
         self.id = session_id or uuid.uuid4().hex
         self.subject = Subject(client, tenant_id, frozenset(roles), f"gateway:{client}")
@@ -63,7 +65,7 @@ class Gateway:
         self._accountant = Accountant(self.budget, None, self._state.tally)
         self._approvals = approvals or StoredApprovals(store or MemoryStore())
         gate = PolicyGate(policy, self.subject, self.id, self._journal, self._state,
-                          self._accountant, {"client": client})
+                          self._accountant, {"client": client}, timeout=policy_timeout)
         self._calls = ToolCalls(
             session_id=self.id, executor=ToolExecutor(self.registry, max_result_chars),
             gate=gate, accountant=self._accountant, journal=self._journal, state=self._state,

@@ -15,6 +15,7 @@ refusal. Every call gets a result; a reason to stop is raised only after that.
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -333,11 +334,19 @@ class ToolCalls:
 
             scrubbers.append(unmask)
         token = None
-        if tool.meta.credentials:
+        if tool.meta.credentials:  # issuing the token shares the tool's timeout
+            started = time.monotonic()
             try:
-                token = await self._issue(tool.name)
+                async with asyncio.timeout(timeout):
+                    token = await self._issue(tool.name)
+            except TimeoutError:
+                token = None
             except Rejected as rejected:
                 return ToolResult(call.id, call.name, rejected.result.content, "error"), False
+            timeout -= time.monotonic() - started
+            if token is None or timeout <= 0:
+                return ToolResult(call.id, call.name, f"Error: {tool.name!r} timed out waiting "
+                                  "for its credentials; it did not run.", "timeout"), is_budget
             scrubbers.append(token.redact)
             self._journal.scrub_with(token.redact)
         def charge(spend: Spend) -> None:
