@@ -31,6 +31,7 @@ class DenyExpensive:
     """A realistic small policy: deny tools tagged 'expensive', allow the rest."""
 
     policy_id = "deny-expensive"
+    inline = True  # pure: decides on the caller's thread (undeclared, it would get a thread)
 
     def evaluate(self, subject: Subject, action: Action, resource: Resource,
                  context: Context) -> Decision:
