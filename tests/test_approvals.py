@@ -149,17 +149,19 @@ def test_an_approval_is_single_use_and_bound_to_its_call() -> None:
     session = agent.session("x")
     session.run()
     (request,) = session.pending_approvals()
+    mine = f"{session.id}/c1"
     with pytest.raises(ApprovalError, match=r"not approved|pending"):
-        agent.approvals.consume(request.id, request.call_hash)
+        agent.approvals.consume(request.id, request.call_hash, by=mine)
     agent.approvals.approve(request.id, approver="alice")
     with pytest.raises(ApprovalError, match="different call"):
         agent.approvals.consume(request.id, call_hash(session.id, "pay",
-                                                      {"account": "A", "amount": 999}))
+                                                      {"account": "A", "amount": 999}), by=mine)
     with pytest.raises(ApprovalError, match="already"):
         agent.approvals.approve(request.id, approver="mallory")
-    agent.approvals.consume(request.id, request.call_hash)
+    agent.approvals.consume(request.id, request.call_hash, by=mine)
+    agent.approvals.consume(request.id, request.call_hash, by=mine)  # the same user: idempotent
     with pytest.raises(ApprovalError, match="used"):
-        agent.approvals.consume(request.id, request.call_hash)
+        agent.approvals.consume(request.id, request.call_hash, by=f"{session.id}/c2")
     with pytest.raises(ApprovalError, match="no approval request"):
         store.approve("apr_nope", approver="alice")
     with pytest.raises(ApprovalError, match="approver"):

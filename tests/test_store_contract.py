@@ -205,7 +205,7 @@ def test_a_version_1_sqlite_file_is_migrated_with_its_sessions_intact(tmp_path: 
             rival.flush()
         version = store._db.execute(
             "SELECT value FROM meta WHERE key = 'schema_version'").fetchone()[0]
-        assert version == str(SCHEMA_VERSION) == "4"
+        assert version == str(SCHEMA_VERSION) == "5"
     finally:
         store.close()
 
@@ -266,3 +266,61 @@ def test_a_newer_postgres_schema_is_refused() -> None:
         with store._pool.connection() as db:
             db.execute(f"DROP SCHEMA {store.schema} CASCADE")
         store.close()
+
+
+# -- leases: one worker writes a running session ------------------------------------------------
+
+def test_a_lease_is_taken_by_the_first_append_and_fences_every_later_one(store: Store) -> None:
+    from tether.store.base import Lease, SessionBusy
+
+    mine = Lease("elsewhere:1:a", 1, 60.0)
+    journal = journal_of("leased", 2, store)
+    journal.lease = mine
+    journal.flush()
+    with pytest.raises(SessionBusy, match="is running in elsewhere:1:a") as busy:
+        store.acquire("leased", "elsewhere:2:b", 60.0)
+    assert busy.value.holder == "elsewhere:1:a" and busy.value.expires_at > time.time() + 50
+    store.release("leased", mine)
+    theirs = store.acquire("leased", "elsewhere:2:b", 60.0)
+    assert theirs.token == 2
+    journal.append("step", {"late": True})  # the first worker, unaware it lost the session
+    with pytest.raises(SessionBusy, match="taken over by elsewhere:2:b"):
+        journal.flush()
+    with pytest.raises(SessionBusy):
+        store.renew("leased", mine)
+    store.renew("leased", theirs)
+    rival = Journal("leased", store=store, history=store.read("leased"))
+    rival.lease = theirs
+    rival.append("step", {"new holder": True})
+    rival.flush()
+    assert [e.data.get("new holder") for e in store.read("leased")][-1] is True
+    with pytest.raises(LookupError):
+        store.acquire("no-such-session", "elsewhere:2:b", 60.0)
+
+
+def test_an_expired_lease_or_a_dead_local_holder_can_be_taken_over(store: Store) -> None:
+    import os
+    import socket
+    import subprocess
+    import sys
+
+    from tether.store.base import Lease, SessionBusy
+
+    journal = journal_of("lapsing", 1, store)
+    journal.lease = Lease("elsewhere:1:a", 1, 0.3)
+    journal.flush()
+    with pytest.raises(SessionBusy):
+        store.acquire("lapsing", "elsewhere:2:b", 60.0)
+    time.sleep(0.4)
+    assert store.acquire("lapsing", "elsewhere:2:b", 60.0).token == 2  # it lapsed
+    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"],
+                          capture_output=True, text=True, check=True).stdout.strip()
+    gone = journal_of("orphaned", 1, store)
+    gone.lease = Lease(f"{socket.gethostname()}:{dead}:zz", 1, 600.0)
+    gone.flush()
+    assert store.acquire("orphaned", "me:1:c", 60.0).token == 2  # its process is gone
+    alive = journal_of("alive", 1, store)
+    alive.lease = Lease(f"{socket.gethostname()}:{os.getpid()}:yy", 1, 600.0)
+    alive.flush()
+    with pytest.raises(SessionBusy):
+        store.acquire("alive", "me:1:c", 60.0)

@@ -14,9 +14,12 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from tether.cli.common import usage
+
+if TYPE_CHECKING:
+    from tether.types import ToolSpec
 
 
 def register(commands: Any) -> None:
@@ -27,6 +30,9 @@ def register(commands: Any) -> None:
     lint = sub.add_parser("lint", help="validate a policy file",
                           description="Load a policy file as the runtime would; report errors.")
     lint.add_argument("file", help="the YAML policy file")
+    lint.add_argument("--tools", metavar="MODULE:ATTR",
+                      help="also check that the rules name only tools and arguments these tools "
+                      "have: a list of tools, an Agent, or a function returning either")
     lint.set_defaults(run=run_lint)
     test = sub.add_parser("test", help="run example requests against a policy",
                           description="Decide each case of CASES with the policy in FILE and "
@@ -37,6 +43,7 @@ def register(commands: Any) -> None:
 
 
 def run_lint(args: argparse.Namespace) -> int:
+    from tether.policy.names import unknown_names
     from tether.policy.yaml_policy import YamlPolicy
     from tether.policy.yaml_source import PolicyLoadError
 
@@ -49,8 +56,36 @@ def run_lint(args: argparse.Namespace) -> int:
         print(f"error: {exc}", file=sys.stderr)
         return 1
     count = len(policy.rules)
-    print(f"ok: {args.file}: {count} rule{'' if count == 1 else 's'}")
+    checked = ""
+    if args.tools is not None:
+        specs = _tool_specs(args.tools)
+        if specs is None:
+            return 2
+        problems = unknown_names(policy, specs)
+        for problem in problems:
+            print(f"error: {problem}", file=sys.stderr)
+        if problems:
+            return 1
+        checked = f", every name found among {len(specs)} tools"
+    print(f"ok: {args.file}: {count} rule{'' if count == 1 else 's'}{checked}")
     return 0
+
+
+def _tool_specs(spec: str) -> list[ToolSpec] | None:
+    """The specs of the tools ``--tools`` names, or None after printing why it cannot."""
+    from tether.cli.recipe import RecipeError, import_object
+    from tether.runtime.agent import Agent
+    from tether.tools.registry import ToolRegistry
+
+    try:
+        value = import_object(spec, "a list of tools, an Agent, or a function returning one")
+        if callable(value) and not isinstance(value, Agent) and not hasattr(value, "spec"):
+            value = value()
+        tools: Any = value.tools if isinstance(value, Agent) else value
+        return list(ToolRegistry(tools if isinstance(tools, list | tuple) else [tools]).specs)
+    except (RecipeError, TypeError, ValueError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return None
 
 
 def run_test(args: argparse.Namespace) -> int:

@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any
 
-from tether.store.base import Store
+from tether.store.base import Lease, Store
 from tether.types import Event
 
 GENESIS = "0" * 64
@@ -264,13 +264,14 @@ class Journal:
     """
 
     __slots__ = ("_flushed", "_json", "_notified", "_on_append", "_pending", "_redacted",
-                 "_redactions", "_sealed", "bus", "session_id", "store")
+                 "_redactions", "_sealed", "bus", "lease", "session_id", "store")
 
     def __init__(self, session_id: str,
                  on_append: Callable[[str, Mapping[str, Any]], None] | None = None, *,
                  store: Store | None = None, history: Sequence[Event] = ()) -> None:
         self.session_id = session_id
         self.store = store
+        self.lease: Lease | None = None  # the writer's hold on the session, checked per flush
         self._sealed: list[Event] = list(history)  # events already sealed into the chain
         self._flushed = len(self._sealed)  # how many of them the store holds
         self._pending: list[Pending] = []  # appended, not yet sealed
@@ -310,7 +311,7 @@ class Journal:
             return
         sealed = self._seal_all()
         if self._flushed < len(sealed):
-            self.store.append(self.session_id, sealed[self._flushed:], self._json)
+            self.store.append(self.session_id, sealed[self._flushed:], self._json, self.lease)
             self._flushed = len(sealed)
             self._json = []
 
@@ -359,6 +360,11 @@ class Journal:
                 prev = event.hash
             self._pending = []
         return sealed
+
+    @property
+    def flushed(self) -> int:
+        """How many of the session's events the store holds (as far as this journal knows)."""
+        return self._flushed
 
     @property
     def head(self) -> str:

@@ -121,6 +121,10 @@ class FirstMatch:
                                  f"{effect.value}", f"{self.policy_id}:default")
 
     @property
+    def members(self) -> tuple[object, ...]:
+        return self._members
+
+    @property
     def inline(self) -> bool:
         """Decides on the caller's thread when every member does."""
         return members_inline(*self._members)
@@ -155,6 +159,10 @@ class DenyOverrides(Generic[D_co]):
         self._members = _members("DenyOverrides", policies, at_least=1)
         self.policy_id = policy_id or (
             f"deny-overrides({', '.join(policy_id_of(m) for m in self._members)})")
+
+    @property
+    def members(self) -> tuple[object, ...]:
+        return self._members
 
     @property
     def inline(self) -> bool:
@@ -192,6 +200,10 @@ class DefaultDeny:
     def __init__(self, policy: Voter[Decision | None], *, policy_id: str | None = None) -> None:
         (self._inner,) = _members("DefaultDeny", (policy,), at_least=1)
         self.policy_id = policy_id or f"default-deny({policy_id_of(policy)})"
+
+    @property
+    def members(self) -> tuple[object, ...]:
+        return (self._inner,)
 
     @property
     def inline(self) -> bool:

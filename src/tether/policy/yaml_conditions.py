@@ -61,6 +61,8 @@ class Condition:
 
     test: Test
     tools: frozenset[str] | None  # certainly False for any tool outside this set; None: no bound
+    names: frozenset[str] = frozenset()  # every tool name it mentions (to check against tools)
+    args: frozenset[str] = frozenset()  # every top-level argument name it mentions
 
 
 def compile_condition(node: Node) -> Condition:
@@ -74,11 +76,16 @@ def compile_condition(node: Node) -> Condition:
 
 # -- combinators (Kleene logic) ----------------------------------------------------------------
 
+def _mentions(parts: list[Condition]) -> tuple[frozenset[str], frozenset[str]]:
+    return (frozenset().union(*(p.names for p in parts)),
+            frozenset().union(*(p.args for p in parts)))
+
+
 def _conjunction(parts: list[Condition]) -> Condition:
     bounds = [p.tools for p in parts if p.tools is not None]
     tools = frozenset.intersection(*bounds) if bounds else None
     if len(parts) == 1:
-        return Condition(parts[0].test, tools)
+        return Condition(parts[0].test, tools, *_mentions(parts))
     tests = tuple(p.test for p in parts)
 
     def all_of(s: Subject, a: Action, r: Resource, c: Context) -> bool | None:
@@ -91,7 +98,7 @@ def _conjunction(parts: list[Condition]) -> Condition:
                 unknown = True
         return None if unknown else True
 
-    return Condition(all_of, tools)
+    return Condition(all_of, tools, *_mentions(parts))
 
 
 def _all(node: Node) -> Condition:
@@ -114,17 +121,18 @@ def _any(node: Node) -> Condition:
                 unknown = True
         return None if unknown else False
 
-    return Condition(any_of, tools)
+    return Condition(any_of, tools, *_mentions(parts))
 
 
 def _not(node: Node) -> Condition:
-    inner = compile_condition(node).test
+    compiled = compile_condition(node)
+    inner = compiled.test
 
     def negation(s: Subject, a: Action, r: Resource, c: Context) -> bool | None:
         value = inner(s, a, r, c)
         return None if value is None else not value
 
-    return Condition(negation, None)
+    return Condition(negation, None, compiled.names, compiled.args)
 
 
 # -- names: tool, roles, tenant, user, agent, risk, output_trust ---------------------------------
@@ -162,12 +170,12 @@ def _tool(node: Node) -> Condition:
         def one(s: Subject, a: Action, r: Resource, c: Context) -> bool | None:
             return a.tool == name
 
-        return Condition(one, names)
+        return Condition(one, names, names)
 
     def some(s: Subject, a: Action, r: Resource, c: Context) -> bool | None:
         return a.tool in names
 
-    return Condition(some, names)
+    return Condition(some, names, names)
 
 
 def _roles(node: Node) -> Condition:
@@ -262,7 +270,9 @@ def _args(node: Node) -> Condition:
     keys = node.entries("argument comparisons such as {amount: {gt: 100}}")
     parts = []
     for key, child in keys.items():
-        parts.append(Condition(_comparison(child, _argument(_segments(child, key))), None))
+        path = _segments(child, key)
+        parts.append(Condition(_comparison(child, _argument(path)), None,
+                               args=frozenset({path[0]})))
     return _conjunction(parts)
 
 

@@ -82,6 +82,8 @@ class Rule:
     unknown_decision: Decision  # what it decides when its condition is unknown (restricting)
     test: Test
     tools: frozenset[str] | None  # the tools it can match; None: any tool
+    names: frozenset[str] = frozenset()  # tool names it mentions (conditions and fallback)
+    args: frozenset[str] = frozenset()  # argument names it mentions (conditions and fields)
 
     @property
     def effect(self) -> Effect:
@@ -228,7 +230,9 @@ def _rule(node: Node, index: int, policy_id: str) -> Rule:
     fields, mask_in, fallback = _extras(keys, effect, condition)
     decision = Decision(effect, reason, f"{policy_id}:{rule_id}", fields, mask_in, fallback)
     unknown = Decision(effect, reason + _UNKNOWN_NOTE, decision.policy_id)
-    return Rule(rule_id, index, priority, decision, unknown, condition.test, condition.tools)
+    names = condition.names | ({fallback} if fallback else set())
+    return Rule(rule_id, index, priority, decision, unknown, condition.test, condition.tools,
+                names, condition.args | set(fields))
 
 
 def _extras(keys: dict[str, Node], effect: Effect,

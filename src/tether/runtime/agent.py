@@ -17,9 +17,11 @@ from tether.models.base import Model
 from tether.models.pricing import Price
 from tether.policy.base import AllowAll, Policy
 from tether.policy.deadline import DEFAULT_POLICY_TIMEOUT
+from tether.policy.names import check_names
 from tether.runtime.budget import Budget
 from tether.runtime.chokepoint.approvals import ApprovalStore, StoredApprovals
 from tether.runtime.handle import Strategy
+from tether.runtime.lease import DEFAULT_LEASE_TTL
 from tether.runtime.limits import Limits
 from tether.store.base import Store, open_store
 from tether.store.memory import MemoryStore
@@ -55,6 +57,11 @@ class Agent:
     # seconds a policy that may block (one not declared ``inline``) has to decide; past it the
     # call is denied (tether.policy.deadline)
     policy_timeout: float | None = DEFAULT_POLICY_TIMEOUT
+    # seconds a worker's hold on a running session lasts unrenewed (tether.runtime.lease)
+    lease_ttl: float = DEFAULT_LEASE_TTL
+    # refuse a YAML policy whose rules name tools or arguments these tools do not have
+    # (tether.policy.names); off for a policy shared by agents whose tools differ
+    check_policy_names: bool = True
     credentials: CredentialBroker | None = field(default=None, compare=False)
     # keep arguments the policy hides from the journal in the store's private table, so a call
     # that waits for approval can still run when the session resumes in another process
@@ -77,6 +84,8 @@ class Agent:
             raise ValueError("max_result_chars must be >= 1")
         if not self.approval_ttl > 0:
             raise ValueError("approval_ttl must be a positive number of seconds")
+        if not self.lease_ttl > 0:
+            raise ValueError("lease_ttl must be a positive number of seconds")
         if self.policy_timeout is not None and not self.policy_timeout > 0:
             raise ValueError("policy_timeout must be a positive number of seconds (or None: "
                              "a policy that may block is then waited for without limit)")
@@ -90,6 +99,8 @@ class Agent:
             approvals = StoredApprovals(self.journal_store or MemoryStore())
             object.__setattr__(self, "approvals", approvals)
         registry = ToolRegistry(self.tools)
+        if self.check_policy_names:
+            check_names(self.policy, registry.specs)
         object.__setattr__(self, "tools", tuple(registry))
         object.__setattr__(self, "registry", registry)
 

@@ -27,6 +27,7 @@ from tether.runtime.chokepoint.gate import PolicyGate
 from tether.runtime.chokepoint.turn import ToolCalls
 from tether.runtime.environment import Environment
 from tether.runtime.handle import Handle
+from tether.runtime.lease import leased, leased_briefly
 from tether.runtime.result import Result, ToolResult, Trajectory
 from tether.runtime.state import fold
 from tether.runtime.stop import Stop, StopReason
@@ -130,9 +131,10 @@ class Session:
             raise ValueError("say who settles: operator must be a non-empty name")
         if call_id not in self._state.started or call_id in self._state.results:
             raise ValueError(f"call {call_id!r} is not an interrupted call of this session")
-        self._journal.append("effect.settled", {"call_id": call_id, "action": action,
-                                                "operator": operator, "note": note})
-        self._journal.flush()
+        with leased_briefly(self._journal, self.agent.lease_ttl):
+            self._journal.append("effect.settled", {"call_id": call_id, "action": action,
+                                                    "operator": operator, "note": note})
+            self._journal.flush()
 
     def spend(self) -> Spend:
         """What this session has spent so far."""
@@ -211,7 +213,8 @@ class Session:
             raise RuntimeError(f"session {self.id} is already running")
         self._running = True
         try:
-            return await self._drive()
+            async with leased(self._journal, self.agent.lease_ttl, new=not len(self._journal)):
+                return await self._drive()
         finally:
             self._running = False
             if self.agent.credentials is not None:  # no token outlives the activation

@@ -11,6 +11,7 @@ column, so "use an approved request once" is a single compare-and-set in every s
 from __future__ import annotations
 
 import os
+import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
@@ -33,6 +34,69 @@ class SchemaError(StoreError):
     """The store's schema is newer than this tether understands, or is not tether's."""
 
 
+class SessionBusy(StoreError):
+    """Another worker holds the session's lease (or took it over from this one)."""
+
+    def __init__(self, session_id: str, holder: str | None, expires_at: float,
+                 lost: bool = False) -> None:
+        self.session_id, self.holder, self.expires_at = session_id, holder, expires_at
+        left = max(0.0, expires_at - time.time())
+        if lost:
+            message = (f"session {session_id} was taken over by {holder or 'another worker'} "
+                       "after this worker's lease lapsed; this worker stops here, and what it "
+                       "had not journaled is settled by the new holder")
+        else:
+            message = (f"session {session_id} is running in {holder} (its lease expires in "
+                       f"{left:.0f}s); wait for it to pause or end, or resume it after the lease "
+                       "expires if that worker died")
+        super().__init__(message)
+
+
+@dataclass(frozen=True, slots=True)
+class Lease:
+    """A worker's hold on a running session. ``token`` is the fencing token: it grows with each
+    new holder, and every append is refused unless it carries the current one."""
+
+    holder: str
+    token: int
+    ttl: float
+
+
+def lease_columns(lease: Lease | None) -> tuple[str | None, int, float]:
+    """A session row's lease columns for ``lease``: holder, token, expiry."""
+    if lease is None:
+        return None, 0, 0.0
+    return lease.holder, lease.token, time.time() + lease.ttl
+
+
+def lease_holder() -> str:
+    """Who this process is, in a lease: host, pid and a nonce (a restarted pid is another)."""
+    import socket
+    import uuid
+
+    return f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
+
+
+def holder_is_gone(holder: str | None) -> bool:
+    """Whether ``holder`` is a process of this host that no longer exists: its lease can be
+    taken at once instead of waiting for it to expire."""
+    import socket
+
+    if not holder:
+        return True
+    host, _, rest = holder.partition(":")
+    pid_text = rest.partition(":")[0]
+    if host != socket.gethostname() or not pid_text.isdigit():
+        return False
+    try:
+        os.kill(int(pid_text), 0)
+    except ProcessLookupError:
+        return True
+    except PermissionError:  # alive, someone else's
+        return False
+    return False
+
+
 @dataclass(frozen=True, slots=True)
 class SessionInfo:
     session_id: str
@@ -52,9 +116,25 @@ class Store(Protocol):
     url: str
 
     def append(self, session_id: str, events: Sequence[Event],
-               data_json: Sequence[str] | None = None) -> None:
+               data_json: Sequence[str] | None = None, lease: Lease | None = None) -> None:
         """Add one step's sealed events atomically; ConflictError if the seqs do not follow.
-        ``data_json``, when given, is each event's data already encoded as JSON."""
+        ``data_json``, when given, is each event's data already encoded as JSON. With a
+        ``lease``: a first append takes the session's lease for it, a later one is refused
+        (SessionBusy) unless the lease is still the session's, and renews it."""
+        ...
+
+    def acquire(self, session_id: str, holder: str, ttl: float) -> Lease:
+        """Take the lease of a stored session for ``ttl`` seconds, or SessionBusy naming the
+        holder when another worker holds an unexpired one (a holder whose process is gone, on
+        this host, holds nothing)."""
+        ...
+
+    def renew(self, session_id: str, lease: Lease) -> None:
+        """Extend the lease; SessionBusy (lost) if another worker took it meanwhile."""
+        ...
+
+    def release(self, session_id: str, lease: Lease) -> None:
+        """Give the lease up (nothing happens if it is no longer this one)."""
         ...
 
     def read(self, session_id: str, after_seq: int = 0) -> list[Event]:

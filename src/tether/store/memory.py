@@ -5,10 +5,18 @@ from __future__ import annotations
 
 import json
 import threading
+import time
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from tether.store.base import ConflictError, SessionInfo, session_info
+from tether.store.base import (
+    ConflictError,
+    Lease,
+    SessionBusy,
+    SessionInfo,
+    holder_is_gone,
+    session_info,
+)
 from tether.types import Event
 
 
@@ -19,13 +27,14 @@ class MemoryStore:
         self._events: dict[str, list[Event]] = {}
         self._approvals: dict[str, dict[str, Any]] = {}
         self._private: dict[tuple[str, str], str] = {}  # (session, call) -> arguments as JSON
+        self._leases: dict[str, tuple[str | None, int, float]] = {}  # holder, token, expires
         self._lock = threading.Lock()
 
     def __repr__(self) -> str:
         return f"MemoryStore({len(self._events)} sessions)"
 
     def append(self, session_id: str, events: Sequence[Event],
-               data_json: Sequence[str] | None = None) -> None:
+               data_json: Sequence[str] | None = None, lease: Lease | None = None) -> None:
         if not events:
             return
         with self._lock:
@@ -33,7 +42,38 @@ class MemoryStore:
             if events[0].seq != len(stored) + 1:
                 raise ConflictError(f"session {session_id}: expected seq {len(stored) + 1}, "
                                     f"got {events[0].seq}; another writer appended first")
+            if lease is not None:
+                if events[0].seq > 1:
+                    self._check(session_id, lease)
+                self._leases[session_id] = (lease.holder, lease.token, time.time() + lease.ttl)
             stored.extend(events)
+
+    def _check(self, session_id: str, lease: Lease) -> None:
+        holder, token, expires = self._leases.get(session_id, (None, 0, 0.0))
+        if token != lease.token:
+            raise SessionBusy(session_id, holder, expires, lost=True)
+
+    def acquire(self, session_id: str, holder: str, ttl: float) -> Lease:
+        with self._lock:
+            if not self._events.get(session_id):
+                raise LookupError(f"no session {session_id!r} in {self.url}")
+            current, token, expires = self._leases.get(session_id, (None, 0, 0.0))
+            if current not in (None, holder) and expires > time.time() and \
+                    not holder_is_gone(current):
+                raise SessionBusy(session_id, current, expires)
+            lease = Lease(holder, token + 1, ttl)
+            self._leases[session_id] = (holder, lease.token, time.time() + ttl)
+            return lease
+
+    def renew(self, session_id: str, lease: Lease) -> None:
+        with self._lock:
+            self._check(session_id, lease)
+            self._leases[session_id] = (lease.holder, lease.token, time.time() + lease.ttl)
+
+    def release(self, session_id: str, lease: Lease) -> None:
+        with self._lock:
+            if self._leases.get(session_id, (None, 0, 0.0))[1] == lease.token:
+                self._leases[session_id] = (None, lease.token, 0.0)
 
     def read(self, session_id: str, after_seq: int = 0) -> list[Event]:
         return list(self._events.get(session_id, ())[after_seq:])
@@ -56,6 +96,7 @@ class MemoryStore:
                 for aid in [a for a, r in self._approvals.items() if r["session_id"] == sid]:
                     del self._approvals[aid]
                 self._drop_private(sid)
+                self._leases.pop(sid, None)
             return len(doomed)
 
     def put_private(self, session_id: str, call_id: str, arguments: Mapping[str, Any]) -> None:

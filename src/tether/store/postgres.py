@@ -13,11 +13,21 @@ from __future__ import annotations
 
 import json
 import re
+import time
 from collections.abc import Mapping, Sequence
 from typing import Any
 from urllib.parse import parse_qsl, quote, urlencode, urlsplit, urlunsplit
 
-from tether.store.base import ConflictError, SchemaError, SessionInfo, StoreError
+from tether.store.base import (
+    ConflictError,
+    Lease,
+    SchemaError,
+    SessionBusy,
+    SessionInfo,
+    StoreError,
+    holder_is_gone,
+    lease_columns,
+)
 from tether.types import Event
 from tether.urls import redact_text, redact_url
 
@@ -52,6 +62,13 @@ MIGRATIONS: dict[int, list[str]] = {
         "ALTER TABLE {s}.events ADD COLUMN jsonb_era BOOLEAN NOT NULL DEFAULT TRUE",
         "ALTER TABLE {s}.events ALTER COLUMN jsonb_era SET DEFAULT FALSE",
         "ALTER TABLE {s}.approvals ALTER COLUMN record TYPE TEXT USING record::text",
+    ],
+    # A running session is leased to one worker: who holds it, the fencing token every append
+    # must carry, and when the lease lapses (renewed by each append of its holder).
+    4: [
+        "ALTER TABLE {s}.sessions ADD COLUMN lease_holder TEXT",
+        "ALTER TABLE {s}.sessions ADD COLUMN lease_token BIGINT NOT NULL DEFAULT 0",
+        "ALTER TABLE {s}.sessions ADD COLUMN lease_expires DOUBLE PRECISION NOT NULL DEFAULT 0",
     ],
 }
 SCHEMA_VERSION = max(MIGRATIONS)
@@ -118,30 +135,35 @@ class PostgresStore:
                        (str(SCHEMA_VERSION),))
 
     def append(self, session_id: str, events: Sequence[Event],
-               data_json: Sequence[str] | None = None) -> None:
+               data_json: Sequence[str] | None = None, lease: Lease | None = None) -> None:
         if not events:
             return
         if data_json is None or len(data_json) != len(events):
             data_json = [e.json_text or json.dumps(e.data, ensure_ascii=False) for e in events]
         first, last = events[0], events[-1]
+        locked = self._sql("SELECT events, lease_token, lease_holder, lease_expires FROM "
+                           "{s}.sessions WHERE session_id = %s FOR UPDATE")
         with self._pool.connection() as db:
-            row = db.execute(self._sql("SELECT events FROM {s}.sessions WHERE session_id = %s "
-                                       "FOR UPDATE"), (session_id,)).fetchone()
+            row = db.execute(locked, (session_id,)).fetchone()
             if row is None:
                 subject = first.data.get("subject") or {}
+                holder, token, expires = lease_columns(lease)
                 inserted = db.execute(self._sql(
-                    "INSERT INTO {s}.sessions VALUES (%s, %s, %s, %s, %s, 0, %s) "
+                    "INSERT INTO {s}.sessions (session_id, tenant_id, agent, created_at, "
+                    "updated_at, events, last_type, lease_holder, lease_token, lease_expires) "
+                    "VALUES (%s, %s, %s, %s, %s, 0, %s, %s, %s, %s) "
                     "ON CONFLICT (session_id) DO NOTHING RETURNING events"),
                     (session_id, subject.get("tenant_id"), first.data.get("agent"),
-                     first.timestamp, last.timestamp, last.type)).fetchone()
+                     first.timestamp, last.timestamp, last.type, holder, token,
+                     expires)).fetchone()
                 if inserted is None:  # another writer created it first
-                    row = db.execute(self._sql("SELECT events FROM {s}.sessions WHERE "
-                                               "session_id = %s FOR UPDATE"),
-                                     (session_id,)).fetchone()
+                    row = db.execute(locked, (session_id,)).fetchone()
             stored = row[0] if row else 0
             if first.seq != stored + 1:
                 raise ConflictError(f"session {session_id}: expected seq {stored + 1}, got "
                                     f"{first.seq}; another writer appended first")
+            if lease is not None and row is not None and row[1] != lease.token:
+                raise SessionBusy(session_id, row[2], row[3], lost=True)
             with db.cursor() as cursor:
                 cursor.executemany(self._sql("INSERT INTO {s}.events (session_id, seq, type, ts, "
                                              "data, prev_hash, hash) VALUES "
@@ -150,8 +172,44 @@ class PostgresStore:
                                      e.prev_hash, e.hash)
                                     for e, text in zip(events, data_json, strict=True)])
             db.execute(self._sql("UPDATE {s}.sessions SET updated_at = %s, events = %s, "
-                                 "last_type = %s WHERE session_id = %s"),
-                       (last.timestamp, last.seq, last.type, session_id))
+                                 "last_type = %s, lease_expires = CASE WHEN %s THEN %s ELSE "
+                                 "lease_expires END WHERE session_id = %s"),
+                       (last.timestamp, last.seq, last.type, lease is not None,
+                        lease_columns(lease)[2], session_id))
+
+    def acquire(self, session_id: str, holder: str, ttl: float) -> Lease:
+        with self._pool.connection() as db:
+            row = db.execute(self._sql("SELECT lease_holder, lease_token, lease_expires FROM "
+                                       "{s}.sessions WHERE session_id = %s FOR UPDATE"),
+                             (session_id,)).fetchone()
+            if row is None:
+                raise LookupError(f"no session {session_id!r} in {self.url}")
+            current, token, expires = row
+            if current not in (None, holder) and expires > time.time() and \
+                    not holder_is_gone(current):
+                raise SessionBusy(session_id, current, expires)
+            db.execute(self._sql("UPDATE {s}.sessions SET lease_holder = %s, lease_token = %s, "
+                                 "lease_expires = %s WHERE session_id = %s"),
+                       (holder, token + 1, time.time() + ttl, session_id))
+        return Lease(holder, token + 1, ttl)
+
+    def renew(self, session_id: str, lease: Lease) -> None:
+        with self._pool.connection() as db:
+            moved = db.execute(self._sql("UPDATE {s}.sessions SET lease_expires = %s WHERE "
+                                         "session_id = %s AND lease_token = %s"),
+                               (time.time() + lease.ttl, session_id, lease.token)).rowcount
+            if moved != 1:
+                row = db.execute(self._sql("SELECT lease_holder, lease_expires FROM "
+                                           "{s}.sessions WHERE session_id = %s"),
+                                 (session_id,)).fetchone()
+                raise SessionBusy(session_id, row[0] if row else None,
+                                  row[1] if row else 0.0, lost=True)
+
+    def release(self, session_id: str, lease: Lease) -> None:
+        with self._pool.connection() as db:
+            db.execute(self._sql("UPDATE {s}.sessions SET lease_holder = NULL, lease_expires = 0 "
+                                 "WHERE session_id = %s AND lease_token = %s"),
+                       (session_id, lease.token))
 
     def read(self, session_id: str, after_seq: int = 0) -> list[Event]:
         with self._pool.connection() as db:

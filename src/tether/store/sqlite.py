@@ -15,12 +15,22 @@ import functools
 import json
 import sqlite3
 import threading
+import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, urlparse
 
-from tether.store.base import ConflictError, SchemaError, SessionInfo, StoreError
+from tether.store.base import (
+    ConflictError,
+    Lease,
+    SchemaError,
+    SessionBusy,
+    SessionInfo,
+    StoreError,
+    holder_is_gone,
+    lease_columns,
+)
 from tether.types import Event
 
 MIGRATIONS: dict[int, str] = {
@@ -91,11 +101,21 @@ MIGRATIONS: dict[int, str] = {
     ALTER TABLE events_v4 RENAME TO events;
     CREATE UNIQUE INDEX events_by_session ON events (session_key, seq);
     """,
+    # A running session is leased to one worker: who holds it, the fencing token every append
+    # must carry, and when the lease lapses (renewed by each append of its holder).
+    5: """
+    ALTER TABLE sessions ADD COLUMN lease_holder TEXT;
+    ALTER TABLE sessions ADD COLUMN lease_token INTEGER NOT NULL DEFAULT 0;
+    ALTER TABLE sessions ADD COLUMN lease_expires REAL NOT NULL DEFAULT 0;
+    """,
 }
 SCHEMA_VERSION = max(MIGRATIONS)
-# the sessions row is the writers' check: it moves on only from the seq the writer read
+# the sessions row is the writers' check: it moves on only from the seq the writer read (and,
+# for a leased session, only for the lease's holder, whose lease it renews)
 MOVE_ON = ("UPDATE sessions SET updated_at = ?, events = ?, last_type = ? "
            "WHERE key = ? AND events = ?")
+MOVE_ON_LEASED = ("UPDATE sessions SET updated_at = ?, events = ?, last_type = ?, "
+                  "lease_expires = ? WHERE key = ? AND events = ? AND lease_token = ?")
 KEYS_KEPT = 4096  # session keys remembered by a store (a cache: a forgotten one is looked up)
 ROWS_PER_INSERT = 256  # a step's events go in one statement; 256 x 7 values is far below the limit
 
@@ -173,7 +193,7 @@ class SQLiteStore:
                 raise
 
     def append(self, session_id: str, events: Sequence[Event],
-               data_json: Sequence[str] | None = None) -> None:
+               data_json: Sequence[str] | None = None, lease: Lease | None = None) -> None:
         if not events:
             return
         if data_json is None or len(data_json) != len(events):
@@ -187,23 +207,27 @@ class SQLiteStore:
                     subject = first.data.get("subject") or {}
                     cursor.execute(
                         "INSERT OR IGNORE INTO sessions (session_id, tenant_id, agent, "
-                        "created_at, updated_at, events, last_type) VALUES (?, ?, ?, ?, ?, ?, ?)",
+                        "created_at, updated_at, events, last_type, lease_holder, lease_token, "
+                        "lease_expires) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                         (session_id, subject.get("tenant_id"), first.data.get("agent"),
-                         first.timestamp, last.timestamp, last.seq, last.type))
+                         first.timestamp, last.timestamp, last.seq, last.type,
+                         *lease_columns(lease)))
                     key, moved = cursor.lastrowid, cursor.rowcount
                 else:
                     key = self._keys.get(session_id)
-                    moved = cursor.execute(MOVE_ON, (last.timestamp, last.seq, last.type,
-                                                     key, first.seq - 1)).rowcount
-                if moved != 1:  # another writer came first, or the key was stale or unknown
-                    row = cursor.execute("SELECT key, events FROM sessions WHERE session_id = ?",
+                    moved = self._move_on(key, first.seq - 1, last, lease)
+                if moved != 1:  # another writer came first, the lease moved, or a stale key
+                    row = cursor.execute("SELECT key, events, lease_token, lease_holder, "
+                                         "lease_expires FROM sessions WHERE session_id = ?",
                                          (session_id,)).fetchone()
                     if row is None or row[1] != first.seq - 1:
                         raise ConflictError(f"session {session_id}: expected seq "
                                             f"{(row[1] if row else 0) + 1}, got {first.seq}; "
                                             "another writer appended first")
+                    if lease is not None and row[2] != lease.token:
+                        raise SessionBusy(session_id, row[3], row[4], lost=True)
                     key = row[0]  # e.g. pruned and begun anew by another process
-                    cursor.execute(MOVE_ON, (last.timestamp, last.seq, last.type, key, row[1]))
+                    self._move_on(key, row[1], last, lease)
                 values: list[Any] = []
                 for e, text in zip(events, data_json, strict=True):
                     values += (key, e.seq, e.type, e.timestamp, text, e.prev_hash, e.hash)
@@ -218,6 +242,52 @@ class SQLiteStore:
             if len(self._keys) >= KEYS_KEPT:
                 self._keys.clear()
             self._keys[session_id] = key
+
+    def _move_on(self, key: int | None, stored: int, last: Event, lease: Lease | None) -> int:
+        if lease is None:
+            return self._cursor.execute(MOVE_ON, (last.timestamp, last.seq, last.type, key,
+                                                  stored)).rowcount
+        return self._cursor.execute(MOVE_ON_LEASED, (
+            last.timestamp, last.seq, last.type, time.time() + lease.ttl, key, stored,
+            lease.token)).rowcount
+
+    def acquire(self, session_id: str, holder: str, ttl: float) -> Lease:
+        with self._lock:
+            db = self._db
+            db.execute("BEGIN IMMEDIATE")
+            try:
+                row = db.execute("SELECT lease_holder, lease_token, lease_expires FROM sessions "
+                                 "WHERE session_id = ?", (session_id,)).fetchone()
+                if row is None:
+                    raise LookupError(f"no session {session_id!r} in {self.url}")
+                current, token, expires = row
+                if current not in (None, holder) and expires > time.time() and \
+                        not holder_is_gone(current):
+                    raise SessionBusy(session_id, current, expires)
+                db.execute("UPDATE sessions SET lease_holder = ?, lease_token = ?, "
+                           "lease_expires = ? WHERE session_id = ?",
+                           (holder, token + 1, time.time() + ttl, session_id))
+                db.execute("COMMIT")
+            except BaseException:
+                db.execute("ROLLBACK")
+                raise
+        return Lease(holder, token + 1, ttl)
+
+    def renew(self, session_id: str, lease: Lease) -> None:
+        with self._lock:
+            moved = self._db.execute("UPDATE sessions SET lease_expires = ? WHERE session_id = ? "
+                                     "AND lease_token = ?", (time.time() + lease.ttl,
+                                                             session_id, lease.token)).rowcount
+            if moved != 1:
+                row = self._db.execute("SELECT lease_holder, lease_expires FROM sessions WHERE "
+                                       "session_id = ?", (session_id,)).fetchone()
+                raise SessionBusy(session_id, row[0] if row else None, row[1] if row else 0.0,
+                                  lost=True)
+
+    def release(self, session_id: str, lease: Lease) -> None:
+        with self._lock:
+            self._db.execute("UPDATE sessions SET lease_holder = NULL, lease_expires = 0 WHERE "
+                             "session_id = ? AND lease_token = ?", (session_id, lease.token))
 
     def read(self, session_id: str, after_seq: int = 0) -> list[Event]:
         with self._lock:

@@ -48,6 +48,7 @@ class ApprovalRequest:
     approver: str | None = None
     note: str = ""
     decided_at: float | None = None
+    used_by: str | None = None  # "session/call" that used it up
 
     def expired(self, now: float | None = None) -> bool:
         return (time.time() if now is None else now) >= self.expires_at
@@ -59,7 +60,7 @@ class ApprovalRequest:
             "reason": self.reason, "policy_id": self.policy_id,
             "requested_at": self.requested_at, "expires_at": self.expires_at,
             "status": self.status, "approver": self.approver, "note": self.note,
-            "decided_at": self.decided_at,
+            "decided_at": self.decided_at, "used_by": self.used_by,
         }
 
 
@@ -85,9 +86,10 @@ class ApprovalStore(Protocol):
 
     def deny(self, approval_id: str, *, approver: str, note: str = "") -> ApprovalRequest: ...
 
-    def consume(self, approval_id: str, expected_hash: str) -> ApprovalRequest:
-        """Mark an approved request used, atomically, if it matches the call and has not
-        expired; raise ApprovalError otherwise."""
+    def consume(self, approval_id: str, expected_hash: str, *, by: str) -> ApprovalRequest:
+        """Mark an approved request used by ``by`` (a session and call), atomically, if it was
+        given for that call; raise ApprovalError otherwise. Idempotent: a request already used
+        by ``by`` is used again without error (a resume after a crash repeats the step)."""
         ...
 
 
@@ -144,12 +146,18 @@ class StoredApprovals:
             raise ApprovalError(f"approval {approval_id} was decided by someone else meanwhile")
         return decided
 
-    def consume(self, approval_id: str, expected_hash: str) -> ApprovalRequest:
+    def consume(self, approval_id: str, expected_hash: str, *, by: str) -> ApprovalRequest:
         current = self._lookup(approval_id)
-        check_consumable(current, expected_hash)
-        if not self.store.update_approval(approval_id, "approved", {"status": "used"}):
+        if current.status == "used" and current.used_by == by:
+            return current
+        if current.status != "approved":
+            raise ApprovalError(f"approval {approval_id} is {current.status}, not approved")
+        if current.call_hash != expected_hash:
+            raise ApprovalError(f"approval {approval_id} was given for a different call")
+        if not self.store.update_approval(approval_id, "approved",
+                                          {"status": "used", "used_by": by}):
             raise ApprovalError(f"approval {approval_id} was used meanwhile; it is single-use")
-        return replace(current, status="used")
+        return replace(current, status="used", used_by=by)
 
     def _lookup(self, approval_id: str) -> ApprovalRequest:
         request = self.get(approval_id)
@@ -171,7 +179,7 @@ def from_dict(record: Mapping[str, Any]) -> ApprovalRequest:
         record["id"], record["session_id"], record["call_id"], record["tool"],
         dict(record["arguments"]), record["call_hash"], record["reason"], record["policy_id"],
         record["requested_at"], record["expires_at"], record["status"], record.get("approver"),
-        record.get("note", ""), record.get("decided_at"))
+        record.get("note", ""), record.get("decided_at"), record.get("used_by"))
 
 
 def check_consumable(request: ApprovalRequest, expected_hash: str) -> None:

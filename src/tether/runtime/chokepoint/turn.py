@@ -18,14 +18,21 @@ import asyncio
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import Any, NoReturn
 
 from tether.credentials import CredentialBroker, CredentialError, ScopedToken
 from tether.journal.chain import Journal
 from tether.models.base import CHARS_PER_TOKEN
 from tether.policy.base import Decision, Effect
 from tether.runtime.budget import Accountant, Spend, check_charge
-from tether.runtime.chokepoint.approvals import ApprovalError, ApprovalStore, call_hash, new_request
+from tether.runtime.chokepoint.approvals import (
+    ApprovalError,
+    ApprovalRequest,
+    ApprovalStore,
+    call_hash,
+    check_consumable,
+    new_request,
+)
 from tether.runtime.chokepoint.effects import (
     Admitted,
     check_unredacted,
@@ -251,38 +258,54 @@ class ToolCalls:
         request = self._approvals.get(approval_id)
         if request is None:
             raise Rejected(refusal(call, "its approval request was lost; ask again"))
-        if request.status == "pending" and not request.expired():
-            turn.waiting.append(call.id)
-            return None
+        user = f"{self._session_id}/{call.id}"  # what an approval is used up by
+        granted = call.id in self._state.granted
+        used = request.status == "used" and request.used_by == user
+        if not (granted or used):
+            if request.status == "pending" and not request.expired():
+                turn.waiting.append(call.id)
+                return None
+            if not turn.blocked and request.status != "approved":
+                why = "expired before anyone decided" if request.status == "pending" else (
+                    f"{request.status} by {request.approver}"
+                    + (f": {request.note}" if request.note else ""))
+                self._refuse(call, request, why, told=f"approval {why}")
         if turn.blocked:
             return None  # an earlier call still waits: nothing after it may run or be refused
-        if request.status != "approved":
-            why = "expired before anyone decided" if request.status == "pending" else (
-                f"{request.status} by {request.approver}"
-                + (f": {request.note}" if request.note else ""))
-            self._journal.append("approval.refused", {
-                "approval_id": approval_id, "call_id": call.id, "why": why,
-                "approver": request.approver, "note": request.note})
-            raise Rejected(refusal(call, f"approval {why}"))
         tool = self._executor.registry.get(request.tool)
         if tool is None:
             raise Rejected(refusal(call, f"tool {request.tool!r} is no longer available"))
         call = self._with_real_arguments(call)
         arguments = self._executor.validate(tool, ToolCall(call.id, request.tool,
                                                            call.arguments))
-        self._accountant.check_tool_call()
-        try:
-            self._approvals.consume(approval_id, call_hash(self._session_id, tool.name,
-                                                           arguments))
-        except ApprovalError as exc:
-            self._journal.append("approval.refused", {
-                "approval_id": approval_id, "call_id": call.id, "why": str(exc),
-                "approver": request.approver, "note": request.note})
-            raise Rejected(refusal(call, str(exc))) from None
-        self._journal.append("approval.granted", {
-            "approval_id": approval_id, "call_id": call.id, "tool": tool.name,
-            "approver": request.approver, "note": request.note, "charged": True})
+        digest = call_hash(self._session_id, tool.name, arguments)
+        if not granted:
+            if not used:
+                try:
+                    check_consumable(request, digest)
+                except ApprovalError as exc:
+                    self._refuse(call, request, str(exc))
+            self._accountant.check_tool_call()
+            # journaled, and durable, before the approval is used up: a crash between the two
+            # leaves a grant whose approval is still usable by this call, and by no other
+            self._journal.append("approval.granted", {
+                "approval_id": approval_id, "call_id": call.id, "tool": tool.name,
+                "approver": request.approver, "note": request.note, "charged": True})
+            self._journal.flush()
+        if not used:
+            try:
+                self._approvals.consume(approval_id, digest, by=user)
+            except ApprovalError as exc:
+                self._refuse(call, request, str(exc))
         return Admitted(call, tool, arguments)
+
+    def _refuse(self, call: ToolCall, request: ApprovalRequest, why: str,
+                told: str | None = None) -> NoReturn:
+        """Journal why an approval cannot be used for ``call``, and refuse the call."""
+        self._journal.append("approval.refused", {
+            "approval_id": request.id, "call_id": call.id, "why": why,
+            "approver": request.approver, "note": request.note})
+        raise Rejected(refusal(call, told or why))
 
     async def _flush(self, turn: _Turn) -> None:
         batch, turn.batch = turn.batch, []

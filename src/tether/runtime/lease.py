@@ -1,0 +1,81 @@
+"""A session is written by one worker at a time: its lease, held while the worker appends.
+
+Why: two workers resuming one session (or a resumer and the worker still running it) would
+each run the session's calls; the journal's seq check catches the second append, but only after
+its side effect. A lease decides who may run the session before anything runs.
+
+Decision: the lease lives in the store, beside the session's row, with an expiry and a fencing
+token. A new session's first append takes it; a resume (or an operator's settle) acquires it,
+and gets ``SessionBusy`` naming the holder while another worker's lease is live. Every append
+carries the token, so a worker whose lease lapsed and was taken over is refused at its next
+append instead of forking the journal. While an activation runs, the lease is renewed every
+third of its ttl (appends renew it too); it is released when the activation ends or pauses.
+After a crash it lapses after its ttl — at once when the holder was a process of this host that
+no longer exists.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import AsyncIterator, Iterator
+
+from tether.journal.chain import Journal
+from tether.store.base import Lease, StoreError, lease_holder
+
+DEFAULT_LEASE_TTL = 60.0
+
+
+@contextlib.asynccontextmanager
+async def leased(journal: Journal, ttl: float, *, new: bool) -> AsyncIterator[None]:
+    """Hold ``journal``'s session for the duration: taken by its first append when ``new``,
+    else acquired now (SessionBusy if another worker holds it); renewed while held."""
+    store = journal.store
+    if store is None:
+        yield
+        return
+    holder = lease_holder()
+    lease = Lease(holder, 1, ttl) if new else store.acquire(journal.session_id, holder, ttl)
+    journal.lease = lease
+    renewer = asyncio.ensure_future(_renew(journal, lease))
+    try:
+        yield
+    finally:
+        renewer.cancel()
+        _release(journal, lease)
+
+
+@contextlib.contextmanager
+def leased_briefly(journal: Journal, ttl: float) -> Iterator[None]:
+    """Hold ``journal``'s stored session for one write made outside a run (an operator's)."""
+    store = journal.store
+    if store is None:
+        yield
+        return
+    lease = store.acquire(journal.session_id, lease_holder(), ttl)
+    journal.lease = lease
+    try:
+        yield
+    finally:
+        _release(journal, lease)
+
+
+async def _renew(journal: Journal, lease: Lease) -> None:
+    store = journal.store
+    assert store is not None
+    while True:
+        await asyncio.sleep(lease.ttl / 3)
+        if not journal.flushed:  # a new session's row exists from its first flush on
+            continue
+        try:
+            store.renew(journal.session_id, lease)
+        except (StoreError, LookupError):
+            return  # lost (or unreachable): the next append says so, before anything runs
+
+
+def _release(journal: Journal, lease: Lease) -> None:
+    journal.lease = None
+    store = journal.store
+    assert store is not None
+    with contextlib.suppress(StoreError):
+        store.release(journal.session_id, lease)
