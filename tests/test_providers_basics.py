@@ -3,6 +3,7 @@ that importing tether loads no provider SDK."""
 
 from __future__ import annotations
 
+import os
 import pickle
 import subprocess
 import sys
@@ -94,15 +95,21 @@ def test_retry_after_forms() -> None:
 # -- keys and .env ---------------------------------------------------------------------------
 
 def test_env_file_parsing(tmp_path: Path) -> None:
+    """What people write in .env files, read as python-dotenv reads it (the hand-written parser
+    this replaced kept the quotes of a value with a trailing comment and cut multi-line ones)."""
     env = tmp_path / ".env"
     env.write_text("\n".join([
         "# comment", "", "A=plain", "export B = spaced  # trailing comment",
-        "C='single # not a comment'", 'D="double\\nline \\"quoted\\""', "E=", "not a line",
-        "F=x#y", "1BAD=skip",
+        "C='single # not a comment'", 'D="double\\nline \\"quoted\\""', "E=",
+        "F=x#y", 'KEY="sk-abc" # prod key', "export G='exported'",
+        'MULTI="-----BEGIN KEY-----', "line two", '-----END KEY-----"', "NO_VALUE",
     ]))
-    assert read_env_file(env) == {"A": "plain", "B": "spaced", "C": "single # not a comment",
-                                  "D": 'double\nline "quoted"', "E": "", "F": "x#y"}
+    assert read_env_file(env) == {
+        "A": "plain", "B": "spaced", "C": "single # not a comment",
+        "D": 'double\nline "quoted"', "E": "", "F": "x#y", "KEY": "sk-abc", "G": "exported",
+        "MULTI": "-----BEGIN KEY-----\nline two\n-----END KEY-----"}
     assert read_env_file(tmp_path / "missing.env") == {}
+    assert "KEY" not in os.environ and "MULTI" not in os.environ  # read, never exported
 
 
 def test_setting_precedence(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -3,10 +3,11 @@
 Decision: an explicit argument wins, then the process environment, then a ``.env`` file (the one
 in the working directory unless ``env_file=`` names another; ``None`` reads none). The file is
 read, never loaded: nothing is written into ``os.environ``, so reading a key for one model does
-not hand it to every library and subprocess of the process (python-dotenv's ``load_dotenv``
-does). A dozen lines parse the ``KEY=value`` subset adapters need (comments, ``export``, single
-or double quotes), so no dependency is added for it; variable expansion and multi-line values
-are not supported. The key itself is held in an ``ApiKey`` whose repr and str are masked.
+not hand it to every library and subprocess of the process. It is read by python-dotenv's
+``dotenv_values`` — the de-facto standard parser (quotes, trailing comments, ``export``,
+multi-line values, escapes) that the provider extras bring — rather than by a parser of our own
+that misreads what it does not know. The key itself is held in an ``ApiKey`` whose repr and str
+are masked.
 A ``"provider:model"`` spec names the provider only when the prefix is a known one, so model
 names with colons (``"llama3.1:8b"``) pass through whole.
 """
@@ -15,12 +16,8 @@ from __future__ import annotations
 
 import importlib.util
 import os
-import re
 from pathlib import Path
 from typing import final
-
-_LINE = re.compile(r"^\s*(?:export\s+)?(?P<key>[A-Za-z_][A-Za-z0-9_]*)\s*=\s*(?P<value>.*?)\s*$")
-_ESCAPES = {"n": "\n", "t": "\t", '"': '"', "\\": "\\"}
 
 EnvFile = str | os.PathLike[str] | None
 
@@ -50,28 +47,16 @@ class ApiKey:
 
 
 def read_env_file(path: str | os.PathLike[str]) -> dict[str, str]:
-    """``KEY=value`` pairs of a .env file; ``{}`` if it does not exist. Malformed lines are
-    skipped, as python-dotenv does."""
-    try:
-        text = Path(path).read_text(encoding="utf-8")
-    except FileNotFoundError:
+    """``KEY=value`` pairs of a .env file, as python-dotenv reads them (nothing is exported
+    into ``os.environ``); ``{}`` if it does not exist. A key without a value is left out."""
+    if not Path(path).is_file():
         return {}
-    out: dict[str, str] = {}
-    for line in text.splitlines():
-        if not line.strip() or line.lstrip().startswith("#"):
-            continue
-        match = _LINE.match(line)
-        if match:
-            out[match.group("key")] = _unquote(match.group("value"))
-    return out
-
-
-def _unquote(raw: str) -> str:
-    if len(raw) >= 2 and raw[0] == raw[-1] == "'":
-        return raw[1:-1]
-    if len(raw) >= 2 and raw[0] == raw[-1] == '"':
-        return re.sub(r"\\(.)", lambda m: _ESCAPES.get(m.group(1), m.group(0)), raw[1:-1])
-    return re.split(r"\s+#", raw, maxsplit=1)[0].strip()
+    try:
+        from dotenv import dotenv_values
+    except ImportError:
+        raise ImportError("reading a .env file needs python-dotenv; pip install "
+                          "'tether[openai]' (or [anthropic]), or pass env_file=None") from None
+    return {key: value for key, value in dotenv_values(path).items() if value is not None}
 
 
 def setting(name: str, explicit: str | None, env_file: EnvFile = ".env") -> str | None:
