@@ -62,13 +62,31 @@ def test_a_frozen_server_times_out_on_time_and_closes_within_bounds() -> None:
     assert closed_in < 8
 
 
-def test_close_never_hangs_past_close_timeout() -> None:
-    tools = connect(py_server(call_timeout=0.3, close_timeout=1)).open()
+def test_close_never_hangs_past_close_timeout(tmp_path: Any) -> None:
+    pid_file = tmp_path / "server.pid"
+    tools = connect(py_server(call_timeout=0.3, close_timeout=1,
+                              env={"TETHER_TEST_PID_FILE": str(pid_file)})).open()
+    pid = int(pid_file.read_text())
     with pytest.raises(TimeoutError):
         asyncio.run(asyncio.wait_for(tools.invoke("freeze", {}), 0.3))
     start = time.monotonic()
     tools.close()
-    assert time.monotonic() - start < 1 + 5  # close_timeout, then abandoned
+    assert time.monotonic() - start < 1 + 5  # close_timeout, then abandoned — and killed
+    assert _gone(pid), f"the frozen server {pid} outlived close()"
+
+
+def _gone(pid: int, wait: float = 5.0) -> bool:
+    """Whether process ``pid`` has exited (a zombie our process has not reaped counts)."""
+    deadline = time.monotonic() + wait
+    while time.monotonic() < deadline:
+        try:
+            with open(f"/proc/{pid}/stat") as fh:
+                if fh.read().rsplit(")", 1)[1].split()[0] == "Z":
+                    return True
+        except FileNotFoundError:
+            return True
+        time.sleep(0.05)
+    return False
 
 
 @pytest.mark.parametrize("kbytes", [1024])

@@ -8,6 +8,7 @@ Run: ``python py_server.py`` (stdio) or ``python py_server.py --http PORT`` (str
 - ``TETHER_TEST_FILLER``: number of extra ``filler_<n>`` tools (to have several pages).
 - ``TETHER_TEST_NOISE_KB``: KiB written to stderr before serving (a full, undrained pipe blocks).
 - ``TETHER_TEST_CALL_LOG``: a file each tool call is appended to (proves a call never arrived).
+- ``TETHER_TEST_PID_FILE``: a file the server writes its pid to at start (tests that it is gone).
 """
 
 from __future__ import annotations
@@ -28,6 +29,9 @@ PAGE_SIZE = int(os.environ.get("TETHER_TEST_PAGE_SIZE", "0"))
 FILLER = int(os.environ.get("TETHER_TEST_FILLER", "0"))
 NOISE_KB = int(os.environ.get("TETHER_TEST_NOISE_KB", "0"))
 CALL_LOG = os.environ.get("TETHER_TEST_CALL_LOG")
+if os.environ.get("TETHER_TEST_PID_FILE"):
+    with open(os.environ["TETHER_TEST_PID_FILE"], "w") as pid_file:
+        pid_file.write(str(os.getpid()))
 PIXEL = base64.b64encode(b"\x89PNG\r\n\x1a\n" + b"\0" * 64).decode()
 
 DESCRIPTIONS = {

@@ -14,8 +14,11 @@ mint extra uses. ``to_dict()`` is the metadata for audits.
 
 from __future__ import annotations
 
+import base64
+import binascii
 import json
 import math
+import re
 import secrets
 import threading
 import time
@@ -53,10 +56,31 @@ def check_name(what: str, value: object) -> str:
 
 
 def _forms(secret: str) -> tuple[Secret, ...]:
-    """The secret as it may appear in text: raw, JSON-escaped, repr-escaped, URL-encoded."""
+    """The secret as it may appear in text: raw, JSON-escaped, repr-escaped, URL-encoded, hex
+    (either case) and base64 (standard and URL-safe, with or without padding)."""
+    raw = secret.encode()
+    encoded = [base64.b64encode(raw).decode(), base64.urlsafe_b64encode(raw).decode()]
     forms = {secret, json.dumps(secret)[1:-1], repr(secret)[1:-1],
-             urllib.parse.quote(secret, safe=""), urllib.parse.quote_plus(secret)}
+             urllib.parse.quote(secret, safe=""), urllib.parse.quote_plus(secret),
+             raw.hex(), raw.hex().upper(), *encoded, *(e.rstrip("=") for e in encoded)}
     return tuple(Secret(f) for f in sorted(forms, key=len, reverse=True) if f)
+
+
+# a run of base64 text long enough to hide a secret inside something else it encodes
+_BASE64_RUN = re.compile(r"[A-Za-z0-9+/_-]{8,}={0,2}")
+
+
+def _hides(run: str, secret: bytes) -> bool:
+    """Whether base64 ``run`` decodes to bytes containing ``secret`` (a Basic-auth header
+    encodes ``user:secret``, in which the secret's own base64 never appears)."""
+    padded = run + "=" * (-len(run.rstrip("=")) % 4)
+    for decode in (base64.b64decode, base64.urlsafe_b64decode):
+        try:
+            if secret in decode(padded):
+                return True
+        except (ValueError, binascii.Error):
+            continue
+    return False
 
 
 @final
@@ -124,14 +148,17 @@ class ScopedToken:
             self._revoked = True
 
     def redact(self, text: str) -> str:
-        """``text`` with every occurrence of the secret (raw, JSON-, repr- or URL-encoded)
-        replaced by ``[secret redacted]``."""
+        """``text`` with every occurrence of the secret (raw, JSON-, repr- or URL-encoded, hex,
+        base64, or inside base64 of a longer text such as ``user:secret``) replaced by
+        ``[secret redacted]``."""
         if not isinstance(text, str):
             raise TypeError(f"redact takes a str, got {type(text).__name__}; convert the value "
                             "to the text that will be shown, then redact that")
         for form in self._forms:
             text = text.replace(form.get(), REDACTED)
-        return text
+        raw = self._secret.get().encode()
+        return _BASE64_RUN.sub(lambda m: REDACTED if _hides(m.group(), raw) else m.group(),
+                               text)
 
     # -- metadata ------------------------------------------------------------------------------
 

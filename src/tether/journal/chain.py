@@ -264,7 +264,7 @@ class Journal:
     """
 
     __slots__ = ("_flushed", "_json", "_notified", "_on_append", "_pending", "_redacted",
-                 "_redactions", "_sealed", "bus", "lease", "session_id", "store")
+                 "_redactions", "_sealed", "_secrets", "bus", "lease", "session_id", "store")
 
     def __init__(self, session_id: str,
                  on_append: Callable[[str, Mapping[str, Any]], None] | None = None, *,
@@ -279,6 +279,7 @@ class Journal:
         self._notified = len(self._sealed)  # how many events subscribers have been told of
         self._redactions = Redactions()
         self._redacted: set[str] = set()
+        self._secrets: list[Scrubber] = []  # scrubbers of secrets: for live text too
         self._on_append = on_append
         self.bus = EventBus()
 
@@ -328,8 +329,17 @@ class Journal:
 
     def scrub_with(self, scrubber: Scrubber) -> None:
         """Apply ``scrubber`` to every string of every event sealed from now on (e.g. a
-        credential token's ``redact``, which knows every encoded form of its secret)."""
+        credential token's ``redact``, which knows every encoded form of its secret), and
+        through ``hide_secrets`` to the text the runtime records: a secret is then kept out of
+        what the model is sent and the trajectory, whichever tool or turn it arrives by."""
         self._redactions.scrubbers.append(scrubber)
+        self._secrets.append(scrubber)
+
+    def hide_secrets(self, text: str) -> str:
+        """``text`` with every secret registered by ``scrub_with`` blanked."""
+        for scrub in self._secrets:
+            text = scrub(text)
+        return text
 
     def _notify(self, event: Event) -> None:
         for fn in self.bus:

@@ -21,6 +21,7 @@ from typing import Any
 
 from tether.mcp.config import MCPServer
 from tether.mcp.errors import MCPConnectionError, MCPError
+from tether.mcp.spawned import kill_group, record_spawns, stop_recording
 from tether.mcp.stderr import StderrTail
 
 MAX_PAGES = 1000  # a server whose cursors never end is broken, not large
@@ -51,8 +52,8 @@ def describe(exc: BaseException) -> str:
 
 
 class Connection:
-    __slots__ = ("_closing", "_failure", "_ready", "_session", "_stderr", "_task", "server",
-                 "stale")
+    __slots__ = ("_closing", "_failure", "_processes", "_ready", "_session", "_stderr", "_task",
+                 "server", "stale")
 
     def __init__(self, server: MCPServer) -> None:
         self.server = server
@@ -63,6 +64,7 @@ class Connection:
         self._ready: asyncio.Future[None] | None = None
         self._closing: asyncio.Event | None = None
         self._failure: BaseException | None = None
+        self._processes: list[Any] = []  # the stdio server's process, once spawned
 
     # -- diagnostics -------------------------------------------------------------------------
 
@@ -149,10 +151,12 @@ class Connection:
                                            env=dict(server.env) or None, cwd=server.cwd)
             self._stderr = tail = StderrTail(server.name)
             assert tail.writer is not None
+            recorded = record_spawns(self._processes)
             try:
                 read, write = await stack.enter_async_context(stdio_client(params, tail.writer))
             finally:
                 tail.close_writer()  # the child holds its own copy now (or never started)
+                stop_recording(recorded)
             return read, write
         import httpx2
         from mcp.client.streamable_http import streamable_http_client
@@ -178,9 +182,11 @@ class Connection:
         if not self._ready.done():  # still starting (e.g. a handshake never answered)
             task.cancel()  # the SDK's own shutdown still runs, shielded and bounded
         done, _ = await asyncio.wait({task}, timeout=self.server.close_timeout)
-        if not done:  # shutdown itself hangs: cancel and abandon
+        if not done:  # shutdown itself hangs: cancel, abandon, and kill the server
             task.cancel()
             await asyncio.wait({task}, timeout=1.0)
+            for process in self._processes:
+                kill_group(process)
 
     @property
     def connected(self) -> bool:

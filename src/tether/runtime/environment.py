@@ -157,6 +157,10 @@ class Environment:
         if final and response.tool_calls:  # tools were not offered: calls cannot be honoured
             response = ModelResponse(response.text, (), usage, response.model,
                                      response.finish_reason)
+        text = self._journal.hide_secrets(response.text)  # a secret the model repeats
+        if text != response.text:
+            response = ModelResponse(text, response.tool_calls, usage, response.model,
+                                     response.finish_reason)
         if response.tool_calls:
             response = self._with_unique_ids(_without_cut_call(response), step)
         cost = self._accountant.cost_of(usage)

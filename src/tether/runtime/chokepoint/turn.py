@@ -417,8 +417,9 @@ class ToolCalls:
         return token
 
     def record(self, result: ToolResult, untrusted: bool = False) -> None:
+        content = self._journal.hide_secrets(result.content)  # any tool's, not only its own
         data: dict[str, Any] = {"call_id": result.call_id, "tool": result.name,
-                                "status": result.status, "content": result.content}
+                                "status": result.status, "content": content}
         if untrusted:
             data["untrusted"] = True
         self._journal.append("tool.result", data)
