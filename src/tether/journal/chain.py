@@ -305,8 +305,16 @@ class Journal:
                 self._notified += 1
                 self._notify(event)
 
-    def flush(self) -> None:
-        """Publish, then write every event not yet in the store, in one transaction."""
+    def flush(self, last: bool = False) -> None:
+        """Publish, then write every event not yet in the store, in one transaction. With
+        ``last`` (a session's end or pause), the write also lets the writer's lease lapse."""
+        if last and self.lease is not None:
+            self.lease = Lease(self.lease.holder, self.lease.token, 0.0)
+            try:
+                self.flush()
+            finally:
+                self.lease = None
+            return
         self.publish()
         if self.store is None:
             return

@@ -9,7 +9,8 @@ token. A new session's first append takes it; a resume (or an operator's settle)
 and gets ``SessionBusy`` naming the holder while another worker's lease is live. Every append
 carries the token, so a worker whose lease lapsed and was taken over is refused at its next
 append instead of forking the journal. While an activation runs, the lease is renewed every
-third of its ttl (appends renew it too); it is released when the activation ends or pauses.
+third of its ttl (appends renew it too); the activation's last write (its end or pause) lets it
+lapse in the same transaction, so giving it up costs no write of its own.
 After a crash it lapses after its ttl — at once when the holder was a process of this host that
 no longer exists.
 """
@@ -37,11 +38,12 @@ async def leased(journal: Journal, ttl: float, *, new: bool) -> AsyncIterator[No
     holder = lease_holder()
     lease = Lease(holder, 1, ttl) if new else store.acquire(journal.session_id, holder, ttl)
     journal.lease = lease
-    renewer = asyncio.ensure_future(_renew(journal, lease))
+    loop = asyncio.get_running_loop()
+    timer = loop.call_later(ttl / 3, _renew, journal, lease, loop)
     try:
         yield
     finally:
-        renewer.cancel()
+        timer.cancel()
         _release(journal, lease)
 
 
@@ -60,20 +62,22 @@ def leased_briefly(journal: Journal, ttl: float) -> Iterator[None]:
         _release(journal, lease)
 
 
-async def _renew(journal: Journal, lease: Lease) -> None:
+def _renew(journal: Journal, lease: Lease, loop: asyncio.AbstractEventLoop) -> None:
+    """Extend the lease, then again a third of its ttl later, while the journal holds it."""
     store = journal.store
-    assert store is not None
-    while True:
-        await asyncio.sleep(lease.ttl / 3)
-        if not journal.flushed:  # a new session's row exists from its first flush on
-            continue
+    if store is None or journal.lease is not lease:
+        return
+    if journal.flushed:  # a new session's row exists from its first flush on
         try:
             store.renew(journal.session_id, lease)
         except (StoreError, LookupError):
             return  # lost (or unreachable): the next append says so, before anything runs
+    loop.call_later(lease.ttl / 3, _renew, journal, lease, loop)
 
 
 def _release(journal: Journal, lease: Lease) -> None:
+    if journal.lease is None:  # given up by the session's last write (Journal.flush(last=True))
+        return
     journal.lease = None
     store = journal.store
     assert store is not None

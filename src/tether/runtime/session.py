@@ -309,14 +309,14 @@ class Session:
             "pending": [r.id for r in waiting],
             "active_seconds": self._accountant.activation_seconds(), "spend": spend.to_dict(),
         })
-        self._journal.flush()
+        self._journal.flush(last=True)
         return self._snapshot(spend)
 
     def _end(self, reason: StopReason, detail: str, answer: str) -> Result:
         spend = self._accountant.spend()
         self._journal.append("session.end", {"reason": reason.value, "detail": detail,
                                              "answer": answer, "spend": spend.to_dict()})
-        self._journal.flush()
+        self._journal.flush(last=True)
         store = self.agent.journal_store
         if self.agent.keep_hidden_arguments and store is not None:
             store.drop_private(self.id)  # an ended session runs nothing more: keep no secret
