@@ -25,10 +25,12 @@ from tether.cli.common import (
     EXIT_OK,
     EXIT_USAGE,
     add_store_option,
+    add_tenant_option,
     error,
     note,
     open_existing,
     store_hint,
+    tenant_scope,
     usage,
 )
 
@@ -47,6 +49,7 @@ def register(commands: Any) -> None:
                              description="List pending approval requests (with --all, "
                              "decided ones too).")
     add_store_option(listing)
+    add_tenant_option(listing)
     listing.add_argument("--session", metavar="ID", help="only this session's requests")
     listing.add_argument("--all", action="store_true",
                          help="include approved, denied and used requests")
@@ -62,20 +65,19 @@ def register(commands: Any) -> None:
         decide.add_argument("--note", default="", metavar="TEXT",
                             help="why (journaled with the call)")
         add_store_option(decide)
+        add_tenant_option(decide)
         decide.set_defaults(run=run_decide, decision=name)
 
 
 def run_list(args: argparse.Namespace) -> int:
-    from tether.runtime.chokepoint.approvals import StoredApprovals, from_dict
+    from tether.runtime.chokepoint.approvals import StoredApprovals
 
     store = open_existing(args.store)
     if store is None:
         return EXIT_USAGE
     try:
-        if args.all:
-            requests = [from_dict(r) for r in store.list_approvals(session_id=args.session)]
-        else:
-            requests = StoredApprovals(store).pending(args.session)
+        approvals = StoredApprovals(store, tenant_scope(args))
+        requests = approvals.every(args.session) if args.all else approvals.pending(args.session)
     finally:
         store.close()
     if not requests:
@@ -109,7 +111,7 @@ def run_decide(args: argparse.Namespace) -> int:
     store = open_existing(args.store)
     if store is None:
         return EXIT_USAGE
-    approvals = StoredApprovals(store)
+    approvals = StoredApprovals(store, tenant_scope(args))
     try:
         before = approvals.get(args.id)
         if args.decision == "approve":

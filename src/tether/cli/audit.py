@@ -28,6 +28,7 @@ from tether.cli.common import (
     EXIT_OK,
     EXIT_USAGE,
     add_store_option,
+    add_tenant_option,
     error,
     open_existing,
     parse_time,
@@ -36,7 +37,7 @@ from tether.cli.common import (
 
 if TYPE_CHECKING:
     from tether.journal.tamper import Break
-    from tether.store.base import Store
+    from tether.store.base import SessionInfo, Store
     from tether.types import Event
 
 
@@ -52,6 +53,7 @@ def register(commands: Any) -> None:
         description="Recompute every stored session's hash chain (or one session's, or an "
         "exported file's) and report the first broken link of each. Exit 1 if any is broken.")
     add_store_option(verify)
+    add_tenant_option(verify)
     verify.add_argument("--session", metavar="ID", help="only this session")
     verify.add_argument("--file", metavar="EXPORT",
                         help="verify an export written by `tether audit export` instead of a "
@@ -63,11 +65,13 @@ def register(commands: Any) -> None:
                           "decisions, results, approvals, pauses and spend.")
     show.add_argument("session", metavar="ID")
     add_store_option(show)
+    add_tenant_option(show)
     show.set_defaults(run=run_show)
 
     listing = sub.add_parser("list", help="list sessions",
                              description="List stored sessions, oldest first.")
     add_store_option(listing)
+    add_tenant_option(listing)
     listing.add_argument("--since", metavar="WHEN", type=parse_time,
                          help="only sessions written since: 7d, 12h, 2025-01-31, ...")
     listing.set_defaults(run=run_list)
@@ -77,6 +81,7 @@ def register(commands: Any) -> None:
                             "type, session_id, timestamp, data, prev_hash and hash, so they can "
                             "be verified offline with `tether audit verify --file`.")
     add_store_option(export)
+    add_tenant_option(export)
     export.add_argument("--format", choices=["jsonl"], default="jsonl",
                         help="the output format (default: jsonl)")
     export.add_argument("--session", metavar="ID", help="only this session")
@@ -98,19 +103,36 @@ def run_verify(args: argparse.Namespace) -> int:
     if store is None:
         return EXIT_USAGE
     try:
-        return _verify_store(store, args.session)
+        return _verify_store(store, args.session, args.tenant)
     finally:
         store.close()
 
 
-def _verify_store(store: Store, only: str | None) -> int:
+def _sessions(store: Store, tenant: str | None, since: float | None = None) -> list[SessionInfo]:
+    """The store's sessions (of ``tenant`` only, when one is given)."""
+    infos = store.sessions(since=since)
+    return infos if tenant is None else [i for i in infos if i.tenant_id == tenant]
+
+
+def _read(store: Store, session_id: str, tenant: str | None) -> list[Event]:
+    """A session's events; none when it belongs to another tenant than ``tenant`` (it is then
+    "not found", as a session that does not exist is)."""
+    events = store.read(session_id)
+    if tenant is not None and events and (
+            events[0].type != "session.start"
+            or (events[0].data.get("subject") or {}).get("tenant_id") != tenant):
+        return []
+    return events
+
+
+def _verify_store(store: Store, only: str | None, tenant: str | None) -> int:
     from tether.journal.tamper import Break, diagnose
 
-    infos = store.sessions()
+    infos = _sessions(store, tenant)
     if only is not None:
         infos = [i for i in infos if i.session_id == only]
         if not infos:
-            events = store.read(only)
+            events = _read(store, only, tenant)
             if not events:
                 error(f"no session {only!r} in {store.url}; `tether audit list` shows them")
                 return EXIT_FINDING
@@ -184,7 +206,7 @@ def run_show(args: argparse.Namespace) -> int:
     if store is None:
         return EXIT_USAGE
     try:
-        events = store.read(args.session)
+        events = _read(store, args.session, args.tenant)
     finally:
         store.close()
     if not events:
@@ -239,7 +261,7 @@ def run_list(args: argparse.Namespace) -> int:
     if store is None:
         return EXIT_USAGE
     try:
-        infos = store.sessions(since=args.since)
+        infos = _sessions(store, args.tenant, args.since)
     finally:
         store.close()
     if not infos:
@@ -264,11 +286,11 @@ def run_export(args: argparse.Namespace) -> int:
     try:
         if args.session is not None:
             ids = [args.session]
-            if not store.read(args.session):
+            if not _read(store, args.session, args.tenant):
                 error(f"no session {args.session!r} in {store.url}")
                 return EXIT_FINDING
         else:
-            ids = [i.session_id for i in store.sessions(since=args.since)]
+            ids = [i.session_id for i in _sessions(store, args.tenant, args.since)]
         try:
             out = sys.stdout if args.output is None else \
                 open(args.output, "w", encoding="utf-8")  # noqa: SIM115 (closed below)

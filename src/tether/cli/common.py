@@ -19,7 +19,7 @@ import sys
 import time
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from tether.store.base import Store
@@ -36,6 +36,20 @@ _RELATIVE = re.compile(r"^(\d+(?:\.\d+)?)\s*([smhdw])$")
 
 def add_store_option(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--store", metavar="URL", help=STORE_HELP)
+
+
+def add_tenant_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--tenant", metavar="ID",
+                        help="only this tenant's sessions and approvals; another tenant's are "
+                        "not found")
+
+
+def tenant_scope(args: argparse.Namespace) -> Any:
+    """What ``--tenant`` scopes approvals to (every tenant without it)."""
+    from tether.runtime.chokepoint.approvals import ALL_TENANTS
+
+    tenant: str | None = getattr(args, "tenant", None)
+    return ALL_TENANTS if tenant is None else tenant
 
 
 def store_hint(given: str | None) -> str:

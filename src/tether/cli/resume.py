@@ -48,6 +48,9 @@ def register(commands: Any) -> None:
         description="Continue a paused or crashed session from its journal with its recipe.")
     resume.add_argument("session", metavar="ID")
     resume.add_argument("--agent", required=True, metavar="MODULE:ATTR", help=AGENT_HELP)
+    resume.add_argument("--accept-recipe-change", action="store_true",
+                        help="resume even though the recipe (agent name, tools or policy) "
+                        "differs from the one that started the session")
     add_store_option(resume)
     resume.set_defaults(run=run_resume)
 
@@ -84,12 +87,12 @@ def _recipe(args: argparse.Namespace) -> Agent | None:
     return None if store is None else with_store(agent, store)
 
 
-def _load(agent: Agent, session_id: str) -> Session | None:
-    from tether.runtime.session import JournalTampered
+def _load(agent: Agent, session_id: str, accept_recipe_change: bool = False) -> Session | None:
+    from tether.runtime.session import JournalTampered, RecipeChanged
 
     try:
-        return agent.load(session_id)
-    except JournalTampered as exc:
+        return agent.load(session_id, accept_recipe_change=accept_recipe_change)
+    except (JournalTampered, RecipeChanged) as exc:
         error(str(exc))
     except LookupError as exc:
         error(f"{exc.args[0] if exc.args else exc}; `tether audit list` shows the stored "
@@ -101,12 +104,14 @@ def run_resume(args: argparse.Namespace) -> int:
     agent = _recipe(args)
     if agent is None:
         return EXIT_USAGE
-    session = _load(agent, args.session)
+    session = _load(agent, args.session, args.accept_recipe_change)
     if session is None:
         return EXIT_FINDING
+    from tether.store.base import SessionBusy
+
     try:
         result = session.resume()
-    except RuntimeError as exc:
+    except (RuntimeError, SessionBusy) as exc:  # not resumable now, or running elsewhere
         error(str(exc))
         return EXIT_FINDING
     except Exception as exc:

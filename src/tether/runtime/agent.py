@@ -19,7 +19,8 @@ from tether.policy.base import AllowAll, Policy
 from tether.policy.deadline import DEFAULT_POLICY_TIMEOUT
 from tether.policy.names import check_names
 from tether.runtime.budget import Budget
-from tether.runtime.chokepoint.approvals import ApprovalStore, StoredApprovals
+from tether.runtime.chokepoint.approvals import ALL_TENANTS, ApprovalStore, StoredApprovals
+from tether.runtime.fingerprint import recipe_fingerprint
 from tether.runtime.handle import Strategy
 from tether.runtime.lease import DEFAULT_LEASE_TTL
 from tether.runtime.limits import Limits
@@ -66,7 +67,12 @@ class Agent:
     # keep arguments the policy hides from the journal in the store's private table, so a call
     # that waits for approval can still run when the session resumes in another process
     keep_hidden_arguments: bool = False
+    # the tenant this recipe serves: its sessions, loads and approvals are that tenant's only
+    # (another tenant's session or approval is "not found"); None serves every tenant, each
+    # session naming its own
+    tenant_id: str | None = None
     registry: ToolRegistry = field(init=False, repr=False, compare=False)
+    fingerprint: str = field(init=False, repr=False, compare=False)  # tether.runtime.fingerprint
 
     def __post_init__(self) -> None:
         if not isinstance(self.model, Model):
@@ -96,13 +102,15 @@ class Agent:
                              "and this agent has none: give it one, e.g. "
                              "Agent(..., store='sqlite:///tether.db')")
         if self.approvals is None:
-            approvals = StoredApprovals(self.journal_store or MemoryStore())
+            scope = ALL_TENANTS if self.tenant_id is None else self.tenant_id
+            approvals = StoredApprovals(self.journal_store or MemoryStore(), scope)
             object.__setattr__(self, "approvals", approvals)
         registry = ToolRegistry(self.tools)
         if self.check_policy_names:
             check_names(self.policy, registry.specs)
         object.__setattr__(self, "tools", tuple(registry))
         object.__setattr__(self, "registry", registry)
+        object.__setattr__(self, "fingerprint", recipe_fingerprint(self))
 
     @property
     def journal_store(self) -> Store | None:
@@ -115,18 +123,21 @@ class Agent:
         assert self.approvals is not None
         return self.approvals
 
-    def load(self, session_id: str) -> Session:
-        """A stored session of this recipe, rebuilt from its journal (which must verify)."""
+    def load(self, session_id: str, *, accept_recipe_change: bool = False) -> Session:
+        """A stored session of this recipe (and of its tenant, if it serves one), rebuilt from
+        its journal, which must verify. A session started under another recipe (agent name,
+        tools or policy) is refused unless ``accept_recipe_change``."""
         from tether.runtime.session import Session
 
-        return Session.restore(self, session_id)
+        return Session.restore(self, session_id, accept_recipe_change=accept_recipe_change)
 
-    def resume(self, session_id: str) -> Result:
+    def resume(self, session_id: str, *, accept_recipe_change: bool = False) -> Result:
         """Continue a stored session after an approval, a settlement or a crash."""
-        return self.load(session_id).resume()
+        return self.load(session_id, accept_recipe_change=accept_recipe_change).resume()
 
-    async def aresume(self, session_id: str) -> Result:
-        return await self.load(session_id).aresume()
+    async def aresume(self, session_id: str, *, accept_recipe_change: bool = False) -> Result:
+        return await self.load(session_id,
+                               accept_recipe_change=accept_recipe_change).aresume()
 
     @property
     def effective_price(self) -> Price | None:
@@ -146,6 +157,11 @@ class Agent:
         """A new run of this recipe on ``task``. Fails here if the budget cannot be enforced."""
         from tether.runtime.session import Session
 
+        if self.tenant_id is not None:
+            if tenant_id not in (None, self.tenant_id):
+                raise ValueError(f"this agent serves tenant {self.tenant_id!r}; it cannot start "
+                                 f"a session for tenant {tenant_id!r}")
+            tenant_id = self.tenant_id
         return Session(self, task, budget=budget or self.budget, user_id=user_id,
                        tenant_id=tenant_id, roles=roles, context=context, session_id=session_id)
 

@@ -46,6 +46,10 @@ class JournalTampered(Exception):
     """A stored journal does not verify; it is not resumed."""
 
 
+class RecipeChanged(Exception):
+    """A stored session was started by a different recipe; it is not resumed as it is."""
+
+
 @dataclass(frozen=True, slots=True)
 class Checkpoint:
     """Where a session's journal stands: enough to verify it later or resume from it."""
@@ -82,14 +86,19 @@ class Session:
             self._result = self._snapshot(self._accountant.spend())
 
     @classmethod
-    def restore(cls, agent: Agent, session_id: str) -> Session:
-        """Rebuild a stored session from its journal, refusing one whose chain is broken."""
+    def restore(cls, agent: Agent, session_id: str, *,
+                accept_recipe_change: bool = False) -> Session:
+        """Rebuild a stored session from its journal, refusing one whose chain is broken, one
+        of another tenant than the agent serves (as not found), and one started under another
+        recipe unless ``accept_recipe_change``."""
         store = agent.journal_store
         if store is None:
             raise RuntimeError("this agent has no store to load sessions from; build it with "
                                "Agent(..., store='sqlite:///tether.db')")
         events = store.read(session_id)
-        if not events or events[0].type != "session.start":
+        if not events or events[0].type != "session.start" or (
+                agent.tenant_id is not None
+                and events[0].data["subject"].get("tenant_id") != agent.tenant_id):
             raise LookupError(f"no session {session_id!r} in {store.url}")
         broken = verify_chain(events)
         if broken is not None:
@@ -100,6 +109,15 @@ class Session:
             raise JournalTampered(f"session {session_id}: {why}; it will not be resumed (run "
                                   f"`tether audit verify --session {session_id}`)")
         start = events[0].data
+        recorded = start.get("recipe")
+        if recorded is not None and recorded != agent.fingerprint and not accept_recipe_change:
+            raise RecipeChanged(
+                f"session {session_id} was started by another recipe than this "
+                f"{agent.name!r} agent (its name, tools or policy differ: fingerprint "
+                f"{recorded} then, {agent.fingerprint} now), so its waiting calls would run "
+                "under rules nobody decided them by; resume it with the recipe that started it, "
+                "or pass accept_recipe_change=True (CLI: --accept-recipe-change) if the change "
+                "is intended")
         subject = start["subject"]
         return cls(agent, start["task"], budget=Budget.from_dict(start["budget"]),
                    user_id=subject["user_id"], tenant_id=subject["tenant_id"],
@@ -249,6 +267,7 @@ class Session:
         else:
             journal.append("session.start", {
                 "task": self.task, "system_prompt": agent.system_prompt, "agent": agent.name,
+                "recipe": agent.fingerprint,
                 "model": agent.model.name, "tools": list(agent.registry.names),
                 "budget": self.budget.to_dict(), "context": self.context,
                 "subject": {"user_id": self.subject.user_id,

@@ -1,18 +1,21 @@
 """AgentAsTool: one agent used as a tool of another, inside the caller's budget.
 
-Decision: a sub-agent is not a side door. It runs its own governed session (its recipe's policy,
-tools and journal) as the caller's user and tenant, with a hard budget equal to what the caller
-has left for it — less the caller's held-back wrap-up share and one turn to use the answer — and
-everything it spends is charged to the caller's session as a ``subagent.charge`` event. So the
-caller's spend never exceeds its limits, however deep the nesting, and each level's journal
-shows where the money went.
+Decision: a sub-agent is not a side door. It runs its own governed session (its recipe's tools
+and journal) as the caller's user and tenant, its calls decided by its own policy *and* the
+caller's (``DenyOverrides``: it never gets a permission its caller's policy denies), with a hard
+budget equal to what the caller has left for it — less the caller's held-back wrap-up share and
+one turn to use the answer — and everything it spends is charged to the caller's session as a
+``subagent.charge`` event. So the caller's spend never exceeds its limits, however deep the
+nesting, and each level's journal shows where the money went.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
+from tether.policy.base import policy_id_of
 from tether.tools.base import ToolArgumentError, ToolContext, ToolMeta
 from tether.types import ToolSpec
 
@@ -53,11 +56,19 @@ class AgentAsTool:
         from tether.runtime.budget import Spend
 
         spend = Spend()
+        agent = self.agent
+        if context.policy is not None:  # the caller's denials bind it too
+            from tether.policy.combinators import DenyOverrides
+
+            both = (f"{policy_id_of(agent.policy)} and the caller's "
+                    f"{policy_id_of(context.policy)}")
+            agent = replace(agent, check_policy_names=False, policy=DenyOverrides(
+                agent.policy, context.policy, policy_id=both))
         try:
-            budget = self.agent.budget  # its own limits hold, never more than the caller has
+            budget = agent.budget  # its own limits hold, never more than the caller has
             if context.sub_budget is not None:
                 budget = budget.tighter(context.sub_budget())
-            session = self.agent.session(arguments["task"], budget=budget,
+            session = agent.session(arguments["task"], budget=budget,
                                          user_id=context.user_id, tenant_id=context.tenant_id,
                                          context={"parent_session": context.session_id,
                                                   "parent_call": context.call_id})

@@ -71,6 +71,7 @@ class ToolContext:
     credentials: Any = None  # a tether.credentials.ScopedToken for tools that declare one
     sub_budget: Callable[[], Any] | None = None  # the Budget a sub-agent may spend right now
     charge: Callable[[Any], None] | None = None  # adds a sub-agent's Spend to the caller's
+    policy: Any = None  # the caller's policy: a sub-agent's calls must pass it too
 
 
 class ToolArgumentError(ValueError):

@@ -49,6 +49,7 @@ class ApprovalRequest:
     note: str = ""
     decided_at: float | None = None
     used_by: str | None = None  # "session/call" that used it up
+    tenant_id: str | None = None  # the session's tenant: only its approvers see the request
 
     def expired(self, now: float | None = None) -> bool:
         return (time.time() if now is None else now) >= self.expires_at
@@ -60,17 +61,17 @@ class ApprovalRequest:
             "reason": self.reason, "policy_id": self.policy_id,
             "requested_at": self.requested_at, "expires_at": self.expires_at,
             "status": self.status, "approver": self.approver, "note": self.note,
-            "decided_at": self.decided_at, "used_by": self.used_by,
+            "decided_at": self.decided_at, "used_by": self.used_by, "tenant_id": self.tenant_id,
         }
 
 
 def new_request(*, session_id: str, call_id: str, tool: str, shown: Mapping[str, Any],
                 arguments: Mapping[str, Any], reason: str, policy_id: str,
-                ttl: float) -> ApprovalRequest:
+                ttl: float, tenant_id: str | None = None) -> ApprovalRequest:
     now = time.time()
     return ApprovalRequest(f"apr_{uuid.uuid4().hex[:20]}", session_id, call_id, tool,
                            dict(shown), call_hash(session_id, tool, arguments), reason,
-                           policy_id, now, now + ttl)
+                           policy_id, now, now + ttl, tenant_id=tenant_id)
 
 
 class ApprovalStore(Protocol):
@@ -79,6 +80,8 @@ class ApprovalStore(Protocol):
     def get(self, approval_id: str) -> ApprovalRequest | None: ...
 
     def pending(self, session_id: str | None = None) -> list[ApprovalRequest]: ...
+
+    def every(self, session_id: str | None = None) -> list[ApprovalRequest]: ...
 
     def approved_unused(self, session_id: str) -> list[ApprovalRequest]: ...
 
@@ -93,33 +96,53 @@ class ApprovalStore(Protocol):
         ...
 
 
+ALL_TENANTS: Any = object()  # StoredApprovals(store, tenant_id=ALL_TENANTS): not scoped
+
+
 class StoredApprovals:
     """The ApprovalStore over any tether Store: approvals live where the journal lives, so a
     session paused in one process is approved from a second and resumed in a third. Every
     state change is a compare-and-set on the record's status, so two approvers, or an approver
-    and a resuming worker, cannot both win."""
+    and a resuming worker, cannot both win.
 
-    def __init__(self, store: Store) -> None:
+    Scoped to ``tenant_id``: a request of another tenant's session is not listed, and to every
+    other method it does not exist ("no approval request ..."), so an id guessed or leaked
+    across tenants reveals nothing and decides nothing. ``ALL_TENANTS`` (the default for an
+    agent serving several tenants, and the operator's CLI without ``--tenant``) sees them all."""
+
+    def __init__(self, store: Store, tenant_id: str | None = ALL_TENANTS) -> None:
         self.store = store
+        self.tenant_id = tenant_id
 
     def __repr__(self) -> str:
-        return f"StoredApprovals({self.store!r})"
+        scope = "" if self.tenant_id is ALL_TENANTS else f", tenant_id={self.tenant_id!r}"
+        return f"StoredApprovals({self.store!r}{scope})"
+
+    def _visible(self, record: Mapping[str, Any]) -> bool:
+        return self.tenant_id is ALL_TENANTS or record.get("tenant_id") == self.tenant_id
 
     def add(self, request: ApprovalRequest) -> None:
         self.store.put_approval(request.to_dict())
 
     def get(self, approval_id: str) -> ApprovalRequest | None:
         record = self.store.get_approval(approval_id)
-        return None if record is None else from_dict(record)
+        return None if record is None or not self._visible(record) else from_dict(record)
 
     def pending(self, session_id: str | None = None) -> list[ApprovalRequest]:
         return [from_dict(r) for r in self.store.list_approvals(status="pending",
-                                                                session_id=session_id)]
+                                                                session_id=session_id)
+                if self._visible(r)]
+
+    def every(self, session_id: str | None = None) -> list[ApprovalRequest]:
+        """Every request, decided or not (of one session, if given)."""
+        return [from_dict(r) for r in self.store.list_approvals(session_id=session_id)
+                if self._visible(r)]
 
     def approved_unused(self, session_id: str) -> list[ApprovalRequest]:
         """Approved requests of a session that have not been used yet."""
         return [from_dict(r) for r in self.store.list_approvals(status="approved",
-                                                                session_id=session_id)]
+                                                                session_id=session_id)
+                if self._visible(r)]
 
     def approve(self, approval_id: str, *, approver: str, note: str = "") -> ApprovalRequest:
         return self._decide(approval_id, "approved", approver, note)
@@ -179,7 +202,8 @@ def from_dict(record: Mapping[str, Any]) -> ApprovalRequest:
         record["id"], record["session_id"], record["call_id"], record["tool"],
         dict(record["arguments"]), record["call_hash"], record["reason"], record["policy_id"],
         record["requested_at"], record["expires_at"], record["status"], record.get("approver"),
-        record.get("note", ""), record.get("decided_at"), record.get("used_by"))
+        record.get("note", ""), record.get("decided_at"), record.get("used_by"),
+        record.get("tenant_id"))
 
 
 def check_consumable(request: ApprovalRequest, expected_hash: str) -> None:

@@ -50,6 +50,11 @@ class PolicyGate:
         self._extra = extra
         self._resources: dict[str, Resource] = {}
 
+    @property
+    def policy(self) -> Policy:
+        """The policy deciding this session's calls (a sub-agent's must pass it too)."""
+        return self._policy
+
     def decide(self, tool: Tool, call_id: str, arguments: Mapping[str, Any], signature: str,
                shown: Shown) -> Decision:
         resource = self._resources.get(tool.name)

@@ -189,7 +189,8 @@ class ToolCalls:
         request = new_request(
             session_id=self._session_id, call_id=call.id, tool=tool.name,
             shown=masked_for_journal(arguments, decision), arguments=arguments,
-            reason=decision.reason, policy_id=decision.policy_id, ttl=self._approval_ttl)
+            reason=decision.reason, policy_id=decision.policy_id, ttl=self._approval_ttl,
+            tenant_id=self._gate.subject.tenant_id)
         self._approvals.add(request)
         self._journal.append("approval.requested", {
             "approval_id": request.id, "call_id": call.id, "tool": tool.name,
@@ -385,7 +386,7 @@ class ToolCalls:
         context = ToolContext(self._session_id, call.id, self._state.tally.steps,
                               subject.user_id, subject.tenant_id, credentials=token,
                               sub_budget=lambda: self._accountant.lease(call.id),
-                              charge=charge)
+                              charge=charge, policy=self._gate.policy)
 
         def scrub(text: str) -> str:
             for fn in scrubbers:
