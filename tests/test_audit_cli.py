@@ -310,9 +310,10 @@ def test_export_one_session_to_stdout(sqlite_url: str,
     audit_app.start(sqlite_url)
     code, out, err = run(capsys, "audit", "export", "--session", sid, "--store", sqlite_url)
     assert code == 0 and "exported 10 events of 1 session to stdout" in err
-    lines = [json.loads(line) for line in out.splitlines()]
+    *lines, trailer = [json.loads(line) for line in out.splitlines()]
     assert [e["seq"] for e in lines] == list(range(1, 11))
     assert {e["session_id"] for e in lines} == {sid}
+    assert trailer == {"trailer": {"session_id": sid, "count": 10, "head": lines[-1]["hash"]}}
     code, _, err = run(capsys, "audit", "export", "--session", "nope", "--store", sqlite_url)
     assert code == 1 and "no session 'nope'" in err
 

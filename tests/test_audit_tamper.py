@@ -194,7 +194,9 @@ def test_export_lines_carry_everything_needed_to_verify(
         exported: tuple[Path, str, str], capsys: pytest.CaptureFixture[str]) -> None:
     path, finished, paused = exported
     lines = lines_of(path)
-    assert len(lines) == 32
+    assert len(lines) == 34 and [line for line in lines if "trailer" in line] == [
+        {"trailer": {"session_id": finished, "count": 22, "head": lines[21]["hash"]}},
+        {"trailer": {"session_id": paused, "count": 10, "head": lines[32]["hash"]}}]
     assert set(lines[0]) == {"seq", "type", "session_id", "timestamp", "data", "prev_hash",
                              "hash"}
     assert lines[0]["type"] == "session.start" and lines[0]["prev_hash"] == "0" * 64

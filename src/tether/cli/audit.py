@@ -18,6 +18,7 @@ exist; 2 the command could not run (bad usage, no store, an unreadable export).
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -37,7 +38,7 @@ from tether.cli.common import (
 
 if TYPE_CHECKING:
     from tether.journal.tamper import Break
-    from tether.store.base import SessionInfo, Store
+    from tether.store.base import Anchor, SessionInfo, Store
     from tether.types import Event
 
 
@@ -139,7 +140,8 @@ def _verify_store(store: Store, only: str | None, tenant: str | None) -> int:
             found = Break(only, 1, "inserted", "its events are stored but the store's index "
                           "does not list the session; it was written outside tether")
             return _report([(only, events, found)])
-    if not infos:
+    anchors = store.anchors()
+    if not infos and not anchors:
         print(f"no sessions in {store.url}")
         return EXIT_OK
     results = []
@@ -148,16 +150,52 @@ def _verify_store(store: Store, only: str | None, tenant: str | None) -> int:
         results.append((info.session_id, events,
                         diagnose(info.session_id, events, recorded=info.events,
                                  unverifiable=store.unverifiable(info.session_id))))
-    return _report(results)
+    code = _report(results)
+    return max(code, _report_anchors(store, anchors, results, only, tenant))
+
+
+def _report_anchors(store: Store, anchors: Sequence[Anchor],
+                    results: Sequence[tuple[str, Sequence[Event], Break | None]],
+                    only: str | None, tenant: str | None) -> int:
+    """Check the store against its anchor chain (deleted or cut sessions, approvals decided
+    outside tether); with ``--session`` or ``--tenant``, only what concerns them."""
+    from tether.journal.anchors import check_anchors
+    from tether.store.base import audit_key
+
+    sessions: dict[str, Sequence[Event]] = {sid: events for sid, events, _ in results}
+    starts = {a.session_id: json.loads(a.body) for a in anchors
+              if a.kind == "head" and '"session.start"' in a.body}
+    scope: set[str] | None = None
+    if only is not None:
+        scope = {only}
+    elif tenant is not None:
+        scope = set(sessions) | {sid for sid, body in starts.items()
+                                 if body.get("tenant") == tenant}
+    for sid in starts:  # anchored sessions the listing no longer shows
+        if sid not in sessions and (scope is None or sid in scope):
+            sessions[sid] = store.read(sid)
+    approvals = [r for r in store.list_approvals() if scope is None or r["session_id"] in scope]
+    key = audit_key()
+    findings = [f for f in check_anchors(anchors, sessions, approvals, key)
+                if scope is None or f.session_id in scope or f.kind in ("anchor", "unsigned")]
+    for finding in findings:
+        print(f"BROKEN  {finding}")
+    signed = "signed and checked with the audit key" if key is not None else (
+        "signed; set TETHER_AUDIT_KEY to check the signatures" if any(a.mac for a in anchors)
+        else "not signed (no TETHER_AUDIT_KEY when written)")
+    print(f"anchor chain: {len(anchors)} anchors, {signed}; "
+          f"{len(findings)} finding{'' if len(findings) == 1 else 's'}")
+    return EXIT_FINDING if findings else EXIT_OK
 
 
 def _verify_file(path: str, only: str | None) -> int:
-    from tether.journal.tamper import diagnose
-    from tether.journal.views.export import ExportFormatError, read_jsonl
+    from tether.journal.tamper import Break, diagnose
+    from tether.journal.views.export import ExportFormatError, check_trailer, read_export
+    from tether.store.base import audit_key
 
     try:
         with open(path, encoding="utf-8") as fh:
-            sessions = read_jsonl(fh, path)
+            sessions, trailers = read_export(fh, path)
     except OSError as exc:
         error(f"cannot read the export {path} ({exc.strerror or exc}); check the path")
         return EXIT_USAGE
@@ -175,7 +213,16 @@ def _verify_file(path: str, only: str | None) -> int:
     if not sessions:
         print(f"no events in {path}")
         return EXIT_OK
-    return _report([(sid, events, diagnose(sid, events)) for sid, events in sessions.items()])
+    key = audit_key()
+    results = []
+    for sid, events in sessions.items():
+        found = diagnose(sid, events)
+        if found is None:
+            problem = check_trailer(sid, events, trailers.get(sid), key)
+            if problem is not None:
+                found = Break(sid, len(events), "cut", problem)
+        results.append((sid, events, found))
+    return _report(results)
 
 
 def _report(results: Sequence[tuple[str, Sequence[Event], Break | None]]) -> int:

@@ -25,7 +25,7 @@ from typing import Literal
 from tether.journal.chain import GENESIS, hash_holds, seal, verify_chain
 from tether.types import Event
 
-Kind = Literal["edited", "missing", "reordered", "inserted", "unverifiable"]
+Kind = Literal["edited", "missing", "reordered", "inserted", "unverifiable", "cut"]
 
 
 @dataclass(frozen=True, slots=True)

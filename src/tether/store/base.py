@@ -10,6 +10,9 @@ column, so "use an approved request once" is a single compare-and-set in every s
 
 from __future__ import annotations
 
+import hashlib
+import hmac
+import json
 import os
 import time
 from collections.abc import Mapping, Sequence
@@ -60,6 +63,67 @@ class Lease:
     holder: str
     token: int
     ttl: float
+
+
+# -- the store-wide anchor chain ---------------------------------------------------------------
+#
+# A session's own hash chain cannot show that the whole session was deleted, or that its tail
+# was cut by someone who also fixed its index row, and the approvals table lives outside every
+# session's chain. So each store also keeps one chain of *anchors*, appended in the same
+# transaction as what they anchor: a session's head when it starts, pauses or ends, and every
+# approval decision. Verify checks the store against it; with an audit key (TETHER_AUDIT_KEY,
+# kept outside the database) each anchor is HMAC-signed, so rewriting the whole database still
+# does not yield a history that verifies.
+
+ANCHOR_GENESIS = "0" * 64
+HEAD_TYPES = frozenset({"session.start", "session.paused", "session.end"})
+AUDIT_KEY_VARIABLE = "TETHER_AUDIT_KEY"
+
+
+@dataclass(frozen=True, slots=True)
+class Anchor:
+    seq: int
+    kind: str  # "head" or "approval"
+    session_id: str
+    body: str  # canonical JSON of what is anchored
+    prev: str
+    hash: str
+    mac: str | None
+
+
+def audit_key() -> bytes | None:
+    """The audit key from ``TETHER_AUDIT_KEY`` (never stored in the database), if set."""
+    value = os.environ.get(AUDIT_KEY_VARIABLE)
+    return value.encode() if value else None
+
+
+def seal_anchor(prev: str, body: Mapping[str, Any],
+                key: bytes | None) -> tuple[str, str, str | None]:
+    """The anchor's body text, hash (chained to ``prev``) and MAC (with an audit key)."""
+    text = json.dumps(body, sort_keys=True, separators=(",", ":"), ensure_ascii=True)
+    digest = hashlib.sha256(f"{prev}{text}".encode()).hexdigest()
+    mac = None if key is None else hmac.new(key, digest.encode(), "sha256").hexdigest()
+    return text, digest, mac
+
+
+def head_anchor(session_id: str, events: Sequence[Event]) -> dict[str, Any] | None:
+    """What to anchor for a step's events: the session's head at its start, pause or end."""
+    heads = [e for e in events if e.type in HEAD_TYPES]
+    if not heads:
+        return None
+    last = events[-1] if heads[-1].type != "session.start" else heads[-1]
+    body = {"session_id": session_id, "seq": last.seq, "head": last.hash, "type": last.type}
+    if last.type == "session.start":
+        body["tenant"] = (last.data.get("subject") or {}).get("tenant_id")
+    return body
+
+
+def approval_anchor(record: Mapping[str, Any]) -> dict[str, Any] | None:
+    """What to anchor for an approval record's new state: its decision (approve or deny)."""
+    if record.get("status") not in ("approved", "denied"):
+        return None
+    return {key: record.get(key) for key in ("id", "session_id", "call_hash", "status",
+                                             "approver", "note", "decided_at")}
 
 
 def lease_columns(lease: Lease | None) -> tuple[str | None, int, float]:
@@ -135,6 +199,10 @@ class Store(Protocol):
 
     def release(self, session_id: str, lease: Lease) -> None:
         """Give the lease up (nothing happens if it is no longer this one)."""
+        ...
+
+    def anchors(self) -> list[Anchor]:
+        """The store-wide anchor chain, in order (see ``seal_anchor``)."""
         ...
 
     def read(self, session_id: str, after_seq: int = 0) -> list[Event]:

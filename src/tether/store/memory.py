@@ -10,11 +10,17 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from tether.store.base import (
+    ANCHOR_GENESIS,
+    Anchor,
     ConflictError,
     Lease,
     SessionBusy,
     SessionInfo,
+    approval_anchor,
+    audit_key,
+    head_anchor,
     holder_is_gone,
+    seal_anchor,
     session_info,
 )
 from tether.types import Event
@@ -28,6 +34,8 @@ class MemoryStore:
         self._approvals: dict[str, dict[str, Any]] = {}
         self._private: dict[tuple[str, str], str] = {}  # (session, call) -> arguments as JSON
         self._leases: dict[str, tuple[str | None, int, float]] = {}  # holder, token, expires
+        self._anchors: list[Anchor] = []
+        self._audit_key = audit_key()
         self._lock = threading.Lock()
 
     def __repr__(self) -> str:
@@ -47,6 +55,19 @@ class MemoryStore:
                     self._check(session_id, lease)
                 self._leases[session_id] = (lease.holder, lease.token, time.time() + lease.ttl)
             stored.extend(events)
+            head = head_anchor(session_id, events)
+            if head is not None:
+                self._anchor("head", session_id, head)
+
+    def _anchor(self, kind: str, session_id: str, body: Mapping[str, Any]) -> None:
+        prev = self._anchors[-1].hash if self._anchors else ANCHOR_GENESIS
+        text, digest, mac = seal_anchor(prev, body, self._audit_key)
+        self._anchors.append(Anchor(len(self._anchors) + 1, kind, session_id, text, prev,
+                                    digest, mac))
+
+    def anchors(self) -> list[Anchor]:
+        with self._lock:
+            return list(self._anchors)
 
     def _check(self, session_id: str, lease: Lease) -> None:
         holder, token, expires = self._leases.get(session_id, (None, 0, 0.0))
@@ -93,6 +114,7 @@ class MemoryStore:
             doomed = [sid for sid, evs in self._events.items() if evs[-1].timestamp < before]
             for sid in doomed:
                 del self._events[sid]
+                self._anchor("prune", sid, {"session_id": sid, "before": before})
                 for aid in [a for a, r in self._approvals.items() if r["session_id"] == sid]:
                     del self._approvals[aid]
                 self._drop_private(sid)
@@ -139,6 +161,9 @@ class MemoryStore:
             if record is None or record["status"] != expected_status:
                 return False
             record.update(changes)
+            decided = approval_anchor(record) if "status" in changes else None
+            if decided is not None:
+                self._anchor("approval", record["session_id"], decided)
             return True
 
     def close(self) -> None:

@@ -19,14 +19,20 @@ from typing import Any
 from urllib.parse import parse_qsl, quote, urlencode, urlsplit, urlunsplit
 
 from tether.store.base import (
+    ANCHOR_GENESIS,
+    Anchor,
     ConflictError,
     Lease,
     SchemaError,
     SessionBusy,
     SessionInfo,
     StoreError,
+    approval_anchor,
+    audit_key,
+    head_anchor,
     holder_is_gone,
     lease_columns,
+    seal_anchor,
 )
 from tether.types import Event
 from tether.urls import redact_text, redact_url
@@ -70,6 +76,13 @@ MIGRATIONS: dict[int, list[str]] = {
         "ALTER TABLE {s}.sessions ADD COLUMN lease_token BIGINT NOT NULL DEFAULT 0",
         "ALTER TABLE {s}.sessions ADD COLUMN lease_expires DOUBLE PRECISION NOT NULL DEFAULT 0",
     ],
+    # The store-wide anchor chain (tether.store.base): sessions' heads at start, pause and end,
+    # and approval decisions, each chained to the one before (and signed with an audit key).
+    5: [
+        """CREATE TABLE {s}.anchors (
+            seq BIGSERIAL PRIMARY KEY, kind TEXT NOT NULL, session_id TEXT NOT NULL,
+            body TEXT NOT NULL, prev TEXT NOT NULL, hash TEXT NOT NULL, mac TEXT)""",
+    ],
 }
 SCHEMA_VERSION = max(MIGRATIONS)
 
@@ -98,6 +111,7 @@ class PostgresStore:
             raise StoreError(f"schema name {schema!r} must be a plain lower-case identifier")
         self.url = redact_url(url)
         self.schema = schema
+        self._audit_key = audit_key()  # signs anchors; kept outside the database
         self._pool = ConnectionPool(dsn, min_size=min_size, max_size=max_size, open=False,
                                     kwargs={"autocommit": False})
         try:
@@ -130,6 +144,8 @@ class PostgresStore:
             for number in range(version + 1, SCHEMA_VERSION + 1):
                 for statement in MIGRATIONS[number]:
                     db.execute(self._sql(statement))
+            if version and version < 5:  # what was stored before anchoring, anchored now
+                self._anchor_existing(db)
             db.execute(self._sql("INSERT INTO {s}.meta VALUES ('schema_version', %s) ON "
                                  "CONFLICT (key) DO UPDATE SET value = excluded.value"),
                        (str(SCHEMA_VERSION),))
@@ -176,6 +192,41 @@ class PostgresStore:
                                  "lease_expires END WHERE session_id = %s"),
                        (last.timestamp, last.seq, last.type, lease is not None,
                         lease_columns(lease)[2], session_id))
+            head = head_anchor(session_id, events)
+            if head is not None:
+                self._anchor(db, "head", session_id, head)
+
+    def _anchor(self, db: Any, kind: str, session_id: str, body: Mapping[str, Any]) -> None:
+        """Append to the anchor chain inside ``db``'s transaction, one writer at a time."""
+        db.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", (f"tether-anchors-{self.schema}",))
+        row = db.execute(self._sql("SELECT hash FROM {s}.anchors ORDER BY seq DESC LIMIT 1"))\
+            .fetchone()
+        prev = row[0] if row else ANCHOR_GENESIS
+        text, digest, mac = seal_anchor(prev, body, self._audit_key)
+        db.execute(self._sql("INSERT INTO {s}.anchors (kind, session_id, body, prev, hash, mac) "
+                             "VALUES (%s, %s, %s, %s, %s, %s)"),
+                   (kind, session_id, text, prev, digest, mac))
+
+    def _anchor_existing(self, db: Any) -> None:
+        """Anchor the heads of the sessions and the approval decisions already stored."""
+        heads = db.execute(self._sql(
+            "SELECT s.session_id, e.seq, e.hash, e.type FROM {s}.sessions AS s JOIN {s}.events "
+            "AS e ON e.session_id = s.session_id AND e.seq = s.events ORDER BY s.created_at"))\
+            .fetchall()
+        for sid, seq, digest, kind in heads:
+            self._anchor(db, "head", sid, {"session_id": sid, "seq": seq, "head": digest,
+                                           "type": kind})
+        for (record,) in db.execute(self._sql("SELECT record FROM {s}.approvals ORDER BY "
+                                              "created")).fetchall():
+            decided = approval_anchor(json.loads(record))
+            if decided is not None:
+                self._anchor(db, "approval", decided["session_id"], decided)
+
+    def anchors(self) -> list[Anchor]:
+        with self._pool.connection() as db:
+            rows = db.execute(self._sql("SELECT seq, kind, session_id, body, prev, hash, mac "
+                                        "FROM {s}.anchors ORDER BY seq")).fetchall()
+        return [Anchor(*row) for row in rows]
 
     def acquire(self, session_id: str, holder: str, ttl: float) -> Lease:
         with self._pool.connection() as db:
@@ -242,6 +293,8 @@ class PostgresStore:
             doomed = [r[0] for r in db.execute(self._sql(
                 "SELECT session_id FROM {s}.sessions WHERE updated_at < %s FOR UPDATE"),
                 (before,)).fetchall()]
+            for sid in doomed:
+                self._anchor(db, "prune", sid, {"session_id": sid, "before": before})
             for table in ("events", "approvals", "private_arguments", "sessions"):
                 db.execute(self._sql(f"DELETE FROM {{s}}.{table} WHERE session_id = ANY(%s)"),
                            (doomed,))
@@ -305,6 +358,9 @@ class PostgresStore:
             db.execute(self._sql("UPDATE {s}.approvals SET status = %s, record = %s "
                                  "WHERE id = %s"),
                        (record["status"], json.dumps(record), approval_id))
+            decided = approval_anchor(record) if "status" in changes else None
+            if decided is not None:
+                self._anchor(db, "approval", record["session_id"], decided)
         return True
 
     def close(self) -> None:

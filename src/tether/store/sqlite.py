@@ -22,14 +22,20 @@ from typing import Any
 from urllib.parse import parse_qs, urlparse
 
 from tether.store.base import (
+    ANCHOR_GENESIS,
+    Anchor,
     ConflictError,
     Lease,
     SchemaError,
     SessionBusy,
     SessionInfo,
     StoreError,
+    approval_anchor,
+    audit_key,
+    head_anchor,
     holder_is_gone,
     lease_columns,
+    seal_anchor,
 )
 from tether.types import Event
 
@@ -108,6 +114,13 @@ MIGRATIONS: dict[int, str] = {
     ALTER TABLE sessions ADD COLUMN lease_token INTEGER NOT NULL DEFAULT 0;
     ALTER TABLE sessions ADD COLUMN lease_expires REAL NOT NULL DEFAULT 0;
     """,
+    # The store-wide anchor chain (tether.store.base): sessions' heads at start, pause and end,
+    # and approval decisions, each chained to the one before (and signed with an audit key).
+    6: """
+    CREATE TABLE anchors (
+        seq INTEGER PRIMARY KEY AUTOINCREMENT, kind TEXT NOT NULL, session_id TEXT NOT NULL,
+        body TEXT NOT NULL, prev TEXT NOT NULL, hash TEXT NOT NULL, mac TEXT);
+    """,
 }
 SCHEMA_VERSION = max(MIGRATIONS)
 # the sessions row is the writers' check: it moves on only from the seq the writer read (and,
@@ -145,6 +158,7 @@ class SQLiteStore:
         self.url = f"sqlite:///{self.path}"
         self._lock = threading.RLock()
         self._keys: dict[str, int] = {}  # session id -> key, for sessions appended to
+        self._audit_key = audit_key()  # signs anchors; kept outside the database
         try:
             self._db = sqlite3.connect(self.path, timeout=30.0, isolation_level=None,
                                        check_same_thread=False)
@@ -185,6 +199,8 @@ class SQLiteStore:
                     for statement in MIGRATIONS[number].split(";"):
                         if statement.strip():
                             self._db.execute(statement)
+                if version and version < 6:  # what was stored before anchoring, anchored now
+                    self._anchor_existing()
                 self._db.execute("INSERT OR REPLACE INTO meta VALUES ('schema_version', ?)",
                                  (str(SCHEMA_VERSION),))
                 self._db.execute("COMMIT")
@@ -234,6 +250,9 @@ class SQLiteStore:
                 for at in range(0, len(values), 7 * ROWS_PER_INSERT):
                     rows = values[at:at + 7 * ROWS_PER_INSERT]
                     cursor.execute(_insert_events(len(rows) // 7), rows)
+                head = head_anchor(session_id, events)
+                if head is not None:
+                    self._anchor("head", session_id, head)
                 cursor.execute("COMMIT")
             except BaseException:
                 cursor.execute("ROLLBACK")
@@ -242,6 +261,33 @@ class SQLiteStore:
             if len(self._keys) >= KEYS_KEPT:
                 self._keys.clear()
             self._keys[session_id] = key
+
+    def _anchor(self, kind: str, session_id: str, body: Mapping[str, Any]) -> None:
+        """Append to the anchor chain (inside the caller's transaction)."""
+        row = self._db.execute("SELECT hash FROM anchors ORDER BY seq DESC LIMIT 1").fetchone()
+        prev = row[0] if row else ANCHOR_GENESIS
+        text, digest, mac = seal_anchor(prev, body, self._audit_key)
+        self._db.execute("INSERT INTO anchors (kind, session_id, body, prev, hash, mac) VALUES "
+                         "(?, ?, ?, ?, ?, ?)", (kind, session_id, text, prev, digest, mac))
+
+    def _anchor_existing(self) -> None:
+        """Anchor the heads of the sessions and the approval decisions a file already holds."""
+        heads = self._db.execute(
+            "SELECT s.session_id, e.seq, e.hash, e.type FROM sessions AS s JOIN events AS e "
+            "ON e.session_key = s.key AND e.seq = s.events ORDER BY s.key").fetchall()
+        for sid, seq, digest, kind in heads:
+            self._anchor("head", sid, {"session_id": sid, "seq": seq, "head": digest,
+                                       "type": kind})
+        for (record,) in self._db.execute("SELECT record FROM approvals ORDER BY rowid"):
+            decided = approval_anchor(json.loads(record))
+            if decided is not None:
+                self._anchor("approval", decided["session_id"], decided)
+
+    def anchors(self) -> list[Anchor]:
+        with self._lock:
+            rows = self._db.execute("SELECT seq, kind, session_id, body, prev, hash, mac FROM "
+                                    "anchors ORDER BY seq").fetchall()
+        return [Anchor(*row) for row in rows]
 
     def _move_on(self, key: int | None, stored: int, last: Event, lease: Lease | None) -> int:
         if lease is None:
@@ -320,6 +366,7 @@ class SQLiteStore:
                 doomed = db.execute("SELECT key, session_id FROM sessions WHERE updated_at < ?",
                                     (before,)).fetchall()
                 for key, sid in doomed:
+                    self._anchor("prune", sid, {"session_id": sid, "before": before})
                     db.execute("DELETE FROM events WHERE session_key = ?", (key,))
                     db.execute("DELETE FROM approvals WHERE session_id = ?", (sid,))
                     db.execute("DELETE FROM private_arguments WHERE session_id = ?", (sid,))
@@ -385,6 +432,9 @@ class SQLiteStore:
                 record = {**json.loads(row[0]), **changes}
                 db.execute("UPDATE approvals SET status = ?, record = ? WHERE id = ?",
                            (record["status"], json.dumps(record), approval_id))
+                decided = approval_anchor(record) if "status" in changes else None
+                if decided is not None:
+                    self._anchor("approval", record["session_id"], decided)
                 db.execute("COMMIT")
                 return True
             except BaseException:
