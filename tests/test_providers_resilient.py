@@ -352,7 +352,7 @@ def test_wrapper_price_and_estimate_cover_every_member() -> None:
     cheap = ScriptedModel(["x"], price=Price(Decimal("0.1"), Decimal("0.4"), Decimal("0.05")))
     dear = ScriptedModel(["x"], price=Price(Decimal("3"), Decimal("15"), Decimal("0.3")))
     chain = Fallback([cheap, Resilient(dear)])
-    assert chain.price == Price(Decimal("3"), Decimal("15"), Decimal("0.3"))
+    assert chain.price == Price(Decimal("3"), Decimal("15"), Decimal("0.3"), Decimal("3"))
     assert Fallback([cheap, ScriptedModel(["x"], price=None)]).price is None
     openai_model = OpenAIModel(api_key="k", env_file=None)
     anthropic_model = AnthropicModel(api_key="k", env_file=None)

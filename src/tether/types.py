@@ -127,11 +127,13 @@ class Message:
 @dataclass(frozen=True, slots=True)
 class Usage:
     """Tokens one call consumed. ``cached_input_tokens`` is the part of ``input_tokens`` served
-    from the provider's prompt cache (billed at the cached price)."""
+    from the provider's prompt cache (billed at the cache-read price), ``cache_write_tokens``
+    the part written to it (billed at the cache-write price, e.g. 1.25x input at Anthropic)."""
 
     input_tokens: int = 0
     output_tokens: int = 0
     cached_input_tokens: int = 0
+    cache_write_tokens: int = 0
 
     @property
     def total_tokens(self) -> int:
@@ -142,14 +144,18 @@ class Usage:
             self.input_tokens + other.input_tokens,
             self.output_tokens + other.output_tokens,
             self.cached_input_tokens + other.cached_input_tokens,
+            self.cache_write_tokens + other.cache_write_tokens,
         )
 
     def to_dict(self) -> dict[str, int]:
-        return {
+        out = {
             "input_tokens": self.input_tokens,
             "output_tokens": self.output_tokens,
             "cached_input_tokens": self.cached_input_tokens,
         }
+        if self.cache_write_tokens:
+            out["cache_write_tokens"] = self.cache_write_tokens
+        return out
 
 
 @dataclass(frozen=True, slots=True)
@@ -201,7 +207,8 @@ class ModelResponse:
     def from_dict(cls, data: Mapping[str, Any]) -> ModelResponse:
         calls = tuple(ToolCall(c["id"], c["name"], c["arguments"]) for c in data["tool_calls"])
         u = data["usage"]
-        usage = Usage(u["input_tokens"], u["output_tokens"], u["cached_input_tokens"])
+        usage = Usage(u["input_tokens"], u["output_tokens"], u["cached_input_tokens"],
+                      u.get("cache_write_tokens", 0))
         return cls(data["text"], calls, usage, data["model"], data["finish_reason"])
 
 

@@ -25,6 +25,7 @@ from tether.cli.audit import register as register_audit
 from tether.cli.common import usage
 from tether.cli.mcp import register as register_mcp
 from tether.cli.policy import register as register_policy
+from tether.cli.prices import register as register_prices
 from tether.cli.rerun import register as register_rerun
 from tether.cli.resume import register as register_resume
 from tether.cli.store import register as register_store
@@ -42,6 +43,7 @@ def build_parser() -> argparse.ArgumentParser:
     register_rerun(commands)
     register_store(commands)
     register_mcp(commands)
+    register_prices(commands)
     return parser
 
 

@@ -21,6 +21,7 @@ is written as its ``\\udXXX`` escape, which reads back as the same lone surrogat
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import json
 import math
@@ -321,8 +322,36 @@ class Journal:
         sealed = self._seal_all()
         if self._flushed < len(sealed):
             self.store.append(self.session_id, sealed[self._flushed:], self._json, self.lease)
-            self._flushed = len(sealed)
-            self._json = []
+            self._stored(len(sealed))
+
+    async def aflush(self) -> None:
+        """``flush`` for the async runtime: a store that commits over a network
+        (``append_soon``: PostgreSQL's group commit) is awaited off the event loop, so one
+        session's commit never holds the others'. It completes before it returns, so a step is
+        durable before what follows it, and a session's writes stay in order (its coroutine
+        awaits each)."""
+        store = self.store
+        append_soon = getattr(store, "append_soon", None)
+        if append_soon is None:
+            self.flush()
+            return
+        self.publish()
+        sealed = self._seal_all()
+        if self._flushed < len(sealed):
+            write = asyncio.wrap_future(append_soon(self.session_id, sealed[self._flushed:],
+                                                    self._json, self.lease))
+            try:
+                await asyncio.shield(write)
+            except asyncio.CancelledError:  # the commit goes on in its thread: wait for it,
+                await asyncio.wait({write})  # so the journal knows what the store holds
+                if not write.cancelled() and write.exception() is None:
+                    self._stored(len(sealed))
+                raise
+            self._stored(len(sealed))
+
+    def _stored(self, count: int) -> None:
+        self._flushed = count
+        self._json = []
 
     def redact(self, value: str) -> None:
         """Never let ``value`` (a secret, a masked field) reach a sealed event: it is blanked in

@@ -26,7 +26,7 @@ from tether.models.anthropic_format import (
 from tether.models.clients import PerLoop
 from tether.models.errors import ErrorKind, ProviderError, classify
 from tether.models.keys import ApiKey, EnvFile, require_extra, setting, split_spec
-from tether.models.pricing import DEFAULT_CATALOG, Price
+from tether.models.pricing import Price
 from tether.models.provider import ProviderModel, past_cap
 from tether.types import ModelRequest, ModelResponse
 
@@ -69,7 +69,7 @@ class AnthropicModel(ProviderModel):
         if max_output_tokens < 1:
             raise ValueError("max_output_tokens must be >= 1: the Messages API requires a "
                              "max_tokens for every call")
-        self._price = price if price is not None else DEFAULT_CATALOG.lookup(self._model)
+        self._price = price  # None: looked up on first use (tether.models.pricing)
         self._max_output_tokens = max_output_tokens
         self._params = dict(params or {})
         reserved = {"model", "messages", "system", "tools", "stream",

@@ -15,10 +15,9 @@ gate, never guessed at.
 
 Usage mapping: Anthropic's ``input_tokens`` counts only the uncached part of the prompt, so
 ``Usage.input_tokens = input_tokens + cache_read_input_tokens + cache_creation_input_tokens``
-(all input, as OpenAI reports it) and ``Usage.cached_input_tokens = cache_read_input_tokens``
-(the part billed at the cache-read price). Cache writes are billed by Anthropic at 1.25x input;
-tether sends no ``cache_control``, so it asks for none, and any that occur are charged at the
-input price.
+(all input, as OpenAI reports it), ``Usage.cached_input_tokens = cache_read_input_tokens``
+(the part billed at the cache-read price) and ``Usage.cache_write_tokens =
+cache_creation_input_tokens`` (the part billed at the cache-write price, 1.25x input).
 """
 
 from __future__ import annotations
@@ -118,7 +117,7 @@ def tool_call(id: str, name: str, value: object) -> ToolCall:
 def usage_of(input_tokens: int, output_tokens: int, cache_read: int | None,
              cache_creation: int | None) -> Usage:
     read, write = cache_read or 0, cache_creation or 0
-    return Usage(input_tokens + read + write, output_tokens, read)
+    return Usage(input_tokens + read + write, output_tokens, read, write)
 
 
 def from_message(message: AnthropicMessage) -> ModelResponse:

@@ -26,7 +26,7 @@ from tether.models.openai_format import (
     to_messages,
     to_tools,
 )
-from tether.models.pricing import DEFAULT_CATALOG, Price
+from tether.models.pricing import Price
 from tether.models.provider import ProviderModel, past_cap
 from tether.types import ModelRequest, ModelResponse
 
@@ -70,7 +70,7 @@ class OpenAIModel(ProviderModel):
             raise ValueError("max_output_tokens must be >= 1 (or None for no ceiling)")
         if max_tokens_field not in ("max_completion_tokens", "max_tokens"):
             raise ValueError("max_tokens_field must be 'max_completion_tokens' or 'max_tokens'")
-        self._price = price if price is not None else DEFAULT_CATALOG.lookup(self._model)
+        self._price = price  # None: looked up on first use (tether.models.pricing)
         self._max_output_tokens = max_output_tokens
         self._max_tokens_field = max_tokens_field
         self._params = dict(params or {})

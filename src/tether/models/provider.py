@@ -11,7 +11,7 @@ from typing import ClassVar
 
 from tether.models.base import CHARS_PER_TOKEN
 from tether.models.estimate import provider_message_tokens
-from tether.models.pricing import Price
+from tether.models.pricing import Price, price_for
 from tether.types import Message
 from tether.urls import redact_url
 
@@ -31,7 +31,7 @@ class ProviderModel:
     per_request_tokens: ClassVar[int]  # framing of a request (e.g. a hidden tool prompt)
 
     _model: str
-    _price: Price | None
+    _price: Price | None  # given to the adapter; else looked up when first asked for
     _base_url: str | None
 
     def __repr__(self) -> str:
@@ -48,6 +48,10 @@ class ProviderModel:
 
     @property
     def price(self) -> Price | None:
+        """The price given, else the model's from genai-prices or the bundled table (looked up
+        on first use, so building a model loads no price data)."""
+        if self._price is None:
+            self._price = price_for(self._model, self.provider)[0]
         return self._price
 
     def estimate_message_tokens(self, message: Message) -> int:

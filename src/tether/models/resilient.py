@@ -61,9 +61,10 @@ def dearest(prices: Sequence[Price | None]) -> Price | None:
     """A price at least as high as every member's, field by field; None if any is unknown."""
     if any(p is None for p in prices) or not prices:
         return None
-    known = [p for p in prices if p is not None]
+    known = [p.worst() if p.tiers else p for p in prices if p is not None]  # tiers: flattened
     return Price(max(p.input for p in known), max(p.output for p in known),
-                 max(p.input if p.cached_input is None else p.cached_input for p in known))
+                 max(p.input if p.cached_input is None else p.cached_input for p in known),
+                 max(p.input if p.cache_write is None else p.cache_write for p in known))
 
 
 async def _stream_of(model: Model, request: ModelRequest) -> AsyncGenerator[Item, None]:

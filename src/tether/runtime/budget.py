@@ -134,17 +134,21 @@ class Reservation:
 
 
 def worst_case_cost(price: Price, input_tokens: int, output_tokens: int) -> Decimal:
-    """The most a call can cost: every input token at the dearer of the input and cached-input
-    prices (the provider, not the runtime, decides what is served from cache)."""
-    return (input_tokens * _input_price(price) + output_tokens * price.output) / MILLION
+    """The most a call can cost: priced at the tier its input reaches, every input token at the
+    dearest of the uncached, cache-read and cache-write prices (the provider, not the runtime,
+    decides what is served from or written to its cache)."""
+    p_in, p_out = _prices(price, input_tokens)
+    return (input_tokens * p_in + output_tokens * p_out) / MILLION
 
 
 _WRAP = WRAP_UP_NOTE_TOKENS + WRAP_UP_OUTPUT_TOKENS
 _UNBOUNDED = 2**31
 
 
-def _input_price(price: Price) -> Decimal:
-    return price.input if price.cached_input is None else max(price.input, price.cached_input)
+def _prices(price: Price, input_tokens: int) -> tuple[Decimal, Decimal]:
+    """The dearest input price and the output price of a request of ``input_tokens``."""
+    at = price.at(input_tokens)
+    return at.dearest_input(), at.output
 
 
 def _tokens_for(money: Decimal, per_million: Decimal) -> int:
@@ -213,8 +217,9 @@ class Accountant:
         self.tally = tally
         self._leases: dict[str, Budget] = {}  # what running sub-agents may still spend
         # float USD per input and output token, and the held-back cost: for the quick checks
-        self._per_token = (0.0, 0.0, 0.0) if price is None else (
-            float(_input_price(price)) / 1e6, float(price.output) / 1e6, float(self._hold_cost))
+        worst = None if price is None else price.worst()  # for the quick checks: any tier
+        self._per_token = (0.0, 0.0, 0.0) if worst is None else (
+            float(worst.input) / 1e6, float(worst.output) / 1e6, float(self._hold_cost))
 
     @property
     def budget(self) -> Budget:
@@ -309,7 +314,7 @@ class Accountant:
         the price of a wrap-up right after it (its input plus its output, resent, plus a note
         and a short answer)."""
         assert self._price is not None
-        p_in, p_out = _input_price(self._price), self._price.output
+        p_in, p_out = _prices(self._price, 2 * input_tokens + WRAP_UP_NOTE_TOKENS)
         if final:
             return _tokens_for(left - input_tokens * p_in / MILLION, p_out)
         with_share = _tokens_for(left - self._hold_cost - input_tokens * p_in / MILLION, p_out)
@@ -335,7 +340,8 @@ class Accountant:
             if tokens < wanted:
                 room = tokens
         if self._price is not None and b.max_cost_usd is not None:
-            p_in = _input_price(self._price)
+            worst = self._price.worst()  # however far the conversation grows
+            p_in = worst.input
             if p_in > 0:
                 spare = b.max_cost_usd - t.cost
                 f_in, f_out, _ = self._per_token
@@ -344,7 +350,7 @@ class Accountant:
                 if rough < 2 * wanted + 64:  # not plainly enough: count exactly
                     exact = _tokens_for(spare - ((conversation_tokens + WRAP_UP_NOTE_TOKENS)
                                                  * p_in + WRAP_UP_OUTPUT_TOKENS
-                                                 * self._price.output) / MILLION, p_in)
+                                                 * worst.output) / MILLION, p_in)
                     if exact < wanted:
                         room = exact if room is None else min(room, exact)
         return room

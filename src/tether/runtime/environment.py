@@ -93,7 +93,7 @@ class Environment:
             "reserved_input": reservation.input_tokens,
             "reserved_cost_usd": reservation.cost_usd,
         })
-        self._journal.flush()  # the step so far is durable before the next model call
+        await self._journal.aflush()  # the step so far is durable before the next model call
         self._sent_estimate += new_estimate
         request = ModelRequest(tuple(self._state.conversation), specs,
                                reservation.max_output_tokens, input_estimate)
@@ -148,7 +148,8 @@ class Environment:
         usage went past what was reserved is charged, journaled as an overrun, and stops the
         run at once with that limit's reason."""
         usage = response.usage
-        if not _whole(usage.input_tokens, usage.output_tokens, usage.cached_input_tokens):
+        if not _whole(usage.input_tokens, usage.output_tokens, usage.cached_input_tokens,
+                      usage.cache_write_tokens):
             error = (f"the model reported unusable usage ({usage.input_tokens!r} input, "
                      f"{usage.output_tokens!r} output, {usage.cached_input_tokens!r} cached "
                      "tokens): charged at the reservation")

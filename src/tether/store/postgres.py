@@ -15,6 +15,7 @@ import json
 import re
 import time
 from collections.abc import Mapping, Sequence
+from concurrent.futures import Future
 from typing import Any
 from urllib.parse import parse_qsl, quote, urlencode, urlsplit, urlunsplit
 
@@ -34,6 +35,7 @@ from tether.store.base import (
     lease_columns,
     seal_anchor,
 )
+from tether.store.group_commit import GroupCommit
 from tether.types import Event
 from tether.urls import redact_text, redact_url
 
@@ -95,6 +97,7 @@ class PostgresStore:
     the URL as ``?schema=NAME`` or libpq's ``?options=-csearch_path%3DNAME``. ``url`` as this
     object shows it has every secret masked (``tether.urls.redact_url``)."""
 
+
     def __init__(self, url: str, *, schema: str | None = None, min_size: int = 1,
                  max_size: int = 8) -> None:
         try:
@@ -121,6 +124,7 @@ class PostgresStore:
             raise StoreError(f"cannot connect to PostgreSQL at {self.url}: "
                              f"{redact_text(str(exc), dsn)}") from None
         self._migrate()
+        self._group = GroupCommit(self._pool.connection, self._append_in)
 
     def __repr__(self) -> str:
         return f"PostgresStore({self.url!r}, schema={self.schema!r})"
@@ -154,47 +158,61 @@ class PostgresStore:
                data_json: Sequence[str] | None = None, lease: Lease | None = None) -> None:
         if not events:
             return
+        with self._pool.connection() as db:
+            self._append_in(db, session_id, events, data_json, lease)
+
+    def append_soon(self, session_id: str, events: Sequence[Event],
+                    data_json: Sequence[str] | None = None,
+                    lease: Lease | None = None) -> Future[None]:
+        """``append``, done by a committer thread in a commit shared with other sessions' appends
+        (``store.group_commit``); the future resolves when it is durable."""
+        return self._group.submit(session_id, list(events), data_json, lease)
+
+    def _append_in(self, db: Any, session_id: str, events: Sequence[Event],
+                   data_json: Sequence[str] | None, lease: Lease | None) -> None:
+        """One append inside ``db``'s current transaction."""
+        if not events:
+            return
         if data_json is None or len(data_json) != len(events):
             data_json = [e.json_text or json.dumps(e.data, ensure_ascii=False) for e in events]
         first, last = events[0], events[-1]
         locked = self._sql("SELECT events, lease_token, lease_holder, lease_expires FROM "
                            "{s}.sessions WHERE session_id = %s FOR UPDATE")
-        with self._pool.connection() as db:
-            row = db.execute(locked, (session_id,)).fetchone()
-            if row is None:
-                subject = first.data.get("subject") or {}
-                holder, token, expires = lease_columns(lease)
-                inserted = db.execute(self._sql(
-                    "INSERT INTO {s}.sessions (session_id, tenant_id, agent, created_at, "
-                    "updated_at, events, last_type, lease_holder, lease_token, lease_expires) "
-                    "VALUES (%s, %s, %s, %s, %s, 0, %s, %s, %s, %s) "
-                    "ON CONFLICT (session_id) DO NOTHING RETURNING events"),
-                    (session_id, subject.get("tenant_id"), first.data.get("agent"),
-                     first.timestamp, last.timestamp, last.type, holder, token,
-                     expires)).fetchone()
-                if inserted is None:  # another writer created it first
-                    row = db.execute(locked, (session_id,)).fetchone()
-            stored = row[0] if row else 0
-            if first.seq != stored + 1:
-                raise ConflictError(f"session {session_id}: expected seq {stored + 1}, got "
-                                    f"{first.seq}; another writer appended first")
-            if lease is not None and row is not None and row[1] != lease.token:
-                raise SessionBusy(session_id, row[2], row[3], lost=True)
-            with db.cursor() as cursor:
-                cursor.executemany(self._sql("INSERT INTO {s}.events (session_id, seq, type, ts, "
-                                             "data, prev_hash, hash) VALUES "
-                                             "(%s, %s, %s, %s, %s, %s, %s)"),
-                                   [(session_id, e.seq, e.type, e.timestamp, text,
-                                     e.prev_hash, e.hash)
-                                    for e, text in zip(events, data_json, strict=True)])
-            db.execute(self._sql("UPDATE {s}.sessions SET updated_at = %s, events = %s, "
-                                 "last_type = %s, lease_expires = CASE WHEN %s THEN %s ELSE "
-                                 "lease_expires END WHERE session_id = %s"),
-                       (last.timestamp, last.seq, last.type, lease is not None,
-                        lease_columns(lease)[2], session_id))
-            head = head_anchor(session_id, events)
-            if head is not None:
-                self._anchor(db, "head", session_id, head)
+        row = db.execute(locked, (session_id,)).fetchone()
+        if row is None:
+            subject = first.data.get("subject") or {}
+            holder, token, expires = lease_columns(lease)
+            inserted = db.execute(self._sql(
+                "INSERT INTO {s}.sessions (session_id, tenant_id, agent, created_at, "
+                "updated_at, events, last_type, lease_holder, lease_token, lease_expires) "
+                "VALUES (%s, %s, %s, %s, %s, 0, %s, %s, %s, %s) "
+                "ON CONFLICT (session_id) DO NOTHING RETURNING events"),
+                (session_id, subject.get("tenant_id"), first.data.get("agent"),
+                 first.timestamp, last.timestamp, last.type, holder, token,
+                 expires)).fetchone()
+            if inserted is None:  # another writer created it first
+                row = db.execute(locked, (session_id,)).fetchone()
+        stored = row[0] if row else 0
+        if first.seq != stored + 1:
+            raise ConflictError(f"session {session_id}: expected seq {stored + 1}, got "
+                                f"{first.seq}; another writer appended first")
+        if lease is not None and row is not None and row[1] != lease.token:
+            raise SessionBusy(session_id, row[2], row[3], lost=True)
+        with db.cursor() as cursor:
+            cursor.executemany(self._sql("INSERT INTO {s}.events (session_id, seq, type, ts, "
+                                         "data, prev_hash, hash) VALUES "
+                                         "(%s, %s, %s, %s, %s, %s, %s)"),
+                               [(session_id, e.seq, e.type, e.timestamp, text,
+                                 e.prev_hash, e.hash)
+                                for e, text in zip(events, data_json, strict=True)])
+        db.execute(self._sql("UPDATE {s}.sessions SET updated_at = %s, events = %s, "
+                             "last_type = %s, lease_expires = CASE WHEN %s THEN %s ELSE "
+                             "lease_expires END WHERE session_id = %s"),
+                   (last.timestamp, last.seq, last.type, lease is not None,
+                    lease_columns(lease)[2], session_id))
+        head = head_anchor(session_id, events)
+        if head is not None:
+            self._anchor(db, "head", session_id, head)
 
     def _anchor(self, db: Any, kind: str, session_id: str, body: Mapping[str, Any]) -> None:
         """Append to the anchor chain inside ``db``'s transaction, one writer at a time."""
@@ -364,6 +382,7 @@ class PostgresStore:
         return True
 
     def close(self) -> None:
+        self._group.close()
         self._pool.close()
 
 

@@ -122,7 +122,7 @@ class Gateway:
             (result,) = await self._calls.run([call])
         except Stop as stop:
             result = self._state.results.get(call.id) or self._waiting(call, stop)
-        self._journal.flush()
+        await self._journal.aflush()
         return result
 
     def _approved_earlier(self, call: ToolCall) -> ApprovalRequest | None:

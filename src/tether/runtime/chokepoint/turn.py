@@ -317,7 +317,7 @@ class ToolCalls:
             self._journal.append("tool.started", {"call_id": admitted.call.id,
                                                   "tool": admitted.tool.name})
         if effects:  # a read-only call lost in a crash is simply run again
-            self._journal.flush()
+            await self._journal.aflush()
         else:
             self._journal.publish()
         limit = self._result_chars(len(batch))
