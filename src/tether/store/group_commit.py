@@ -6,11 +6,13 @@ for every other's fsync; committed one by one on threads, the pool's few connect
 one fsync each.
 
 Decision: appends are queued to a few daemon threads; each takes whatever is waiting (up to a
-batch), writes every append in its own savepoint of one transaction, and commits once. An append
-that fails (another writer came first, a lost lease) rolls back to its savepoint and fails alone;
-the others commit. Each caller gets its own result when the batch's commit is done, so an append
-is durable before its caller goes on (the step's events before the side effect that follows),
-and a session's appends stay in order because its caller awaits each before the next.
+batch, lingering a millisecond for more), writes every append in one transaction, and commits
+once. An append refused by the store's checks (another writer came first, a lost lease) is
+refused before it changes anything, so it fails alone and the others commit; a database error
+fails the whole batch, and each caller is told. Each caller gets its own result when the batch's
+commit is done, so an append is durable before its caller goes on (the step's events before the
+side effect that follows), and a session's appends stay in order because its caller awaits each
+before the next.
 """
 
 from __future__ import annotations
@@ -21,6 +23,8 @@ import threading
 from collections.abc import Callable
 from concurrent.futures import Future
 from typing import Any
+
+from tether.store.base import StoreError
 
 BATCH = 64  # appends in one commit, at most
 WORKERS = 4  # commits in flight at once
@@ -74,9 +78,8 @@ class GroupCommit:
             with self._connection() as db:
                 for index, (args, _) in enumerate(batch):
                     try:
-                        with db.transaction():  # a savepoint inside the batch's transaction
-                            self._write(db, *args)
-                    except Exception as exc:
+                        self._write(db, *args)
+                    except (StoreError, LookupError) as exc:  # refused, nothing written
                         failed[index] = exc
         except Exception as exc:  # the commit itself failed: nothing of the batch is stored
             for index in range(len(batch)):

@@ -87,6 +87,22 @@ MIGRATIONS: dict[int, list[str]] = {
     ],
 }
 SCHEMA_VERSION = max(MIGRATIONS)
+# A later step in one statement: the row moves on only from the seq the writer read and only for
+# its lease holder, the events are added only if it did, and the row as it was comes back so a
+# refusal can say why (another writer came first, or the lease was taken).
+MOVE_ON = """
+WITH cur AS (SELECT events, lease_token, lease_holder, lease_expires FROM {s}.sessions
+             WHERE session_id = %(sid)s FOR UPDATE),
+moved AS (UPDATE {s}.sessions SET updated_at = %(ts)s, events = %(last)s, last_type = %(type)s,
+              lease_expires = CASE WHEN %(leased)s THEN %(expires)s ELSE lease_expires END
+          WHERE session_id = %(sid)s AND events = %(stored)s
+            AND (NOT %(leased)s OR lease_token = %(token)s) RETURNING 1),
+added AS (INSERT INTO {s}.events (session_id, seq, type, ts, data, prev_hash, hash)
+          SELECT %(sid)s, e.* FROM unnest(%(seqs)s::bigint[], %(types)s::text[],
+                 %(tss)s::float8[], %(datas)s::text[], %(prevs)s::text[],
+                 %(hashes)s::text[]) AS e
+          WHERE EXISTS (SELECT 1 FROM moved) RETURNING 1)
+SELECT (SELECT count(*) FROM moved), (SELECT count(*) FROM added), cur.* FROM cur"""
 
 
 DEFAULT_SCHEMA = "tether"
@@ -124,6 +140,7 @@ class PostgresStore:
             raise StoreError(f"cannot connect to PostgreSQL at {self.url}: "
                              f"{redact_text(str(exc), dsn)}") from None
         self._migrate()
+        self._move_on_sql = self._sql(MOVE_ON)
         self._group = GroupCommit(self._pool.connection, self._append_in)
 
     def __repr__(self) -> str:
@@ -175,6 +192,52 @@ class PostgresStore:
             return
         if data_json is None or len(data_json) != len(events):
             data_json = [e.json_text or json.dumps(e.data, ensure_ascii=False) for e in events]
+        if events[0].seq > 1:
+            self._move_on(db, session_id, events, data_json, lease)
+        else:
+            self._begin(db, session_id, events, data_json, lease)
+        head = head_anchor(session_id, events)
+        if head is not None:
+            self._anchor(db, "head", session_id, head)
+
+    def _move_on(self, db: Any, session_id: str, events: Sequence[Event],
+                 data_json: Sequence[str], lease: Lease | None) -> None:
+        """A later step: one statement moves the session's row on (only from the seq this writer
+        read, only for its lease) and adds the events — or, with nothing changed, says why not."""
+        row = db.execute(self._move_on_sql, self._move_on_params(session_id, events, data_json,
+                                                                  lease)).fetchone()
+        self._moved(session_id, events, lease, row)
+
+    @staticmethod
+    def _move_on_params(session_id: str, events: Sequence[Event], data_json: Sequence[str],
+                        lease: Lease | None) -> dict[str, Any]:
+        last = events[-1]
+        return {
+            "sid": session_id, "ts": last.timestamp, "last": last.seq, "type": last.type,
+            "leased": lease is not None, "expires": lease_columns(lease)[2],
+            "stored": events[0].seq - 1, "token": lease.token if lease is not None else 0,
+            "seqs": [e.seq for e in events], "types": [e.type for e in events],
+            "tss": [e.timestamp for e in events], "datas": list(data_json),
+            "prevs": [e.prev_hash for e in events], "hashes": [e.hash for e in events],
+        }
+
+    @staticmethod
+    def _moved(session_id: str, events: Sequence[Event], lease: Lease | None,
+               row: Any) -> None:
+        """Refuse, saying why, a step the move-on statement did not take."""
+        if row is not None and row[0] == 1:
+            return
+        stored = row[2] if row is not None else 0
+        if events[0].seq != stored + 1:
+            raise ConflictError(f"session {session_id}: expected seq {stored + 1}, got "
+                                f"{events[0].seq}; another writer appended first")
+        assert row is not None and lease is not None  # the lease was the reason
+        raise SessionBusy(session_id, row[4], row[5], lost=True)
+
+    def _begin(self, db: Any, session_id: str, events: Sequence[Event],
+               data_json: Sequence[str], lease: Lease | None) -> None:
+        """A session's first append: its row, then its events (or the conflict that stops
+        it)."""
         first, last = events[0], events[-1]
         locked = self._sql("SELECT events, lease_token, lease_holder, lease_expires FROM "
                            "{s}.sessions WHERE session_id = %s FOR UPDATE")
@@ -210,9 +273,6 @@ class PostgresStore:
                              "lease_expires END WHERE session_id = %s"),
                    (last.timestamp, last.seq, last.type, lease is not None,
                     lease_columns(lease)[2], session_id))
-        head = head_anchor(session_id, events)
-        if head is not None:
-            self._anchor(db, "head", session_id, head)
 
     def _anchor(self, db: Any, kind: str, session_id: str, body: Mapping[str, Any]) -> None:
         """Append to the anchor chain inside ``db``'s transaction, one writer at a time."""
