@@ -163,8 +163,8 @@ def _report_anchors(store: Store, anchors: Sequence[Anchor],
     from tether.store.base import audit_key
 
     sessions: dict[str, Sequence[Event]] = {sid: events for sid, events, _ in results}
-    starts = {a.session_id: json.loads(a.body) for a in anchors
-              if a.kind == "head" and '"session.start"' in a.body}
+    heads = [(a.session_id, json.loads(a.body)) for a in anchors if a.kind == "head"]
+    starts = {sid: body for sid, body in heads if body.get("type") == "session.start"}
     scope: set[str] | None = None
     if only is not None:
         scope = {only}

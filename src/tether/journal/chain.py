@@ -28,10 +28,17 @@ import math
 import re
 import time
 from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any
 
+from tether.journal.redaction import (
+    MIN_REDACTED_CHARS,
+    REDACTED,
+    Redactions,
+    Scrubber,
+    hide_arguments,
+    scrub,
+)
 from tether.store.base import Lease, Store
 from tether.types import Event
 
@@ -136,26 +143,6 @@ def _digest(prev_hash: str, seq: int, kind: str, session_id: str, timestamp: flo
     return _sha256(body.encode("utf-8", "surrogatepass")).hexdigest()
 
 
-REDACTED = "[redacted]"
-MIN_REDACTED_CHARS = 4  # shorter values would blank out unrelated text
-
-
-Scrubber = Callable[[str], str]
-
-
-@dataclass(slots=True)
-class Redactions:
-    """What a journal must keep out of every event it seals from now on: text (a secret, a
-    masked value, wherever it appears in a string) and named arguments of named calls (the
-    model's own tool calls, whatever the values' type)."""
-
-    scrubbers: list[Scrubber] = field(default_factory=list)
-    arguments: dict[str, set[str]] = field(default_factory=dict)  # call id -> field names
-
-    def __bool__(self) -> bool:
-        return bool(self.scrubbers or self.arguments)
-
-
 def seal(prev_hash: str, session_id: str, record: Record,
          scrubbers: Sequence[Scrubber] = ()) -> Event:
     """Turn a record into a chained Event with plain-JSON data, every scrubber applied to each
@@ -173,39 +160,11 @@ def _seal(prev_hash: str, session_id: str, record: Pending,
     seq, type, timestamp, data_json = record
     if redactions is not None:
         plain = json.loads(data_json)
-        _hide_arguments(type, plain, redactions.arguments)
-        data_json = canonical_text(_scrub(plain, redactions.scrubbers))
+        hide_arguments(type, plain, redactions.arguments)
+        data_json = canonical_text(scrub(plain, redactions.scrubbers))
     digest = _digest(prev_hash, seq, type, session_id, timestamp, data_json)
     return Event.from_json(seq, type, session_id, timestamp, data_json, prev_hash,
                            digest), data_json
-
-
-def _scrub(value: Any, scrubbers: Sequence[Scrubber]) -> Any:
-    if isinstance(value, str):
-        for scrub in scrubbers:
-            value = scrub(value)
-        return value
-    if isinstance(value, list):
-        return [_scrub(v, scrubbers) for v in value]
-    if isinstance(value, dict):
-        return {k: _scrub(v, scrubbers) for k, v in value.items()}
-    return value
-
-
-def _hide_arguments(type: str, plain: Any, hidden: Mapping[str, set[str]]) -> None:
-    if not hidden:
-        return
-    if type == "model.response":
-        calls = plain["response"]["tool_calls"]
-    elif type == "client.call":
-        calls = [plain["call"]]
-    else:
-        return
-    for call in calls:
-        names = hidden.get(call["id"])
-        if names and isinstance(call["arguments"], dict):
-            for name in names & call["arguments"].keys():
-                call["arguments"][name] = REDACTED
 
 
 def verify_chain(events: Sequence[Event],
@@ -374,8 +333,8 @@ class Journal:
 
     def hide_secrets(self, text: str) -> str:
         """``text`` with every secret registered by ``scrub_with`` blanked."""
-        for scrub in self._secrets:
-            text = scrub(text)
+        for one in self._secrets:
+            text = one(text)
         return text
 
     def _notify(self, event: Event) -> None:

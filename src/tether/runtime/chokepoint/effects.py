@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from tether.journal.chain import REDACTED
+from tether.journal.redaction import REDACTED
 from tether.policy.base import MASK_TARGETS, Decision, Effect
 from tether.records import fast_init
 from tether.runtime.chokepoint.executor import MASKED, Rejected
