@@ -3,9 +3,11 @@
 Decision: this class only sequences; each concern is its own part — the Accountant (budgets), the
 PolicyGate (SARC and decisions), ToolCalls (a turn's calls: gates, effects, approvals, running)
 and the Journal (the record, which also drives the state projection). For a model call: reserve,
-record the request, call within the deadline, record the response and its charge. What the next
-request adds comes from the journaled state, so an Environment rebuilt on resume picks up exactly
-where the last one stopped.
+record the request, call within the deadline, check the reported usage against the reservation
+(an overrun stops the run), record the response and its charge. What the next request adds
+comes from the journaled state, so an Environment rebuilt on resume picks up exactly where the
+last one stopped. The Environment remembers the Stop it raised and raises it again on every
+later call, so no strategy can go on, or end the run another way, after a stop.
 """
 
 from __future__ import annotations
