@@ -19,6 +19,7 @@ from tether.policy.deadline import decide_within, runs_inline
 from tether.runtime.budget import Accountant
 from tether.runtime.state import SessionState
 from tether.tools.base import Tool
+from tether.types import detached
 
 CHARGED = frozenset({Effect.ALLOW, Effect.PARTIAL_ALLOW, Effect.MASK})
 Shown = Callable[[Mapping[str, Any], Decision], Mapping[str, Any]]
@@ -72,12 +73,13 @@ class PolicyGate:
         action = Action(tool.name, arguments)
         if self._inline:
             decision = decide(self._policy, self.subject, action, resource, context)
-        else:  # it may block: bounded by its deadline and by the time budget
-            left = remaining["seconds"]
+        else:  # it may block: bounded by its deadline and by the time budget, and given its
+            left = remaining["seconds"]  # own copy (a thread left running past its deadline
             timeout = self._timeout if left is None or self._timeout is None else min(
-                self._timeout, max(left, 0.0))
-            decision = decide_within(self._policy, timeout, self.subject, action, resource,
-                                     context, inline=False)
+                self._timeout, max(left, 0.0))  # must not reach what the tool will run with)
+            decision = decide_within(self._policy, timeout, self.subject,
+                                     Action(tool.name, detached(arguments)), resource, context,
+                                     inline=False)
         visible = shown(arguments, decision)
         if visible is not arguments:  # hidden here, so hidden everywhere else in the journal
             if self._keep is not None:
