@@ -62,7 +62,7 @@ def main() -> None:
         schema = f"bench_{uuid.uuid4().hex[:8]}"
         pg = PostgresStore(PG_URL, schema=schema)
         on_loop = PostgresStore(PG_URL, schema=schema)
-        on_loop.append_soon = None  # type: ignore[assignment,method-assign]  # as before
+        on_loop.append_async = None  # type: ignore[assignment,method-assign]  # as before
         stores = {"memory": "memory://", "sqlite": SQLiteStore(f"{scratch}/bench.db"),
                   "postgres": pg, "postgres, commits on the loop": on_loop}
         try:

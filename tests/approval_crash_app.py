@@ -36,8 +36,8 @@ class CrashingStore:
     def __init__(self, inner: Store, point: str) -> None:
         self._inner, self._point = inner, point
         self.url = inner.url
-        if hasattr(inner, "append_soon"):  # PostgreSQL: appends go through its group commit
-            self.append_soon = self._append_soon
+        if hasattr(inner, "append_async"):  # PostgreSQL: appends go through its group commit
+            self.append_async = self._append_async
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._inner, name)
@@ -47,10 +47,9 @@ class CrashingStore:
         self._inner.append(session_id, events, *args, **kwargs)
         self._after(events)
 
-    def _append_soon(self, session_id: str, events: Sequence[Event], *args: Any) -> Any:
-        done = self._inner.append_soon(session_id, events, *args)  # type: ignore[attr-defined]
-        done.add_done_callback(lambda f: f.exception() is None and self._after(events))
-        return done
+    async def _append_async(self, session_id: str, events: Sequence[Event], *args: Any) -> None:
+        await self._inner.append_async(session_id, events, *args)  # type: ignore[attr-defined]
+        self._after(events)
 
     def _after(self, events: Sequence[Event]) -> None:
         kinds = {e.type for e in events}

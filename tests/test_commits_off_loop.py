@@ -8,7 +8,6 @@ import asyncio
 import threading
 import time
 from collections.abc import Sequence
-from concurrent.futures import Future
 from typing import Any
 
 from tether import Agent, ModelResponse, ReAct, ScriptedModel, ToolCall, tool
@@ -20,21 +19,10 @@ COMMIT = 0.05  # seconds each commit takes, as a network round trip would
 
 class SlowCommits(MemoryStore):
     """The memory store, with a commit that blocks its thread the way a remote one does, and
-    appends made off the event loop (``append_soon``) as PostgreSQL's are."""
+    appends awaited by the async runtime (``append_async``) as PostgreSQL's are."""
 
-    def append_soon(self, *args: Any) -> Future[None]:
-        future: Future[None] = Future()
-
-        def run() -> None:
-            try:
-                self.append(*args)
-            except Exception as exc:
-                future.set_exception(exc)
-            else:
-                future.set_result(None)
-
-        threading.Thread(target=run, daemon=True).start()
-        return future
+    async def append_async(self, *args: Any) -> None:
+        await asyncio.to_thread(self.append, *args)
 
     def __init__(self) -> None:
         super().__init__()

@@ -43,6 +43,7 @@ def _round_trip(store: Store, value: Any) -> None:
     journal.append("session.start", {"task": "t", "agent": "a",
                                      "subject": {"tenant_id": None, "user_id": None,
                                                  "roles": []}})
+    journal.flush()  # the value goes in a later step: both of a store's write paths are used
     journal.append("value", {"v": value})
     journal.flush()
     stored = store.read(sid)

@@ -285,24 +285,24 @@ class Journal:
 
     async def aflush(self) -> None:
         """``flush`` for the async runtime: a store that commits over a network
-        (``append_soon``: PostgreSQL's group commit) is awaited off the event loop, so one
-        session's commit never holds the others'. It completes before it returns, so a step is
-        durable before what follows it, and a session's writes stay in order (its coroutine
-        awaits each)."""
+        (``append_async``: PostgreSQL's group commit on the loop) is awaited, so one session's
+        commit never holds the others'. It completes before it returns, so a step is durable
+        before what follows it, and a session's writes stay in order (its coroutine awaits
+        each)."""
         store = self.store
-        append_soon = getattr(store, "append_soon", None)
-        if append_soon is None:
+        append_async = getattr(store, "append_async", None)
+        if append_async is None:
             self.flush()
             return
         self.publish()
         sealed = self._seal_all()
         if self._flushed < len(sealed):
-            write = asyncio.wrap_future(append_soon(self.session_id, sealed[self._flushed:],
-                                                    self._json, self.lease))
+            write = asyncio.ensure_future(append_async(self.session_id, sealed[self._flushed:],
+                                                       self._json, self.lease))
             try:
                 await asyncio.shield(write)
-            except asyncio.CancelledError:  # the commit goes on in its thread: wait for it,
-                await asyncio.wait({write})  # so the journal knows what the store holds
+            except asyncio.CancelledError:  # the commit goes on: wait for it, so the journal
+                await asyncio.wait({write})  # knows what the store holds
                 if not write.cancelled() and write.exception() is None:
                     self._stored(len(sealed))
                 raise

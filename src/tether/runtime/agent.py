@@ -8,6 +8,7 @@ Session. The recipe is validated when built, so a mistake is reported where it w
 from __future__ import annotations
 
 import asyncio
+import math
 from collections.abc import AsyncIterator, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -90,8 +91,8 @@ class Agent:
             raise ValueError("max_result_chars must be >= 1")
         if not self.approval_ttl > 0:
             raise ValueError("approval_ttl must be a positive number of seconds")
-        if not self.lease_ttl > 0:
-            raise ValueError("lease_ttl must be a positive number of seconds")
+        if not 0 < self.lease_ttl < math.inf:
+            raise ValueError("lease_ttl must be a positive, finite number of seconds")
         if self.policy_timeout is not None and not self.policy_timeout > 0:
             raise ValueError("policy_timeout must be a positive number of seconds (or None: "
                              "a policy that may block is then waited for without limit)")

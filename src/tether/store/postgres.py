@@ -15,12 +15,10 @@ import json
 import re
 import time
 from collections.abc import Mapping, Sequence
-from concurrent.futures import Future
 from typing import Any
 from urllib.parse import parse_qsl, quote, urlencode, urlsplit, urlunsplit
 
 from tether.store.base import (
-    ANCHOR_GENESIS,
     Anchor,
     ConflictError,
     Lease,
@@ -30,12 +28,10 @@ from tether.store.base import (
     StoreError,
     approval_anchor,
     audit_key,
-    head_anchor,
     holder_is_gone,
-    lease_columns,
-    seal_anchor,
 )
-from tether.store.group_commit import GroupCommit
+from tether.store.loop_commit import LoopCommitters
+from tether.store.postgres_steps import Append, Statements, arun, run
 from tether.types import Event
 from tether.urls import redact_text, redact_url
 
@@ -87,24 +83,6 @@ MIGRATIONS: dict[int, list[str]] = {
     ],
 }
 SCHEMA_VERSION = max(MIGRATIONS)
-# A later step in one statement: the row moves on only from the seq the writer read and only for
-# its lease holder, the events are added only if it did, and the row as it was comes back so a
-# refusal can say why (another writer came first, or the lease was taken).
-MOVE_ON = """
-WITH cur AS (SELECT events, lease_token, lease_holder, lease_expires FROM {s}.sessions
-             WHERE session_id = %(sid)s FOR UPDATE),
-moved AS (UPDATE {s}.sessions SET updated_at = %(ts)s, events = %(last)s, last_type = %(type)s,
-              lease_expires = CASE WHEN %(leased)s THEN %(expires)s ELSE lease_expires END
-          WHERE session_id = %(sid)s AND events = %(stored)s
-            AND (NOT %(leased)s OR lease_token = %(token)s) RETURNING 1),
-added AS (INSERT INTO {s}.events (session_id, seq, type, ts, data, prev_hash, hash)
-          SELECT %(sid)s, e.* FROM unnest(%(seqs)s::bigint[], %(types)s::text[],
-                 %(tss)s::float8[], %(datas)s::text[], %(prevs)s::text[],
-                 %(hashes)s::text[]) AS e
-          WHERE EXISTS (SELECT 1 FROM moved) RETURNING 1)
-SELECT (SELECT count(*) FROM moved), (SELECT count(*) FROM added), cur.* FROM cur"""
-
-
 DEFAULT_SCHEMA = "tether"
 
 
@@ -130,7 +108,8 @@ class PostgresStore:
             raise StoreError(f"schema name {schema!r} must be a plain lower-case identifier")
         self.url = redact_url(url)
         self.schema = schema
-        self._audit_key = audit_key()  # signs anchors; kept outside the database
+        # the batch statements, and the audit key that signs anchors (kept outside the database)
+        self._statements = Statements(schema, audit_key())
         self._pool = ConnectionPool(dsn, min_size=min_size, max_size=max_size, open=False,
                                     kwargs={"autocommit": False})
         try:
@@ -140,8 +119,8 @@ class PostgresStore:
             raise StoreError(f"cannot connect to PostgreSQL at {self.url}: "
                              f"{redact_text(str(exc), dsn)}") from None
         self._migrate()
-        self._move_on_sql = self._sql(MOVE_ON)
-        self._group = GroupCommit(self._pool.connection, self._append_in)
+        self._dsn = dsn
+        self._committers = LoopCommitters(self._connect, self._write_async)
 
     def __repr__(self) -> str:
         return f"PostgresStore({self.url!r}, schema={self.schema!r})"
@@ -176,114 +155,43 @@ class PostgresStore:
         if not events:
             return
         with self._pool.connection() as db:
-            self._append_in(db, session_id, events, data_json, lease)
+            refused = run(db, self._statements.write([self._normal(session_id, events,
+                                                                    data_json, lease)]))[0]
+        if refused is not None:
+            raise refused
 
-    def append_soon(self, session_id: str, events: Sequence[Event],
-                    data_json: Sequence[str] | None = None,
-                    lease: Lease | None = None) -> Future[None]:
-        """``append``, done by a committer thread in a commit shared with other sessions' appends
-        (``store.group_commit``); the future resolves when it is durable."""
-        return self._group.submit(session_id, list(events), data_json, lease)
+    async def append_async(self, session_id: str, events: Sequence[Event],
+                           data_json: Sequence[str] | None = None,
+                           lease: Lease | None = None) -> None:
+        """``append`` for the async runtime: made on the event loop by its committer, in a
+        commit shared with other sessions' appends (``store.loop_commit``); it returns once the
+        append is durable."""
+        if events:
+            await self._committers.submit(session_id, list(events), data_json, lease)
 
-    def _append_in(self, db: Any, session_id: str, events: Sequence[Event],
-                   data_json: Sequence[str] | None, lease: Lease | None) -> None:
-        """One append inside ``db``'s current transaction."""
-        if not events:
-            return
+    async def _connect(self) -> Any:
+        import psycopg
+
+        try:
+            return await psycopg.AsyncConnection.connect(
+                self._dsn, autocommit=False, application_name=f"tether-commit-{self.schema}")
+        except Exception as exc:
+            raise StoreError(f"cannot connect to PostgreSQL at {self.url}: "
+                             f"{redact_text(str(exc), self._dsn)}") from None
+
+    async def _write_async(self, db: Any, batch: list[tuple[Any, ...]]
+                           ) -> list[BaseException | None]:
+        return await arun(db, self._statements.write([self._normal(*args) for args in batch]))
+
+    @staticmethod
+    def _normal(session_id: str, events: Sequence[Event], data_json: Sequence[str] | None,
+                lease: Lease | None) -> Append:
         if data_json is None or len(data_json) != len(events):
             data_json = [e.json_text or json.dumps(e.data, ensure_ascii=False) for e in events]
-        if events[0].seq > 1:
-            self._move_on(db, session_id, events, data_json, lease)
-        else:
-            self._begin(db, session_id, events, data_json, lease)
-        head = head_anchor(session_id, events)
-        if head is not None:
-            self._anchor(db, "head", session_id, head)
-
-    def _move_on(self, db: Any, session_id: str, events: Sequence[Event],
-                 data_json: Sequence[str], lease: Lease | None) -> None:
-        """A later step: one statement moves the session's row on (only from the seq this writer
-        read, only for its lease) and adds the events — or, with nothing changed, says why not."""
-        row = db.execute(self._move_on_sql, self._move_on_params(session_id, events, data_json,
-                                                                  lease)).fetchone()
-        self._moved(session_id, events, lease, row)
-
-    @staticmethod
-    def _move_on_params(session_id: str, events: Sequence[Event], data_json: Sequence[str],
-                        lease: Lease | None) -> dict[str, Any]:
-        last = events[-1]
-        return {
-            "sid": session_id, "ts": last.timestamp, "last": last.seq, "type": last.type,
-            "leased": lease is not None, "expires": lease_columns(lease)[2],
-            "stored": events[0].seq - 1, "token": lease.token if lease is not None else 0,
-            "seqs": [e.seq for e in events], "types": [e.type for e in events],
-            "tss": [e.timestamp for e in events], "datas": list(data_json),
-            "prevs": [e.prev_hash for e in events], "hashes": [e.hash for e in events],
-        }
-
-    @staticmethod
-    def _moved(session_id: str, events: Sequence[Event], lease: Lease | None,
-               row: Any) -> None:
-        """Refuse, saying why, a step the move-on statement did not take."""
-        if row is not None and row[0] == 1:
-            return
-        stored = row[2] if row is not None else 0
-        if events[0].seq != stored + 1:
-            raise ConflictError(f"session {session_id}: expected seq {stored + 1}, got "
-                                f"{events[0].seq}; another writer appended first")
-        assert row is not None and lease is not None  # the lease was the reason
-        raise SessionBusy(session_id, row[4], row[5], lost=True)
-
-    def _begin(self, db: Any, session_id: str, events: Sequence[Event],
-               data_json: Sequence[str], lease: Lease | None) -> None:
-        """A session's first append: its row, then its events (or the conflict that stops
-        it)."""
-        first, last = events[0], events[-1]
-        locked = self._sql("SELECT events, lease_token, lease_holder, lease_expires FROM "
-                           "{s}.sessions WHERE session_id = %s FOR UPDATE")
-        row = db.execute(locked, (session_id,)).fetchone()
-        if row is None:
-            subject = first.data.get("subject") or {}
-            holder, token, expires = lease_columns(lease)
-            inserted = db.execute(self._sql(
-                "INSERT INTO {s}.sessions (session_id, tenant_id, agent, created_at, "
-                "updated_at, events, last_type, lease_holder, lease_token, lease_expires) "
-                "VALUES (%s, %s, %s, %s, %s, 0, %s, %s, %s, %s) "
-                "ON CONFLICT (session_id) DO NOTHING RETURNING events"),
-                (session_id, subject.get("tenant_id"), first.data.get("agent"),
-                 first.timestamp, last.timestamp, last.type, holder, token,
-                 expires)).fetchone()
-            if inserted is None:  # another writer created it first
-                row = db.execute(locked, (session_id,)).fetchone()
-        stored = row[0] if row else 0
-        if first.seq != stored + 1:
-            raise ConflictError(f"session {session_id}: expected seq {stored + 1}, got "
-                                f"{first.seq}; another writer appended first")
-        if lease is not None and row is not None and row[1] != lease.token:
-            raise SessionBusy(session_id, row[2], row[3], lost=True)
-        with db.cursor() as cursor:
-            cursor.executemany(self._sql("INSERT INTO {s}.events (session_id, seq, type, ts, "
-                                         "data, prev_hash, hash) VALUES "
-                                         "(%s, %s, %s, %s, %s, %s, %s)"),
-                               [(session_id, e.seq, e.type, e.timestamp, text,
-                                 e.prev_hash, e.hash)
-                                for e, text in zip(events, data_json, strict=True)])
-        db.execute(self._sql("UPDATE {s}.sessions SET updated_at = %s, events = %s, "
-                             "last_type = %s, lease_expires = CASE WHEN %s THEN %s ELSE "
-                             "lease_expires END WHERE session_id = %s"),
-                   (last.timestamp, last.seq, last.type, lease is not None,
-                    lease_columns(lease)[2], session_id))
+        return session_id, events, data_json, lease
 
     def _anchor(self, db: Any, kind: str, session_id: str, body: Mapping[str, Any]) -> None:
-        """Append to the anchor chain inside ``db``'s transaction, one writer at a time."""
-        db.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", (f"tether-anchors-{self.schema}",))
-        row = db.execute(self._sql("SELECT hash FROM {s}.anchors ORDER BY seq DESC LIMIT 1"))\
-            .fetchone()
-        prev = row[0] if row else ANCHOR_GENESIS
-        text, digest, mac = seal_anchor(prev, body, self._audit_key)
-        db.execute(self._sql("INSERT INTO {s}.anchors (kind, session_id, body, prev, hash, mac) "
-                             "VALUES (%s, %s, %s, %s, %s, %s)"),
-                   (kind, session_id, text, prev, digest, mac))
+        run(db, self._statements.anchor([(kind, session_id, body)]))
 
     def _anchor_existing(self, db: Any) -> None:
         """Anchor the heads of the sessions and the approval decisions already stored."""
@@ -442,7 +350,7 @@ class PostgresStore:
         return True
 
     def close(self) -> None:
-        self._group.close()
+        self._committers.close()
         self._pool.close()
 
 
