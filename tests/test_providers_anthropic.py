@@ -391,3 +391,15 @@ def test_name_price_and_repr(server: FakeLLMServer) -> None:
 def test_max_output_tokens_must_be_positive() -> None:
     with pytest.raises(ValueError, match="max_tokens"):
         AnthropicModel(api_key=KEY, env_file=None, max_output_tokens=0)
+
+
+@pytest.mark.parametrize(("choice", "sent"), [
+    ("auto", {"type": "auto"}), ("required", {"type": "any"}), ("none", {"type": "none"}),
+    ("calculator", {"type": "tool", "name": "calculator"}),
+])
+def test_a_runs_tool_choice_is_sent_in_the_messages_apis_shape(choice: str, sent: Any) -> None:
+    m = AnthropicModel(MODEL, api_key="k", env_file=None, params={"tool_choice": {"type": "auto"}})
+    body = m.request_params(ModelRequest((Message.user("hi"),), (SPEC,), 100, tool_choice=choice))
+    assert body["tool_choice"] == sent
+    assert_valid(body, MessageCreateParamsNonStreaming)
+    assert "tool_choice" not in m.request_params(ModelRequest((Message.user("hi"),)))

@@ -50,6 +50,8 @@ def server() -> Iterator[FakeLLMServer]:
 
 
 def model(server: FakeLLMServer, name: str = "gpt-4o-mini", **kwargs: Any) -> OpenAIModel:
+    """An adapter on the fake server, which plays OpenAI's own API unless ``compat`` says."""
+    kwargs.setdefault("compat", "openai")
     return OpenAIModel(name, api_key=KEY, base_url=server.url + "/v1", env_file=None, **kwargs)
 
 
@@ -95,7 +97,7 @@ async def test_agent_runs_a_tool_loop_over_the_openai_wire(server: FakeLLMServer
     assert [m["role"] for m in first.body["messages"]] == ["system", "user"]
     assert first.body["messages"][1] == {"role": "user", "content": "What is 17 * 23?"}
     assert second.body["messages"][2:] == [
-        {"role": "assistant", "content": None, "tool_calls": [
+        {"role": "assistant", "content": "", "tool_calls": [
             {"id": "call_Qx1", "type": "function",
              "function": {"name": "calculator", "arguments": '{"expression": "17 * 23"}'}}]},
         {"role": "tool", "tool_call_id": "call_Qx1", "content": "391"},
@@ -185,21 +187,63 @@ async def test_a_multi_step_conversation_is_sent_in_chat_completions_shape(
     assert body["tools"][0]["function"]["parameters"] == SPEC.parameters
 
 
-@pytest.mark.parametrize(("ceiling", "field", "sent"), [
-    (None, "max_completion_tokens", ("max_completion_tokens", 500)),
-    (100, "max_completion_tokens", ("max_completion_tokens", 100)),
-    (None, "max_tokens", ("max_tokens", 500)),
+@pytest.mark.parametrize(("ceiling", "compat", "fields"), [
+    (None, "openai", {"max_completion_tokens": 500}),
+    (100, "openai", {"max_completion_tokens": 100}),
+    (None, "llama.cpp", {"max_tokens": 500}),  # it ignores max_completion_tokens
+    (None, "ollama", {"max_tokens": 500}),
+    (None, "vllm", {"max_completion_tokens": 500, "max_tokens": 500}),
+    (100, "generic", {"max_completion_tokens": 100, "max_tokens": 100}),
 ])
-async def test_max_output_tokens_goes_out_as_the_max_tokens_field(
-        server: FakeLLMServer, ceiling: int | None, field: Any, sent: tuple[str, int]) -> None:
+async def test_the_output_cap_goes_in_every_field_the_server_reads(
+        server: FakeLLMServer, ceiling: int | None, compat: Any, fields: dict[str, int]) -> None:
     server.queue(OPENAI_PATH, Reply(body=openai_completion("ok")))
-    await model(server, max_output_tokens=ceiling, max_tokens_field=field).complete(
+    await model(server, max_output_tokens=ceiling, compat=compat).complete(
         ask(Message.user("hi"), max_out=500))
     body = server.requests[0].body
-    assert body[sent[0]] == sent[1]
-    (other,) = {"max_tokens", "max_completion_tokens"} - {sent[0]}
-    assert other not in body
+    assert {k: body[k] for k in ("max_tokens", "max_completion_tokens") if k in body} == fields
     assert_valid(body, CompletionCreateParamsNonStreaming)
+
+
+def test_a_server_of_unknown_kind_gets_the_cap_in_both_fields() -> None:
+    local = OpenAIModel("m", api_key="unused", base_url="http://127.0.0.1:1/v1", env_file=None)
+    sent = local.request_params(ModelRequest((Message.user("hi"),), max_output_tokens=7))
+    assert sent["max_tokens"] == sent["max_completion_tokens"] == 7
+    official = OpenAIModel("gpt-4o-mini", api_key="k", env_file=None)
+    assert "max_tokens" not in official.request_params(
+        ModelRequest((Message.user("hi"),), max_output_tokens=7))
+    with pytest.raises(ValueError, match="not a known server kind"):
+        OpenAIModel("m", api_key="k", compat="tgi", env_file=None)  # type: ignore[arg-type]
+
+
+def test_tool_choice_goes_out_only_with_tools() -> None:
+    """OpenAI refuses tool_choice (and parallel_tool_calls) on a request without tools: the
+    tool-less wrap-up turn of a run that set them must not send them."""
+    m = OpenAIModel("gpt-4o-mini", api_key="k", env_file=None,
+                    params={"tool_choice": "required", "parallel_tool_calls": False})
+    with_tools = m.request_params(ModelRequest((Message.user("hi"),), (SPEC,)))
+    assert with_tools["tool_choice"] == "required" and with_tools["parallel_tool_calls"] is False
+    wrap_up = m.request_params(ModelRequest((Message.user("hi"),)))
+    assert "tool_choice" not in wrap_up and "parallel_tool_calls" not in wrap_up
+    assert_valid(wrap_up, CompletionCreateParamsNonStreaming)
+
+
+@pytest.mark.parametrize(("choice", "sent"), [
+    ("required", "required"), ("none", "none"),
+    ("calculator", {"type": "function", "function": {"name": "calculator"}}),
+])
+def test_a_runs_tool_choice_is_sent_in_the_apis_shape(choice: str, sent: Any) -> None:
+    m = OpenAIModel("gpt-4o-mini", api_key="k", env_file=None, params={"tool_choice": "auto"})
+    body = m.request_params(ModelRequest((Message.user("hi"),), (SPEC,), tool_choice=choice))
+    assert body["tool_choice"] == sent  # the run's choice wins over the params default
+    assert_valid(body, CompletionCreateParamsNonStreaming)
+
+
+def test_llama_cpp_gets_tool_choice_auto_with_tools_or_it_never_calls_one() -> None:
+    m = OpenAIModel("m", api_key="unused", base_url="http://127.0.0.1:1/v1", compat="llama.cpp",
+                    env_file=None)
+    assert m.request_params(ModelRequest((Message.user("hi"),), (SPEC,)))["tool_choice"] == "auto"
+    assert "tool_choice" not in m.request_params(ModelRequest((Message.user("hi"),)))
 
 
 async def test_no_tools_means_no_tools_field(server: FakeLLMServer) -> None:

@@ -61,6 +61,6 @@ def test_model_provider_examples_run(monkeypatch: pytest.MonkeyPatch, tmp_path: 
     assert out[0].startswith("openai:gpt-4o-mini 17 * 23 = 391 Usage(")
     assert out[1].startswith("anthropic:claude-3-5-haiku-latest 17 * 23 = 391 Usage(")
     assert out[2:5] == ["Hi", "!", "Usage(input_tokens=9, output_tokens=2, cached_input_tokens=0, "
-                          "cache_write_tokens=0)"]
+                          "cache_write_tokens=0, estimated=False)"]
     assert out[5] == "17 * 23 = 391"
     assert len(server.requests) == 7  # 2 + 2 agent turns, 1 stream, 2 via the fallback chain

@@ -120,10 +120,34 @@ async def test_client_errors_are_not_retried(server: FakeLLMServer, status: int)
 
 
 async def test_retries_run_out(server: FakeLLMServer) -> None:
-    server.queue(OPENAI_PATH, *[fail(500)] * 5)
-    with pytest.raises(ProviderError, match="3 attempts failed; last failure: scripted 500"):
+    server.queue(OPENAI_PATH, *[fail(503)] * 5)
+    with pytest.raises(ProviderError, match="3 attempts failed; last failure: scripted 503"):
         await Resilient(openai(server), retries=2, backoff=NO_WAIT).complete(REQUEST)
     assert len(server.requests) == 3
+
+
+async def test_a_server_error_repeated_word_for_word_is_not_retried_again(
+        server: FakeLLMServer) -> None:
+    """A server that answers the same request with the same 500 every time (llama.cpp's, on a
+    message shape it cannot read) is failing on the request: two attempts, not four."""
+    server.queue(OPENAI_PATH, *[fail(500)] * 4, ok())
+    with pytest.raises(ProviderError, match="failed exactly as the one before") as caught:
+        await Resilient(openai(server), retries=3, backoff=NO_WAIT).complete(REQUEST)
+    assert len(server.requests) == 2
+    assert caught.value.status == 500 and "scripted 500" in str(caught.value)
+
+
+@pytest.mark.parametrize("replies", [
+    [openai_error(500, "worker 1 crashed", "server_error"),
+     openai_error(500, "worker 2 crashed", "server_error")],  # different words: transient
+    [fail(503), fail(503)],  # unavailable says "for a while" however often it is said
+    [fail(500), fail(502)],
+])
+async def test_server_errors_that_differ_or_say_busy_are_still_retried(
+        server: FakeLLMServer, replies: list[Reply]) -> None:
+    server.queue(OPENAI_PATH, *replies, ok("then fine"))
+    response = await Resilient(openai(server), retries=3, backoff=NO_WAIT).complete(REQUEST)
+    assert response.text == "then fine" and len(server.requests) == 3
 
 
 async def test_connection_errors_and_timeouts_are_retried() -> None:
@@ -173,7 +197,7 @@ async def test_a_retry_after_beyond_the_deadline_fails_now(server: FakeLLMServer
 
 
 async def test_the_deadline_covers_all_attempts(server: FakeLLMServer) -> None:
-    server.queue(OPENAI_PATH, *[Reply(delay=0.35, status=500, body={"error": {
+    server.queue(OPENAI_PATH, *[Reply(delay=0.35, status=503, body={"error": {
         "message": "slow failure", "type": "server_error"}})] * 10)
     started = time.monotonic()
     with pytest.raises(ProviderError, match=r"no answer within the 1\.0s deadline "

@@ -128,12 +128,15 @@ class Message:
 class Usage:
     """Tokens one call consumed. ``cached_input_tokens`` is the part of ``input_tokens`` served
     from the provider's prompt cache (billed at the cache-read price), ``cache_write_tokens``
-    the part written to it (billed at the cache-write price, e.g. 1.25x input at Anthropic)."""
+    the part written to it (billed at the cache-write price, e.g. 1.25x input at Anthropic).
+    ``estimated``: the provider reported none of it (a stream without a usage chunk) and these
+    are tether's own counts, erring high."""
 
     input_tokens: int = 0
     output_tokens: int = 0
     cached_input_tokens: int = 0
     cache_write_tokens: int = 0
+    estimated: bool = False
 
     @property
     def total_tokens(self) -> int:
@@ -145,16 +148,19 @@ class Usage:
             self.output_tokens + other.output_tokens,
             self.cached_input_tokens + other.cached_input_tokens,
             self.cache_write_tokens + other.cache_write_tokens,
+            self.estimated or other.estimated,
         )
 
     def to_dict(self) -> dict[str, int]:
-        out = {
+        out: dict[str, int] = {
             "input_tokens": self.input_tokens,
             "output_tokens": self.output_tokens,
             "cached_input_tokens": self.cached_input_tokens,
         }
         if self.cache_write_tokens:
             out["cache_write_tokens"] = self.cache_write_tokens
+        if self.estimated:
+            out["estimated"] = True
         return out
 
 
@@ -172,12 +178,18 @@ class ToolSpec:
 class ModelRequest:
     """Everything a model call is sent. ``max_output_tokens`` is already clamped to the budget;
     ``input_tokens_estimate`` is the runtime's own count of the input (the scripted model bills
-    it, as a provider would bill its tokenizer's count)."""
+    it, as a provider would bill its tokenizer's count). ``tool_choice``, sent only with tools:
+    None (the provider's default), ``"auto"``, ``"required"`` (some tool), ``"none"``, or the
+    name of the one tool the model must call."""
 
     messages: tuple[Message, ...]
     tools: tuple[ToolSpec, ...] = ()
     max_output_tokens: int | None = None
     input_tokens_estimate: int | None = None
+    tool_choice: str | None = None
+
+
+TOOL_CHOICES = ("auto", "required", "none")  # else a tool's name
 
 
 FinishReason = Literal["stop", "tool_calls", "length", "content_filter", "error"]
@@ -208,7 +220,7 @@ class ModelResponse:
         calls = tuple(ToolCall(c["id"], c["name"], c["arguments"]) for c in data["tool_calls"])
         u = data["usage"]
         usage = Usage(u["input_tokens"], u["output_tokens"], u["cached_input_tokens"],
-                      u.get("cache_write_tokens", 0))
+                      u.get("cache_write_tokens", 0), bool(u.get("estimated", False)))
         return cls(data["text"], calls, usage, data["model"], data["finish_reason"])
 
 

@@ -44,6 +44,10 @@ PER_RESULT_TOKENS = 12
 PER_REQUEST_TOKENS = 400
 
 
+# tether's tool choices in the Messages API's shape (a tool's name: {"type": "tool", ...})
+TOOL_CHOICE = {"auto": {"type": "auto"}, "required": {"type": "any"}, "none": {"type": "none"}}
+
+
 class AnthropicModel(ProviderModel):
     """A tether Model on Anthropic's Messages API."""
 
@@ -112,8 +116,13 @@ class AnthropicModel(ProviderModel):
             params["system"] = system
         if request.tools:
             params["tools"] = to_tools(request.tools)
+            if request.tool_choice is not None:
+                params["tool_choice"] = TOOL_CHOICE.get(request.tool_choice) or {
+                    "type": "tool", "name": request.tool_choice}
         elif placeholders := placeholder_tools(messages):
             params["tools"], params["tool_choice"] = placeholders, {"type": "none"}
+        else:
+            params.pop("tool_choice", None)  # only with tools
         return params
 
     def _error(self, exc: Exception) -> ProviderError:

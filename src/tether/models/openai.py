@@ -8,8 +8,9 @@ provider-neutral ``ProviderError``s. The SDK is an extra, imported on first use:
 tether.models`` never loads it. The key comes from ``api_key=``, ``OPENAI_API_KEY`` or a ``.env``
 file and never appears in a repr or an error; the base URL from ``base_url=`` or
 ``OPENAI_BASE_URL``, which is how any OpenAI-compatible server (vLLM, Ollama, LiteLLM, ...) is
-used. ``max_output_tokens`` goes out as ``max_completion_tokens`` (the field OpenAI's current
-models require); ``max_tokens_field="max_tokens"`` serves older compatible servers.
+used; ``compat=`` names the server's kind (``openai_compat``: the fields it reads for the output
+cap, the tool choice it needs). ``tool_choice`` and ``parallel_tool_calls`` go out only with
+tools: OpenAI refuses them on the tool-less wrap-up turn.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from tether.models.clients import PerLoop
 from tether.models.errors import ErrorKind, ProviderError, classify
 from tether.models.keys import ApiKey, EnvFile, require_extra, setting, split_spec
+from tether.models.openai_compat import profile, tool_choice
 from tether.models.openai_format import (
     StreamAssembler,
     from_completion,
@@ -60,19 +62,15 @@ class OpenAIModel(ProviderModel):
         organization: str | None = None,
         timeout: float = 600.0,
         max_output_tokens: int | None = None,
-        max_tokens_field: Literal["max_completion_tokens", "max_tokens"] = (
-            "max_completion_tokens"),
+        compat: Literal["auto", "openai", "llama.cpp", "vllm", "ollama", "generic"] = "auto",
         params: Mapping[str, Any] | None = None,
         env_file: EnvFile = ".env",
     ) -> None:
         self._model = split_spec(model, PROVIDER)
         if max_output_tokens is not None and max_output_tokens < 1:
             raise ValueError("max_output_tokens must be >= 1 (or None for no ceiling)")
-        if max_tokens_field not in ("max_completion_tokens", "max_tokens"):
-            raise ValueError("max_tokens_field must be 'max_completion_tokens' or 'max_tokens'")
         self._price = price  # None: looked up on first use (tether.models.pricing)
         self._max_output_tokens = max_output_tokens
-        self._max_tokens_field = max_tokens_field
         self._params = dict(params or {})
         reserved = {"model", "messages", "tools", "stream", "stream_options",
                     "max_tokens", "max_completion_tokens"} & self._params.keys()
@@ -80,6 +78,7 @@ class OpenAIModel(ProviderModel):
             raise ValueError(f"params may not set {sorted(reserved)}: tether sets them from the "
                              "request (use max_output_tokens= for a ceiling)")
         self._base_url = setting("OPENAI_BASE_URL", base_url, env_file)
+        self._compat = profile(compat, self._base_url)
         key: ApiKey | None = None
         if client is None:
             require_extra("openai", "openai")
@@ -111,9 +110,15 @@ class OpenAIModel(ProviderModel):
                                   "messages": to_messages(request.messages)}
         if request.tools:
             params["tools"] = to_tools(request.tools)
+            choice = request.tool_choice or self._compat.tool_choice
+            if choice is not None and (request.tool_choice or "tool_choice" not in params):
+                params["tool_choice"] = tool_choice(choice)
+        else:
+            params.pop("tool_choice", None)
+            params.pop("parallel_tool_calls", None)
         limit = self._limit(request)
         if limit is not None:
-            params[self._max_tokens_field] = limit
+            params.update(dict.fromkeys(self._compat.cap_fields, limit))
         return params
 
     def _limit(self, request: ModelRequest) -> int | None:

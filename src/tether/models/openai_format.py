@@ -3,13 +3,15 @@
 Decision: conversion is pure and separate from transport, so it can be read against the API
 reference line by line and tested without a client. Outgoing: the system prompt stays a
 ``system`` message in place; an assistant turn carries ``tool_calls`` (``type: function``, name,
-arguments as a JSON *string*, ``content: null`` when it said nothing); each result is a ``tool``
+arguments as a JSON *string*, ``content: ""`` when it said nothing — llama.cpp's server refuses
+``null`` there, and OpenAI, vLLM and Ollama accept ``""``); each result is a ``tool``
 message with the ``tool_call_id`` of its call; tools are ``function`` declarations with their full
 JSON-schema ``parameters``. Incoming: text and tool calls of one choice are both kept; argument
 text is parsed with ``ToolCall.from_json``, so malformed JSON reaches the executor's gate as the
 raw string, never guessed at; usage maps ``prompt_tokens`` (which includes cached tokens) to
 ``input_tokens`` and ``prompt_tokens_details.cached_tokens`` to ``cached_input_tokens``. A server
-that reports no usage is charged tether's own pessimistic estimate rather than nothing.
+that reports no usage is charged tether's own pessimistic estimate rather than nothing, and the
+usage is marked ``estimated`` in the journal.
 """
 
 from __future__ import annotations
@@ -37,7 +39,7 @@ def to_messages(messages: Iterable[Message]) -> list[dict[str, Any]]:
     out: list[dict[str, Any]] = []
     for m in messages:
         if m.role == "assistant" and m.tool_calls:
-            out.append({"role": "assistant", "content": m.content or None,
+            out.append({"role": "assistant", "content": m.content,
                         "tool_calls": [_call(c) for c in m.tool_calls]})
         elif m.role == "tool":
             if m.tool_call_id is None:
@@ -92,7 +94,7 @@ def estimated_usage(input_estimate: int, text: str, calls: Iterable[ToolCall]) -
         8 + estimate_text_tokens(c.name) + estimate_text_tokens(
             c.arguments if isinstance(c.arguments, str) else json.dumps(dict(c.arguments)))
         for c in calls)
-    return Usage(input_estimate, out, 0)
+    return Usage(input_estimate, out, 0, estimated=True)
 
 
 def from_completion(completion: ChatCompletion, input_estimate: int) -> ModelResponse:

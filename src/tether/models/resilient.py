@@ -3,12 +3,14 @@
 Decision: resilience is a Model wrapping Models, so the runtime's chokepoint sees one call per
 ``ask_model`` whatever happens inside, and the budget logic never learns about retries. The
 adapters' SDK retries are off; here, an error is retried only if its kind says trying again can
-help (rate limit, server, connection, timeout — never 400/401/403/404), after the provider's
-Retry-After if it gave one, else exponential backoff with jitter. All attempts and waits share
-one total ``deadline``; a wait that would outlast it is not started (the error is raised at once,
-saying so). Cancellation is never caught: when the session's time budget ends, the attempt in
-flight and any wait are cancelled immediately. ``Fallback`` tries each member in order, each
-with its own provider's native formats (it only calls their ``complete``).
+help (rate limit, server, connection, timeout — never 400/401/403/404; and not a server error
+that repeats word for word on the same request, which is the request failing, not the server
+being busy), after the provider's Retry-After if it gave one, else exponential backoff with
+jitter. All attempts and waits share one total ``deadline``; a wait that would outlast it is not
+started (the error is raised at once, saying so). Cancellation is never caught: when the
+session's time budget ends, the attempt in flight and any wait are cancelled immediately.
+``Fallback`` tries each member in order, each with its own provider's native formats (it only
+calls their ``complete``).
 
 Budget: the price of a wrapper is the dearest of its members, field by field, and its estimate
 the largest, so a reservation covers whichever member answers (the charge after the call uses
@@ -55,6 +57,19 @@ class Backoff:
     def delay(self, retry: int, rng: random.Random) -> float:
         base = min(self.maximum, self.initial * self.multiplier ** max(0, retry - 1))
         return max(0.0, base * (1 + self.jitter * (2 * rng.random() - 1)))
+
+
+# server errors that say the server is busy or away for a while: these repeat word for word and
+# still pass, so a repeat of them is no sign that the request itself is what fails
+TRANSIENT_STATUS = frozenset({502, 503, 504, 529})
+
+
+def deterministic(before: ProviderError, now: ProviderError) -> bool:
+    """Whether two failures of one request show that it fails every time: the same server
+    error (not a busy or unavailable one), with the same message, twice."""
+    return (now.kind is ErrorKind.SERVER and before.kind is now.kind
+            and before.status == now.status and now.status not in TRANSIENT_STATUS
+            and bool(now.detail) and before.detail == now.detail)
 
 
 def dearest(prices: Sequence[Price | None]) -> Price | None:
@@ -169,9 +184,14 @@ class Resilient:
                     try:
                         return await self._once(attempt)
                     except ProviderError as error:
-                        last = error
                         if error.kind is ErrorKind.CIRCUIT_OPEN or not error.retryable:
                             raise
+                        if last is not None and deterministic(last, error):
+                            raise self._gave_up(error, f"attempt {tries} failed exactly as the "
+                                                "one before (same status, same message): the "
+                                                "server fails on this request, not for a "
+                                                "while, so it was not retried again") from error
+                        last = error
                         if tries > self._retries:
                             raise self._gave_up(error, f"{tries} attempts failed") from error
                         wait = (error.retry_after if error.retry_after is not None

@@ -29,6 +29,7 @@ from tether.store.base import Store, open_store
 from tether.store.memory import MemoryStore
 from tether.tools.base import Tool
 from tether.tools.registry import ToolRegistry
+from tether.types import TOOL_CHOICES
 
 if TYPE_CHECKING:
     from tether.runtime.result import Result
@@ -52,6 +53,9 @@ class Agent:
     price: Price | None = None  # overrides the model's own price (e.g. for an unknown model)
     limits: Limits = field(default_factory=Limits)
     show_budget: bool = False  # add a note of the budget left before each model turn
+    # the tool choice of a session's first model turn: "required" (some tool), a tool's name, or
+    # None (the model chooses) — e.g. to make a small model start with the tool it must use
+    first_tool_choice: str | None = None
     max_result_chars: int = 20_000
     store: Store | str | None = field(default=None, compare=False)  # where journals live
     approvals: ApprovalStore | None = field(default=None, compare=False)  # default: the store's
@@ -107,6 +111,10 @@ class Agent:
             approvals = StoredApprovals(self.journal_store or MemoryStore(), scope)
             object.__setattr__(self, "approvals", approvals)
         registry = ToolRegistry(self.tools)
+        choice = self.first_tool_choice
+        if choice is not None and choice not in TOOL_CHOICES and choice not in registry.names:
+            raise ValueError(f"first_tool_choice={choice!r} is neither one of {TOOL_CHOICES} nor "
+                             f"a tool of this agent ({', '.join(sorted(registry.names))})")
         if self.check_policy_names:
             check_names(self.policy, registry.specs)
         object.__setattr__(self, "tools", tuple(registry))

@@ -30,13 +30,14 @@ from tether.types import Message, ModelRequest, ModelResponse, ToolCall, ToolSpe
 
 
 class Environment:
-    __slots__ = ("_accountant", "_journal", "_model", "_on_delta", "_pending", "_seen_ids",
-                 "_sent_estimate", "_show_budget", "_specs", "_state", "_tool_names", "_tools",
-                 "_tools_estimate", "stopped")
+    __slots__ = ("_accountant", "_first_tool_choice", "_journal", "_model", "_on_delta",
+                 "_pending", "_seen_ids", "_sent_estimate", "_show_budget", "_specs", "_state",
+                 "_tool_names", "_tools", "_tools_estimate", "stopped")
 
     def __init__(self, *, model: Model, specs: Sequence[ToolSpec], tools: ToolCalls,
                  accountant: Accountant, journal: Journal, state: SessionState,
-                 show_budget: bool, on_delta: Callable[[str], None] | None = None) -> None:
+                 show_budget: bool, on_delta: Callable[[str], None] | None = None,
+                 first_tool_choice: str | None = None) -> None:
         self._model = model
         self._specs = tuple(specs)
         self._tool_names = tuple(s.name for s in specs)
@@ -55,6 +56,7 @@ class Environment:
         # the stop the chokepoint raised, if any: every later call raises it again, so a
         # strategy that catches it can neither go on nor end the run another way
         self.stopped: Stop | None = None
+        self._first_tool_choice = first_tool_choice  # the tool choice of the session's first turn
 
     # -- model calls ---------------------------------------------------------------------------
 
@@ -88,17 +90,19 @@ class Environment:
             self._tools_estimate if specs else 0)
         reservation = self._accountant.reserve_model_call(input_estimate, final)
         step = self._state.tally.steps + 1
+        choice = self._first_tool_choice if step == 1 and specs else None
         self._journal.append("model.request", {
             "step": step, "ref": len(self._state.conversation),
             "new": new, "tools": self._tool_names if specs else (),
             "max_output_tokens": reservation.max_output_tokens, "final": final,
             "reserved_input": reservation.input_tokens,
             "reserved_cost_usd": reservation.cost_usd,
+            **({"tool_choice": choice} if choice is not None else {}),
         })
         await self._journal.aflush()  # the step so far is durable before the next model call
         self._sent_estimate += new_estimate
         request = ModelRequest(tuple(self._state.conversation), specs,
-                               reservation.max_output_tokens, input_estimate)
+                               reservation.max_output_tokens, input_estimate, choice)
         response = self._record(await self._call(request, reservation, step), reservation,
                                 step, final)
         self._sent_estimate += estimate(self._state.conversation[-1])

@@ -255,7 +255,8 @@ class Session:
                           kept=None if private is None else partial(private.get_private, self.id))
         env = Environment(model=agent.model, specs=agent.registry.specs, tools=tools,
                           accountant=self._accountant, journal=journal, state=state,
-                          show_budget=agent.show_budget, on_delta=self._on_delta)
+                          show_budget=agent.show_budget, on_delta=self._on_delta,
+                          first_tool_choice=agent.first_tool_choice)
         if resuming:
             journal.append("session.resumed", {"after": "pause" if state.paused else "crash"})
             lost = state.in_flight
