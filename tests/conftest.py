@@ -1,9 +1,12 @@
-"""Shared test helpers: small scripted agents used across the suite, and the ``store`` fixture
-(memory, SQLite, PostgreSQL) every store contract test runs against."""
+"""Shared test helpers: small scripted agents used across the suite, the ``store`` fixture
+(memory, SQLite, PostgreSQL) every store contract test runs against, the ``local_server`` (a real
+model, started once per test session), and the check that no test leaves a process behind."""
 
 from __future__ import annotations
 
+import contextlib
 import os
+import signal
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -59,3 +62,61 @@ def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Store]:
         with made._pool.connection() as db:
             db.execute(f"DROP SCHEMA {made.schema} CASCADE")
     made.close()
+
+
+@pytest.fixture(scope="session")
+def local_server() -> Iterator[Any]:
+    """llama.cpp's OpenAI-compatible server on SmolLM2-135M (``tether.models.local``), started
+    once for the tests that ask for it. Skipped only outside CI when the ``local`` extra is not
+    installed; ``make test`` installs it and CI must run it."""
+    from tether.models.local import local_model_server
+
+    try:
+        import llama_cpp  # noqa: F401
+    except ImportError:
+        if os.environ.get("CI") == "true":
+            raise
+        pytest.skip("the local model is not installed: make test installs tether[local]")
+    with local_model_server() as server:
+        yield server
+
+
+# -- no process outlives the tests -------------------------------------------------------------
+# Every process the tests start inherits this marker in its environment, detached ones included;
+# at the end, any process still carrying it is a leftover: it is killed and the run fails.
+RUN_MARKER = f"TETHER_TEST_RUN={uuid.uuid4().hex}"
+os.environ["TETHER_TEST_RUN"] = RUN_MARKER.split("=", 1)[1]
+
+
+def leftover_processes() -> list[int]:
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit() or int(entry.name) == os.getpid():
+            continue
+        try:
+            environ = (entry / "environ").read_bytes()
+        except OSError:  # gone, or not ours to read
+            continue
+        if RUN_MARKER.encode() in environ.split(b"\0"):
+            found.append(int(entry.name))
+    return found
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    if not Path("/proc").is_dir():
+        return
+    left = {pid: command_of(pid) for pid in leftover_processes()}
+    for pid in left:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGKILL)
+    if left:
+        print(f"\nthe tests left {len(left)} process(es) behind (killed now): {left}")
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
+
+def command_of(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ")[:100].decode(
+            errors="replace")
+    except OSError:
+        return "?"

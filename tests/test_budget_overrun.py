@@ -79,6 +79,21 @@ def test_output_past_the_cap_stops_the_run_with_the_token_limit() -> None:
     assert _events(session, "session.wrap_up_skipped")
 
 
+def test_after_an_overrun_there_is_no_wrap_up_call_even_when_one_would_fit() -> None:
+    """A model that just ignored the cap it was sent could ignore the wrap-up's cap too (seen
+    with llama.cpp's server, which ignores max_completion_tokens): the run ends without one."""
+    budget = Budget(max_tokens=4000)
+    honest = IgnoresTheCap(output=1)
+    Agent(model=honest, reasoning=ReAct()).run("write a lot", budget=budget)
+    model = IgnoresTheCap(output=honest.caps[0] + 5)  # just past the cap it is sent
+    session = Agent(model=model, reasoning=ReAct()).session("write a lot", budget=budget)
+    result = session.run()
+    assert result.stop_reason is StopReason.TOKEN_BUDGET
+    assert len(model.caps) == 1  # the overrun, and no call after it
+    (skipped,) = _events(session, "session.wrap_up_skipped")
+    assert "past the output cap" in skipped["detail"]
+
+
 def test_input_past_the_estimate_stops_the_run_when_it_passes_the_reservation() -> None:
     model = IgnoresTheCap(output=5, input=3000)
     agent = Agent(model=model, reasoning=ReAct())

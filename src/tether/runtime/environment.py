@@ -105,7 +105,6 @@ class Environment:
                                reservation.max_output_tokens, input_estimate, choice)
         response = self._record(await self._call(request, reservation, step), reservation,
                                 step, final)
-        self._sent_estimate += estimate(self._state.conversation[-1])
         cap = reservation.max_output_tokens
         if (not final and reservation.bound_by is not None and cap is not None
                 and response.finish_reason == "length" and response.usage.output_tokens >= cap):
@@ -180,6 +179,7 @@ class Environment:
             self._unmetered(step, reservation, f"the model's response cannot be journaled: {exc}")
             raise Stop(StopReason.MODEL_ERROR, f"the model's response cannot be journaled: "
                        f"{exc}") from None
+        self._sent_estimate += self._model.estimate_message_tokens(self._state.conversation[-1])
         over = self._accountant.overrun(reservation, usage, cost)
         if over is not None:
             reason, detail = over
@@ -190,7 +190,8 @@ class Environment:
                              "cost_usd": reservation.cost_usd},
                 "reported": {"input_tokens": usage.input_tokens,
                              "output_tokens": usage.output_tokens, "cost_usd": cost}})
-            raise Stop(reason, f"overrun: {detail}")
+            # no wrap-up either: a model that ignored one cap can ignore the next
+            raise Stop(reason, f"overrun: {detail}", wrap_up=False)
         return response
 
     def _unmetered(self, step: int, reservation: Reservation, error: str) -> None:

@@ -305,7 +305,11 @@ class Session:
 
     async def _wrap_up(self, env: Environment, stop: Stop) -> str:
         why = f"{stop.reason.value} ({stop.detail})"
-        if stop.reason.gets_final_turn:
+        if stop.reason.gets_final_turn and not stop.wrap_up:
+            self._journal.append("session.wrap_up_skipped", {
+                "reason": stop.reason.value, "detail": "the model went past the output cap it "
+                "was sent; a wrap-up call could do so again"})
+        elif stop.reason.gets_final_turn:
             try:
                 response = await env.wrap_up(WRAP_UP.format(why=why))
                 return response.text

@@ -47,9 +47,12 @@ _NO_FINAL_TURN = frozenset({StopReason.FINISHED, StopReason.MODEL_ERROR, StopRea
 
 class Stop(BaseException):
     """Raised inside the chokepoint when the run must stop; carries the reason and a detail.
-    A ``BaseException``: code that catches ``Exception`` must not be able to swallow it."""
+    A ``BaseException``: code that catches ``Exception`` must not be able to swallow it.
+    ``wrap_up=False``: no wrap-up turn, even for a reason that usually gets one (the model just
+    went past the output cap it was sent, and could again)."""
 
-    def __init__(self, reason: StopReason, detail: str) -> None:
+    def __init__(self, reason: StopReason, detail: str, *, wrap_up: bool = True) -> None:
         super().__init__(f"{reason.value}: {detail}")
         self.reason = reason
         self.detail = detail
+        self.wrap_up = wrap_up
