@@ -1,0 +1,27 @@
+"""The README's local-model block and `make demo-local`'s example run as written."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_the_readme_local_model_block_runs(capsys: object) -> None:
+    text = (ROOT / "README.md").read_text()
+    section = text.split("## A real model with no API key\n", 1)[1].split("\n## ", 1)[0]
+    (block,) = re.findall(r"```python\n(.*?)```", section, re.S)
+    namespace: dict[str, object] = {}
+    exec(block, namespace)
+    result = namespace["result"]
+    assert result.usage.total_tokens <= 3000  # type: ignore[attr-defined]
+    assert result.stop_reason in ("finished", "step_budget")  # type: ignore[attr-defined]
+
+
+def test_the_local_model_example_runs_and_its_journal_verifies() -> None:
+    out = subprocess.run([sys.executable, str(ROOT / "examples" / "local_model.py")],
+                         capture_output=True, text=True, check=True, timeout=300).stdout
+    assert "tool.result" in out and "chain intact: True" in out
