@@ -1,8 +1,8 @@
 """A real model with no API key (`make demo-local`): SmolLM2-135M on llama.cpp's local server.
 
-The model is tiny, so the run forces its first turn to call the calculator and judges nothing
-by its wisdom; what to watch is the runtime around it — every call budgeted, gated and
-journaled, the budget holding, the journal verifying.
+The model is tiny, so the run forces its first turn to call the calculator, tells the turns after
+it to answer, and judges nothing by the model's wisdom; what to watch is the runtime around it —
+every call budgeted, gated and journaled, the budget holding, the journal verifying.
 """
 
 from tether import Agent, Budget, ReAct
@@ -12,8 +12,9 @@ from tether.tools import Calculator
 
 with local_model_server() as server:  # starts on 127.0.0.1, stops (with its children) after
     store = MemoryStore()
-    agent = Agent(model=server.model(max_output_tokens=128), reasoning=ReAct(),
-                  tools=[Calculator()], store=store, first_tool_choice="calculator")
+    model = server.model(max_output_tokens=128, params={"tool_choice": "none"})
+    agent = Agent(model=model, reasoning=ReAct(), tools=[Calculator()], store=store,
+                  first_tool_choice="calculator")
     result = agent.run("What is 17 * 23? Use the calculator.",
                        budget=Budget(max_tokens=3000, max_steps=3, max_seconds=60))
     print("answer:     ", result.answer.strip()[:200])
