@@ -423,3 +423,30 @@ def test_rerun_refuses_bad_policies_and_skips_tampered_sessions(
     code, out, err = run(capsys, "rerun", "--policy", same, "--store", sqlite_url)
     assert code == 1 and f"skipped session {sid}: seq 8: edited" in err
     assert "1 session(s) skipped: broken chain" in out
+
+
+def test_show_gives_the_input_estimates_error_against_reported_usage(
+        sqlite_url: str, capsys: pytest.CaptureFixture[str]) -> None:
+    """A provider whose tokenizer counts half what tether estimated: the timeline shows each
+    turn's estimate beside the report, and the whole session's error."""
+    from dataclasses import replace
+
+    from tether import Agent, ModelRequest, ModelResponse, ReAct, ScriptedModel, ToolCall, Usage
+    from tether.tools import Calculator
+
+    class CountsHalf(ScriptedModel):
+        async def complete(self, request: ModelRequest) -> ModelResponse:
+            response = await super().complete(request)
+            half = (request.input_tokens_estimate or 0) // 2
+            return replace(response, usage=Usage(half, response.usage.output_tokens))
+
+    model = CountsHalf([ModelResponse(tool_calls=(ToolCall("c1", "calculator",
+                                                           {"expression": "2+2"}),)), "4"])
+    result = Agent(model=model, reasoning=ReAct(), tools=[Calculator()],
+                   store=sqlite_url).run("2+2?")
+    code, out, _ = run(capsys, "audit", "show", result.session_id, "--store", sqlite_url)
+    assert code == 0
+    turns = [line for line in out.splitlines() if "model turn" in line]
+    assert len(turns) == 2 and all("input estimate" in t and "(+1" in t for t in turns)
+    (summary,) = [line for line in out.splitlines() if line.startswith("input estimate:")]
+    assert "reported over 2 calls (+10" in summary  # ~+100%: twice what was used

@@ -57,6 +57,9 @@ def timeline(events: Sequence[Event]) -> list[str]:
             prefix = f"{event.seq:>5}  " if i == 0 else " " * 7
             lines.append(prefix + text)
     lines.append(spend_line(events))
+    estimate = estimate_line(events)
+    if estimate:
+        lines.append(estimate)
     return lines
 
 
@@ -96,6 +99,27 @@ def spend_line(events: Sequence[Event]) -> str:
     return "spend: not recorded (the session has neither ended nor paused)"
 
 
+def estimate_line(events: Sequence[Event]) -> str:
+    """How far tether's input estimates were from what the provider reported, over the model
+    calls whose usage the provider did report: the error budgets are reserved with."""
+    reserved = reported = calls = 0
+    for event in events:
+        usage = (event.data.get("response") or {}).get("usage") or {} \
+            if event.type == "model.response" else {}
+        if usage and not usage.get("estimated") and event.data.get("reserved_input"):
+            reserved += event.data["reserved_input"]
+            reported += usage.get("input_tokens") or 0
+            calls += 1
+    if not calls or not reported:
+        return ""
+    return (f"input estimate: {reserved:,} tokens reserved for {reported:,} reported over "
+            f"{calls} call{'s' if calls > 1 else ''} ({_off_by(reserved, reported)})")
+
+
+def _off_by(estimate: int, actual: int) -> str:
+    return f"{100 * (estimate - actual) / actual:+.0f}%"
+
+
 # -- one renderer per event type ----------------------------------------------------------------
 
 Renderer = Callable[[Mapping[str, Any]], list[str]]
@@ -116,8 +140,13 @@ def _response(d: Mapping[str, Any]) -> list[str]:
     usage = r.get("usage") or {}
     text = excerpt(r.get("text") or "", 80)
     said = f"\"{text}\"" if text else "(no text)"
-    lines = [f"model turn {d.get('step')}: {said} ({usage.get('input_tokens')} in, "
-             f"{usage.get('output_tokens')} out tokens, ${d.get('cost_usd')})"]
+    counted = ", estimated by tether" if usage.get("estimated") else ""
+    reserved, actual = d.get("reserved_input"), usage.get("input_tokens")
+    estimate = (f"; input estimate {reserved} ({_off_by(reserved, actual)})"
+                if reserved and actual and not counted else "")
+    lines = [f"model turn {d.get('step')}: {said} ({actual} in, "
+             f"{usage.get('output_tokens')} out tokens{counted}, ${d.get('cost_usd')}"
+             f"{estimate})"]
     for call in r.get("tool_calls") or []:
         lines.append(f"  calls {call_text(call.get('name'), call.get('arguments'))} "
                      f"[{call.get('id')}]")
