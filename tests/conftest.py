@@ -97,9 +97,17 @@ def leftover_processes() -> list[int]:
             environ = (entry / "environ").read_bytes()
         except OSError:  # gone, or not ours to read
             continue
-        if RUN_MARKER.encode() in environ.split(b"\0"):
+        if RUN_MARKER.encode() in environ.split(b"\0") and not _ends_with_us(entry):
             found.append(int(entry.name))
     return found
+
+
+def _ends_with_us(entry: Path) -> bool:
+    """multiprocessing's resource tracker: a helper of this process that exits with it."""
+    try:
+        return b"multiprocessing.resource_tracker" in (entry / "cmdline").read_bytes()
+    except OSError:
+        return False
 
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:

@@ -259,10 +259,14 @@ class Accountant:
         hold = 0.0 if final else self._hold_seconds
         return float(self._started - self.tally.active_seconds + self._budget.max_seconds - hold)
 
-    def reserve_model_call(self, input_estimate: int, final: bool = False) -> Reservation:
-        """Clamp and reserve a model call, or raise Stop naming the limit that prevents it."""
+    def reserve_model_call(self, input_estimate: int, final: bool = False, *,
+                           known: int = 0) -> Reservation:
+        """Clamp and reserve a model call, or raise Stop naming the limit that prevents it.
+        ``known``: input tokens the provider itself counted (the conversation up to its last
+        answer), taken as they are; ``input_estimate`` is tether's estimate of the rest, scaled
+        by what the provider's reports showed."""
         b, t = self._budget, self.tally
-        input_tokens = math.ceil(input_estimate * t.input_scale)
+        input_tokens = known + math.ceil(input_estimate * t.input_scale)
         if b.max_steps is not None:
             steps_left = b.max_steps - t.steps - (0 if final else 1)
             if steps_left < 1:

@@ -88,7 +88,12 @@ class Environment:
         specs = () if final else self._specs
         input_estimate = self._sent_estimate + new_estimate + (
             self._tools_estimate if specs else 0)
-        reservation = self._accountant.reserve_model_call(input_estimate, final)
+        counted = self._state.counted
+        if counted is None:
+            reservation = self._accountant.reserve_model_call(input_estimate, final)
+        else:  # the provider counted everything before its last answer: estimate only the rest
+            rest = estimate(self._state.conversation[-1]) + new_estimate
+            reservation = self._accountant.reserve_model_call(rest, final, known=counted)
         step = self._state.tally.steps + 1
         choice = self._first_tool_choice if step == 1 and specs else None
         self._journal.append("model.request", {

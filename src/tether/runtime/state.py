@@ -34,11 +34,11 @@ def call_signature(tool: str, arguments: Mapping[str, Any] | str) -> str:
 class SessionState:
     """Mutable projection of one session's journal."""
 
-    __slots__ = ("_done", "_outbox", "answer", "approvals", "conversation", "decisions",
-                 "denial_streak", "error_streak", "granted", "in_flight", "paused", "results",
-                 "settled", "signatures", "started", "steps", "stop_detail", "stop_reason",
-                 "tainted", "tally", "task", "turn", "turn_open", "turn_step", "turn_text",
-                 "unsent")
+    __slots__ = ("_done", "_outbox", "answer", "approvals", "conversation", "counted",
+                 "decisions", "denial_streak", "error_streak", "granted", "in_flight", "paused",
+                 "results", "settled", "signatures", "started", "steps", "stop_detail",
+                 "stop_reason", "tainted", "tally", "task", "turn", "turn_open", "turn_step",
+                 "turn_text", "unsent")
 
     def __init__(self) -> None:
         self.task = ""
@@ -66,6 +66,9 @@ class SessionState:
         self.tainted = False  # set once any untrusted tool output entered the conversation
         self.paused = False
         self.in_flight: Mapping[str, Any] | None = None  # a model request with no answer yet
+        # the provider's own count of the last call's input, when it reported one: the
+        # conversation before that answer needs no estimate for the next call
+        self.counted: int | None = None
         # derived views, read several times per step: kept up to date by the handlers
         self._done: list[ToolResult] = []  # the open turn's results, in call order
         self._outbox: tuple[Message, ...] | None = None  # None: build it again when read
@@ -141,6 +144,8 @@ class SessionState:
         reserved = data["reserved_input"]
         if reserved and r.usage.input_tokens > reserved:
             t.input_scale *= r.usage.input_tokens / reserved
+        reported = not r.usage.estimated and r.usage.input_tokens > 0
+        self.counted = r.usage.input_tokens if reported else None
         self._open_turn(r.tool_calls, r.text, t.steps)
 
     def _open_turn(self, calls: tuple[ToolCall, ...], text: str, step: int) -> None:
