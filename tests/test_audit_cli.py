@@ -17,6 +17,7 @@ import audit_app
 from audit_helpers import Raw, seed, store_url
 from tether.cli import main
 from tether.journal.chain import verify_chain
+from tether.journal.views.export import event_from_json
 from tether.runtime.chokepoint.approvals import StoredApprovals
 from tether.store.base import open_store
 
@@ -301,7 +302,51 @@ def test_list_shows_sessions_and_filters_by_age(sqlite_url: str,
     code, out, _ = run(capsys, "audit", "list", "--since", "7d", "--store", sqlite_url)
     assert "old-session" not in out and new in out and out.endswith("1 session\n")
     assert run(capsys, "audit", "list", "--since", "2999-01-01", "--store",
-               sqlite_url)[1] == "no sessions since then\n"
+               sqlite_url)[1] == "no sessions match\n"
+    # filters by status, agent and time, and the same rows as JSON
+    code, out, _ = run(capsys, "audit", "list", "--status", "paused", "--store", sqlite_url)
+    assert new in out and "old-session" not in out
+    code, out, _ = run(capsys, "audit", "list", "--agent", "archived", "--until", "2d",
+                       "--json", "--store", sqlite_url)
+    (row,) = json.loads(out)
+    assert row["session_id"] == "old-session" and row["tenant_id"] == "old-co"
+    assert row["status"] == "open" and row["events"] == 4
+    code, out, err = run(capsys, "audit", "list", "--status", "lost", "--store", sqlite_url)
+    assert code == 2 and "invalid choice" in err
+
+
+def test_ids_may_be_given_by_any_unique_start(sqlite_url: str,
+                                              capsys: pytest.CaptureFixture[str]) -> None:
+    """The README prints ids shortened (``5c1f…``): the CLI takes them back that way."""
+    sid, _ = audit_app.start(sqlite_url)
+    for given in (sid[:6], sid[:6] + "…", sid[:6] + "..."):
+        code, out, _ = run(capsys, "audit", "show", given, "--store", sqlite_url)
+        assert code == 0 and f"session {sid}" in out
+    apr = pending_id(sqlite_url, sid)
+    code, out, _ = run(capsys, "approvals", "approve", apr[:8], "--approver", "maria",
+                       "--store", sqlite_url)
+    assert code == 0 and f"approved {apr}" in out
+    seed(sqlite_url, sid[:6] + "-twin", time.time())  # now the prefix starts two sessions
+    code, _, err = run(capsys, "audit", "show", sid[:6], "--store", sqlite_url)
+    assert code == 2 and "is the start of 2 session ids" in err and "give more of it" in err
+    code, _, err = run(capsys, "audit", "show", "zzzz", "--store", sqlite_url)
+    assert code == 1 and "no session 'zzzz'" in err
+
+
+def test_show_json_carries_the_verdict_and_the_events_as_exported(
+        sqlite_url: str, capsys: pytest.CaptureFixture[str]) -> None:
+    sid, _ = audit_app.start(sqlite_url)
+    code, out, _ = run(capsys, "audit", "show", sid, "--json", "--store", sqlite_url)
+    shown = json.loads(out)
+    assert code == 0 and shown["session_id"] == sid and shown["chain"]["verified"] is True
+    assert shown["status"].startswith("paused (needs_approval)")
+    events = [event_from_json(e) for e in shown["events"]]
+    assert verify_chain(events) is None and shown["chain"]["head"] == events[-1].hash
+
+
+def test_version(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = run(capsys, "--version")
+    assert code == 0 and out.startswith("tether ") and out.strip() != "tether"
 
 
 def test_export_one_session_to_stdout(sqlite_url: str,

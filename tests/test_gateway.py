@@ -7,6 +7,7 @@ from typing import Any
 
 from tether import Budget, Decision, Effect, tool
 from tether.journal.chain import verify_chain
+from tether.journal.views.timeline import header
 from tether.policy import Action, Context, Resource, Subject
 from tether.runtime.chokepoint.gateway import Gateway
 from tether.store.sqlite import SQLiteStore
@@ -54,6 +55,10 @@ async def test_calls_are_decided_run_and_journaled(tmp_path: Path) -> None:
     assert [e.type for e in events].count("client.call") == 3
     start = events[0].data
     assert start["subject"]["user_id"] == "claude-desktop"
+    # an auditor reading it sees a client's tool gateway, not an agent with an empty model
+    shown = "\n".join(header(events))
+    assert "tool gateway for client claude-desktop; tenant -, roles -" in shown
+    assert "model ;" not in shown and "None" not in shown
 
 
 async def test_an_approved_call_runs_once_when_the_client_asks_again() -> None:

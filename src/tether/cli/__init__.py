@@ -22,7 +22,7 @@ import sys
 
 from tether.cli.approvals import register as register_approvals
 from tether.cli.audit import register as register_audit
-from tether.cli.common import usage
+from tether.cli.common import EXIT_USAGE, AmbiguousId, error, usage
 from tether.cli.mcp import register as register_mcp
 from tether.cli.policy import register as register_policy
 from tether.cli.prices import register as register_prices
@@ -34,6 +34,7 @@ from tether.cli.store import register as register_store
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="tether", description="tether: a governed runtime for AI agents.")
+    parser.add_argument("--version", action="version", version=f"tether {version()}")
     parser.set_defaults(run=lambda _args: usage(parser))
     commands = parser.add_subparsers(title="commands", metavar="COMMAND")
     register_policy(commands)
@@ -47,6 +48,17 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def version() -> str:
+    """The installed tether's version (from its package metadata)."""
+    from importlib.metadata import PackageNotFoundError
+    from importlib.metadata import version as installed
+
+    try:
+        return installed("tether")
+    except PackageNotFoundError:  # run from a checkout that was never installed
+        return "unknown (not installed)"
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run the command line with ``argv`` (default: ``sys.argv[1:]``); returns the exit code."""
     parser = build_parser()
@@ -56,6 +68,9 @@ def main(argv: list[str] | None = None) -> int:
         return exc.code if isinstance(exc.code, int) else 2
     try:
         code: int = args.run(args)
+    except AmbiguousId as exc:
+        error(str(exc))
+        return EXIT_USAGE
     except BrokenPipeError:  # the reader went away (`tether audit export | head`): not an error
         sys.stdout = open(os.devnull, "w")  # noqa: SIM115 (silence the flush at exit)
         return 0

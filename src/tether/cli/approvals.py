@@ -27,6 +27,7 @@ from tether.cli.common import (
     add_store_option,
     add_tenant_option,
     error,
+    expand_id,
     note,
     open_existing,
     store_hint,
@@ -113,6 +114,7 @@ def run_decide(args: argparse.Namespace) -> int:
         return EXIT_USAGE
     approvals = StoredApprovals(store, tenant_scope(args))
     try:
+        args.id = expand_id(args.id, (r.id for r in approvals.every(None)), "approval")
         before = approvals.get(args.id)
         if args.decision == "approve":
             decided = approvals.approve(args.id, approver=args.approver, note=args.note)

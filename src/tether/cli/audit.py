@@ -31,6 +31,7 @@ from tether.cli.common import (
     add_store_option,
     add_tenant_option,
     error,
+    full_session_id,
     open_existing,
     parse_time,
     usage,
@@ -64,9 +65,12 @@ def register(commands: Any) -> None:
     show = sub.add_parser("show", help="a session's timeline",
                           description="Print one session as a timeline: model turns, calls, "
                           "decisions, results, approvals, pauses and spend.")
-    show.add_argument("session", metavar="ID")
+    show.add_argument("session", metavar="ID", help="the session id, or any unique start of it")
     add_store_option(show)
     add_tenant_option(show)
+    show.add_argument("--json", action="store_true",
+                      help="print one JSON object: the session, its chain's verdict, its status "
+                      "and its events")
     show.set_defaults(run=run_show)
 
     listing = sub.add_parser("list", help="list sessions",
@@ -75,6 +79,12 @@ def register(commands: Any) -> None:
     add_tenant_option(listing)
     listing.add_argument("--since", metavar="WHEN", type=parse_time,
                          help="only sessions written since: 7d, 12h, 2025-01-31, ...")
+    listing.add_argument("--until", metavar="WHEN", type=parse_time,
+                         help="only sessions last written before this time")
+    listing.add_argument("--status", choices=["open", "paused", "ended"],
+                         help="only sessions in this state")
+    listing.add_argument("--agent", metavar="NAME", help="only this agent's sessions")
+    listing.add_argument("--json", action="store_true", help="print a JSON array")
     listing.set_defaults(run=run_list)
 
     export = sub.add_parser("export", help="write events as JSON lines",
@@ -104,7 +114,8 @@ def run_verify(args: argparse.Namespace) -> int:
     if store is None:
         return EXIT_USAGE
     try:
-        return _verify_store(store, args.session, args.tenant)
+        only = None if args.session is None else full_session_id(store, args.session)
+        return _verify_store(store, only, args.tenant)
     finally:
         store.close()
 
@@ -247,12 +258,14 @@ def _report(results: Sequence[tuple[str, Sequence[Event], Break | None]]) -> int
 
 def run_show(args: argparse.Namespace) -> int:
     from tether.journal.tamper import diagnose
+    from tether.journal.views.export import event_json
     from tether.journal.views.timeline import header, timeline
 
     store = open_existing(args.store)
     if store is None:
         return EXIT_USAGE
     try:
+        args.session = full_session_id(store, args.session)
         events = _read(store, args.session, args.tenant)
     finally:
         store.close()
@@ -267,7 +280,15 @@ def run_show(args: argparse.Namespace) -> int:
         lines.append(f"  chain: BROKEN at seq {found.seq}: {found.kind}: {found.detail} (the "
                      "timeline below cannot be trusted)")
     lines.append(f"  status: {_status(events)}")
-    print("\n".join([*lines, "", *timeline(events)]))
+    if args.json:  # the events as export writes them: each one's data the text its hash covers
+        chain = ({"verified": True, "head": events[-1].hash} if found is None else
+                 {"verified": False, "seq": found.seq, "kind": found.kind,
+                  "detail": found.detail})
+        head = json.dumps({"session_id": args.session, "status": _status(events),
+                           "chain": chain}, ensure_ascii=False)
+        print(head[:-1] + ',"events":[' + ",".join(map(event_json, events)) + "]}")
+    else:
+        print("\n".join([*lines, "", *timeline(events)]))
     return EXIT_OK if found is None else EXIT_FINDING
 
 
@@ -308,11 +329,20 @@ def run_list(args: argparse.Namespace) -> int:
     if store is None:
         return EXIT_USAGE
     try:
-        infos = _sessions(store, args.tenant, args.since)
+        infos = [i for i in _sessions(store, args.tenant, args.since)
+                 if (args.until is None or i.updated_at < args.until)
+                 and (args.status is None or i.status == args.status)
+                 and (args.agent is None or i.agent == args.agent)]
     finally:
         store.close()
+    if args.json:
+        print(json.dumps([{"session_id": i.session_id, "agent": i.agent, "tenant_id": i.tenant_id,
+                           "status": i.status, "events": i.events, "created_at": i.created_at,
+                           "updated_at": i.updated_at} for i in infos], ensure_ascii=False))
+        return EXIT_OK
     if not infos:
-        print("no sessions" + (" since then" if args.since is not None else ""))
+        filtered = any(v is not None for v in (args.since, args.until, args.status, args.agent))
+        print("no sessions" + (" match" if filtered else ""))
         return EXIT_OK
     rows = [("SESSION", "AGENT", "TENANT", "STATUS", "EVENTS", "UPDATED")]
     rows += [(i.session_id, i.agent or "-", i.tenant_id or "-", i.status, str(i.events),
@@ -332,8 +362,8 @@ def run_export(args: argparse.Namespace) -> int:
         return EXIT_USAGE
     try:
         if args.session is not None:
-            ids = [args.session]
-            if not _read(store, args.session, args.tenant):
+            ids = [full_session_id(store, args.session)]
+            if not _read(store, ids[0], args.tenant):
                 error(f"no session {args.session!r} in {store.url}")
                 return EXIT_FINDING
         else:

@@ -17,6 +17,7 @@ import os
 import re
 import sys
 import time
+from collections.abc import Iterable
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -103,6 +104,31 @@ def parse_time(text: str, *, now: float | None = None) -> float:
     if moment.tzinfo is None:
         moment = moment.replace(tzinfo=UTC)
     return moment.timestamp()
+
+
+class AmbiguousId(Exception):
+    """An id prefix that starts more than one id: the command cannot tell which is meant."""
+
+
+def expand_id(given: str, known: Iterable[str], kind: str) -> str:
+    """The whole id ``given`` stands for: itself when it is one, else the one id it is the start
+    of (a trailing ``…`` or ``...``, as shortened ids are printed, is allowed); unchanged when it
+    starts none, so the caller reports it as not found. AmbiguousId when it starts several."""
+    ids = set(known)
+    if given in ids:
+        return given
+    stem = given.removesuffix("…").removesuffix("...")
+    matches = sorted(i for i in ids if i.startswith(stem)) if stem else []
+    if len(matches) > 1:
+        shown = ", ".join(m[: len(stem) + 4] + "…" for m in matches[:5])
+        raise AmbiguousId(f"{given!r} is the start of {len(matches)} {kind} ids ({shown}"
+                          f"{', ...' if len(matches) > 5 else ''}); give more of it")
+    return matches[0] if matches else given
+
+
+def full_session_id(store: Store, given: str) -> str:
+    """``expand_id`` over the store's sessions."""
+    return expand_id(given, (i.session_id for i in store.sessions()), "session")
 
 
 def error(message: str) -> None:

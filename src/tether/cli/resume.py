@@ -27,6 +27,7 @@ from tether.cli.common import (
     EXIT_USAGE,
     add_store_option,
     error,
+    expand_id,
     note,
     open_existing,
     store_hint,
@@ -91,6 +92,10 @@ def _load(agent: Agent, session_id: str, accept_recipe_change: bool = False) -> 
     from tether.runtime.session import JournalTampered, RecipeChanged
 
     try:
+        store = agent.journal_store
+        if store is not None:
+            session_id = expand_id(session_id, (i.session_id for i in store.sessions()),
+                                   "session")
         return agent.load(session_id, accept_recipe_change=accept_recipe_change)
     except (JournalTampered, RecipeChanged) as exc:
         error(str(exc))
@@ -116,7 +121,7 @@ def run_resume(args: argparse.Namespace) -> int:
         return EXIT_FINDING
     except Exception as exc:
         error(f"the resumed run raised {type(exc).__name__}: {exc}; it is journaled (`tether "
-              f"audit show {args.session}`)")
+              f"audit show {session.id}`)")
         return EXIT_FINDING
     _print_result(result, session, args)
     return EXIT_OK

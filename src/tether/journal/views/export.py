@@ -41,7 +41,7 @@ def write_jsonl(events: Iterable[Event], out: IO[str]) -> int:
     count = 0
     last: dict[str, tuple[int, str]] = {}  # session -> (events written, last hash)
     for event in events:
-        out.write(_line(event) + "\n")
+        out.write(event_json(event) + "\n")
         written = last.get(event.session_id, (0, ""))[0] + 1
         last[event.session_id] = (written, event.hash)
         count += 1
@@ -54,7 +54,7 @@ def write_jsonl(events: Iterable[Event], out: IO[str]) -> int:
     return count
 
 
-def _line(event: Event) -> str:
+def event_json(event: Event) -> str:
     """An event as one JSON line, its data the exact text its hash covers."""
     data = event.json_text or canonical_text(event.data)
     return (f'{{"seq":{event.seq},"type":{json.dumps(event.type)},'

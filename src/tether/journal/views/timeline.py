@@ -73,8 +73,14 @@ def header(events: Sequence[Event]) -> list[str]:
         return [*lines, f"  (the first event is {first.type!r}, not session.start)"]
     d = first.data
     who = d.get("subject") or {}
-    lines.append(f"  agent {d.get('agent')}, model {d.get('model')}; user {who.get('user_id')}, "
-                 f"tenant {who.get('tenant_id')}, roles {', '.join(who.get('roles') or []) or '-'}")
+    roles = ", ".join(who.get("roles") or []) or "-"
+    tenant = who.get("tenant_id") or "-"
+    if d.get("agent") == "gateway":  # tool calls from an MCP (or other) client, no model
+        client = (d.get("context") or {}).get("client") or who.get("user_id")
+        lines.append(f"  tool gateway for client {client}; tenant {tenant}, roles {roles}")
+    else:
+        lines.append(f"  agent {d.get('agent')}, model {d.get('model')}; user "
+                     f"{who.get('user_id') or '-'}, tenant {tenant}, roles {roles}")
     lines.append(f"  task: {excerpt(d.get('task', ''))}")
     limits = {k: v for k, v in (d.get("budget") or {}).items()
               if v is not None and k != "final_turn_share"}
