@@ -75,4 +75,5 @@ def test_the_shell_commands_run_in_order(tmp_path: Path) -> None:
             assert out.startswith(("would prune 0 sessions", "pruned 0 sessions"))
             assert out.endswith("1 kept\n") or "--dry-run" in argv
     assert seen == ["examples/billing_desk.py", "approvals", "approvals", "resume", "settle",
-                    "audit", "audit", "audit", "audit", "audit", "rerun", "store", "store"]
+                    "audit", "audit", "audit", "audit", "audit", "audit", "rerun", "store",
+                    "store"]
