@@ -337,8 +337,9 @@ async def test_time_budget_returns_on_time_when_every_call_hangs() -> None:
     elapsed = time.monotonic() - started
     assert result.stop_reason is StopReason.TIME_BUDGET
     assert elapsed < 0.4 + 0.3
-    assert result.answer.startswith("[tether] The run stopped before an answer")
-    assert "time_budget" in result.answer
+    assert result.answer == ""  # the model said nothing; tether's words are the notice
+    assert result.notice.startswith("[tether] The run stopped before an answer")
+    assert "time_budget" in result.notice and not result.ok
     # both cancelled calls (the hung one and the wrap-up) are charged what was reserved for them
     reserved = sum(e.data["reserved_input"] for e in events_of(session, "model.request"))
     assert result.spend.tokens == reserved > 0
@@ -435,7 +436,7 @@ def test_model_call_that_cannot_fit_tokens_is_never_made() -> None:
     assert result.spend.tokens == 0
     assert result.spend.steps == 0
     assert events_of(session, "model.request") == []
-    assert "token_budget" in result.answer
+    assert "token_budget" in result.notice and result.answer == ""
 
 
 def test_model_call_that_cannot_fit_cost_is_never_made() -> None:
@@ -624,8 +625,9 @@ def test_wrap_up_that_cannot_fit(budget: Budget, reason: StopReason) -> None:
     session = looping_agent(recorder).session("loop", budget=budget)
     result = session.run()
     assert result.stop_reason is reason
-    assert result.answer.startswith("[tether] The run stopped before an answer")
-    assert reason.value in result.answer
+    assert result.answer == ""
+    assert result.notice.startswith("[tether] The run stopped before an answer")
+    assert reason.value in result.notice
     assert all(r.tools for r in recorder.requests)  # no wrap-up request was sent
     skipped = events_of(session, "session.wrap_up_skipped")
     assert len(skipped) == 1

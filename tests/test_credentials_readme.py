@@ -32,5 +32,5 @@ def test_section_names_the_runtime_contract() -> None:
     section = _section()
     for phrase in ("broker.issue(session_id, tool.name)", "token.redact",
                    "broker.revoke_session(session_id)", "`credentials` parameter",
-                   "pip install 'tether[vault]'"):
+                   "pip install -e '.[vault]'"):
         assert phrase in section

@@ -246,7 +246,7 @@ def test_bad_arguments(kwargs: dict[str, str]) -> None:
 
 def test_missing_hvac_says_which_extra(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setitem(sys.modules, "hvac", None)
-    with pytest.raises(ImportError, match=r"pip install 'tether\[vault\]'"):
+    with pytest.raises(ImportError, match=r"pip install -e '\.\[vault\]'"):
         VaultKV("http://127.0.0.1:1", token="t", path="a", key="k")
 
 

@@ -184,7 +184,7 @@ def test_a_missing_sdk_is_reported_with_the_install_command() -> None:
             "except MCPError as exc:\n    print(exc)\n")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          check=True).stdout
-    assert "pip install 'tether[mcp]'" in out
+    assert "pip install -e '.[mcp]'" in out
 
 
 def test_approving_with_the_reviewed_fingerprint_refuses_a_swapped_definition() -> None:

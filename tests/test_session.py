@@ -171,7 +171,7 @@ def test_model_error_stops_with_model_error_and_is_journaled() -> None:
     session = agent.session("x")
     result = session.run()
     assert result.stop_reason is StopReason.MODEL_ERROR
-    assert "provider down" in result.stop_detail and "provider down" in result.answer
+    assert "provider down" in result.stop_detail and "provider down" in result.notice
     errors = [e for e in session.replay() if e.type == "model.error"]
     assert len(errors) == 1 and "provider down" in errors[0].data["error"]
     assert session.replay()[-1].data["reason"] == "model_error"
@@ -264,3 +264,29 @@ def test_strategy_bug_is_journaled_and_raised() -> None:
     with pytest.raises(KeyError):
         session.run()
     assert session.replay()[-1].type == "session.error"
+
+
+def test_the_answer_is_the_models_words_and_the_notice_tethers() -> None:
+    """A run stopped by its budget: the wrap-up the model gave is the answer, untouched; why the
+    run stopped is the notice. ``ok`` is the common check."""
+    script = [call("calculator", {"expression": "1+1"}), call("calculator", {"expression": "2"}),
+              "my best so far: 2"]
+    agent = Agent(model=ScriptedModel(script), reasoning=ReAct(), tools=[Calculator()])
+    result = agent.run("add", budget=Budget(max_steps=3))
+    assert result.stop_reason == "step_budget" and not result.ok
+    assert result.answer == "my best so far: 2"
+    assert result.notice.startswith("[tether] The run stopped: step_budget")
+    done = Agent(model=ScriptedModel(["2"]), reasoning=ReAct()).run("add")
+    assert done.ok and done.notice == "" and done.answer == "2"
+
+
+def test_a_journal_from_before_notices_reads_its_tether_answer_as_the_notice() -> None:
+    session = Agent(model=ScriptedModel(["x"]), reasoning=ReAct()).session(
+        "t", budget=Budget(max_tokens=10))
+    session.run()
+    *before, end = session.replay()
+    old = {k: v for k, v in end.data.items() if k != "notice"}  # as journals were written
+    state = fold([*before, dataclasses.replace(end, data={**old, "answer": end.data["notice"]})])
+    assert state.answer == "" and state.notice.startswith("[tether] The run stopped")
+    state = fold([*before, dataclasses.replace(end, data={**old, "answer": "model's words"})])
+    assert state.answer == "model's words" and state.notice == ""

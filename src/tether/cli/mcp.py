@@ -216,7 +216,7 @@ def _sdk_missing() -> bool:
         import mcp  # noqa: F401
     except ImportError as exc:
         error(f"the MCP server needs the official MCP SDK ({exc}); install it with: "
-              "pip install 'tether[mcp]'")
+              "pip install -e '.[mcp]' in tether's checkout")
         return True
     return False
 

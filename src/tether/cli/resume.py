@@ -130,6 +130,8 @@ def run_resume(args: argparse.Namespace) -> int:
 def _print_result(result: Result, session: Session, args: argparse.Namespace) -> None:
     print(f"stop reason: {result.stop_reason.value}")
     print(f"answer: {result.answer}")
+    if result.notice:
+        print(f"notice: {result.notice}")
     reason = result.stop_reason.value
     store = store_hint(args.store)
     if reason == "needs_approval":

@@ -26,7 +26,7 @@ def _import(name: str) -> Any:
         return importlib.import_module(name)
     except ImportError:
         raise ImportError(f"VaultKV needs the hvac package ({name} is missing): "
-                          "pip install 'tether[vault]'") from None
+                          "pip install -e '.[vault]' in tether's checkout") from None
 
 
 class VaultKV:

@@ -4,7 +4,7 @@
 ``mcp`` SDK and yields an ``MCPToolset`` whose tools go through the same chokepoint as any other:
 validated against the server's schema, decided by the policy, bounded by a timeout, journaled.
 Annotations are untrusted hints (``tether.mcp.annotations``); tool definitions are pinned
-(``tether.mcp.pins``). The SDK is an extra (``pip install 'tether[mcp]'``) imported only when a
+(``tether.mcp.pins``). The SDK is an extra (``mcp``) imported only when a
 connection opens, so ``import tether`` and ``import tether.mcp`` never import it.
 """
 

@@ -34,7 +34,8 @@ def require_sdk() -> None:
         import mcp  # noqa: F401
     except ImportError as exc:
         raise MCPError(f"the MCP client needs the official MCP SDK, which is not installed "
-                       f"({exc}); install it with: pip install 'tether[mcp]'") from None
+                       f"({exc}); install it with: pip install -e '.[mcp]' in tether's "
+                       "checkout") from None
 
 
 def root_cause(exc: BaseException) -> BaseException:

@@ -55,7 +55,8 @@ def read_env_file(path: str | os.PathLike[str]) -> dict[str, str]:
         from dotenv import dotenv_values
     except ImportError:
         raise ImportError("reading a .env file needs python-dotenv; pip install "
-                          "'tether[openai]' (or [anthropic]), or pass env_file=None") from None
+                          "the openai extra (pip install -e '.[openai]' in tether's checkout; or "
+                          "anthropic), or pass env_file=None") from None
     return {key: value for key, value in dotenv_values(path).items() if value is not None}
 
 
@@ -92,5 +93,5 @@ def split_spec(spec: str, provider: str) -> str:
 def require_extra(module: str, extra: str) -> None:
     if importlib.util.find_spec(module) is None:
         raise ImportError(f"the {module!r} package is not installed; "
-                          f"pip install 'tether[{extra}]'")
+                          f"pip install -e '.[{extra}]' in tether's checkout")
 

@@ -6,7 +6,7 @@ price covers what a request can be billed for: input, output, cache reads, cache
 long-context tiers some models charge past a number of input tokens; the budget reserves at the
 tier a request's input reaches, every input token at its dearest kind.
 
-Where prices come from: ``genai-prices`` (``pip install 'tether[prices]'``), a maintained
+Where prices come from: ``genai-prices`` (the ``prices`` extra), a maintained
 dataset, when it is installed and knows the model; otherwise the bundled table below — the
 providers' standard list prices (not batch, not priority) as of 2025-11, which go stale: a
 deployment billed otherwise, or a model the table does not know, passes its own ``Price``.

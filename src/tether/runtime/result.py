@@ -64,6 +64,9 @@ class Result:
     session_id: str
     spend: Spend
     stop_detail: str = ""
+    # tether's own words when the run stopped or paused (why, what to do next); the answer
+    # holds only the model's words, "" when it gave none
+    notice: str = ""
 
     def __repr__(self) -> str:
         answer = self.answer if len(self.answer) <= 60 else self.answer[:57] + "..."
@@ -73,4 +76,9 @@ class Result:
 
     @property
     def finished(self) -> bool:
+        return self.stop_reason is StopReason.FINISHED
+
+    @property
+    def ok(self) -> bool:
+        """The common check: the run finished (no limit, denial, pause or error stopped it)."""
         return self.stop_reason is StopReason.FINISHED

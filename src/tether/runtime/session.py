@@ -286,7 +286,8 @@ class Session:
                 self._fail(TypeError(f"the strategy raised a Stop of its own ({raised}); a "
                                      "strategy ends a run by returning its answer"))
         except asyncio.CancelledError:
-            self._end(StopReason.CANCELLED, "the run was cancelled", "")
+            self._end(StopReason.CANCELLED, "the run was cancelled", "",
+                      "[tether] The run was cancelled.")
             raise
         except Exception as exc:
             if env.stopped is None:
@@ -296,7 +297,11 @@ class Session:
             return self._end(StopReason.FINISHED, "", answer)
         if stop.reason.pauses:
             return self._pause(stop)
-        return self._end(stop.reason, stop.detail, await self._wrap_up(env, stop))
+        answer = await self._wrap_up(env, stop)
+        why = f"{stop.reason.value} ({stop.detail})"
+        notice = (f"[tether] The run stopped: {why}; the answer is the model's wrap-up."
+                  if answer else f"[tether] The run stopped before an answer: {why}.")
+        return self._end(stop.reason, stop.detail, answer, notice)
 
     def _fail(self, exc: Exception) -> NoReturn:
         self._journal.append("session.error", {"error": f"{type(exc).__name__}: {exc}"})
@@ -316,30 +321,33 @@ class Session:
             except Stop as no_room:
                 self._journal.append("session.wrap_up_skipped", {"reason": no_room.reason.value,
                                                                  "detail": no_room.detail})
-        return f"[tether] The run stopped before an answer: {why}."
+        return ""
 
     def _pause(self, stop: Stop) -> Result:
         waiting = self.pending_approvals()
         if stop.reason is StopReason.NEEDS_APPROVAL:
-            answer = (f"[tether] Paused: {len(waiting)} call(s) wait for approval "
+            notice = (f"[tether] Paused: {len(waiting)} call(s) wait for approval "
                       f"({', '.join(f'{r.tool} [{r.id}]' for r in waiting)}). Approve or deny "
                       "them, then resume the session.")
         else:
-            answer = (f"[tether] Paused: {stop.detail}. Settle each with session.settle(call_id, "
+            notice = (f"[tether] Paused: {stop.detail}. Settle each with session.settle(call_id, "
                       "'retry' or 'skip', operator=...), then resume the session.")
         spend = self._accountant.spend()
         self._journal.append("session.paused", {
-            "reason": stop.reason.value, "detail": stop.detail, "answer": answer,
+            "reason": stop.reason.value, "detail": stop.detail, "answer": "", "notice": notice,
             "pending": [r.id for r in waiting],
             "active_seconds": self._accountant.activation_seconds(), "spend": spend.to_dict(),
         })
         self._journal.flush(last=True)
         return self._snapshot(spend)
 
-    def _end(self, reason: StopReason, detail: str, answer: str) -> Result:
+    def _end(self, reason: StopReason, detail: str, answer: str, notice: str = "") -> Result:
+        """End the session: ``answer`` is the model's words only, ``notice`` tether's own
+        (why a run that did not finish stopped), each in its own field."""
         spend = self._accountant.spend()
         self._journal.append("session.end", {"reason": reason.value, "detail": detail,
-                                             "answer": answer, "spend": spend.to_dict()})
+                                             "answer": answer, "notice": notice,
+                                             "spend": spend.to_dict()})
         self._journal.flush(last=True)
         store = self.agent.journal_store
         if self.agent.keep_hidden_arguments and store is not None:
@@ -352,4 +360,5 @@ class Session:
         state = self._state
         assert state.stop_reason is not None and state.answer is not None
         return Result(state.answer, state.stop_reason, state.tally.usage,
-                      Trajectory(state.trajectory_steps()), self.id, spend, state.stop_detail)
+                      Trajectory(state.trajectory_steps()), self.id, spend, state.stop_detail,
+                      state.notice)

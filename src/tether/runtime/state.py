@@ -35,10 +35,10 @@ class SessionState:
     """Mutable projection of one session's journal."""
 
     __slots__ = ("_done", "_outbox", "answer", "approvals", "conversation", "counted",
-                 "decisions", "denial_streak", "error_streak", "granted", "in_flight", "paused",
-                 "results", "settled", "signatures", "started", "steps", "stop_detail",
-                 "stop_reason", "tainted", "tally", "task", "turn", "turn_open", "turn_step",
-                 "turn_text", "unsent")
+                 "decisions", "denial_streak", "error_streak", "granted", "in_flight", "notice",
+                 "paused", "results", "settled", "signatures", "started", "steps",
+                 "stop_detail", "stop_reason", "tainted", "tally", "task", "turn", "turn_open",
+                 "turn_step", "turn_text", "unsent")
 
     def __init__(self) -> None:
         self.task = ""
@@ -63,6 +63,7 @@ class SessionState:
         self.stop_reason: StopReason | None = None
         self.stop_detail = ""
         self.answer: str | None = None
+        self.notice = ""  # tether's own words on a run that stopped or paused, not the model's
         self.tainted = False  # set once any untrusted tool output entered the conversation
         self.paused = False
         self.in_flight: Mapping[str, Any] | None = None  # a model request with no answer yet
@@ -223,7 +224,7 @@ class SessionState:
         self.tally.active_seconds += data["active_seconds"]
         self.stop_reason = StopReason(data["reason"])
         self.stop_detail = data["detail"]
-        self.answer = data["answer"]
+        self.answer, self.notice = _answer_and_notice(data)
 
     def _on_resumed(self, data: Mapping[str, Any]) -> None:
         self.paused = False
@@ -233,7 +234,19 @@ class SessionState:
         self._close_step()
         self.stop_reason = StopReason(data["reason"])
         self.stop_detail = data["detail"]
-        self.answer = data["answer"]
+        self.answer, self.notice = _answer_and_notice(data)
+
+
+def _answer_and_notice(data: Mapping[str, Any]) -> tuple[str, str]:
+    """The model's answer and tether's notice from an end or pause. Journals written before the
+    two had fields of their own kept tether's notice in ``answer``, always starting
+    ``[tether]``: read back, it is a notice."""
+    answer: str = data["answer"]
+    if "notice" in data:
+        return answer, data["notice"]
+    if answer.startswith("[tether] "):
+        return "", answer
+    return answer, ""
 
 
 _HANDLERS: dict[str, Callable[[SessionState, Mapping[str, Any]], None]] = {

@@ -97,8 +97,8 @@ class PostgresStore:
         try:
             from psycopg_pool import ConnectionPool
         except ImportError:
-            raise StoreError("the PostgreSQL store needs psycopg; install tether[postgres]") \
-                from None
+            raise StoreError("the PostgreSQL store needs psycopg: pip install -e '.[postgres]' in "
+                             "tether's checkout") from None
         dsn, named = schema_in_url(url)
         if schema is not None and named is not None and schema != named:
             raise StoreError(f"the URL names schema {named!r} and schema={schema!r} was given; "

@@ -242,7 +242,10 @@ def _resumed(d: Mapping[str, Any]) -> list[str]:
 
 def _end(d: Mapping[str, Any]) -> list[str]:
     detail = f" ({excerpt(d['detail'], 60)})" if d.get("detail") else ""
-    return [f"ended: {d.get('reason')}{detail}", f"answer: \"{excerpt(d.get('answer', ''))}\""]
+    lines = [f"ended: {d.get('reason')}{detail}", f"answer: \"{excerpt(d.get('answer', ''))}\""]
+    if d.get("notice"):
+        lines.append(f"notice: {excerpt(d['notice'])}")
+    return lines
 
 
 def _error(d: Mapping[str, Any]) -> list[str]:
