@@ -1,12 +1,12 @@
 """The ``tether`` command line: one entry point, one module per command group.
 
-Why: operators check policies, audit journals (``audit``), decide approvals (``approvals``),
-continue sessions (``resume``, ``settle``), keep stores tidy (``store``) and try policy changes on
-recorded traffic (``rerun``) from a shell and from CI, so every command is a plain function of
-its arguments that returns an exit code: 0 success, 1 the thing checked is wrong (a policy does
-not load, a case fails, a hash chain is broken, a request is unknown or already decided), 2 the
-command could not run (bad usage, unreadable file, no store). Each module's docstring lists its
-own codes. ``main`` never calls ``sys.exit`` itself,
+Why: people run agents (``run``), operators check policies, audit journals (``audit``), decide
+approvals (``approvals``), continue sessions (``resume``, ``settle``), keep stores tidy
+(``store``) and try policy changes on recorded traffic (``rerun``) from a shell and from CI, so
+every command is a plain function of its arguments that returns an exit code: 0 success, 1 the
+thing checked is wrong (a policy does not load, a case fails, a hash chain is broken, a request
+is unknown or already decided), 2 the command could not run (bad usage, unreadable file, no
+store). Each module's docstring lists its own codes. ``main`` never calls ``sys.exit`` itself,
 so tests run it in-process; ``python -m tether`` and the ``tether`` script wrap it.
 
 A command group lives in its own module exposing ``register(subparsers)``, which adds its parser
@@ -28,6 +28,7 @@ from tether.cli.policy import register as register_policy
 from tether.cli.prices import register as register_prices
 from tether.cli.rerun import register as register_rerun
 from tether.cli.resume import register as register_resume
+from tether.cli.run import register as register_run
 from tether.cli.store import register as register_store
 
 
@@ -37,6 +38,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"tether {version()}")
     parser.set_defaults(run=lambda _args: usage(parser))
     commands = parser.add_subparsers(title="commands", metavar="COMMAND")
+    register_run(commands)
     register_policy(commands)
     register_audit(commands)
     register_approvals(commands)

@@ -31,6 +31,7 @@ from tether.cli.common import (
     note,
     open_existing,
     store_hint,
+    store_url,
 )
 from tether.urls import redact_url
 
@@ -70,8 +71,12 @@ def register(commands: Any) -> None:
     settle.set_defaults(run=run_settle)
 
 
-def _recipe(args: argparse.Namespace) -> Agent | None:
+def bound_recipe(args: argparse.Namespace, *, create: bool = False) -> Agent | None:
+    """The recipe ``--agent`` (or ``agent``) names, bound to the command's store unless it has
+    its own; None after saying why not. ``create``: a SQLite store that does not exist yet is
+    made (a run writes a journal; the other commands only read or continue one)."""
     from tether.cli.recipe import RecipeError, load_recipe, with_store
+    from tether.store.base import StoreError, open_store
 
     try:
         agent = load_recipe(args.agent)
@@ -84,6 +89,12 @@ def _recipe(args: argparse.Namespace) -> Agent | None:
             note(f"the recipe has its own store ({own.url}); --store {redact_url(args.store)} "
                  "is not used")
         return agent
+    if create:
+        try:
+            return with_store(agent, open_store(store_url(args.store)))
+        except StoreError as exc:
+            error(str(exc))
+            return None
     store = open_existing(args.store)
     return None if store is None else with_store(agent, store)
 
@@ -106,7 +117,7 @@ def _load(agent: Agent, session_id: str, accept_recipe_change: bool = False) -> 
 
 
 def run_resume(args: argparse.Namespace) -> int:
-    agent = _recipe(args)
+    agent = bound_recipe(args)
     if agent is None:
         return EXIT_USAGE
     session = _load(agent, args.session, args.accept_recipe_change)
@@ -158,7 +169,7 @@ def run_settle(args: argparse.Namespace) -> int:
     if not args.operator.strip():
         error("--operator must name who decides")
         return EXIT_USAGE
-    agent = _recipe(args)
+    agent = bound_recipe(args)
     if agent is None:
         return EXIT_USAGE
     session = _load(agent, args.session)
