@@ -428,7 +428,7 @@ def test_rerun_lists_every_decision_a_new_policy_would_change(
     StoredApprovals(open_store(url)).approve(pending_id(url, finished), approver="maria")
     audit_app.build(url).resume(finished)
 
-    code, out, _ = run(capsys, "rerun", "--policy", strict, "--store", url)
+    code, out, _ = run(capsys, "what-if", "--policy", strict, "--store", url)
     assert code == 1
     blocks = out.split(f"\n{paused}")[0]
     assert f"{finished} seq 8 (" in blocks and ") pay [c1]" in blocks
@@ -440,11 +440,11 @@ def test_rerun_lists_every_decision_a_new_policy_would_change(
     assert f"{paused} seq 8 (" in out
     assert out.rstrip().endswith(f"3 of 5 decisions in 2 sessions would change under {strict}")
 
-    code, out, _ = run(capsys, "rerun", "--policy", same, "--since", "7d", "--store", url)
+    code, out, _ = run(capsys, "what-if", "--policy", same, "--since", "7d", "--store", url)
     assert code == 0 and out == f"0 of 5 decisions in 2 sessions would change under {same}\n"
-    code, out, _ = run(capsys, "rerun", "--policy", strict, "--session", paused, "--store", url)
+    code, out, _ = run(capsys, "what-if", "--policy", strict, "--session", paused, "--store", url)
     assert code == 1 and finished not in out and "1 of 2 decisions in 1 session" in out
-    code, out, _ = run(capsys, "rerun", "--policy", "tether.policy.base:AllowAll", "--store",
+    code, out, _ = run(capsys, "what-if", "--policy", "tether.policy.base:AllowAll", "--store",
                        url)
     assert code == 1 and "-> allow (allow-all)" in out and "3 of 5 decisions" in out
 
@@ -456,16 +456,16 @@ def test_rerun_refuses_bad_policies_and_skips_tampered_sessions(
     sid, _ = audit_app.start(sqlite_url)
     bad = tmp_path / "bad.yaml"
     bad.write_text("version: 1\nrules: [{effect: maybe}]\n")
-    code, _, err = run(capsys, "rerun", "--policy", str(bad), "--store", sqlite_url)
+    code, _, err = run(capsys, "what-if", "--policy", str(bad), "--store", sqlite_url)
     assert code == 2 and "bad.yaml" in err
-    assert run(capsys, "rerun", "--policy", str(tmp_path / "none.yaml"), "--store",
+    assert run(capsys, "what-if", "--policy", str(tmp_path / "none.yaml"), "--store",
                sqlite_url)[0] == 2
-    assert run(capsys, "rerun", "--policy", "tether.policy.base:Subject", "--store",
+    assert run(capsys, "what-if", "--policy", "tether.policy.base:Subject", "--store",
                sqlite_url)[0] == 2
     raw = Raw(sqlite_url)
     raw.set(sid, 8, "ts", 1.0)
     raw.close()
-    code, out, err = run(capsys, "rerun", "--policy", same, "--store", sqlite_url)
+    code, out, err = run(capsys, "what-if", "--policy", same, "--store", sqlite_url)
     assert code == 1 and f"skipped session {sid}: seq 8: edited" in err
     assert "1 session(s) skipped: broken chain" in out
 

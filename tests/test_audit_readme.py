@@ -61,7 +61,7 @@ def test_the_shell_commands_run_in_order(tmp_path: Path) -> None:
             ids["approval"] = out.split()[0]
         if argv[1] == "settle":  # the README says: only after a crash mid-effect
             assert done.returncode == 1 and "not an interrupted call" in done.stderr
-        elif argv[1] == "rerun":
+        elif argv[1] == "what-if":
             assert done.returncode == 1, done.stderr
             assert ("require_approval (billing:big-payments-need-approval) -> deny "
                     "(billing-strict:payments-frozen-over-30)") in out
@@ -75,5 +75,5 @@ def test_the_shell_commands_run_in_order(tmp_path: Path) -> None:
             assert out.startswith(("would prune 0 sessions", "pruned 0 sessions"))
             assert out.endswith("1 kept\n") or "--dry-run" in argv
     assert seen == ["examples/billing_desk.py", "approvals", "approvals", "resume", "settle",
-                    "audit", "audit", "audit", "audit", "audit", "audit", "rerun", "store",
+                    "audit", "audit", "audit", "audit", "audit", "audit", "what-if", "store",
                     "store"]

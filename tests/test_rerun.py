@@ -103,3 +103,44 @@ def test_text_and_calls_of_the_record_are_what_the_rerun_sees() -> None:
     report = rerun(agent, session.replay())
     assert report.matches and report.result is not None
     assert report.result.trajectory.steps[0].text == "checking"
+
+
+@tool
+def flaky(account: str) -> str:
+    """Fails."""
+    raise ConnectionError(f"backend down for {account}")
+
+
+def test_a_recorded_tool_error_is_replayed_exactly_as_recorded() -> None:
+    """The record holds the error text the model saw; a rerun that wrapped it again would send
+    the model a different request and report a divergence that is not there."""
+    agent = Agent(model=ScriptedModel([call("flaky", {"account": "A"}), "gave up"]),
+                  reasoning=ReAct(), tools=[flaky])
+    session = agent.session("check A")
+    session.run()
+    recorded = next(e for e in session.replay() if e.type == "tool.result").data
+    assert recorded["status"] == "error" and "backend down for A" in recorded["content"]
+    report = rerun(agent, session.replay())
+    assert report.matches, report.divergences
+    assert report.result is not None and report.result.answer == "gave up"
+
+
+def test_the_replayed_model_estimates_as_the_recorded_model_did() -> None:
+    """A recipe whose model counts tokens its own way (a provider's framing): the rerun reserves
+    what the record reserved, so budgets stop it where they stopped the original."""
+
+    class Framed(ScriptedModel):
+        def estimate_message_tokens(self, message: Any) -> int:
+            return 3 * super().estimate_message_tokens(message) + 40
+
+    agent = Agent(model=Framed(SCRIPT), reasoning=ReAct(), tools=[pay, lookup],
+                  policy=Policy())
+    session = agent.session("pay A")
+    session.run()
+    events = session.replay()
+    report = rerun(agent, events)
+    assert report.matches, report.divergences
+    reserved = [e.data["reserved_input"] for e in events if e.type == "model.request"]
+    assert report.result is not None
+    assert reserved == [e.data["reserved_input"] for e in report.events
+                        if e.type == "model.request"]

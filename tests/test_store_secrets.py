@@ -95,7 +95,8 @@ def test_no_cli_command_prints_the_store_password(
         ["approvals", "deny", request.id, "--approver", "ana"],
         ["resume", "nope", "--agent", AGENT], ["resume", sid, "--agent", AGENT],
         ["settle", sid, "c1", "retry", "--operator", "o", "--agent", AGENT],
-        ["rerun", "--policy", str(policy)], ["rerun", "--policy", str(policy), "--session", "x"],
+        ["what-if", "--policy", str(policy)],
+        ["what-if", "--policy", str(policy), "--session", "x"],
         ["store", "prune", "--before", "1d", "--dry-run"], ["store", "prune", "--before", "1d"],
     ]
     for argv in commands:

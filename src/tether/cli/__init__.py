@@ -2,7 +2,7 @@
 
 Why: people run agents (``run``), operators check policies, audit journals (``audit``), decide
 approvals (``approvals``), continue sessions (``resume``, ``settle``), keep stores tidy
-(``store``) and try policy changes on recorded traffic (``rerun``) from a shell and from CI, so
+(``store``) and try policy changes on recorded traffic (``what-if``) from a shell and from CI, so
 every command is a plain function of its arguments that returns an exit code: 0 success, 1 the
 thing checked is wrong (a policy does not load, a case fails, a hash chain is broken, a request
 is unknown or already decided), 2 the command could not run (bad usage, unreadable file, no
@@ -26,10 +26,10 @@ from tether.cli.common import EXIT_USAGE, AmbiguousId, error, usage
 from tether.cli.mcp import register as register_mcp
 from tether.cli.policy import register as register_policy
 from tether.cli.prices import register as register_prices
-from tether.cli.rerun import register as register_rerun
 from tether.cli.resume import register as register_resume
 from tether.cli.run import register as register_run
 from tether.cli.store import register as register_store
+from tether.cli.whatif import register as register_what_if
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -43,7 +43,7 @@ def build_parser() -> argparse.ArgumentParser:
     register_audit(commands)
     register_approvals(commands)
     register_resume(commands)
-    register_rerun(commands)
+    register_what_if(commands)
     register_store(commands)
     register_mcp(commands)
     register_prices(commands)

@@ -1,6 +1,6 @@
 """What the store-facing commands share: the ``--store`` option, opening a store, reading times.
 
-Why: audit, approvals, resume, settle, prune and rerun all act on an existing store, name it the
+Why: audit, approvals, resume, settle, prune and what-if all act on an existing store, name it the
 same way (``--store``, else ``TETHER_STORE``, else ``sqlite:///tether.db``) and take the same
 kinds of time (``30d`` or an ISO date). Doing that once keeps their errors and defaults the same.
 

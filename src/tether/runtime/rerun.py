@@ -15,13 +15,13 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from tether.models.base import ModelError, estimate_message_tokens
+from tether.models.base import Model, ModelError
 from tether.models.pricing import Price
 from tether.runtime.chokepoint.approvals import StoredApprovals
 from tether.runtime.state import revive
 from tether.store.memory import MemoryStore
-from tether.tools.base import Tool, ToolContext, ToolMeta
-from tether.types import Event, Message, ModelRequest, ModelResponse, ToolSpec
+from tether.tools.base import Tool, ToolContext, ToolFailure, ToolMeta
+from tether.types import Event, ModelRequest, ModelResponse, ToolSpec
 
 if TYPE_CHECKING:
     from tether.runtime.agent import Agent
@@ -41,6 +41,7 @@ class RerunReport:
     session_id: str
     divergences: tuple[Divergence, ...]
     result: Result | None
+    events: tuple[Event, ...] = ()  # the rerun's own journal
 
     @property
     def matches(self) -> bool:
@@ -69,8 +70,12 @@ class _Record:
 
 
 class _RecordedModel:
-    def __init__(self, record: _Record, name: str, price: Price | None) -> None:
-        self._record, self._name, self._price = record, name, price
+    """The recorded responses, in order; it counts tokens as the recipe's model does, so the
+    rerun reserves what the record reserved."""
+
+    def __init__(self, record: _Record, model: Model, price: Price | None) -> None:
+        self._record, self._name, self._price = record, model.name, price
+        self.estimate_message_tokens = model.estimate_message_tokens
 
     @property
     def name(self) -> str:
@@ -79,9 +84,6 @@ class _RecordedModel:
     @property
     def price(self) -> Price | None:
         return self._price
-
-    def estimate_message_tokens(self, message: Message) -> int:
-        return estimate_message_tokens(message)
 
     async def complete(self, request: ModelRequest) -> ModelResponse:
         record = self._record
@@ -116,8 +118,8 @@ class _RecordedTool:
             record.diverge(f"tool {self.name!r} ran in the rerun but not in the record",
                            None, {"call_id": context.call_id, "arguments": arguments})
             raise RuntimeError("not in the record")
-        if recorded["status"] != "ok":
-            raise RuntimeError(recorded["content"])
+        if recorded["status"] != "ok":  # the recorded failure, word for word
+            raise ToolFailure(recorded["content"], recorded["status"])
         return recorded["content"]
 
 
@@ -141,7 +143,7 @@ async def arerun(agent: Agent, events: Sequence[Event]) -> RerunReport:
 
     approvals = StoredApprovals(MemoryStore())
     replica = dataclasses.replace(
-        agent, model=_RecordedModel(record, agent.model.name, agent.effective_price),
+        agent, model=_RecordedModel(record, agent.model, agent.effective_price),
         tools=[_RecordedTool(t, record) for t in agent.registry], store=None,
         approvals=approvals, credentials=None)
     subject = start["subject"]
@@ -160,7 +162,8 @@ async def arerun(agent: Agent, events: Sequence[Event]) -> RerunReport:
     if record.asked < len(record.responses):
         record.diverge("the rerun asked the model fewer times than the record",
                        len(record.responses), record.asked)
-    return RerunReport(events[0].session_id, tuple(record.divergences), result)
+    return RerunReport(events[0].session_id, tuple(record.divergences), result,
+                       tuple(session.replay()))
 
 
 def rerun(agent: Agent, events: Sequence[Event]) -> RerunReport:

@@ -82,6 +82,17 @@ class ToolArgumentError(ValueError):
         self.field = field
 
 
+class ToolFailure(Exception):
+    """Raised by a tool to fail with exactly ``text`` as its result (status ``error`` or
+    ``timeout``), instead of the executor's ``Error: 'tool' failed: Type: message``. A rerun
+    raises it to replay a recorded failure word for word."""
+
+    def __init__(self, text: str, status: str = "error") -> None:
+        super().__init__(text)
+        self.text = text
+        self.status = "timeout" if status == "timeout" else "error"
+
+
 @runtime_checkable
 class Tool(Protocol):
     """Anything the executor can call. ``blocking`` tools run on a daemon thread."""

@@ -20,7 +20,7 @@ from typing import Any
 from tether.runtime.eager import start
 from tether.runtime.result import ToolResult, ToolStatus
 from tether.runtime.stop import Stop
-from tether.tools.base import Tool, ToolArgumentError, ToolContext
+from tether.tools.base import Tool, ToolArgumentError, ToolContext, ToolFailure
 from tether.tools.registry import ToolRegistry
 from tether.types import ToolCall, detached
 
@@ -107,6 +107,8 @@ class ToolExecutor:
             if isinstance(exc, TimeoutError) and scope is not None and scope.expired():
                 text = f"Error: {tool.name!r} timed out after {timeout:.3g}s and was abandoned."
                 status = "timeout"
+            elif isinstance(exc, ToolFailure):  # the tool's own words, as they are
+                text, status = exc.text, "timeout" if exc.status == "timeout" else "error"
             else:
                 text = f"Error: {tool.name!r} failed: {type(exc).__name__}: {exc}"
                 status = "error"

@@ -1,11 +1,13 @@
-"""``tether rerun --policy``: what would another policy have decided about the calls we made?
+"""``tether what-if --policy``: what would another policy have decided about the calls we made?
 
 Why: before a policy change ships, the people who own it want its effect on real traffic, not on
 hand-written cases: which stored calls would now be refused, held for approval, or let through.
 The command replays every recorded decision of the chosen sessions against the new policy and
 lists each call whose decision would change, with the old and new effect and policy id.
 
-Decision: the logic is ``tether.journal.views.whatif`` (usable from Python); this is its face. A
+Decision: the logic is ``tether.journal.views.whatif`` (usable from Python); this is its face. It
+is not ``tether.runtime.rerun`` (Python's ``rerun()`` re-executes a whole recorded session with
+today's runtime): this asks a policy only, nothing else runs. A
 session whose hash chain is broken is not replayed — its record cannot be trusted — and is
 reported, as are decisions made on arguments the journal masked (the new policy saw
 ``[masked]``). The policy is a YAML file, or ``MODULE:ATTR`` naming a Python policy object.
@@ -36,18 +38,18 @@ if TYPE_CHECKING:
 
 
 def register(commands: Any) -> None:
-    rerun: argparse.ArgumentParser = commands.add_parser(
-        "rerun", help="replay stored decisions against another policy",
+    what_if: argparse.ArgumentParser = commands.add_parser(
+        "what-if", help="ask another policy every stored decision",
         description="Replay every stored tool decision of the chosen sessions against another "
         "policy and list each call whose decision would change. Exit 1 if any would.")
-    rerun.add_argument("--policy", required=True, metavar="FILE",
+    what_if.add_argument("--policy", required=True, metavar="FILE",
                        help="the policy to ask: a YAML file, or MODULE:ATTR naming a policy "
                        "object")
-    rerun.add_argument("--since", metavar="WHEN", type=parse_time,
+    what_if.add_argument("--since", metavar="WHEN", type=parse_time,
                        help="only sessions written since: 7d, 12h, 2025-01-31, ...")
-    rerun.add_argument("--session", metavar="ID", help="only this session")
-    add_store_option(rerun)
-    rerun.set_defaults(run=run_rerun)
+    what_if.add_argument("--session", metavar="ID", help="only this session")
+    add_store_option(what_if)
+    what_if.set_defaults(run=run_what_if)
 
 
 def load_any_policy(spec: str) -> Policy:
@@ -78,7 +80,7 @@ def load_any_policy(spec: str) -> Policy:
     return policy
 
 
-def run_rerun(args: argparse.Namespace) -> int:
+def run_what_if(args: argparse.Namespace) -> int:
     from tether.journal.tamper import diagnose
     from tether.journal.views.timeline import when
     from tether.journal.views.whatif import describe, replay_decisions
