@@ -193,3 +193,22 @@ def test_time_paused_does_not_count_against_the_time_budget() -> None:
     result = session.resume()
     assert paid and result.stop_reason is StopReason.FINISHED
     assert result.spend.seconds < 0.5
+
+
+def test_a_request_of_a_session_that_ended_expires_and_cannot_be_approved() -> None:
+    """Nothing will use a request once its session has ended: it must not stay pending and
+    approvable, for an approver to grant a call that can never run."""
+    from tether.runtime.chokepoint.approvals import new_request
+
+    approvals = InMemoryApprovalStore()
+    agent = Agent(model=ScriptedModel(["done"]), reasoning=ReAct(), approvals=approvals)
+    session = agent.session("t")
+    left = new_request(session_id=session.id, bound_to=session.id, call_id="c9", tool="pay",
+                       shown={}, arguments={}, reason="big", policy_id="p", ttl=3600)
+    approvals.add(left)  # e.g. left behind by an earlier activation
+    assert session.run().ok
+    (expired,) = approvals.every(session.id)
+    assert expired.status == "pending" and expired.expired()
+    assert "session ended" in expired.note
+    with pytest.raises(ApprovalError, match="expired"):
+        approvals.approve(left.id, approver="maria")

@@ -122,3 +122,50 @@ async def test_an_expired_approval_does_not_block_asking_again() -> None:
     assert again.status == "denied" and "Approval required" in again.content
     assert len(gateway.approvals.pending(gateway.id)) == 1  # a fresh request was made
     assert written == []
+
+
+async def test_an_approval_follows_the_client_into_a_new_session(tmp_path: Path) -> None:
+    """A client that opens a new session per call (the MCP Inspector's CLI does): the approval
+    a person gave for its call is found by the same call in the next session, used once, and
+    never by another client or tenant."""
+    written.clear()
+    store = SQLiteStore(tmp_path / "g.db")
+    args: dict[str, Any] = {"path": "notes.important", "text": "hello"}
+
+    def session(client: str = "inspector", tenant: str | None = "acme") -> Gateway:
+        return Gateway([write_file], policy=Rules(), client=client, tenant_id=tenant,
+                       store=store)
+
+    asked = session()
+    first = await asked.call("write_file", args)
+    assert first.status == "denied" and "Approval required" in first.content
+    asked.close()
+    (request,) = asked.approvals.pending(asked.id)
+    asked.approvals.approve(request.id, approver="maria")
+    assert (await session("someone-else").call("write_file", args)).status == "denied"
+    assert (await session(tenant="globex").call("write_file", args)).status == "denied"
+    assert written == []
+    retried = session()
+    assert (await retried.call("write_file", args)).status == "ok"
+    assert written == ["notes.important"]
+    assert (await session().call("write_file", args)).status == "denied"  # once only
+    used = asked.approvals.get(request.id)
+    assert used is not None and used.used_by is not None
+    assert used.used_by.startswith(retried.id)
+    assert verify_chain(store.read(retried.id)) is None
+
+
+async def test_approving_a_gateways_call_from_the_cli_says_what_the_client_does_next(
+        tmp_path: Path, capsys: Any) -> None:
+    from tether.cli import main
+
+    store = SQLiteStore(tmp_path / "g.db")
+    gateway = Gateway([write_file], policy=Rules(), client="inspector", store=store)
+    await gateway.call("write_file", {"path": "notes.important", "text": "x"})
+    (request,) = gateway.approvals.pending(gateway.id)
+    code = main(["approvals", "approve", request.id, "--approver", "maria",
+                 "--store", f"sqlite:///{tmp_path / 'g.db'}"])
+    out = capsys.readouterr().out
+    assert code == 0
+    assert "the client (inspector) can now make the same call again" in out
+    assert "tether resume" not in out  # there is no agent recipe to resume

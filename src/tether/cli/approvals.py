@@ -37,6 +37,7 @@ from tether.cli.common import (
 
 if TYPE_CHECKING:
     from tether.runtime.chokepoint.approvals import ApprovalRequest
+    from tether.store.base import Store
 
 
 def register(commands: Any) -> None:
@@ -120,6 +121,7 @@ def run_decide(args: argparse.Namespace) -> int:
             decided = approvals.approve(args.id, approver=args.approver, note=args.note)
         else:
             decided = approvals.deny(args.id, approver=args.approver, note=args.note)
+        client = gateway_client(store, decided.session_id)
     except ApprovalError as exc:
         error(str(exc))
         return EXIT_FINDING
@@ -130,7 +132,19 @@ def run_decide(args: argparse.Namespace) -> int:
     verb = "approved" if decided.status == "approved" else "denied"
     print(f"{verb} {decided.id}: {decided.tool} in session {decided.session_id} (call "
           f"{decided.call_id}), by {decided.approver}")
-    where = store_hint(args.store)
-    print(f"resume the session to {'run' if verb == 'approved' else 'refuse'} the call: "
-          f"tether resume {decided.session_id} --agent MODULE:ATTR{where}")
+    if client is not None:  # a gateway's call: its client runs it by calling again
+        print(f"the client ({client}) can now make the same call again, in this MCP session or "
+              f"a new one; {'it runs once' if verb == 'approved' else 'it is refused'}")
+    else:
+        where = store_hint(args.store)
+        print(f"resume the session to {'run' if verb == 'approved' else 'refuse'} the call: "
+              f"tether resume {decided.session_id} --agent MODULE:ATTR{where}")
     return EXIT_OK
+
+
+def gateway_client(store: Store, session_id: str) -> str | None:
+    """The client whose tool gateway (an MCP server's, say) made the session, if one did."""
+    first = next(iter(store.read(session_id)), None)
+    if first is None or first.type != "session.start" or first.data.get("agent") != "gateway":
+        return None
+    return str((first.data.get("context") or {}).get("client") or "client")

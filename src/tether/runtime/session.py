@@ -349,6 +349,9 @@ class Session:
                                              "answer": answer, "notice": notice,
                                              "spend": spend.to_dict()})
         self._journal.flush(last=True)
+        # an ended session runs nothing more: what still waits for a person can never be used
+        self.agent.approval_store.expire_pending(self.id, "the session ended before anyone "
+                                                 "decided")
         store = self.agent.journal_store
         if self.agent.keep_hidden_arguments and store is not None:
             store.drop_private(self.id)  # an ended session runs nothing more: keep no secret

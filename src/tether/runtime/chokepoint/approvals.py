@@ -26,9 +26,10 @@ class ApprovalError(Exception):
     """An approval cannot be given, refused or used as asked; the message says why."""
 
 
-def call_hash(session_id: str, tool: str, arguments: Mapping[str, Any]) -> str:
-    """The identity an approval is bound to: session, tool and canonical arguments."""
-    body = canonical_json({"session": session_id, "tool": tool, "arguments": arguments})
+def call_hash(bound_to: str, tool: str, arguments: Mapping[str, Any]) -> str:
+    """The identity an approval is bound to: who may use it (a session; for a gateway, its
+    client), the tool and the canonical arguments."""
+    body = canonical_json({"session": bound_to, "tool": tool, "arguments": arguments})
     return hashlib.sha256(body.encode()).hexdigest()
 
 
@@ -65,12 +66,13 @@ class ApprovalRequest:
         }
 
 
-def new_request(*, session_id: str, call_id: str, tool: str, shown: Mapping[str, Any],
+def new_request(*, session_id: str, bound_to: str, call_id: str, tool: str,
+                shown: Mapping[str, Any],
                 arguments: Mapping[str, Any], reason: str, policy_id: str,
                 ttl: float, tenant_id: str | None = None) -> ApprovalRequest:
     now = time.time()
     return ApprovalRequest(f"apr_{uuid.uuid4().hex[:20]}", session_id, call_id, tool,
-                           dict(shown), call_hash(session_id, tool, arguments), reason,
+                           dict(shown), call_hash(bound_to, tool, arguments), reason,
                            policy_id, now, now + ttl, tenant_id=tenant_id)
 
 
@@ -84,6 +86,10 @@ class ApprovalStore(Protocol):
     def every(self, session_id: str | None = None) -> list[ApprovalRequest]: ...
 
     def approved_unused(self, session_id: str) -> list[ApprovalRequest]: ...
+
+    def approved_for(self, digest: str) -> list[ApprovalRequest]: ...
+
+    def expire_pending(self, session_id: str, why: str) -> int: ...
 
     def approve(self, approval_id: str, *, approver: str, note: str = "") -> ApprovalRequest: ...
 
@@ -143,6 +149,19 @@ class StoredApprovals:
         return [from_dict(r) for r in self.store.list_approvals(status="approved",
                                                                 session_id=session_id)
                 if self._visible(r)]
+
+    def approved_for(self, digest: str) -> list[ApprovalRequest]:
+        """Approved, unused requests for exactly the call ``digest`` names (``call_hash``), of
+        any session: how a client's call retried in a new session finds its approval."""
+        return [from_dict(r) for r in self.store.list_approvals(status="approved")
+                if r.get("call_hash") == digest and self._visible(r)]
+
+    def expire_pending(self, session_id: str, why: str) -> int:
+        """Let a session's undecided requests expire now (the session ended: nothing will use
+        them); returns how many."""
+        now = time.time()
+        return sum(self.store.update_approval(r.id, "pending", {"expires_at": now, "note": why})
+                   for r in self.pending(session_id) if not r.expired(now))
 
     def approve(self, approval_id: str, *, approver: str, note: str = "") -> ApprovalRequest:
         return self._decide(approval_id, "approved", approver, note)

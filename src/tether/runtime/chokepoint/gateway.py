@@ -66,7 +66,10 @@ class Gateway:
         self._approvals = approvals or StoredApprovals(store or MemoryStore())
         gate = PolicyGate(policy, self.subject, self.id, self._journal, self._state,
                           self._accountant, {"client": client}, timeout=policy_timeout)
-        self._calls = ToolCalls(
+        # approvals are the client's, not this session's: a client that opens a new session
+        # per call (the MCP Inspector does) finds, on its retry, the approval a person gave
+        self._bound_to = f"client:{tenant_id or ''}:{client}"
+        self._calls = ToolCalls(bound_to=self._bound_to,
             session_id=self.id, executor=ToolExecutor(self.registry, max_result_chars),
             gate=gate, accountant=self._accountant, journal=self._journal, state=self._state,
             limits=limits or CLIENT_LIMITS,
@@ -135,9 +138,9 @@ class Gateway:
             arguments = tool.validate(call.arguments)
         except Exception:
             return None
-        digest = call_hash(self.id, tool.name, arguments)
-        for record in self._approvals.approved_unused(self.id):
-            if record.call_hash == digest and not record.expired():
+        digest = call_hash(self._bound_to, tool.name, arguments)
+        for record in self._approvals.approved_for(digest):
+            if not record.expired():
                 for key, shown in record.arguments.items():
                     if shown != arguments.get(key):
                         self._journal.hide_argument(call.id, key)

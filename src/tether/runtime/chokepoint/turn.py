@@ -72,15 +72,32 @@ class _Turn:
 
 
 class ToolCalls:
-    __slots__ = ("_accountant", "_approval_ttl", "_approvals", "_credentials", "_executor",
-                 "_gate", "_journal", "_kept", "_limits", "_session_id", "_state", "room")
+    __slots__ = (
+        "_accountant",
+        "_approval_ttl",
+        "_approvals",
+        "_bound_to",
+        "_credentials",
+        "_executor",
+        "_gate",
+        "_journal",
+        "_kept",
+        "_limits",
+        "_session_id",
+        "_state",
+        "room",
+    )
 
     def __init__(self, *, session_id: str, executor: ToolExecutor, gate: PolicyGate,
                  accountant: Accountant, journal: Journal, state: SessionState, limits: Limits,
                  approvals: ApprovalStore, approval_ttl: float,
                  credentials: CredentialBroker | None = None,
-                 kept: Callable[[str], Mapping[str, Any] | None] | None = None) -> None:
+                 kept: Callable[[str], Mapping[str, Any] | None] | None = None,
+                 bound_to: str | None = None) -> None:
         self._session_id = session_id
+        # whose approvals these are: the session's, or for a gateway its client's, so a call
+        # the client retries in a new session finds the approval a person gave
+        self._bound_to = bound_to or session_id
         self._executor = executor
         self._gate = gate
         self._accountant = accountant
@@ -187,7 +204,7 @@ class ToolCalls:
     def _ask_approval(self, call: ToolCall, tool: Tool, arguments: dict[str, Any],
                       decision: Decision, turn: _Turn) -> None:
         request = new_request(
-            session_id=self._session_id, call_id=call.id, tool=tool.name,
+            session_id=self._session_id, bound_to=self._bound_to, call_id=call.id, tool=tool.name,
             shown=masked_for_journal(arguments, decision), arguments=arguments,
             reason=decision.reason, policy_id=decision.policy_id, ttl=self._approval_ttl,
             tenant_id=self._gate.subject.tenant_id)
@@ -279,7 +296,7 @@ class ToolCalls:
         call = self._with_real_arguments(call)
         arguments = self._executor.validate(tool, ToolCall(call.id, request.tool,
                                                            call.arguments))
-        digest = call_hash(self._session_id, tool.name, arguments)
+        digest = call_hash(self._bound_to, tool.name, arguments)
         if not granted:
             if not used:
                 try:
