@@ -76,3 +76,28 @@ async def test_clients_without_a_session_share_one_budget(tmp_path: Path) -> Non
     assert [status(r) for r in (one, two, three)] == ["ok", "ok", "skipped"]
     (events,) = journals(db).values()
     assert verify_chain(events) is None
+
+
+async def test_a_client_that_ends_its_mcp_session_ends_its_governed_session(
+        tmp_path: Path) -> None:
+    """The SDK client sends DELETE when it closes: the session ends in the journal then, with
+    its spend — not thirty minutes later, nor only when the server stops."""
+    import asyncio
+
+    notes, db = tmp_path / "notes", tmp_path / "j.db"
+    args = ["serve", NOTES_TOOLS, "--policy", NOTES_POLICY, "--store", f"sqlite:///{db}",
+            "--client", "ide"]
+    with http_server(args, env={"NOTES_DIR": str(notes)}) as (url, _):
+        async with http_peer(url) as first:
+            done = await first.call_tool("list_notes", {})
+        assert done.meta is not None
+        session = done.meta["tether/session"]
+        for _ in range(100):  # the server closes it as the DELETE is answered
+            events = journals(db).get(session, [])
+            if events and events[-1].type == "session.end":
+                break
+            await asyncio.sleep(0.05)
+        assert events[-1].type == "session.end"
+        assert events[-1].data["detail"] == "the client ended its MCP session"
+        assert events[-1].data["spend"]["tool_calls"] == 1
+        assert verify_chain(events) is None

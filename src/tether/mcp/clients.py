@@ -167,6 +167,17 @@ class ClientGateways:
             self._on_new(key, gateway)
         return gateway
 
+    def end(self, key: str, why: str) -> None:
+        """The client's MCP session ended (it sent DELETE): close its gateway now — its session
+        ends in the journal with its spend — unless a call of it is still running, which the
+        idle sweep then closes. A later call under the key is refused, as after an idle end."""
+        client = self._clients.get(key)
+        if key in self.lasting or client is None or client.busy:
+            return
+        del self._clients[key]
+        client.gateway.close(why)
+        self._released.add(key)
+
     def _sweep(self, now: float) -> None:
         if self.idle_timeout is None or now - self._swept < SWEEP_EVERY:
             return

@@ -139,9 +139,36 @@ def listen(port: int) -> socket.socket:
     return sock
 
 
+def ending_sessions(app: Any, gateways: ClientGateways) -> Any:
+    """``app``, and when a client ends its MCP session (DELETE with its ``Mcp-Session-Id``, the
+    spec's way to leave) and the transport accepts, its gateway is closed at once: its session
+    ends in the journal instead of staying open until the idle timeout or shutdown."""
+
+    async def asgi(scope: Any, receive: Any, send: Any) -> None:
+        ended: list[str] = []
+        if scope.get("type") == "http" and scope.get("method") == "DELETE":
+            header = MCP_SESSION_ID_HEADER.lower().encode()
+            session = dict(scope.get("headers") or ()).get(header)
+
+            async def watch(message: Any) -> None:
+                if (message.get("type") == "http.response.start" and session
+                        and 200 <= message.get("status", 500) < 300):
+                    ended.append(session.decode(errors="replace"))
+                await send(message)
+
+            await app(scope, receive, watch)
+        else:
+            await app(scope, receive, send)
+        for session_id in ended:
+            gateways.end(f"http:{session_id}", "the client ended its MCP session")
+
+    return asgi
+
+
 async def serve_http(server: Server[Any], port: int, *,
                      session_idle_timeout: float = SESSION_IDLE_TIMEOUT,
-                     on_ready: Callable[[str], None] | None = None) -> None:
+                     on_ready: Callable[[str], None] | None = None,
+                     gateways: ClientGateways | None = None) -> None:
     """Serve streamable HTTP at ``http://127.0.0.1:<port>/mcp`` until SIGINT or SIGTERM.
 
     ``port`` 0 takes any free port; ``on_ready`` gets the URL once requests are served. Raises
@@ -152,6 +179,8 @@ async def serve_http(server: Server[Any], port: int, *,
     bound = int(sock.getsockname()[1])
     app = server.streamable_http_app(streamable_http_path=PATH, host=HOST,
                                      session_idle_timeout=session_idle_timeout)
+    if gateways is not None:
+        app = ending_sessions(app, gateways)
     runner = uvicorn.Server(uvicorn.Config(app, host=HOST, port=bound, log_level="warning",
                                            timeout_graceful_shutdown=5))
 
@@ -193,7 +222,7 @@ async def serve(tools: Iterable[Tool], governance: Governance, *,
             await serve_stdio(server)
         else:
             await serve_http(server, port, session_idle_timeout=SESSION_IDLE_TIMEOUT,
-                             on_ready=on_ready)
+                             on_ready=on_ready, gateways=gateways)
     finally:  # every client's session ends in the journal, with its spend
         for gateway in gateways.gateways:
             gateway.close("the MCP server stopped")
