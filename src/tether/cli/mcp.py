@@ -27,6 +27,7 @@ from collections.abc import Callable, Coroutine, Iterable
 from typing import TYPE_CHECKING, Any
 
 from tether.cli.common import EXIT_OK, EXIT_USAGE, STORE_HELP, error, note, usage
+from tether.cli.pins import register as register_pins
 
 if TYPE_CHECKING:
     from tether.mcp.clients import Governance
@@ -91,6 +92,7 @@ def register(commands: Any) -> None:
         "every call decided by a policy, budgeted per client and journaled.")
     parser.set_defaults(run=lambda _args: usage(parser))
     sub = parser.add_subparsers(title="mcp commands", metavar="COMMAND")
+    register_pins(sub)
 
     serve = sub.add_parser(
         "serve", help="serve tether tools over MCP",

@@ -261,6 +261,20 @@ class JSONFilePinStore:
                 for _, tools in sorted(self._load().items())
                 for _, entry in sorted(tools.items()) if "pending" in entry]
 
+    def entries(self) -> list[tuple[Pin | None, Pin | None]]:
+        """Every tool in the file, by server and tool: (its pinned, its pending definition)."""
+        def pin(entry: Mapping[str, Any], kind: str) -> Pin | None:
+            return Pin.from_dict(entry[kind]) if kind in entry else None
+
+        return [(pin(entry, "pinned"), pin(entry, "pending"))
+                for _, tools in sorted(self._load().items())
+                for _, entry in sorted(tools.items())]
+
+    def how_to_approve(self, server: str, tool: str) -> str:
+        """The commands a person runs to review a waiting definition and approve it."""
+        return (f"`tether mcp pins diff {server} {tool} --pins {self.path}`, then `tether mcp "
+                f"pins approve {server} {tool} --pins {self.path} --approver NAME`")
+
 
 @dataclass(frozen=True, slots=True)
 class Verdict:
@@ -276,7 +290,9 @@ def observe(store: PinStore, server: str, definition: Mapping[str, Any], *,
     """Apply the pinning rule to the definition a server shows now, recording what it saw."""
     tool = str(definition.get("name"))
     fp = fingerprint(definition)
-    approve = how_to_approve or f"pins.approve({server!r}, {tool!r})"
+    file_advice = getattr(store, "how_to_approve", None)  # a pin file: its CLI commands
+    approve = (file_advice(server, tool) if file_advice is not None
+               else how_to_approve or f"pins.approve({server!r}, {tool!r})")
     pinned = store.get(server, tool)
     if pinned is not None and pinned.fingerprint == fp:
         if store.pending(server, tool) is not None:
