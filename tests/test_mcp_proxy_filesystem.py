@@ -61,10 +61,14 @@ async def test_clients_see_the_upstreams_tools_as_pinned(tmp_path: Path, files: 
         definition = pinned[tool.name]["pinned"]["definition"]
         assert tool.description == definition["description"]
         assert tool.input_schema == definition["inputSchema"]
-        # the hints shown are tether's reading of an untrusted upstream, not its own claims
-        assert tool.annotations is not None
-        assert tool.annotations.read_only_hint is False
-        assert tool.annotations.open_world_hint is True
+        # the hints shown are the pinned definition's: a client need not prompt on every read
+        shown = tool.annotations.model_dump(by_alias=True, exclude_none=True) \
+            if tool.annotations is not None else {}
+        assert shown == {k: v for k, v in (definition["annotations"] or {}).items()
+                         if v is not None}
+    hints = {t.name: t.annotations for t in listed}
+    assert hints["read_text_file"] is not None and hints["read_text_file"].read_only_hint
+    assert hints["write_file"] is not None and not hints["write_file"].read_only_hint
     assert "proxying" in (tmp_path / "err.txt").read_text()
 
 

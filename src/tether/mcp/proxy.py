@@ -20,6 +20,9 @@ Decisions:
   a restart, where it is pinned like any new tool; nothing reaches a client past the pinning.
 - One upstream connection serves every client; each client still has its own gateway, budget
   and journal.
+- The hints clients see are the pinned definition's own (reviewed, or seen first): they only
+  steer a client's prompts. What runs is decided by the policy on tether's cautious reading of
+  the upstream's annotations (``tether.mcp.annotations``), not on these hints.
 """
 
 from __future__ import annotations
@@ -56,15 +59,38 @@ def upstream_server(argv: Sequence[str], *, name: str = UPSTREAM,
 def proxied_listing(toolset: MCPToolset) -> list[types.Tool]:
     """The ``tools/list`` entries of an open toolset: each tool's pinned definition (for a tool
     blocked by pinning, the approved one with a note; for a new tool awaiting approval, no
-    server text at all — see ``tether.mcp.tool.visible_spec``)."""
+    server text at all — see ``tether.mcp.tool.visible_spec``).
+
+    The hints are those of the pinned definition — what was reviewed, or seen first — so a
+    client does not prompt on every read: they steer a client's prompts, never what runs, which
+    the proxy's policy decides on tether's own, cautious reading of the tool. A tool whose
+    definition waits for approval shows that cautious reading instead."""
     listing = []
+    server = toolset.server.name
     for tool in toolset:
+        pinned = toolset.pins.get(server, tool.mcp_name)
+        waiting = toolset.pins.pending(server, tool.mcp_name) is not None
+        hints = (pinned.definition.get("annotations") if pinned is not None and not waiting
+                 else None)
         listing.append(types.Tool(
             name=tool.spec.name, description=tool.spec.description,
             input_schema=dict(tool.spec.parameters),
-            # what tether believes of the tool, not the untrusted server's own hints
-            annotations=tool_annotations(tool.meta)))
+            annotations=reviewed_hints(hints) if isinstance(hints, Mapping)
+            else tool_annotations(tool.meta)))
     return listing
+
+
+def reviewed_hints(annotations: Mapping[str, object]) -> types.ToolAnnotations:
+    """A pinned definition's annotations, as the spec's hints (a non-boolean hint is none)."""
+    def hint(key: str) -> bool | None:
+        value = annotations.get(key)
+        return value if isinstance(value, bool) else None
+
+    title = annotations.get("title")
+    return types.ToolAnnotations(
+        title=title if isinstance(title, str) else None,
+        read_only_hint=hint("readOnlyHint"), destructive_hint=hint("destructiveHint"),
+        idempotent_hint=hint("idempotentHint"), open_world_hint=hint("openWorldHint"))
 
 
 async def proxy(upstream: MCPServer, governance: Governance, *,
