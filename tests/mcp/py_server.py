@@ -9,6 +9,8 @@ Run: ``python py_server.py`` (stdio) or ``python py_server.py --http PORT`` (str
 - ``TETHER_TEST_NOISE_KB``: KiB written to stderr before serving (a full, undrained pipe blocks).
 - ``TETHER_TEST_CALL_LOG``: a file each tool call is appended to (proves a call never arrived).
 - ``TETHER_TEST_PID_FILE``: a file the server writes its pid to at start (tests that it is gone).
+- ``TETHER_TEST_START_ONCE``: a file the server creates at its first start; a later start that
+  finds it exits at once (an upstream that cannot be restarted).
 """
 
 from __future__ import annotations
@@ -29,6 +31,10 @@ PAGE_SIZE = int(os.environ.get("TETHER_TEST_PAGE_SIZE", "0"))
 FILLER = int(os.environ.get("TETHER_TEST_FILLER", "0"))
 NOISE_KB = int(os.environ.get("TETHER_TEST_NOISE_KB", "0"))
 CALL_LOG = os.environ.get("TETHER_TEST_CALL_LOG")
+if os.environ.get("TETHER_TEST_START_ONCE"):
+    if os.path.exists(os.environ["TETHER_TEST_START_ONCE"]):
+        sys.exit("started once already (TETHER_TEST_START_ONCE): not again")
+    open(os.environ["TETHER_TEST_START_ONCE"], "w").close()
 if os.environ.get("TETHER_TEST_PID_FILE"):
     with open(os.environ["TETHER_TEST_PID_FILE"], "w") as pid_file:
         pid_file.write(str(os.getpid()))

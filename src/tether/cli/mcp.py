@@ -15,7 +15,7 @@ the store, the upstream, the port) is reported before a client is answered. Mess
 stderr only: on stdio, stdout is the protocol channel.
 
 Exit codes: 0 the server ran until its client disconnected (stdio) or it was interrupted;
-2 it could not start (bad usage, tools that do not load, a policy that does not load, a store
+1 the proxy's upstream died and could not be restarted; 2 it could not start (bad usage, tools that do not load, a policy that does not load, a store
 that cannot be opened, an upstream that does not start, a port that cannot be bound).
 """
 
@@ -26,7 +26,7 @@ import os
 from collections.abc import Callable, Coroutine, Iterable
 from typing import TYPE_CHECKING, Any
 
-from tether.cli.common import EXIT_OK, EXIT_USAGE, STORE_HELP, error, note, usage
+from tether.cli.common import EXIT_FINDING, EXIT_OK, EXIT_USAGE, STORE_HELP, error, note, usage
 from tether.cli.pins import register as register_pins
 
 if TYPE_CHECKING:
@@ -339,6 +339,7 @@ def _run(main: Coroutine[Any, Any, None], governance: Governance, transport: str
     import threading
 
     from tether.mcp.errors import MCPConnectionError
+    from tether.mcp.supervise import UpstreamLost
 
     def stop(signum: int, frame: object) -> None:
         raise KeyboardInterrupt  # SIGTERM stops like Ctrl-C: the upstream is closed, not orphaned
@@ -350,6 +351,9 @@ def _run(main: Coroutine[Any, Any, None], governance: Governance, transport: str
         asyncio.run(main)
     except KeyboardInterrupt:
         return EXIT_OK
+    except UpstreamLost as exc:
+        error(str(exc))
+        return EXIT_FINDING
     except MCPConnectionError as exc:
         error(f"the upstream MCP server did not start: {exc}")
         return EXIT_USAGE

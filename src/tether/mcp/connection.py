@@ -193,6 +193,12 @@ class Connection:
     def connected(self) -> bool:
         return self._session is not None
 
+    @property
+    def alive(self) -> bool:
+        """Connected, and (for a stdio server) its process has not exited."""
+        return self._session is not None and all(
+            getattr(process, "returncode", None) is None for process in self._processes)
+
     # -- requests ----------------------------------------------------------------------------
 
     def _live(self) -> Any:

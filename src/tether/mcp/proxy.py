@@ -27,6 +27,8 @@ Decisions:
 
 from __future__ import annotations
 
+import asyncio
+import sys
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Literal
 
@@ -36,6 +38,7 @@ from tether.mcp.clients import Governance
 from tether.mcp.config import MCPServer
 from tether.mcp.pins import PinStore
 from tether.mcp.server import serve, tool_annotations
+from tether.mcp.supervise import RESTARTS, watch
 from tether.mcp.toolset import MCPToolset
 
 if TYPE_CHECKING:
@@ -97,12 +100,29 @@ async def proxy(upstream: MCPServer, governance: Governance, *,
                 transport: Literal["stdio", "http"] = "stdio", port: int = 0,
                 pins: PinStore | None = None, require_approval_for_new: bool = False,
                 name: str | None = None, on_ready: Callable[[str], None] | None = None,
-                on_client: Callable[[str, Gateway], None] | None = None) -> None:
+                on_client: Callable[[str, Gateway], None] | None = None,
+                log: Callable[[str], None] | None = None, restarts: int = RESTARTS) -> None:
     """Connect to ``upstream`` and serve its tools, governed, until the transport ends; the
-    upstream is stopped when the proxy stops. Raises MCPConnectionError when the upstream cannot
-    be started (the message has its last stderr lines)."""
+    upstream is stopped when the proxy stops, and restarted when it dies (``supervise``; each
+    event told to ``log``). Raises MCPConnectionError when the upstream cannot be started (the
+    message has its last stderr lines), UpstreamLost when it died and could not be restarted."""
     async with MCPToolset(upstream, pins=pins,
                           require_approval_for_new=require_approval_for_new) as toolset:
-        await serve(list(toolset), governance, transport=transport, port=port,
-                    name=name or f"tether-proxy-{upstream.name}",
-                    listing=proxied_listing(toolset), on_ready=on_ready, on_client=on_client)
+        serving = asyncio.ensure_future(serve(
+            list(toolset), governance, transport=transport, port=port,
+            name=name or f"tether-proxy-{upstream.name}", listing=proxied_listing(toolset),
+            on_ready=on_ready, on_client=on_client))
+        watching = asyncio.ensure_future(watch(toolset, log or _stderr, restarts=restarts))
+        try:
+            await asyncio.wait({serving, watching}, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            for task in (serving, watching):
+                task.cancel()
+            await asyncio.gather(serving, watching, return_exceptions=True)
+        if not watching.cancelled():
+            watching.result()  # UpstreamLost: the upstream could not be brought back
+        serving.result()  # the server's own error, if it ended with one
+
+
+def _stderr(message: str) -> None:
+    print(f"tether mcp proxy: {message}", file=sys.stderr, flush=True)

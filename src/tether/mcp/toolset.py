@@ -181,6 +181,11 @@ class MCPToolset:
         await loop.run(self._list(conn))
         return self
 
+    @property
+    def alive(self) -> bool:
+        """Open, connected, and (for a stdio server) its process still running."""
+        return self._conn is not None and self._conn.alive
+
     def stderr_tail(self) -> str:
         """The last lines a stdio server wrote to its stderr."""
         return "" if self._conn is None else self._conn.stderr_tail()
