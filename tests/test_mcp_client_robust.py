@@ -83,7 +83,7 @@ def _gone(pid: int, wait: float = 5.0) -> bool:
             with open(f"/proc/{pid}/stat") as fh:
                 if fh.read().rsplit(")", 1)[1].split()[0] == "Z":
                     return True
-        except FileNotFoundError:
+        except (FileNotFoundError, ProcessLookupError):  # gone, even between open and read
             return True
         time.sleep(0.05)
     return False
