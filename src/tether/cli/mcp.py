@@ -14,9 +14,10 @@ server writes the journal), ``--budget-tool-calls`` per client, and ``--client``
 the store, the upstream, the port) is reported before a client is answered. Messages go to
 stderr only: on stdio, stdout is the protocol channel.
 
-Exit codes: 0 the server ran until its client disconnected (stdio) or it was interrupted;
-1 the proxy's upstream died and could not be restarted; 2 it could not start (bad usage, tools that do not load, a policy that does not load, a store
-that cannot be opened, an upstream that does not start, a port that cannot be bound).
+Exit codes: 0 the server ran until its client disconnected (stdio) or it was interrupted; 1 the
+proxy's upstream died and could not be restarted; 2 it could not start (bad usage, tools that do
+not load, a policy that does not load, a store that cannot be opened, an upstream that does not
+start, a port that cannot be bound).
 """
 
 from __future__ import annotations

@@ -92,8 +92,9 @@ class Environment:
         if counted is None:
             reservation = self._accountant.reserve_model_call(input_estimate, final)
         else:  # the provider counted everything before its last answer: estimate only the rest
-            rest = estimate(self._state.conversation[-1]) + new_estimate
-            reservation = self._accountant.reserve_model_call(rest, final, known=counted)
+            input_tokens, answer = counted
+            rest = sum(map(estimate, self._state.conversation[answer:])) + new_estimate
+            reservation = self._accountant.reserve_model_call(rest, final, known=input_tokens)
         step = self._state.tally.steps + 1
         choice = self._first_tool_choice if step == 1 and specs else None
         self._journal.append("model.request", {

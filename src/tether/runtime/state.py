@@ -67,9 +67,9 @@ class SessionState:
         self.tainted = False  # set once any untrusted tool output entered the conversation
         self.paused = False
         self.in_flight: Mapping[str, Any] | None = None  # a model request with no answer yet
-        # the provider's own count of the last call's input, when it reported one: the
-        # conversation before that answer needs no estimate for the next call
-        self.counted: int | None = None
+        # the provider's own count of the last call's input, when it reported one, and where
+        # that call's answer sits in the conversation: what came before it needs no estimate
+        self.counted: tuple[int, int] | None = None
         # derived views, read several times per step: kept up to date by the handlers
         self._done: list[ToolResult] = []  # the open turn's results, in call order
         self._outbox: tuple[Message, ...] | None = None  # None: build it again when read
@@ -146,7 +146,7 @@ class SessionState:
         if reserved and r.usage.input_tokens > reserved:
             t.input_scale *= r.usage.input_tokens / reserved
         reported = not r.usage.estimated and r.usage.input_tokens > 0
-        self.counted = r.usage.input_tokens if reported else None
+        self.counted = (r.usage.input_tokens, len(self.conversation) - 1) if reported else None
         self._open_turn(r.tool_calls, r.text, t.steps)
 
     def _open_turn(self, calls: tuple[ToolCall, ...], text: str, step: int) -> None:
