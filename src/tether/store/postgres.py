@@ -1,9 +1,11 @@
 """PostgreSQL: the store for deployments where many workers share sessions.
 
-Decision: psycopg 3 with a connection pool; the same tables and rules as SQLite. An append takes
-a row lock on the session's index row (``SELECT ... FOR UPDATE``) before checking that its first
-seq follows the stored ones, so concurrent writers to one session serialise and the loser gets a
-ConflictError instead of a forked chain; writers to different sessions never wait on each other.
+Decision: psycopg 3 with a connection pool; the same tables and rules as SQLite. An append locks
+the session's index row before checking that its first seq follows the stored ones, so
+concurrent writers to one session serialise and the loser gets a ConflictError instead of a
+forked chain; writers to different sessions never wait on each other. Appends are written by
+statement, many sessions at a time (``store.postgres_steps``), and the async runtime's are
+group-committed on its event loop (``store.loop_commit``).
 Approval decisions are single ``UPDATE ... WHERE status = expected`` statements: compare-and-set
 in one round trip. Tables live in a schema (``tether`` by default) so a shared database stays
 tidy, and the schema version is checked on open like SQLite's.
@@ -155,7 +157,7 @@ class PostgresStore:
         if not events:
             return
         with self._pool.connection() as db:
-            refused = run(db, self._statements.write([self._normal(session_id, events,
+            refused = run(db, self._statements.write([self._as_append(session_id, events,
                                                                     data_json, lease)]))[0]
         if refused is not None:
             raise refused
@@ -181,10 +183,10 @@ class PostgresStore:
 
     async def _write_async(self, db: Any, batch: list[tuple[Any, ...]]
                            ) -> list[BaseException | None]:
-        return await arun(db, self._statements.write([self._normal(*args) for args in batch]))
+        return await arun(db, self._statements.write([self._as_append(*args) for args in batch]))
 
     @staticmethod
-    def _normal(session_id: str, events: Sequence[Event], data_json: Sequence[str] | None,
+    def _as_append(session_id: str, events: Sequence[Event], data_json: Sequence[str] | None,
                 lease: Lease | None) -> Append:
         if data_json is None or len(data_json) != len(events):
             data_json = [e.json_text or json.dumps(e.data, ensure_ascii=False) for e in events]
