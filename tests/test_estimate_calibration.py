@@ -66,3 +66,45 @@ def test_calibrated_reservations_cover_every_call(turns: int, pad: int, ratio: f
     result, events = run(turns, pad, ratio, Budget(max_tokens=limit))
     assert [e for e in events if "reported" in e and "reserved" in e] == []  # no overrun
     assert result.usage.total_tokens <= limit
+
+
+def test_a_resumed_session_reserves_what_its_lost_request_added(tmp_path: Any) -> None:
+    """The process died waiting for the model: the lost request's messages (a large tool result)
+    are in the conversation after the provider's last counted answer. The resumed call is
+    reserved for them too — not for the answer alone — so it does not overrun."""
+    from tether.tools import tool
+
+    @tool
+    def fetch() -> str:
+        """Fetch a large document."""
+        return "word " * 2000
+
+    class DiesOnce(Tokenizer):
+        asked = 0
+
+        async def complete(self, request: ModelRequest) -> ModelResponse:
+            self.asked += 1
+            if self.asked == 2:  # the second call: the tool's result is in its request
+                raise SystemExit("the worker died waiting for the model")
+            return await super().complete(request)
+
+    def agent(model: Tokenizer) -> Agent:
+        return Agent(model=model, reasoning=ReAct(), tools=[fetch],
+                     store=f"sqlite:///{tmp_path / 'r.db'}")
+
+    script: list[ModelResponse | str] = [
+        ModelResponse(tool_calls=(ToolCall("c1", "fetch", {}),)), "summarised"]
+    crashing = DiesOnce(script, ratio=1.0)
+    session = agent(crashing).session("summarise", budget=Budget(max_tokens=20_000))
+    try:
+        session.run()
+    except SystemExit:
+        pass
+    resumed = Tokenizer(script, ratio=1.0)  # it answers by the turn the conversation is at
+    result = agent(resumed).resume(session.id)
+    assert result.ok and result.answer == "summarised"
+    events = [dict(e.data) for e in agent(resumed).load(session.id).replay()]
+    assert [e for e in events if "reported" in e and "reserved" in e] == []  # no overrun
+    last_request = [e for e in events if "reserved_input" in e and "new" in e][-1]
+    last_response = [e for e in events if "response" in e][-1]
+    assert last_request["reserved_input"] >= last_response["response"]["usage"]["input_tokens"]
