@@ -30,9 +30,9 @@ from tether.types import Message, ModelRequest, ModelResponse, ToolCall, ToolSpe
 
 
 class Environment:
-    __slots__ = ("_accountant", "_first_tool_choice", "_journal", "_model", "_on_delta",
-                 "_pending", "_seen_ids", "_sent_estimate", "_show_budget", "_specs", "_state",
-                 "_tool_names", "_tools", "_tools_estimate", "stopped")
+    __slots__ = ("_accountant", "_answered", "_first_tool_choice", "_journal", "_model",
+                 "_on_delta", "_pending", "_seen_ids", "_sent_estimate", "_show_budget", "_specs",
+                 "_state", "_tool_names", "_tools", "_tools_estimate", "stopped")
 
     def __init__(self, *, model: Model, specs: Sequence[ToolSpec], tools: ToolCalls,
                  accountant: Accountant, journal: Journal, state: SessionState,
@@ -57,6 +57,8 @@ class Environment:
         # strategy that catches it can neither go on nor end the run another way
         self.stopped: Stop | None = None
         self._first_tool_choice = first_tool_choice  # the tool choice of the session's first turn
+        # the last answer's place in the conversation and its estimate (see _ask)
+        self._answered: tuple[int, int] = (-1, 0)
 
     # -- model calls ---------------------------------------------------------------------------
 
@@ -93,7 +95,9 @@ class Environment:
             reservation = self._accountant.reserve_model_call(input_estimate, final)
         else:  # the provider counted everything before its last answer: estimate only the rest
             input_tokens, answer = counted
-            rest = sum(map(estimate, self._state.conversation[answer:])) + new_estimate
+            known = self._answered  # the answer's estimate, made when it was recorded
+            rest = new_estimate + (known[1] if known[0] == answer else sum(map(
+                estimate, self._state.conversation[answer:])))
             reservation = self._accountant.reserve_model_call(rest, final, known=input_tokens)
         step = self._state.tally.steps + 1
         choice = self._first_tool_choice if step == 1 and specs else None
@@ -185,7 +189,9 @@ class Environment:
             self._unmetered(step, reservation, f"the model's response cannot be journaled: {exc}")
             raise Stop(StopReason.MODEL_ERROR, f"the model's response cannot be journaled: "
                        f"{exc}") from None
-        self._sent_estimate += self._model.estimate_message_tokens(self._state.conversation[-1])
+        answered = self._model.estimate_message_tokens(self._state.conversation[-1])
+        self._sent_estimate += answered
+        self._answered = (len(self._state.conversation) - 1, answered)
         over = self._accountant.overrun(reservation, usage, cost)
         if over is not None:
             reason, detail = over
