@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import importlib.util
 import sys
 from collections.abc import Callable, Mapping
 from decimal import Decimal
@@ -172,19 +173,16 @@ STYLES = {"model": "cyan", "tool": "yellow", "spend": "dim", "result": "bold gre
 
 def writer() -> Write:
     """Print a line: coloured by ``rich`` on a terminal, plain otherwise."""
-    if sys.stdout.isatty():
-        try:
-            from rich.console import Console
-            from rich.markup import escape
-        except ImportError:
-            pass
-        else:
-            console = Console(highlight=False)
+    if sys.stdout.isatty() and importlib.util.find_spec("rich") is not None:
+        from rich.console import Console
+        from rich.markup import escape
 
-            def styled(kind: str, text: str) -> None:
-                console.print(f"[{STYLES.get(kind, 'white')}]{kind:>8}[/] {escape(text)}")
+        console = Console(highlight=False)
 
-            return styled
+        def styled(kind: str, text: str) -> None:
+            console.print(f"[{STYLES.get(kind, 'white')}]{kind:>8}[/] {escape(text)}")
+
+        return styled
 
     def plain(kind: str, text: str) -> None:
         print(f"{kind:>8} {text}", flush=True)

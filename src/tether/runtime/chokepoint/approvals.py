@@ -85,8 +85,6 @@ class ApprovalStore(Protocol):
 
     def every(self, session_id: str | None = None) -> list[ApprovalRequest]: ...
 
-    def approved_unused(self, session_id: str) -> list[ApprovalRequest]: ...
-
     def approved_for(self, digest: str) -> list[ApprovalRequest]: ...
 
     def expire_pending(self, session_id: str, why: str) -> int: ...
@@ -142,12 +140,6 @@ class StoredApprovals:
     def every(self, session_id: str | None = None) -> list[ApprovalRequest]:
         """Every request, decided or not (of one session, if given)."""
         return [from_dict(r) for r in self.store.list_approvals(session_id=session_id)
-                if self._visible(r)]
-
-    def approved_unused(self, session_id: str) -> list[ApprovalRequest]:
-        """Approved requests of a session that have not been used yet."""
-        return [from_dict(r) for r in self.store.list_approvals(status="approved",
-                                                                session_id=session_id)
                 if self._visible(r)]
 
     def approved_for(self, digest: str) -> list[ApprovalRequest]:
