@@ -1,6 +1,8 @@
 """Sync tools run on reused daemon workers: a worker is reused for the next call, a hung call
 keeps its worker while later calls get others, idle workers leave, and nothing is lost in the
-race between a worker leaving and a call arriving."""
+race between a worker leaving and a call arriving. A function whose calls are quick is waited
+for in place (the caller does not suspend); a slow or hung one is awaited on the loop, which
+stays free meanwhile."""
 
 from __future__ import annotations
 
@@ -8,7 +10,10 @@ import asyncio
 import threading
 import time
 
-from tether.tools.threads import DaemonWorkers, run_on_daemon_thread
+import pytest
+
+from tether.runtime.eager import start
+from tether.tools.threads import QUICK, DaemonWorkers, Pace, run_on_daemon_thread
 
 
 def test_calls_in_sequence_reuse_one_worker() -> None:
@@ -73,3 +78,117 @@ def test_no_call_is_lost_while_workers_come_and_go() -> None:
     while len(done) < 2000 and time.monotonic() < deadline:
         time.sleep(0.01)
     assert sorted(done) == list(range(2000))
+
+
+def test_a_quick_call_returns_without_suspending_its_caller() -> None:
+    workers, pace = DaemonWorkers(), Pace()
+
+    async def scenario() -> tuple[object, object]:
+        # warm the worker: the first call starts a thread
+        await run_on_daemon_thread(lambda: 0, workers, pace=pace, limit=5)
+        return start(run_on_daemon_thread(threading.get_ident, workers, pace=pace, limit=5))
+
+    value, rest = asyncio.run(scenario())
+    assert rest is None  # no suspension: the caller stays on its fast path
+    assert value != threading.get_ident()  # ...though the call ran on a worker
+    assert pace.quick
+
+
+def test_a_quick_call_that_raises_raises_in_place() -> None:
+    pace = Pace()
+
+    def broken() -> None:
+        raise KeyError("nope")
+
+    async def scenario() -> None:
+        await run_on_daemon_thread(lambda: 0, pace=pace, limit=5)
+        await run_on_daemon_thread(broken, pace=pace, limit=5)
+
+    with pytest.raises(KeyError, match="nope"):
+        asyncio.run(scenario())
+
+
+def test_a_slow_call_frees_the_loop_and_its_next_call_is_not_waited_for_in_place() -> None:
+    """A call outlasting QUICK marks its function slow: the next call suspends at once and the
+    loop serves others while it runs."""
+    workers, pace = DaemonWorkers(), Pace()
+    ticks: list[float] = []
+
+    async def ticker() -> None:
+        while True:
+            ticks.append(time.perf_counter())
+            await asyncio.sleep(0)
+
+    async def scenario() -> tuple[float, str]:
+        assert await run_on_daemon_thread(lambda: (time.sleep(0.05), "a")[1], workers,
+                                          pace=pace, limit=5) == "a"
+        assert not pace.quick
+        background = asyncio.ensure_future(ticker())
+        await asyncio.sleep(0)
+        began = time.perf_counter()
+        coro = run_on_daemon_thread(lambda: (time.sleep(0.05), "b")[1], workers, pace=pace,
+                                    limit=5)
+        _, rest = start(coro)
+        handed_back = time.perf_counter() - began
+        assert rest is not None
+        value = await rest
+        background.cancel()
+        return handed_back, value
+
+    handed_back, value = asyncio.run(scenario())
+    assert value == "b"
+    assert handed_back < QUICK  # not waited for in place
+    assert len(ticks) > 10  # the loop ran others while the slow call ran
+
+
+def test_a_hung_call_is_waited_for_in_place_once_at_most() -> None:
+    """A quick function that hangs costs the caller QUICK once; then it counts as slow even
+    though its call never finished."""
+    pace, release = Pace(), threading.Event()
+
+    async def scenario() -> float:
+        await run_on_daemon_thread(lambda: 0, pace=pace, limit=5)
+        began = time.perf_counter()
+        _, rest = start(run_on_daemon_thread(lambda: release.wait(10), pace=pace, limit=5))
+        waited = time.perf_counter() - began
+        assert rest is not None and not pace.quick
+        release.set()
+        assert await rest is True
+        return waited
+
+    waited = asyncio.run(scenario())
+    assert QUICK * 0.9 <= waited < 0.05
+
+
+def test_the_wait_in_place_never_exceeds_the_callers_limit() -> None:
+    pace = Pace()
+
+    async def scenario() -> float:
+        await run_on_daemon_thread(lambda: 0, pace=pace, limit=5)
+        began = time.perf_counter()
+        _, rest = start(run_on_daemon_thread(lambda: time.sleep(0.05), pace=pace,
+                                             limit=QUICK / 10))
+        assert rest is not None
+        waited = time.perf_counter() - began
+        await rest
+        return waited
+
+    assert asyncio.run(scenario()) < QUICK
+
+
+def test_no_outcome_is_lost_when_it_arrives_as_the_wait_in_place_ends() -> None:
+    """Calls whose length straddles QUICK: the outcome arrives just before, during or just
+    after the switch from waiting in place to awaiting on the loop; each is delivered once."""
+    workers = DaemonWorkers()
+
+    async def scenario() -> list[int]:
+        out = []
+        for n in range(300):
+            pace = Pace()
+            delay = QUICK * (0.5 + (n % 20) / 20)
+            out.append(await run_on_daemon_thread(
+                lambda n=n, delay=delay: (time.sleep(delay), n)[1], workers, pace=pace,
+                limit=5))
+        return out
+
+    assert asyncio.run(scenario()) == list(range(300))

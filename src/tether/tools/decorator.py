@@ -1,7 +1,8 @@
 """``@tool``: turn a typed Python function into a governed tool.
 
 Decision: the function's signature is the single source of the schema (built with pydantic, extra
-keys forbidden), and its docstring is the description; a tool without either is a definition
+keys forbidden; a plain signature is described and checked without importing it, identically:
+``signature.py``), and its docstring is the description; a tool without either is a definition
 error at import time, not a surprise at call time. Parameters named ``ctx``/``context``,
 ``user_id``, ``tenant_id`` and ``session_id`` are injected by the runtime from the session, and
 ``credentials`` receives a short-lived ScopedToken from the agent's CredentialBroker; none of them
@@ -17,7 +18,8 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import Any, get_type_hints, overload
 
 from tether.tools.base import Risk, ToolArgumentError, ToolContext, ToolMeta, Trust
-from tether.tools.threads import run_on_daemon_thread
+from tether.tools.signature import PlainSignature
+from tether.tools.threads import Pace, run_on_daemon_thread
 from tether.types import ToolSpec
 
 INJECTED = frozenset({"ctx", "context", "user_id", "tenant_id", "session_id", "credentials"})
@@ -31,15 +33,15 @@ class FunctionTool:
     # A tool backed by a typed function (sync or async). No class docstring: ``__doc__`` is a
     # slot holding each tool's own description, and a class docstring would conflict with it.
 
-    __slots__ = ("__doc__", "_injected", "_model", "fn", "is_async", "meta", "name", "spec")
+    __slots__ = ("__doc__", "_fields", "_injected", "_model", "_pace", "_plain", "fn", "is_async",
+                 "meta", "name", "spec")
 
     def __init__(self, fn: Callable[..., Any], *, name: str | None, meta: ToolMeta) -> None:
-        from pydantic import ConfigDict, create_model
-
         self.fn = fn
         self.name = name or fn.__name__
         self.meta = meta
         self.is_async = inspect.iscoroutinefunction(fn)
+        self._pace = Pace()  # whether the function's calls are quick (a memo, not run state)
         description = (inspect.getdoc(fn) or "").strip()  # a blank docstring describes nothing
         if not description:
             raise ToolDefinitionError(
@@ -72,14 +74,27 @@ class FunctionTool:
         self._injected = tuple(injected)
         if "credentials" in injected and not meta.credentials:
             self.meta = dataclasses.replace(meta, credentials=True)
-        self._model = create_model(
-            f"{self.name}_arguments", __config__=ConfigDict(extra="forbid"), **fields
-        )
-        schema = self._model.model_json_schema()
-        schema.pop("title", None)
-        for prop in schema.get("properties", {}).values():
-            prop.pop("title", None)
+        self._fields = fields
+        self._model: Any = None  # the pydantic model, built when first needed
+        self._plain = PlainSignature.of(fields)
+        if self._plain is not None:
+            schema = self._plain.schema
+        else:
+            schema = self._pydantic().model_json_schema()
+            schema.pop("title", None)
+            for prop in schema.get("properties", {}).values():
+                prop.pop("title", None)
         self.spec = ToolSpec(self.name, description, schema)
+
+    def _pydantic(self) -> Any:
+        """The arguments' pydantic model (derived from the signature alone, so building it
+        twice in a race is harmless)."""
+        if self._model is None:
+            from pydantic import ConfigDict, create_model
+
+            self._model = create_model(f"{self.name}_arguments",
+                                       __config__=ConfigDict(extra="forbid"), **self._fields)
+        return self._model
 
     def __repr__(self) -> str:
         return f"<tool {self.name}>"
@@ -89,10 +104,14 @@ class FunctionTool:
         return self.fn(*args, **kwargs)
 
     def validate(self, arguments: Mapping[str, Any]) -> dict[str, Any]:
+        if self._plain is not None:
+            accepted = self._plain.accept(arguments)
+            if accepted is not None:
+                return accepted
         from pydantic import ValidationError
 
         try:
-            parsed = self._model.model_validate(arguments)
+            parsed = self._pydantic().model_validate(arguments)
         except ValidationError as exc:
             first = exc.errors()[0]
             field = ".".join(str(p) for p in first["loc"])
@@ -108,7 +127,8 @@ class FunctionTool:
                 kwargs[name] = getattr(context, name)
         if self.is_async:
             return await self.fn(**kwargs)
-        return await run_on_daemon_thread(functools.partial(self.fn, **kwargs))
+        return await run_on_daemon_thread(functools.partial(self.fn, **kwargs),
+                                          pace=self._pace, limit=self.meta.timeout)
 
 
 @overload

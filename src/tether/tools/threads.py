@@ -20,6 +20,7 @@ import asyncio
 import contextlib
 import queue
 import threading
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -72,35 +73,123 @@ class DaemonWorkers:
 
 WORKERS = DaemonWorkers()
 
+QUICK = 0.001  # seconds: a call that took no longer is waited for in place next time
 
-async def run_on_daemon_thread(fn: Callable[[], Any],
-                               workers: DaemonWorkers = WORKERS) -> Any:
-    loop = asyncio.get_running_loop()
-    future: asyncio.Future[Any] = loop.create_future()
 
-    def deliver(ok: bool, value: Any) -> None:
-        if future.done():  # timed out or cancelled meanwhile: the result is dropped
-            return
+class Pace:
+    """Whether a function's last call was quick, so that its next one is waited for in place.
+
+    Waiting in place (the calling thread blocks until the worker hands the result over) costs
+    one wake-up each way; awaiting on the event loop costs those plus the loop's own wake-up
+    and a suspension of the caller. For a slow call, waiting in place would stall every other
+    session on the loop, so only a function whose last call was quick is waited for, at most
+    ``QUICK``: a slow call after a quick one stalls the loop that long, once. The memo is about
+    the function, not about any run.
+    """
+
+    __slots__ = ("quick",)
+
+    def __init__(self) -> None:
+        self.quick = True
+
+    def wait(self, limit: float) -> float:
+        return min(QUICK, limit) if self.quick else 0.0
+
+    def record(self, took: float) -> None:
+        self.quick = took <= QUICK
+
+
+class _Handoff:
+    """One call's outcome on its way from the worker to the caller: to the calling thread if
+    it is still waiting in place, else to the event loop it awaits on."""
+
+    __slots__ = ("_arrived", "_deliver", "_lock", "_outcome", "_pace")
+
+    def __init__(self, pace: Pace | None) -> None:
+        self._pace = pace
+        self._arrived = threading.Lock()
+        self._arrived.acquire()  # released when the outcome arrives for a caller in place
+        self._lock = threading.Lock()
+        self._outcome: tuple[bool, Any] | None = None
+        self._deliver: Callable[[tuple[bool, Any]], None] | None = None
+
+    def job(self, fn: Callable[[], Any]) -> Job:
+        def work() -> Callable[[], None]:
+            started = time.perf_counter()
+            try:
+                outcome: tuple[bool, Any] = (True, fn())
+            except StopIteration as exc:  # a Future refuses StopIteration; it would never resolve
+                outcome = (False, RuntimeError(f"the tool raised StopIteration: {exc}"))
+            except BaseException as exc:  # delivered to the caller
+                outcome = (False, exc)
+            if self._pace is not None:
+                self._pace.record(time.perf_counter() - started)
+            return lambda: self._hand_over(outcome)
+
+        return work
+
+    def _hand_over(self, outcome: tuple[bool, Any]) -> None:
+        with self._lock:
+            self._outcome = outcome
+            deliver = self._deliver
+        if deliver is None:
+            self._arrived.release()
+        else:
+            deliver(outcome)
+
+    def wait(self, limit: float) -> bool:
+        """Block the calling thread until the outcome arrives, if the function has been quick
+        (for at most ``QUICK`` or ``limit`` seconds). A wait that runs out marks it slow."""
+        seconds = self._pace.wait(limit) if self._pace is not None else 0.0
+        if seconds <= 0:
+            return False
+        if self._arrived.acquire(timeout=seconds):
+            return True
+        assert self._pace is not None
+        self._pace.quick = False  # hung or slow: the next call is not waited for in place
+        return False
+
+    def result(self) -> Any:
+        assert self._outcome is not None
+        ok, value = self._outcome
         if ok:
-            future.set_result(value)
-        else:
-            future.set_exception(value)
+            return value
+        raise value
 
-    def work() -> Callable[[], None]:
-        try:
-            value = fn()
-        except StopIteration as exc:  # a Future refuses StopIteration; it would never resolve
-            ok, value = False, RuntimeError(f"the tool raised StopIteration: {exc}")
-        except BaseException as exc:  # delivered to the awaiting coroutine
-            ok, value = False, exc
-        else:
-            ok = True
+    async def arrival(self) -> Any:
+        """The outcome, awaited on the running event loop."""
+        loop = asyncio.get_running_loop()
+        future: asyncio.Future[Any] = loop.create_future()
 
-        def hand_over() -> None:
-            with contextlib.suppress(RuntimeError):  # the loop closed while the tool was hung
-                loop.call_soon_threadsafe(deliver, ok, value)
+        def settle(outcome: tuple[bool, Any]) -> None:
+            if future.done():  # timed out or cancelled meanwhile: the result is dropped
+                return
+            ok, value = outcome
+            if ok:
+                future.set_result(value)
+            else:
+                future.set_exception(value)
 
-        return hand_over
+        def deliver(outcome: tuple[bool, Any]) -> None:
+            with contextlib.suppress(RuntimeError):  # the loop closed while the call was hung
+                loop.call_soon_threadsafe(settle, outcome)
 
-    workers.submit(work)
-    return await future
+        with self._lock:
+            arrived = self._outcome is not None
+            if not arrived:
+                self._deliver = deliver
+        if arrived:  # it came between the wait in place and now
+            return self.result()
+        return await future
+
+
+async def run_on_daemon_thread(fn: Callable[[], Any], workers: DaemonWorkers = WORKERS, *,
+                               pace: Pace | None = None, limit: float = 0.0) -> Any:
+    """Run blocking ``fn`` on a daemon worker. With a ``pace`` whose function has been quick,
+    wait for it in place (at most ``limit`` seconds, and never longer than ``QUICK``) before
+    awaiting it on the loop; then a quick call returns without suspending the caller."""
+    handoff = _Handoff(pace)
+    workers.submit(handoff.job(fn))
+    if handoff.wait(limit):
+        return handoff.result()
+    return await handoff.arrival()
