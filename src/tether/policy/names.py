@@ -15,7 +15,7 @@ with different tools opts out (``Agent(check_policy_names=False)``).
 
 from __future__ import annotations
 
-import difflib
+import sys
 from collections.abc import Iterable, Iterator
 
 from tether.types import ToolSpec
@@ -27,9 +27,8 @@ class PolicyNameError(ValueError):
 
 def yaml_policies(policy: object) -> Iterator[object]:
     """The YAML policies in ``policy``: itself, or the members of combinators, recursively."""
-    from tether.policy.yaml_policy import YamlPolicy
-
-    if isinstance(policy, YamlPolicy):
+    loaded = sys.modules.get("tether.policy.yaml_policy")  # not loaded: none is a YamlPolicy
+    if loaded is not None and isinstance(policy, loaded.YamlPolicy):
         yield policy
     for member in getattr(policy, "members", ()):
         yield from yaml_policies(member)
@@ -37,12 +36,15 @@ def yaml_policies(policy: object) -> Iterator[object]:
 
 def unknown_names(policy: object, tools: Iterable[ToolSpec]) -> list[str]:
     """One line per rule that names a tool or an argument none of ``tools`` has."""
+    found_any = list(yaml_policies(policy))
+    if not found_any:
+        return []
     from tether.policy.yaml_policy import YamlPolicy
 
     params = {spec.name: frozenset((spec.parameters or {}).get("properties") or ())
               for spec in tools}
     problems: list[str] = []
-    for found in yaml_policies(policy):
+    for found in found_any:
         assert isinstance(found, YamlPolicy)
         for rule in found.rules:
             where = f"{found.source}: rule {rule.id!r}"
@@ -72,5 +74,7 @@ def check_names(policy: object, tools: Iterable[ToolSpec]) -> None:
 
 
 def _closest(name: str, candidates: Iterable[str]) -> str:
+    import difflib
+
     match = difflib.get_close_matches(name, list(candidates), n=1, cutoff=0.6)
     return f" (did you mean {match[0]!r}?)" if match else ""

@@ -13,7 +13,6 @@ from collections.abc import AsyncIterator, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from tether.credentials import CredentialBroker
 from tether.models.base import Model
 from tether.models.pricing import Price
 from tether.policy.base import AllowAll, Policy
@@ -32,6 +31,7 @@ from tether.tools.registry import ToolRegistry
 from tether.types import TOOL_CHOICES
 
 if TYPE_CHECKING:
+    from tether.credentials import CredentialBroker
     from tether.runtime.result import Result
     from tether.runtime.session import Session
     from tether.runtime.stream import StreamEvent

@@ -15,6 +15,7 @@ a short SHA-256 over canonical JSON.
 from __future__ import annotations
 
 import hashlib
+import sys
 from typing import TYPE_CHECKING, Any
 
 from tether.journal.chain import canonical_json
@@ -34,9 +35,8 @@ def recipe_fingerprint(agent: Agent) -> str:
 
 
 def _policy(policy: object) -> Any:
-    from tether.policy.yaml_policy import YamlPolicy
-
-    if isinstance(policy, YamlPolicy):
+    yaml_policy = sys.modules.get("tether.policy.yaml_policy")  # not loaded: not a YamlPolicy
+    if yaml_policy is not None and isinstance(policy, yaml_policy.YamlPolicy):
         return {"yaml": policy.policy_id, "default": policy.default.value,
                 "rules": [[r.id, r.priority, r.decision.to_dict(), sorted(r.tools or ())]
                           for r in policy.rules]}

@@ -11,7 +11,7 @@ state is the fold of its journal; the Result is read off that state.
 from __future__ import annotations
 
 import asyncio
-import uuid
+import os
 from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import partial
@@ -31,11 +31,11 @@ from tether.runtime.lease import leased, leased_briefly
 from tether.runtime.result import Result, ToolResult, Trajectory
 from tether.runtime.state import fold
 from tether.runtime.stop import Stop, StopReason
-from tether.runtime.stream import Finished, StreamEvent, TextDelta, ToolCallEvent, ToolResultEvent
 from tether.types import Event, ToolCall
 
 if TYPE_CHECKING:
     from tether.runtime.agent import Agent
+    from tether.runtime.stream import StreamEvent
 
 WRAP_UP = ("[tether] The run is stopping: {why}. Tools are no longer available. Give your best "
            "final answer now from what you already have, and say plainly what is missing or "
@@ -72,7 +72,7 @@ class Session:
         self.agent = agent
         self.task = task
         self.budget = budget
-        self.id = session_id or uuid.uuid4().hex
+        self.id = session_id or os.urandom(16).hex()
         self.subject = Subject(user_id, tenant_id, frozenset(roles), agent.name)
         self.context = dict(context or {})
         self._state = fold(history)
@@ -190,6 +190,8 @@ class Session:
     async def astream(self) -> AsyncIterator[StreamEvent]:
         """Run like ``arun()``, yielding text deltas and tool events as they happen, then
         ``Finished(result)``."""
+        from tether.runtime.stream import Finished, TextDelta, ToolCallEvent, ToolResultEvent
+
         queue: asyncio.Queue[StreamEvent | None] = asyncio.Queue()
 
         def on_event(event: Event) -> None:

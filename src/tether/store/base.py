@@ -20,7 +20,6 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from tether.types import Event
-from tether.urls import redact_url
 
 DEFAULT_URL = "sqlite:///tether.db"
 
@@ -273,5 +272,7 @@ def open_store(url: str | None = None) -> Store:
 
         store: Store = PostgresStore(url)
         return store
+    from tether.urls import redact_url
+
     raise StoreError(f"unknown store URL {redact_url(url)!r}; use memory://, "
                      "sqlite:///path/to/file.db or postgresql://user@host/db")

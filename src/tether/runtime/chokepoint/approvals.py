@@ -10,8 +10,8 @@ after checking that the approval matches the call it is about to make.
 from __future__ import annotations
 
 import hashlib
+import os
 import time
-import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import Any, Literal, Protocol
@@ -71,7 +71,7 @@ def new_request(*, session_id: str, bound_to: str, call_id: str, tool: str,
                 arguments: Mapping[str, Any], reason: str, policy_id: str,
                 ttl: float, tenant_id: str | None = None) -> ApprovalRequest:
     now = time.time()
-    return ApprovalRequest(f"apr_{uuid.uuid4().hex[:20]}", session_id, call_id, tool,
+    return ApprovalRequest(f"apr_{os.urandom(10).hex()}", session_id, call_id, tool,
                            dict(shown), call_hash(bound_to, tool, arguments), reason,
                            policy_id, now, now + ttl, tenant_id=tenant_id)
 

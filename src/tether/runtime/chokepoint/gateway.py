@@ -12,11 +12,10 @@ from __future__ import annotations
 
 import asyncio
 import json
-import uuid
+import os
 from collections.abc import Iterable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from tether.credentials import CredentialBroker
 from tether.journal.chain import Journal
 from tether.policy.base import Decision, Effect, Policy, Subject
 from tether.policy.deadline import DEFAULT_POLICY_TIMEOUT
@@ -40,6 +39,9 @@ from tether.tools.base import Tool
 from tether.tools.registry import ToolRegistry
 from tether.types import ToolCall
 
+if TYPE_CHECKING:
+    from tether.credentials import CredentialBroker
+
 # A client decides its own retries and repetitions; only budgets and policy bound it.
 CLIENT_LIMITS = Limits(loop_warn_at=10**9, loop_stop_at=10**9 + 1, tool_error_ceiling=10**9,
                        denial_ceiling=10**9)
@@ -57,7 +59,7 @@ class Gateway:
                  credentials: CredentialBroker | None = None,
                  policy_timeout: float | None = DEFAULT_POLICY_TIMEOUT) -> None:
         self.registry = ToolRegistry(tools)
-        self.id = session_id or uuid.uuid4().hex
+        self.id = session_id or os.urandom(16).hex()
         self.subject = Subject(client, tenant_id, frozenset(roles), f"gateway:{client}")
         self.budget = budget or Budget()
         self._state = SessionState()

@@ -18,9 +18,8 @@ import asyncio
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
 
-from tether.credentials import CredentialBroker, CredentialError, ScopedToken
 from tether.journal.chain import Journal
 from tether.models.base import CHARS_PER_TOKEN
 from tether.policy.base import Decision, Effect
@@ -50,6 +49,9 @@ from tether.runtime.state import SessionState, call_signature
 from tether.runtime.stop import Stop, StopReason
 from tether.tools.base import Tool, ToolContext
 from tether.types import ToolCall, detached
+
+if TYPE_CHECKING:  # the credentials package is loaded when a tool first needs a token
+    from tether.credentials import CredentialBroker, ScopedToken
 
 MAX_DEGRADE_DEPTH = 3
 RESULT_OVERHEAD_TOKENS = 48  # message framing, the truncation notice, a loop warning
@@ -426,6 +428,8 @@ class ToolCalls:
 
         if self._credentials is None:
             raise error("this agent has no CredentialBroker (Agent(credentials=...))")
+        from tether.credentials import CredentialError
+
         try:
             token = await self._credentials.aissue(self._session_id, tool)
         except CredentialError as exc:
