@@ -192,3 +192,58 @@ def test_no_outcome_is_lost_when_it_arrives_as_the_wait_in_place_ends() -> None:
         return out
 
     assert asyncio.run(scenario()) == list(range(300))
+
+
+def test_an_inline_tool_runs_on_the_loops_thread_and_a_plain_one_on_a_worker() -> None:
+    from tether import Agent, ModelResponse, ReAct, ScriptedModel, ToolCall, tool
+
+    @tool(inline=True)
+    def here() -> int:
+        """Where am I?"""
+        return threading.get_ident()
+
+    @tool
+    def there() -> int:
+        """Where am I?"""
+        return threading.get_ident()
+
+    calls = ModelResponse(tool_calls=(ToolCall("a", "here", {}), ToolCall("b", "there", {})))
+    result = Agent(model=ScriptedModel([calls, "done"]), reasoning=ReAct(),
+                   tools=[here, there]).run("go")
+    here_on, there_on = (int(r.content) for r in result.trajectory.steps[0].results)
+    assert here_on == threading.get_ident()  # asyncio.run drives the loop on this thread
+    assert there_on != threading.get_ident()
+
+
+def test_an_inline_tool_is_not_abandoned_at_its_timeout_and_its_errors_are_results() -> None:
+    """Inline trades the abandonment for the handoff: the run waits for it, as documented."""
+    from tether import Agent, ModelResponse, ReAct, ScriptedModel, ToolCall, tool
+
+    @tool(inline=True, timeout=0.01)
+    def slow() -> str:
+        """Slow."""
+        time.sleep(0.1)
+        return "finished"
+
+    @tool(inline=True)
+    def broken() -> str:
+        """Broken."""
+        raise ValueError("no")
+
+    calls = ModelResponse(tool_calls=(ToolCall("a", "slow", {}), ToolCall("b", "broken", {})))
+    result = Agent(model=ScriptedModel([calls, "done"]), reasoning=ReAct(),
+                   tools=[slow, broken]).run("go")
+    finished, failed = result.trajectory.steps[0].results
+    assert (finished.status, finished.content) == ("ok", "finished")
+    assert failed.status == "error" and "ValueError: no" in failed.content
+
+
+def test_inline_is_refused_for_an_async_tool() -> None:
+    from tether import tool
+    from tether.tools.decorator import ToolDefinitionError
+
+    with pytest.raises(ToolDefinitionError, match="already runs on the event loop"):
+        @tool(inline=True)
+        async def nope() -> str:
+            """Nope."""
+            return ""

@@ -33,14 +33,20 @@ class FunctionTool:
     # A tool backed by a typed function (sync or async). No class docstring: ``__doc__`` is a
     # slot holding each tool's own description, and a class docstring would conflict with it.
 
-    __slots__ = ("__doc__", "_fields", "_injected", "_model", "_pace", "_plain", "fn", "is_async",
-                 "meta", "name", "spec")
+    __slots__ = ("__doc__", "_fields", "_injected", "_model", "_pace", "_plain", "fn", "inline",
+                 "is_async", "meta", "name", "spec")
 
-    def __init__(self, fn: Callable[..., Any], *, name: str | None, meta: ToolMeta) -> None:
+    def __init__(self, fn: Callable[..., Any], *, name: str | None, meta: ToolMeta,
+                 inline: bool = False) -> None:
         self.fn = fn
         self.name = name or fn.__name__
         self.meta = meta
         self.is_async = inspect.iscoroutinefunction(fn)
+        if inline and self.is_async:
+            raise ToolDefinitionError(
+                f"tool {self.name!r} is async, so it already runs on the event loop; "
+                "inline=True is for sync functions: remove it")
+        self.inline = inline  # runs on the caller's thread: no handoff, never abandoned
         self._pace = Pace()  # whether the function's calls are quick (a memo, not run state)
         description = (inspect.getdoc(fn) or "").strip()  # a blank docstring describes nothing
         if not description:
@@ -127,6 +133,8 @@ class FunctionTool:
                 kwargs[name] = getattr(context, name)
         if self.is_async:
             return await self.fn(**kwargs)
+        if self.inline:
+            return self.fn(**kwargs)
         return await run_on_daemon_thread(functools.partial(self.fn, **kwargs),
                                           pace=self._pace, limit=self.meta.timeout)
 
@@ -147,6 +155,7 @@ def tool(
     timeout: float = 30.0,
     idempotent: bool = False,
     owner: str | None = None,
+    inline: bool = False,
 ) -> Callable[[Callable[..., Any]], FunctionTool]: ...
 
 
@@ -163,8 +172,16 @@ def tool(
     timeout: float = 30.0,
     idempotent: bool = False,
     owner: str | None = None,
+    inline: bool = False,
 ) -> FunctionTool | Callable[[Callable[..., Any]], FunctionTool]:
-    """Declare a tool: ``@tool`` or ``@tool(side_effect=True, tags={"payments"}, ...)``."""
+    """Declare a tool: ``@tool`` or ``@tool(side_effect=True, tags={"payments"}, ...)``.
+
+    A sync function runs on a daemon worker thread, so that one past its ``timeout`` is
+    abandoned. ``inline=True`` runs it on the event loop's own thread instead, as an ``async``
+    tool that never awaits would run: no thread handoff (about a third of a step), but it is
+    never abandoned — its ``timeout`` does not apply — and every session on the loop waits
+    while it runs. For quick functions that cannot hang (pure computation, in-memory lookups).
+    """
     if isinstance(tags, str):  # frozenset("payments") would be a set of letters
         raise ToolDefinitionError(f"tags must be a collection of strings such as "
                                   f"{{{tags!r}}}, not the string {tags!r}")
@@ -172,6 +189,6 @@ def tool(
                     idempotent, owner)
 
     def build(f: Callable[..., Any]) -> FunctionTool:
-        return FunctionTool(f, name=name, meta=meta)
+        return FunctionTool(f, name=name, meta=meta, inline=inline)
 
     return build(fn) if fn is not None else build
