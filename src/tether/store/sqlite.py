@@ -37,6 +37,7 @@ from tether.store.base import (
     lease_columns,
     seal_anchor,
 )
+from tether.store.sqlite_checkpoint import BACKSTOP_PAGES, Checkpointer
 from tether.types import Event
 
 MIGRATIONS: dict[int, str] = {
@@ -167,6 +168,8 @@ class SQLiteStore:
         self._db.execute("PRAGMA journal_mode=WAL")
         self._db.execute(f"PRAGMA synchronous={synchronous.upper()}")
         self._db.execute("PRAGMA busy_timeout=30000")
+        self._db.execute(f"PRAGMA wal_autocheckpoint={BACKSTOP_PAGES}")  # sqlite_checkpoint.py
+        self._checkpoints = Checkpointer(self.path)
         self._cursor = self._db.cursor()  # for appends (Connection.execute makes one per call)
         self._migrate()
 
@@ -257,6 +260,7 @@ class SQLiteStore:
             except BaseException:
                 cursor.execute("ROLLBACK")
                 raise
+            self._checkpoints.committed()
             assert key is not None  # the sessions row moved on, so it exists and has a key
             if len(self._keys) >= KEYS_KEPT:
                 self._keys.clear()
@@ -443,4 +447,5 @@ class SQLiteStore:
 
     def close(self) -> None:
         with self._lock:
+            self._checkpoints.close()
             self._db.close()
