@@ -113,6 +113,19 @@ def test_other_annotations_are_left_to_pydantic(annotation: Any) -> None:
     assert describe(annotation) is None
 
 
+@pytest.mark.parametrize("name", ["_private", "model_config", "model_x", "json", "self"])
+def test_parameter_names_pydantic_treats_apart_stay_pydantics(name: str) -> None:
+    """pydantic makes no field of ``_private`` or ``model_config``; the fast path must not
+    make one either (found by trying names, not by the generated signatures)."""
+    fields = {name: (int, ...), "b": (str, "x")}
+    plain = PlainSignature.of(fields)
+    if plain is None:
+        return
+    assert json.dumps(plain.schema) == json.dumps(pydantic_schema(fields))
+    assert plain.accept({name: 1}) == {
+        n: getattr(pydantic_model(fields).model_validate({name: 1}), n) for n in fields}
+
+
 def test_what_it_declines_pydantic_still_coerces_or_explains() -> None:
     @tool
     def add(a: int, b: int = 2) -> int:

@@ -112,6 +112,8 @@ class PlainSignature:
         defaults: dict[str, Any] = {}
         properties: dict[str, Any] = {}
         for name, (annotation, default) in fields.items():
+            if name.startswith("_") or name == "model_config":  # not fields to pydantic
+                return None
             described = describe(annotation)
             if described is None:
                 return None

@@ -12,6 +12,11 @@ to a new daemon thread; a worker whose call is done waits for the next one, and 
 idle again: later calls get other workers, nobody waits for it, and being a daemon it never
 holds up exit. The pool is one per process, like the interpreter's threads themselves — the
 workers it holds are the only state, and a worker belongs to no run.
+
+And the caller of a function that has been quick waits for its result in place (``Pace``), for
+at most ``QUICK``: the call then returns without suspending the caller's coroutine or waking
+the event loop, which halves what the handoff costs. A call that outlasts the wait goes on to be
+awaited on the loop, as every call of a function that has been slow is.
 """
 
 from __future__ import annotations
