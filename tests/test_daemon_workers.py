@@ -247,3 +247,32 @@ def test_inline_is_refused_for_an_async_tool() -> None:
         async def nope() -> str:
             """Nope."""
             return ""
+
+
+def test_the_wait_in_place_keeps_to_what_the_budget_left_the_call(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """The executor tells the tool its timeout (the tool's own, or the time budget's rest):
+    a quick function is never waited for in place beyond it."""
+    import tether.tools.threads as threads
+    from tether import tool
+    from tether.tools.base import ToolContext
+
+    monkeypatch.setattr(threads, "QUICK", 0.5)
+
+    @tool
+    def sometimes_slow(seconds: float) -> str:
+        """Sleep."""
+        time.sleep(seconds)
+        return "done"
+
+    async def scenario() -> float:
+        assert await sometimes_slow.invoke({"seconds": 0.0}, ToolContext("s", "c0", 1)) == "done"
+        began = time.perf_counter()
+        _, rest = start(sometimes_slow.invoke({"seconds": 1.0},
+                                              ToolContext("s", "c1", 1, timeout=0.05)))
+        waited = time.perf_counter() - began
+        assert rest is not None
+        await rest
+        return waited
+
+    assert asyncio.run(scenario()) < 0.3  # not QUICK's 0.5 s

@@ -72,6 +72,7 @@ class ToolContext:
     sub_budget: Callable[[], Any] | None = None  # the Budget a sub-agent may spend right now
     charge: Callable[[Any], None] | None = None  # adds a sub-agent's Spend to the caller's
     policy: Any = None  # the caller's policy: a sub-agent's calls must pass it too
+    timeout: float | None = None  # seconds this call may take: its own, or what the budget left
 
 
 class ToolArgumentError(ValueError):

@@ -135,8 +135,9 @@ class FunctionTool:
             return await self.fn(**kwargs)
         if self.inline:
             return self.fn(**kwargs)
+        limit = self.meta.timeout if context.timeout is None else context.timeout
         return await run_on_daemon_thread(functools.partial(self.fn, **kwargs),
-                                          pace=self._pace, limit=self.meta.timeout)
+                                          pace=self._pace, limit=limit)
 
 
 @overload
