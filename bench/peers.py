@@ -337,23 +337,22 @@ def report(cases: list[Case], peers: dict[str, str], missing: dict[str, str],
         return f"{med(a[x]) / med(a[y]):.2f}" if a.get(y) else "n/a"
 
     peer = "petfish, sync tool" if "petfish" in peers else "plain loop"
-    print("\nratios (goal in brackets)")
-    print(f"  sync step / {peer} sync step        {ratio(step, 'tether, sync tool', peer)}"
-          "  (<= 1)")
-    print(f"  sync step / async step                 "
-          f"{ratio(step, 'tether, sync tool', 'tether, async tool')}  (<= 1.3)")
-    print(f"  inline sync step / async step          "
-          f"{ratio(step, 'tether, sync, inline', 'tether, async tool')}")
-    print(f"  inline sync step / {peer} step   "
-          f"{ratio(step, 'tether, sync, inline', peer)}")
-    print(f"  {args.sessions:,} sessions / {peer}        "
-          f"{ratio(many, 'tether, sync tool', peer)}  (<= 1)")
-    print(f"  SQLite step / memory step, sync tool   "
-          f"{ratio(step, 'tether, sync tool, SQLite', 'tether, sync tool')}  (<= 2)")
-    print(f"  SQLite step / memory step, async tool  "
-          f"{ratio(step, 'tether, async tool, SQLite', 'tether, async tool')}  (<= 2)")
-    print(f"  plain loop's step / tether sync step   "
-          f"{ratio(step, 'plain loop', 'tether, sync tool')}")
+    short = peer.split(",")[0]
+    rows = [  # (what, table, numerator, denominator, goal)
+        (f"tether sync step / {short}'s", step, "tether, sync tool", peer, "<= 1"),
+        ("tether sync step / async step", step, "tether, sync tool", "tether, async tool",
+         "<= 1.3"),
+        ("inline sync step / async step", step, "tether, sync, inline", "tether, async tool", ""),
+        (f"inline sync step / {short}'s", step, "tether, sync, inline", peer, ""),
+        (f"{args.sessions:,} sessions / {short}'s", many, "tether, sync tool", peer, "<= 1"),
+        ("SQLite step / memory step, sync tool", step, "tether, sync tool, SQLite",
+         "tether, sync tool", "<= 2"),
+        ("SQLite step / memory step, async tool", step, "tether, async tool, SQLite",
+         "tether, async tool", "<= 2"),
+    ]
+    print("\nratios (goal)")
+    for what, table, x, y, goal in rows:
+        print(f"  {what:<40}{ratio(table, x, y):>6}  {goal}")
     print(f"  (python {sys.version.split()[0]}, {os.cpu_count()} cpus)")
 
 
