@@ -113,6 +113,7 @@ def test_other_annotations_are_left_to_pydantic(annotation: Any) -> None:
     assert describe(annotation) is None
 
 
+@pytest.mark.filterwarnings("ignore:Field name:UserWarning")  # pydantic on "json" shadowing
 @pytest.mark.parametrize("name", ["_private", "model_config", "model_x", "json", "self"])
 def test_parameter_names_pydantic_treats_apart_stay_pydantics(name: str) -> None:
     """pydantic makes no field of ``_private`` or ``model_config``; the fast path must not
