@@ -25,10 +25,16 @@ class PolicyNameError(ValueError):
     """A policy names tools or arguments the tools it governs do not have."""
 
 
+def is_yaml_policy(policy: object) -> bool:
+    """Whether ``policy`` is a YamlPolicy, without loading the YAML engine to find out (if it
+    is not loaded, nothing is one)."""
+    loaded = sys.modules.get("tether.policy.yaml_policy")
+    return loaded is not None and isinstance(policy, loaded.YamlPolicy)
+
+
 def yaml_policies(policy: object) -> Iterator[object]:
     """The YAML policies in ``policy``: itself, or the members of combinators, recursively."""
-    loaded = sys.modules.get("tether.policy.yaml_policy")  # not loaded: none is a YamlPolicy
-    if loaded is not None and isinstance(policy, loaded.YamlPolicy):
+    if is_yaml_policy(policy):
         yield policy
     for member in getattr(policy, "members", ()):
         yield from yaml_policies(member)

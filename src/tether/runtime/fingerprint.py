@@ -15,13 +15,14 @@ a short SHA-256 over canonical JSON.
 from __future__ import annotations
 
 import hashlib
-import sys
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from tether.journal.chain import canonical_json
 from tether.policy.base import policy_id_of
+from tether.policy.names import is_yaml_policy
 
 if TYPE_CHECKING:
+    from tether.policy.yaml_policy import YamlPolicy
     from tether.runtime.agent import Agent
 
 
@@ -35,11 +36,11 @@ def recipe_fingerprint(agent: Agent) -> str:
 
 
 def _policy(policy: object) -> Any:
-    yaml_policy = sys.modules.get("tether.policy.yaml_policy")  # not loaded: not a YamlPolicy
-    if yaml_policy is not None and isinstance(policy, yaml_policy.YamlPolicy):
-        return {"yaml": policy.policy_id, "default": policy.default.value,
+    if is_yaml_policy(policy):
+        yaml = cast("YamlPolicy", policy)
+        return {"yaml": yaml.policy_id, "default": yaml.default.value,
                 "rules": [[r.id, r.priority, r.decision.to_dict(), sorted(r.tools or ())]
-                          for r in policy.rules]}
+                          for r in yaml.rules]}
     members = getattr(policy, "members", None)
     kind = type(policy).__qualname__  # not its module: run as a script, that is __main__
     if members is not None:

@@ -103,6 +103,10 @@ class Pace:
     def record(self, took: float) -> None:
         self.quick = took <= QUICK
 
+    def overran(self) -> None:
+        """A wait in place ran out (the call is slow, or hung and may never be recorded)."""
+        self.quick = False
+
 
 class _Handoff:
     """One call's outcome on its way from the worker to the caller: to the calling thread if
@@ -151,7 +155,7 @@ class _Handoff:
         if self._arrived.acquire(timeout=seconds):
             return True
         assert self._pace is not None
-        self._pace.quick = False  # hung or slow: the next call is not waited for in place
+        self._pace.overran()  # the next call is not waited for in place
         return False
 
     def result(self) -> Any:
