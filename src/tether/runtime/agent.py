@@ -20,6 +20,7 @@ from tether.policy.deadline import DEFAULT_POLICY_TIMEOUT
 from tether.policy.names import check_names
 from tether.runtime.budget import Budget
 from tether.runtime.chokepoint.approvals import ALL_TENANTS, ApprovalStore, StoredApprovals
+from tether.runtime.chokepoint.approver import Approver, ApproverFn, as_approver
 from tether.runtime.fingerprint import recipe_fingerprint
 from tether.runtime.handle import Strategy
 from tether.runtime.lease import DEFAULT_LEASE_TTL
@@ -60,6 +61,9 @@ class Agent:
     store: Store | str | None = field(default=None, compare=False)  # where journals live
     approvals: ApprovalStore | None = field(default=None, compare=False)  # default: the store's
     approval_ttl: float = 24 * 3600.0  # seconds an approval request stays answerable
+    # decides approval requests in process (tether.runtime.chokepoint.approver): a callable
+    # (ApprovalRequest) -> True / False / None, or an Approver; None leaves them to a person
+    approver: Approver | ApproverFn | None = field(default=None, compare=False)
     # seconds a policy that may block (one not declared ``inline``) has to decide; past it the
     # call is denied (tether.policy.deadline)
     policy_timeout: float | None = DEFAULT_POLICY_TIMEOUT
@@ -110,6 +114,7 @@ class Agent:
             scope = ALL_TENANTS if self.tenant_id is None else self.tenant_id
             approvals = StoredApprovals(self.journal_store or MemoryStore(), scope)
             object.__setattr__(self, "approvals", approvals)
+        object.__setattr__(self, "approver", as_approver(self.approver))
         registry = ToolRegistry(self.tools)
         choice = self.first_tool_choice
         if choice is not None and choice not in TOOL_CHOICES and choice not in registry.names:
@@ -162,8 +167,11 @@ class Agent:
         roles: Iterable[str] = (),
         context: Mapping[str, Any] | None = None,
         session_id: str | None = None,
+        metadata: Mapping[str, Any] | None = None,
     ) -> Session:
-        """A new run of this recipe on ``task``. Fails here if the budget cannot be enforced."""
+        """A new run of this recipe on ``task``. Fails here if the budget cannot be enforced.
+        ``metadata`` labels the session in its journal (e.g. an evaluation trial's identity);
+        neither the model nor the policy sees it."""
         from tether.runtime.session import Session
 
         if self.tenant_id is not None:
@@ -172,7 +180,8 @@ class Agent:
                                  f"a session for tenant {tenant_id!r}")
             tenant_id = self.tenant_id
         return Session(self, task, budget=budget or self.budget, user_id=user_id,
-                       tenant_id=tenant_id, roles=roles, context=context, session_id=session_id)
+                       tenant_id=tenant_id, roles=roles, context=context, session_id=session_id,
+                       metadata=metadata)
 
     def run_stream(self, task: str, **kwargs: Any) -> AsyncIterator[StreamEvent]:
         """``async for event in agent.run_stream(task)``: TextDelta, ToolCallEvent,

@@ -61,12 +61,13 @@ class Checkpoint:
 
 class Session:
     __slots__ = ("_accountant", "_journal", "_on_delta", "_result", "_running", "_state",
-                 "agent", "budget", "context", "id", "subject", "task")
+                 "agent", "budget", "context", "id", "metadata", "subject", "task")
 
     def __init__(self, agent: Agent, task: str, *, budget: Budget, user_id: str | None,
                  tenant_id: str | None, roles: Iterable[str],
                  context: Mapping[str, Any] | None, session_id: str | None,
-                 history: Sequence[Event] = ()) -> None:
+                 history: Sequence[Event] = (),
+                 metadata: Mapping[str, Any] | None = None) -> None:
         if not isinstance(task, str) or not task.strip():
             raise ValueError("task must be a non-empty string")
         self.agent = agent
@@ -75,6 +76,9 @@ class Session:
         self.id = session_id or os.urandom(16).hex()
         self.subject = Subject(user_id, tenant_id, frozenset(roles), agent.name)
         self.context = dict(context or {})
+        # labels for whoever reads the journal later (an evaluation's trial identity, a
+        # ticket number): journaled at the start, never shown to the model or the policy
+        self.metadata = dict(metadata or {})
         self._state = fold(history)
         self._journal = Journal(self.id, on_append=self._state.apply, store=agent.journal_store,
                                 history=history)
@@ -122,7 +126,7 @@ class Session:
         return cls(agent, start["task"], budget=Budget.from_dict(start["budget"]),
                    user_id=subject["user_id"], tenant_id=subject["tenant_id"],
                    roles=subject["roles"], context=start.get("context"), session_id=session_id,
-                   history=events)
+                   history=events, metadata=start.get("metadata"))
 
     def __repr__(self) -> str:
         return f"<Session {self.id} agent={self.agent.name!r}>"
@@ -254,6 +258,7 @@ class Session:
                           gate=gate, accountant=self._accountant, journal=journal, state=state,
                           limits=agent.limits, approvals=agent.approval_store,
                           approval_ttl=agent.approval_ttl, credentials=agent.credentials,
+                          approver=agent.approver,
                           kept=None if private is None else partial(private.get_private, self.id))
         env = Environment(model=agent.model, specs=agent.registry.specs, tools=tools,
                           accountant=self._accountant, journal=journal, state=state,
@@ -268,7 +273,7 @@ class Session:
                     "output_tokens": lost["max_output_tokens"] or 0,
                     "cost_usd": lost["reserved_cost_usd"]})
         else:
-            journal.append("session.start", {
+            start = {
                 "task": self.task, "system_prompt": agent.system_prompt, "agent": agent.name,
                 "recipe": agent.fingerprint,
                 "model": agent.model.name, "tools": list(agent.registry.names),
@@ -276,7 +281,10 @@ class Session:
                 "subject": {"user_id": self.subject.user_id,
                             "tenant_id": self.subject.tenant_id,
                             "roles": sorted(self.subject.roles)},
-            })
+            }
+            if self.metadata:
+                start["metadata"] = self.metadata
+            journal.append("session.start", start)
         handle = Handle(env.ask_model, env.call_tools, env.remaining_budget)
         answer = ""
         try:

@@ -32,6 +32,7 @@ from tether.runtime.chokepoint.approvals import (
     check_consumable,
     new_request,
 )
+from tether.runtime.chokepoint.approver import Approver
 from tether.runtime.chokepoint.effects import (
     Admitted,
     check_unredacted,
@@ -78,6 +79,7 @@ class ToolCalls:
         "_accountant",
         "_approval_ttl",
         "_approvals",
+        "_approver",
         "_bound_to",
         "_credentials",
         "_executor",
@@ -95,7 +97,7 @@ class ToolCalls:
                  approvals: ApprovalStore, approval_ttl: float,
                  credentials: CredentialBroker | None = None,
                  kept: Callable[[str], Mapping[str, Any] | None] | None = None,
-                 bound_to: str | None = None) -> None:
+                 bound_to: str | None = None, approver: Approver | None = None) -> None:
         self._session_id = session_id
         # whose approvals these are: the session's, or for a gateway its client's, so a call
         # the client retries in a new session finds the approval a person gave
@@ -108,6 +110,7 @@ class ToolCalls:
         self._limits = limits
         self._approvals = approvals
         self._approval_ttl = approval_ttl
+        self._approver = approver  # decides requests in process; None: a person does
         self._credentials = credentials
         self._kept = kept  # arguments the journal hid, by call id, where they were kept
         # tokens results may still add so the wrap-up fits (bound by the Environment)
@@ -186,8 +189,7 @@ class ToolCalls:
         if decision.effect is Effect.DEGRADE:
             return self._degrade(call, decision, turn, depth, arguments)
         if decision.effect is Effect.REQUIRE_APPROVAL:
-            self._ask_approval(call, tool, arguments, decision, turn)
-            return None
+            return self._ask_approval(call, tool, arguments, decision, turn)
         return shape(call, tool, arguments, decision, warn, prefix)
 
     def _degrade(self, call: ToolCall, decision: Decision, turn: _Turn, depth: int,
@@ -204,7 +206,10 @@ class ToolCalls:
         return None if admitted is None else replace(admitted, call=call)
 
     def _ask_approval(self, call: ToolCall, tool: Tool, arguments: dict[str, Any],
-                      decision: Decision, turn: _Turn) -> None:
+                      decision: Decision, turn: _Turn) -> Admitted | None:
+        """Record an approval request for the call. An in-process approver decides it at once,
+        and the call is then admitted or refused exactly as a person's decision would be on
+        resume; otherwise the call waits."""
         request = new_request(
             session_id=self._session_id, bound_to=self._bound_to, call_id=call.id, tool=tool.name,
             shown=masked_for_journal(arguments, decision), arguments=arguments,
@@ -217,7 +222,10 @@ class ToolCalls:
             "reason": request.reason, "policy_id": request.policy_id,
             "requested_at": request.requested_at, "expires_at": request.expires_at,
         })
+        if self._approver is not None and self._approver.decide(request, self._approvals):
+            return self._approved(call, request.id, turn)
         turn.waiting.append(call.id)
+        return None
 
     def _redecided(self, call: ToolCall, tool_name: str, decision: Decision) -> Admitted:
         """A call decided earlier that has not run yet (it waited behind an approval)."""
