@@ -133,6 +133,12 @@ class Agent:
         return self.store
 
     @property
+    def decides_approvals(self) -> Approver | None:
+        """The in-process approver (a callable given to the recipe is wrapped once)."""
+        assert self.approver is None or isinstance(self.approver, Approver)
+        return self.approver
+
+    @property
     def approval_store(self) -> ApprovalStore:
         assert self.approvals is not None
         return self.approvals

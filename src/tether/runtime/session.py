@@ -258,7 +258,7 @@ class Session:
                           gate=gate, accountant=self._accountant, journal=journal, state=state,
                           limits=agent.limits, approvals=agent.approval_store,
                           approval_ttl=agent.approval_ttl, credentials=agent.credentials,
-                          approver=agent.approver,
+                          approver=agent.decides_approvals,
                           kept=None if private is None else partial(private.get_private, self.id))
         env = Environment(model=agent.model, specs=agent.registry.specs, tools=tools,
                           accountant=self._accountant, journal=journal, state=state,
