@@ -1,0 +1,202 @@
+"""``evaluate``: every task × perturbation × repetition as a trial, run with bounded concurrency.
+
+Why: the evaluation is a plan of trials with deterministic ids, and executing it is a separate
+concern — in one event loop (the default: trials are mostly waiting on models), in worker
+processes, or on a Dask cluster (``tether.evals.distributed``). Each executor runs the same
+``run_trial``, which skips a trial the store already has a grade for, so an interrupted
+evaluation resumes where it stopped and a retried worker never counts a trial twice.
+
+The agent is given as an Agent, a factory (called with the trial's environment when it takes an
+argument, else with none) or a ``"module:function"`` reference to one; the workers and Dask need a
+reference or a picklable factory, and a store every process can reach (SQLite or PostgreSQL).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import importlib
+import inspect
+import sys
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from tether.evals.perturb import Perturbation, perturbations
+from tether.evals.report import Report
+from tether.evals.tasks import Task, check_tasks
+from tether.evals.trials import AgentSource, TrialKey, TrialRecord, run_trial
+from tether.store.base import Store, open_store
+
+Progress = Callable[[int, int], None]  # (trials done, trials in all)
+
+
+@dataclass(frozen=True, slots=True)
+class Plan:
+    """What to run: the trials' keys, in order, with their tasks and perturbations."""
+
+    evaluation: str
+    tasks: tuple[Task, ...]
+    perturbations: tuple[Perturbation, ...]
+    keys: tuple[TrialKey, ...]
+
+    @classmethod
+    def of(cls, tasks: Sequence[Task], *, k: int, perturbations_: Sequence[Any], seed: int,
+           evaluation: str, suite: str) -> Plan:
+        if not isinstance(k, int) or isinstance(k, bool) or k < 1:
+            raise ValueError(f"k must be a whole number >= 1, got {k!r}")
+        tasks = check_tasks(tasks)
+        chosen = tuple(perturbations(perturbations_))
+        keys = tuple(TrialKey(evaluation, suite, t.id, p.name, rep, seed)
+                     for t in tasks for p in chosen for rep in range(k))
+        return cls(evaluation, tasks, chosen, keys)
+
+    def task(self, key: TrialKey) -> Task:
+        return next(t for t in self.tasks if t.id == key.task)
+
+    def perturbation(self, key: TrialKey) -> Perturbation:
+        return next(p for p in self.perturbations if p.name == key.perturbation)
+
+
+def agent_source(agent: Any) -> AgentSource:
+    """An Agent, a factory or a ``module:function`` reference, as (environment) -> Agent."""
+    from tether.runtime.agent import Agent
+
+    if isinstance(agent, Agent):
+        return lambda _environment: agent
+    if isinstance(agent, str):
+        agent = load_reference(agent)
+    if not callable(agent):
+        raise TypeError(f"agent {agent!r} is neither a tether Agent, a factory, nor a "
+                        "'module:function' reference to one")
+    try:
+        takes = len(inspect.signature(agent).parameters)
+    except (TypeError, ValueError):
+        takes = 0
+    factory = agent
+    return (lambda environment: factory(environment)) if takes else (lambda _e: factory())
+
+
+def load_reference(reference: str) -> Any:
+    module, _, name = reference.partition(":")
+    if not module or not name:
+        raise ValueError(f"{reference!r} is not a 'module:function' reference (e.g. "
+                         "'myapp.agents:make_agent')")
+    try:
+        return getattr(importlib.import_module(module), name)
+    except (ImportError, AttributeError) as exc:
+        raise ValueError(f"cannot load {reference!r}: {exc}") from None
+
+
+async def run_plan(plan: Plan, keys: Sequence[TrialKey], agent_for: AgentSource, store: Store,
+                   *, concurrency: int = 8, progress: Progress | None = None
+                   ) -> list[TrialRecord]:
+    """Run ``keys`` of ``plan`` in this event loop, at most ``concurrency`` at once."""
+    if concurrency < 1:
+        raise ValueError("concurrency must be >= 1")
+    gate = asyncio.Semaphore(concurrency)
+    done = 0
+
+    async def one(key: TrialKey) -> TrialRecord:
+        nonlocal done
+        async with gate:
+            record = await run_trial(key, plan.task(key), plan.perturbation(key), agent_for,
+                                     store)
+        done += 1
+        if progress is not None:
+            progress(done, len(keys))
+        return record
+
+    return list(await asyncio.gather(*(one(key) for key in keys)))
+
+
+def evaluate(agent: Any, tasks: Sequence[Task], *, k: int = 8,
+             perturbations: Sequence[str | Perturbation] = ("canonical",), seed: int = 0,
+             name: str = "eval", suite: str = "suite", store: Store | str | None = None,
+             concurrency: int = 8, workers: int = 1, dask: Any = None,
+             progress: Progress | None = None) -> Report:
+    """Evaluate ``agent`` on ``tasks``: ``k`` trials of each under each perturbation, graded,
+    journaled in ``store`` (default: the agent's, else in memory), reported as pass^k."""
+    from tether.runtime.agent import run_sync
+
+    result: Report = run_sync(aevaluate(
+        agent, tasks, k=k, perturbations=perturbations, seed=seed, name=name, suite=suite,
+        store=store, concurrency=concurrency, workers=workers, dask=dask, progress=progress))
+    return result
+
+
+async def aevaluate(agent: Any, tasks: Sequence[Task], *, k: int = 8,
+                    perturbations: Sequence[str | Perturbation] = ("canonical",),
+                    seed: int = 0, name: str = "eval", suite: str = "suite",
+                    store: Store | str | None = None, concurrency: int = 8, workers: int = 1,
+                    dask: Any = None, progress: Progress | None = None) -> Report:
+    plan = Plan.of(tasks, k=k, perturbations_=perturbations, seed=seed, evaluation=name,
+                   suite=suite)
+    agent_for = agent_source(agent)
+    opened = _store(store, agent)
+    if workers > 1 or dask is not None:
+        from tether.evals.distributed import run_elsewhere
+
+        records = await run_elsewhere(plan, agent, opened, workers=workers, dask=dask,
+                                      concurrency=concurrency, progress=progress)
+    else:
+        records = await run_plan(plan, plan.keys, agent_for, opened, concurrency=concurrency,
+                                 progress=progress)
+    return Report.of(name, records, seed=seed, order=[p.name for p in plan.perturbations])
+
+
+def _store(store: Store | str | None, agent: Any) -> Store:
+    if isinstance(store, str):
+        return open_store(store)
+    if store is not None:
+        return store
+    own = getattr(agent, "journal_store", None)
+    if own is not None:
+        found: Store = own
+        return found
+    from tether.store.memory import MemoryStore
+
+    return MemoryStore()
+
+
+def pass_at_k_with_perturbations(session_factory: Callable[[str], Any], task: Task, *,
+                                 k: int = 8,
+                                 perturbations: Sequence[str | Perturbation] = (
+                                     "canonical", "paraphrase", "irrelevant_context"),
+                                 seed: int = 0) -> Report:
+    """One task, ``k`` trials under each prompt perturbation, each trial a session made by
+    ``session_factory(prompt)`` (e.g. ``lambda prompt: agent.session(prompt)``). Only the prompt
+    can be perturbed here — tools and models belong to an Agent: use ``evaluate`` for those.
+    The sessions made keep the factory's agent and budget."""
+    import dataclasses
+
+    from tether.runtime.agent import Agent, run_sync
+
+    probe = session_factory(task.prompt)
+    agent = getattr(probe, "agent", None)
+    if not isinstance(agent, Agent):
+        raise TypeError("session_factory must return a tether Session (agent.session(prompt))")
+    agent = dataclasses.replace(agent, budget=probe.budget)
+    result: Report = run_sync(aevaluate(agent, [task], k=k, perturbations=perturbations,
+                                        seed=seed, name=f"pass-at-k-{task.id}"))
+    return result
+
+
+class ProgressBar:
+    """A one-line progress bar on stderr: done/total, rate and time left."""
+
+    def __init__(self, stream: Any = None) -> None:
+        self.stream = stream or sys.stderr
+        self.started = time.monotonic()
+
+    def __call__(self, done: int, total: int) -> None:
+        elapsed = time.monotonic() - self.started
+        rate = done / elapsed if elapsed > 0 else 0.0
+        left = (total - done) / rate if rate > 0 else 0.0
+        width = 30
+        filled = int(width * done / total) if total else width
+        self.stream.write(f"\r[{'#' * filled}{'.' * (width - filled)}] {done}/{total} trials "
+                          f"{rate:.1f}/s, {left:.0f}s left ")
+        if done == total:
+            self.stream.write("\n")
+        self.stream.flush()
