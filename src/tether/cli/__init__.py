@@ -23,6 +23,7 @@ import sys
 from tether.cli.approvals import register as register_approvals
 from tether.cli.audit import register as register_audit
 from tether.cli.common import EXIT_USAGE, AmbiguousId, error, usage
+from tether.cli.evals import register as register_evals
 from tether.cli.mcp import register as register_mcp
 from tether.cli.policy import register as register_policy
 from tether.cli.prices import register as register_prices
@@ -47,6 +48,7 @@ def build_parser() -> argparse.ArgumentParser:
     register_store(commands)
     register_mcp(commands)
     register_prices(commands)
+    register_evals(commands)
     return parser
 
 

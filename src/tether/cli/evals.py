@@ -1,0 +1,193 @@
+"""``tether eval run|report`` and ``tether metrics``: reliability from the shell and from CI.
+
+Why: an evaluation is run once and read many times — by a person (the HTML page), by CI (the
+JSON and ``--baseline``) and later again from the store, where the trials' journals are the
+record. ``eval report`` rebuilds the report from the journals alone; ``metrics`` computes the
+same run metrics for any sessions in a store, production traffic included.
+
+Exit codes: 0 done; 1 pass^k fell below the baseline's interval (``--baseline``); 2 the command
+could not run (bad usage, an unreadable suite, agent or baseline, no store, no trials).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+from typing import Any
+
+from tether.cli.common import (
+    EXIT_FINDING,
+    EXIT_OK,
+    EXIT_USAGE,
+    add_store_option,
+    error,
+    open_existing,
+    parse_time,
+    store_url,
+    usage,
+)
+
+GRADER_AGENT = "eval-grader"  # the sessions that hold grades are not runs
+
+
+def register(commands: Any) -> None:
+    parser: argparse.ArgumentParser = commands.add_parser(
+        "eval", help="evaluate an agent's reliability (pass^k)",
+        description="Run an agent k times on every task of a suite, under perturbations, and "
+        "report pass^k.")
+    parser.set_defaults(run=lambda _args: usage(parser))
+    sub = parser.add_subparsers(title="eval commands", metavar="COMMAND")
+    run = sub.add_parser("run", help="run an evaluation",
+                         description="Run every task of SUITE k times under each perturbation.")
+    run.add_argument("suite", help="a suite file (.yaml, .yml or .jsonl)")
+    run.add_argument("--agent", required=True, metavar="MODULE:FUNCTION",
+                     help="a function returning the tether Agent to evaluate (it may take the "
+                     "trial's environment)")
+    run.add_argument("-k", type=int, default=8, help="trials per task and perturbation")
+    run.add_argument("--perturb", default="canonical", metavar="NAMES",
+                     help="comma-separated: canonical, order_shuffled, paraphrase, "
+                     "distractor_tools, tool_faults, provider_faults, irrelevant_context")
+    run.add_argument("--seed", type=int, default=0)
+    run.add_argument("--name", help="the evaluation's name (default: the suite's); a run with "
+                     "the same name, suite and seed resumes, skipping graded trials")
+    run.add_argument("--concurrency", type=int, default=8, help="trials at once per process")
+    run.add_argument("--workers", type=int, default=1, help="worker processes")
+    run.add_argument("--dask", metavar="ADDRESS",
+                     help="run on Dask: 'local' (a LocalCluster on loopback) or tcp://host:port")
+    run.add_argument("--no-progress", action="store_true", help="no progress bar")
+    _outputs(run)
+    add_store_option(run)
+    run.set_defaults(run=run_eval)
+    report = sub.add_parser("report", help="rebuild a report from the store",
+                            description="Rebuild an evaluation's report from its trials' "
+                            "journals alone.")
+    report.add_argument("--name", required=True, help="the evaluation's name")
+    _outputs(report)
+    add_store_option(report)
+    report.set_defaults(run=run_report)
+
+    metrics = commands.add_parser(
+        "metrics", help="run metrics of stored sessions",
+        description="Completion, loop, budget-stop, recovery, error, denial and approval rates "
+        "and cost/token/step/latency distributions, from the journals in a store.")
+    metrics.add_argument("--since", metavar="WHEN", type=parse_time,
+                         help="only sessions written since: 24h, 7d, 2025-01-31, ...")
+    metrics.add_argument("--until", metavar="WHEN", type=parse_time)
+    metrics.add_argument("--agent", help="only sessions of this agent (by name)")
+    metrics.add_argument("--json", action="store_true", help="print JSON")
+    add_store_option(metrics)
+    metrics.set_defaults(run=run_metrics)
+
+
+def _outputs(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--out", metavar="DIR", help="write report.json and report.html here")
+    parser.add_argument("--baseline", metavar="FILE",
+                        help="an earlier report.json: exit 1 if a pass^k falls below its "
+                        "interval")
+
+
+def _baseline(path: str | None) -> dict[str, Any] | None:
+    if path is None:
+        return None
+    try:
+        loaded: dict[str, Any] = json.loads(Path(path).read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise ValueError(f"cannot read the baseline {path}: {exc}") from None
+    return loaded
+
+
+def _finish(report: Any, args: argparse.Namespace, baseline: dict[str, Any] | None) -> int:
+    from tether.evals.report import regressions
+
+    print(report.summary())
+    if args.out:
+        out = Path(args.out)
+        out.mkdir(parents=True, exist_ok=True)
+        report.write_json(out / "report.json")
+        report.write_html(out / "report.html")
+        print(f"wrote {out / 'report.json'} and {out / 'report.html'}")
+    if baseline is None:
+        return EXIT_OK
+    try:
+        found = regressions(report.to_dict(), baseline)
+    except (KeyError, ValueError) as exc:
+        error(f"the baseline cannot be compared: {exc}")
+        return EXIT_USAGE
+    for line in found:
+        print(f"regression: {line}")
+    if not found:
+        print("no pass^k below the baseline's intervals")
+    return EXIT_FINDING if found else EXIT_OK
+
+
+def run_eval(args: argparse.Namespace) -> int:
+    from tether.evals.runner import ProgressBar, evaluate, load_reference
+    from tether.evals.tasks import SuiteError, load_suite
+    from tether.store.base import StoreError, open_store
+
+    try:
+        suite = load_suite(args.suite)
+        baseline = _baseline(args.baseline)
+        load_reference(args.agent)  # a wrong reference is a usage error, before any trial
+        store = open_store(store_url(args.store))
+    except (SuiteError, ValueError, StoreError) as exc:
+        error(str(exc))
+        return EXIT_USAGE
+    perturb = [p.strip() for p in args.perturb.split(",") if p.strip()]
+    try:
+        report = evaluate(args.agent, suite.tasks, k=args.k, perturbations=perturb,
+                          seed=args.seed, name=args.name or suite.name, suite=suite.name,
+                          store=store, concurrency=args.concurrency, workers=args.workers,
+                          dask=args.dask, progress=None if args.no_progress else ProgressBar())
+    except (ValueError, TypeError, ImportError) as exc:
+        error(str(exc))
+        return EXIT_USAGE
+    finally:
+        store.close()
+    return _finish(report, args, baseline)
+
+
+def run_report(args: argparse.Namespace) -> int:
+    from tether.evals.report import Report
+    from tether.evals.trials import stored_trials
+
+    try:
+        baseline = _baseline(args.baseline)
+    except ValueError as exc:
+        error(str(exc))
+        return EXIT_USAGE
+    store = open_existing(args.store)
+    if store is None:
+        return EXIT_USAGE
+    try:
+        records = stored_trials(store, args.name)
+    finally:
+        store.close()
+    if not records:
+        error(f"no graded trials of an evaluation named {args.name!r} in this store")
+        return EXIT_USAGE
+    report = Report.of(args.name, records, seed=records[0].key.seed)
+    return _finish(report, args, baseline)
+
+
+def run_metrics(args: argparse.Namespace) -> int:
+    from tether.journal.views.metrics import RunMetrics, session_facts
+
+    store = open_existing(args.store)
+    if store is None:
+        return EXIT_USAGE
+    try:
+        infos = [i for i in store.sessions(since=args.since, until=args.until)
+                 if i.agent != GRADER_AGENT and (args.agent is None or i.agent == args.agent)]
+        facts = [session_facts(events) for events in (store.read(i.session_id) for i in infos)
+                 if events and events[0].type == "session.start"]
+    finally:
+        store.close()
+    metrics = RunMetrics.of(facts)
+    if args.json:
+        print(json.dumps(metrics.to_dict(), indent=2, sort_keys=True))
+    else:
+        for name, value in metrics.table():
+            print(f"{name:<44} {value}")
+    return EXIT_OK
