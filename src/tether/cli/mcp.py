@@ -132,7 +132,8 @@ def register(commands: Any) -> None:
 def load_tools(spec: str) -> tuple[list[Tool], Policy | None]:
     """The tools named by ``spec``, and the policy of the object holding them, if it has one.
     Raises RecipeError saying what to fix."""
-    from tether.cli.recipe import RecipeError, import_object
+    from tether.cli.recipe import RecipeError
+    from tether.references import import_object
     from tether.tools.base import Tool
     from tether.tools.registry import ToolRegistry
 

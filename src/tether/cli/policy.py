@@ -73,7 +73,8 @@ def run_lint(args: argparse.Namespace) -> int:
 
 def _tool_specs(spec: str) -> list[ToolSpec] | None:
     """The specs of the tools ``--tools`` names, or None after printing why it cannot."""
-    from tether.cli.recipe import RecipeError, import_object
+    from tether.cli.recipe import RecipeError
+    from tether.references import import_object
     from tether.runtime.agent import Agent
     from tether.tools.registry import ToolRegistry
 

@@ -75,7 +75,7 @@ def bound_recipe(args: argparse.Namespace, *, create: bool = False) -> Agent | N
     """The recipe ``--agent`` (or ``agent``) names, bound to the command's store unless it has
     its own; None after saying why not. ``create``: a SQLite store that does not exist yet is
     made (a run writes a journal; the other commands only read or continue one)."""
-    from tether.cli.recipe import RecipeError, load_recipe, with_store
+    from tether.cli.recipe import RecipeError, load_recipe
     from tether.store.base import StoreError, open_store
 
     try:
@@ -91,12 +91,12 @@ def bound_recipe(args: argparse.Namespace, *, create: bool = False) -> Agent | N
         return agent
     if create:
         try:
-            return with_store(agent, open_store(store_url(args.store)))
+            return agent.with_store(open_store(store_url(args.store)))
         except StoreError as exc:
             error(str(exc))
             return None
     store = open_existing(args.store)
-    return None if store is None else with_store(agent, store)
+    return None if store is None else agent.with_store(store)
 
 
 def _load(agent: Agent, session_id: str, accept_recipe_change: bool = False) -> Session | None:

@@ -62,7 +62,8 @@ def load_any_policy(spec: str) -> Policy:
             return load_policy(spec)
         except PolicyLoadError as exc:
             raise ValueError(str(exc)) from None
-    from tether.cli.recipe import RecipeError, import_object
+    from tether.cli.recipe import RecipeError
+    from tether.references import import_object
 
     try:
         value = import_object(spec, "a policy object")

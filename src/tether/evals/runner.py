@@ -14,7 +14,6 @@ reference or a picklable factory, and a store every process can reach (SQLite or
 from __future__ import annotations
 
 import asyncio
-import importlib
 import inspect
 import sys
 import time
@@ -78,14 +77,13 @@ def agent_source(agent: Any) -> AgentSource:
 
 
 def load_reference(reference: str) -> Any:
-    module, _, name = reference.partition(":")
-    if not module or not name:
-        raise ValueError(f"{reference!r} is not a 'module:function' reference (e.g. "
-                         "'myapp.agents:make_agent')")
+    """The factory (or Agent) a ``module:function`` or ``file.py:function`` reference names."""
+    from tether.references import BadReference, import_object
+
     try:
-        return getattr(importlib.import_module(module), name)
-    except (ImportError, AttributeError) as exc:
-        raise ValueError(f"cannot load {reference!r}: {exc}") from None
+        return import_object(reference, "a function returning the Agent to evaluate")
+    except BadReference as exc:
+        raise ValueError(str(exc)) from None
 
 
 async def run_plan(plan: Plan, keys: Sequence[TrialKey], agent_for: AgentSource, store: Store,

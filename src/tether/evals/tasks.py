@@ -11,7 +11,6 @@ keys or ids, a grader that does not exist: an error naming the file, the line an
 from __future__ import annotations
 
 import hashlib
-import importlib
 import json
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -242,14 +241,12 @@ def _build(name: str, args: Mapping[str, Node]) -> Grader:
 
 def _python(node: Node) -> Grader:
     reference = node.text("a 'module:function' reference")
-    module, _, attribute = reference.partition(":")
-    if not module or not attribute:
-        node.fail(f"{reference!r} is not a 'module:function' reference",
-                  "write e.g. 'myapp.checks:refund_done'")
+    from tether.references import BadReference, import_object
+
     try:
-        found = getattr(importlib.import_module(module), attribute)
-    except (ImportError, AttributeError) as exc:
-        node.fail(f"cannot load {reference!r} ({exc})", "check the module is importable")
+        found = import_object(reference, "a grader function (Outcome) -> bool | Grade")
+    except BadReference as exc:
+        node.fail(str(exc), "check the reference")
     if not callable(found):
         node.fail(f"{reference!r} is not callable", "point at a function (Outcome) -> bool")
     grader: Grader = found

@@ -16,7 +16,6 @@ count a trial twice.
 
 from __future__ import annotations
 
-import dataclasses
 import hashlib
 import json
 import random
@@ -152,14 +151,12 @@ async def _attempt(key: TrialKey, attempt: int, task: Task, perturbation: Pertur
 
 
 def _with_store(agent: Agent, store: Store) -> Agent:
+    """The trial's sessions go to the evaluation's store, and so do its approvals."""
     from tether.runtime.agent import Agent
 
     if not isinstance(agent, Agent):
         raise TypeError(f"the agent factory returned {agent!r}, not a tether Agent")
-    if agent.journal_store is store:
-        return agent
-    # the trial's sessions go to the evaluation's store, and so do its approvals
-    return dataclasses.replace(agent, store=store, approvals=None)
+    return agent.with_store(store)
 
 
 def write_grade(store: Store, key: TrialKey, attempt: int, session_id: str, verdict: Grade,

@@ -8,6 +8,7 @@ Session. The recipe is validated when built, so a mistake is reported where it w
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import math
 from collections.abc import AsyncIterator, Iterable, Mapping
 from dataclasses import dataclass, field
@@ -158,6 +159,16 @@ class Agent:
     async def aresume(self, session_id: str, *, accept_recipe_change: bool = False) -> Result:
         return await self.load(session_id,
                                accept_recipe_change=accept_recipe_change).aresume()
+
+    def with_store(self, store: Store) -> Agent:
+        """This recipe writing its journals to ``store``, and its approvals with them (unless it
+        was given approvals of its own that are not the in-memory default)."""
+        if store is self.journal_store:
+            return self
+        approvals = self.approvals
+        if isinstance(approvals, StoredApprovals) and isinstance(approvals.store, MemoryStore):
+            approvals = None  # the recipe's default: approvals go where the journal goes
+        return dataclasses.replace(self, store=store, approvals=approvals)
 
     @property
     def effective_price(self) -> Price | None:
