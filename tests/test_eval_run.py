@@ -9,7 +9,6 @@ from typing import Any
 
 import pytest
 
-import eval_app
 from tether import Agent, Decision, Effect, ModelResponse, ReAct, ScriptedModel, ToolCall, tool
 from tether.evals import Task, evaluate, numeric, pass_at_k_with_perturbations, state
 from tether.evals.report import Report, regressions
@@ -18,6 +17,8 @@ from tether.evals.trials import stored_trials
 from tether.policy import Action, Context, Resource, Subject
 from tether.runtime.chokepoint.approver import approve_all, deny_all
 from tether.store.sqlite import SQLiteStore
+
+import eval_app
 
 HERE = Path(__file__).parent
 PERTURB = ["canonical", "order_shuffled", "paraphrase", "distractor_tools", "tool_faults",
