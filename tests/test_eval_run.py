@@ -11,11 +11,14 @@ import pytest
 
 from tether import Agent, Decision, Effect, ModelResponse, ReAct, ScriptedModel, ToolCall, tool
 from tether.evals import Task, evaluate, numeric, pass_at_k_with_perturbations, state
+from tether.evals.grades import stored_grades
 from tether.evals.report import Report, regressions
 from tether.evals.tasks import load_suite
-from tether.evals.trials import stored_trials
+from tether.evals.trials import TrialRecord, stored_trials
 from tether.policy import Action, Context, Resource, Subject
 from tether.runtime.chokepoint.approver import approve_all, deny_all
+from tether.store.base import Store
+from tether.store.memory import MemoryStore
 from tether.store.sqlite import SQLiteStore
 
 import eval_app
@@ -37,12 +40,18 @@ def counting_agent(calls: list[str]) -> Agent:
     return Agent(model=ScriptedModel(respond), reasoning=ReAct(), tools=[eval_app.multiply])
 
 
+def metadata(store: Store, record: TrialRecord) -> dict[str, Any]:
+    return dict(store.read(record.session_id)[0].data["metadata"])
+
+
 def test_every_trial_is_a_session_with_its_identity_and_the_counts_follow_the_grades() -> None:
+    store = MemoryStore()
     report = evaluate(eval_app.make_agent(), tasks(), k=4, perturbations=PERTURB, seed=7,
-                      name="arith", suite="arith")
+                      name="arith", suite="arith", store=store)
     assert len(report.records) == 3 * 6 * 4
-    store = eval_app.make_agent().journal_store  # none: evaluate used its own memory store
-    assert store is None
+    for r in report.records:
+        assert metadata(store, r) == {**r.key.labels(), "attempt": 1, "kind": "trial",
+                                      "perturbed": metadata(store, r)["perturbed"]}
     for name, s in report.slices.items():
         rows = [r for r in report.records if name == "all" or r.key.perturbation == name]
         assert s.trials == len(rows) and s.passed == sum(r.passed for r in rows)
@@ -52,16 +61,17 @@ def test_every_trial_is_a_session_with_its_identity_and_the_counts_follow_the_gr
     for r in report.records:
         if r.key.perturbation == "tool_faults":
             continue
-        assert r.passed == (r.facts.metadata["perturbed"].get("paraphrase", {}).get("template")
-                            != 3), r
+        notes = metadata(store, r)["perturbed"]
+        assert r.passed == (notes.get("paraphrase", {}).get("template") != 3), r
 
 
 def test_perturbations_are_seeded_recorded_and_reproducible(tmp_path: Path) -> None:
     def notes(seed: int) -> dict[str, Any]:
+        store = MemoryStore()
         report = evaluate(eval_app.make_agent(), tasks(), k=3, perturbations=PERTURB,
-                          seed=seed, name=f"s{seed}")
+                          seed=seed, name=f"s{seed}", store=store)
         return {(r.key.task, r.key.perturbation, r.key.repetition):
-                (r.facts.metadata["perturbed"], r.passed) for r in report.records}
+                (metadata(store, r)["perturbed"], r.passed) for r in report.records}
 
     first, again, other = notes(1), notes(1), notes(2)
     assert first == again
@@ -76,12 +86,15 @@ def test_the_report_from_the_store_equals_the_one_returned(tmp_path: Path) -> No
                       "paraphrase"], seed=5, name="arith", store=store)
     rebuilt = Report.of("arith", stored_trials(store, "arith"), seed=5)
     assert rebuilt.to_dict() == report.to_dict()
-    # grades are journaled sessions of their own, which verify like any other
+    # trials and the grade book are journaled sessions, which verify like any other
     from tether.journal.chain import verify_chain
 
+    books = [i.session_id for i in store.sessions() if "-grades-" in i.session_id]
+    assert len(books) == 1 and all(verify_chain(store.read(b)) is None for b in books)
+    graded = [e for e in store.read(books[0]) if e.type == "eval.graded"]
+    assert len(graded) == len(report.records)
     for r in report.records:
         assert verify_chain(store.read(r.session_id)) is None
-        assert verify_chain(store.read(r.session_id + ".grade")) is None
     store.close()
 
 
@@ -116,7 +129,7 @@ def test_an_attempt_that_died_before_its_grade_runs_again_and_counts_once(
     with pytest.raises(Killed):
         evaluate(eval_app.make_agent(), [task], k=2, name="d", store=store, concurrency=1)
     (dead,) = graded
-    assert store.read(dead) and not store.read(dead + ".grade")
+    assert store.read(dead) and dead.rsplit(".", 1)[0] not in stored_grades(store, "d")
     again = evaluate(eval_app.make_agent(), [task], k=2, name="d", store=store)
     assert len(again.records) == 2 and all(r.passed for r in again.records)
     redone = next(r for r in again.records if r.session_id.startswith(dead.rsplit(".", 1)[0]))
@@ -167,7 +180,7 @@ def test_approvals_in_an_evaluation_are_decided_by_the_agents_approver() -> None
     no = evaluate(make(deny_all()), [task], k=2)
     assert yes.slices["canonical"].passed == 2 and no.slices["canonical"].passed == 0
     assert yes.slices["canonical"].metrics.approval_rate == 1.0
-    assert no.slices["canonical"].metrics.denial_rate == 0.0  # refused by the approver
+    assert no.slices["canonical"].metrics.denial_rate == 1.0  # refused, by the approver
 
 
 def test_the_seeds_shape() -> None:

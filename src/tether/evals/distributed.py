@@ -3,7 +3,7 @@
 Why: a large evaluation is CPU-bound in the harness and the scripted or local models, and one
 event loop uses one core. Decision: the plan is cut into chunks of trials; each chunk runs in a
 worker with its own event loop and its own connection to the shared store, through the same
-``run_trial`` as a local run, and returns its records. A chunk that dies with its worker (Dask
+``TrialRunner`` as a local run, and returns its records. A chunk that dies with its worker (Dask
 retries it elsewhere) finds the trials it had graded already in the store and runs the rest, the
 interrupted one as a new attempt — so a killed worker costs time, never a double count.
 

@@ -3,7 +3,7 @@
 Why: the evaluation is a plan of trials with deterministic ids, and executing it is a separate
 concern — in one event loop (the default: trials are mostly waiting on models), in worker
 processes, or on a Dask cluster (``tether.evals.distributed``). Each executor runs the same
-``run_trial``, which skips a trial the store already has a grade for, so an interrupted
+``TrialRunner``, which skips a trial the store already has a grade for, so an interrupted
 evaluation resumes where it stopped and a retried worker never counts a trial twice.
 
 The agent is given as an Agent, a factory (called with the trial's environment when it takes an
@@ -21,10 +21,11 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from tether.evals.keys import TrialKey
 from tether.evals.perturb import Perturbation, perturbations
 from tether.evals.report import Report
 from tether.evals.tasks import Task, check_tasks
-from tether.evals.trials import AgentSource, TrialKey, TrialRecord, run_trial
+from tether.evals.trials import AgentSource, TrialRecord, TrialRunner
 from tether.store.base import Store, open_store
 
 Progress = Callable[[int, int], None]  # (trials done, trials in all)
@@ -89,23 +90,27 @@ def load_reference(reference: str) -> Any:
 async def run_plan(plan: Plan, keys: Sequence[TrialKey], agent_for: AgentSource, store: Store,
                    *, concurrency: int = 8, progress: Progress | None = None
                    ) -> list[TrialRecord]:
-    """Run ``keys`` of ``plan`` in this event loop, at most ``concurrency`` at once."""
+    """Run ``keys`` of ``plan`` in this event loop, at most ``concurrency`` at once; the grades
+    are written before it returns (or raises)."""
     if concurrency < 1:
         raise ValueError("concurrency must be >= 1")
+    runner = TrialRunner(store, plan.evaluation, agent_for)
     gate = asyncio.Semaphore(concurrency)
     done = 0
 
     async def one(key: TrialKey) -> TrialRecord:
         nonlocal done
         async with gate:
-            record = await run_trial(key, plan.task(key), plan.perturbation(key), agent_for,
-                                     store)
+            record = await runner.run(key, plan.task(key), plan.perturbation(key))
         done += 1
         if progress is not None:
             progress(done, len(keys))
         return record
 
-    return list(await asyncio.gather(*(one(key) for key in keys)))
+    try:
+        return list(await asyncio.gather(*(one(key) for key in keys)))
+    finally:
+        await runner.close()
 
 
 def evaluate(agent: Any, tasks: Sequence[Task], *, k: int = 8,
@@ -128,10 +133,14 @@ async def aevaluate(agent: Any, tasks: Sequence[Task], *, k: int = 8,
                     seed: int = 0, name: str = "eval", suite: str = "suite",
                     store: Store | str | None = None, concurrency: int = 8, workers: int = 1,
                     dask: Any = None, progress: Progress | None = None) -> Report:
+    from tether.runtime.agent import Agent
+
     plan = Plan.of(tasks, k=k, perturbations_=perturbations, seed=seed, evaluation=name,
                    suite=suite)
-    agent_for = agent_source(agent)
     opened = _store(store, agent)
+    if isinstance(agent, Agent):  # bound to the store once, not once per trial
+        agent = agent.with_store(opened)
+    agent_for = agent_source(agent)
     if workers > 1 or dask is not None:
         from tether.evals.distributed import run_elsewhere
 

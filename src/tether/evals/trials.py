@@ -1,35 +1,29 @@
 """Trials: one task, one perturbation, one repetition — run as a session, graded, recorded.
 
 Why: a trial that is a tether session is governed (budget, policy, approvals) exactly as
-production is, and its journal is the evidence behind the score. Its identity (evaluation,
-suite, task, perturbation, repetition, seed) is in the session's metadata, and its id is derived
-from that identity, so running the same evaluation again finds what is already done.
-
-Decision: the grade is journaled as its own small session (``<attempt id>.grade``: start, one
-``eval.graded`` event, end) — hash-chained and anchored like any session — because the trial's
-journal ends with its ``session.end`` and a grade can only be given after it. A trial counts once
-it has a grade; an attempt that died before its grade (a killed worker) is left in the store as
-it is and the trial runs again as the next attempt, in a fresh environment. The lowest graded
-attempt is the trial's result, so a retry, a second worker or a resumed evaluation can never
-count a trial twice.
+production is, and its journal is the evidence behind the score. Its identity is in the
+session's metadata and its id is derived from that identity (``tether.evals.keys``), so running
+the same evaluation again finds what is already done: a trial with a stored grade
+(``tether.evals.grades``) is read back, not run. An attempt that died before its grade was
+stored (a killed worker) is left in the store as it is and the trial runs again as the next
+attempt, in a fresh environment; the lowest graded attempt is the trial's result, so a retry, a
+second worker or a resumed evaluation never counts a trial twice.
 """
 
 from __future__ import annotations
 
-import hashlib
-import json
 import random
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from tether.evals.graders import CallRecord, Grade, Outcome, grade
+from tether.evals.grades import GradeBook, StoredGrade, stored_grades
+from tether.evals.keys import TrialKey
 from tether.evals.perturb import Perturbation, Setup
 from tether.evals.tasks import Task
-from tether.journal.chain import Journal
 from tether.journal.views.metrics import SessionFacts, session_facts
 from tether.store.base import Store, StoreError
-from tether.types import Event
 
 if TYPE_CHECKING:
     from tether.runtime.agent import Agent
@@ -37,38 +31,6 @@ if TYPE_CHECKING:
 
 MAX_ATTEMPTS = 20
 AgentSource = Callable[[Any], "Agent"]  # the trial's environment (or None) -> its Agent
-
-
-@dataclass(frozen=True, slots=True)
-class TrialKey:
-    evaluation: str
-    suite: str
-    task: str
-    perturbation: str
-    repetition: int
-    seed: int
-
-    @property
-    def id(self) -> str:
-        """``ev-<evaluation digest>-<trial digest>``: the evaluation's trials share a prefix."""
-        body = json.dumps([self.suite, self.task, self.perturbation, self.repetition,
-                           self.seed])
-        return (f"{evaluation_prefix(self.evaluation)}"
-                f"{hashlib.sha256(body.encode()).hexdigest()[:24]}")
-
-    def labels(self) -> dict[str, Any]:
-        return {"evaluation": self.evaluation, "suite": self.suite, "task": self.task,
-                "perturbation": self.perturbation, "repetition": self.repetition,
-                "seed": self.seed, "trial": self.id}
-
-    @classmethod
-    def from_labels(cls, labels: Mapping[str, Any]) -> TrialKey:
-        return cls(labels["evaluation"], labels["suite"], labels["task"],
-                   labels["perturbation"], int(labels["repetition"]), int(labels["seed"]))
-
-
-def evaluation_prefix(evaluation: str) -> str:
-    return f"ev-{hashlib.sha256(evaluation.encode()).hexdigest()[:10]}-"
 
 
 @dataclass(frozen=True, slots=True)
@@ -102,52 +64,67 @@ def _calls(result: Result) -> tuple[CallRecord, ...]:
     return tuple(out)
 
 
-async def run_trial(key: TrialKey, task: Task, perturbation: Perturbation,
-                    agent_for: AgentSource, store: Store) -> TrialRecord:
-    """Run the trial unless it already has a grade in ``store``; return its record."""
-    attempt = 1
-    while attempt <= MAX_ATTEMPTS:
-        session_id = f"{key.id}.{attempt}"
-        if not store.read(session_id):
+class TrialRunner:
+    """Runs trials of one evaluation on one store, from one process, with one grade book."""
+
+    def __init__(self, store: Store, evaluation: str, agent_for: AgentSource) -> None:
+        self.store = store
+        self.book = GradeBook(store, evaluation)
+        self._evaluation = evaluation
+        self._agent_for = agent_for
+        self._graded: dict[str, StoredGrade] | None = None  # read when first needed
+
+    async def run(self, key: TrialKey, task: Task, perturbation: Perturbation) -> TrialRecord:
+        """The trial's record: read back if a graded attempt is stored, else a new attempt."""
+        store = self.store
+        for attempt in range(1, MAX_ATTEMPTS + 1):
+            session_id = key.attempt(attempt)
+            if store.read(session_id):  # an earlier attempt: graded, or died before its grade
+                if self._graded is None:
+                    self._graded = stored_grades(store, self._evaluation)
+                done = self._graded.get(key.id)
+                if done is not None:
+                    return TrialRecord(key, done.attempt, done.session_id, done.grade,
+                                       session_facts(store.read(done.session_id)), done.error)
+                continue
             try:
-                return await _attempt(key, attempt, task, perturbation, agent_for, store)
+                return await self._attempt(key, attempt, task, perturbation)
             except StoreError:  # another worker took this attempt meanwhile: take the next
-                pass
-        else:
-            done = load_trial(store, session_id)
-            if done is not None:
-                return done
-        attempt += 1
-    raise RuntimeError(f"trial {key.id} has {MAX_ATTEMPTS} attempts without a grade; "
-                       "look at its sessions with `tether audit show`")
+                continue
+        raise RuntimeError(f"trial {key.id} has {MAX_ATTEMPTS} attempts without a grade; "
+                           "look at its sessions with `tether audit show`")
 
+    async def _attempt(self, key: TrialKey, attempt: int, task: Task,
+                       perturbation: Perturbation) -> TrialRecord:
+        session_id = key.attempt(attempt)
+        rng = random.Random(f"{key.seed}|{key.task}|{key.perturbation}|{key.repetition}")
+        environment = task.environment() if task.environment is not None else None
+        agent = _with_store(self._agent_for(environment), self.store)
+        setup = await perturbation.apply(Setup(task.prompt, agent), rng)
+        labels = {**key.labels(), "attempt": attempt, "kind": "trial",
+                  "perturbed": dict(setup.notes)}
+        session = setup.agent.session(setup.prompt, session_id=session_id, metadata=labels)
+        error = ""
+        try:
+            result = await session.arun()
+            outcome = Outcome(task.prompt, task.expected, result.answer,
+                              result.stop_reason.value, _calls(result), environment, session_id,
+                              labels)
+            verdict = await grade(task.judge, outcome)
+        except StoreError:
+            raise
+        except Exception as exc:  # the run itself broke: the trial fails, with why
+            error = f"{type(exc).__name__}: {exc}"
+            verdict = Grade(False, f"the trial could not run: {error}")
+        events = session.replay()
+        if not events:
+            raise RuntimeError(f"trial {session_id} journaled nothing")
+        grader = getattr(task.judge, "__qualname__", type(task.judge).__name__)
+        await self.book.record(key, attempt, session_id, verdict, grader, error)
+        return TrialRecord(key, attempt, session_id, verdict, session_facts(events), error)
 
-async def _attempt(key: TrialKey, attempt: int, task: Task, perturbation: Perturbation,
-                   agent_for: AgentSource, store: Store) -> TrialRecord:
-    session_id = f"{key.id}.{attempt}"
-    rng = random.Random(f"{key.seed}|{key.task}|{key.perturbation}|{key.repetition}")
-    environment = task.environment() if task.environment is not None else None
-    agent = _with_store(agent_for(environment), store)
-    setup = await perturbation.apply(Setup(task.prompt, agent), rng)
-    labels = {**key.labels(), "attempt": attempt, "kind": "trial",
-              "perturbed": dict(setup.notes)}
-    session = setup.agent.session(setup.prompt, session_id=session_id, metadata=labels)
-    error = ""
-    try:
-        result = await session.arun()
-        outcome = Outcome(task.prompt, task.expected, result.answer, result.stop_reason.value,
-                          _calls(result), environment, session_id, labels)
-        verdict = await grade(task.judge, outcome)
-    except StoreError:
-        raise
-    except Exception as exc:  # the run itself broke: the trial fails, with why
-        error = f"{type(exc).__name__}: {exc}"
-        verdict = Grade(False, f"the trial could not run: {error}")
-    events = session.replay()
-    if not events:
-        raise RuntimeError(f"trial {session_id} journaled nothing")
-    write_grade(store, key, attempt, session_id, verdict, task)
-    return TrialRecord(key, attempt, session_id, verdict, session_facts(events), error)
+    async def close(self) -> None:
+        await self.book.close()
 
 
 def _with_store(agent: Agent, store: Store) -> Agent:
@@ -159,60 +136,9 @@ def _with_store(agent: Agent, store: Store) -> Agent:
     return agent.with_store(store)
 
 
-def write_grade(store: Store, key: TrialKey, attempt: int, session_id: str, verdict: Grade,
-                task: Task) -> None:
-    journal = Journal(f"{session_id}.grade", store=store)
-    journal.append("session.start", {
-        "task": f"grade of trial {session_id}", "system_prompt": "", "agent": "eval-grader",
-        "model": "", "tools": [], "budget": {}, "context": {},
-        "subject": {"user_id": None, "tenant_id": None, "roles": []},
-        "metadata": {**key.labels(), "attempt": attempt, "kind": "grade",
-                     "graded": session_id}})
-    journal.append("eval.graded", {"session_id": session_id,
-                                   "grader": getattr(task.judge, "__qualname__", "grader"),
-                                   **verdict.to_dict()})
-    journal.append("session.end", {"reason": "finished", "detail": "",
-                                   "answer": "pass" if verdict.passed else "fail", "notice": "",
-                                   "spend": {}})
-    journal.flush()
-
-
-def load_trial(store: Store, session_id: str) -> TrialRecord | None:
-    """The record of a stored trial attempt, or None if it has no grade."""
-    graded = store.read(f"{session_id}.grade")
-    found = next((e for e in graded if e.type == "eval.graded"), None)
-    if found is None:
-        return None
-    events = store.read(session_id)
-    return record_of(events, graded)
-
-
-def record_of(events: Sequence[Event], graded: Sequence[Event]) -> TrialRecord:
-    labels = graded[0].data["metadata"]
-    verdict = next(e.data for e in graded if e.type == "eval.graded")
-    facts = session_facts(events)
-    error = ""
-    why = verdict.get("why") or ""
-    if why.startswith("the trial could not run: "):
-        error = why.removeprefix("the trial could not run: ")
-    return TrialRecord(TrialKey.from_labels(labels), int(labels["attempt"]),
-                       labels["graded"], Grade(bool(verdict["passed"]), why,
-                                               verdict.get("score")), facts, error)
-
-
 def stored_trials(store: Store, evaluation: str) -> list[TrialRecord]:
-    """Every graded trial of ``evaluation`` in ``store``: for each trial, its lowest graded
-    attempt. Read from the journals alone."""
-    prefix = evaluation_prefix(evaluation)
-    best: dict[str, TrialRecord] = {}
-    for info in store.sessions():
-        sid = info.session_id
-        if not (sid.startswith(prefix) and sid.endswith(".grade")):
-            continue
-        record = load_trial(store, sid.removesuffix(".grade"))
-        if record is None or record.key.evaluation != evaluation:
-            continue
-        held = best.get(record.key.id)
-        if held is None or record.attempt < held.attempt:
-            best[record.key.id] = record
-    return list(best.values())
+    """Every graded trial of ``evaluation`` in ``store`` (its lowest graded attempt), read from
+    the journals alone."""
+    return [TrialRecord(g.key, g.attempt, g.session_id, g.grade,
+                        session_facts(store.read(g.session_id)), g.error)
+            for g in stored_grades(store, evaluation).values()]

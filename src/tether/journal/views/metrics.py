@@ -9,14 +9,18 @@ Definitions (each over ended sessions; a paused or open one is counted as ``unfi
 completion — stopped ``finished``; loop — ``loop_detected``; budget stop — any budget reason,
 also counted per limit; recovery — of the runs that hit a failed tool call (error or timeout),
 the share that still finished; tool error rate — failed calls over calls that ran; denial rate —
-calls refused by policy over calls decided; approval rate — calls that needed approval over calls
-decided; estimate error — per model call, (reported input tokens - reserved) / reserved.
+calls refused (by the policy, or by an approver) over calls decided, as the runtime's own denial
+ceiling counts them; approval rate — calls that needed approval over calls decided; estimate
+error — per model call, (reported input tokens - reserved) / reserved.
+
+Only the events a figure needs are decoded (results, responses, the end): decoding a journal's
+JSON is most of what reading it costs, and an evaluation reads every trial's.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
 
@@ -46,7 +50,6 @@ class SessionFacts:
     approvals_granted: int
     seconds: float  # active seconds, as the session's spend records them
     estimate_errors: tuple[float, ...] = ()
-    metadata: Mapping[str, Any] = field(default_factory=dict)
 
     @property
     def hit_tool_error(self) -> bool:
@@ -57,40 +60,39 @@ def session_facts(events: Sequence[Event]) -> SessionFacts:
     """The facts of one session, from its events in order."""
     if not events or events[0].type != "session.start":
         raise ValueError("a session's events start with session.start")
-    start = events[0].data
     status, reason, spend = "open", None, None
     ran = errors = decided = denied = requested = granted = 0
     estimate: list[float] = []
     for event in events:
-        kind, data = event.type, event.data
+        kind = event.type
         if kind == "tool.result":
-            status_of = data.get("status")
+            status_of = event.data.get("status")
             ran += status_of in RAN
             errors += status_of in FAILED
+            denied += status_of == "denied"
         elif kind == "tool.decision":
             decided += 1
-            denied += data["decision"]["effect"] == "deny"
         elif kind == "approval.requested":
             requested += 1
         elif kind == "approval.granted":
             granted += 1
         elif kind == "model.response":
+            data = event.data
             reserved = data.get("reserved_input") or 0
             reported = data["response"]["usage"]["input_tokens"]
             if reserved > 0:
                 estimate.append((reported - reserved) / reserved)
         elif kind == "session.end":
-            status, reason, spend = "ended", data["reason"], data.get("spend")
+            status, reason, spend = "ended", event.data["reason"], event.data.get("spend")
         elif kind == "session.paused":
-            status, reason, spend = "paused", data["reason"], data.get("spend")
+            status, reason, spend = "paused", event.data["reason"], event.data.get("spend")
         elif kind == "session.resumed":
             status, reason = "open", None
     spend = spend or {}
     return SessionFacts(
         events[0].session_id, status, reason, Decimal(str(spend.get("cost_usd", "0"))),
         int(spend.get("tokens", 0)), int(spend.get("steps", 0)), ran, errors, decided, denied,
-        requested, granted, float(spend.get("seconds", 0.0)), tuple(estimate),
-        dict(start.get("metadata") or {}))
+        requested, granted, float(spend.get("seconds", 0.0)), tuple(estimate))
 
 
 @dataclass(frozen=True, slots=True)
