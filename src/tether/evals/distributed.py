@@ -30,7 +30,7 @@ _forked: dict[str, Any] = {}  # a forked worker's inheritance: its plan, agent a
 
 
 def _chunks(size: int, workers: int) -> list[range]:
-    step = max(1, min(100, math.ceil(size / (workers * 4))))
+    step = max(1, math.ceil(size / (workers * 4)))
     return [range(i, min(size, i + step)) for i in range(0, size, step)]
 
 
