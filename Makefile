@@ -5,7 +5,7 @@ PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
 
-.PHONY: demo demo-local test lint unit bench bench-policy bench-journal bench-instructions clean mcp-deps
+.PHONY: demo demo-local test lint unit bench bench-policy bench-journal bench-instructions bench-evals clean mcp-deps
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -59,6 +59,11 @@ bench-policy: $(VENV)/.installed
 # the journal and stores: SQLite per-step overhead, verification, resume, PostgreSQL writers
 bench-journal: $(VENV)/.installed-dev
 	$(BIN)/python bench/journal.py
+
+# Evaluations: the harness's overhead per trial, and 10,000 scripted trials in one process and on a
+# 2-worker Dask LocalCluster (docs/benchmarks.md)
+bench-evals: $(VENV)/.installed-dev
+	$(BIN)/python bench/evals.py
 
 # Instructions per step under valgrind: deterministic, for comparing two versions of the hot path.
 bench-instructions: $(VENV)/.installed

@@ -17,7 +17,7 @@ import asyncio
 import inspect
 import sys
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -33,11 +33,11 @@ Progress = Callable[[int, int], None]  # (trials done, trials in all)
 
 @dataclass(frozen=True, slots=True)
 class Plan:
-    """What to run: the trials' keys, in order, with their tasks and perturbations."""
+    """What to run: the trials' keys, in order, with their tasks and perturbations by name."""
 
     evaluation: str
-    tasks: tuple[Task, ...]
-    perturbations: tuple[Perturbation, ...]
+    tasks: Mapping[str, Task]
+    perturbations: Mapping[str, Perturbation]  # in the order given
     keys: tuple[TrialKey, ...]
 
     @classmethod
@@ -45,17 +45,11 @@ class Plan:
            evaluation: str, suite: str) -> Plan:
         if not isinstance(k, int) or isinstance(k, bool) or k < 1:
             raise ValueError(f"k must be a whole number >= 1, got {k!r}")
-        tasks = check_tasks(tasks)
-        chosen = tuple(perturbations(perturbations_))
+        checked = check_tasks(tasks)
+        chosen = perturbations(perturbations_)
         keys = tuple(TrialKey(evaluation, suite, t.id, p.name, rep, seed)
-                     for t in tasks for p in chosen for rep in range(k))
-        return cls(evaluation, tasks, chosen, keys)
-
-    def task(self, key: TrialKey) -> Task:
-        return next(t for t in self.tasks if t.id == key.task)
-
-    def perturbation(self, key: TrialKey) -> Perturbation:
-        return next(p for p in self.perturbations if p.name == key.perturbation)
+                     for t in checked for p in chosen for rep in range(k))
+        return cls(evaluation, {t.id: t for t in checked}, {p.name: p for p in chosen}, keys)
 
 
 def agent_source(agent: Any) -> AgentSource:
@@ -101,7 +95,8 @@ async def run_plan(plan: Plan, keys: Sequence[TrialKey], agent_for: AgentSource,
     async def one(key: TrialKey) -> TrialRecord:
         nonlocal done
         async with gate:
-            record = await runner.run(key, plan.task(key), plan.perturbation(key))
+            record = await runner.run(key, plan.tasks[key.task],
+                                      plan.perturbations[key.perturbation])
         done += 1
         if progress is not None:
             progress(done, len(keys))
@@ -138,18 +133,22 @@ async def aevaluate(agent: Any, tasks: Sequence[Task], *, k: int = 8,
     plan = Plan.of(tasks, k=k, perturbations_=perturbations, seed=seed, evaluation=name,
                    suite=suite)
     opened = _store(store, agent)
-    if isinstance(agent, Agent):  # bound to the store once, not once per trial
-        agent = agent.with_store(opened)
-    agent_for = agent_source(agent)
-    if workers > 1 or dask is not None:
-        from tether.evals.distributed import run_elsewhere
+    try:
+        if isinstance(agent, Agent):  # bound to the store once, not once per trial
+            agent = agent.with_store(opened)
+        agent_for = agent_source(agent)
+        if workers > 1 or dask is not None:
+            from tether.evals.distributed import run_elsewhere
 
-        records = await run_elsewhere(plan, agent, opened, workers=workers, dask=dask,
-                                      concurrency=concurrency, progress=progress)
-    else:
-        records = await run_plan(plan, plan.keys, agent_for, opened, concurrency=concurrency,
-                                 progress=progress)
-    return Report.of(name, records, seed=seed, order=[p.name for p in plan.perturbations])
+            records = await run_elsewhere(plan, agent, opened, workers=workers, dask=dask,
+                                          concurrency=concurrency, progress=progress)
+        else:
+            records = await run_plan(plan, plan.keys, agent_for, opened,
+                                     concurrency=concurrency, progress=progress)
+    finally:
+        if isinstance(store, str):  # opened here from a URL: closed here
+            opened.close()
+    return Report.of(name, records, seed=seed, order=list(plan.perturbations))
 
 
 def _store(store: Store | str | None, agent: Any) -> Store:
