@@ -1,4 +1,4 @@
-"""A real model, measured: SmolLM2-135M on small arithmetic and tool-use tasks, k=8, temperature 0.8.
+"""A real model, measured: SmolLM2-135M on small arithmetic and tool-use tasks, k=8, sampling on.
 
 Run: python examples/evaluate_local.py [OUT_DIR]   (the `local` extra; several minutes on 2 cores)
 
@@ -12,7 +12,7 @@ import sys
 from pathlib import Path
 
 from tether import Agent, Budget, ReAct
-from tether.evals import Task, called, evaluate, numeric
+from tether.evals import Task, evaluate, numeric, trajectory
 from tether.models.local import local_model_server
 from tether.tools import Calculator
 
@@ -23,7 +23,9 @@ TASKS = [
     Task("What is 12 * 12?", expected="144", grader=numeric(), id="mul-12"),
     Task("What is 17 * 23? Use the calculator.", expected="391", grader=numeric(), id="mul-17-23"),
     Task("What is 100 - 58?", expected="42", grader=numeric(), id="sub"),
-    Task("Use the calculator to compute 9 * 8.", grader=called("calculator"), id="tool-use"),
+    Task("Use the calculator to compute 9 * 8.", id="tool-use",  # the tool ran and gave 72
+         grader=trajectory(lambda calls: any(c.tool == "calculator" and c.status == "ok"
+                                             and c.content.strip() == "72" for c in calls))),
     Task("What is 7 + 6?", expected="13", grader=numeric(), id="add-carry"),
 ]
 
