@@ -88,7 +88,7 @@ def overhead(rounds: int, count: int, k: int) -> None:
     print(f"  overhead with the report   {(h - s) / s:8.1%}")
 
 
-def large(count: int, k: int, postgres: str | None) -> None:
+def large(count: int, k: int, postgres: str | None, concurrency: int) -> None:
     chosen = tasks(count)
     me = f"{Path(__file__).resolve()}:make_agent"
     with tempfile.TemporaryDirectory() as folder:
@@ -99,7 +99,7 @@ def large(count: int, k: int, postgres: str | None) -> None:
             url = postgres or f"sqlite:///{folder}/{label.split()[0]}.db"
             start = time.perf_counter()
             report = evaluate(me, chosen, k=k, store=url, name=f"large-{time.time()}",
-                              **options)
+                              concurrency=concurrency, **options)
             timings[label] = time.perf_counter() - start
             assert len(report.records) == count * k and report.slices["canonical"].passed \
                 == count * k, "every scripted trial passes"
@@ -116,6 +116,8 @@ def main() -> None:
     parser.add_argument("--k", type=int, default=8)
     parser.add_argument("--small", type=int, default=200, help="tasks in the overhead rounds")
     parser.add_argument("--skip-large", action="store_true")
+    parser.add_argument("--concurrency", type=int, default=8,
+                        help="trials at once per process in the large evaluation")
     parser.add_argument("--postgres", metavar="URL",
                         help="run the large evaluation on this PostgreSQL store, not SQLite")
     args = parser.parse_args()
@@ -124,7 +126,7 @@ def main() -> None:
     if not args.skip_large:
         print(f"{args.tasks * args.k} scripted trials on one "
               f"{'PostgreSQL' if args.postgres else 'SQLite'} store:")
-        large(args.tasks, args.k, args.postgres)
+        large(args.tasks, args.k, args.postgres, args.concurrency)
 
 
 if __name__ == "__main__":
