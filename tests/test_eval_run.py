@@ -229,3 +229,27 @@ def test_regressions_against_a_baseline() -> None:
     assert len(found) == 1 and "pass^2" in found[0]
     with pytest.raises(ValueError, match="schema"):
         regressions(baseline, {"schema": "other"})
+
+
+def test_session_metadata_is_journaled_and_seen_by_neither_model_nor_policy() -> None:
+    seen: list[str] = []
+
+    class Watching:
+        def evaluate(self, subject: Subject, action: Action, resource: Resource,
+                     context: Context) -> Decision:
+            seen.append(repr((subject, action, resource, context)))
+            return Decision(Effect.ALLOW, "ok", "watch")
+
+    def respond(request: Any) -> Any:
+        seen.append(repr(request))
+        return eval_app.respond(request)
+
+    store = MemoryStore()
+    agent = Agent(model=ScriptedModel(respond), reasoning=ReAct(), tools=[eval_app.multiply],
+                  policy=Watching(), store=store)
+    session = agent.session("What is 2 * 3?", metadata={"ticket": "T-SECRET-LABEL"})
+    result = session.run()
+    assert result.ok and seen
+    assert not any("T-SECRET-LABEL" in s for s in seen)
+    assert store.read(result.session_id)[0].data["metadata"] == {"ticket": "T-SECRET-LABEL"}
+    assert agent.load(result.session_id).metadata == {"ticket": "T-SECRET-LABEL"}

@@ -30,7 +30,7 @@ def import_object(spec: str, what: str) -> Any:
     target, sep, attribute = spec.rpartition(":")
     if not sep or not target or not attribute:
         raise BadReference(f"{spec!r} must be MODULE:ATTRIBUTE (e.g. myapp.agents:agent) or "
-                          f"path/to/file.py:ATTRIBUTE, naming {what}")
+                           f"path/to/file.py:ATTRIBUTE, naming {what}")
     value: Any = _import(target)
     for part in attribute.split("."):
         try:
@@ -52,7 +52,7 @@ def _import(target: str) -> ModuleType:
         raise
     except ModuleNotFoundError as exc:
         raise BadReference(f"cannot import {target!r} ({exc}); run from the directory that holds "
-                          "it, or name a file: --agent path/to/file.py:agent") from None
+                           "it, or name a file: --agent path/to/file.py:agent") from None
     except Exception as exc:
         raise BadReference(f"importing {target!r} failed: {type(exc).__name__}: {exc}") from None
 
@@ -60,7 +60,7 @@ def _import(target: str) -> ModuleType:
 def _import_file(path: Path) -> ModuleType:
     if not path.is_file():
         raise BadReference(f"no file {path}; --agent path/to/file.py:ATTRIBUTE needs an existing "
-                          "Python file")
+                           "Python file")
     resolved = path.resolve()
     name = f"_tether_recipe_{resolved.stem}_{abs(hash(str(resolved))):x}"
     if name in sys.modules:
