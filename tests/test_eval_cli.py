@@ -86,3 +86,24 @@ def test_metrics_for_any_sessions(tmp_path: Path, capsys: pytest.CaptureFixture[
     assert run("metrics", "--store", store, "--agent", "someone-else") == 0
     assert "sessions (ended / unfinished)" in capsys.readouterr().out
     assert run("metrics", "--store", f"sqlite:///{tmp_path / 'missing.db'}") == 2
+
+
+def test_a_trial_and_its_grade_open_with_audit_show(tmp_path: Path,
+                                                    capsys: pytest.CaptureFixture[str]) -> None:
+    from tether.store.sqlite import SQLiteStore
+
+    store = f"sqlite:///{tmp_path / 'evals.db'}"
+    assert run("eval", "run", SUITE, "--agent", AGENT, "-k", "1", "--store", store,
+               "--no-progress") == 0
+    opened = SQLiteStore(str(tmp_path / "evals.db"))
+    ids = [i.session_id for i in opened.sessions()]
+    opened.close()
+    trial = next(i for i in ids if i.endswith(".1"))
+    book = next(i for i in ids if "-grades-" in i)
+    capsys.readouterr()
+    assert run("audit", "show", trial, "--store", store) == 0
+    shown = capsys.readouterr().out
+    assert '"evaluation": "arith"' in shown and "chain: verified" in shown
+    assert run("audit", "show", book, "--store", store) == 0
+    assert f"graded {trial} " in capsys.readouterr().out
+    assert run("audit", "verify", "--store", store) == 0

@@ -87,6 +87,9 @@ def header(events: Sequence[Event]) -> list[str]:
     lines.append("  budget: " + (", ".join(f"{k}={v}" for k, v in limits.items()) or "no limits"))
     if d.get("context"):
         lines.append(f"  context: {excerpt(json.dumps(d['context'], ensure_ascii=False))}")
+    if d.get("metadata"):  # labels, e.g. an evaluation trial's identity
+        lines.append("  metadata: " + excerpt(json.dumps(d["metadata"], ensure_ascii=False,
+                                                         sort_keys=True), 160))
     lines.append(f"  started {when(first.timestamp)}, last event {when(events[-1].timestamp)}, "
                  f"{len(events)} events")
     return lines
@@ -256,6 +259,13 @@ def _wrap_up_skipped(d: Mapping[str, Any]) -> list[str]:
     return [f"wrap-up turn skipped: {d.get('reason')} ({excerpt(d.get('detail', ''), 60)})"]
 
 
+def _graded(d: Mapping[str, Any]) -> list[str]:
+    verdict = "pass" if d.get("passed") else "fail"
+    why = f": {excerpt(d.get('why', ''), 80)}" if d.get("why") else ""
+    return [f"graded {d.get('session_id')} ({d.get('task')} [{d.get('perturbation')} "
+            f"#{d.get('repetition')}]) by {d.get('grader')}: {verdict}{why}"]
+
+
 _RENDER: dict[str, Renderer] = {
     "session.start": _start,
     "model.request": _request,
@@ -278,4 +288,5 @@ _RENDER: dict[str, Renderer] = {
     "session.end": _end,
     "session.error": _error,
     "session.wrap_up_skipped": _wrap_up_skipped,
+    "eval.graded": _graded,
 }
