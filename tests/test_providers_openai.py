@@ -481,3 +481,21 @@ def test_estimates_err_high_and_count_framing() -> None:
     assert m.estimate_message_tokens(call) > estimate_message_tokens(call)
     cjk = Message.user("東京都の天気はどうですか" * 10)
     assert m.estimate_message_tokens(cjk) >= len(cjk.content)
+
+
+def test_a_small_vocabulary_is_estimated_at_fewer_characters_per_token() -> None:
+    """A small model's tokenizer needs more tokens than four characters each: the estimate
+    scales up (never down), so a re-sent answer is not under-reserved."""
+    from tether.types import Message
+
+    message = Message.assistant("Lighthouse keepers are a beacon of hope. " * 16)
+    default = OpenAIModel("m", api_key="unused", base_url="http://127.0.0.1:1/v1",
+                          env_file=None)
+    small = OpenAIModel("m", api_key="unused", base_url="http://127.0.0.1:1/v1",
+                        env_file=None, chars_per_token=3.0)
+    assert small.estimate_message_tokens(message) >= default.estimate_message_tokens(
+        message) * 4 / 3
+    for bad in (0, -1, 5.0, float("nan")):
+        with pytest.raises(ValueError, match="chars_per_token"):
+            OpenAIModel("m", api_key="unused", base_url="http://127.0.0.1:1/v1",
+                        env_file=None, chars_per_token=bad)

@@ -54,6 +54,10 @@ class LocalServer:
 
         kwargs.setdefault("price", Price(Decimal(0), Decimal(0)))
         kwargs.setdefault("compat", "llama.cpp")
+        # SmolLM2's 49k-token vocabulary, counted inside its chat template, ran at 3.5
+        # characters per token on a story it wrote (651 characters: 184 tokens); at the default
+        # four, a re-sent answer was under-reserved and the run stopped on an overrun
+        kwargs.setdefault("chars_per_token", 3.0)
         return OpenAIModel(ALIAS, base_url=self.base_url, api_key="unused", env_file=None,
                            **kwargs)
 

@@ -7,6 +7,7 @@ its credentials or query.
 
 from __future__ import annotations
 
+import math
 from typing import ClassVar
 
 from tether.models.base import CHARS_PER_TOKEN
@@ -33,6 +34,9 @@ class ProviderModel:
     _model: str
     _price: Price | None  # given to the adapter; else looked up when first asked for
     _base_url: str | None
+    # characters per token the estimate assumes: 4 suits large vocabularies on English text; a
+    # small model's tokenizer needs fewer (the estimate scales up, erring high)
+    _chars_per_token: float = CHARS_PER_TOKEN
 
     def __repr__(self) -> str:
         where = f", base_url={redact_url(self._base_url)!r}" if self._base_url else ""
@@ -55,6 +59,20 @@ class ProviderModel:
         return self._price
 
     def estimate_message_tokens(self, message: Message) -> int:
-        return provider_message_tokens(message, per_call=self.per_call_tokens,
-                                       per_result=self.per_result_tokens,
-                                       per_request=self.per_request_tokens)
+        n = provider_message_tokens(message, per_call=self.per_call_tokens,
+                                    per_result=self.per_result_tokens,
+                                    per_request=self.per_request_tokens)
+        if self._chars_per_token < CHARS_PER_TOKEN:
+            n = math.ceil(n * CHARS_PER_TOKEN / self._chars_per_token)
+        return n
+
+
+def checked_chars_per_token(value: float | None) -> float:
+    """A model's ``chars_per_token=`` checked: None is the default four; at most four (a
+    larger value would let the estimate fall below the default's, which the reservations'
+    safety rests on)."""
+    if value is None:
+        return CHARS_PER_TOKEN
+    if not 0 < value <= CHARS_PER_TOKEN:
+        raise ValueError(f"chars_per_token must be in (0, {CHARS_PER_TOKEN}], got {value!r}")
+    return float(value)
