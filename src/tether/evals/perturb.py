@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import dataclasses
 import random
+import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
@@ -98,8 +99,6 @@ class Paraphrase:
         return setup.but({"paraphrase": {"model": True}}, prompt=reworded)
 
     async def _reword(self, prompt: str) -> tuple[str | None, str]:
-        import re
-
         from tether.reasoning.react import ReAct
         from tether.runtime.agent import Agent
         from tether.runtime.budget import Budget

@@ -66,7 +66,7 @@ class Report:
                                                        r.key.repetition)))
         if not records:
             raise ValueError(f"no graded trials of evaluation {evaluation!r}")
-        names = list(order) or []
+        names = list(order)
         for r in records:
             if r.key.perturbation not in names:
                 names.append(r.key.perturbation)
