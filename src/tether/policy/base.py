@@ -89,6 +89,9 @@ class Context:
     tainted: bool = False
     time: float = field(default_factory=time.time)
     extra: Mapping[str, Any] = field(default_factory=dict)
+    # the user's request: the session's task, put here by the runtime — never by the caller's
+    # context= (that is ``extra``), never by the model; "" where there is none (a gateway)
+    request: str = ""
 
 
 @fast_init

@@ -17,7 +17,8 @@ Format::
         metadata: {side_effect: true, egress: false, tags: [payments], risk: high,
                    output_trust: trusted, idempotent: false, owner: billing}
         context: {tainted: false, step: 1, spend: {cost_usd: 0.1},
-                  budget_left: {cost_usd: 0.4}, extra: {channel: web}}
+                  budget_left: {cost_usd: 0.4}, extra: {channel: web},
+                  request: "Refund order A1"}             # the user's request (the task)
         expect: deny                                   # required: the expected effect
         expect_rule: interns-no-refunds                # optional: the deciding rule id
 """
@@ -134,7 +135,8 @@ def _resource(node: Node | None, tool: str) -> Resource:
 def _context(node: Node | None) -> Context:
     if node is None:
         return Context("policy-test", 0, {}, {})
-    keys = node.mapping(("tainted", "step", "spend", "budget_left", "extra", "session_id"))
+    keys = node.mapping(("tainted", "step", "spend", "budget_left", "extra", "session_id",
+                         "request"))
     step = keys["step"].integer() if "step" in keys else 0
     if step < 0:
         keys["step"].fail(f"step {step} is negative", "write a step of 0 or more")
@@ -143,6 +145,7 @@ def _context(node: Node | None) -> Context:
         _tally(keys.get("spend"), allow_null=False), _tally(keys.get("budget_left"), True),
         keys["tainted"].boolean() if "tainted" in keys else False,
         extra=_plain(keys.get("extra"), "a mapping of extra values"),
+        request=keys["request"].text() if "request" in keys else "",
     )
 
 

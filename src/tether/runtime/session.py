@@ -252,7 +252,7 @@ class Session:
         gate = PolicyGate(agent.policy, self.subject, self.id, journal, state, self._accountant,
                           self.context,
                           keep=None if private is None else partial(private.put_private, self.id),
-                          timeout=agent.policy_timeout)
+                          timeout=agent.policy_timeout, request=self.task)
         tools = ToolCalls(session_id=self.id,
                           executor=ToolExecutor(agent.registry, agent.max_result_chars),
                           gate=gate, accountant=self._accountant, journal=journal, state=state,

@@ -135,9 +135,11 @@ def resource_of(tool: str, recorded: Mapping[str, Any] | None) -> Resource:
 def context_of(event: Event, start: Mapping[str, Any]) -> Context:
     seen = event.data.get("context") or {}
     spend = _numbers(seen.get("spend") or {})
+    gateway = start.get("agent") == "gateway"  # a gateway's task is a label, not a request
     return Context(event.session_id, int(seen.get("step", 0)), spend,
                    _budget_left(start.get("budget") or {}, spend), bool(seen.get("tainted")),
-                   event.timestamp, dict(start.get("context") or {}))
+                   event.timestamp, dict(start.get("context") or {}),
+                   "" if gateway else str(start.get("task") or ""))
 
 
 def masked_fields(arguments: Mapping[str, Any]) -> tuple[str, ...]:

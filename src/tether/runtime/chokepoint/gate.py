@@ -34,11 +34,12 @@ def resource_of(tool: Tool) -> Resource:
 
 class PolicyGate:
     __slots__ = ("_accountant", "_extra", "_inline", "_journal", "_keep", "_policy",
-                 "_resources", "_session_id", "_state", "_timeout", "subject")
+                 "_request", "_resources", "_session_id", "_state", "_timeout", "subject")
 
     def __init__(self, policy: Policy, subject: Subject, session_id: str, journal: Journal,
                  state: SessionState, accountant: Accountant, extra: Mapping[str, Any],
-                 keep: Keep | None = None, timeout: float | None = None) -> None:
+                 keep: Keep | None = None, timeout: float | None = None,
+                 request: str = "") -> None:
         self._policy = policy
         self._inline = runs_inline(policy)
         self._timeout = timeout  # seconds a policy that may block has to decide
@@ -49,6 +50,7 @@ class PolicyGate:
         self._state = state
         self._accountant = accountant
         self._extra = extra
+        self._request = request  # the session's task: the user's request
         self._resources: dict[str, Resource] = {}
 
     @property
@@ -69,7 +71,7 @@ class PolicyGate:
                  "tool_calls": t.tool_calls, "seconds": elapsed}
         remaining = acc.remaining(elapsed)
         context = Context(self._session_id, t.steps, spend, remaining, self._state.tainted,
-                          time.time(), self._extra)
+                          time.time(), self._extra, self._request)
         action = Action(tool.name, arguments)
         if self._inline:
             decision = decide(self._policy, self.subject, action, resource, context)
