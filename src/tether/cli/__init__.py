@@ -31,6 +31,7 @@ from tether.cli.prices import register as register_prices
 from tether.cli.resume import register as register_resume
 from tether.cli.run import register as register_run
 from tether.cli.store import register as register_store
+from tether.cli.tools import register as register_tools
 from tether.cli.whatif import register as register_what_if
 
 
@@ -50,6 +51,7 @@ def build_parser() -> argparse.ArgumentParser:
     register_mcp(commands)
     register_prices(commands)
     register_evals(commands)
+    register_tools(commands)
     return parser
 
 

@@ -13,14 +13,14 @@ garbled). A faulty model raises the provider errors an SDK adapter raises (429, 
 from __future__ import annotations
 
 import random
-from collections.abc import AsyncIterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Sequence
 from typing import Any
 
 from tether.models.base import Model
 from tether.models.errors import ErrorKind, ProviderError
 from tether.models.pricing import Price
-from tether.tools.base import Tool, ToolContext, ToolFailure, ToolMeta
-from tether.types import Message, ModelRequest, ModelResponse, ToolSpec
+from tether.tools.base import Tool, ToolContext, ToolFailure, ToolWrapper
+from tether.types import Message, ModelRequest, ModelResponse
 
 TOOL_FAULTS = ("error", "timeout", "malformed")
 PROVIDER_FAULTS = ("rate_limit", "server", "timeout")
@@ -35,32 +35,17 @@ def _check(rate: float, kinds: Sequence[str], known: Sequence[str]) -> tuple[str
     return tuple(kinds)
 
 
-class FaultyTool:
+class FaultyTool(ToolWrapper):
     """``tool``, failing at ``rate`` with one of ``kinds`` (drawn from ``rng``)."""
+
+    __slots__ = ("_rng", "injected", "kinds", "rate")
 
     def __init__(self, tool: Tool, rate: float, kinds: Sequence[str] = TOOL_FAULTS, *,
                  rng: random.Random) -> None:
+        super().__init__(tool)
         self.kinds = _check(rate, kinds, TOOL_FAULTS)
-        self.inner, self.rate, self._rng = tool, rate, rng
+        self.rate, self._rng = rate, rng
         self.injected: list[str] = []  # the faults injected so far, in order
-
-    def __repr__(self) -> str:
-        return f"FaultyTool({self.inner.name!r}, rate={self.rate})"
-
-    @property
-    def name(self) -> str:
-        return self.inner.name
-
-    @property
-    def meta(self) -> ToolMeta:
-        return self.inner.meta
-
-    @property
-    def spec(self) -> ToolSpec:
-        return self.inner.spec
-
-    def validate(self, arguments: Mapping[str, Any]) -> dict[str, Any]:
-        return self.inner.validate(arguments)
 
     async def invoke(self, arguments: dict[str, Any], context: ToolContext) -> Any:
         if self._rng.random() >= self.rate:

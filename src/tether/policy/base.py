@@ -64,19 +64,23 @@ class Resource:
     output_trust: str = "trusted"
     owner: str | None = None
     idempotent: bool = False
+    parties: frozenset[str] = frozenset()  # arguments that name a party (ToolMeta.parties)
 
     def to_dict(self) -> dict[str, Any]:
-        return {"name": self.name, "tags": sorted(self.tags), "risk": self.risk,
-                "side_effect": self.side_effect, "egress": self.egress,
-                "output_trust": self.output_trust, "owner": self.owner,
-                "idempotent": self.idempotent}
+        out = {"name": self.name, "tags": sorted(self.tags), "risk": self.risk,
+               "side_effect": self.side_effect, "egress": self.egress,
+               "output_trust": self.output_trust, "owner": self.owner,
+               "idempotent": self.idempotent}
+        if self.parties:
+            out["parties"] = sorted(self.parties)
+        return out
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> Resource:
         return cls(data["name"], frozenset(data.get("tags", ())), data.get("risk", "low"),
                    data.get("side_effect", False), data.get("egress", False),
                    data.get("output_trust", "trusted"), data.get("owner"),
-                   data.get("idempotent", False))
+                   data.get("idempotent", False), frozenset(data.get("parties", ())))
 
 
 @fast_init

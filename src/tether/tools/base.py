@@ -34,6 +34,9 @@ class ToolMeta:
     idempotent: bool = False
     owner: str | None = None
     credentials: bool = False  # receives a ScopedToken from the CredentialBroker at call time
+    # arguments that name a party — a recipient, an account, a URL, a participant, the id of a
+    # thing destroyed — where a value an attacker planted would do harm
+    parties: frozenset[str] = frozenset()
 
     def __post_init__(self) -> None:
         if isinstance(self.tags, str):  # frozenset("payments") would be a set of letters
@@ -41,6 +44,11 @@ class ToolMeta:
                             f"not the string {self.tags!r}")
         if not isinstance(self.tags, frozenset):
             object.__setattr__(self, "tags", frozenset(self.tags))
+        if isinstance(self.parties, str):
+            raise TypeError(f"parties must be a collection of argument names such as "
+                            f"{{{self.parties!r}}}, not the string {self.parties!r}")
+        if not isinstance(self.parties, frozenset):
+            object.__setattr__(self, "parties", frozenset(self.parties))
         if self.risk not in RISKS:
             raise ValueError(f"risk must be one of {RISKS}, got {self.risk!r}")
         if self.output_trust not in ("trusted", "untrusted"):
@@ -50,11 +58,14 @@ class ToolMeta:
             raise ValueError(f"timeout must be a positive number of seconds, got {self.timeout!r}")
 
     def to_dict(self) -> dict[str, Any]:
-        return {
+        out: dict[str, Any] = {
             "tags": sorted(self.tags), "risk": self.risk, "side_effect": self.side_effect,
             "egress": self.egress, "output_trust": self.output_trust, "owner": self.owner,
             "idempotent": self.idempotent,
         }
+        if self.parties:  # only when declared: a recipe without any keeps its fingerprint
+            out["parties"] = sorted(self.parties)
+        return out
 
 
 @fast_init
@@ -112,3 +123,35 @@ class Tool(Protocol):
         ...
 
     async def invoke(self, arguments: dict[str, Any], context: ToolContext) -> Any: ...
+
+
+class ToolWrapper:
+    """A tool around another (``inner``): its name, metadata, schema, validation and call are
+    the inner tool's unless a subclass says otherwise — an overlay's declared metadata, an
+    evaluation's injected faults."""
+
+    __slots__ = ("inner",)
+
+    def __init__(self, inner: Tool) -> None:
+        self.inner = inner
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.inner!r})"
+
+    @property
+    def name(self) -> str:
+        return self.inner.name
+
+    @property
+    def meta(self) -> ToolMeta:
+        return self.inner.meta
+
+    @property
+    def spec(self) -> ToolSpec:
+        return self.inner.spec
+
+    def validate(self, arguments: Mapping[str, Any]) -> dict[str, Any]:
+        return self.inner.validate(arguments)
+
+    async def invoke(self, arguments: dict[str, Any], context: ToolContext) -> Any:
+        return await self.inner.invoke(arguments, context)

@@ -78,6 +78,11 @@ class FunctionTool:
             default = ... if param.default is param.empty else param.default
             fields[param.name] = (hints[param.name], default)
         self._injected = tuple(injected)
+        unknown = sorted(meta.parties - fields.keys())
+        if unknown:
+            raise ToolDefinitionError(
+                f"tool {self.name!r}: parties {unknown} are not arguments of the tool; name "
+                f"some of {sorted(fields)}")
         if "credentials" in injected and not meta.credentials:
             self.meta = dataclasses.replace(meta, credentials=True)
         self._fields = fields
@@ -157,6 +162,7 @@ def tool(
     idempotent: bool = False,
     owner: str | None = None,
     inline: bool = False,
+    parties: Iterable[str] = (),
 ) -> Callable[[Callable[..., Any]], FunctionTool]: ...
 
 
@@ -174,6 +180,7 @@ def tool(
     idempotent: bool = False,
     owner: str | None = None,
     inline: bool = False,
+    parties: Iterable[str] = (),
 ) -> FunctionTool | Callable[[Callable[..., Any]], FunctionTool]:
     """Declare a tool: ``@tool`` or ``@tool(side_effect=True, tags={"payments"}, ...)``.
 
@@ -186,8 +193,11 @@ def tool(
     if isinstance(tags, str):  # frozenset("payments") would be a set of letters
         raise ToolDefinitionError(f"tags must be a collection of strings such as "
                                   f"{{{tags!r}}}, not the string {tags!r}")
+    if isinstance(parties, str):
+        raise ToolDefinitionError(f"parties must be a collection of argument names such as "
+                                  f"{{{parties!r}}}, not the string {parties!r}")
     meta = ToolMeta(frozenset(tags), risk, side_effect, egress, output_trust, timeout,
-                    idempotent, owner)
+                    idempotent, owner, parties=frozenset(parties))
 
     def build(f: Callable[..., Any]) -> FunctionTool:
         return FunctionTool(f, name=name, meta=meta, inline=inline)
