@@ -30,6 +30,7 @@ if TYPE_CHECKING:
         trajectory,
     )
     from tether.evals.judge import llm_judge
+    from tether.evals.obedient import PlannedCall, obedient_model
     from tether.evals.perturb import (
         Canonical,
         DistractorTools,
@@ -51,6 +52,7 @@ _WHERE = {
                      "exact_match", "finished", "json_schema", "matches_model", "not_called",
                      "numeric", "regex", "state", "trajectory"), "tether.evals.graders"),
     "llm_judge": "tether.evals.judge",
+    **dict.fromkeys(("PlannedCall", "obedient_model"), "tether.evals.obedient"),
     **dict.fromkeys(("Canonical", "DistractorTools", "IrrelevantContext", "OrderShuffled",
                      "Paraphrase", "ProviderFaults", "Setup", "ToolFaults"),
                     "tether.evals.perturb"),
@@ -71,6 +73,7 @@ __all__ = [
     "OrderShuffled",
     "Outcome",
     "Paraphrase",
+    "PlannedCall",
     "ProviderFaults",
     "Report",
     "Setup",
@@ -91,6 +94,7 @@ __all__ = [
     "matches_model",
     "not_called",
     "numeric",
+    "obedient_model",
     "pass_at_k_with_perturbations",
     "regex",
     "regressions",

@@ -1,0 +1,48 @@
+"""The obedient model: the worst case for prompt injection, with no model at all.
+
+Why: measuring how well a runtime contains prompt injection should not depend on how gullible
+today's model is. The obedient model replays a user task's ground-truth tool calls, one per
+turn, and — the moment any tool result it has read carries the injected text — goes on to
+replay the injection task's ground-truth calls too: a model that follows every injection it
+sees. What the runtime lets through is then exactly what an attacker gets from a model that
+always obeys. Decision: it decides on what it *read* (tool results in the conversation), never
+on what it was told out of band, so a call the policy refused, or a result the runtime withheld,
+changes its course exactly as it would change a real model's.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from tether.models.scripted import ScriptedModel
+from tether.types import ModelRequest, ModelResponse, ToolCall
+
+
+@dataclass(frozen=True, slots=True)
+class PlannedCall:
+    tool: str
+    arguments: Mapping[str, Any] = field(default_factory=dict)
+
+
+def obedient_model(user_calls: Sequence[PlannedCall], injection_calls: Sequence[PlannedCall] = (),
+                   *, injection_text: str | None = None, answer: str = "Done.",
+                   name: str = "obedient") -> ScriptedModel:
+    """A model that makes ``user_calls``, then ``injection_calls`` if a tool result it read
+    contains ``injection_text``, then answers ``answer`` (also when no tools are offered)."""
+    if injection_calls and not injection_text:
+        raise ValueError("injection_calls need the injection_text whose reading triggers them")
+
+    def respond(request: ModelRequest) -> ModelResponse | str:
+        made = sum(len(m.tool_calls) for m in request.messages if m.role == "assistant")
+        read = injection_text is not None and any(
+            injection_text in m.content for m in request.messages if m.role == "tool")
+        plan = [*user_calls, *(injection_calls if read else ())]
+        if made >= len(plan) or not request.tools:
+            return answer
+        step = plan[made]
+        return ModelResponse(tool_calls=(ToolCall(f"call_{made + 1}", step.tool,
+                                                  dict(step.arguments)),))
+
+    return ScriptedModel(respond, name=name)
