@@ -26,20 +26,27 @@ from tether.policy.base import (
 
 if TYPE_CHECKING:
     from tether.policy.combinators import DefaultDeny, DenyOverrides, FirstMatch, Voter
-    from tether.policy.presets import ContainUntrusted, contain_untrusted
+    from tether.policy.presets import (
+        ContainUntrusted,
+        ContainUntrustedFlows,
+        contain_untrusted,
+        contain_untrusted_flows,
+    )
     from tether.policy.yaml_policy import YamlPolicy, load_policy
     from tether.policy.yaml_source import PolicyLoadError
 
 _WHERE = {
     "DefaultDeny": "combinators", "DenyOverrides": "combinators", "FirstMatch": "combinators",
     "Voter": "combinators", "ContainUntrusted": "presets", "contain_untrusted": "presets",
+    "ContainUntrustedFlows": "presets", "contain_untrusted_flows": "presets",
     "YamlPolicy": "yaml_policy", "load_policy": "yaml_policy", "PolicyLoadError": "yaml_source",
 }
 
-__all__ = ["RESTRICTIVENESS", "Action", "AllowAll", "ContainUntrusted", "Context", "Decision",
-           "DefaultDeny", "DenyOverrides", "Effect", "FirstMatch", "Policy", "PolicyLoadError",
-           "Resource", "Subject", "Voter", "YamlPolicy", "contain_untrusted", "decide",
-           "load_policy", "policy_id_of"]
+__all__ = ["RESTRICTIVENESS", "Action", "AllowAll", "ContainUntrusted", "ContainUntrustedFlows",
+           "Context", "Decision", "DefaultDeny", "DenyOverrides", "Effect", "FirstMatch",
+           "Policy", "PolicyLoadError", "Resource", "Subject", "Voter", "YamlPolicy",
+           "contain_untrusted", "contain_untrusted_flows", "decide", "load_policy",
+           "policy_id_of"]
 
 
 def __getattr__(name: str) -> Any:

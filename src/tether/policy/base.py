@@ -96,6 +96,9 @@ class Context:
     # the user's request: the session's task, put here by the runtime — never by the caller's
     # context= (that is ``extra``), never by the model; "" where there is none (a gateway)
     request: str = ""
+    # where each argument's value could have come from: a set of "user", "trusted",
+    # "untrusted", "nowhere" (tether.runtime.provenance); computed only if read
+    provenance: Mapping[str, frozenset[str]] = field(default_factory=dict)
 
 
 @fast_init

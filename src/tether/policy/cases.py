@@ -18,7 +18,8 @@ Format::
                    output_trust: trusted, idempotent: false, owner: billing}
         context: {tainted: false, step: 1, spend: {cost_usd: 0.1},
                   budget_left: {cost_usd: 0.4}, extra: {channel: web},
-                  request: "Refund order A1"}             # the user's request (the task)
+                  request: "Refund order A1",             # the user's request (the task)
+                  provenance: {order_id: [user]}}         # where each argument could come from
         expect: deny                                   # required: the expected effect
         expect_rule: interns-no-refunds                # optional: the deciding rule id
 """
@@ -29,7 +30,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from tether.policy.base import Action, Context, Decision, Effect, Policy, Resource, Subject, decide
-from tether.policy.yaml_conditions import SPEND_KEYS, TRUSTS
+from tether.policy.yaml_conditions import ORIGINS, SPEND_KEYS, TRUSTS
 from tether.policy.yaml_source import Node, PolicyLoadError, parse_yaml
 from tether.tools.base import RISKS
 
@@ -136,7 +137,7 @@ def _context(node: Node | None) -> Context:
     if node is None:
         return Context("policy-test", 0, {}, {})
     keys = node.mapping(("tainted", "step", "spend", "budget_left", "extra", "session_id",
-                         "request"))
+                         "request", "provenance"))
     step = keys["step"].integer() if "step" in keys else 0
     if step < 0:
         keys["step"].fail(f"step {step} is negative", "write a step of 0 or more")
@@ -146,6 +147,10 @@ def _context(node: Node | None) -> Context:
         keys["tainted"].boolean() if "tainted" in keys else False,
         extra=_plain(keys.get("extra"), "a mapping of extra values"),
         request=keys["request"].text() if "request" in keys else "",
+        provenance={name: frozenset(child.texts(ORIGINS)) for name, child in
+                    keys["provenance"].entries("argument origins such as "
+                                               "{recipient: [untrusted]}").items()}
+        if "provenance" in keys else {},
     )
 
 

@@ -41,3 +41,53 @@ class ContainUntrusted:
 
 
 contain_untrusted = ContainUntrusted()
+
+
+TRUSTED_ORIGINS = frozenset({"user", "trusted"})  # origins a party may come from unasked
+
+
+class ContainUntrustedFlows:
+    """Per-argument containment: a call whose declared party (recipient, account, URL, ...)
+    could only have come from untrusted content or from nowhere, or that sends untrusted data
+    out through a tool that declares no parties, needs an approval. Unlike ``contain_untrusted``
+    (one taint bit for the whole session), a payment to the account the user named still runs
+    after the agent has read a phishing e-mail."""
+
+    __slots__ = ("_clean", "policy_id")
+    inline = True  # decides from its arguments alone: no I/O (see tether.policy.deadline)
+
+    def __init__(self, policy_id: str = "contain-untrusted-flows") -> None:
+        self.policy_id = policy_id
+        self._clean = Decision(Effect.ALLOW, "every party of this call has a trusted origin",
+                               policy_id)
+
+    def __repr__(self) -> str:
+        return f"ContainUntrustedFlows(policy_id={self.policy_id!r})"
+
+    def evaluate(
+        self, subject: Subject, action: Action, resource: Resource, context: Context
+    ) -> Decision:
+        if not (resource.egress or resource.side_effect):
+            return self._clean
+        for party in sorted(resource.parties):
+            if party not in action.arguments:
+                continue
+            origins = context.provenance.get(party) or frozenset()
+            if origins and not origins & TRUSTED_ORIGINS:
+                came = " or ".join(sorted(origins))
+                return Decision(Effect.REQUIRE_APPROVAL,
+                                f"'{party}' of '{action.tool}' could only have come from {came} "
+                                "content, not from the user or a trusted tool; a person must "
+                                "approve this call", self.policy_id)
+        if resource.egress and not resource.parties:
+            tainted = sorted(name for name in action.arguments
+                             if "untrusted" in (context.provenance.get(name) or ()))
+            if tainted:
+                return Decision(Effect.REQUIRE_APPROVAL,
+                                f"'{action.tool}' sends data out and declares no parties, and "
+                                f"{tainted} carry untrusted content; a person must approve "
+                                "this call", self.policy_id)
+        return self._clean
+
+
+contain_untrusted_flows = ContainUntrustedFlows()

@@ -20,6 +20,10 @@ Condition keys (several keys in one mapping must all hold):
 ``user``        ``u-7`` or ``{in: [...]}`` (unknown when the session has none)
 ``agent``       ``payer`` or ``{in: [...]}``
 ``args``        ``{amount: {gt: 100}, "order.total": {ge: 1, le: 10}}``: gt lt ge le eq
+``args_from``   ``{recipient: {not_in: [user, trusted]}}`` (none of the argument's possible
+                origins is listed) or ``{in: [untrusted]}`` (one is); origins: user, trusted,
+                untrusted, nowhere (tether.runtime.provenance); unknown for a missing argument
+                or a value with no origin (a bool)
 ``resource``    ``side_effect`` / ``egress`` / ``idempotent``: bool; ``tags: {any: [..]}``
                 / ``{all: [..]}``; ``risk`` and ``output_trust``: name or ``{in: [..]}``
 ``context``     ``tainted``: bool; ``step``: comparisons; ``spend`` / ``budget_left``:
@@ -49,8 +53,9 @@ TRUSTS: tuple[str, ...] = get_args(Trust)
 SPEND_KEYS = ("tokens", "cost_usd", "steps", "tool_calls", "seconds")
 OPERATORS: Mapping[str, Callable[[Any, Any], bool]] = {
     "gt": operator.gt, "lt": operator.lt, "ge": operator.ge, "le": operator.le, "eq": operator.eq}
-CONDITION_KEYS = ("tool", "roles", "tenant", "user", "agent", "args", "resource", "context",
-                  "all", "any", "not")
+CONDITION_KEYS = ("tool", "roles", "tenant", "user", "agent", "args", "args_from", "resource",
+                  "context", "all", "any", "not")
+ORIGINS = ("user", "trusted", "untrusted", "nowhere")  # as tether.runtime.provenance names them
 
 _MISSING = object()
 
@@ -276,6 +281,32 @@ def _args(node: Node) -> Condition:
     return _conjunction(parts)
 
 
+def _args_from(node: Node) -> Condition:
+    keys = node.entries("argument origins such as {recipient: {not_in: [user, trusted]}}")
+    parts = []
+    for name, child in keys.items():
+        test = child.mapping(("in", "not_in"), what="{in: [...]} or {not_in: [...]}")
+        if len(test) != 1:
+            child.fail("give exactly one of in / not_in", "e.g. {not_in: [user, trusted]}")
+        (how, listed), = test.items()
+        wanted = frozenset(listed.texts(ORIGINS))
+        parts.append(Condition(_origin_test(name, wanted, how == "in"), None,
+                               args=frozenset({name})))
+    return _conjunction(parts)
+
+
+def _origin_test(name: str, wanted: frozenset[str], inside: bool) -> Test:
+    def test(s: Subject, a: Action, r: Resource, c: Context) -> bool | None:
+        if name not in a.arguments:
+            return None
+        origins = c.provenance.get(name)
+        if not origins:  # not computed, or a value with no origin: cannot say
+            return None
+        return bool(origins & wanted) is inside
+
+    return test
+
+
 def _argument(path: tuple[str, ...]) -> Getter:
     def get(s: Subject, a: Action, r: Resource, c: Context) -> Any:
         return _lookup(a.arguments, path)
@@ -394,6 +425,6 @@ def _context(node: Node) -> Condition:
 
 _COMPILERS: Mapping[str, Callable[[Node], Condition]] = {
     "tool": _tool, "roles": _roles, "tenant": _tenant, "user": _user, "agent": _agent,
-    "args": _args, "resource": _resource, "context": _context,
+    "args": _args, "args_from": _args_from, "resource": _resource, "context": _context,
     "all": _all, "any": _any, "not": _not,
 }

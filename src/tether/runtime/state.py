@@ -36,7 +36,7 @@ class SessionState:
 
     __slots__ = ("_done", "_outbox", "answer", "approvals", "conversation", "counted",
                  "decisions", "denial_streak", "error_streak", "granted", "in_flight", "notice",
-                 "paused", "results", "settled", "signatures", "started", "steps",
+                 "paused", "ran", "results", "settled", "signatures", "started", "steps",
                  "stop_detail", "stop_reason", "tainted", "tally", "task", "turn", "turn_open",
                  "turn_step", "turn_text", "unsent")
 
@@ -53,6 +53,9 @@ class SessionState:
         self.turn_step = 0
         self.turn_open = False
         self.results: dict[str, ToolResult] = {}
+        # (untrusted?, content) of every result of a tool that ran, the whole session long:
+        # what provenance matches arguments against (tether.runtime.provenance)
+        self.ran: list[tuple[bool, str]] = []
         self.decisions: dict[str, Mapping[str, Any]] = {}  # call id -> its last decision event
         self.approvals: dict[str, str] = {}  # call id -> approval id
         self.granted: set[str] = set()  # call ids whose approval was used to run them
@@ -216,6 +219,8 @@ class SessionState:
         results = self.results
         results[data["call_id"]] = ToolResult(data["call_id"], data["tool"], data["content"],
                                               data["status"])
+        if data["status"] in ("ok", "error", "timeout"):
+            self.ran.append((bool(data.get("untrusted")), data["content"]))
         self._done = [results[c.id] for c in self.turn if c.id in results]
         self._outbox = None
 

@@ -136,10 +136,12 @@ def context_of(event: Event, start: Mapping[str, Any]) -> Context:
     seen = event.data.get("context") or {}
     spend = _numbers(seen.get("spend") or {})
     gateway = start.get("agent") == "gateway"  # a gateway's task is a label, not a request
+    provenance = {name: frozenset(origins)  # recorded when the policy then read it
+                  for name, origins in (event.data.get("provenance") or {}).items()}
     return Context(event.session_id, int(seen.get("step", 0)), spend,
                    _budget_left(start.get("budget") or {}, spend), bool(seen.get("tainted")),
                    event.timestamp, dict(start.get("context") or {}),
-                   "" if gateway else str(start.get("task") or ""))
+                   "" if gateway else str(start.get("task") or ""), provenance)
 
 
 def masked_fields(arguments: Mapping[str, Any]) -> tuple[str, ...]:

@@ -17,6 +17,7 @@ from tether.journal.chain import Journal
 from tether.policy.base import Action, Context, Decision, Effect, Policy, Resource, Subject, decide
 from tether.policy.deadline import decide_within, runs_inline
 from tether.runtime.budget import Accountant
+from tether.runtime.provenance import ArgumentProvenance, Sightings
 from tether.runtime.state import SessionState
 from tether.tools.base import Tool
 from tether.types import detached
@@ -34,7 +35,8 @@ def resource_of(tool: Tool) -> Resource:
 
 class PolicyGate:
     __slots__ = ("_accountant", "_extra", "_inline", "_journal", "_keep", "_policy",
-                 "_request", "_resources", "_session_id", "_state", "_timeout", "subject")
+                 "_request", "_resources", "_session_id", "_sightings", "_state", "_timeout",
+                 "subject")
 
     def __init__(self, policy: Policy, subject: Subject, session_id: str, journal: Journal,
                  state: SessionState, accountant: Accountant, extra: Mapping[str, Any],
@@ -51,6 +53,7 @@ class PolicyGate:
         self._accountant = accountant
         self._extra = extra
         self._request = request  # the session's task: the user's request
+        self._sightings = Sightings(request, state.ran)
         self._resources: dict[str, Resource] = {}
 
     @property
@@ -70,8 +73,9 @@ class PolicyGate:
         spend = {"tokens": t.usage.total_tokens, "cost_usd": t.cost, "steps": t.steps,
                  "tool_calls": t.tool_calls, "seconds": elapsed}
         remaining = acc.remaining(elapsed)
+        provenance = ArgumentProvenance(arguments, self._sightings)
         context = Context(self._session_id, t.steps, spend, remaining, self._state.tainted,
-                          time.time(), self._extra, self._request)
+                          time.time(), self._extra, self._request, provenance)
         action = Action(tool.name, arguments)
         if self._inline:
             decision = decide(self._policy, self.subject, action, resource, context)
@@ -100,5 +104,8 @@ class PolicyGate:
         }
         if first:  # a tool's metadata cannot change within an activation: recorded once
             record["resource"] = resource.to_dict()
+        seen = provenance.read()
+        if seen is not None:  # the policy decided on where the arguments came from
+            record["provenance"] = seen
         self._journal.append("tool.decision", record)
         return decision
