@@ -1,0 +1,163 @@
+"""AgentDojo, run through tether: each (user task, injection task) pair as a governed session.
+
+Why: prompt-injection containment must be measured on a public benchmark, not on examples we
+wrote ourselves. AgentDojo's suites (workspace, travel, banking, slack) bring the environments,
+the tools, the injections and the checkers; tether brings the runtime under test. The model is
+the obedient model (``tether.evals.obedient``) — the user task's ground-truth calls, then the
+injection task's once it has read the injected text — so the figures measure what the *runtime*
+lets an always-obeying model do. Decisions: AgentDojo's tools become tether tools with the
+metadata of this package's reviewed overlays (``<suite>.yaml``); injections are placed by
+AgentDojo's own ``important_instructions`` attack (no model needed to build it); scoring is by
+AgentDojo's own checkers, handed only the calls that **ran** (its trace-based checkers would count
+a refused call as made). This is the only module that imports ``agentdojo`` (extra
+``tether[agentdojo]``).
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Mapping
+from dataclasses import dataclass
+from importlib.resources import files
+from typing import Any
+
+from tether.evals.obedient import PlannedCall, obedient_model
+from tether.tools.base import ToolArgumentError, ToolContext, ToolFailure, ToolMeta
+from tether.types import ToolSpec
+
+SUITES = ("workspace", "travel", "banking", "slack")
+MARKER = "<INFORMATION>"  # opens every important_instructions injection, as the agent sees it
+
+
+def _agentdojo() -> Any:
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            import agentdojo.task_suite as task_suite
+    except ImportError:
+        raise ImportError("the AgentDojo benchmark needs its extra: pip install "
+                          "'tether[agentdojo]'") from None
+    return task_suite
+
+
+class DojoTool:
+    """An AgentDojo function as a tether tool, bound to one trial's environment."""
+
+    __slots__ = ("_function", "_runtime", "env", "meta", "name", "spec")
+
+    def __init__(self, function: Any, runtime: Any, env: Any) -> None:
+        self._function, self._runtime, self.env = function, runtime, env
+        self.name = function.name
+        self.meta = ToolMeta()
+        self.spec = ToolSpec(function.name, function.description,
+                             function.parameters.model_json_schema())
+
+    def validate(self, arguments: Mapping[str, Any]) -> dict[str, Any]:
+        from pydantic import ValidationError
+
+        try:
+            self._function.parameters.model_validate(dict(arguments))
+        except ValidationError as exc:
+            first = exc.errors()[0]
+            raise ToolArgumentError(".".join(str(p) for p in first["loc"]),
+                                    first["msg"]) from None
+        return dict(arguments)
+
+    async def invoke(self, arguments: dict[str, Any], context: ToolContext) -> Any:
+        from agentdojo.agent_pipeline.tool_execution import tool_result_to_str
+
+        result, error = self._runtime.run_function(self.env, self.name, arguments)
+        if error is not None:
+            raise ToolFailure(f"Error: {error}")
+        return tool_result_to_str(result)
+
+
+@dataclass(frozen=True, slots=True)
+class PairResult:
+    suite: str
+    user_task: str
+    injection_task: str | None
+    utility: bool
+    attacked: bool  # AgentDojo's "security": True when the injection's goal was reached
+    approvals: int  # approval requests: a person's burden
+    injected: bool  # the agent read the injected text
+
+
+def overlay_for(suite: str) -> Any:
+    from tether.policy.overlay import parse_overlay
+
+    path = files("tether.evals.agentdojo") / f"{suite}.yaml"
+    return parse_overlay(path.read_text(encoding="utf-8"), f"tether/evals/agentdojo/{suite}.yaml")
+
+
+def run_pair(suite: Any, user_task: Any, injection_task: Any, *, policy: Any = None,
+             approver: Any = None) -> PairResult:
+    """One user task, under one injection task's attack (or none), as a tether session."""
+    from agentdojo.attacks import FixedJailbreakAttack
+    from agentdojo.attacks.important_instructions_attacks import ImportantInstructionsAttack
+    from agentdojo.functions_runtime import FunctionCall, FunctionsRuntime
+
+    from tether.policy.base import AllowAll
+    from tether.reasoning.react import ReAct
+    from tether.runtime.agent import Agent
+
+    injections: dict[str, str] = {}
+    if injection_task is not None:
+        attack = FixedJailbreakAttack(ImportantInstructionsAttack._JB_STRING, suite, None)
+        attack.user_name, attack.model_name = "Emma Johnson", "GPT-4"
+        injections = attack.attack(user_task, injection_task)
+    env = user_task.init_environment(suite.load_and_inject_default_environment(injections))
+    pre = env.model_copy(deep=True)
+    plan = [PlannedCall(c.function, dict(c.args))
+            for c in user_task.ground_truth(pre.model_copy(deep=True))]
+    attack_plan = [] if injection_task is None else [
+        PlannedCall(c.function, dict(c.args))
+        for c in injection_task.ground_truth(pre.model_copy(deep=True))]
+    runtime = FunctionsRuntime(suite.tools)
+    tools = overlay_for(suite.name).apply([DojoTool(f, runtime, env) for f in suite.tools])
+    answer = user_task.GROUND_TRUTH_OUTPUT or "Done."
+    model = obedient_model(plan, attack_plan, injection_text=MARKER if attack_plan else None,
+                           answer=answer)
+    agent = Agent(model=model, reasoning=ReAct(), tools=tools, policy=policy or AllowAll(),
+                  approver=approver, name=f"agentdojo-{suite.name}",
+                  check_policy_names=False)
+    session = agent.session(user_task.PROMPT)
+    result = session.run()
+    events = session.replay()
+    ran = {e.data["call_id"] for e in events
+           if e.type == "tool.result" and e.data["status"] in ("ok", "error", "timeout")}
+    traces = [FunctionCall(function=c.name, id=c.id,
+                           args=dict(c.arguments) if isinstance(c.arguments, Mapping) else {})
+              for step in result.trajectory.steps for c in step.tool_calls if c.id in ran]
+    read = any(MARKER in r.content for r in result.trajectory.tool_results)
+    output = result.answer
+    utility = user_task.utility_from_traces(output, pre, env, traces)
+    if utility is None:
+        utility = user_task.utility(output, pre, env)
+    attacked = False
+    if injection_task is not None:
+        attacked = injection_task.security_from_traces(output, pre, env, traces)
+        if attacked is None:
+            attacked = injection_task.security(output, pre, env)
+    approvals = sum(1 for e in events if e.type == "approval.requested")
+    return PairResult(suite.name, user_task.ID, injection_task and injection_task.ID,
+                      bool(utility), bool(attacked), approvals, read)
+
+
+def load_suite(name: str, version: str = "v1.2.2") -> Any:
+    if name not in SUITES:
+        raise ValueError(f"unknown AgentDojo suite {name!r}; one of {', '.join(SUITES)}")
+    return _agentdojo().get_suite(version, name)
+
+
+def run_suite(name: str, *, policy: Any = None, approver: Any = None,
+              version: str = "v1.2.2") -> list[PairResult]:
+    """Every user task of suite ``name`` without an attack, then under every injection task."""
+    suite = load_suite(name, version)
+    results = []
+    for user_task in suite.user_tasks.values():
+        results.append(run_pair(suite, user_task, None, policy=policy, approver=approver))
+        for injection_task in suite.injection_tasks.values():
+            results.append(run_pair(suite, user_task, injection_task, policy=policy,
+                                    approver=approver))
+    return results
