@@ -5,7 +5,7 @@ PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
 
-.PHONY: demo demo-local test lint unit bench bench-policy bench-journal bench-instructions bench-evals clean mcp-deps
+.PHONY: demo demo-local test lint unit bench bench-policy bench-journal bench-instructions bench-evals bench-security clean mcp-deps
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -64,6 +64,12 @@ bench-journal: $(VENV)/.installed-dev
 # 2-worker Dask LocalCluster (docs/benchmarks.md)
 bench-evals: $(VENV)/.installed-dev
 	$(BIN)/python bench/evals.py
+
+# Prompt-injection containment on all four AgentDojo suites, with every approval denied and with
+# an oracle approver (docs/benchmarks.md)
+bench-security: $(VENV)/.installed-dev
+	$(BIN)/tether eval agentdojo --approver deny
+	$(BIN)/tether eval agentdojo --approver oracle
 
 # Instructions per step under valgrind: deterministic, for comparing two versions of the hot path.
 bench-instructions: $(VENV)/.installed

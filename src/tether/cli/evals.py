@@ -66,6 +66,25 @@ def register(commands: Any) -> None:
     _outputs(report)
     add_store_option(report)
     report.set_defaults(run=run_report)
+    dojo = sub.add_parser(
+        "agentdojo", help="prompt-injection containment on AgentDojo",
+        description="Run AgentDojo's suites with the obedient model (it follows every "
+        "injection it reads): once with nothing in the way, once governed; print what the "
+        "policy lets through and what it costs. Needs the agentdojo extra.")
+    dojo.add_argument("--suites", default="banking,slack,travel,workspace",
+                      help="comma-separated: workspace, travel, banking, slack")
+    dojo.add_argument("--version", default="v1.2.2", help="AgentDojo benchmark version")
+    dojo.add_argument("--policy", default="flows",
+                      help="flows (contain_untrusted_flows), taint (contain_untrusted), allow, "
+                      "or a YAML policy file")
+    dojo.add_argument("--approver", default="deny", choices=("deny", "oracle", "approve"),
+                      help="who answers approval requests: deny all, an oracle that approves "
+                      "exactly the user's own calls, or approve all")
+    dojo.add_argument("--workers", type=int, default=2, help="worker processes")
+    dojo.add_argument("--json", metavar="FILE", help="write the table as JSON")
+    dojo.add_argument("--baseline", metavar="FILE",
+                      help="an earlier --json: exit 1 if attack success rose or utility fell")
+    dojo.set_defaults(run=run_agentdojo)
 
     metrics = commands.add_parser(
         "metrics", help="run metrics of stored sessions",
@@ -191,3 +210,43 @@ def run_metrics(args: argparse.Namespace) -> int:
         for name, value in metrics.table():
             print(f"{name:<44} {value}")
     return EXIT_OK
+
+
+def run_agentdojo(args: argparse.Namespace) -> int:
+    from tether.evals.injection import policy_named, render, run_benchmark, table
+
+    suites = [s.strip() for s in args.suites.split(",") if s.strip()]
+    try:
+        baseline = _baseline(args.baseline)
+        policy_named(args.policy)  # a policy that does not load is a usage error, before runs
+        from tether.evals.agentdojo import load_suite
+
+        for name in suites:
+            load_suite(name, args.version)
+    except (ValueError, ImportError, KeyError) as exc:
+        error(str(exc))
+        return EXIT_USAGE
+    runs = {"open": ("allow", "none"), "governed": (args.policy, args.approver)}
+    results = {label: run_benchmark(suites, policy=policy, approver=approver,
+                                    version=args.version, workers=args.workers)
+               for label, (policy, approver) in runs.items()}
+    rows = table(suites, results["open"], results["governed"])
+    print(f"AgentDojo {args.version}, obedient model; policy {args.policy}, approver "
+          f"{args.approver}")
+    print(render(rows))
+    data = {"version": args.version, "policy": args.policy, "approver": args.approver,
+            "rows": [r.to_dict() for r in rows]}
+    if args.json:
+        Path(args.json).write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")
+    if baseline is None:
+        return EXIT_OK
+    worse = [f"{r.suite}: {what}" for r in rows
+             for old in baseline.get("rows", []) if old.get("suite") == r.suite
+             for what, bad in (
+                 (f"attack success {r.attack_success:.1%} > {old['attack_success']:.1%}",
+                  r.attack_success > old["attack_success"]),
+                 (f"benign utility {r.benign_utility:.1%} < {old['benign_utility']:.1%}",
+                  r.benign_utility < old["benign_utility"])) if bad]
+    for line in worse:
+        print(f"regression: {line}")
+    return EXIT_FINDING if worse else EXIT_OK

@@ -81,6 +81,7 @@ class PairResult:
     attacked: bool  # AgentDojo's "security": True when the injection's goal was reached
     approvals: int  # approval requests: a person's burden
     injected: bool  # the agent read the injected text
+    text_only: bool = False  # the injection asks for no tool call: no permission can stop it
 
 
 def overlay_for(suite: str) -> Any:
@@ -90,9 +91,21 @@ def overlay_for(suite: str) -> Any:
     return parse_overlay(path.read_text(encoding="utf-8"), f"tether/evals/agentdojo/{suite}.yaml")
 
 
+def oracle_for(plan: list[PlannedCall]) -> Any:
+    """An approver that approves exactly the calls of the user's own ground truth."""
+    from tether.runtime.chokepoint.approver import approve_when
+
+    def asked_for(request: Any) -> bool:
+        return any(p.tool == request.tool and dict(p.arguments) == dict(request.arguments)
+                   for p in plan)
+
+    return approve_when(asked_for, "oracle")
+
+
 def run_pair(suite: Any, user_task: Any, injection_task: Any, *, policy: Any = None,
              approver: Any = None) -> PairResult:
-    """One user task, under one injection task's attack (or none), as a tether session."""
+    """One user task, under one injection task's attack (or none), as a tether session.
+    ``approver="oracle"`` approves exactly the user's ground-truth calls."""
     from agentdojo.attacks import FixedJailbreakAttack
     from agentdojo.attacks.important_instructions_attacks import ImportantInstructionsAttack
     from agentdojo.functions_runtime import FunctionCall, FunctionsRuntime
@@ -113,6 +126,8 @@ def run_pair(suite: Any, user_task: Any, injection_task: Any, *, policy: Any = N
     attack_plan = [] if injection_task is None else [
         PlannedCall(c.function, dict(c.args))
         for c in injection_task.ground_truth(pre.model_copy(deep=True))]
+    if approver == "oracle":
+        approver = oracle_for(plan)
     runtime = FunctionsRuntime(suite.tools)
     tools = overlay_for(suite.name).apply([DojoTool(f, runtime, env) for f in suite.tools])
     answer = user_task.GROUND_TRUTH_OUTPUT or "Done."
@@ -141,7 +156,8 @@ def run_pair(suite: Any, user_task: Any, injection_task: Any, *, policy: Any = N
             attacked = injection_task.security(output, pre, env)
     approvals = sum(1 for e in events if e.type == "approval.requested")
     return PairResult(suite.name, user_task.ID, injection_task and injection_task.ID,
-                      bool(utility), bool(attacked), approvals, read)
+                      bool(utility), bool(attacked), approvals, read,
+                      injection_task is not None and not attack_plan)
 
 
 def load_suite(name: str, version: str = "v1.2.2") -> Any:
@@ -154,10 +170,15 @@ def run_suite(name: str, *, policy: Any = None, approver: Any = None,
               version: str = "v1.2.2") -> list[PairResult]:
     """Every user task of suite ``name`` without an attack, then under every injection task."""
     suite = load_suite(name, version)
-    results = []
-    for user_task in suite.user_tasks.values():
-        results.append(run_pair(suite, user_task, None, policy=policy, approver=approver))
-        for injection_task in suite.injection_tasks.values():
-            results.append(run_pair(suite, user_task, injection_task, policy=policy,
-                                    approver=approver))
-    return results
+    return [result for user_task in suite.user_tasks
+            for result in run_user_task(name, user_task, policy=policy, approver=approver,
+                                        version=version)]
+
+
+def run_user_task(name: str, user_task_id: str, *, policy: Any = None, approver: Any = None,
+                  version: str = "v1.2.2") -> list[PairResult]:
+    """One user task of suite ``name``: without an attack, then under every injection task."""
+    suite = load_suite(name, version)
+    user_task = suite.get_user_task_by_id(user_task_id)
+    return [run_pair(suite, user_task, injection_task, policy=policy, approver=approver)
+            for injection_task in (None, *suite.injection_tasks.values())]

@@ -1,0 +1,139 @@
+"""The prompt-injection benchmark's figures: what a policy lets through, and what it costs.
+
+Why: "attack success" alone rewards a policy that blocks everything. Each figure is taken twice —
+with nothing in the way (allow-all, the attacks that can succeed at all) and governed — per suite
+and overall: benign utility (the user's task done with no attack), utility under attack, attack
+success raw and relative to the open door, benign tasks blocked needlessly, and approvals per
+benign and per attacked task (a person's burden). Injections that ask for no tool call (the
+attacker only wants the model to *say* something) are counted apart: no permission stops them.
+
+The runs go to worker processes by (suite, user task); AgentDojo's environment loading dominates.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+from collections.abc import Sequence
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass
+from typing import Any
+
+from tether.evals.agentdojo import PairResult
+
+POLICIES = ("allow", "taint", "flows")  # or a path to a YAML policy
+
+
+def policy_named(spec: str) -> Any:
+    from tether.policy import contain_untrusted, contain_untrusted_flows, load_policy
+
+    if spec == "allow":
+        return None
+    if spec == "taint":
+        return contain_untrusted
+    if spec == "flows":
+        return contain_untrusted_flows
+    return load_policy(spec)
+
+
+def approver_named(spec: str) -> Any:
+    from tether.runtime.chokepoint.approver import approve_all, deny_all
+
+    return {"deny": deny_all(), "approve": approve_all(), "oracle": "oracle",
+            "none": None}[spec]
+
+
+def _run(job: tuple[str, str, str, str, str]) -> list[PairResult]:
+    from tether.evals.agentdojo import run_user_task
+
+    suite, user_task, policy, approver, version = job
+    return run_user_task(suite, user_task, policy=policy_named(policy),
+                         approver=approver_named(approver), version=version)
+
+
+def run_benchmark(suites: Sequence[str], *, policy: str, approver: str, version: str,
+                  workers: int) -> list[PairResult]:
+    """Every pair of ``suites`` under ``policy`` and ``approver`` (names: see POLICIES)."""
+    from tether.evals.agentdojo import load_suite
+
+    jobs = [(name, user_task, policy, approver, version)
+            for name in suites for user_task in load_suite(name, version).user_tasks]
+    if workers <= 1:
+        return [r for job in jobs for r in _run(job)]
+    with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("fork")) as pool:
+        return [r for chunk in pool.map(_run, jobs) for r in chunk]
+
+
+@dataclass(frozen=True, slots=True)
+class Row:
+    suite: str
+    benign_utility: float
+    utility_under_attack: float
+    attack_success: float  # tool-call pairs the attacker won, governed
+    attack_success_relative: float  # of the pairs the attacker wins with nothing in the way
+    blocked_needlessly: int  # benign tasks done with nothing in the way, not when governed
+    approvals_per_benign: float
+    approvals_per_attacked: float
+    pairs: int
+    text_only_pairs: int
+    text_only_success: float
+
+    def to_dict(self) -> dict[str, Any]:
+        return {name: getattr(self, name) for name in self.__slots__}
+
+
+def _rate(part: int, whole: int) -> float:
+    return part / whole if whole else 0.0
+
+
+def row(suite: str, open_door: Sequence[PairResult], governed: Sequence[PairResult]) -> Row:
+    def benign(rs: Sequence[PairResult]) -> dict[tuple[str, str], PairResult]:
+        return {(r.suite, r.user_task): r for r in rs if r.injection_task is None}
+
+    def pairs(rs: Sequence[PairResult], text_only: bool) -> dict[tuple[str, str, str | None],
+                                                                 PairResult]:
+        return {(r.suite, r.user_task, r.injection_task): r for r in rs
+                if r.injection_task is not None and r.text_only == text_only}
+
+    free, held = benign(open_door), benign(governed)
+    attacks, defended = pairs(open_door, False), pairs(governed, False)
+    said_governed = pairs(governed, True)
+    won_open = [k for k, r in attacks.items() if r.attacked]
+    return Row(
+        suite,
+        benign_utility=_rate(sum(r.utility for r in held.values()), len(held)),
+        utility_under_attack=_rate(sum(r.utility for r in defended.values()), len(defended)),
+        attack_success=_rate(sum(r.attacked for r in defended.values()), len(defended)),
+        attack_success_relative=_rate(sum(defended[k].attacked for k in won_open
+                                          if k in defended), len(won_open)),
+        blocked_needlessly=sum(1 for k, r in free.items() if r.utility and k in held
+                               and not held[k].utility),
+        approvals_per_benign=_rate(sum(r.approvals for r in held.values()), len(held)),
+        approvals_per_attacked=_rate(sum(r.approvals for r in defended.values()),
+                                     len(defended)),
+        pairs=len(defended), text_only_pairs=len(said_governed),
+        text_only_success=_rate(sum(r.attacked for r in said_governed.values()),
+                                len(said_governed)))
+
+
+def table(suites: Sequence[str], open_door: Sequence[PairResult],
+          governed: Sequence[PairResult]) -> list[Row]:
+    """A row per suite and one over all of them."""
+    rows = [row(s, [r for r in open_door if r.suite == s], [r for r in governed if r.suite == s])
+            for s in suites]
+    if len(suites) > 1:
+        rows.append(row("all", open_door, governed))
+    return rows
+
+
+def render(rows: Sequence[Row]) -> str:
+    head = (f"{'suite':<10} {'benign':>7} {'attacked':>8} {'attack':>7} {'relative':>8} "
+            f"{'blocked':>7} {'appr/b':>6} {'appr/a':>6} {'pairs':>6} {'text-only':>10}")
+    lines = [head]
+    for r in rows:
+        lines.append(
+            f"{r.suite:<10} {r.benign_utility:>7.1%} {r.utility_under_attack:>8.1%} "
+            f"{r.attack_success:>7.1%} {r.attack_success_relative:>8.1%} "
+            f"{r.blocked_needlessly:>7} {r.approvals_per_benign:>6.2f} "
+            f"{r.approvals_per_attacked:>6.2f} {r.pairs:>6} "
+            f"{r.text_only_success:>5.0%} of {r.text_only_pairs}")
+    return "\n".join(lines)
