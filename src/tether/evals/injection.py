@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from tether.evals.agentdojo import PairResult
+from tether.journal.views.metrics import rate
 
 POLICIES = ("allow", "taint", "flows")  # or a path to a YAML policy
 
@@ -81,10 +82,6 @@ class Row:
         return {name: getattr(self, name) for name in self.__slots__}
 
 
-def _rate(part: int, whole: int) -> float:
-    return part / whole if whole else 0.0
-
-
 def row(suite: str, open_door: Sequence[PairResult], governed: Sequence[PairResult]) -> Row:
     def benign(rs: Sequence[PairResult]) -> dict[tuple[str, str], PairResult]:
         return {(r.suite, r.user_task): r for r in rs if r.injection_task is None}
@@ -100,18 +97,18 @@ def row(suite: str, open_door: Sequence[PairResult], governed: Sequence[PairResu
     won_open = [k for k, r in attacks.items() if r.attacked]
     return Row(
         suite,
-        benign_utility=_rate(sum(r.utility for r in held.values()), len(held)),
-        utility_under_attack=_rate(sum(r.utility for r in defended.values()), len(defended)),
-        attack_success=_rate(sum(r.attacked for r in defended.values()), len(defended)),
-        attack_success_relative=_rate(sum(defended[k].attacked for k in won_open
+        benign_utility=rate(sum(r.utility for r in held.values()), len(held)),
+        utility_under_attack=rate(sum(r.utility for r in defended.values()), len(defended)),
+        attack_success=rate(sum(r.attacked for r in defended.values()), len(defended)),
+        attack_success_relative=rate(sum(defended[k].attacked for k in won_open
                                           if k in defended), len(won_open)),
         blocked_needlessly=sum(1 for k, r in free.items() if r.utility and k in held
                                and not held[k].utility),
-        approvals_per_benign=_rate(sum(r.approvals for r in held.values()), len(held)),
-        approvals_per_attacked=_rate(sum(r.approvals for r in defended.values()),
+        approvals_per_benign=rate(sum(r.approvals for r in held.values()), len(held)),
+        approvals_per_attacked=rate(sum(r.approvals for r in defended.values()),
                                      len(defended)),
         pairs=len(defended), text_only_pairs=len(said_governed),
-        text_only_success=_rate(sum(r.attacked for r in said_governed.values()),
+        text_only_success=rate(sum(r.attacked for r in said_governed.values()),
                                 len(said_governed)))
 
 

@@ -120,7 +120,8 @@ def _quantile(ordered: Sequence[float], q: float) -> float:
     return ordered[low] + (ordered[high] - ordered[low]) * (position - low)
 
 
-def _rate(part: int, whole: int) -> float:
+def rate(part: int, whole: int) -> float:
+    """``part`` of ``whole``, 0 when there is nothing to take a share of."""
     return part / whole if whole else 0.0
 
 
@@ -158,14 +159,14 @@ class RunMetrics:
         decided = sum(f.decided for f in ended)
         return cls(
             sessions=len(every), unfinished=len(every) - len(ended),
-            completion_rate=_rate(reasons.get("finished", 0), len(ended)),
-            loop_rate=_rate(reasons.get("loop_detected", 0), len(ended)),
-            budget_stop_rate=_rate(sum(budget.values()), len(ended)),
+            completion_rate=rate(reasons.get("finished", 0), len(ended)),
+            loop_rate=rate(reasons.get("loop_detected", 0), len(ended)),
+            budget_stop_rate=rate(sum(budget.values()), len(ended)),
             budget_stops=budget,
-            recovery_rate=_rate(sum(f.stop_reason == "finished" for f in hurt), len(hurt)),
-            tool_error_rate=_rate(sum(f.tool_errors for f in ended), ran),
-            denial_rate=_rate(sum(f.denied for f in ended), decided),
-            approval_rate=_rate(sum(f.approvals_requested for f in ended), decided),
+            recovery_rate=rate(sum(f.stop_reason == "finished" for f in hurt), len(hurt)),
+            tool_error_rate=rate(sum(f.tool_errors for f in ended), ran),
+            denial_rate=rate(sum(f.denied for f in ended), decided),
+            approval_rate=rate(sum(f.approvals_requested for f in ended), decided),
             stop_reasons=dict(sorted(reasons.items())),
             cost_usd=Distribution.of(float(f.cost_usd) for f in ended),
             tokens=Distribution.of(f.tokens for f in ended),
