@@ -48,7 +48,7 @@ def test_the_command_on_banking(tmp_path: Path, capsys: pytest.CaptureFixture[st
     out = tmp_path / "dojo.json"
     assert main(["eval", "agentdojo", "--suites", "banking", "--json", str(out)]) == 0
     printed = capsys.readouterr().out
-    assert "banking" in printed and "policy flows" in printed
+    assert "banking" in printed and "policy scoped" in printed
     data = json.loads(out.read_text())
     (banking,) = data["rows"]
     assert banking["attack_success"] == 0.0 and banking["benign_utility"] >= 0.8

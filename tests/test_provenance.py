@@ -26,8 +26,9 @@ from tether.policy import (
 )
 from tether.policy.names import PolicyNameError
 from tether.runtime.chokepoint.approver import approve_when, deny_all
-from tether.runtime.provenance import Ledger, tokens
+from tether.runtime.provenance import Ledger
 from tether.store.memory import MemoryStore
+from tether.tokens import tokens
 
 
 def ledger(user: str = "", trusted: str = "", untrusted: str = "") -> Ledger:

@@ -74,9 +74,10 @@ def register(commands: Any) -> None:
     dojo.add_argument("--suites", default="banking,slack,travel,workspace",
                       help="comma-separated: workspace, travel, banking, slack")
     dojo.add_argument("--version", default="v1.2.2", help="AgentDojo benchmark version")
-    dojo.add_argument("--policy", default="flows",
-                      help="flows (contain_untrusted_flows), taint (contain_untrusted), allow, "
-                      "or a YAML policy file")
+    dojo.add_argument("--policy", default="scoped",
+                      help="scoped (contain_untrusted_flows and scope_to_request), flows "
+                      "(contain_untrusted_flows alone), taint (contain_untrusted), allow, or a "
+                      "YAML policy file")
     dojo.add_argument("--approver", default="deny", choices=("deny", "oracle", "approve"),
                       help="who answers approval requests: deny all, an oracle that approves "
                       "exactly the user's own calls, or approve all")

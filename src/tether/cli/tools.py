@@ -19,7 +19,7 @@ def register(commands: Any) -> None:
     parser: argparse.ArgumentParser = commands.add_parser(
         "tools", help="show tools' declared metadata",
         description="Show what tools declare (side effects, egress, output trust, risk, tags, "
-        "parties), with a tools overlay applied.")
+        "parties, intents), with a tools overlay applied.")
     parser.set_defaults(run=lambda _args: usage(parser))
     sub = parser.add_subparsers(title="tools commands", metavar="COMMAND")
     show = sub.add_parser("show", help="the tools and their metadata")
@@ -47,6 +47,7 @@ def run_show(args: argparse.Namespace) -> int:
     for tool in tools:
         meta = tool.meta.to_dict()
         meta["parties"] = sorted(tool.meta.parties)
+        meta["intents"] = sorted(tool.meta.intents)
         rows.append({"name": tool.name, **meta,
                      "declared_by": list(getattr(tool, "source", ())) or ["code"]})
     if args.json:
@@ -56,5 +57,6 @@ def run_show(args: argparse.Namespace) -> int:
         flags = [k for k in ("side_effect", "egress", "idempotent") if row[k]]
         print(f"{row['name']}: {', '.join(flags) or 'no side effect, no egress'}; output "
               f"{row['output_trust']}; risk {row['risk']}; tags {row['tags'] or '-'}; parties "
-              f"{row['parties'] or '-'}  (declared by {'; '.join(row['declared_by'])})")
+              f"{row['parties'] or '-'}; intents {row['intents'] or '-'}  "
+              f"(declared by {'; '.join(row['declared_by'])})")
     return EXIT_OK

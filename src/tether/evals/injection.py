@@ -21,11 +21,17 @@ from typing import Any
 from tether.evals.agentdojo import PairResult
 from tether.journal.views.metrics import rate
 
-POLICIES = ("allow", "taint", "flows")  # or a path to a YAML policy
+POLICIES = ("allow", "taint", "flows", "scoped")  # or a path to a YAML policy
 
 
 def policy_named(spec: str) -> Any:
-    from tether.policy import contain_untrusted, contain_untrusted_flows, load_policy
+    from tether.policy import (
+        DenyOverrides,
+        contain_untrusted,
+        contain_untrusted_flows,
+        load_policy,
+        scope_to_request,
+    )
 
     if spec == "allow":
         return None
@@ -33,6 +39,8 @@ def policy_named(spec: str) -> Any:
         return contain_untrusted
     if spec == "flows":
         return contain_untrusted_flows
+    if spec == "scoped":
+        return DenyOverrides(contain_untrusted_flows, scope_to_request)
     return load_policy(spec)
 
 

@@ -29,8 +29,10 @@ if TYPE_CHECKING:
     from tether.policy.presets import (
         ContainUntrusted,
         ContainUntrustedFlows,
+        ScopeToRequest,
         contain_untrusted,
         contain_untrusted_flows,
+        scope_to_request,
     )
     from tether.policy.yaml_policy import YamlPolicy, load_policy
     from tether.policy.yaml_source import PolicyLoadError
@@ -39,14 +41,15 @@ _WHERE = {
     "DefaultDeny": "combinators", "DenyOverrides": "combinators", "FirstMatch": "combinators",
     "Voter": "combinators", "ContainUntrusted": "presets", "contain_untrusted": "presets",
     "ContainUntrustedFlows": "presets", "contain_untrusted_flows": "presets",
+    "ScopeToRequest": "presets", "scope_to_request": "presets",
     "YamlPolicy": "yaml_policy", "load_policy": "yaml_policy", "PolicyLoadError": "yaml_source",
 }
 
 __all__ = ["RESTRICTIVENESS", "Action", "AllowAll", "ContainUntrusted", "ContainUntrustedFlows",
            "Context", "Decision", "DefaultDeny", "DenyOverrides", "Effect", "FirstMatch",
-           "Policy", "PolicyLoadError", "Resource", "Subject", "Voter", "YamlPolicy",
-           "contain_untrusted", "contain_untrusted_flows", "decide", "load_policy",
-           "policy_id_of"]
+           "Policy", "PolicyLoadError", "Resource", "ScopeToRequest", "Subject", "Voter",
+           "YamlPolicy", "contain_untrusted", "contain_untrusted_flows", "decide", "load_policy",
+           "policy_id_of", "scope_to_request"]
 
 
 def __getattr__(name: str) -> Any:

@@ -65,6 +65,7 @@ class Resource:
     owner: str | None = None
     idempotent: bool = False
     parties: frozenset[str] = frozenset()  # arguments that name a party (ToolMeta.parties)
+    intents: frozenset[str] = frozenset()  # words that ask for the tool (ToolMeta.intents)
 
     def to_dict(self) -> dict[str, Any]:
         out = {"name": self.name, "tags": sorted(self.tags), "risk": self.risk,
@@ -73,6 +74,8 @@ class Resource:
                "idempotent": self.idempotent}
         if self.parties:
             out["parties"] = sorted(self.parties)
+        if self.intents:
+            out["intents"] = sorted(self.intents)
         return out
 
     @classmethod
@@ -80,7 +83,8 @@ class Resource:
         return cls(data["name"], frozenset(data.get("tags", ())), data.get("risk", "low"),
                    data.get("side_effect", False), data.get("egress", False),
                    data.get("output_trust", "trusted"), data.get("owner"),
-                   data.get("idempotent", False), frozenset(data.get("parties", ())))
+                   data.get("idempotent", False), frozenset(data.get("parties", ())),
+                   frozenset(data.get("intents", ())))
 
 
 @fast_init

@@ -118,7 +118,7 @@ def _resource(node: Node | None, tool: str) -> Resource:
     if node is None:
         return Resource(tool)
     keys = node.mapping(("tags", "risk", "side_effect", "egress", "output_trust", "owner",
-                         "idempotent"))
+                         "idempotent", "parties", "intents"))
 
     def flag(key: str) -> bool:
         return keys[key].boolean() if key in keys else False
@@ -129,7 +129,8 @@ def _resource(node: Node | None, tool: str) -> Resource:
         flag("side_effect"), flag("egress"),
         keys["output_trust"].choice(TRUSTS) if "output_trust" in keys else "trusted",
         keys["owner"].text() if "owner" in keys else None,
-        flag("idempotent"),
+        flag("idempotent"), _set(keys.get("parties")),
+        frozenset(word.casefold() for word in _set(keys.get("intents"))),
     )
 
 

@@ -1,8 +1,9 @@
 """Tool metadata outside the code: a reviewed overlay file that declares what tools are and do.
 
 Why: policies decide on declared metadata — side effects, egress, the trust of a tool's output,
-risk, tags, the arguments that name a party — but many tools are not yours to annotate: a
-third-party library's functions, an MCP server's tools. An overlay (``tools.yaml``) declares
+risk, tags, the arguments that name a party, the words with which a request asks for the tool —
+but many tools are not yours to annotate: a third-party library's functions, an MCP server's
+tools. An overlay (``tools.yaml``) declares
 them in one reviewed file, by tool name or glob, and applies to any tools. Decision: the file is
 read as strictly as a policy — unknown keys, wrong types, duplicate keys, a name that is none of
 the tools (a typo would leave a tool undeclared), a party that is not an argument of the tool:
@@ -16,7 +17,7 @@ Format::
     tools:
       "read_*":             {output_trust: untrusted}
       send_money:           {side_effect: true, egress: true, risk: high, tags: [payments],
-                             parties: [recipient]}
+                             parties: [recipient], intents: [pay, send, transfer]}
 """
 
 from __future__ import annotations
@@ -33,7 +34,7 @@ from tether.policy.yaml_source import Node, PolicyLoadError, parse_yaml
 from tether.tools.base import RISKS, Tool, ToolMeta, ToolWrapper
 
 FLAGS = ("side_effect", "egress", "idempotent")
-KEYS = (*FLAGS, "output_trust", "risk", "tags", "parties", "owner")
+KEYS = (*FLAGS, "output_trust", "risk", "tags", "parties", "intents", "owner")
 
 
 class OverlayError(PolicyLoadError):
@@ -145,6 +146,9 @@ def _changes(node: Node) -> dict[str, Any]:
             out[key] = child.choice(RISKS)
         elif key == "owner":
             out[key] = child.text()
-        else:  # tags, parties
+        else:  # tags, parties, intents
             out[key] = frozenset(child.texts()) if child.value != [] else frozenset()
+            if key == "intents" and any(len(word.split()) != 1 for word in out[key]):
+                child.fail("intents are single words", "write each word on its own: "
+                           "[reserve, book]")
     return out

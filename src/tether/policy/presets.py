@@ -12,6 +12,7 @@ keeps your denials and adds the approval step on tainted sessions.
 from __future__ import annotations
 
 from tether.policy.base import Action, Context, Decision, Effect, Resource, Subject
+from tether.tokens import tokens
 
 
 class ContainUntrusted:
@@ -91,3 +92,51 @@ class ContainUntrustedFlows:
 
 
 contain_untrusted_flows = ContainUntrustedFlows()
+
+
+class ScopeToRequest:
+    """A side-effecting tool runs unasked only when the user's request asks for what it does.
+
+    Why: provenance stops an injected *value* (an attacker's account, address, URL), but not an
+    injected *action* whose values are all innocent — "book the most expensive hotel in Paris"
+    names a hotel the trusted listing also names. What the user asked for is known before any
+    untrusted text is read: the request (``context.request``, put there by the runtime from the
+    session's task). Each side-effecting tool declares the words that ask for it (``intents``:
+    ``reserve_hotel`` — reserve, reservation, book); a request that uses none of them did not
+    ask for the tool, so a call to it waits for a person. Words match whole tokens, case
+    aside ("invited" does not ask to invite). A side-effecting tool that declares no intents,
+    and every side effect in a session without a request (the gateway), needs an approval too:
+    the scope fails closed. Tools without side effects are never scoped. It only answers ALLOW
+    or REQUIRE_APPROVAL; stack it: ``DenyOverrides(contain_untrusted_flows, scope_to_request)``.
+    """
+
+    __slots__ = ("_clean", "policy_id")
+    inline = True  # decides from its arguments alone: no I/O (see tether.policy.deadline)
+
+    def __init__(self, policy_id: str = "scope-to-request") -> None:
+        self.policy_id = policy_id
+        self._clean = Decision(Effect.ALLOW, "the user's request asks for what this tool does",
+                               policy_id)
+
+    def __repr__(self) -> str:
+        return f"ScopeToRequest(policy_id={self.policy_id!r})"
+
+    def evaluate(
+        self, subject: Subject, action: Action, resource: Resource, context: Context
+    ) -> Decision:
+        if not resource.side_effect:
+            return self._clean
+        if not resource.intents:
+            return Decision(Effect.REQUIRE_APPROVAL,
+                            f"'{action.tool}' has side effects and declares no intents (the "
+                            "words that ask for it), so no request can ask for it; a person "
+                            "must approve this call, or declare its intents", self.policy_id)
+        if not resource.intents.isdisjoint(tokens(context.request)):
+            return self._clean
+        return Decision(Effect.REQUIRE_APPROVAL,
+                        f"the user's request asks for none of what '{action.tool}' does "
+                        f"({', '.join(sorted(resource.intents))}); a person must approve "
+                        "this call", self.policy_id)
+
+
+scope_to_request = ScopeToRequest()

@@ -185,10 +185,13 @@ class Agent:
         context: Mapping[str, Any] | None = None,
         session_id: str | None = None,
         metadata: Mapping[str, Any] | None = None,
+        request: str | None = None,
     ) -> Session:
         """A new run of this recipe on ``task``. Fails here if the budget cannot be enforced.
         ``metadata`` labels the session in its journal (e.g. an evaluation trial's identity);
-        neither the model nor the policy sees it."""
+        neither the model nor the policy sees it. ``request`` is what the user asked, for the
+        policy (``context.request``), when the task is not the user's own words (a sub-agent's
+        task, written by its caller's model): by default the task."""
         from tether.runtime.session import Session
 
         if self.tenant_id is not None:
@@ -198,7 +201,7 @@ class Agent:
             tenant_id = self.tenant_id
         return Session(self, task, budget=budget or self.budget, user_id=user_id,
                        tenant_id=tenant_id, roles=roles, context=context, session_id=session_id,
-                       metadata=metadata)
+                       metadata=metadata, request=request)
 
     def run_stream(self, task: str, **kwargs: Any) -> AsyncIterator[StreamEvent]:
         """``async for event in agent.run_stream(task)``: TextDelta, ToolCallEvent,

@@ -7,13 +7,10 @@ with its tool's declared output trust — so for each argument it can say which 
 appears in: ``user``, ``trusted`` (a tool declared trusted), ``untrusted``, or ``nowhere`` (the
 model made it up). Policies read it as ``context.provenance[arg]``.
 
-Decision: matching is on whole values and tokens, never substrings. A text is cut into tokens at
-white space, with surrounding punctuation stripped (so an e-mail address, an IBAN, a URL, an id
-or a decimal stays one token); a value matches a source when its tokens appear there as a
-contiguous run, compared case-insensitively. A day written with its month ("June 13", "13 June")
-is one date token, so the number 13 does not come "from" a date, and "2013" never matches "13".
-Numbers match as numbers (``100`` matches "100" and "100.0"). A list or mapping is the union of
-its leaves' origins; booleans and None carry none.
+Decision: matching is on whole values and tokens, never substrings (``tether.tokens``: an
+e-mail address, an IBAN, a URL or an id stays one token, "June 13" is one date token, numbers
+match as numbers); a value matches a source when its tokens appear there as a contiguous run. A
+list or mapping is the union of its leaves' origins; booleans and None carry none.
 
 Cost: nothing unless a policy reads ``context.provenance`` — the mapping is computed when first
 read, and only then are new tool results tokenised (once each).
@@ -21,52 +18,13 @@ read, and only then are new tool results tokenised (once each).
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterator, Mapping, Sequence
-from decimal import Decimal, InvalidOperation
 from typing import Any
+
+from tether.tokens import tokens
 
 USER, TRUSTED, UNTRUSTED, NOWHERE = "user", "trusted", "untrusted", "nowhere"
 ORIGINS = (USER, TRUSTED, UNTRUSTED, NOWHERE)
-_STRIP = ".,;:!?()[]{}<>\"'`*"
-_MONTHS = ("jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "sept", "oct", "nov",
-           "dec", "january", "february", "march", "april", "june", "july", "august",
-           "september", "october", "november", "december")
-_DAY = re.compile(r"^\d{1,2}(st|nd|rd|th)?$")
-
-
-def _number(token: str) -> str | None:
-    """A numeric token in one canonical form ("100", "100.0" and "1e2" alike), else None."""
-    if not token or not (token[0].isdigit() or token[0] in "+-."):
-        return None
-    if len(token) > 1 and token[0] == "0" and token[1].isdigit():
-        return None  # "0532" is an identifier, not the number 532
-    try:
-        value = Decimal(token)
-    except InvalidOperation:
-        return None
-    if not value.is_finite():
-        return None
-    return format(value.normalize(), "f")
-
-
-def tokens(text: str) -> list[str]:
-    """``text`` as comparable tokens: lower case, punctuation around them stripped, numbers in
-    one form, a month and its day joined into one date token."""
-    out: list[str] = []
-    for raw in text.split():
-        token = raw.strip(_STRIP).casefold()
-        if not token:
-            continue
-        number = _number(token)
-        if out and ((token in _MONTHS and _DAY.match(out[-1]))
-                    or (out[-1] in _MONTHS and _DAY.match(token))):
-            out[-1] = f"{out[-1]} {token}"  # a date: neither part stands alone
-            continue
-        out.append(number if number is not None else token)
-    return out
-
-
 def _leaves(value: Any) -> Iterator[str]:
     """The scalar leaves of an argument value, as text (booleans and None carry no origin)."""
     if isinstance(value, bool) or value is None:

@@ -149,7 +149,8 @@ async def arerun(agent: Agent, events: Sequence[Event]) -> RerunReport:
     subject = start["subject"]
     session = replica.session(start["task"], budget=Budget.from_dict(start["budget"]),
                               user_id=subject["user_id"], tenant_id=subject["tenant_id"],
-                              roles=subject["roles"], context=start.get("context"))
+                              roles=subject["roles"], context=start.get("context"),
+                              request=start.get("request"))
     result = await session.arun()
     for _ in range(len(record.responses) + 1):
         if not session.paused:

@@ -61,17 +61,20 @@ class Checkpoint:
 
 class Session:
     __slots__ = ("_accountant", "_journal", "_on_delta", "_result", "_running", "_state",
-                 "agent", "budget", "context", "id", "metadata", "subject", "task")
+                 "agent", "budget", "context", "id", "metadata", "request", "subject", "task")
 
     def __init__(self, agent: Agent, task: str, *, budget: Budget, user_id: str | None,
                  tenant_id: str | None, roles: Iterable[str],
                  context: Mapping[str, Any] | None, session_id: str | None,
                  history: Sequence[Event] = (),
-                 metadata: Mapping[str, Any] | None = None) -> None:
+                 metadata: Mapping[str, Any] | None = None, request: str | None = None) -> None:
         if not isinstance(task, str) or not task.strip():
             raise ValueError("task must be a non-empty string")
         self.agent = agent
         self.task = task
+        # what the user asked, for the policy (Context.request): the task, unless someone other
+        # than the user wrote the task — a sub-agent's caller passes its own request down
+        self.request = task if request is None else request
         self.budget = budget
         self.id = session_id or os.urandom(16).hex()
         self.subject = Subject(user_id, tenant_id, frozenset(roles), agent.name)
@@ -126,7 +129,8 @@ class Session:
         return cls(agent, start["task"], budget=Budget.from_dict(start["budget"]),
                    user_id=subject["user_id"], tenant_id=subject["tenant_id"],
                    roles=subject["roles"], context=start.get("context"), session_id=session_id,
-                   history=events, metadata=start.get("metadata"))
+                   history=events, metadata=start.get("metadata"),
+                   request=start.get("request"))
 
     def __repr__(self) -> str:
         return f"<Session {self.id} agent={self.agent.name!r}>"
@@ -252,7 +256,7 @@ class Session:
         gate = PolicyGate(agent.policy, self.subject, self.id, journal, state, self._accountant,
                           self.context,
                           keep=None if private is None else partial(private.put_private, self.id),
-                          timeout=agent.policy_timeout, request=self.task)
+                          timeout=agent.policy_timeout, request=self.request)
         tools = ToolCalls(session_id=self.id,
                           executor=ToolExecutor(agent.registry, agent.max_result_chars),
                           gate=gate, accountant=self._accountant, journal=journal, state=state,
@@ -282,6 +286,8 @@ class Session:
                             "tenant_id": self.subject.tenant_id,
                             "roles": sorted(self.subject.roles)},
             }
+            if self.request != self.task:
+                start["request"] = self.request
             if self.metadata:
                 start["metadata"] = self.metadata
             journal.append("session.start", start)

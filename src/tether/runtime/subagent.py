@@ -71,7 +71,8 @@ class AgentAsTool:
             session = agent.session(arguments["task"], budget=budget,
                                          user_id=context.user_id, tenant_id=context.tenant_id,
                                          context={"parent_session": context.session_id,
-                                                  "parent_call": context.call_id})
+                                                  "parent_call": context.call_id},
+                                         request=context.request)
             try:
                 result = await session.arun()
             finally:

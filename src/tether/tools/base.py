@@ -37,6 +37,9 @@ class ToolMeta:
     # arguments that name a party — a recipient, an account, a URL, a participant, the id of a
     # thing destroyed — where a value an attacker planted would do harm
     parties: frozenset[str] = frozenset()
+    # words that ask for what the tool does ("reserve", "book"); a request that uses none of
+    # them did not ask for it (see tether.policy.presets.ScopeToRequest)
+    intents: frozenset[str] = frozenset()
 
     def __post_init__(self) -> None:
         if isinstance(self.tags, str):  # frozenset("payments") would be a set of letters
@@ -49,6 +52,13 @@ class ToolMeta:
                             f"{{{self.parties!r}}}, not the string {self.parties!r}")
         if not isinstance(self.parties, frozenset):
             object.__setattr__(self, "parties", frozenset(self.parties))
+        if isinstance(self.intents, str):
+            raise TypeError(f"intents must be a collection of words such as "
+                            f"{{{self.intents!r}}}, not the string {self.intents!r}")
+        words = frozenset(word.casefold() for word in self.intents)
+        if any(not word or word.split() != [word] for word in words):
+            raise ValueError(f"intents must be single words, got {sorted(self.intents)}")
+        object.__setattr__(self, "intents", words)
         if self.risk not in RISKS:
             raise ValueError(f"risk must be one of {RISKS}, got {self.risk!r}")
         if self.output_trust not in ("trusted", "untrusted"):
@@ -65,6 +75,8 @@ class ToolMeta:
         }
         if self.parties:  # only when declared: a recipe without any keeps its fingerprint
             out["parties"] = sorted(self.parties)
+        if self.intents:
+            out["intents"] = sorted(self.intents)
         return out
 
 
@@ -84,6 +96,7 @@ class ToolContext:
     charge: Callable[[Any], None] | None = None  # adds a sub-agent's Spend to the caller's
     policy: Any = None  # the caller's policy: a sub-agent's calls must pass it too
     timeout: float | None = None  # seconds this call may take: its own, or what the budget left
+    request: str = ""  # what the user asked the calling session: a sub-agent's request too
 
 
 class ToolArgumentError(ValueError):

@@ -163,6 +163,7 @@ def tool(
     owner: str | None = None,
     inline: bool = False,
     parties: Iterable[str] = (),
+    intents: Iterable[str] = (),
 ) -> Callable[[Callable[..., Any]], FunctionTool]: ...
 
 
@@ -181,6 +182,7 @@ def tool(
     owner: str | None = None,
     inline: bool = False,
     parties: Iterable[str] = (),
+    intents: Iterable[str] = (),
 ) -> FunctionTool | Callable[[Callable[..., Any]], FunctionTool]:
     """Declare a tool: ``@tool`` or ``@tool(side_effect=True, tags={"payments"}, ...)``.
 
@@ -196,8 +198,11 @@ def tool(
     if isinstance(parties, str):
         raise ToolDefinitionError(f"parties must be a collection of argument names such as "
                                   f"{{{parties!r}}}, not the string {parties!r}")
+    if isinstance(intents, str):
+        raise ToolDefinitionError(f"intents must be a collection of words such as "
+                                  f"{{{intents!r}}}, not the string {intents!r}")
     meta = ToolMeta(frozenset(tags), risk, side_effect, egress, output_trust, timeout,
-                    idempotent, owner, parties=frozenset(parties))
+                    idempotent, owner, parties=frozenset(parties), intents=frozenset(intents))
 
     def build(f: Callable[..., Any]) -> FunctionTool:
         return FunctionTool(f, name=name, meta=meta, inline=inline)

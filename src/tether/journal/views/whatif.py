@@ -141,7 +141,8 @@ def context_of(event: Event, start: Mapping[str, Any]) -> Context:
     return Context(event.session_id, int(seen.get("step", 0)), spend,
                    _budget_left(start.get("budget") or {}, spend), bool(seen.get("tainted")),
                    event.timestamp, dict(start.get("context") or {}),
-                   "" if gateway else str(start.get("task") or ""), provenance)
+                   "" if gateway else str(start.get("request", start.get("task")) or ""),
+                   provenance)
 
 
 def masked_fields(arguments: Mapping[str, Any]) -> tuple[str, ...]:

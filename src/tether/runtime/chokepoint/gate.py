@@ -30,13 +30,13 @@ Keep = Callable[[str, Mapping[str, Any]], None]  # (call id, arguments)
 def resource_of(tool: Tool) -> Resource:
     m = tool.meta
     return Resource(tool.name, m.tags, m.risk, m.side_effect, m.egress, m.output_trust, m.owner,
-                    m.idempotent, m.parties)
+                    m.idempotent, m.parties, m.intents)
 
 
 class PolicyGate:
     __slots__ = ("_accountant", "_extra", "_inline", "_journal", "_keep", "_policy",
-                 "_request", "_resources", "_session_id", "_sightings", "_state", "_timeout",
-                 "subject")
+                 "_resources", "_session_id", "_sightings", "_state", "_timeout",
+                 "request", "subject")
 
     def __init__(self, policy: Policy, subject: Subject, session_id: str, journal: Journal,
                  state: SessionState, accountant: Accountant, extra: Mapping[str, Any],
@@ -52,7 +52,7 @@ class PolicyGate:
         self._state = state
         self._accountant = accountant
         self._extra = extra
-        self._request = request  # the session's task: the user's request
+        self.request = request  # what the user asked: the session's task, or a caller's request
         self._sightings = Sightings(request, state.ran)
         self._resources: dict[str, Resource] = {}
 
@@ -75,7 +75,7 @@ class PolicyGate:
         remaining = acc.remaining(elapsed)
         provenance = ArgumentProvenance(arguments, self._sightings)
         context = Context(self._session_id, t.steps, spend, remaining, self._state.tainted,
-                          time.time(), self._extra, self._request, provenance)
+                          time.time(), self._extra, self.request, provenance)
         action = Action(tool.name, arguments)
         if self._inline:
             decision = decide(self._policy, self.subject, action, resource, context)

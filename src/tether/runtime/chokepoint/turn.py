@@ -413,7 +413,8 @@ class ToolCalls:
         context = ToolContext(self._session_id, call.id, self._state.tally.steps,
                               subject.user_id, subject.tenant_id, credentials=token,
                               sub_budget=lambda: self._accountant.lease(call.id),
-                              charge=charge, policy=self._gate.policy, timeout=timeout)
+                              charge=charge, policy=self._gate.policy, timeout=timeout,
+                              request=self._gate.request)
 
         def scrub(text: str) -> str:
             for fn in scrubbers:

@@ -1,0 +1,55 @@
+"""Text cut into comparable tokens: one tokeniser for every rule that matches words or values.
+
+Why: provenance asks "did this value appear in what the session read?" and request scoping asks
+"did the user's request use this word?"; both must agree on what a word is, and both must match
+whole tokens, never substrings — "13" must not come from "June 13", "2013" or "id-1301".
+
+Decision: a text is cut at white space, punctuation around a token stripped (so an e-mail
+address, an IBAN, a URL, an id or a decimal stays one token), compared case-insensitively.
+A day written with its month ("June 13", "13 June") is one date token, so neither part stands
+alone. Numbers take one canonical form ("100", "100.0" and "1e2" alike), except a number with a
+leading zero, which is an identifier ("0532").
+"""
+
+from __future__ import annotations
+
+import re
+from decimal import Decimal, InvalidOperation
+
+_STRIP = ".,;:!?()[]{}<>\"'`*"
+_MONTHS = ("jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "sept", "oct", "nov",
+           "dec", "january", "february", "march", "april", "june", "july", "august",
+           "september", "october", "november", "december")
+_DAY = re.compile(r"^\d{1,2}(st|nd|rd|th)?$")
+
+
+def _number(token: str) -> str | None:
+    """A numeric token in one canonical form ("100", "100.0" and "1e2" alike), else None."""
+    if not token or not (token[0].isdigit() or token[0] in "+-."):
+        return None
+    if len(token) > 1 and token[0] == "0" and token[1].isdigit():
+        return None  # "0532" is an identifier, not the number 532
+    try:
+        value = Decimal(token)
+    except InvalidOperation:
+        return None
+    if not value.is_finite():
+        return None
+    return format(value.normalize(), "f")
+
+
+def tokens(text: str) -> list[str]:
+    """``text`` as comparable tokens: lower case, punctuation around them stripped, numbers in
+    one form, a month and its day joined into one date token."""
+    out: list[str] = []
+    for raw in text.split():
+        token = raw.strip(_STRIP).casefold()
+        if not token:
+            continue
+        number = _number(token)
+        if out and ((token in _MONTHS and _DAY.match(out[-1]))
+                    or (out[-1] in _MONTHS and _DAY.match(token))):
+            out[-1] = f"{out[-1]} {token}"  # a date: neither part stands alone
+            continue
+        out.append(number if number is not None else token)
+    return out
