@@ -51,6 +51,14 @@ def test_words_match_whole_tokens_only() -> None:
     assert decide(invite, "Please invite Dora.").effect is Effect.ALLOW
 
 
+def test_joined_words_must_all_be_asked_for() -> None:
+    hotel = Resource("reserve_hotel", side_effect=True,
+                     intents=frozenset({"reservation", "book+hotel"}))
+    assert decide(hotel, "Remind me to book a table.").effect is Effect.REQUIRE_APPROVAL
+    assert decide(hotel, "Book the best hotel in Paris.").effect is Effect.ALLOW
+    assert decide(hotel, "Make a reservation for me.").effect is Effect.ALLOW
+
+
 def test_it_fails_closed_and_leaves_reads_alone() -> None:
     undeclared = Resource("wire", side_effect=True)
     assert "declares no intents" in decide(undeclared, "wire the money").reason
@@ -58,13 +66,14 @@ def test_it_fails_closed_and_leaves_reads_alone() -> None:
     assert decide(Resource("search"), "").effect is Effect.ALLOW  # no side effect
 
 
-@given(st.text(max_size=40), st.frozensets(st.sampled_from(["book", "pay", "13", "x"])),
-       st.booleans())
+@given(st.text(alphabet="book pay hotel 13 x.", max_size=40),
+       st.frozensets(st.sampled_from(["book", "pay", "13", "x", "book+hotel"])), st.booleans())
 def test_it_allows_exactly_what_the_request_asks_for(request: str, intents: frozenset[str],
                                                     side_effect: bool) -> None:
     resource = Resource("t", side_effect=side_effect, intents=intents)
     effect = decide(resource, request).effect
-    asked = not side_effect or bool(intents & set(tokens(request)))
+    words = set(tokens(request))
+    asked = not side_effect or any(set(i.split("+")) <= words for i in intents)
     assert effect is (Effect.ALLOW if asked else Effect.REQUIRE_APPROVAL)
 
 
@@ -133,8 +142,9 @@ def test_intents_in_an_overlay_in_code_and_in_policy_cases() -> None:
     assert declared[0].meta.intents == frozenset({"list"})  # words are compared case aside
     assert declared[0].meta.to_dict()["intents"] == ["list"]
     assert "intents" not in tools[1].meta.to_dict()  # undeclared: the fingerprint is unchanged
-    with pytest.raises(OverlayError, match="line 2"):
-        parse_overlay("tools:\n  list_hotels: {intents: [make a booking]}\n")
+    for bad in ("make a booking", "book+", "+hotel"):
+        with pytest.raises(OverlayError, match="line 2"):
+            parse_overlay(f"tools:\n  list_hotels: {{intents: [{bad}]}}\n")
     with pytest.raises(TypeError, match="not the string"):
         tool(intents="book")  # type: ignore[arg-type]
     cases = load_cases("""

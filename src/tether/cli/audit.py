@@ -1,10 +1,11 @@
-"""``tether audit verify|show|list|export``: read a store's journals as an auditor would.
+"""``tether audit verify|show|list|export|trust``: read a store's journals as an auditor would.
 
 Why: the journal is tether's evidence. ``verify`` proves each session's hash chain holds — or
 names the session, the seq and what was probably done to it — for every session of a store, or
 for an exported file with no store at all. ``show`` turns one session into a timeline a person
 reads; ``list`` finds sessions; ``export`` writes JSON lines that carry the hashes, so someone
-else can verify them offline.
+else can verify them offline. ``trust`` (``cli/audit_trust.py``) finds tools declared trusted
+whose recorded results carried planted canaries.
 
 Decision: these commands only read. ``verify`` checks each session against the event count the
 store's index recorded too, so a cut or extended tail is caught, and prints each intact
@@ -20,10 +21,11 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from tether.cli import audit_trust
 from tether.cli.common import (
     EXIT_FINDING,
     EXIT_OK,
@@ -100,6 +102,7 @@ def register(commands: Any) -> None:
                         help="only sessions written since: 7d, 12h, 2025-01-31, ...")
     export.add_argument("-o", "--output", metavar="FILE", help="write here instead of stdout")
     export.set_defaults(run=run_export)
+    audit_trust.add(sub)
 
 
 # -- verify -------------------------------------------------------------------------------------
@@ -124,6 +127,13 @@ def _sessions(store: Store, tenant: str | None, since: float | None = None) -> l
     """The store's sessions (of ``tenant`` only, when one is given)."""
     infos = store.sessions(since=since)
     return infos if tenant is None else [i for i in infos if i.tenant_id == tenant]
+
+
+def read_sessions(store: Store, tenant: str | None,
+                  since: float | None = None) -> Iterator[list[Event]]:
+    """Each session's events, one session at a time (of ``tenant`` only, when given)."""
+    for info in _sessions(store, tenant, since):
+        yield store.read(info.session_id)
 
 
 def _read(store: Store, session_id: str, tenant: str | None) -> list[Event]:

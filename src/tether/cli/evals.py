@@ -85,6 +85,10 @@ def register(commands: Any) -> None:
     dojo.add_argument("--json", metavar="FILE", help="write the table as JSON")
     dojo.add_argument("--baseline", metavar="FILE",
                       help="an earlier --json: exit 1 if attack success rose or utility fell")
+    dojo.add_argument("--trust-probe", action="store_true",
+                      help="instead: plant a canary in every injection vector, run every task's "
+                      "own calls, and report the tools that carried one; exit 1 if one the "
+                      "overlay declares trusted did")
     dojo.set_defaults(run=run_agentdojo)
 
     metrics = commands.add_parser(
@@ -213,6 +217,21 @@ def run_metrics(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _trust_probe(suites: list[str], version: str) -> int:
+    from tether.evals.agentdojo import probe_trust
+    from tether.journal.views.trust import render
+
+    findings = 0
+    for name in suites:
+        found, unexercised = probe_trust(name, version)
+        findings += sum(c.finding for c in found)
+        print(f"== {name} (AgentDojo {version}): a canary in every injection vector")
+        print(render(found))
+        if unexercised:
+            print(f"not called by any task, so not judged: {', '.join(unexercised)}")
+    return EXIT_FINDING if findings else EXIT_OK
+
+
 def run_agentdojo(args: argparse.Namespace) -> int:
     from tether.evals.injection import policy_named, render, run_benchmark, table
 
@@ -227,6 +246,8 @@ def run_agentdojo(args: argparse.Namespace) -> int:
     except (ValueError, ImportError, KeyError) as exc:
         error(str(exc))
         return EXIT_USAGE
+    if args.trust_probe:
+        return _trust_probe(suites, args.version)
     runs = {"open": ("allow", "none"), "governed": (args.policy, args.approver)}
     results = {label: run_benchmark(suites, policy=policy, approver=approver,
                                     version=args.version, workers=args.workers)

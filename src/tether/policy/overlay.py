@@ -148,7 +148,9 @@ def _changes(node: Node) -> dict[str, Any]:
             out[key] = child.text()
         else:  # tags, parties, intents
             out[key] = frozenset(child.texts()) if child.value != [] else frozenset()
-            if key == "intents" and any(len(word.split()) != 1 for word in out[key]):
-                child.fail("intents are single words", "write each word on its own: "
-                           "[reserve, book]")
+            if key == "intents":
+                try:
+                    ToolMeta(intents=out[key])
+                except ValueError as exc:
+                    child.fail(str(exc), "write [reservation, book+hotel]")
     return out

@@ -102,7 +102,8 @@ class ScopeToRequest:
     names a hotel the trusted listing also names. What the user asked for is known before any
     untrusted text is read: the request (``context.request``, put there by the runtime from the
     session's task). Each side-effecting tool declares the words that ask for it (``intents``:
-    ``reserve_hotel`` — reserve, reservation, book); a request that uses none of them did not
+    ``reserve_hotel`` — reservation, book+hotel, where ``+`` joins words that must all be
+    there: "book a table" does not ask for a hotel); a request that uses none of them did not
     ask for the tool, so a call to it waits for a person. Words match whole tokens, case
     aside ("invited" does not ask to invite). A side-effecting tool that declares no intents,
     and every side effect in a session without a request (the gateway), needs an approval too:
@@ -131,7 +132,8 @@ class ScopeToRequest:
                             f"'{action.tool}' has side effects and declares no intents (the "
                             "words that ask for it), so no request can ask for it; a person "
                             "must approve this call, or declare its intents", self.policy_id)
-        if not resource.intents.isdisjoint(tokens(context.request)):
+        words = set(tokens(context.request))
+        if any(words.issuperset(intent.split("+")) for intent in resource.intents):
             return self._clean
         return Decision(Effect.REQUIRE_APPROVAL,
                         f"the user's request asks for none of what '{action.tool}' does "

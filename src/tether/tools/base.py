@@ -37,8 +37,8 @@ class ToolMeta:
     # arguments that name a party — a recipient, an account, a URL, a participant, the id of a
     # thing destroyed — where a value an attacker planted would do harm
     parties: frozenset[str] = frozenset()
-    # words that ask for what the tool does ("reserve", "book"); a request that uses none of
-    # them did not ask for it (see tether.policy.presets.ScopeToRequest)
+    # words that ask for what the tool does ("reservation", "book+hotel": both words); a
+    # request that uses none of them did not ask for it (tether.policy.presets.ScopeToRequest)
     intents: frozenset[str] = frozenset()
 
     def __post_init__(self) -> None:
@@ -56,8 +56,10 @@ class ToolMeta:
             raise TypeError(f"intents must be a collection of words such as "
                             f"{{{self.intents!r}}}, not the string {self.intents!r}")
         words = frozenset(word.casefold() for word in self.intents)
-        if any(not word or word.split() != [word] for word in words):
-            raise ValueError(f"intents must be single words, got {sorted(self.intents)}")
+        if any(not all(part and part.split() == [part] for part in word.split("+"))
+               for word in words):
+            raise ValueError(f"intents are words, or words joined by '+' that must all be "
+                             f"asked for (book+hotel), got {sorted(self.intents)}")
         object.__setattr__(self, "intents", words)
         if self.risk not in RISKS:
             raise ValueError(f"risk must be one of {RISKS}, got {self.risk!r}")

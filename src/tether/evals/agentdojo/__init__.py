@@ -91,6 +91,16 @@ def overlay_for(suite: str) -> Any:
     return parse_overlay(path.read_text(encoding="utf-8"), f"tether/evals/agentdojo/{suite}.yaml")
 
 
+def tools_for(suite: Any, env: Any) -> tuple[Any, ...]:
+    """The suite's functions as tether tools bound to ``env``, with the suite's overlay."""
+    from agentdojo.functions_runtime import FunctionsRuntime
+
+    runtime = FunctionsRuntime(suite.tools)
+    tools: tuple[Any, ...] = overlay_for(suite.name).apply(
+        [DojoTool(f, runtime, env) for f in suite.tools])
+    return tools
+
+
 def oracle_for(plan: list[PlannedCall]) -> Any:
     """An approver that approves exactly the calls of the user's own ground truth."""
     from tether.runtime.chokepoint.approver import approve_when
@@ -108,7 +118,7 @@ def run_pair(suite: Any, user_task: Any, injection_task: Any, *, policy: Any = N
     ``approver="oracle"`` approves exactly the user's ground-truth calls."""
     from agentdojo.attacks import FixedJailbreakAttack
     from agentdojo.attacks.important_instructions_attacks import ImportantInstructionsAttack
-    from agentdojo.functions_runtime import FunctionCall, FunctionsRuntime
+    from agentdojo.functions_runtime import FunctionCall
 
     from tether.policy.base import AllowAll
     from tether.reasoning.react import ReAct
@@ -128,8 +138,7 @@ def run_pair(suite: Any, user_task: Any, injection_task: Any, *, policy: Any = N
         for c in injection_task.ground_truth(pre.model_copy(deep=True))]
     if approver == "oracle":
         approver = oracle_for(plan)
-    runtime = FunctionsRuntime(suite.tools)
-    tools = overlay_for(suite.name).apply([DojoTool(f, runtime, env) for f in suite.tools])
+    tools = tools_for(suite, env)
     answer = user_task.GROUND_TRUTH_OUTPUT or "Done."
     model = obedient_model(plan, attack_plan, injection_text=MARKER if attack_plan else None,
                            answer=answer)
@@ -182,3 +191,34 @@ def run_user_task(name: str, user_task_id: str, *, policy: Any = None, approver:
     user_task = suite.get_user_task_by_id(user_task_id)
     return [run_pair(suite, user_task, injection_task, policy=policy, approver=approver)
             for injection_task in (None, *suite.injection_tasks.values())]
+
+
+def probe_trust(name: str, version: str = "v1.2.2") -> tuple[list[Any], tuple[str, ...]]:
+    """The trust audit on suite ``name``: a canary planted in every injection vector (where
+    third parties write), each user and injection task's ground truth run through tether with
+    nothing refused. Returns every tool that carried a canary (``tether.journal.views.trust``;
+    those the overlay declares trusted are findings) and the tools no task called, which the
+    probe could not judge."""
+    from tether.journal.views.trust import carriers
+    from tether.reasoning.react import ReAct
+    from tether.runtime.agent import Agent
+    from tether.store.memory import MemoryStore
+
+    suite = load_suite(name, version)
+    canaries = {vector: f"TetherCanary-{vector}" for vector in
+                suite.get_injection_vector_defaults()}
+    store = MemoryStore()
+    for task in (*suite.user_tasks.values(), *suite.injection_tasks.values()):
+        env = suite.load_and_inject_default_environment(canaries)
+        if hasattr(task, "init_environment"):
+            env = task.init_environment(env)
+        plan = [PlannedCall(c.function, dict(c.args))
+                for c in task.ground_truth(env.model_copy(deep=True))]
+        agent = Agent(model=obedient_model(plan, []), reasoning=ReAct(),
+                      tools=tools_for(suite, env),
+                      store=store, name=f"agentdojo-{name}-probe", check_policy_names=False)
+        agent.run(getattr(task, "PROMPT", None) or task.GOAL)
+    sessions = [store.read(i.session_id) for i in store.sessions()]
+    called = {e.data["tool"] for events in sessions for e in events if e.type == "tool.result"}
+    unexercised = tuple(sorted({f.name for f in suite.tools} - called))
+    return carriers(sessions, list(canaries.values())), unexercised
