@@ -71,9 +71,11 @@ def test_the_shell_commands_run_in_order(tmp_path: Path) -> None:
             assert done.returncode == 0, (command, done.stderr)
         if argv[1] == "resume":
             assert out.startswith("stop reason: finished")
+        if argv[1:3] == ["audit", "trust"]:  # nothing planted in the billing desk's world
+            assert out == "no tool result carried a canary\n"
         if argv[1:3] == ["store", "prune"]:
             assert out.startswith(("would prune 0 sessions", "pruned 0 sessions"))
             assert out.endswith("1 kept\n") or "--dry-run" in argv
     assert seen == ["examples/billing_desk.py", "approvals", "approvals", "resume", "settle",
-                    "audit", "audit", "audit", "audit", "audit", "audit", "what-if", "store",
-                    "store"]
+                    "audit", "audit", "audit", "audit", "audit", "audit", "audit", "what-if",
+                    "store", "store"]

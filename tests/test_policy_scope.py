@@ -25,6 +25,7 @@ from tether.policy import (
 )
 from tether.policy.cases import load_cases, run_cases
 from tether.policy.overlay import OverlayError, parse_overlay
+from tether.policy.yaml_source import PolicyLoadError
 from tether.runtime.chokepoint.approver import deny_all
 from tether.tokens import tokens
 
@@ -161,3 +162,6 @@ cases:
     expect: require_approval
 """)
     assert all(r.passed for r in run_cases(scope_to_request, cases))
+    with pytest.raises(PolicyLoadError, match="line 5"):
+        load_cases("cases:\n  - name: x\n    tool: t\n    expect: allow\n"
+                   "    metadata: {intents: [make a booking]}\n")

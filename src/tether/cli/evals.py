@@ -83,6 +83,7 @@ def register(commands: Any) -> None:
                       "exactly the user's own calls, or approve all")
     dojo.add_argument("--workers", type=int, default=2, help="worker processes")
     dojo.add_argument("--json", metavar="FILE", help="write the table as JSON")
+    dojo.add_argument("--html", metavar="FILE", help="write the table as an HTML page")
     dojo.add_argument("--baseline", metavar="FILE",
                       help="an earlier --json: exit 1 if attack success rose or utility fell")
     dojo.add_argument("--trust-probe", action="store_true",
@@ -233,7 +234,7 @@ def _trust_probe(suites: list[str], version: str) -> int:
 
 
 def run_agentdojo(args: argparse.Namespace) -> int:
-    from tether.evals.injection import policy_named, render, run_benchmark, table
+    from tether.evals.injection import policy_named, render, render_html, run_benchmark, table
 
     suites = [s.strip() for s in args.suites.split(",") if s.strip()]
     try:
@@ -253,9 +254,12 @@ def run_agentdojo(args: argparse.Namespace) -> int:
                                     version=args.version, workers=args.workers)
                for label, (policy, approver) in runs.items()}
     rows = table(suites, results["open"], results["governed"])
-    print(f"AgentDojo {args.version}, obedient model; policy {args.policy}, approver "
-          f"{args.approver}")
+    title = (f"AgentDojo {args.version}, obedient model; policy {args.policy}, approver "
+             f"{args.approver}")
+    print(title)
     print(render(rows))
+    if args.html:
+        Path(args.html).write_text(render_html(title, rows), encoding="utf-8")
     data = {"version": args.version, "policy": args.policy, "approver": args.approver,
             "rows": [r.to_dict() for r in rows]}
     if args.json:

@@ -99,18 +99,7 @@ def render(report: Report) -> str:
         f"<td>{escape(r.grade.why[:300])}</td></tr>" for r in report.failing()[:500])
     costs = [float(r.facts.cost_usd) for r in report.records]
     latency = [r.facts.seconds for r in report.records]
-    return f"""<!doctype html>
-<html lang="en"><head><meta charset="utf-8">
-<meta http-equiv="Content-Security-Policy" content="default-src 'none'; style-src 'unsafe-inline'">
-<title>tether evaluation {escape(report.evaluation)}</title>
-<style>
-body {{ font-family: system-ui, sans-serif; margin: 2em; color: #111; max-width: 1100px; }}
-table {{ border-collapse: collapse; margin: 1em 0; }}
-th, td {{ border: 1px solid #ddd; padding: 4px 8px; text-align: right; font-size: 14px; }}
-th:first-child, td:first-child {{ text-align: left; }}
-code {{ font-size: 12px; }}
-figure {{ display: inline-block; margin: 0 1em 1em 0; }}
-</style></head><body>
+    return page(f"tether evaluation {report.evaluation}", f"""\
 <h1>Evaluation {escape(report.evaluation)}</h1>
 <p>{len(report.records)} trials, seed {report.seed}. pass^k: the chance that k tries of a task
 all pass; pass@k: that at least one does (unbiased estimators over each task's trials, means over
@@ -126,5 +115,22 @@ tasks, 95% bootstrap intervals over tasks on hover and as bands).</p>
 <p>Open one with <code>tether audit show --session ID</code>.</p>
 <table><tr><th>task</th><th>perturbation</th><th>#</th><th>session</th><th>why</th></tr>
 {failing}</table>
-</body></html>
+""")
+
+
+def page(title: str, body: str) -> str:
+    """A self-contained page around ``body``: no script, no network (its CSP forbids both)."""
+    return f"""<!doctype html>
+<html lang="en"><head><meta charset="utf-8">
+<meta http-equiv="Content-Security-Policy" content="default-src 'none'; style-src 'unsafe-inline'">
+<title>{escape(title)}</title>
+<style>
+body {{ font-family: system-ui, sans-serif; margin: 2em; color: #111; max-width: 1100px; }}
+table {{ border-collapse: collapse; margin: 1em 0; }}
+th, td {{ border: 1px solid #ddd; padding: 4px 8px; text-align: right; font-size: 14px; }}
+th:first-child, td:first-child {{ text-align: left; }}
+code {{ font-size: 12px; }}
+figure {{ display: inline-block; margin: 0 1em 1em 0; }}
+</style></head><body>
+{body}</body></html>
 """

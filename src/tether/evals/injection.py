@@ -142,3 +142,33 @@ def render(rows: Sequence[Row]) -> str:
             f"{r.approvals_per_attacked:>6.2f} {r.pairs:>6} "
             f"{r.text_only_success:>5.0%} of {r.text_only_pairs}")
     return "\n".join(lines)
+
+
+def render_html(title: str, rows: Sequence[Row]) -> str:
+    """The table as a self-contained page (``tether.evals.html.page``), with a bar per suite
+    for benign utility and for attack success relative to the open door."""
+    from html import escape
+
+    from tether.evals.html import page
+
+    def bar(value: float, colour: str) -> str:
+        return (f'<svg width="120" height="12" role="img" aria-label="{value:.1%}">'
+                f'<rect width="{120 * value:.1f}" height="12" fill="{colour}"/></svg>')
+
+    body = "".join(
+        f"<tr><th>{escape(r.suite)}</th><td>{r.benign_utility:.1%} "
+        f"{bar(r.benign_utility, '#16a34a')}</td><td>{r.utility_under_attack:.1%}</td>"
+        f"<td>{r.attack_success:.1%}</td><td>{r.attack_success_relative:.1%} "
+        f"{bar(r.attack_success_relative, '#dc2626')}</td><td>{r.blocked_needlessly}</td>"
+        f"<td>{r.approvals_per_benign:.2f}</td><td>{r.approvals_per_attacked:.2f}</td>"
+        f"<td>{r.pairs}</td><td>{r.text_only_success:.0%} of {r.text_only_pairs}</td></tr>"
+        for r in rows)
+    return page(title, f"""<h1>{escape(title)}</h1>
+<p>The obedient model follows every injection it reads. Benign: the user's task done with no
+attack. Attack success relative: of the tool-call attacks that succeed with nothing in the way.
+Blocked: benign tasks done with nothing in the way, not when governed. Approvals: requests per
+task, a person's burden. Text-only injections ask for no tool call: no permission stops them.</p>
+<table><tr><th>suite</th><th>benign utility</th><th>utility under attack</th><th>attack
+success</th><th>relative</th><th>blocked</th><th>approvals per benign</th><th>per
+attacked</th><th>pairs</th><th>text-only</th></tr>{body}</table>
+""")

@@ -30,6 +30,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from tether.policy.base import Action, Context, Decision, Effect, Policy, Resource, Subject, decide
+from tether.policy.overlay import intents_of
 from tether.policy.yaml_conditions import ORIGINS, SPEND_KEYS, TRUSTS
 from tether.policy.yaml_source import Node, PolicyLoadError, parse_yaml
 from tether.tools.base import RISKS
@@ -130,7 +131,7 @@ def _resource(node: Node | None, tool: str) -> Resource:
         keys["output_trust"].choice(TRUSTS) if "output_trust" in keys else "trusted",
         keys["owner"].text() if "owner" in keys else None,
         flag("idempotent"), _set(keys.get("parties")),
-        frozenset(word.casefold() for word in _set(keys.get("intents"))),
+        intents_of(keys["intents"]) if "intents" in keys else frozenset(),
     )
 
 

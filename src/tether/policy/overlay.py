@@ -146,11 +146,17 @@ def _changes(node: Node) -> dict[str, Any]:
             out[key] = child.choice(RISKS)
         elif key == "owner":
             out[key] = child.text()
-        else:  # tags, parties, intents
+        elif key == "intents":
+            out[key] = intents_of(child)
+        else:  # tags, parties
             out[key] = frozenset(child.texts()) if child.value != [] else frozenset()
-            if key == "intents":
-                try:
-                    ToolMeta(intents=out[key])
-                except ValueError as exc:
-                    child.fail(str(exc), "write [reservation, book+hotel]")
     return out
+
+
+def intents_of(node: Node) -> frozenset[str]:
+    """A list of intents, checked and normalised as ``ToolMeta`` does (policy cases use it too)."""
+    words = frozenset(node.texts()) if node.value != [] else frozenset()
+    try:
+        return ToolMeta(intents=words).intents
+    except ValueError as exc:
+        node.fail(str(exc), "write words, or words joined by '+': [reservation, book+hotel]")

@@ -111,13 +111,14 @@ class ScopeToRequest:
     or REQUIRE_APPROVAL; stack it: ``DenyOverrides(contain_untrusted_flows, scope_to_request)``.
     """
 
-    __slots__ = ("_clean", "policy_id")
+    __slots__ = ("_asked", "_no_effect", "policy_id")
     inline = True  # decides from its arguments alone: no I/O (see tether.policy.deadline)
 
     def __init__(self, policy_id: str = "scope-to-request") -> None:
         self.policy_id = policy_id
-        self._clean = Decision(Effect.ALLOW, "the user's request asks for what this tool does",
+        self._asked = Decision(Effect.ALLOW, "the user's request asks for what this tool does",
                                policy_id)
+        self._no_effect = Decision(Effect.ALLOW, "no side effect: nothing to scope", policy_id)
 
     def __repr__(self) -> str:
         return f"ScopeToRequest(policy_id={self.policy_id!r})"
@@ -126,7 +127,7 @@ class ScopeToRequest:
         self, subject: Subject, action: Action, resource: Resource, context: Context
     ) -> Decision:
         if not resource.side_effect:
-            return self._clean
+            return self._no_effect
         if not resource.intents:
             return Decision(Effect.REQUIRE_APPROVAL,
                             f"'{action.tool}' has side effects and declares no intents (the "
@@ -134,7 +135,7 @@ class ScopeToRequest:
                             "must approve this call, or declare its intents", self.policy_id)
         words = set(tokens(context.request))
         if any(words.issuperset(intent.split("+")) for intent in resource.intents):
-            return self._clean
+            return self._asked
         return Decision(Effect.REQUIRE_APPROVAL,
                         f"the user's request asks for none of what '{action.tool}' does "
                         f"({', '.join(sorted(resource.intents))}); a person must approve "
