@@ -53,3 +53,8 @@ def tokens(text: str) -> list[str]:
             continue
         out.append(number if number is not None else token)
     return out
+
+
+def is_link(token: str) -> bool:
+    """A token that names a place to go: a URL, with or without its scheme ("www.x.com")."""
+    return "://" in token or token.startswith("www.")

@@ -49,10 +49,12 @@ TRUSTED_ORIGINS = frozenset({"user", "trusted"})  # origins a party may come fro
 
 class ContainUntrustedFlows:
     """Per-argument containment: a call whose declared party (recipient, account, URL, ...)
-    could only have come from untrusted content or from nowhere, or that sends untrusted data
-    out through a tool that declares no parties, needs an approval. Unlike ``contain_untrusted``
-    (one taint bit for the whole session), a payment to the account the user named still runs
-    after the agent has read a phishing e-mail."""
+    could only have come from untrusted content or from nowhere, that sends untrusted data out
+    through a tool that declares no parties, or that sends to its (vetted) parties a message the
+    model wrote around a link only untrusted content gave (a phishing link relayed to a
+    colleague), needs an approval. Unlike ``contain_untrusted`` (one taint bit for the whole
+    session), a payment to the account the user named still runs after the agent has read a
+    phishing e-mail."""
 
     __slots__ = ("_clean", "policy_id")
     inline = True  # decides from its arguments alone: no I/O (see tether.policy.deadline)
@@ -88,7 +90,23 @@ class ContainUntrustedFlows:
                                 f"'{action.tool}' sends data out and declares no parties, and "
                                 f"{tainted} carry untrusted content; a person must approve "
                                 "this call", self.policy_id)
+        elif resource.egress:  # its parties passed: is a planted link riding along?
+            planted = sorted(name for name in action.arguments if name not in resource.parties
+                             and _planted_in_composed(context.provenance.get(name)))
+            if planted:
+                return Decision(Effect.REQUIRE_APPROVAL,
+                                f"'{action.tool}' sends {planted} out: text the model wrote "
+                                "around a link only untrusted content gave; a person must "
+                                "approve this call", self.policy_id)
         return self._clean
+
+
+def _planted_in_composed(origins: frozenset[str] | None) -> bool:
+    """Text the model composed (found nowhere whole) around a piece — a link — that only
+    untrusted content gave. A verbatim relay of untrusted text is not this: the user may well
+    have asked for it ("forward the article to Alice"), and its parties were vetted."""
+    return (origins is not None and "nowhere" in origins and "untrusted" in origins
+            and not origins & TRUSTED_ORIGINS)
 
 
 contain_untrusted_flows = ContainUntrustedFlows()

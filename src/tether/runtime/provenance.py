@@ -10,6 +10,8 @@ model made it up). Policies read it as ``context.provenance[arg]``.
 Decision: matching is on whole values and tokens, never substrings (``tether.tokens``: an
 e-mail address, an IBAN, a URL or an id stays one token, "June 13" is one date token, numbers
 match as numbers); a value matches a source when its tokens appear there as a contiguous run. A
+text found nowhere (the model composed it) also carries the origins of the links inside it: a
+message the model wrote around a link a web page planted is where a phishing link travels. A
 list or mapping is the union of its leaves' origins; booleans and None carry none.
 
 Cost: nothing unless a policy reads ``context.provenance`` — the mapping is computed when first
@@ -21,7 +23,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
-from tether.tokens import tokens
+from tether.tokens import is_link, tokens
 
 USER, TRUSTED, UNTRUSTED, NOWHERE = "user", "trusted", "untrusted", "nowhere"
 ORIGINS = (USER, TRUSTED, UNTRUSTED, NOWHERE)
@@ -64,7 +66,13 @@ class Ledger:
             origin, source = self._sources[number]
             if origin not in found and source[position:position + len(wanted)] == wanted:
                 found.add(origin)
-        return frozenset(found) or frozenset({NOWHERE})
+        if found:
+            return frozenset(found)
+        # text the model composed: a link inside it still came from where the link was seen
+        for token in wanted:
+            if is_link(token):
+                found.update(self._sources[number][0] for number, _ in self._index.get(token, ()))
+        return frozenset({NOWHERE, *found})
 
     def origins(self, value: Any) -> frozenset[str]:
         """Where ``value`` could have come from: the union over its leaves."""
