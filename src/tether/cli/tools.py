@@ -19,7 +19,7 @@ def register(commands: Any) -> None:
     parser: argparse.ArgumentParser = commands.add_parser(
         "tools", help="show tools' declared metadata",
         description="Show what tools declare (side effects, egress, output trust, risk, tags, "
-        "parties, intents), with a tools overlay applied.")
+        "parties, intents, trusted fields), with a tools overlay applied.")
     parser.set_defaults(run=lambda _args: usage(parser))
     sub = parser.add_subparsers(title="tools commands", metavar="COMMAND")
     show = sub.add_parser("show", help="the tools and their metadata")
@@ -48,6 +48,7 @@ def run_show(args: argparse.Namespace) -> int:
         meta = tool.meta.to_dict()
         meta["parties"] = sorted(tool.meta.parties)
         meta["intents"] = sorted(tool.meta.intents)
+        meta["trusted_fields"] = sorted(tool.meta.trusted_fields)
         rows.append({"name": tool.name, **meta,
                      "declared_by": list(getattr(tool, "source", ())) or ["code"]})
     if args.json:
@@ -57,6 +58,8 @@ def run_show(args: argparse.Namespace) -> int:
         flags = [k for k in ("side_effect", "egress", "idempotent") if row[k]]
         print(f"{row['name']}: {', '.join(flags) or 'no side effect, no egress'}; output "
               f"{row['output_trust']}; risk {row['risk']}; tags {row['tags'] or '-'}; parties "
-              f"{row['parties'] or '-'}; intents {row['intents'] or '-'}  "
+              f"{row['parties'] or '-'}; intents {row['intents'] or '-'}"
+              + (f"; trusted fields {row['trusted_fields']}" if row["trusted_fields"] else "")
+              + "  "
               f"(declared by {'; '.join(row['declared_by'])})")
     return EXIT_OK

@@ -1,7 +1,8 @@
 """Tool metadata outside the code: a reviewed overlay file that declares what tools are and do.
 
 Why: policies decide on declared metadata — side effects, egress, the trust of a tool's output,
-risk, tags, the arguments that name a party, the words with which a request asks for the tool —
+risk, tags, the arguments that name a party, the words with which a request asks for the tool,
+the fields of an untrusted result that the system (not a third party) writes —
 but many tools are not yours to annotate: a third-party library's functions, an MCP server's
 tools. An overlay (``tools.yaml``) declares
 them in one reviewed file, by tool name or glob, and applies to any tools. Decision: the file is
@@ -15,7 +16,7 @@ its new metadata.
 Format::
 
     tools:
-      "read_*":             {output_trust: untrusted}
+      "read_*":             {output_trust: untrusted, trusted_fields: [id, sender]}
       send_money:           {side_effect: true, egress: true, risk: high, tags: [payments],
                              parties: [recipient], intents: [pay, send, transfer]}
 """
@@ -34,7 +35,7 @@ from tether.policy.yaml_source import Node, PolicyLoadError, parse_yaml
 from tether.tools.base import RISKS, Tool, ToolMeta, ToolWrapper
 
 FLAGS = ("side_effect", "egress", "idempotent")
-KEYS = (*FLAGS, "output_trust", "risk", "tags", "parties", "intents", "owner")
+KEYS = (*FLAGS, "output_trust", "risk", "tags", "parties", "intents", "trusted_fields", "owner")
 
 
 class OverlayError(PolicyLoadError):
@@ -148,7 +149,7 @@ def _changes(node: Node) -> dict[str, Any]:
             out[key] = child.text()
         elif key == "intents":
             out[key] = intents_of(child)
-        else:  # tags, parties
+        else:  # tags, parties, trusted_fields
             out[key] = frozenset(child.texts()) if child.value != [] else frozenset()
     return out
 

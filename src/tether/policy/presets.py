@@ -45,6 +45,9 @@ contain_untrusted = ContainUntrusted()
 
 
 TRUSTED_ORIGINS = frozenset({"user", "trusted"})  # origins a party may come from unasked
+# a party of a tool this risky that untrusted content also names waits, even if a trusted tool
+# shows it too: "delete file 13" names an id the drive's listing vouches for
+CONTESTED_RISKS = frozenset({"high", "critical"})
 
 
 class ContainUntrustedFlows:
@@ -52,9 +55,11 @@ class ContainUntrustedFlows:
     could only have come from untrusted content or from nowhere, that sends untrusted data out
     through a tool that declares no parties, or that sends to its (vetted) parties a message the
     model wrote around a link only untrusted content gave (a phishing link relayed to a
-    colleague), needs an approval. Unlike ``contain_untrusted`` (one taint bit for the whole
-    session), a payment to the account the user named still runs after the agent has read a
-    phishing e-mail."""
+    colleague), needs an approval; so does a party of a high- or critical-risk tool that
+    untrusted content names, unless the user named it too ("delete file 13" names an id the
+    drive's listing shows as well: which of the two the model followed, no one can say).
+    Unlike ``contain_untrusted`` (one taint bit for the whole session), a payment to the
+    account the user named still runs after the agent has read a phishing e-mail."""
 
     __slots__ = ("_clean", "policy_id")
     inline = True  # decides from its arguments alone: no I/O (see tether.policy.deadline)
@@ -76,6 +81,13 @@ class ContainUntrustedFlows:
             if party not in action.arguments:
                 continue
             origins = context.provenance.get(party) or frozenset()
+            if (resource.risk in CONTESTED_RISKS and "untrusted" in origins
+                    and "user" not in origins):
+                return Decision(Effect.REQUIRE_APPROVAL,
+                                f"'{party}' of '{action.tool}' (risk {resource.risk}) is named "
+                                "by untrusted content, and not by the user: a trusted tool "
+                                "showing it too does not say which one the model followed; a "
+                                "person must approve this call", self.policy_id)
             if origins and not origins & TRUSTED_ORIGINS:
                 came = " or ".join(sorted(origins))
                 return Decision(Effect.REQUIRE_APPROVAL,

@@ -12,7 +12,16 @@ e-mail address, an IBAN, a URL or an id stays one token, "June 13" is one date t
 match as numbers); a value matches a source when its tokens appear there as a contiguous run. A
 text found nowhere (the model composed it) also carries the origins of the links inside it: a
 message the model wrote around a link a web page planted is where a phishing link travels. A
-list or mapping is the union of its leaves' origins; booleans and None carry none.
+list or mapping is the union of its leaves' origins; booleans and None carry none. A JSON
+result is seen leaf by leaf (a run never spans two fields).
+
+Trusted fields: an untrusted result often mixes text a third party wrote (an e-mail's body)
+with values the system wrote (the e-mail's id, its authenticated sender). A tool that declares
+``trusted_fields`` has those keys' values seen as ``trusted`` and the rest as ``untrusted``;
+the journal records the field names with the result, so resume and what-if see the same. This
+lets "reschedule my dental check-up" use the id the calendar assigned, while "delete file 13"
+in a file's text still comes from ``untrusted`` too — ``contain_untrusted_flows`` makes a party
+of a high-risk tool that untrusted text also names wait.
 
 Cost: nothing unless a policy reads ``context.provenance`` — the mapping is computed when first
 read, and only then are new tool results tokenised (once each).
@@ -20,25 +29,39 @@ read, and only then are new tool results tokenised (once each).
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 from tether.tokens import is_link, tokens
+from tether.vouched import leaves, split_vouched
 
 USER, TRUSTED, UNTRUSTED, NOWHERE = "user", "trusted", "untrusted", "nowhere"
 ORIGINS = (USER, TRUSTED, UNTRUSTED, NOWHERE)
-def _leaves(value: Any) -> Iterator[str]:
-    """The scalar leaves of an argument value, as text (booleans and None carry no origin)."""
-    if isinstance(value, bool) or value is None:
+
+
+def _texts(content: str) -> Iterator[str]:
+    """What a result says, piece by piece: a JSON result's keys and leaves each on its own (so
+    a run never matches across two fields, and escapes such as \\n do not glue words
+    together), any other text whole."""
+    if content[:1] in ("{", "["):
+        try:
+            value = json.loads(content)
+        except ValueError:
+            yield content
+            return
+        stack = [value]
+        while stack:
+            node = stack.pop()
+            if isinstance(node, Mapping):
+                stack.extend(node.values())
+                yield from (str(key) for key in node)
+            elif isinstance(node, list):
+                stack.extend(node)
+            elif node is not None and not isinstance(node, bool):
+                yield str(node)
         return
-    if isinstance(value, Mapping):
-        for item in value.values():
-            yield from _leaves(item)
-    elif isinstance(value, list | tuple | set | frozenset):
-        for item in value:
-            yield from _leaves(item)
-    else:
-        yield str(value)
+    yield content
 
 
 class Ledger:
@@ -77,7 +100,7 @@ class Ledger:
     def origins(self, value: Any) -> frozenset[str]:
         """Where ``value`` could have come from: the union over its leaves."""
         out: set[str] = set()
-        for leaf in _leaves(value):
+        for leaf in leaves(value):
             out |= self.origins_of_text(leaf)
         return frozenset(out)
 
@@ -88,9 +111,11 @@ class Sightings:
 
     __slots__ = ("_ledger", "_request", "_results", "_seen")
 
-    def __init__(self, request: str, results: Sequence[tuple[bool, str]]) -> None:
+    def __init__(self, request: str,
+                 results: Sequence[tuple[bool, str, tuple[str, ...]]]) -> None:
         self._request = request
-        self._results = results  # (untrusted?, content), in order; grows as the session runs
+        # (untrusted?, content, trusted_fields), in order; grows as the session runs
+        self._results = results
         self._ledger: Ledger | None = None
         self._seen = 0
 
@@ -101,8 +126,13 @@ class Sightings:
             if self._request:
                 ledger.see(USER, self._request)
         results = self._results
-        for untrusted, content in results[self._seen:]:
-            ledger.see(UNTRUSTED if untrusted else TRUSTED, content)
+        for untrusted, content, fields in results[self._seen:]:
+            if untrusted and fields:
+                vouched, content = split_vouched(content, fields)
+                for value in vouched:
+                    ledger.see(TRUSTED, value)
+            for text in _texts(content):
+                ledger.see(UNTRUSTED if untrusted else TRUSTED, text)
         self._seen = len(results)
         return ledger
 

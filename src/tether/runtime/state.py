@@ -55,7 +55,7 @@ class SessionState:
         self.results: dict[str, ToolResult] = {}
         # (untrusted?, content) of every result of a tool that ran, the whole session long:
         # what provenance matches arguments against (tether.runtime.provenance)
-        self.ran: list[tuple[bool, str]] = []
+        self.ran: list[tuple[bool, str, tuple[str, ...]]] = []
         self.decisions: dict[str, Mapping[str, Any]] = {}  # call id -> its last decision event
         self.approvals: dict[str, str] = {}  # call id -> approval id
         self.granted: set[str] = set()  # call ids whose approval was used to run them
@@ -220,7 +220,8 @@ class SessionState:
         results[data["call_id"]] = ToolResult(data["call_id"], data["tool"], data["content"],
                                               data["status"])
         if data["status"] in ("ok", "error", "timeout"):
-            self.ran.append((bool(data.get("untrusted")), data["content"]))
+            self.ran.append((bool(data.get("untrusted")), data["content"],
+                             tuple(data.get("trusted_fields", ()))))
         self._done = [results[c.id] for c in self.turn if c.id in results]
         self._outbox = None
 

@@ -40,6 +40,9 @@ class ToolMeta:
     # words that ask for what the tool does ("reservation", "book+hotel": both words); a
     # request that uses none of them did not ask for it (tether.policy.presets.ScopeToRequest)
     intents: frozenset[str] = frozenset()
+    # keys of an untrusted structured result whose values the system writes, not a third
+    # party (an id it assigned, the authenticated sender): provenance sees them as trusted
+    trusted_fields: frozenset[str] = frozenset()
 
     def __post_init__(self) -> None:
         if isinstance(self.tags, str):  # frozenset("payments") would be a set of letters
@@ -52,6 +55,11 @@ class ToolMeta:
                             f"{{{self.parties!r}}}, not the string {self.parties!r}")
         if not isinstance(self.parties, frozenset):
             object.__setattr__(self, "parties", frozenset(self.parties))
+        if isinstance(self.trusted_fields, str):
+            raise TypeError(f"trusted_fields must be a collection of keys such as "
+                            f"{{{self.trusted_fields!r}}}, not the string {self.trusted_fields!r}")
+        if not isinstance(self.trusted_fields, frozenset):
+            object.__setattr__(self, "trusted_fields", frozenset(self.trusted_fields))
         if isinstance(self.intents, str):
             raise TypeError(f"intents must be a collection of words such as "
                             f"{{{self.intents!r}}}, not the string {self.intents!r}")
@@ -79,6 +87,8 @@ class ToolMeta:
             out["parties"] = sorted(self.parties)
         if self.intents:
             out["intents"] = sorted(self.intents)
+        if self.trusted_fields:
+            out["trusted_fields"] = sorted(self.trusted_fields)
         return out
 
 

@@ -164,6 +164,7 @@ def tool(
     inline: bool = False,
     parties: Iterable[str] = (),
     intents: Iterable[str] = (),
+    trusted_fields: Iterable[str] = (),
 ) -> Callable[[Callable[..., Any]], FunctionTool]: ...
 
 
@@ -183,6 +184,7 @@ def tool(
     inline: bool = False,
     parties: Iterable[str] = (),
     intents: Iterable[str] = (),
+    trusted_fields: Iterable[str] = (),
 ) -> FunctionTool | Callable[[Callable[..., Any]], FunctionTool]:
     """Declare a tool: ``@tool`` or ``@tool(side_effect=True, tags={"payments"}, ...)``.
 
@@ -192,17 +194,14 @@ def tool(
     never abandoned — its ``timeout`` does not apply — and every session on the loop waits
     while it runs. For quick functions that cannot hang (pure computation, in-memory lookups).
     """
-    if isinstance(tags, str):  # frozenset("payments") would be a set of letters
-        raise ToolDefinitionError(f"tags must be a collection of strings such as "
-                                  f"{{{tags!r}}}, not the string {tags!r}")
-    if isinstance(parties, str):
-        raise ToolDefinitionError(f"parties must be a collection of argument names such as "
-                                  f"{{{parties!r}}}, not the string {parties!r}")
-    if isinstance(intents, str):
-        raise ToolDefinitionError(f"intents must be a collection of words such as "
-                                  f"{{{intents!r}}}, not the string {intents!r}")
+    for what, value in (("tags", tags), ("parties", parties), ("intents", intents),
+                        ("trusted_fields", trusted_fields)):
+        if isinstance(value, str):  # frozenset("payments") would be a set of letters
+            raise ToolDefinitionError(f"{what} must be a collection of strings such as "
+                                      f"{{{value!r}}}, not the string {value!r}")
     meta = ToolMeta(frozenset(tags), risk, side_effect, egress, output_trust, timeout,
-                    idempotent, owner, parties=frozenset(parties), intents=frozenset(intents))
+                    idempotent, owner, parties=frozenset(parties), intents=frozenset(intents),
+                    trusted_fields=frozenset(trusted_fields))
 
     def build(f: Callable[..., Any]) -> FunctionTool:
         return FunctionTool(f, name=name, meta=meta, inline=inline)

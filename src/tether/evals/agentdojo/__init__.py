@@ -64,12 +64,24 @@ class DojoTool:
         return dict(arguments)
 
     async def invoke(self, arguments: dict[str, Any], context: ToolContext) -> Any:
-        from agentdojo.agent_pipeline.tool_execution import tool_result_to_str
-
         result, error = self._runtime.run_function(self.env, self.name, arguments)
         if error is not None:
             raise ToolFailure(f"Error: {error}")
-        return tool_result_to_str(result)
+        return _plain(result)
+
+
+def _plain(result: Any) -> Any:
+    """A function's result as plain data, rendered as JSON by the runtime — structured, so the
+    values of a tool's ``trusted_fields`` can be told from the text beside them."""
+    from pydantic import BaseModel
+
+    if isinstance(result, BaseModel):
+        return result.model_dump(mode="json")
+    if isinstance(result, list | tuple):
+        return [_plain(item) for item in result]
+    if isinstance(result, dict):
+        return {str(key): _plain(item) for key, item in result.items()}
+    return result
 
 
 @dataclass(frozen=True, slots=True)

@@ -11,7 +11,9 @@ yourself, a channel name, a shared file, a review), run sessions, then look for 
 every recorded tool result. The journal says how each tool was declared when it ran (a result of
 a tool declared untrusted carries ``untrusted``), so the audit needs no tool registry and judges
 the declaration that was in force. A canary in the result of a tool declared trusted is a
-finding. Matching is plain substring search: a canary is a string nobody else writes.
+finding; so is one in a value an untrusted tool vouched for (its ``trusted_fields``, whose
+names the result records too). Matching is plain substring search: a canary is a string nobody
+else writes.
 """
 
 from __future__ import annotations
@@ -20,6 +22,9 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from tether.types import Event
+from tether.vouched import split_vouched
+
+TRUSTED_FIELD = "trusted field"  # a value under one of an untrusted tool's trusted_fields
 
 
 @dataclass(frozen=True, slots=True)
@@ -27,15 +32,16 @@ class Carrier:
     """A tool whose results carried canaries."""
 
     tool: str
-    declared: str  # "trusted" or "untrusted": its output_trust when it ran
+    declared: str  # "trusted" or "untrusted": its output_trust when it ran; or TRUSTED_FIELD
     canaries: tuple[str, ...]  # which, sorted
     results: int  # how many of its results carried one
     first: tuple[str, int]  # (session id, seq) of the first such result
 
     @property
     def finding(self) -> bool:
-        """Declared trusted, yet it carried third-party text."""
-        return self.declared == "trusted"
+        """Declared trusted (the tool, or one of its trusted_fields), yet it carried
+        third-party text."""
+        return self.declared != "untrusted"
 
     def to_dict(self) -> dict[str, object]:
         return {"tool": self.tool, "declared": self.declared, "canaries": list(self.canaries),
@@ -56,13 +62,17 @@ def carriers(sessions: Iterable[Sequence[Event]], canaries: Sequence[str]) -> li
             if event.type != "tool.result":
                 continue
             content = str(event.data.get("content", ""))
-            found = {c for c in wanted if c in content}
-            if not found:
-                continue
-            key = (str(event.data.get("tool")),
-                   "untrusted" if event.data.get("untrusted") else "trusted")
-            known, count, first = seen.get(key, (set(), 0, (event.session_id, event.seq)))
-            seen[key] = (known | found, count + 1, first)
+            tool = str(event.data.get("tool"))
+            fields = event.data.get("trusted_fields")
+            verdicts = [("untrusted" if event.data.get("untrusted") else "trusted", content)]
+            if fields:  # the values it vouched for must carry none either
+                verdicts.append((TRUSTED_FIELD, "\n".join(split_vouched(content, fields)[0])))
+            for declared, text in verdicts:
+                found = {c for c in wanted if c in text}
+                if found:
+                    known, count, first = seen.get((tool, declared),
+                                                   (set(), 0, (event.session_id, event.seq)))
+                    seen[(tool, declared)] = (known | found, count + 1, first)
     out = [Carrier(tool, declared, tuple(sorted(found)), count, first)
            for (tool, declared), (found, count, first) in seen.items()]
     return sorted(out, key=lambda c: (not c.finding, c.tool, c.declared))
@@ -73,7 +83,7 @@ def render(found: Sequence[Carrier]) -> str:
         return "no tool result carried a canary"
     lines = []
     for c in found:
-        verdict = "FINDING: declared trusted" if c.finding else "declared untrusted"
+        verdict = f"FINDING: declared {c.declared}" if c.finding else "declared untrusted"
         lines.append(f"{c.tool}: {verdict}; {c.results} result(s) carried "
                      f"{', '.join(c.canaries)} (first: session {c.first[0]}, event {c.first[1]})")
     return "\n".join(lines)

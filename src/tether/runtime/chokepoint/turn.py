@@ -354,7 +354,8 @@ class ToolCalls:
             if admitted.prefix or (admitted.warn and result.status == "ok"):
                 content = admitted.prefix + result.content + (WARNING if admitted.warn else "")
                 result = ToolResult(result.call_id, result.name, content, result.status)
-            self.record(result, untrusted=admitted.tool.meta.output_trust == "untrusted")
+            meta = admitted.tool.meta
+            self.record(result, meta.output_trust == "untrusted", meta.trusted_fields)
             if budget_timeout and result.status == "timeout" and turn.stop is None:
                 turn.stop = Stop(StopReason.TIME_BUDGET, "time budget ran out during a tool call")
 
@@ -447,10 +448,13 @@ class ToolCalls:
             raise error("no credential is registered for it")
         return token
 
-    def record(self, result: ToolResult, untrusted: bool = False) -> None:
+    def record(self, result: ToolResult, untrusted: bool = False,
+               trusted_fields: frozenset[str] = frozenset()) -> None:
         content = self._journal.hide_secrets(result.content)  # any tool's, not only its own
         data: dict[str, Any] = {"call_id": result.call_id, "tool": result.name,
                                 "status": result.status, "content": content}
         if untrusted:
             data["untrusted"] = True
+            if trusted_fields and result.status == "ok":  # tether.runtime.provenance
+                data["trusted_fields"] = sorted(trusted_fields)
         self._journal.append("tool.result", data)
