@@ -53,8 +53,8 @@ class SessionState:
         self.turn_step = 0
         self.turn_open = False
         self.results: dict[str, ToolResult] = {}
-        # (untrusted?, content) of every result of a tool that ran, the whole session long:
-        # what provenance matches arguments against (tether.runtime.provenance)
+        # (untrusted?, content, trusted_fields) of every result of a tool that ran, the whole
+        # session long: what provenance matches arguments against (tether.runtime.provenance)
         self.ran: list[tuple[bool, str, tuple[str, ...]]] = []
         self.decisions: dict[str, Mapping[str, Any]] = {}  # call id -> its last decision event
         self.approvals: dict[str, str] = {}  # call id -> approval id
