@@ -18,7 +18,7 @@ from tether.cli import main
 from tether.evals.obedient import PlannedCall, obedient_model
 from tether.journal.views.trust import carriers, render
 from tether.journal.views.whatif import what_if
-from tether.policy import contain_untrusted_flows
+from tether.policy import Action, Context, Effect, Resource, Subject, contain_untrusted_flows
 from tether.policy.overlay import OverlayError, parse_overlay
 from tether.runtime.chokepoint.approver import deny_all
 from tether.runtime.provenance import Sightings
@@ -124,7 +124,7 @@ def drive(trusted_fields: tuple[str, ...]) -> tuple[list[Any], list[str]]:
         done.append(f"append {file_id}")
         return "ok"
 
-    @tool(side_effect=True, risk="high", parties=["file_id"])
+    @tool(side_effect=True, risk="critical", parties=["file_id"])
     def delete_file(file_id: str) -> str:
         """Delete a file."""
         done.append(f"delete {file_id}")
@@ -202,3 +202,20 @@ def test_the_trust_audit_finds_a_canary_in_a_vouched_value() -> None:
     assert "FINDING: declared trusted field" in render(found)
     (quiet,) = carriers([store.read(i.session_id) for i in store.sessions()], ["note from"])
     assert not quiet.finding  # text beside the fields is the untrusted part
+
+
+@pytest.mark.parametrize(("risk", "origins", "effect"), [
+    ("critical", {"trusted", "untrusted"}, Effect.REQUIRE_APPROVAL),  # "delete file 13"
+    ("critical", {"trusted", "untrusted", "user"}, Effect.ALLOW),  # the user named it too
+    ("critical", {"trusted"}, Effect.ALLOW),
+    ("high", {"trusted", "untrusted"}, Effect.REQUIRE_APPROVAL),  # a known payee a bill names
+    ("medium", {"trusted", "untrusted"}, Effect.ALLOW),
+    ("medium", {"untrusted"}, Effect.REQUIRE_APPROVAL),
+])
+def test_a_high_risk_party_that_untrusted_text_names_waits(risk: str, origins: set[str],
+                                                          effect: Effect) -> None:
+    resource = Resource("act", side_effect=True, risk=risk, parties=frozenset({"target"}))
+    context = Context("s", 0, {}, {}, provenance={"target": frozenset(origins)})
+    decided = contain_untrusted_flows.evaluate(Subject("u"), Action("act", {"target": "13"}),
+                                               resource, context)
+    assert decided.effect is effect

@@ -56,10 +56,9 @@ def run_show(args: argparse.Namespace) -> int:
         return EXIT_OK
     for row in rows:
         flags = [k for k in ("side_effect", "egress", "idempotent") if row[k]]
+        fields = f"; trusted fields {row['trusted_fields']}" if row["trusted_fields"] else ""
         print(f"{row['name']}: {', '.join(flags) or 'no side effect, no egress'}; output "
               f"{row['output_trust']}; risk {row['risk']}; tags {row['tags'] or '-'}; parties "
-              f"{row['parties'] or '-'}; intents {row['intents'] or '-'}"
-              + (f"; trusted fields {row['trusted_fields']}" if row["trusted_fields"] else "")
-              + "  "
+              f"{row['parties'] or '-'}; intents {row['intents'] or '-'}{fields}  "
               f"(declared by {'; '.join(row['declared_by'])})")
     return EXIT_OK

@@ -81,8 +81,8 @@ class ContainUntrustedFlows:
             if party not in action.arguments:
                 continue
             origins = context.provenance.get(party) or frozenset()
-            if (resource.risk in CONTESTED_RISKS and "untrusted" in origins
-                    and "user" not in origins):
+            if (resource.risk in CONTESTED_RISKS and "user" not in origins
+                    and origins >= {"trusted", "untrusted"}):
                 return Decision(Effect.REQUIRE_APPROVAL,
                                 f"'{party}' of '{action.tool}' (risk {resource.risk}) is named "
                                 "by untrusted content, and not by the user: a trusted tool "

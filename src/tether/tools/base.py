@@ -40,8 +40,8 @@ class ToolMeta:
     # words that ask for what the tool does ("reservation", "book+hotel": both words); a
     # request that uses none of them did not ask for it (tether.policy.presets.ScopeToRequest)
     intents: frozenset[str] = frozenset()
-    # keys of an untrusted structured result whose values the system writes, not a third
-    # party (an id it assigned, the authenticated sender): provenance sees them as trusted
+    # keys of an untrusted structured result whose values the third party who wrote the rest
+    # cannot choose (an id the system assigned): provenance sees them as trusted
     trusted_fields: frozenset[str] = frozenset()
 
     def __post_init__(self) -> None:
