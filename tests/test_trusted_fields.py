@@ -71,6 +71,9 @@ def test_a_json_result_is_seen_field_by_field() -> None:
     assert seen.origins("13") == {"trusted", "untrusted"}  # the id, and the injection's text
     assert seen.origins("milk eggs") == {"untrusted"}  # a run within one field
     assert seen.origins("groceries.txt 9") == {"nowhere"}  # never across two
+    whole = json.dumps(FILES)
+    cut = whole[:whole.index("eggs") + 6] + "\n[tether: result truncated]"  # no longer JSON
+    assert Sightings("", [(True, cut, ())]).ledger().origins("eggs") == {"untrusted"}
 
 
 KEYS = st.sampled_from(["id_", "owner", "body", "note"])

@@ -30,6 +30,7 @@ read, and only then are new tool results tokenised (once each).
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
@@ -40,15 +41,27 @@ USER, TRUSTED, UNTRUSTED, NOWHERE = "user", "trusted", "untrusted", "nowhere"
 ORIGINS = (USER, TRUSTED, UNTRUSTED, NOWHERE)
 
 
+_ESCAPE = re.compile(r'\\(u[0-9a-fA-F]{4}|["\\/bfnrt])')
+_ESCAPED = {"b": "\b", "f": "\f", "n": "\n", "r": "\r", "t": "\t"}
+
+
+def _unescape(match: re.Match[str]) -> str:
+    code = match.group(1)
+    if code[0] == "u":
+        return chr(int(code[1:], 16))
+    return _ESCAPED.get(code, code)
+
+
 def _texts(content: str) -> Iterator[str]:
     """What a result says, piece by piece: a JSON result's keys and leaves each on its own (so
     a run never matches across two fields, and escapes such as \\n do not glue words
-    together), any other text whole."""
+    together); JSON cut short by the size limit whole, its escapes undone; any other text
+    whole."""
     if content[:1] in ("{", "["):
         try:
             value = json.loads(content)
         except ValueError:
-            yield content
+            yield _ESCAPE.sub(_unescape, content)
             return
         stack = [value]
         while stack:
