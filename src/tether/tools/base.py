@@ -45,24 +45,14 @@ class ToolMeta:
     trusted_fields: frozenset[str] = frozenset()
 
     def __post_init__(self) -> None:
-        if isinstance(self.tags, str):  # frozenset("payments") would be a set of letters
-            raise TypeError(f"tags must be a collection of strings such as {{{self.tags!r}}}, "
-                            f"not the string {self.tags!r}")
-        if not isinstance(self.tags, frozenset):
-            object.__setattr__(self, "tags", frozenset(self.tags))
-        if isinstance(self.parties, str):
-            raise TypeError(f"parties must be a collection of argument names such as "
-                            f"{{{self.parties!r}}}, not the string {self.parties!r}")
-        if not isinstance(self.parties, frozenset):
-            object.__setattr__(self, "parties", frozenset(self.parties))
-        if isinstance(self.trusted_fields, str):
-            raise TypeError(f"trusted_fields must be a collection of keys such as "
-                            f"{{{self.trusted_fields!r}}}, not the string {self.trusted_fields!r}")
-        if not isinstance(self.trusted_fields, frozenset):
-            object.__setattr__(self, "trusted_fields", frozenset(self.trusted_fields))
-        if isinstance(self.intents, str):
-            raise TypeError(f"intents must be a collection of words such as "
-                            f"{{{self.intents!r}}}, not the string {self.intents!r}")
+        for name, what in (("tags", "strings"), ("parties", "argument names"),
+                           ("trusted_fields", "keys"), ("intents", "words")):
+            value = getattr(self, name)
+            if isinstance(value, str):  # frozenset("payments") would be a set of letters
+                raise TypeError(f"{name} must be a collection of {what} such as "
+                                f"{{{value!r}}}, not the string {value!r}")
+            if not isinstance(value, frozenset):
+                object.__setattr__(self, name, frozenset(value))
         words = frozenset(word.casefold() for word in self.intents)
         if any(not all(part and part.split() == [part] for part in word.split("+"))
                for word in words):

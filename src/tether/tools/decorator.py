@@ -194,14 +194,15 @@ def tool(
     never abandoned — its ``timeout`` does not apply — and every session on the loop waits
     while it runs. For quick functions that cannot hang (pure computation, in-memory lookups).
     """
-    for what, value in (("tags", tags), ("parties", parties), ("intents", intents),
-                        ("trusted_fields", trusted_fields)):
-        if isinstance(value, str):  # frozenset("payments") would be a set of letters
-            raise ToolDefinitionError(f"{what} must be a collection of strings such as "
-                                      f"{{{value!r}}}, not the string {value!r}")
-    meta = ToolMeta(frozenset(tags), risk, side_effect, egress, output_trust, timeout,
-                    idempotent, owner, parties=frozenset(parties), intents=frozenset(intents),
-                    trusted_fields=frozenset(trusted_fields))
+    # handed over as given: ToolMeta refuses a string where a collection belongs
+    collections: dict[str, Any] = {"tags": tags, "parties": parties, "intents": intents,
+                                   "trusted_fields": trusted_fields}
+    try:
+        meta = ToolMeta(risk=risk, side_effect=side_effect, egress=egress,
+                        output_trust=output_trust, timeout=timeout, idempotent=idempotent,
+                        owner=owner, **collections)
+    except TypeError as exc:
+        raise ToolDefinitionError(str(exc)) from None
 
     def build(f: Callable[..., Any]) -> FunctionTool:
         return FunctionTool(f, name=name, meta=meta, inline=inline)
