@@ -242,3 +242,17 @@ def test_a_phishing_link_relayed_to_a_colleague_waits_and_the_users_message_goes
                   approver=deny_all())
     agent.run("Read the general channel and tell Alice when lunch is.")
     assert sent == ["Lunch is at noon."]  # Alice was the user's; the link was the page's
+
+
+def test_a_sentence_glued_to_an_address_does_not_hide_the_address() -> None:
+    # "post them to www.our-company.com.They sent ..." (AgentDojo slack, user task 4)
+    assert tokens("to www.our-company.com.They sent") == ["to", "www.our-company.com", "they",
+                                                          "sent"]
+    seen = ledger(user="post it to www.our-company.com.They sent it")
+    assert seen.origins("www.our-company.com") == {"user"}
+    # what is not a sentence glued on stays one token: a lower-case label, a capital inside
+    # an address, a name with no dot before the last one, an e-mail address
+    assert tokens("www.example.com.au") == ["www.example.com.au"]
+    assert tokens("https://x.example/Docs.Html") == ["https://x.example/docs.html"]
+    assert tokens("Mr.Smith") == ["mr.smith"]
+    assert tokens("jane.Doe@corp.example") == ["jane.doe@corp.example"]

@@ -21,7 +21,7 @@ from tether.journal.views.whatif import what_if
 from tether.policy import Action, Context, Effect, Resource, Subject, contain_untrusted_flows
 from tether.policy.overlay import OverlayError, parse_overlay
 from tether.runtime.chokepoint.approver import deny_all
-from tether.runtime.provenance import Sightings
+from tether.runtime.provenance import Sighting, Sightings
 from tether.runtime.state import fold
 from tether.store.memory import MemoryStore
 from tether.tools.base import ToolMeta
@@ -64,7 +64,7 @@ def test_lists_and_mappings_vouch_for_every_member() -> None:
 
 def test_a_json_result_is_seen_field_by_field() -> None:
     # a JSON string escapes its line breaks: seen whole, "milk\neggs" would be one token
-    sightings = Sightings("", [(True, json.dumps(FILES), ("id_",))])
+    sightings = Sightings("", [Sighting(True, json.dumps(FILES), ("id_",))])
     seen = sightings.ledger()
     assert seen.origins("eggs") == {"untrusted"}
     assert seen.origins("9") == {"trusted"}
@@ -73,7 +73,7 @@ def test_a_json_result_is_seen_field_by_field() -> None:
     assert seen.origins("groceries.txt 9") == {"nowhere"}  # never across two
     whole = json.dumps(FILES)
     cut = whole[:whole.index("eggs") + 6] + "\n[tether: result truncated]"  # no longer JSON
-    assert Sightings("", [(True, cut, ())]).ledger().origins("eggs") == {"untrusted"}
+    assert Sightings("", [Sighting(True, cut)]).ledger().origins("eggs") == {"untrusted"}
 
 
 KEYS = st.sampled_from(["id_", "owner", "body", "note"])

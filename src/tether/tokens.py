@@ -7,13 +7,16 @@ whole tokens, never substrings — "13" must not come from "June 13", "2013" or 
 Decision: a text is cut at white space, punctuation around a token stripped (so an e-mail
 address, an IBAN, a URL, an id or a decimal stays one token), compared case-insensitively.
 A day written with its month ("June 13", "13 June") is one date token, so neither part stands
-alone. Numbers take one canonical form ("100", "100.0" and "1e2" alike), except a number with a
+alone. A sentence glued to a host name by its full stop ("www.example.com.They said") is cut
+off it: no host name ends in a capitalised word, and the address must match as itself.
+Numbers take one canonical form ("100", "100.0" and "1e2" alike), except a number with a
 leading zero, which is an identifier ("0532").
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 from decimal import Decimal, InvalidOperation
 
 _STRIP = ".,;:!?()[]{}<>\"'`*"
@@ -21,6 +24,8 @@ _MONTHS = ("jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "sept"
            "dec", "january", "february", "march", "april", "june", "july", "august",
            "september", "october", "november", "december")
 _DAY = re.compile(r"^\d{1,2}(st|nd|rd|th)?$")
+# a dotted host name, then a full stop and a capitalised word with no space between
+_GLUED = re.compile(r"^([^/@]+\.[^/@]+)\.([A-Z][a-z]+)$")
 
 
 def _number(token: str) -> str | None:
@@ -42,7 +47,7 @@ def tokens(text: str) -> list[str]:
     """``text`` as comparable tokens: lower case, punctuation around them stripped, numbers in
     one form, a month and its day joined into one date token."""
     out: list[str] = []
-    for raw in text.split():
+    for raw in _unglued(text.split()):
         token = raw.strip(_STRIP).casefold()
         if not token:
             continue
@@ -53,6 +58,15 @@ def tokens(text: str) -> list[str]:
             continue
         out.append(number if number is not None else token)
     return out
+
+
+def _unglued(words: list[str]) -> Iterator[str]:
+    for word in words:
+        glued = _GLUED.match(word.strip(_STRIP)) if "." in word else None
+        if glued:
+            yield from glued.groups()
+        else:
+            yield word
 
 
 def is_link(token: str) -> bool:

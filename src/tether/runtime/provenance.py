@@ -32,7 +32,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Iterator, Mapping, Sequence
-from typing import Any
+from typing import Any, NamedTuple
 
 from tether.tokens import is_link, tokens
 from tether.vouched import leaves, split_vouched
@@ -118,18 +118,31 @@ class Ledger:
         return frozenset(out)
 
 
+class Sighting(NamedTuple):
+    """A result of a tool that ran, as provenance sees it."""
+
+    untrusted: bool  # its tool declared its output untrusted
+    content: str  # what the model read
+    trusted_fields: tuple[str, ...] = ()  # keys of an untrusted result the system writes
+    sent: Mapping[str, Any] | None = None  # a side-effecting call's arguments: what it wrote
+
+
 class Sightings:
     """What a session has seen so far — its request, then each result of a tool that ran, marked
-    untrusted when its tool declared its output so — fed to a ledger lazily, each result once."""
+    untrusted when its tool declared its output so — fed to a ledger lazily, each result once.
 
-    __slots__ = ("_ledger", "_request", "_results", "_seen")
+    What a side-effecting call wrote is remembered with the origins its values had then: read
+    back from a trusted source (a message the agent posted, a file it wrote), such a value —
+    whole — is seen with those origins, not as the source's own (two calls must not launder an
+    attacker's link)."""
 
-    def __init__(self, request: str,
-                 results: Sequence[tuple[bool, str, tuple[str, ...]]]) -> None:
+    __slots__ = ("_echoes", "_ledger", "_request", "_results", "_seen")
+
+    def __init__(self, request: str, results: Sequence[Sighting]) -> None:
         self._request = request
-        # (untrusted?, content, trusted_fields), in order; grows as the session runs
-        self._results = results
+        self._results = results  # in order; grows as the session runs
         self._ledger: Ledger | None = None
+        self._echoes: dict[tuple[str, ...], frozenset[str]] = {}  # what the session wrote
         self._seen = 0
 
     def ledger(self) -> Ledger:
@@ -139,15 +152,32 @@ class Sightings:
             if self._request:
                 ledger.see(USER, self._request)
         results = self._results
-        for untrusted, content, fields in results[self._seen:]:
+        for untrusted, content, fields, sent in results[self._seen:]:
+            if sent:
+                self._remember(ledger, sent)
             if untrusted and fields:
                 vouched, content = split_vouched(content, fields)
                 for value in vouched:
-                    ledger.see(TRUSTED, value)
+                    self._see_trusted(ledger, value)
             for text in _texts(content):
-                ledger.see(UNTRUSTED if untrusted else TRUSTED, text)
+                if untrusted:
+                    ledger.see(UNTRUSTED, text)
+                else:
+                    self._see_trusted(ledger, text)
         self._seen = len(results)
         return ledger
+
+    def _remember(self, ledger: Ledger, sent: Mapping[str, Any]) -> None:
+        echoes = self._echoes
+        for leaf in leaves(sent):
+            key = tuple(tokens(leaf))
+            if key:
+                echoes[key] = echoes.get(key, frozenset()) | ledger.origins_of_text(leaf)
+
+    def _see_trusted(self, ledger: Ledger, text: str) -> None:
+        echoed = self._echoes.get(tuple(tokens(text))) if self._echoes else None
+        for origin in echoed or (TRUSTED,):
+            ledger.see(origin, text)
 
 
 class ArgumentProvenance(Mapping[str, frozenset[str]]):

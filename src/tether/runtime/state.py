@@ -18,6 +18,7 @@ from typing import Any
 from tether.journal.chain import canonical_json
 from tether.policy.base import Decision, Effect
 from tether.runtime.budget import Tally
+from tether.runtime.provenance import Sighting
 from tether.runtime.result import Step, ToolResult
 from tether.runtime.stop import StopReason
 from tether.types import Event, Message, ModelResponse, ToolCall, Usage
@@ -53,9 +54,9 @@ class SessionState:
         self.turn_step = 0
         self.turn_open = False
         self.results: dict[str, ToolResult] = {}
-        # (untrusted?, content, trusted_fields) of every result of a tool that ran, the whole
-        # session long: what provenance matches arguments against (tether.runtime.provenance)
-        self.ran: list[tuple[bool, str, tuple[str, ...]]] = []
+        # every result of a tool that ran, the whole session long, with what a side-effecting
+        # call wrote: what provenance matches arguments against (tether.runtime.provenance)
+        self.ran: list[Sighting] = []
         self.decisions: dict[str, Mapping[str, Any]] = {}  # call id -> its last decision event
         self.approvals: dict[str, str] = {}  # call id -> approval id
         self.granted: set[str] = set()  # call ids whose approval was used to run them
@@ -220,8 +221,10 @@ class SessionState:
         results[data["call_id"]] = ToolResult(data["call_id"], data["tool"], data["content"],
                                               data["status"])
         if data["status"] in ("ok", "error", "timeout"):
-            self.ran.append((bool(data.get("untrusted")), data["content"],
-                             tuple(data.get("trusted_fields", ()))))
+            call_id = data["call_id"]
+            sent = self.decisions[call_id].get("arguments") if call_id in self.started else None
+            self.ran.append(Sighting(bool(data.get("untrusted")), data["content"],
+                                     tuple(data.get("trusted_fields", ())), sent))
         self._done = [results[c.id] for c in self.turn if c.id in results]
         self._outbox = None
 
