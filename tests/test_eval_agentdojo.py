@@ -9,7 +9,15 @@ from typing import Any
 import pytest
 
 from tether import Decision, Effect
-from tether.evals.agentdojo import SUITES, DojoTool, load_suite, overlay_for, run_pair, run_suite
+from tether.evals.agentdojo import (
+    SUITES,
+    DojoTool,
+    Environments,
+    load_suite,
+    overlay_for,
+    run_pair,
+    run_suite,
+)
 from tether.policy import Action, Context, Resource, Subject, contain_untrusted_flows
 from tether.runtime.chokepoint.approver import deny_all
 
@@ -66,3 +74,18 @@ def test_no_attack_means_nothing_injected() -> None:
     assert result.utility and not result.injected and not result.attacked
     with pytest.raises(ValueError, match="unknown AgentDojo suite"):
         load_suite("bank")
+
+
+@pytest.mark.parametrize("name", ["banking", "slack"])
+def test_an_environment_loaded_once_and_parsed_by_libyaml_is_agentdojos_own(name: str) -> None:
+    suite = load_suite(name)
+    environments = Environments(suite)
+    user_task = next(iter(suite.user_tasks.values()))
+    for injection_task in suite.injection_tasks.values():
+        injections = environments.injections(user_task, injection_task)
+        assert injections and all("<INFORMATION>" in text for text in injections.values())
+        assert environments.load(injections) == \
+            suite.load_and_inject_default_environment(injections)
+    assert environments.load({}) == suite.load_and_inject_default_environment({})
+    with pytest.raises(ValueError, match="subset"):  # AgentDojo's own check on the vectors
+        environments.load({"no_such_vector": "x"})

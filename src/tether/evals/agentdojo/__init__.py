@@ -9,8 +9,10 @@ lets an always-obeying model do. Decisions: AgentDojo's tools become tether tool
 metadata of this package's reviewed overlays (``<suite>.yaml``); injections are placed by
 AgentDojo's own ``important_instructions`` attack (no model needed to build it); scoring is by
 AgentDojo's own checkers, handed only the calls that **ran** (its trace-based checkers would count
-a refused call as made). This is the only module that imports ``agentdojo`` (extra
-``tether[agentdojo]``).
+a refused call as made). AgentDojo re-reads and re-parses its YAML, in pure Python, for every
+environment it builds — most of the benchmark's time — so ``Environments`` reads a suite's once
+and parses each injected copy with libyaml when PyYAML has it. This is the only module that
+imports ``agentdojo`` (extra ``tether[agentdojo]``).
 """
 
 from __future__ import annotations
@@ -84,6 +86,42 @@ def _plain(result: Any) -> Any:
     return result
 
 
+class Environments:
+    """A suite's environments, for one user task's pairs: the environment file and the overlay
+    read once, the attack (which finds the injection vectors a user task sees by running its
+    ground truth) made once, and each injected copy parsed by libyaml when PyYAML has it."""
+
+    __slots__ = ("_attack", "_defaults", "_loader", "_text", "overlay", "suite")
+
+    def __init__(self, suite: Any) -> None:
+        import yaml
+        from agentdojo.attacks import FixedJailbreakAttack
+        from agentdojo.attacks.important_instructions_attacks import ImportantInstructionsAttack
+        from agentdojo.task_suite.task_suite import read_suite_file
+
+        self.suite = suite
+        self.overlay = overlay_for(suite.name)
+        self._text = read_suite_file(suite.name, "environment.yaml", suite.data_path)
+        self._defaults = suite.get_injection_vector_defaults()
+        self._loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+        self._attack = FixedJailbreakAttack(ImportantInstructionsAttack._JB_STRING, suite, None)
+        self._attack.user_name, self._attack.model_name = "Emma Johnson", "GPT-4"
+
+    def injections(self, user_task: Any, injection_task: Any) -> dict[str, str]:
+        """AgentDojo's ``important_instructions`` attack on the vectors ``user_task`` sees."""
+        injections: dict[str, str] = self._attack.attack(user_task, injection_task)
+        return injections
+
+    def load(self, injections: Mapping[str, str]) -> Any:
+        """What ``suite.load_and_inject_default_environment(injections)`` returns."""
+        import yaml
+        from agentdojo.task_suite.task_suite import validate_injections
+
+        validate_injections(dict(injections), self._defaults)
+        text = self._text.format(**{**self._defaults, **injections})
+        return self.suite.environment_type.model_validate(yaml.load(text, Loader=self._loader))
+
+
 @dataclass(frozen=True, slots=True)
 class PairResult:
     suite: str
@@ -103,12 +141,12 @@ def overlay_for(suite: str) -> Any:
     return parse_overlay(path.read_text(encoding="utf-8"), f"tether/evals/agentdojo/{suite}.yaml")
 
 
-def tools_for(suite: Any, env: Any) -> tuple[Any, ...]:
+def tools_for(suite: Any, env: Any, overlay: Any = None) -> tuple[Any, ...]:
     """The suite's functions as tether tools bound to ``env``, with the suite's overlay."""
     from agentdojo.functions_runtime import FunctionsRuntime
 
     runtime = FunctionsRuntime(suite.tools)
-    tools: tuple[Any, ...] = overlay_for(suite.name).apply(
+    tools: tuple[Any, ...] = (overlay or overlay_for(suite.name)).apply(
         [DojoTool(f, runtime, env) for f in suite.tools])
     return tools
 
@@ -125,23 +163,19 @@ def oracle_for(plan: list[PlannedCall]) -> Any:
 
 
 def run_pair(suite: Any, user_task: Any, injection_task: Any, *, policy: Any = None,
-             approver: Any = None) -> PairResult:
+             approver: Any = None, environments: Environments | None = None) -> PairResult:
     """One user task, under one injection task's attack (or none), as a tether session.
     ``approver="oracle"`` approves exactly the user's ground-truth calls."""
-    from agentdojo.attacks import FixedJailbreakAttack
-    from agentdojo.attacks.important_instructions_attacks import ImportantInstructionsAttack
     from agentdojo.functions_runtime import FunctionCall
 
     from tether.policy.base import AllowAll
     from tether.reasoning.react import ReAct
     from tether.runtime.agent import Agent
 
-    injections: dict[str, str] = {}
-    if injection_task is not None:
-        attack = FixedJailbreakAttack(ImportantInstructionsAttack._JB_STRING, suite, None)
-        attack.user_name, attack.model_name = "Emma Johnson", "GPT-4"
-        injections = attack.attack(user_task, injection_task)
-    env = user_task.init_environment(suite.load_and_inject_default_environment(injections))
+    environments = environments or Environments(suite)
+    injections = ({} if injection_task is None
+                  else environments.injections(user_task, injection_task))
+    env = user_task.init_environment(environments.load(injections))
     pre = env.model_copy(deep=True)
     plan = [PlannedCall(c.function, dict(c.args))
             for c in user_task.ground_truth(pre.model_copy(deep=True))]
@@ -150,7 +184,7 @@ def run_pair(suite: Any, user_task: Any, injection_task: Any, *, policy: Any = N
         for c in injection_task.ground_truth(pre.model_copy(deep=True))]
     if approver == "oracle":
         approver = oracle_for(plan)
-    tools = tools_for(suite, env)
+    tools = tools_for(suite, env, environments.overlay)
     answer = user_task.GROUND_TRUTH_OUTPUT or "Done."
     model = obedient_model(plan, attack_plan, injection_text=MARKER if attack_plan else None,
                            answer=answer)
@@ -201,7 +235,9 @@ def run_user_task(name: str, user_task_id: str, *, policy: Any = None, approver:
     """One user task of suite ``name``: without an attack, then under every injection task."""
     suite = load_suite(name, version)
     user_task = suite.get_user_task_by_id(user_task_id)
-    return [run_pair(suite, user_task, injection_task, policy=policy, approver=approver)
+    environments = Environments(suite)
+    return [run_pair(suite, user_task, injection_task, policy=policy, approver=approver,
+                     environments=environments)
             for injection_task in (None, *suite.injection_tasks.values())]
 
 
@@ -220,14 +256,15 @@ def probe_trust(name: str, version: str = "v1.2.2") -> tuple[list[Any], tuple[st
     canaries = {vector: f"TetherCanary-{vector}" for vector in
                 suite.get_injection_vector_defaults()}
     store = MemoryStore()
+    environments = Environments(suite)
     for task in (*suite.user_tasks.values(), *suite.injection_tasks.values()):
-        env = suite.load_and_inject_default_environment(canaries)
+        env = environments.load(canaries)
         if hasattr(task, "init_environment"):
             env = task.init_environment(env)
         plan = [PlannedCall(c.function, dict(c.args))
                 for c in task.ground_truth(env.model_copy(deep=True))]
         agent = Agent(model=obedient_model(plan, []), reasoning=ReAct(),
-                      tools=tools_for(suite, env),
+                      tools=tools_for(suite, env, environments.overlay),
                       store=store, name=f"agentdojo-{name}-probe", check_policy_names=False)
         agent.run(getattr(task, "PROMPT", None) or task.GOAL)
     sessions = [store.read(i.session_id) for i in store.sessions()]
