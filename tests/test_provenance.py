@@ -256,3 +256,10 @@ def test_a_sentence_glued_to_an_address_does_not_hide_the_address() -> None:
     assert tokens("https://x.example/Docs.Html") == ["https://x.example/docs.html"]
     assert tokens("Mr.Smith") == ["mr.smith"]
     assert tokens("jane.Doe@corp.example") == ["jane.doe@corp.example"]
+
+
+def test_a_long_dotted_word_costs_linear_time() -> None:
+    # an untrusted result is anyone's text: a regular expression that backtracks would hang here
+    word = "a." * 200_000 + "b"
+    assert tokens(word) == [word]
+    assert tokens("x." * 100_000 + "They") == ["x." * 99_999 + "x", "they"]

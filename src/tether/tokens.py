@@ -24,8 +24,6 @@ _MONTHS = ("jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "sept"
            "dec", "january", "february", "march", "april", "june", "july", "august",
            "september", "october", "november", "december")
 _DAY = re.compile(r"^\d{1,2}(st|nd|rd|th)?$")
-# a dotted host name, then a full stop and a capitalised word with no space between
-_GLUED = re.compile(r"^([^/@]+\.[^/@]+)\.([A-Z][a-z]+)$")
 
 
 def _number(token: str) -> str | None:
@@ -61,12 +59,17 @@ def tokens(text: str) -> list[str]:
 
 
 def _unglued(words: list[str]) -> Iterator[str]:
+    """Each word, a dotted host name and a capitalised word glued to it by a full stop as two
+    (string operations, not a regular expression: a long word must not cost quadratic time)."""
     for word in words:
-        glued = _GLUED.match(word.strip(_STRIP)) if "." in word else None
-        if glued:
-            yield from glued.groups()
-        else:
-            yield word
+        if "." in word:
+            host, _, tail = word.strip(_STRIP).rpartition(".")
+            if (len(tail) > 1 and tail.isalpha() and tail[0].isupper() and tail[1:].islower()
+                    and "." in host and "/" not in host and "@" not in host):
+                yield host
+                yield tail
+                continue
+        yield word
 
 
 def is_link(token: str) -> bool:

@@ -23,6 +23,9 @@ lets "reschedule my dental check-up" use the id the calendar assigned, while "de
 in a file's text still comes from ``untrusted`` too — ``contain_untrusted_flows`` makes a party
 of a high-risk tool that untrusted text also names wait.
 
+Echoes: a trusted source can return what the agent itself wrote (a message it posted). What a
+side-effecting call sent keeps, read back whole, the origins it had when sent.
+
 Cost: nothing unless a policy reads ``context.provenance`` — the mapping is computed when first
 read, and only then are new tool results tokenised (once each).
 """

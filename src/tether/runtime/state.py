@@ -24,6 +24,8 @@ from tether.runtime.stop import StopReason
 from tether.types import Event, Message, ModelResponse, ToolCall, Usage
 
 ERROR_STATUSES = frozenset({"error", "timeout", "rejected"})
+# a named tuple built in C: its generated __new__ is a Python call, on every tool result
+_sighting = tuple.__new__
 
 
 def call_signature(tool: str, arguments: Mapping[str, Any] | str) -> str:
@@ -223,8 +225,8 @@ class SessionState:
         if data["status"] in ("ok", "error", "timeout"):
             call_id = data["call_id"]
             sent = self.decisions[call_id].get("arguments") if call_id in self.started else None
-            self.ran.append(Sighting(bool(data.get("untrusted")), data["content"],
-                                     tuple(data.get("trusted_fields", ())), sent))
+            self.ran.append(_sighting(Sighting, (bool(data.get("untrusted")), data["content"],
+                                                 tuple(data.get("trusted_fields", ())), sent)))
         self._done = [results[c.id] for c in self.turn if c.id in results]
         self._outbox = None
 
