@@ -87,9 +87,10 @@ def _plain(result: Any) -> Any:
 
 
 class Environments:
-    """A suite's environments, for one user task's pairs: the environment file and the overlay
-    read once, the attack (which finds the injection vectors a user task sees by running its
-    ground truth) made once, and each injected copy parsed by libyaml when PyYAML has it."""
+    """A suite's environments, built many times over (a user task's pairs, the trust probe): the
+    environment file and the overlay read once, the attack (which finds the injection vectors a
+    user task sees by running its ground truth, remembered per user task) made once, and each
+    injected copy parsed by libyaml when PyYAML has it."""
 
     __slots__ = ("_attack", "_defaults", "_loader", "_text", "overlay", "suite")
 
