@@ -24,6 +24,10 @@ PRELUDE = textwrap.dedent("""
         time.sleep(seconds)
         return "woke up"
 
+    # validation shares the tool's 0.3 s, and this test is about the thread the tool hangs:
+    # nothing else may spend that time on a loaded machine (a validator built cold once did,
+    # and the tool rightly never ran)
+    hang.validate({"seconds": 1000})
     model = ScriptedModel.tool_then_answer("hang", {"seconds": 1000}, "gave up waiting")
     agent = Agent(model=model, reasoning=ReAct(), tools=[hang])
 

@@ -176,3 +176,15 @@ print(sorted(m for m in sys.modules if m.split(".")[0] == "pydantic"))
     out = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True,
                          check=True)
     assert out.stdout.strip() == "[]"
+
+
+def test_an_integer_for_a_float_is_pydantics_float_without_pydantic() -> None:
+    plain = PlainSignature.of({"seconds": (float, ...)})
+    assert plain is not None
+    for value in (1000, -7, 2**53 + 1, 10**30):
+        accepted = plain.accept({"seconds": value})
+        assert accepted is not None and type(accepted["seconds"]) is float
+        assert accepted == {"seconds": pydantic_model(
+            {"seconds": (float, ...)}).model_validate({"seconds": value}).seconds}
+    assert plain.accept({"seconds": 10**400}) is None  # too large: pydantic's to refuse
+    assert plain.accept({"seconds": True}) is None  # a bool is no number here

@@ -8,15 +8,16 @@ dicts of those, ``X | None``, ``Literal`` of strings or of integers.
 
 Decision: for such a signature the schema is written here, exactly as pydantic writes it (a test
 compares the two over generated signatures), and arguments that already have exactly the
-declared types are accepted here, unchanged — the one case where pydantic's answer is known
-without asking it. Everything else (a coercion such as ``"1"`` for an ``int``, a missing or
-unknown field, any other annotation) goes to pydantic, imported then, so its rules and its
-messages stay the only ones.
+declared types are accepted here, unchanged (an integer for a float as pydantic converts it) —
+the one case where pydantic's answer is known without asking it. Everything else (a coercion
+such as ``"1"`` for an ``int``, a missing or unknown field, any other annotation) goes to
+pydantic, imported then, so its rules and its messages stay the only ones.
 """
 
 from __future__ import annotations
 
 import copy
+import sys
 import types
 from collections.abc import Callable, Mapping
 from typing import Any, Literal, Union, get_args, get_origin
@@ -30,7 +31,22 @@ _NULL = {"type": "null"}
 
 
 def _scalar(kind: type) -> Check:
+    if kind is float:
+        return _number
     return lambda value: value if type(value) is kind else NOT_PLAIN
+
+
+def _number(value: Any) -> Any:
+    """A float as pydantic gives it back: itself, or an integer (a model writes 1000, not
+    1000.0) as ``float(value)`` — one too large for a float is pydantic's to refuse."""
+    if type(value) is float:
+        return value
+    if type(value) is int and -_FLOAT_MAX <= value <= _FLOAT_MAX:
+        return float(value)
+    return NOT_PLAIN
+
+
+_FLOAT_MAX = int(sys.float_info.max)
 
 
 def describe(annotation: Any) -> tuple[dict[str, Any], Check] | None:
