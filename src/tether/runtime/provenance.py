@@ -89,8 +89,10 @@ class Ledger:
         self._sources: list[tuple[str, list[str]]] = []  # (origin, tokens)
         self._index: dict[str, list[tuple[int, int]]] = {}  # token -> (source, position)
 
-    def see(self, origin: str, text: str) -> None:
-        found = tokens(text)
+    def see(self, origin: str, text: str, found: list[str] | None = None) -> None:
+        """``text`` came from ``origin`` (``found``: its tokens, if the caller has them)."""
+        if found is None:
+            found = tokens(text)
         number = len(self._sources)
         self._sources.append((origin, found))
         for position, token in enumerate(found):
@@ -178,9 +180,12 @@ class Sightings:
                 echoes[key] = echoes.get(key, frozenset()) | ledger.origins_of_text(leaf)
 
     def _see_trusted(self, ledger: Ledger, text: str) -> None:
-        echoed = self._echoes.get(tuple(tokens(text))) if self._echoes else None
-        for origin in echoed or (TRUSTED,):
-            ledger.see(origin, text)
+        if not self._echoes:
+            ledger.see(TRUSTED, text)
+            return
+        found = tokens(text)  # once, for the lookup and the ledger alike
+        for origin in self._echoes.get(tuple(found)) or (TRUSTED,):
+            ledger.see(origin, text, found)
 
 
 class ArgumentProvenance(Mapping[str, frozenset[str]]):
