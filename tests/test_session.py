@@ -252,7 +252,9 @@ def test_cancellation_is_recorded() -> None:
             await task
 
     asyncio.run(cancel_it())
-    assert session.replay()[-1].data["reason"] == "cancelled"
+    last = session.replay()[-1]  # a pause, not an end: the run can be resumed
+    assert last.type == "session.paused" and last.data["reason"] == "interrupted"
+    assert session.paused
 
 
 def test_strategy_bug_is_journaled_and_raised() -> None:

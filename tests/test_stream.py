@@ -48,4 +48,5 @@ async def test_leaving_the_stream_early_cancels_the_run() -> None:
             assert event == TextDelta("one ")
             break
     await asyncio.sleep(0)
-    assert session.replay()[-1].data["reason"] == "cancelled"
+    last = session.replay()[-1]  # paused, resumable: leaving the loop is an interruption
+    assert last.type == "session.paused" and last.data["reason"] == "interrupted"

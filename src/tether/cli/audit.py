@@ -312,7 +312,10 @@ def _status(events: Sequence[Event]) -> str:
         if reason == "needs_approval":
             return (f"paused (needs_approval): decide with `tether approvals list --session "
                     f"{sid}`, then `tether resume {sid} --agent MODULE:ATTR`")
-        calls = ", ".join(_interrupted(events)) or "?"
+        if reason == "interrupted":  # nothing uncertain: it waits for nobody
+            return (f"paused (interrupted): nothing was left uncertain; `tether resume {sid} "
+                    "--agent MODULE:ATTR` continues it")
+        calls = ", ".join(last.data.get("uncertain") or _interrupted(events)) or "?"
         return (f"paused ({reason}): interrupted calls {calls}; decide each with `tether settle "
                 f"{sid} CALL_ID retry|skip --operator NAME --agent MODULE:ATTR`, then resume")
     return (f"open: no end recorded (still running, or its process died: `tether resume {sid} "

@@ -13,12 +13,14 @@ says what the session is waiting for when it stops again, and the exact command 
 
 Exit codes: 0 the session was resumed (whatever it then stopped for — printed) or the call
 settled; 1 the session cannot be resumed or settled (unknown, ended, tampered, not an
-interrupted call, or the run raised); 2 the command could not run (bad ``--agent``, no store).
+interrupted call, or the run raised); 2 the command could not run (bad ``--agent``, no store);
+128 + N signal N interrupted the resumed run, which paused again (``tether.cli.interrupts``).
 """
 
 from __future__ import annotations
 
 import argparse
+import asyncio
 from typing import TYPE_CHECKING, Any
 
 from tether.cli.common import (
@@ -33,6 +35,7 @@ from tether.cli.common import (
     store_hint,
     store_url,
 )
+from tether.cli.interrupts import Interrupts, report
 from tether.urls import redact_url
 
 if TYPE_CHECKING:
@@ -125,15 +128,19 @@ def run_resume(args: argparse.Namespace) -> int:
         return EXIT_FINDING
     from tether.store.base import SessionBusy
 
-    try:
-        result = session.resume()
-    except (RuntimeError, SessionBusy) as exc:  # not resumable now, or running elsewhere
-        error(str(exc))
-        return EXIT_FINDING
-    except Exception as exc:
-        error(f"the resumed run raised {type(exc).__name__}: {exc}; it is journaled (`tether "
-              f"audit show {session.id}`)")
-        return EXIT_FINDING
+    with Interrupts() as interrupts:  # a signal pauses the resumed run again
+        try:
+            result = asyncio.run(interrupts.run(session, session.aresume))
+        except (RuntimeError, SessionBusy) as exc:  # not resumable now, or running elsewhere
+            error(str(exc))
+            return EXIT_FINDING
+        except Exception as exc:
+            error(f"the resumed run raised {type(exc).__name__}: {exc}; it is journaled "
+                  f"(`tether audit show {session.id}`)")
+            return EXIT_FINDING
+        if interrupts.signal is not None and (result is None or session.paused):
+            return report(interrupts.signal, session, args)
+    assert result is not None
     _print_result(result, session, args)
     return EXIT_OK
 
@@ -151,6 +158,8 @@ def _print_result(result: Result, session: Session, args: argparse.Namespace) ->
                   f"{request.reason}")
         print(f"decide with `tether approvals approve|deny ID --approver NAME{store}`, then "
               f"run this command again")
+    elif reason == "interrupted":
+        print(f"continue with: tether resume {session.id} --agent {args.agent}{store}")
     elif reason == "uncertain_effect":
         for call_id in interrupted(session):
             print(f"interrupted: {call_id}: settle with `tether settle {session.id} {call_id} "
@@ -175,8 +184,13 @@ def run_settle(args: argparse.Namespace) -> int:
     session = _load(agent, args.session)
     if session is None:
         return EXIT_FINDING
+    from tether.store.base import SessionBusy
+
     try:
         session.settle(args.call_id, args.action, operator=args.operator, note=args.note)
+    except (RuntimeError, SessionBusy) as exc:  # it ended, or it runs elsewhere now
+        error(str(exc))
+        return EXIT_FINDING
     except ValueError as exc:
         waiting = interrupted(session)
         hint = (f"interrupted calls of this session: {', '.join(waiting)}" if waiting

@@ -14,7 +14,9 @@ journal goes to the recipe's store, else ``--store`` / ``TETHER_STORE`` /
 ``sqlite:///tether.db`` (made if it does not exist yet).
 
 Exit codes: 0 the run finished; 1 it stopped or paused (a limit, a denial, an approval, an
-error); 2 the command could not run (bad usage, no recipe, a budget that cannot be read).
+error); 2 the command could not run (bad usage, no recipe, a budget that cannot be read);
+128 + N signal N (SIGINT, SIGTERM, SIGHUP) interrupted it: the session paused, and one line on
+stderr gives the commands that continue it (``tether.cli.interrupts``).
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ from decimal import Decimal
 from typing import TYPE_CHECKING, Any
 
 from tether.cli.common import EXIT_FINDING, EXIT_OK, EXIT_USAGE, add_store_option, error
+from tether.cli.interrupts import Interrupts, report
 
 if TYPE_CHECKING:
     from tether.runtime.budget import Budget
@@ -81,6 +84,11 @@ def parse_budget(text: str) -> Budget:
 
 
 def run_agent(args: argparse.Namespace) -> int:
+    with Interrupts() as interrupts:  # a signal pauses the run (tether.cli.interrupts)
+        return _run_agent(args, interrupts)
+
+
+def _run_agent(args: argparse.Namespace, interrupts: Interrupts) -> int:
     from tether.cli.resume import bound_recipe
 
     agent = bound_recipe(args, create=True)
@@ -93,7 +101,10 @@ def run_agent(args: argparse.Namespace) -> int:
         error(str(exc))
         return EXIT_USAGE
     watch = Watch(session, writer())
-    result = asyncio.run(watch.run())
+    result = asyncio.run(interrupts.run(session, watch.run))
+    if interrupts.signal is not None and (result is None or session.paused):
+        return report(interrupts.signal, session, args)
+    assert result is not None
     watch.line("result", f"{result.stop_reason.value}: "
                          f"{result.answer.strip() or '(the model gave no answer)'}")
     if result.notice:

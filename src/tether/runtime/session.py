@@ -3,9 +3,11 @@
 Decision: the session wires one Environment (the chokepoint) per activation, hands the strategy a
 narrow Handle, and owns the ending. When the chokepoint raises Stop, the session gives the model a
 wrap-up turn without tools (held inside the budget) and records why the run ended — except for
-``needs_approval``, which pauses: the session records what waits and can be resumed, and on resume
-the waiting calls are settled first (approved ones run once, without the model asking again). Its
-state is the fold of its journal; the Result is read off that state.
+the reasons that pause (``needs_approval``, ``uncertain_effect``): the session records what waits
+and can be resumed, and on resume the waiting calls are settled first (approved ones run once,
+without the model asking again). An interruption — ``cancel()``, a cancelled task, a signal at
+the CLI — pauses too, never ends (``tether.runtime.interrupt``). Its state is the fold of its
+journal; the Result is read off that state.
 """
 
 from __future__ import annotations
@@ -27,11 +29,12 @@ from tether.runtime.chokepoint.gate import PolicyGate
 from tether.runtime.chokepoint.turn import ToolCalls
 from tether.runtime.environment import Environment
 from tether.runtime.handle import Handle
+from tether.runtime.interrupt import interruption, lost_call_charge, uncertain_calls
 from tether.runtime.lease import leased, leased_briefly
-from tether.runtime.result import Result, ToolResult, Trajectory
+from tether.runtime.result import Result, Trajectory
 from tether.runtime.state import fold
 from tether.runtime.stop import Stop, StopReason
-from tether.types import Event, ToolCall
+from tether.types import Event
 
 if TYPE_CHECKING:
     from tether.runtime.agent import Agent
@@ -60,8 +63,9 @@ class Checkpoint:
 
 
 class Session:
-    __slots__ = ("_accountant", "_journal", "_on_delta", "_result", "_running", "_state",
-                 "agent", "budget", "context", "id", "metadata", "request", "subject", "task")
+    __slots__ = ("_accountant", "_activation", "_interrupt", "_journal", "_on_delta", "_result",
+                 "_running", "_state", "agent", "budget", "context", "id", "metadata", "request",
+                 "subject", "task")
 
     def __init__(self, agent: Agent, task: str, *, budget: Budget, user_id: str | None,
                  tenant_id: str | None, roles: Iterable[str],
@@ -88,6 +92,9 @@ class Session:
         self._accountant = Accountant(budget, agent.effective_price, self._state.tally)
         self._result: Result | None = None
         self._running = False
+        # the loop and task of the running activation, and why it was asked to stop (cancel())
+        self._activation: tuple[asyncio.AbstractEventLoop, asyncio.Task[Any]] | None = None
+        self._interrupt: str | None = None
         self._on_delta: Callable[[str], None] | None = None
         if self._state.stop_reason is not None and not self._state.paused:
             self._result = self._snapshot(self._accountant.spend())
@@ -153,14 +160,39 @@ class Session:
         gives the model a result saying it was not repeated. Then ``resume()``."""
         if action not in ("retry", "skip"):
             raise ValueError("action must be 'retry' or 'skip'")
+        state = self._state
+        if state.stop_reason is not None and not state.paused:
+            raise RuntimeError(f"session {self.id} ended ({state.stop_reason}), so there is "
+                               "nothing to settle: an ended session runs nothing more")
         if not operator or not operator.strip():
             raise ValueError("say who settles: operator must be a non-empty name")
-        if call_id not in self._state.started or call_id in self._state.results:
+        if call_id not in state.started or call_id in state.results:
             raise ValueError(f"call {call_id!r} is not an interrupted call of this session")
         with leased_briefly(self._journal, self.agent.lease_ttl):
             self._journal.append("effect.settled", {"call_id": call_id, "action": action,
                                                     "operator": operator, "note": note})
             self._journal.flush()
+
+    def cancel(self, why: str = "Session.cancel()") -> bool:
+        """Interrupt the running activation, from any thread (or a signal handler): the session
+        pauses, resumably — a side effect in flight is left ``uncertain_effect`` for an operator,
+        exactly as after a crash; with none, the pause is ``interrupted`` — and ``run()`` /
+        ``arun()`` return the paused Result. ``why`` is journaled. False when nothing runs."""
+        activation = self._activation
+        if activation is None:
+            return False
+        loop, task = activation
+
+        def interrupt() -> None:  # on the run's loop, so never between two of its steps
+            if self._activation is activation and self._interrupt is None:
+                self._interrupt = why
+                task.cancel(f"tether: {why}")
+
+        try:
+            loop.call_soon_threadsafe(interrupt)
+        except RuntimeError:  # the loop closed meanwhile: the activation is over
+            return False
+        return True
 
     def spend(self) -> Spend:
         """What this session has spent so far."""
@@ -190,41 +222,22 @@ class Session:
         return result
 
     async def arun(self) -> Result:
-        """Run to the end, or to a pause for approval. A run that ended returns its result."""
+        """Run to the end, or to a pause (approval, uncertain effect, interruption). A run that
+        ended returns its result. Cancelling the task running it pauses the session (see
+        ``cancel()``) and raises ``CancelledError`` as usual."""
         if self._result is not None:
             return self._result
         return await self._activate()
 
-    async def astream(self) -> AsyncIterator[StreamEvent]:
+    def astream(self) -> AsyncIterator[StreamEvent]:
         """Run like ``arun()``, yielding text deltas and tool events as they happen, then
-        ``Finished(result)``."""
-        from tether.runtime.stream import Finished, TextDelta, ToolCallEvent, ToolResultEvent
+        ``Finished(result)``. Leaving the loop early interrupts the run: it pauses."""
+        from tether.runtime.stream import stream
 
-        queue: asyncio.Queue[StreamEvent | None] = asyncio.Queue()
+        def on_delta(fn: Callable[[str], None] | None) -> None:
+            self._on_delta = fn
 
-        def on_event(event: Event) -> None:
-            data = event.data
-            if event.type == "tool.decision":
-                queue.put_nowait(ToolCallEvent(
-                    ToolCall(data["call_id"], data["tool"], data["arguments"]),
-                    data["decision"]["effect"]))
-            elif event.type == "tool.result":
-                queue.put_nowait(ToolResultEvent(ToolResult(
-                    data["call_id"], data["tool"], data["content"], data["status"])))
-
-        unsubscribe = self.events.subscribe(on_event)
-        self._on_delta = lambda text: queue.put_nowait(TextDelta(text))
-        task = asyncio.ensure_future(self.arun())
-        task.add_done_callback(lambda _: queue.put_nowait(None))
-        try:
-            while (item := await queue.get()) is not None:
-                yield item
-            yield Finished(task.result())
-        finally:
-            unsubscribe()
-            self._on_delta = None
-            if not task.done():
-                task.cancel()
+        return stream(self.events, self.arun, on_delta)
 
     async def aresume(self) -> Result:
         """Continue a session that paused (approval, uncertain effect) or whose process died."""
@@ -240,11 +253,21 @@ class Session:
         if self._running:
             raise RuntimeError(f"session {self.id} is already running")
         self._running = True
+        task = asyncio.current_task()
+        assert task is not None
+        self._activation, self._interrupt = (asyncio.get_running_loop(), task), None
         try:
             async with leased(self._journal, self.agent.lease_ttl, new=not len(self._journal)):
-                return await self._drive()
+                try:
+                    return await self._drive()
+                except asyncio.CancelledError:
+                    result = self._interrupted()
+                    if self._interrupt is not None and task.uncancel() == 0:
+                        return result  # cancel() asked for the pause: its caller gets it
+                    raise  # whoever cancelled the task gets their cancellation
         finally:
             self._running = False
+            self._activation = None
             if self.agent.credentials is not None:  # no token outlives the activation
                 self.agent.credentials.revoke_session(self.id)
 
@@ -272,10 +295,7 @@ class Session:
             journal.append("session.resumed", {"after": "pause" if state.paused else "crash"})
             lost = state.in_flight
             if lost is not None:  # the process died waiting for the model: assume it was billed
-                journal.append("model.lost", {
-                    "step": lost["step"], "input_tokens": lost["reserved_input"],
-                    "output_tokens": lost["max_output_tokens"] or 0,
-                    "cost_usd": lost["reserved_cost_usd"]})
+                journal.append("model.lost", lost_call_charge(lost))
         else:
             start = {
                 "task": self.task, "system_prompt": agent.system_prompt, "agent": agent.name,
@@ -301,10 +321,6 @@ class Session:
             if raised is not env.stopped:  # only the chokepoint stops a run
                 self._fail(TypeError(f"the strategy raised a Stop of its own ({raised}); a "
                                      "strategy ends a run by returning its answer"))
-        except asyncio.CancelledError:
-            self._end(StopReason.CANCELLED, "the run was cancelled", "",
-                      "[tether] The run was cancelled.")
-            raise
         except Exception as exc:
             if env.stopped is None:
                 self._fail(exc)
@@ -318,6 +334,15 @@ class Session:
         notice = (f"[tether] The run stopped: {why}; the answer is the model's wrap-up."
                   if answer else f"[tether] The run stopped before an answer: {why}.")
         return self._end(stop.reason, stop.detail, answer, notice)
+
+    def _interrupted(self) -> Result:
+        """Pause an interrupted activation (no await: nothing can cut it in half)."""
+        why = self._interrupt or "its task was cancelled"
+        lost = self._state.in_flight
+        if lost is not None:  # cancelled waiting for the model, which may well have billed it
+            self._journal.append("model.unmetered", {
+                **lost_call_charge(lost), "error": f"interrupted ({why}) during the call"})
+        return self._pause(interruption(self._state, self.agent.registry, why))
 
     def _fail(self, exc: Exception) -> NoReturn:
         self._journal.append("session.error", {"error": f"{type(exc).__name__}: {exc}"})
@@ -345,13 +370,16 @@ class Session:
             notice = (f"[tether] Paused: {len(waiting)} call(s) wait for approval "
                       f"({', '.join(f'{r.tool} [{r.id}]' for r in waiting)}). Approve or deny "
                       "them, then resume the session.")
-        else:
+        elif stop.reason is StopReason.UNCERTAIN_EFFECT:
             notice = (f"[tether] Paused: {stop.detail}. Settle each with session.settle(call_id, "
                       "'retry' or 'skip', operator=...), then resume the session.")
+        else:
+            notice = f"[tether] Paused: {stop.detail}. Resume the session to continue."
         spend = self._accountant.spend()
         self._journal.append("session.paused", {
             "reason": stop.reason.value, "detail": stop.detail, "answer": "", "notice": notice,
             "pending": [r.id for r in waiting],
+            "uncertain": uncertain_calls(self._state, self.agent.registry),
             "active_seconds": self._accountant.activation_seconds(), "spend": spend.to_dict(),
         })
         self._journal.flush(last=True)

@@ -212,6 +212,8 @@ class SessionState:
 
     def _on_started(self, data: Mapping[str, Any]) -> None:
         self.started.add(data["call_id"])
+        # an operator's retry is used up by the run it allows: interrupted again, it waits again
+        self.settled.pop(data["call_id"], None)
 
     def _on_settled(self, data: Mapping[str, Any]) -> None:
         self.settled[data["call_id"]] = data

@@ -27,6 +27,10 @@ class StopReason(enum.StrEnum):
     UNCERTAIN_EFFECT = "uncertain_effect"  # a side effect may or may not have happened
     DENIED = "denied"
     MODEL_ERROR = "model_error"
+    # the run was interrupted from outside (a signal, Session.cancel(), a cancelled task) with no
+    # side effect in flight: it pauses, and resume() goes on where it was
+    INTERRUPTED = "interrupted"
+    # an ended session: what earlier tethers journaled for an interruption (one now pauses)
     CANCELLED = "cancelled"
 
     @property
@@ -40,7 +44,8 @@ class StopReason(enum.StrEnum):
         return self in _PAUSES
 
 
-_PAUSES = frozenset({StopReason.NEEDS_APPROVAL, StopReason.UNCERTAIN_EFFECT})
+_PAUSES = frozenset({StopReason.NEEDS_APPROVAL, StopReason.UNCERTAIN_EFFECT,
+                     StopReason.INTERRUPTED})
 _NO_FINAL_TURN = frozenset({StopReason.FINISHED, StopReason.MODEL_ERROR, StopReason.CANCELLED,
                             *_PAUSES})
 

@@ -7,10 +7,13 @@ from. Budgets, policy and the record are exactly those of ``run()``; the last it
 
 from __future__ import annotations
 
+import asyncio
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
 
+from tether.journal.chain import EventBus
 from tether.runtime.result import Result, ToolResult
-from tether.types import ToolCall
+from tether.types import Event, ToolCall
 
 
 @dataclass(frozen=True, slots=True)
@@ -37,3 +40,36 @@ class Finished:
 
 
 StreamEvent = TextDelta | ToolCallEvent | ToolResultEvent | Finished
+
+
+async def stream(events: EventBus, run: Callable[[], Awaitable[Result]],
+                 on_delta: Callable[[Callable[[str], None] | None], None],
+                 ) -> AsyncIterator[StreamEvent]:
+    """``run()`` as a task, its journal's tool events (``events``) and text deltas (handed to
+    ``on_delta``) yielded as they come, then ``Finished``. Leaving early cancels the task,
+    which pauses the session (``tether.runtime.interrupt``)."""
+    queue: asyncio.Queue[StreamEvent | None] = asyncio.Queue()
+
+    def on_event(event: Event) -> None:
+        data = event.data
+        if event.type == "tool.decision":
+            queue.put_nowait(ToolCallEvent(
+                ToolCall(data["call_id"], data["tool"], data["arguments"]),
+                data["decision"]["effect"]))
+        elif event.type == "tool.result":
+            queue.put_nowait(ToolResultEvent(ToolResult(
+                data["call_id"], data["tool"], data["content"], data["status"])))
+
+    unsubscribe = events.subscribe(on_event)
+    on_delta(lambda text: queue.put_nowait(TextDelta(text)))
+    task = asyncio.ensure_future(run())
+    task.add_done_callback(lambda _: queue.put_nowait(None))
+    try:
+        while (item := await queue.get()) is not None:
+            yield item
+        yield Finished(task.result())
+    finally:
+        unsubscribe()
+        on_delta(None)
+        if not task.done():
+            task.cancel()

@@ -59,6 +59,16 @@ def check_unredacted(call: ToolCall) -> None:
                                      "apart from the journal, in its store, for this)"))
 
 
+def needs_operator(tool: Tool | None, approved: bool) -> bool:
+    """Whether a call that started and left no result (its process died, or the run was
+    interrupted) waits for an operator to settle it — retry or skip — instead of running again
+    on resume: every side effect, except one declared ``idempotent`` that no person approved
+    (an approval is for one run; a tool no longer there is not known to be safe either)."""
+    if tool is None:
+        return True
+    return tool.meta.side_effect and (approved or not tool.meta.idempotent)
+
+
 def refusal(call: ToolCall, why: str) -> ToolResult:
     return ToolResult(call.id, call.name, f"Refused: calling {call.name!r} is not permitted "
                       f"({why}). Do not retry this call; continue without it or explain what "

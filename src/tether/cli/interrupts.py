@@ -1,0 +1,105 @@
+"""Ctrl-C, SIGTERM and a closed terminal (SIGHUP) at a command that runs a session: a pause.
+
+Why: these are how a person stops ``tether run`` or ``tether resume``. Python's defaults — a
+``KeyboardInterrupt`` raised wherever the interpreter happens to be, death by SIGTERM or SIGHUP —
+print a long traceback and at best leave what ``kill -9`` leaves; before this, the session even
+ended, losing track of a side effect in flight and refusing to resume.
+
+Decision: while the command runs, the first of these signals asks the session to pause
+(``Session.cancel``: resumable, a side effect in flight left ``uncertain_effect`` for an operator
+exactly as after a crash); every later one is ignored, so a second Ctrl-C cannot cut the pause
+in half. A signal before the session started stops the command before anything is journaled.
+The command then prints one line — what happened, and the exact commands that continue — and
+exits 128 + the signal's number, as a shell expects of a process a signal stopped.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import signal
+import sys
+import threading
+from collections.abc import Awaitable, Callable
+from types import FrameType
+from typing import TYPE_CHECKING, TypeVar
+
+from tether.cli.common import store_hint
+
+if TYPE_CHECKING:
+    from tether.runtime.session import Session
+
+T = TypeVar("T")
+SIGNALS = tuple(getattr(signal, name) for name in ("SIGINT", "SIGTERM", "SIGHUP")
+                if hasattr(signal, name))
+
+
+class Interrupts:
+    """The first SIGINT/SIGTERM/SIGHUP while installed (``with``) pauses the attached session."""
+
+    def __init__(self) -> None:
+        self.signal: signal.Signals | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._session: Session | None = None
+        self._previous: dict[int, Callable[[int, FrameType | None], object] | int | None] = {}
+
+    def __enter__(self) -> Interrupts:
+        if threading.current_thread() is threading.main_thread():  # only it may set handlers
+            self._previous = {s: signal.signal(s, self._on_signal) for s in SIGNALS}
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        for number, handler in self._previous.items():
+            signal.signal(number, handler)
+
+    async def run(self, session: Session, running: Callable[[], Awaitable[T]]) -> T | None:
+        """``running()`` (which runs ``session``), paused by a signal; None when a signal came
+        before it started."""
+        self._loop, self._session = asyncio.get_running_loop(), session
+        if self.signal is not None:
+            return None
+        return await running()  # the session's activation begins before this first suspends
+
+    def _on_signal(self, number: int, frame: FrameType | None) -> None:
+        if self.signal is not None:
+            return  # the pause is under way: nothing may cut it in half
+        self.signal = signal.Signals(number)
+        loop = self._loop
+        if loop is not None:
+            with contextlib.suppress(RuntimeError):  # the loop closed: the run is over
+                loop.call_soon_threadsafe(self._pause)
+
+    def _pause(self) -> None:
+        if self._session is not None and self.signal is not None:
+            self._session.cancel(self.signal.name)
+
+
+def report(caught: signal.Signals, session: Session, args: argparse.Namespace) -> int:
+    """Say in one line on stderr what the signal did to a session that paused (or never
+    started) and the exact commands that continue it; the exit code."""
+    agent, store = args.agent, store_hint(args.store)
+    resume = f"`tether resume {session.id} --agent {agent}{store}`"
+    if not session.replay():
+        say(f"interrupted by {caught.name} before the session started; nothing was journaled")
+    else:
+        pause = session.replay()[-1].data
+        uncertain = list(pause.get("uncertain") or ())
+        settle = ", ".join(f"`tether settle {session.id} {call_id} retry|skip --operator NAME "
+                           f"--agent {agent}{store}`" for call_id in uncertain)
+        if uncertain:
+            say(f"interrupted by {caught.name}: session {session.id} paused with call(s) "
+                  f"{', '.join(uncertain)} in flight, which may or may not have taken effect; "
+                  f"check, settle each with {settle}, then continue with {resume}")
+        elif pause.get("reason") == "needs_approval":
+            say(f"interrupted by {caught.name}: session {session.id} paused waiting for "
+                  f"approval; decide with `tether approvals list --session {session.id}"
+                  f"{store}`, then continue with {resume}")
+        else:
+            say(f"interrupted by {caught.name}: session {session.id} paused with nothing "
+                  f"uncertain; continue with {resume}")
+    return 128 + caught.value
+
+
+def say(line: str) -> None:
+    print(line, file=sys.stderr, flush=True)
