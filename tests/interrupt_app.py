@@ -11,6 +11,9 @@ it then waits until the process is signalled or killed):
 - unset: nothing waits (a resume).
 
 ``slow_write`` runs on a worker thread (a plain function), ``peek`` on the event loop (async).
+With ``INTERRUPT_HOLD_PAUSE`` set to the store's URL, the recipe writes its journal there through
+a store that, as it writes the pause, creates ``pausing`` and holds until ``go`` exists: a test
+signals the process again inside the pause.
 """
 
 from __future__ import annotations
@@ -18,9 +21,14 @@ from __future__ import annotations
 import asyncio
 import os
 import threading
+import time
+from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 from tether import Agent, ModelResponse, ReAct, ScriptedModel, ToolCall, tool
+from tether.store.base import Store, open_store
+from tether.types import Event
 
 
 def _here() -> Path:
@@ -55,9 +63,29 @@ def slow_write(text: str) -> str:
     return f"wrote {text}"
 
 
+class HoldingStore:
+    """A real store that holds inside the write of a pause until the test says go."""
+
+    def __init__(self, inner: Store) -> None:
+        self._inner = inner
+        self.url = inner.url
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._inner, name)
+
+    def append(self, session_id: str, events: Sequence[Event], *args: Any) -> None:
+        if any(e.type == "session.paused" for e in events):
+            (_here() / "pausing").write_text("")
+            while not (_here() / "go").exists():  # the test signals the process meanwhile
+                time.sleep(0.01)
+        self._inner.append(session_id, events, *args)
+
+
 def agent() -> Agent:
     script = [ModelResponse(tool_calls=(ToolCall("call_0", "peek", {}),
                                         ToolCall("call_1", "slow_write", {"text": "ran 500"}))),
               "wrote it"]
+    held = os.environ.get("INTERRUPT_HOLD_PAUSE")
+    store: Any = HoldingStore(open_store(held)) if held else None
     return Agent(model=ScriptedModel(script), reasoning=ReAct(), tools=[peek, slow_write],
-                 name="ledger")
+                 name="ledger", store=store)

@@ -172,6 +172,29 @@ def test_a_second_signal_while_pausing_leaves_the_journal_consistent(
     assert _uncertain(events) == {"call_1"}
 
 
+def test_signals_inside_the_pause_write_change_nothing(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    db = tmp_path / "runs.db"
+    store = f"sqlite:///{db}"
+    monkeypatch.setenv("INTERRUPT_HOLD_PAUSE", store)  # read by the recipe in the child
+    proc = _started(tmp_path, store, "during")
+    proc.send_signal(signal.SIGINT)
+    deadline = time.monotonic() + 60
+    while not (tmp_path / "pausing").exists():  # the pause is being written, and held
+        assert proc.poll() is None and time.monotonic() < deadline, proc.communicate()
+        time.sleep(0.02)
+    for again in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+        proc.send_signal(again)
+    (tmp_path / "go").write_text("")
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 128 + signal.SIGINT, err
+    assert "Traceback" not in err and len(err.strip().splitlines()) == 1, err
+    assert _tether(tmp_path, "audit", "verify", "--store", store).returncode == 0
+    _, events = _stored(db)
+    assert [e.type for e in events].count("session.paused") == 1
+    assert events[-1].type == "session.paused" and _uncertain(events) == {"call_1"}
+
+
 def test_settle_on_an_ended_session_is_refused_and_appends_nothing(tmp_path: Path) -> None:
     db = tmp_path / "runs.db"
     store = f"sqlite:///{db}"
