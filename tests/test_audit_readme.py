@@ -60,7 +60,7 @@ def test_the_shell_commands_run_in_order(tmp_path: Path) -> None:
         elif argv[1:3] == ["approvals", "list"]:
             ids["approval"] = out.split()[0]
         if argv[1] == "settle":  # the README says: only after a crash mid-effect
-            assert done.returncode == 1 and "not an interrupted call" in done.stderr
+            assert done.returncode == 1 and "nothing to settle" in done.stderr
         elif argv[1] == "what-if":
             assert done.returncode == 1, done.stderr
             assert ("require_approval (billing:big-payments-need-approval) -> deny "
