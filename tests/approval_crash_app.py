@@ -12,7 +12,8 @@ and prints its id; ``approve URL`` approves every pending request; ``resume URL 
 - ``result``: the transfer's ``tool.result`` is committed.
 
 It prints the stop reason, or ``busy ...`` when another worker holds the session. The transfer
-appends a line to EFFECTS, so a test counts how often it really ran.
+appends a line to EFFECTS, so a test counts how often it really ran; with ``CRASH_APP_IDEMPOTENT``
+set it is declared ``idempotent=True``.
 """
 
 from __future__ import annotations
@@ -75,7 +76,7 @@ class NeedsApproval:
 
 
 def build(store: Any, effects: str, point: str = "", hold: float = 0.0) -> Agent:
-    @tool(side_effect=True)
+    @tool(side_effect=True, idempotent=bool(os.environ.get("CRASH_APP_IDEMPOTENT")))
     def transfer(amount: int) -> str:
         """Move money."""
         time.sleep(hold)

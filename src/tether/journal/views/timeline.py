@@ -228,6 +228,10 @@ def _result(d: Mapping[str, Any]) -> list[str]:
             f"\"{excerpt(d.get('content', ''), 80)}\""]
 
 
+def _rerun(d: Mapping[str, Any]) -> list[str]:
+    return [f"runs {d.get('call_id')} {d.get('tool')} again: {excerpt(d.get('why', ''), 80)}"]
+
+
 def _settled(d: Mapping[str, Any]) -> list[str]:
     note = f": {excerpt(d['note'], 60)}" if d.get("note") else ""
     return [f"settled {d.get('call_id')}: {d.get('action')} by {d.get('operator')}{note}"]
@@ -283,6 +287,7 @@ _RENDER: dict[str, Renderer] = {
     "tool.started": _started,
     "tool.result": _result,
     "effect.settled": _settled,
+    "effect.rerun": _rerun,
     "session.paused": _paused,
     "session.resumed": _resumed,
     "session.end": _end,

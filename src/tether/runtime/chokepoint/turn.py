@@ -38,6 +38,7 @@ from tether.runtime.chokepoint.effects import (
     check_unredacted,
     is_hidden,
     masked_for_journal,
+    needs_operator,
     refusal,
     shape,
     skipped,
@@ -258,8 +259,10 @@ class ToolCalls:
         return ToolCall(call.id, call.name, arguments)
 
     def _interrupted(self, call: ToolCall, turn: _Turn) -> Admitted | None:
-        """A call that started before the process stopped and left no result. A read-only or
-        idempotent call runs again; a side effect is never repeated without an operator."""
+        """A side-effecting call that started before the process stopped (or the run was
+        interrupted) and left no result. It runs again only when an operator settled it
+        ``retry``, or when it is declared idempotent and no person approved it — then as a
+        journaled re-run (``effect.rerun``); otherwise it waits for an operator."""
         state = self._state
         decided = state.decisions[call.id]
         tool = self._executor.registry.get(decided["tool"])
@@ -271,13 +274,17 @@ class ToolCalls:
             raise Rejected(ToolResult(call.id, call.name, f"Not executed again: the call was "
                                       f"interrupted and an operator chose to skip it ({note}).",
                                       "skipped"))
-        if settled is None and tool.meta.side_effect and not tool.meta.idempotent:
+        if settled is None and needs_operator(tool, call.id in state.granted):
             turn.uncertain.append(call.id)
             return None
         if turn.blocked:
             return None
         call = self._with_real_arguments(call)
         arguments = self._executor.validate(tool, ToolCall(call.id, tool.name, call.arguments))
+        if settled is None:  # idempotent: it runs again, and the journal says so
+            self._journal.append("effect.rerun", {
+                "call_id": call.id, "tool": tool.name,
+                "why": "declared idempotent, it started and left no result, so it runs again"})
         if call.id in state.granted:
             return Admitted(call, tool, arguments)
         return shape(call, tool, arguments, decided["decision"])
