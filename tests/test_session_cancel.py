@@ -188,3 +188,72 @@ def test_a_model_call_in_flight_is_charged_and_the_run_resumes(tmp_path: Path) -
     resumed = agent.resume(session.id)
     assert resumed.stop_reason.value == "finished" and resumed.answer == "the answer"
     assert not [e for e in agent.load(session.id).replay() if e.type == "model.lost"]
+
+
+def test_an_idempotent_call_in_flight_pauses_interrupted_and_reruns_journaled(
+        tmp_path: Path) -> None:
+    entered = asyncio.Event()
+    ran: list[str] = []
+    hold = [True]
+
+    @tool(side_effect=True, idempotent=True)
+    async def put(key: str) -> str:
+        """Set a key (the same value every time)."""
+        ran.append(key)
+        if hold[0]:
+            entered.set()
+            await asyncio.Event().wait()
+        return f"set {key}"
+
+    script = [ModelResponse(tool_calls=(ToolCall("p1", "put", {"key": "k"}),)), "done"]
+    agent = Agent(model=ScriptedModel(script), reasoning=ReAct(), tools=[put],
+                  store=_store(tmp_path))
+    session = agent.session("set k")
+
+    async def main() -> Any:
+        run = asyncio.ensure_future(session.arun())
+        await entered.wait()
+        session.cancel()
+        return await run
+
+    assert asyncio.run(main()).stop_reason.value == "interrupted"  # nobody has to settle it
+    hold[0] = False
+    assert agent.resume(session.id).stop_reason.value == "finished"
+    events = agent.load(session.id).replay()
+    assert [e.data["call_id"] for e in events if e.type == "effect.rerun"] == ["p1"]
+    assert ran == ["k", "k"]
+
+
+def test_a_tool_that_swallows_the_cancellation_does_not_keep_the_run_going(
+        tmp_path: Path) -> None:
+    entered = asyncio.Event()
+    ran: list[str] = []
+
+    @tool
+    async def stubborn() -> str:
+        """Read something, refusing to be cancelled."""
+        ran.append("stubborn")
+        entered.set()
+        try:
+            await asyncio.Event().wait()
+        except asyncio.CancelledError:
+            return "finished anyway"
+        return "unreachable"
+
+    script = [ModelResponse(tool_calls=(ToolCall("s1", "stubborn", {}),)),
+              ModelResponse(tool_calls=(ToolCall("s2", "stubborn", {}),)), "done"]
+    agent = Agent(model=ScriptedModel(script), reasoning=ReAct(), tools=[stubborn],
+                  store=_store(tmp_path))
+    session = agent.session("go")
+
+    async def main() -> Any:
+        run = asyncio.ensure_future(session.arun())
+        await entered.wait()
+        session.cancel()
+        return await run
+
+    result = asyncio.run(main())
+    assert result.stop_reason.value == "interrupted", result
+    assert ran == ["stubborn"]  # the second call never started
+    events = session.replay()
+    assert [e.data["content"] for e in events if e.type == "tool.result"] == ["finished anyway"]

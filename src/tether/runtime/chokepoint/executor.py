@@ -138,6 +138,15 @@ class ToolExecutor:
 
 
 
+def check_not_cancelled() -> None:
+    """Raise ``CancelledError`` when the running task was asked to stop and something on the way
+    swallowed the request (a tool that caught it and returned): the run stops all the same,
+    after what the tool returned is recorded."""
+    task = asyncio.current_task()
+    if task is not None and task.cancelling():
+        raise asyncio.CancelledError
+
+
 MASKED = "[masked]"
 
 

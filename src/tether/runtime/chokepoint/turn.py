@@ -43,7 +43,12 @@ from tether.runtime.chokepoint.effects import (
     shape,
     skipped,
 )
-from tether.runtime.chokepoint.executor import MASKED, Rejected, ToolExecutor
+from tether.runtime.chokepoint.executor import (
+    MASKED,
+    Rejected,
+    ToolExecutor,
+    check_not_cancelled,
+)
 from tether.runtime.chokepoint.gate import PolicyGate
 from tether.runtime.limits import Limits
 from tether.runtime.result import ToolResult
@@ -365,6 +370,7 @@ class ToolCalls:
             self.record(result, meta.output_trust == "untrusted", meta.trusted_fields)
             if budget_timeout and result.status == "timeout" and turn.stop is None:
                 turn.stop = Stop(StopReason.TIME_BUDGET, "time budget ran out during a tool call")
+        check_not_cancelled()
 
     def _result_chars(self, running: int) -> int | None:
         """Characters each result of this batch may have, sharing the budget's room for results
