@@ -121,3 +121,19 @@ def test_lint_with_tools_does_the_same_check(tmp_path: Path,
     assert main(["policy", "lint", str(policy), "--tools", f"{module}:TOOLS"]) == 0
     assert "every name found among 1 tools" in capsys.readouterr().out
     assert main(["policy", "lint", str(policy), "--tools", f"{module}:MISSING"]) == 2
+
+
+async def test_a_gateway_refuses_a_misspelt_policy_too() -> None:
+    """A Gateway built in Python (tools called by no model) is an entry point like Agent."""
+    from tether.runtime.chokepoint.gateway import Gateway
+
+    with pytest.raises(PolicyNameError) as refused:
+        Gateway(TOOLS, policy=YamlPolicy.from_string(MISSPELT, "refunds.yaml"), client="ide",
+                roles=["intern"])
+    assert "names tool 'refnud', which none of the gateway's tools is (did you mean " \
+        "'refund'?)" in str(refused.value)
+    assert "Gateway(..., check_policy_names=False)" in str(refused.value)
+    shared = Gateway(TOOLS, policy=YamlPolicy.from_string(MISSPELT, "shared.yaml"),
+                     client="ide", check_policy_names=False)
+    assert (await shared.call("search", {"query": "x"})).status == "ok"
+    shared.close()

@@ -11,6 +11,8 @@ Run: ``python py_server.py`` (stdio) or ``python py_server.py --http PORT`` (str
 - ``TETHER_TEST_PID_FILE``: a file the server writes its pid to at start (tests that it is gone).
 - ``TETHER_TEST_START_ONCE``: a file the server creates at its first start; a later start that
   finds it exits at once (an upstream that cannot be restarted).
+- ``TETHER_TEST_RETIRE``: adds a tool ``retire(name)`` that removes the tool ``name`` and tells
+  the client its tool list changed (an upstream whose tools change under a proxy).
 """
 
 from __future__ import annotations
@@ -149,6 +151,15 @@ async def mutate(ctx: Context) -> str:
     state["variant"] = "changed"
     await ctx.session.send_tool_list_changed()
     return "mutated"
+
+
+if os.environ.get("TETHER_TEST_RETIRE"):
+    @server.tool()
+    async def retire(name: str, ctx: Context) -> str:
+        """Removes the tool ``name`` and tells the client its tool list changed."""
+        server.remove_tool(name)
+        await ctx.session.send_tool_list_changed()
+        return f"retired {name}"
 
 
 for n in range(FILLER):

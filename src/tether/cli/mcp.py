@@ -11,13 +11,14 @@ Decision: both commands take the same governance options — ``--policy``, ``--s
 other commands: ``$TETHER_STORE``, else ``sqlite:///tether.db``; created if missing, since a
 server writes the journal), ``--budget-tool-calls`` per client, and ``--client`` / ``--role`` /
 ``--tenant`` for the policy's Subject — and everything that can be wrong (the tools, the policy,
-the store, the upstream, the port) is reported before a client is answered. Messages go to
-stderr only: on stdio, stdout is the protocol channel.
+the store, the upstream, the port, a policy naming tools or arguments not served) is reported
+before a client is answered. Messages go to stderr only: on stdio, stdout is the protocol
+channel.
 
 Exit codes: 0 the server ran until its client disconnected (stdio) or it was interrupted; 1 the
 proxy's upstream died and could not be restarted; 2 it could not start (bad usage, tools that do
-not load, a policy that does not load, a store that cannot be opened, an upstream that does not
-start, a port that cannot be bound).
+not load, a policy that does not load or names tools or arguments not served, a store that
+cannot be opened, an upstream that does not start, a port that cannot be bound).
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from __future__ import annotations
 import argparse
 import os
 from collections.abc import Callable, Coroutine, Iterable
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from tether.cli.common import EXIT_FINDING, EXIT_OK, EXIT_USAGE, STORE_HELP, error, note, usage
@@ -129,9 +131,26 @@ def register(commands: Any) -> None:
 
 # -- loading ------------------------------------------------------------------------------------
 
+@dataclass(frozen=True, slots=True)
+class Served:
+    """What ``MODULE:TOOLS`` names: the tools, the policy of the object holding them (if it has
+    one), and whether that policy is to be checked against them (an Agent built with
+    ``check_policy_names=False`` opted out)."""
+
+    tools: list[Tool]
+    policy: Policy | None
+    check_policy_names: bool = True
+
+
 def load_tools(spec: str) -> tuple[list[Tool], Policy | None]:
     """The tools named by ``spec``, and the policy of the object holding them, if it has one.
     Raises RecipeError saying what to fix."""
+    served = load_served(spec)
+    return served.tools, served.policy
+
+
+def load_served(spec: str) -> Served:
+    """What ``spec`` names (see ``load_tools``). Raises RecipeError saying what to fix."""
     from tether.cli.recipe import RecipeError
     from tether.references import import_object
     from tether.tools.base import Tool
@@ -162,7 +181,8 @@ def load_tools(spec: str) -> tuple[list[Tool], Policy | None]:
     if not tools:
         raise RecipeError(f"{spec} holds no tools; an MCP server without tools would serve "
                           "nothing")
-    return tools, policy if callable(getattr(policy, "evaluate", None)) else None
+    return Served(tools, policy if callable(getattr(policy, "evaluate", None)) else None,
+                  getattr(value, "check_policy_names", True) is not False)
 
 
 def _holds_tools(value: Any) -> bool:
@@ -255,15 +275,17 @@ def run_serve(args: argparse.Namespace) -> int:
     if port is None or _sdk_missing():
         return EXIT_USAGE
     try:
-        tools, own_policy = load_tools(args.tools)
+        served = load_served(args.tools)
     except RecipeError as exc:
         error(str(exc))
         return EXIT_USAGE
+    tools, check = served.tools, True
     policy: Policy | None
     if args.policy:
         policy, policy_name = _load_policy(args.policy), args.policy
-    elif own_policy is not None:
-        policy, policy_name = own_policy, f"of {args.tools}"
+    elif served.policy is not None:
+        policy, policy_name = served.policy, f"of {args.tools}"
+        check = served.check_policy_names
     else:
         from tether.policy.base import AllowAll
 
@@ -271,15 +293,24 @@ def run_serve(args: argparse.Namespace) -> int:
         note("no --policy: every call is allowed (and still budgeted and journaled)")
     if policy is None:
         return EXIT_USAGE
+    from tether.mcp.server import check_served_names, serve
+    from tether.policy.names import PolicyNameError
+
+    try:
+        if check:
+            check_served_names(policy, tools)
+    except PolicyNameError as exc:
+        error(str(exc))
+        return EXIT_USAGE
     governance = _governance(args, policy)
     if governance is None:
         return EXIT_USAGE
-    from tether.mcp.server import serve
 
     names = ", ".join(t.name for t in tools)
     ready = _announce(f"serving {len(tools)} tools ({names})", governance, policy_name, args)
     return _run(serve(tools, governance, transport=args.transport, port=port,
-                      name=args.name or "tether", on_ready=ready, on_client=_on_client),
+                      name=args.name or "tether", on_ready=ready, on_client=_on_client,
+                      check_policy_names=False),  # checked above, or opted out
                 governance, args.transport, port)
 
 
@@ -342,6 +373,7 @@ def _run(main: Coroutine[Any, Any, None], governance: Governance, transport: str
 
     from tether.mcp.errors import MCPConnectionError
     from tether.mcp.supervise import UpstreamLost
+    from tether.policy.names import PolicyNameError
 
     def stop(signum: int, frame: object) -> None:
         raise KeyboardInterrupt  # SIGTERM stops like Ctrl-C: the upstream is closed, not orphaned
@@ -358,6 +390,9 @@ def _run(main: Coroutine[Any, Any, None], governance: Governance, transport: str
         return EXIT_FINDING
     except MCPConnectionError as exc:
         error(f"the upstream MCP server did not start: {exc}")
+        return EXIT_USAGE
+    except PolicyNameError as exc:  # the proxy's policy against the upstream's tools
+        error(str(exc))
         return EXIT_USAGE
     except OSError as exc:
         if transport == "http":

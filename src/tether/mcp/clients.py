@@ -162,7 +162,9 @@ class ClientGateways:
         g = self.governance
         gateway = Gateway(self.tools, policy=g.policy, client=g.client, budget=g.budget,
                           store=g.store, roles=g.roles, tenant_id=g.tenant_id,
-                          approval_ttl=g.approval_ttl, max_result_chars=g.max_result_chars)
+                          approval_ttl=g.approval_ttl, max_result_chars=g.max_result_chars,
+                          check_policy_names=False)  # serve() checked the served tools; the
+        # proxy checks the upstream's current definitions, which a pinned spec may not show
         if self._on_new is not None:
             self._on_new(key, gateway)
         return gateway

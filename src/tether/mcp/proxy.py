@@ -16,8 +16,19 @@ Decisions:
   person). A tool whose definition changed upstream keeps showing the approved text and is
   blocked at call time until re-approved; ``pins`` (``--pins FILE``) keeps pins across restarts,
   so a change made while the proxy was down is caught too.
-- The tool list is fixed when the proxy starts. A tool the upstream adds later is offered after
-  a restart, where it is pinned like any new tool; nothing reaches a client past the pinning.
+- The tool list served is fixed when the proxy starts. A tool the upstream adds later is offered
+  after a restart, where it is pinned like any new tool; nothing reaches a client past the
+  pinning.
+- The policy must name the upstream's tools: it is checked against them (their current
+  definitions) once listed, and the proxy refuses to start on a rule naming a tool or an
+  argument none of them has (PolicyNameError). The check is made again whenever the upstream's
+  list is read again — it announced a change (``notifications/tools/list_changed``: looked at
+  before each call is decided, and every ``CHECK_EVERY`` seconds), or it was restarted. A rule
+  that no longer names a served tool would silently deny nothing, so while the check fails
+  every call is refused (``NamesGuard``: a denial in the caller's journal, naming the rules),
+  and the proxy says so on stderr; it serves again when the list matches the policy again.
+  Refusing, not stopping: the clients and the journal are told why each call fails, and a
+  supervisor restarting a stopped proxy would only meet the same refusal at start.
 - One upstream connection serves every client; each client still has its own gateway, budget
   and journal.
 - The hints clients see are the pinned definition's own (reviewed, or seen first): they only
@@ -28,9 +39,11 @@ Decisions:
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import sys
-from collections.abc import Callable, Mapping, Sequence
-from typing import TYPE_CHECKING, Literal
+from collections.abc import Callable, Coroutine, Mapping, Sequence
+from dataclasses import replace
+from typing import TYPE_CHECKING, Any, Literal
 
 import mcp_types as types
 
@@ -38,13 +51,18 @@ from tether.mcp.clients import Governance
 from tether.mcp.config import MCPServer
 from tether.mcp.pins import PinStore
 from tether.mcp.server import serve, tool_annotations
-from tether.mcp.supervise import RESTARTS, watch
+from tether.mcp.supervise import CHECK_EVERY, RESTARTS, watch
 from tether.mcp.toolset import MCPToolset
 
 if TYPE_CHECKING:
+    from tether.policy.names import NamesGuard
     from tether.runtime.chokepoint.gateway import Gateway
+    from tether.types import ToolSpec
 
 UPSTREAM = "upstream"
+UPSTREAM_TOOLS = "the upstream's tools"
+CHANGED_ADVICE = ("Restart the proxy with a policy that names the upstream's tools as they are "
+                  "now, or bring the upstream back to the tools the policy names")
 
 
 def upstream_server(argv: Sequence[str], *, name: str = UPSTREAM,
@@ -105,23 +123,69 @@ async def proxy(upstream: MCPServer, governance: Governance, *,
     """Connect to ``upstream`` and serve its tools, governed, until the transport ends; the
     upstream is stopped when the proxy stops, and restarted when it dies (``supervise``; each
     event told to ``log``). Raises MCPConnectionError when the upstream cannot be started (the
-    message has its last stderr lines), UpstreamLost when it died and could not be restarted."""
+    message has its last stderr lines), PolicyNameError when the policy names tools or
+    arguments the upstream's tools do not have, UpstreamLost when it died and could not be
+    restarted."""
+    from tether.policy.names import NamesGuard, PolicyNameError, names_message
+
+    say = log or _stderr
     async with MCPToolset(upstream, pins=pins,
                           require_approval_for_new=require_approval_for_new) as toolset:
+        served = frozenset(toolset.names)
+        guard = NamesGuard(governance.policy, whose=UPSTREAM_TOOLS, advice=CHANGED_ADVICE)
+        if guard.check(served_specs(toolset, served)):
+            raise PolicyNameError(names_message(guard.problems, (
+                "Fix the names to match the upstream's tools: " + ", ".join(sorted(served)))))
+
+        async def recheck() -> None:
+            await recheck_names(toolset, served, guard, say)
+
         serving = asyncio.ensure_future(serve(
-            list(toolset), governance, transport=transport, port=port,
+            list(toolset), replace(governance, policy=guard), transport=transport, port=port,
             name=name or f"tether-proxy-{upstream.name}", listing=proxied_listing(toolset),
-            on_ready=on_ready, on_client=on_client))
-        watching = asyncio.ensure_future(watch(toolset, log or _stderr, restarts=restarts))
+            on_ready=on_ready, on_client=on_client, check_policy_names=False,
+            before_call=recheck))
+        watching = asyncio.ensure_future(watch(toolset, say, restarts=restarts))
+        checking = asyncio.ensure_future(_keep_checking(recheck))
         try:
             await asyncio.wait({serving, watching}, return_when=asyncio.FIRST_COMPLETED)
         finally:
-            for task in (serving, watching):
+            for task in (serving, watching, checking):
                 task.cancel()
-            await asyncio.gather(serving, watching, return_exceptions=True)
+            await asyncio.gather(serving, watching, checking, return_exceptions=True)
         if not watching.cancelled():
             watching.result()  # UpstreamLost: the upstream could not be brought back
         serving.result()  # the server's own error, if it ended with one
+
+
+def served_specs(toolset: MCPToolset, served: frozenset[str]) -> list[ToolSpec]:
+    """The served tools the upstream still offers, with their current definitions."""
+    return [spec for spec in toolset.offered() if spec.name in served]
+
+
+async def recheck_names(toolset: MCPToolset, served: frozenset[str], guard: NamesGuard,
+                        log: Callable[[str], None]) -> None:
+    """List the upstream's tools again if it announced a change, and check the policy's names
+    against them; ``log`` is told when the verdict changes. Raises what the listing raised."""
+    from tether.policy.names import names_message
+
+    if toolset.stale:
+        await toolset.arefresh()
+    if not guard.check(served_specs(toolset, served)):
+        return
+    if guard.problems:
+        log("the upstream's tool list changed and the policy no longer matches it; every call "
+            "is refused until it does: " + names_message(guard.problems, guard.advice))
+    else:
+        log("the policy matches the upstream's tools again; its calls are decided by it again")
+
+
+async def _keep_checking(recheck: Callable[[], Coroutine[Any, Any, None]]) -> None:
+    """Re-check without waiting for a call, so the operator hears of a change when it comes."""
+    while True:
+        await asyncio.sleep(CHECK_EVERY)
+        with contextlib.suppress(Exception):  # a dead upstream is the watchdog's to report
+            await recheck()
 
 
 def _stderr(message: str) -> None:

@@ -16,6 +16,8 @@ Decisions:
   model reads as text and can act on — and the status and the client's tether session id ride
   in ``_meta`` (``tether/status``, ``tether/session``, and ``tether/approval`` for a call that
   waits for a person), so a program can tell them apart.
+- The policy must name the tools served (``tether.policy.names``): ``serve`` refuses one whose
+  rules name a tool or an argument none of them has (PolicyNameError), before answering anyone.
 - Streamable HTTP listens on 127.0.0.1 only, with the SDK's DNS-rebinding protection: the
   server does not authenticate clients, so it must not be reachable from other machines.
 """
@@ -24,7 +26,7 @@ from __future__ import annotations
 
 import asyncio
 import socket
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Sequence
 from typing import TYPE_CHECKING, Any, Literal
 
 import mcp_types as types
@@ -37,11 +39,15 @@ from tether.mcp.clients import ClientExpired, ClientGateways, Governance, Outcom
 from tether.tools.base import Tool, ToolMeta
 
 if TYPE_CHECKING:
+    from tether.policy.base import Policy
     from tether.runtime.chokepoint.gateway import Gateway
 
 HOST = "127.0.0.1"
 PATH = "/mcp"
 SESSION_IDLE_TIMEOUT = 30 * 60.0  # the SDK's default for streamable HTTP sessions
+SERVED_TOOLS = "the served tools"
+SERVED_ADVICE = ("Fix the names (`tether policy lint POLICY --tools MODULE:TOOLS` makes this check "
+                 "without serving)")
 STDIO_CLIENT = "stdio"
 SESSIONLESS_CLIENT = "http:sessionless"
 
@@ -53,6 +59,13 @@ def tool_annotations(meta: ToolMeta) -> types.ToolAnnotations:
         destructive_hint=meta.side_effect and meta.risk == "high",
         idempotent_hint=meta.idempotent,
         open_world_hint=meta.egress)
+
+
+def check_served_names(policy: Policy, tools: Iterable[Tool]) -> None:
+    """PolicyNameError when ``policy`` names a tool or an argument none of ``tools`` has."""
+    from tether.policy.names import check_names
+
+    check_names(policy, [t.spec for t in tools], whose=SERVED_TOOLS, advice=SERVED_ADVICE)
 
 
 def listing_of(tools: Iterable[Tool]) -> list[types.Tool]:
@@ -92,8 +105,11 @@ def client_key(ctx: ServerRequestContext[Any, Any]) -> str:
 
 
 def build_server(gateways: ClientGateways, listing: Sequence[types.Tool], *,
-                 name: str = "tether", instructions: str | None = None) -> Server[Any]:
-    """A low-level MCP server whose tools are ``listing`` and whose calls go to ``gateways``."""
+                 name: str = "tether", instructions: str | None = None,
+                 before_call: Callable[[], Awaitable[None]] | None = None) -> Server[Any]:
+    """A low-level MCP server whose tools are ``listing`` and whose calls go to ``gateways``;
+    ``before_call`` is awaited before each call is decided (the proxy re-checks its policy
+    against a changed upstream there): if it raises, the call is not made."""
     tools = list(listing)
 
     async def list_tools(ctx: ServerRequestContext[Any, Any],
@@ -102,6 +118,13 @@ def build_server(gateways: ClientGateways, listing: Sequence[types.Tool], *,
 
     async def call_tool(ctx: ServerRequestContext[Any, Any],
                         params: types.CallToolRequestParams) -> types.CallToolResult:
+        if before_call is not None:
+            try:
+                await before_call()
+            except Exception as exc:
+                return types.CallToolResult(
+                    content=[types.TextContent(text=f"the call was not made: {exc}")],
+                    is_error=True, meta={"tether/status": "error"})
         try:
             outcome = await gateways.call(client_key(ctx), params.name, params.arguments or {})
         except ClientExpired as exc:
@@ -202,17 +225,24 @@ async def serve(tools: Iterable[Tool], governance: Governance, *,
                 transport: Literal["stdio", "http"] = "stdio", port: int = 0,
                 name: str = "tether", listing: Sequence[types.Tool] | None = None,
                 on_ready: Callable[[str], None] | None = None,
-                on_client: Callable[[str, Gateway], None] | None = None) -> None:
+                on_client: Callable[[str, Gateway], None] | None = None,
+                check_policy_names: bool = True,
+                before_call: Callable[[], Awaitable[None]] | None = None) -> None:
     """Serve ``tools`` over MCP, each client governed by ``governance``, until the transport
-    ends (stdio: the client closes stdin; HTTP: SIGINT or SIGTERM).
+    ends (stdio: the client closes stdin; HTTP: SIGINT or SIGTERM). Raises PolicyNameError,
+    before serving, when the policy names what the tools do not have (``check_policy_names``
+    False: the caller checked, as the proxy does against the upstream's own definitions).
 
     ``listing`` replaces the ``tools/list`` entries derived from the tools (the proxy shows the
-    upstream's pinned definitions); ``on_client`` is told each new client's gateway."""
+    upstream's pinned definitions); ``on_client`` is told each new client's gateway;
+    ``before_call`` see ``build_server``."""
     idle = SESSION_IDLE_TIMEOUT if transport == "http" else None
     gateways = ClientGateways(tools, governance, idle_timeout=idle,
                               lasting=(SESSIONLESS_CLIENT,), on_new=on_client)
+    if check_policy_names:
+        check_served_names(governance.policy, gateways.tools)
     server = build_server(gateways, listing_of(gateways.tools) if listing is None else listing,
-                          name=name)
+                          name=name, before_call=before_call)
     if transport not in ("stdio", "http"):
         raise ValueError(f"transport must be 'stdio' or 'http', got {transport!r}")
     try:

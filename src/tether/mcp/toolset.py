@@ -29,6 +29,7 @@ from tether.mcp.loop import LoopThread
 from tether.mcp.pins import MemoryPinStore, Pin, PinStore, definition_of, observe
 from tether.mcp.schema import ArgumentSchema
 from tether.mcp.tool import MCPTool, visible_spec
+from tether.types import ToolSpec
 
 EXTRA = 5.0  # slack on top of the connection's own bounds for a blocking open/close
 
@@ -72,6 +73,20 @@ class MCPToolset:
         """A tool by its tether name or its name on the server."""
         found = self._tools.get(name)
         return found or next((t for t in self._tools.values() if t.name == name), None)
+
+    def offered(self) -> list[ToolSpec]:
+        """The tools the server offers as of its last listing, under the model's names, with
+        their current definitions (not the pinned ones): what a policy governing them must
+        name (``tether.policy.names``)."""
+        return [ToolSpec(tool.name, str(definition.get("description") or ""),
+                         dict(definition.get("inputSchema") or {}))
+                for mcp_name, (definition, _) in self._current.items()
+                if (tool := self._tools.get(mcp_name)) is not None]
+
+    @property
+    def stale(self) -> bool:
+        """The server announced a changed tool list that has not been listed again yet."""
+        return self._conn is not None and self._conn.stale
 
     def schema_of(self, mcp_name: str) -> ArgumentSchema:
         current = self._current.get(mcp_name)

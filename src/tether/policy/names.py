@@ -11,6 +11,12 @@ one of the tools given, and every argument a rule mentions (in ``args`` conditio
 policy file, the rule and the closest existing name. Policies inside combinators are checked
 too; policies written in code cannot be inspected and are left alone. A policy shared by agents
 with different tools opts out (``Agent(check_policy_names=False)``).
+
+Every entry point that puts a policy in front of tools checks it the same way: an Agent when it
+is built, ``tether mcp serve`` (and ``tether.mcp.server.serve``) against the tools it serves,
+``tether mcp proxy`` against the upstream's tools once listed. A proxied server's tools can
+change under a running proxy, so there the check is repeated at each change and, while it finds
+problems, ``NamesGuard`` denies every call (fail closed) saying why.
 """
 
 from __future__ import annotations
@@ -18,7 +24,22 @@ from __future__ import annotations
 import sys
 from collections.abc import Iterable, Iterator
 
+from tether.policy.base import (
+    Action,
+    Context,
+    Decision,
+    Effect,
+    Policy,
+    Resource,
+    Subject,
+    policy_id_of,
+)
+from tether.policy.deadline import runs_inline
 from tether.types import ToolSpec
+
+AGENT_TOOLS = "the agent's tools"
+AGENT_ADVICE = ("Fix the names; a policy shared by agents whose tools differ can opt out with "
+                "Agent(check_policy_names=False)")
 
 
 class PolicyNameError(ValueError):
@@ -40,8 +61,10 @@ def yaml_policies(policy: object) -> Iterator[object]:
         yield from yaml_policies(member)
 
 
-def unknown_names(policy: object, tools: Iterable[ToolSpec]) -> list[str]:
-    """One line per rule that names a tool or an argument none of ``tools`` has."""
+def unknown_names(policy: object, tools: Iterable[ToolSpec], *,
+                  whose: str = AGENT_TOOLS) -> list[str]:
+    """One line per rule that names a tool or an argument none of ``tools`` has (``whose``
+    says in the line whose tools they are)."""
     found_any = list(yaml_policies(policy))
     if not found_any:
         return []
@@ -55,7 +78,7 @@ def unknown_names(policy: object, tools: Iterable[ToolSpec]) -> list[str]:
         for rule in found.rules:
             where = f"{found.source}: rule {rule.id!r}"
             for name in sorted(rule.names - params.keys()):
-                problems.append(f"{where} names tool {name!r}, which none of the agent's tools "
+                problems.append(f"{where} names tool {name!r}, which none of {whose} "
                                 f"is{_closest(name, params)}")
             scope = params.keys() if rule.tools is None else rule.tools & params.keys()
             if not scope:
@@ -69,14 +92,61 @@ def unknown_names(policy: object, tools: Iterable[ToolSpec]) -> list[str]:
     return problems
 
 
-def check_names(policy: object, tools: Iterable[ToolSpec]) -> None:
-    """PolicyNameError listing every problem ``unknown_names`` finds."""
-    problems = unknown_names(policy, tools)
+def check_names(policy: object, tools: Iterable[ToolSpec], *, whose: str = AGENT_TOOLS,
+                advice: str = AGENT_ADVICE) -> None:
+    """PolicyNameError listing every problem ``unknown_names`` finds, then ``advice``."""
+    problems = unknown_names(policy, tools, whose=whose)
     if problems:
-        raise PolicyNameError(
-            "the policy names what its tools do not have, so those rules would never match:\n  "
-            + "\n  ".join(problems) + "\nFix the names; a policy shared by agents whose tools "
-            "differ can opt out with Agent(check_policy_names=False)")
+        raise PolicyNameError(names_message(problems, advice))
+
+
+def names_message(problems: Iterable[str], advice: str) -> str:
+    """The one wording of a policy-name refusal, wherever it is made."""
+    return ("the policy names what its tools do not have, so those rules would never match:\n  "
+            + "\n  ".join(problems) + "\n" + advice)
+
+
+class NamesGuard:
+    """``policy``, re-checked against tools that change under it; while the last check found
+    problems, every call is denied with them (fail closed: a rule that names nothing served
+    would otherwise deny nothing). ``check`` is called with the tools as they are now."""
+
+    def __init__(self, policy: Policy, *, whose: str, advice: str) -> None:
+        self.policy = policy
+        self.whose = whose
+        self.advice = advice
+        self.problems: tuple[str, ...] = ()
+
+    def __repr__(self) -> str:
+        return f"NamesGuard({self.policy!r})"
+
+    @property
+    def members(self) -> tuple[object, ...]:
+        return (self.policy,)
+
+    @property
+    def inline(self) -> bool:
+        return runs_inline(self.policy)
+
+    @property
+    def policy_id(self) -> str:
+        return policy_id_of(self.policy)
+
+    def check(self, tools: Iterable[ToolSpec]) -> bool:
+        """Check the names against ``tools``; whether the verdict changed (then ``problems``
+        says what is wrong now, or is empty when all is well again)."""
+        problems = tuple(unknown_names(self.policy, tools, whose=self.whose))
+        changed, self.problems = problems != self.problems, problems
+        return changed
+
+    def evaluate(self, subject: Subject, action: Action, resource: Resource,
+                 context: Context) -> Decision:
+        problems = self.problems
+        if problems:
+            return Decision(Effect.DENY, "every call is refused until the policy matches the "
+                            "tools again: " + names_message(problems, self.advice),
+                            "tether:policy-names")
+        return self.policy.evaluate(subject, action, resource, context)
 
 
 def _closest(name: str, candidates: Iterable[str]) -> str:

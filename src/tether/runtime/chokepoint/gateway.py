@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 from tether.journal.chain import Journal
 from tether.policy.base import Decision, Effect, Policy, Subject
 from tether.policy.deadline import DEFAULT_POLICY_TIMEOUT
+from tether.policy.names import check_names
 from tether.runtime.budget import Accountant, Budget
 from tether.runtime.chokepoint.approvals import (
     ApprovalRequest,
@@ -57,8 +58,13 @@ class Gateway:
                  approval_ttl: float = 24 * 3600.0, max_result_chars: int = 20_000,
                  session_id: str | None = None,
                  credentials: CredentialBroker | None = None,
-                 policy_timeout: float | None = DEFAULT_POLICY_TIMEOUT) -> None:
+                 policy_timeout: float | None = DEFAULT_POLICY_TIMEOUT,
+                 check_policy_names: bool = True) -> None:
         self.registry = ToolRegistry(tools)
+        if check_policy_names:  # a misspelt deny rule must not silently deny nothing
+            check_names(policy, self.registry.specs, whose="the gateway's tools", advice=(
+                "Fix the names; a policy shared by gateways whose tools differ can opt out "
+                "with Gateway(..., check_policy_names=False)"))
         self.id = session_id or os.urandom(16).hex()
         self.subject = Subject(client, tenant_id, frozenset(roles), f"gateway:{client}")
         self.budget = budget or Budget()
