@@ -5,12 +5,14 @@ model, started once per test session), and the check that no test leaves a proce
 from __future__ import annotations
 
 import contextlib
+import importlib
 import os
 import signal
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from types import ModuleType
+from typing import Any, NoReturn
 
 import pytest
 
@@ -30,6 +32,29 @@ def calls(*pairs: tuple[str, dict[str, Any]]) -> ModelResponse:
     return ModelResponse(tool_calls=tuple(ToolCall("", n, a) for n, a in pairs))
 
 
+def in_ci() -> bool:
+    """Whether this run is CI's (``CI=true``, as GitHub Actions and most CI services set it)."""
+    return os.environ.get("CI", "").strip().lower() in ("true", "1")
+
+
+def unavailable(reason: str) -> NoReturn:
+    """A test's prerequisite (a server, a program, an installed extra) is missing: skip it on a
+    developer's machine, fail it under CI, which installs everything the suite needs — a test
+    skipped there would be a promise nobody checks."""
+    if in_ci():
+        pytest.fail(f"{reason}; CI (CI=true) must have it, so this fails instead of skipping",
+                    pytrace=False)
+    pytest.skip(reason, allow_module_level=True)
+
+
+def import_or_unavailable(name: str, extra: str) -> ModuleType:
+    """``pytest.importorskip`` that fails under CI (see ``unavailable``)."""
+    try:
+        return importlib.import_module(name)
+    except ImportError:
+        unavailable(f"{name} is not installed: pip install -e '.[{extra}]'")
+
+
 PG_URL = os.environ.get("TETHER_TEST_PG", "postgresql://postgres@127.0.0.1:5432/test")
 
 
@@ -40,10 +65,8 @@ def postgres_store() -> Store:
     schema = f"t_{uuid.uuid4().hex[:10]}"
     try:
         return PostgresStore(PG_URL, schema=schema)
-    except StoreError:
-        if os.environ.get("CI") == "true":
-            raise  # CI has PostgreSQL: it must not be skipped there
-        pytest.skip("PostgreSQL is not reachable")
+    except StoreError as exc:
+        unavailable(f"PostgreSQL is not reachable ({exc}); TETHER_TEST_PG names the server")
 
 
 @pytest.fixture(params=["memory", "sqlite", "postgres"])
@@ -71,12 +94,7 @@ def local_server() -> Iterator[Any]:
     installed; ``make test`` installs it and CI must run it."""
     from tether.models.local import local_model_server
 
-    try:
-        import llama_cpp  # noqa: F401
-    except ImportError:
-        if os.environ.get("CI") == "true":
-            raise
-        pytest.skip("the local model is not installed: make test installs tether[local]")
+    import_or_unavailable("llama_cpp", "local")
     with local_model_server() as server:
         yield server
 

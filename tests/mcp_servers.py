@@ -22,6 +22,8 @@ import pytest
 
 from tether.mcp import MCPServer, MCPToolset, PinStore, connect
 
+from conftest import unavailable
+
 ROOT = Path(__file__).resolve().parents[1]
 MCP_DIR = ROOT / "tests" / "mcp"
 PY_SERVER = MCP_DIR / "py_server.py"
@@ -37,7 +39,7 @@ def py_server(name: str = "py", *, env: Mapping[str, str] | None = None,
 def npm_bin(name: str) -> str:
     """Path of an npm server's executable, installing the pinned packages if needed."""
     if shutil.which("node") is None or shutil.which("npm") is None:
-        pytest.skip("node and npm are not installed; the npm MCP servers need them")
+        unavailable("node and npm are not installed; the npm MCP servers need them")
     exe = NODE_MODULES / ".bin" / name
     if not exe.exists():
         done = subprocess.run(["npm", "ci", "--prefix", str(MCP_DIR), "--no-audit", "--no-fund"],

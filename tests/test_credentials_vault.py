@@ -15,7 +15,9 @@ import pytest
 
 from tether.credentials import CredentialBroker, CredentialError, Secret, VaultKV
 
-pytest.importorskip("hvac")
+from conftest import import_or_unavailable
+
+import_or_unavailable("hvac", "vault")
 
 VAULT_TOKEN = "hvs.test-vault-token-9f2c"
 

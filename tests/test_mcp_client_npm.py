@@ -1,7 +1,7 @@
 """The MCP client against the reference servers from npm: server-filesystem and server-everything.
 
 They are installed from ``tests/mcp/package-lock.json`` (``make mcp-deps``); the tests skip only
-when node or npm is missing.
+when node or npm is missing, and under ``CI=true`` they fail instead.
 """
 
 from __future__ import annotations

@@ -16,6 +16,8 @@ from tether.models.pricing import BUNDLED, DEFAULT_CATALOG, Price, Tier, price_f
 from tether.runtime.budget import worst_case_cost
 from tether.types import Usage
 
+from conftest import import_or_unavailable
+
 SONNET = Price(Decimal("3"), Decimal("15"), Decimal("0.30"), Decimal("3.75"),
                (Tier(200_000, Decimal("6"), Decimal("22.5"), Decimal("0.6"), Decimal("7.5")),))
 
@@ -63,7 +65,7 @@ def test_a_budget_holds_when_every_token_is_a_cache_write() -> None:
 
 def test_genai_prices_is_used_when_installed_and_the_bundled_table_otherwise(
         monkeypatch: pytest.MonkeyPatch) -> None:
-    pytest.importorskip("genai_prices")
+    import_or_unavailable("genai_prices", "prices")
     price, source = price_for("claude-sonnet-4-5", "anthropic")
     assert source.startswith("genai-prices") and price is not None
     assert price.cache_write is not None and price.tiers

@@ -108,13 +108,13 @@ def test_jsonb_rows_from_before_schema_3_are_unverifiable_not_tampered(
     from tether.journal.tamper import diagnose
     from tether.store.postgres import MIGRATIONS, PostgresStore
 
-    from conftest import PG_URL
+    from conftest import PG_URL, unavailable
 
     schema = f"t_{uuid.uuid4().hex[:10]}"
     try:
         admin = psycopg.connect(PG_URL, autocommit=True)
-    except psycopg.OperationalError:
-        pytest.skip("PostgreSQL is not reachable")
+    except psycopg.OperationalError as exc:
+        unavailable(f"PostgreSQL is not reachable ({exc}); TETHER_TEST_PG names the server")
     with admin:
         admin.execute(f"CREATE SCHEMA {schema}")
         admin.execute(f"CREATE TABLE {schema}.meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)")

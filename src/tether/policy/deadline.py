@@ -5,11 +5,13 @@ service, a database — that can hang. A hung policy must not hang the run, nor 
 interpreter from exiting: past its deadline the call is denied, saying so.
 
 Decision: a policy that may block runs on a daemon thread, and the caller waits for it at most
-until the deadline (the thread is abandoned if it never answers). Starting a thread costs tens of
-microseconds, so policies known not to block decide inline, on the caller's thread: tether's own
-(``AllowAll``, ``YamlPolicy``, the presets, and the combinators when every member is inline) and
-any policy whose author declares ``inline = True`` — a promise that it does no I/O and returns
-promptly, which tether cannot check. Everything else is treated as possibly blocking.
+until the deadline (the thread is abandoned if it never answers). Whatever ends the thread
+without a decision — an exception, even ``SystemExit`` or ``KeyboardInterrupt`` — is a denial
+naming it, at once. Starting a thread costs tens of microseconds, so policies known not to block
+decide inline, on the caller's thread: tether's own (``AllowAll``, ``YamlPolicy``, the presets,
+and the combinators when every member is inline) and any policy whose author declares
+``inline = True`` — a promise that it does no I/O and returns promptly, which tether cannot
+check. Everything else is treated as possibly blocking.
 """
 
 from __future__ import annotations
@@ -52,7 +54,11 @@ def decide_within(policy: Policy, timeout: float | None, subject: Subject, actio
     def work() -> None:
         try:
             answer.append(run(decide, policy, subject, action, resource, context))
-        finally:  # even if the policy raised something decide does not catch
+        except BaseException as exc:  # SystemExit, KeyboardInterrupt: they end this thread,
+            # not the process; the call is denied, saying what happened
+            answer.append(Decision(Effect.DENY, f"the policy raised {type(exc).__name__} ("
+                                   f"{exc}) instead of deciding; denied", policy_id_of(policy)))
+        finally:
             done.set()
 
     threading.Thread(target=work, name="tether-policy", daemon=True).start()
@@ -60,10 +66,7 @@ def decide_within(policy: Policy, timeout: float | None, subject: Subject, actio
         return Decision(Effect.DENY, f"the policy did not decide within {timeout:.3g}s; denied "
                         "(a policy that does I/O must answer within Agent(policy_timeout=...))",
                         policy_id_of(policy))
-    if not answer:
-        return Decision(Effect.DENY, "the policy failed without a decision; denied",
-                        policy_id_of(policy))
-    return answer[0]
+    return answer[0]  # set before ``done``, whatever the policy did
 
 
 def members_inline(*members: Any) -> bool:

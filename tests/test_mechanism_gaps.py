@@ -1,0 +1,294 @@
+"""Tests for guarantee mechanisms that a mutation check found untested: each case fails when the
+mechanism it names is broken by one small edit (named in each test's docstring).
+
+Leases are renewed while a run outlives its ttl and freed at once by a pause; an overrun of one
+token past the reservation stops the run and one exactly at it does not; a Basic-auth header is
+scrubbed whatever the length of its user name; a policy thread that dies of ``SystemExit`` or
+``KeyboardInterrupt`` denies; a tool editing its arguments in place changes no record of them.
+Time in the lease tests is the stores' wall clock, replaced by a clock the test moves by hand;
+the test waits on the renewals themselves, never on a sleep."""
+
+from __future__ import annotations
+
+import threading
+import time
+import types
+from collections.abc import Callable, Iterable
+from decimal import Decimal
+from typing import Any
+
+import pytest
+
+from test_guarantee_mechanisms import NeedsApproval
+from tether import (
+    Agent,
+    Budget,
+    Decision,
+    ModelRequest,
+    ModelResponse,
+    Price,
+    ReAct,
+    ScriptedModel,
+    StopReason,
+    Usage,
+    tool,
+)
+from tether.policy import Action, Context, Resource, Subject
+from tether.store.base import Lease, SessionBusy, Store
+
+from conftest import call
+
+# -- leases: renewed past their ttl, freed by a pause --------------------------------------------
+
+TTL = 0.3  # seconds of real time between renewals: TTL / 3; expiry is on the test's clock
+RIVAL = "elsewhere:2:rival"
+
+
+class HandMovedClock:
+    """The stores' ``time`` module, except that ``time()`` is a wall clock the test moves."""
+
+    def __init__(self) -> None:
+        self.now = 1_000_000.0
+
+    def time(self) -> float:
+        return self.now
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(time, name)
+
+
+@pytest.fixture
+def clock(monkeypatch: pytest.MonkeyPatch) -> HandMovedClock:
+    """Every store's lease expiry (set, checked, reported) on one hand-moved clock."""
+    import tether.store.base
+    import tether.store.memory
+    import tether.store.postgres
+    import tether.store.sqlite
+
+    moved = HandMovedClock()
+    for module in (tether.store.base, tether.store.memory, tether.store.sqlite,
+                   tether.store.postgres):
+        monkeypatch.setattr(module, "time", types.SimpleNamespace(
+            time=moved.time, monotonic=time.monotonic, perf_counter=time.perf_counter,
+            sleep=time.sleep))
+    return moved
+
+
+def _watch_renewals(store: Store, monkeypatch: pytest.MonkeyPatch) -> threading.Event:
+    """An event set by every renewal of a lease the store grants."""
+    renewed = threading.Event()
+    renew = store.renew
+
+    def renewing(session_id: str, lease: Lease) -> None:
+        renew(session_id, lease)
+        renewed.set()
+
+    monkeypatch.setattr(store, "renew", renewing)
+    return renewed
+
+
+def _rival_takes(store: Store, session_id: str) -> str:
+    try:
+        store.acquire(session_id, RIVAL, 60.0)
+    except SessionBusy:
+        return "refused"
+    return "taken"
+
+
+def test_a_run_longer_than_its_lease_ttl_keeps_its_lease_and_a_rival_is_refused(
+        store: Store, clock: HandMovedClock, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Breaks it: no renewal timer in ``leased`` (or one that renews once only)."""
+    renewed = _watch_renewals(store, monkeypatch)
+    seen: list[str] = []
+    session_id: list[str] = []
+
+    @tool(side_effect=True)
+    def long_job() -> str:
+        """A job that outlives the lease's ttl several times over."""
+        for _ in range(4):
+            renewed.clear()
+            clock.now += TTL * 2 / 3  # without a renewal since, the lease lapses at the next move
+            assert renewed.wait(20), "the lease was not renewed while the run went on"
+            seen.append(_rival_takes(store, session_id[0]))
+        return "done"
+
+    agent = Agent(model=ScriptedModel([call("long_job", {}), "finished"]), reasoning=ReAct(),
+                  tools=[long_job], store=store, lease_ttl=TTL)
+    session = agent.session("run the long job")
+    session_id.append(session.id)
+    result = session.run()
+    assert result.stop_reason is StopReason.FINISHED, result.stop_detail
+    assert result.trajectory.steps[0].results[0].content == "done"
+    assert seen == ["refused"] * 4  # 2.7 ttls of the clock went by: only renewals explain it
+    assert _rival_takes(store, session.id) == "taken"  # its end let the lease go
+
+
+def test_a_paused_sessions_lease_is_free_at_once(store: Store, clock: HandMovedClock) -> None:
+    """Breaks it: the pause's write keeps the lease's expiry (``flush(last=True)``)."""
+    @tool(side_effect=True)
+    def pay() -> str:
+        """Pay."""
+        return "paid"
+
+    agent = Agent(model=ScriptedModel([call("pay", {}), "paid"]), reasoning=ReAct(),
+                  tools=[pay], store=store, policy=NeedsApproval(), lease_ttl=600.0)
+    session = agent.session("pay")
+    assert session.run().stop_reason is StopReason.NEEDS_APPROVAL
+    lease = store.acquire(session.id, RIVAL, 60.0)  # no time went by: only a release explains it
+    assert lease.token == 2
+    store.release(session.id, lease)
+
+
+# -- overruns: one token past the reservation stops the run, exactly at it does not ------------
+
+class Answers(ScriptedModel):
+    """Answers once, reporting ``extra_input`` tokens more than the request's estimate and
+    ``extra_output`` more than the cap it was sent."""
+
+    def __init__(self, extra_input: int, extra_output: int, **kwargs: Any) -> None:
+        super().__init__(["x"], when_exhausted="x", **kwargs)
+        self.extra_input, self.extra_output = extra_input, extra_output
+
+    async def complete(self, request: ModelRequest) -> ModelResponse:
+        assert request.max_output_tokens is not None and request.input_tokens_estimate
+        usage = Usage(request.input_tokens_estimate + self.extra_input,
+                      request.max_output_tokens + self.extra_output)
+        return ModelResponse("an answer", (), usage, "m", "stop")
+
+
+TOKENS, DOLLARS = Budget(max_tokens=500), Budget(max_cost_usd=Decimal("0.0005"))
+OVERRUNS: dict[str, tuple[Budget, dict[str, int], StopReason]] = {
+    "output one past the cap": (TOKENS, {"output": 1}, StopReason.TOKEN_BUDGET),
+    "input one past the estimate": (TOKENS, {"input": 1}, StopReason.TOKEN_BUDGET),
+    "a few tokens past": (TOKENS, {"input": 2, "output": 1}, StopReason.TOKEN_BUDGET),
+    "output past the cap, within the total": (TOKENS, {"input": -2, "output": 1},
+                                              StopReason.TOKEN_BUDGET),
+    "cost one input token past": (DOLLARS, {"input": 1}, StopReason.COST_BUDGET),
+    "output past the cap, within the cost": (DOLLARS, {"input": -2, "output": 1},
+                                             StopReason.COST_BUDGET),
+}
+PRICE = Price(Decimal("1"), Decimal("2"))
+
+
+def _events(session: Any, kind: str) -> list[dict[str, Any]]:
+    return [dict(e.data) for e in session.replay() if e.type == kind]
+
+
+@pytest.mark.parametrize("name", list(OVERRUNS))
+def test_an_overrun_just_past_the_reservation_stops_the_run(name: str) -> None:
+    """Breaks it: ``>=`` for ``>``, or any slack, in ``Accountant.overrun``."""
+    budget, extra, limit = OVERRUNS[name]
+    model = Answers(extra.get("input", 0), extra.get("output", 0), price=PRICE)
+    session = Agent(model=model, reasoning=ReAct()).session("answer", budget=budget)
+    result = session.run()
+    assert result.stop_reason is limit, result.stop_detail
+    (overrun,) = _events(session, "model.overrun")
+    assert overrun["limit"] == limit.value
+    (request,) = _events(session, "model.request")
+    assert request["max_output_tokens"] > 10 and request["reserved_input"] > 10  # none is clamped
+
+
+@pytest.mark.parametrize("budget", [TOKENS, DOLLARS, TOKENS.tighter(DOLLARS)])
+def test_a_call_exactly_at_its_reservation_is_no_overrun(budget: Budget) -> None:
+    """Breaks it: ``>=`` for ``>`` in ``Accountant.overrun``."""
+    session = Agent(model=Answers(0, 0, price=PRICE), reasoning=ReAct()).session(
+        "answer", budget=budget)
+    result = session.run()
+    assert result.stop_reason is StopReason.FINISHED, result.stop_detail
+    assert _events(session, "model.overrun") == []
+    (request,) = _events(session, "model.request")
+    spent = request["reserved_input"] + request["max_output_tokens"]
+    assert result.spend.tokens == spent  # it did use the whole reservation
+    assert result.spend.cost_usd == Decimal(request["reserved_cost_usd"])
+
+
+# -- a Basic-auth header is scrubbed whatever the length of its user name -------------------------
+
+def test_a_basic_auth_header_is_scrubbed_for_every_user_name_length() -> None:
+    """Breaks it: the base64 scrubber decoding runs as they stand, without re-padding them.
+    With ``len(user + ":") % 3 == 0`` the secret's own base64 is a substring of the header;
+    otherwise only decoding the whole header finds it."""
+    import base64
+
+    from tether.credentials import ScopedToken
+
+    for secret in ("s3cr3t-Value-9", "s3cr3t-Value-90", "s3cr3t-Value-901"):
+        token = ScopedToken(secret, session_id="s", tool="t")
+        for user in ("a", "ab", "abc", "svc-billing", "svc-billin", "svc-billi", "élodie"):
+            header = base64.b64encode(f"{user}:{secret}".encode()).decode()
+            for shown in (header, header.rstrip("="), base64.urlsafe_b64encode(
+                    f"{user}:{secret}".encode()).decode().rstrip("=")):
+                text = f"GET /invoices\nAuthorization: Basic {shown}\n"
+                scrubbed = token.redact(text)
+                assert shown not in scrubbed and secret not in scrubbed, (user, secret, shown)
+                assert scrubbed.startswith("GET /invoices\nAuthorization: Basic ")
+                assert scrubbed.endswith("[secret redacted]\n")  # at most the user name is left
+
+
+# -- a policy thread that dies of SystemExit or KeyboardInterrupt denies ------------------------
+
+@pytest.mark.parametrize("death", [SystemExit, KeyboardInterrupt])
+def test_a_policy_thread_that_dies_denies_and_the_tool_does_not_run(
+        death: type[BaseException]) -> None:
+    """Breaks it: the policy thread signals its end only when ``decide`` returns or raises an
+    Exception (the caller then waits out the whole deadline, and calls the silence a timeout)."""
+    ran: list[str] = []
+
+    @tool(side_effect=True)
+    def transfer(amount: int) -> str:
+        """Transfer money."""
+        ran.append(str(amount))
+        return "transferred"
+
+    class Dies:  # not inline: it runs on a policy thread, within its deadline
+        def evaluate(self, subject: Subject, action: Action, resource: Resource,
+                     context: Context) -> Decision:
+            raise death("the policy process is going down")
+
+    model = ScriptedModel([call("transfer", {"amount": 5}), "could not transfer"])
+    agent = Agent(model=model, reasoning=ReAct(), tools=[transfer], policy=Dies(),
+                  policy_timeout=3600.0)
+    session = agent.session("transfer 5")
+    result = session.run()
+    assert ran == []
+    (outcome,) = result.trajectory.steps[0].results
+    assert outcome.status == "denied"
+    (decision,) = _events(session, "tool.decision")
+    assert decision["decision"]["effect"] == "deny"
+    reason = decision["decision"]["reason"]
+    assert "did not decide within" not in reason and death.__name__ in reason, reason
+    assert result.stop_reason is StopReason.FINISHED
+
+
+# -- a tool that edits a nested argument in place changes no record of the call --------------
+
+def _decided(events: Iterable[Any]) -> Any:
+    return next(e.data["arguments"] for e in events if e.type == "tool.decision")
+
+
+def test_a_tool_editing_a_nested_argument_changes_neither_journal_nor_session_record(
+        store: Store) -> None:
+    """Breaks it: the tool given a shallow copy of the decided arguments."""
+    sent = {"payment": {"amount": 5, "to": ["A"]}}
+
+    @tool(side_effect=True)
+    def pay(payment: dict[str, Any]) -> str:
+        """Pay (and, badly, rewrite what it was given)."""
+        payment["amount"] = 1_000_000
+        payment["to"].append("MALLORY")
+        return "paid"
+
+    model = ScriptedModel([call("pay", sent, "c1"), "paid"])
+    agent = Agent(model=model, reasoning=ReAct(), tools=[pay], store=store)
+    session = agent.session("pay A 5")
+    result = session.run()
+    assert result.stop_reason is StopReason.FINISHED
+    records: dict[str, Callable[[], Any]] = {
+        "the journal": lambda: _decided(store.read(session.id)),
+        "the replay": lambda: _decided(session.replay()),
+        "what the session says the call sent": lambda: session._state.ran[-1].sent,
+        "the trajectory": lambda: result.trajectory.steps[0].tool_calls[0].arguments,
+        "what a reloaded session says it sent": lambda: agent.load(session.id)._state.ran[-1].sent,
+    }
+    for where, read in records.items():
+        assert read() == sent, where
