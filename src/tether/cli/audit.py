@@ -117,7 +117,8 @@ def run_verify(args: argparse.Namespace) -> int:
     if store is None:
         return EXIT_USAGE
     try:
-        only = None if args.session is None else full_session_id(store, args.session)
+        only = None if args.session is None else full_session_id(store, args.session,
+                                                                   args.tenant)
         return _verify_store(store, only, args.tenant)
     finally:
         store.close()
@@ -162,7 +163,8 @@ def _verify_store(store: Store, only: str | None, tenant: str | None) -> int:
                           "does not list the session; it was written outside tether")
             return _report([(only, events, found)])
     anchors = store.anchors()
-    if not infos and not anchors:
+    scope = _scope(anchors, infos, only, tenant)
+    if not infos and not any(scope is None or a.session_id in scope for a in anchors):
         print(f"no sessions in {store.url}")
         return EXIT_OK
     results = []
@@ -172,40 +174,60 @@ def _verify_store(store: Store, only: str | None, tenant: str | None) -> int:
                         diagnose(info.session_id, events, recorded=info.events,
                                  unverifiable=store.unverifiable(info.session_id))))
     code = _report(results)
-    return max(code, _report_anchors(store, anchors, results, only, tenant))
+    return max(code, _report_anchors(store, anchors, results, scope))
+
+
+def _scope(anchors: Sequence[Anchor], infos: Sequence[SessionInfo], only: str | None,
+           tenant: str | None) -> set[str] | None:
+    """The sessions ``--session`` or ``--tenant`` limit the anchor check to (None: every one):
+    the tenant's listed sessions and those whose anchored start names the tenant (deleted ones
+    included)."""
+    if only is not None:
+        return {only}
+    if tenant is None:
+        return None
+    starts = (a.session_id for a in anchors if a.kind == "head"
+              and json.loads(a.body).get("type") == "session.start"
+              and json.loads(a.body).get("tenant") == tenant)
+    return {i.session_id for i in infos} | set(starts)
 
 
 def _report_anchors(store: Store, anchors: Sequence[Anchor],
                     results: Sequence[tuple[str, Sequence[Event], Break | None]],
-                    only: str | None, tenant: str | None) -> int:
+                    scope: set[str] | None) -> int:
     """Check the store against its anchor chain (deleted or cut sessions, approvals decided
-    outside tether); with ``--session`` or ``--tenant``, only what concerns them."""
-    from tether.journal.anchors import check_anchors
+    outside tether); with ``--session`` or ``--tenant``, only what concerns them: their anchors
+    are counted, and a break of the store-wide chain elsewhere is reported once, naming no other
+    session (another tenant's sessions are neither named nor counted)."""
+    from tether.journal.anchors import Finding, check_anchors
     from tether.store.base import audit_key
 
     sessions: dict[str, Sequence[Event]] = {sid: events for sid, events, _ in results}
-    heads = [(a.session_id, json.loads(a.body)) for a in anchors if a.kind == "head"]
-    starts = {sid: body for sid, body in heads if body.get("type") == "session.start"}
-    scope: set[str] | None = None
-    if only is not None:
-        scope = {only}
-    elif tenant is not None:
-        scope = set(sessions) | {sid for sid, body in starts.items()
-                                 if body.get("tenant") == tenant}
-    for sid in starts:  # anchored sessions the listing no longer shows
-        if sid not in sessions and (scope is None or sid in scope):
+    for anchor in anchors:  # anchored sessions the listing no longer shows
+        sid = anchor.session_id
+        if anchor.kind == "head" and sid not in sessions and (scope is None or sid in scope):
             sessions[sid] = store.read(sid)
     approvals = [r for r in store.list_approvals() if scope is None or r["session_id"] in scope]
     key = audit_key()
-    findings = [f for f in check_anchors(anchors, sessions, approvals, key)
-                if scope is None or f.session_id in scope or f.kind in ("anchor", "unsigned")]
+    findings: list[Finding] = []
+    elsewhere: dict[str, Finding] = {}
+    for found in check_anchors(anchors, sessions, approvals, key):
+        if scope is None or found.session_id in scope:
+            findings.append(found)
+        elif found.kind in ("anchor", "unsigned"):  # the chain they share: said once, unnamed
+            elsewhere.setdefault(found.kind, Finding(
+                found.kind, "", "the store's anchor chain does not hold at an anchor of another "
+                "session (edited, removed, inserted, or not signed by the audit key); run "
+                "`tether audit verify` over the whole store to see where"))
+    findings += elsewhere.values()
     for finding in findings:
         print(f"BROKEN  {finding}")
     signed = "signed and checked with the audit key" if key is not None else (
         "signed; set TETHER_AUDIT_KEY to check the signatures" if any(a.mac for a in anchors)
         else "not signed (no TETHER_AUDIT_KEY when written)")
-    print(f"anchor chain: {len(anchors)} anchors, {signed}; "
-          f"{len(findings)} finding{'' if len(findings) == 1 else 's'}")
+    counted = sum(1 for a in anchors if scope is None or a.session_id in scope)
+    print(f"anchor chain: {counted} anchors{'' if scope is None else ' of these sessions'}, "
+          f"{signed}; {len(findings)} finding{'' if len(findings) == 1 else 's'}")
     return EXIT_FINDING if findings else EXIT_OK
 
 
@@ -275,7 +297,7 @@ def run_show(args: argparse.Namespace) -> int:
     if store is None:
         return EXIT_USAGE
     try:
-        args.session = full_session_id(store, args.session)
+        args.session = full_session_id(store, args.session, args.tenant)
         events = _read(store, args.session, args.tenant)
     finally:
         store.close()
@@ -372,7 +394,7 @@ def run_export(args: argparse.Namespace) -> int:
         return EXIT_USAGE
     try:
         if args.session is not None:
-            ids = [full_session_id(store, args.session)]
+            ids = [full_session_id(store, args.session, args.tenant)]
             if not _read(store, ids[0], args.tenant):
                 error(f"no session {args.session!r} in {store.url}")
                 return EXIT_FINDING
