@@ -8,7 +8,8 @@ from typing import Any
 
 import pytest
 
-from tether import Agent, Decision, Effect, ModelResponse, ReAct, ScriptedModel, ToolCall, tool
+from test_masked_values import MaskCvv
+from tether import Agent, ModelResponse, ReAct, ScriptedModel, ToolCall, tool
 from tether.credentials import CredentialBroker, ScopedToken
 from tether.runtime.rerun import rerun
 
@@ -28,14 +29,6 @@ def deploy(service: str, credentials: ScopedToken) -> str:
     """Deploy a service."""
     assert credentials.reveal("deploy")
     return f"deployed {service}"
-
-
-class MaskCvv:
-    inline = True
-
-    def evaluate(self, *_: Any) -> Decision:
-        return Decision(Effect.MASK, "card data", "m", fields=("cvv",),
-                        mask_in=("journal", "output"))
 
 
 def _recorded(agent: Agent) -> list[Any]:

@@ -215,6 +215,23 @@ class EventBus:
         return iter(tuple(self._subscribers))
 
 
+def _name(fn: Subscriber) -> str:
+    return str(getattr(fn, "__qualname__", None) or repr(fn))
+
+
+def _failure(exc: BaseException) -> str:
+    return f"{type(exc).__name__}: {exc}"
+
+
+def _readable(describe: Callable[[Any], str], thing: Any) -> str:
+    """``describe(thing)``, or what can be said of it when its own text raises (a subscriber's
+    failure must not fail in turn while it is being recorded)."""
+    try:
+        return describe(thing)
+    except Exception:
+        return f"{type(thing).__name__} (its text could not be read)"
+
+
 class Journal:
     """The journal of one session: appended in memory, sealed on read, written to a store (if
     any) at each ``flush`` — the runtime flushes before tools run and before each model call, so a
@@ -341,9 +358,9 @@ class Journal:
             except Exception as exc:
                 if event.type == "subscriber.error":
                     continue  # never recurse on a subscriber that fails on its own error event
-                name = getattr(fn, "__qualname__", repr(fn))
-                self.append("subscriber.error", {"subscriber": name, "event_seq": event.seq,
-                                                 "error": f"{type(exc).__name__}: {exc}"})
+                self.append("subscriber.error", {"subscriber": _readable(_name, fn),
+                                                 "event_seq": event.seq,
+                                                 "error": _readable(_failure, exc)})
 
     def events(self) -> list[Event]:
         """All events, sealed into the hash chain."""
