@@ -192,6 +192,9 @@ def test_approvals_of_another_tenant_read_as_absent(
     code, text = _run(capsys, ["approvals", "list", "--store", url, "--tenant", "acme"])
     assert code == 0 and all(i in text for i in acme_requests)  # all still pending
     assert "mallory" not in text
+    code, text = _run(capsys, ["approvals", "list", "--session", ACME[0][:6], "--store", url,
+                               "--tenant", "acme"])  # a start of its own session's id will do
+    assert code == 0 and ACME[0] in text and ACME[1] not in text
 
 
 def test_verify_under_a_tenant_counts_only_its_sessions_and_anchors(
