@@ -121,6 +121,11 @@ def test_a_short_value_is_blanked_as_a_token_not_inside_other_words() -> None:
     events, _ = _run("11", "11", "charge")
     result = next(e.data["content"] for e in events if e.type == "tool.result")
     assert result == "charged 1111; cvv [masked] ok ([masked])"
+    from tether.journal.redaction import HiddenValues
+
+    blank = HiddenValues(["7", "737"]).blank
+    assert blank("cvv 737. code:7, (7) 7_ v7 1.7 3,737 1737 7") == \
+        "cvv [masked]. code:[masked], ([masked]) 7_ v7 1.7 3,737 1737 [masked]"
 
 
 @pytest.mark.parametrize("value", ["7", "737", "4242"])

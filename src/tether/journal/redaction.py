@@ -8,9 +8,9 @@ whatever the redacted value looks like. The journal collects what to redact as a
 Decision: a value a decision hides is written ``[masked]`` wherever it appears, whatever its
 length. A value of 4 characters or more is blanked wherever it occurs in a string. A shorter one
 ("737", "7") is blanked where it stands as a whole token — not preceded or followed by a letter,
-digit or underscore — so ``cvv 737`` and ``code: 7.`` lose it while ``1737`` or ``v7`` keep
-their digits (blanking every "7" would destroy unrelated text, and it would still not hide the
-value). The journal's own identifiers and names (call ids, tool names, statuses, roles, the
+digit or underscore, nor part of a number such as ``1.7`` or ``3,737`` — so ``cvv 737`` and
+``code: 7.`` lose it while ``1737``, ``v7`` and ``1.7`` keep their digits (blanking every "7"
+would destroy unrelated text, and a "7" inside another number is not the value). The journal's own identifiers and names (call ids, tool names, statuses, roles, the
 subject) are left as they are, since resuming and auditing read them; inside a call's
 arguments everything is free text, and a number equal to a hidden value is blanked too.
 Journals written before this wrote ``[redacted]``; ``HIDDEN_MARKERS`` recognises both.
@@ -39,6 +39,8 @@ STRUCTURAL_KEYS = frozenset({
 })
 
 Scrubber = Callable[[str], str]
+# a whole token: not next to a letter, digit or underscore, nor to a digit across "." or ","
+_NOT_AFTER, _NOT_BEFORE = r"(?<!\w)(?<!\d[.,])", r"(?!\w)(?![.,]\d)"
 
 
 class HiddenValues:
@@ -65,7 +67,7 @@ class HiddenValues:
         elif value not in self._short:
             self._short.add(value)
             words = "|".join(map(re.escape, sorted(self._short, key=len, reverse=True)))
-            self._pattern = re.compile(rf"(?<!\w)(?:{words})(?!\w)")
+            self._pattern = re.compile(rf"{_NOT_AFTER}(?:{words}){_NOT_BEFORE}")
 
     def blank(self, text: str, *, tokens: bool = True) -> str:
         """``text`` with every hidden value in it written ``[masked]`` (short ones as whole
