@@ -10,9 +10,10 @@ length. A value of 4 characters or more is blanked wherever it occurs in a strin
 ("737", "7") is blanked where it stands as a whole token — not preceded or followed by a letter,
 digit or underscore, nor part of a number such as ``1.7`` or ``3,737`` — so ``cvv 737`` and
 ``code: 7.`` lose it while ``1737``, ``v7`` and ``1.7`` keep their digits (blanking every "7"
-would destroy unrelated text, and a "7" inside another number is not the value). The journal's own identifiers and names (call ids, tool names, statuses, roles, the
-subject) are left as they are, since resuming and auditing read them; inside a call's
-arguments everything is free text, and a number equal to a hidden value is blanked too.
+would destroy unrelated text, and a "7" inside another number is not the value). The journal's
+own identifiers and names (call ids, tool names, statuses, roles, the subject) are left as they
+are, since resuming and auditing read them; inside a call's arguments everything is free text,
+and a number equal to a hidden value is blanked too.
 Journals written before this wrote ``[redacted]``; ``HIDDEN_MARKERS`` recognises both.
 """
 
