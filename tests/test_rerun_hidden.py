@@ -80,3 +80,16 @@ def test_a_tool_whose_credential_was_missing_reruns_as_recorded() -> None:
     (result,) = [e.data for e in events if e.type == "tool.result"]
     assert result["status"] == "error" and "no credential is registered" in result["content"]
     assert rerun(agent(), events).divergences == ()
+
+
+@pytest.mark.parametrize("cvv", ["7", "737", "4242"])
+def test_a_masked_string_argument_reruns_without_difference(cvv: str) -> None:
+    from test_masked_values import charge as charge_text
+
+    def agent() -> Agent:
+        model = ScriptedModel([ModelResponse(text=f"using {cvv}", tool_calls=(ToolCall(
+            "c1", "charge", {"card": "4111111111111111", "cvv": cvv}),)), f"done with {cvv}"])
+        return Agent(model=model, reasoning=ReAct(), tools=[charge_text], policy=MaskCvv())
+
+    report = rerun(agent(), _recorded(agent()))
+    assert report.divergences == ()
