@@ -216,3 +216,26 @@ def test_verify_under_a_tenant_counts_only_its_sessions_and_anchors(
     assert (code, text.split("\n")[0]) == (0, f"no sessions in {url}")
     code, text = _run(capsys, ["audit", "verify", "--store", url])
     assert f"anchor chain: {len(anchors)} anchors," in text
+
+
+def test_a_broken_anchor_of_another_tenant_is_reported_without_naming_it(
+        world: tuple[str, str, Path], capsys: pytest.CaptureFixture[str]) -> None:
+    import sqlite3
+
+    url, _, _ = world
+    db = sqlite3.connect(url[len("sqlite:///"):], isolation_level=None)
+    try:  # someone edits an anchor of acme's: the store-wide chain breaks there
+        (seq,) = db.execute("SELECT min(seq) FROM anchors WHERE session_id = ?",
+                            (ACME[1],)).fetchone()
+        db.execute("UPDATE anchors SET body = replace(body, '\"seq\"', '\"seq\" ') "
+                   "WHERE seq = ?", (seq,))
+    finally:
+        db.close()
+    code, everything = _run(capsys, ["audit", "verify", "--store", url])
+    assert code == 1 and f"session {ACME[1]}: anchor:" in everything
+    code, text = _run(capsys, ["audit", "verify", "--store", url, "--tenant", "globex"])
+    assert code == 1, text
+    assert _leaks(text, ACME) == []
+    (broken,) = [line for line in text.splitlines() if line.startswith("BROKEN")]
+    assert "anchor chain does not hold at an anchor of another session" in broken
+    assert "1 finding" in text
