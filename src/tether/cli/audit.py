@@ -25,7 +25,7 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from tether.cli import audit_trust
+from tether.cli import audit_anchors, audit_trust
 from tether.cli.common import (
     EXIT_FINDING,
     EXIT_OK,
@@ -41,7 +41,7 @@ from tether.cli.common import (
 
 if TYPE_CHECKING:
     from tether.journal.tamper import Break
-    from tether.store.base import Anchor, SessionInfo, Store
+    from tether.store.base import SessionInfo, Store
     from tether.types import Event
 
 
@@ -163,7 +163,7 @@ def _verify_store(store: Store, only: str | None, tenant: str | None) -> int:
                           "does not list the session; it was written outside tether")
             return _report([(only, events, found)])
     anchors = store.anchors()
-    scope = _scope(anchors, infos, only, tenant)
+    scope = audit_anchors.scope(anchors, infos, only, tenant)
     if not infos and not any(scope is None or a.session_id in scope for a in anchors):
         print(f"no sessions in {store.url}")
         return EXIT_OK
@@ -174,61 +174,7 @@ def _verify_store(store: Store, only: str | None, tenant: str | None) -> int:
                         diagnose(info.session_id, events, recorded=info.events,
                                  unverifiable=store.unverifiable(info.session_id))))
     code = _report(results)
-    return max(code, _report_anchors(store, anchors, results, scope))
-
-
-def _scope(anchors: Sequence[Anchor], infos: Sequence[SessionInfo], only: str | None,
-           tenant: str | None) -> set[str] | None:
-    """The sessions ``--session`` or ``--tenant`` limit the anchor check to (None: every one):
-    the tenant's listed sessions and those whose anchored start names the tenant (deleted ones
-    included)."""
-    if only is not None:
-        return {only}
-    if tenant is None:
-        return None
-    starts = (a.session_id for a in anchors if a.kind == "head"
-              and json.loads(a.body).get("type") == "session.start"
-              and json.loads(a.body).get("tenant") == tenant)
-    return {i.session_id for i in infos} | set(starts)
-
-
-def _report_anchors(store: Store, anchors: Sequence[Anchor],
-                    results: Sequence[tuple[str, Sequence[Event], Break | None]],
-                    scope: set[str] | None) -> int:
-    """Check the store against its anchor chain (deleted or cut sessions, approvals decided
-    outside tether); with ``--session`` or ``--tenant``, only what concerns them: their anchors
-    are counted, and a break of the store-wide chain elsewhere is reported once, naming no other
-    session (another tenant's sessions are neither named nor counted)."""
-    from tether.journal.anchors import Finding, check_anchors
-    from tether.store.base import audit_key
-
-    sessions: dict[str, Sequence[Event]] = {sid: events for sid, events, _ in results}
-    for anchor in anchors:  # anchored sessions the listing no longer shows
-        sid = anchor.session_id
-        if anchor.kind == "head" and sid not in sessions and (scope is None or sid in scope):
-            sessions[sid] = store.read(sid)
-    approvals = [r for r in store.list_approvals() if scope is None or r["session_id"] in scope]
-    key = audit_key()
-    findings: list[Finding] = []
-    elsewhere: dict[str, Finding] = {}
-    for found in check_anchors(anchors, sessions, approvals, key):
-        if scope is None or found.session_id in scope:
-            findings.append(found)
-        elif found.kind in ("anchor", "unsigned"):  # the chain they share: said once, unnamed
-            elsewhere.setdefault(found.kind, Finding(
-                found.kind, "", "the store's anchor chain does not hold at an anchor of another "
-                "session (edited, removed, inserted, or not signed by the audit key); run "
-                "`tether audit verify` over the whole store to see where"))
-    findings += elsewhere.values()
-    for finding in findings:
-        print(f"BROKEN  {finding}")
-    signed = "signed and checked with the audit key" if key is not None else (
-        "signed; set TETHER_AUDIT_KEY to check the signatures" if any(a.mac for a in anchors)
-        else "not signed (no TETHER_AUDIT_KEY when written)")
-    counted = sum(1 for a in anchors if scope is None or a.session_id in scope)
-    print(f"anchor chain: {counted} anchors{'' if scope is None else ' of these sessions'}, "
-          f"{signed}; {len(findings)} finding{'' if len(findings) == 1 else 's'}")
-    return EXIT_FINDING if findings else EXIT_OK
+    return max(code, audit_anchors.report_anchors(store, anchors, results, scope))
 
 
 def _verify_file(path: str, only: str | None) -> int:
