@@ -28,6 +28,7 @@ from tether.cli.common import (
     add_tenant_option,
     error,
     expand_id,
+    full_session_id,
     note,
     open_existing,
     store_hint,
@@ -52,7 +53,8 @@ def register(commands: Any) -> None:
                              "decided ones too).")
     add_store_option(listing)
     add_tenant_option(listing)
-    listing.add_argument("--session", metavar="ID", help="only this session's requests")
+    listing.add_argument("--session", metavar="ID",
+                         help="only this session's requests (its id, or any unique start of it)")
     listing.add_argument("--all", action="store_true",
                          help="include approved, denied and used requests")
     listing.set_defaults(run=run_list)
@@ -79,6 +81,8 @@ def run_list(args: argparse.Namespace) -> int:
         return EXIT_USAGE
     try:
         approvals = StoredApprovals(store, tenant_scope(args))
+        if args.session is not None:
+            args.session = full_session_id(store, args.session, args.tenant)
         requests = approvals.every(args.session) if args.all else approvals.pending(args.session)
     finally:
         store.close()

@@ -25,7 +25,7 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from tether.cli import audit_trust
+from tether.cli import audit_anchors, audit_trust
 from tether.cli.common import (
     EXIT_FINDING,
     EXIT_OK,
@@ -41,7 +41,7 @@ from tether.cli.common import (
 
 if TYPE_CHECKING:
     from tether.journal.tamper import Break
-    from tether.store.base import Anchor, SessionInfo, Store
+    from tether.store.base import SessionInfo, Store
     from tether.types import Event
 
 
@@ -117,7 +117,8 @@ def run_verify(args: argparse.Namespace) -> int:
     if store is None:
         return EXIT_USAGE
     try:
-        only = None if args.session is None else full_session_id(store, args.session)
+        only = None if args.session is None else full_session_id(store, args.session,
+                                                                   args.tenant)
         return _verify_store(store, only, args.tenant)
     finally:
         store.close()
@@ -162,7 +163,8 @@ def _verify_store(store: Store, only: str | None, tenant: str | None) -> int:
                           "does not list the session; it was written outside tether")
             return _report([(only, events, found)])
     anchors = store.anchors()
-    if not infos and not anchors:
+    scope = audit_anchors.scope(anchors, infos, only, tenant)
+    if not infos and not any(scope is None or a.session_id in scope for a in anchors):
         print(f"no sessions in {store.url}")
         return EXIT_OK
     results = []
@@ -172,41 +174,7 @@ def _verify_store(store: Store, only: str | None, tenant: str | None) -> int:
                         diagnose(info.session_id, events, recorded=info.events,
                                  unverifiable=store.unverifiable(info.session_id))))
     code = _report(results)
-    return max(code, _report_anchors(store, anchors, results, only, tenant))
-
-
-def _report_anchors(store: Store, anchors: Sequence[Anchor],
-                    results: Sequence[tuple[str, Sequence[Event], Break | None]],
-                    only: str | None, tenant: str | None) -> int:
-    """Check the store against its anchor chain (deleted or cut sessions, approvals decided
-    outside tether); with ``--session`` or ``--tenant``, only what concerns them."""
-    from tether.journal.anchors import check_anchors
-    from tether.store.base import audit_key
-
-    sessions: dict[str, Sequence[Event]] = {sid: events for sid, events, _ in results}
-    heads = [(a.session_id, json.loads(a.body)) for a in anchors if a.kind == "head"]
-    starts = {sid: body for sid, body in heads if body.get("type") == "session.start"}
-    scope: set[str] | None = None
-    if only is not None:
-        scope = {only}
-    elif tenant is not None:
-        scope = set(sessions) | {sid for sid, body in starts.items()
-                                 if body.get("tenant") == tenant}
-    for sid in starts:  # anchored sessions the listing no longer shows
-        if sid not in sessions and (scope is None or sid in scope):
-            sessions[sid] = store.read(sid)
-    approvals = [r for r in store.list_approvals() if scope is None or r["session_id"] in scope]
-    key = audit_key()
-    findings = [f for f in check_anchors(anchors, sessions, approvals, key)
-                if scope is None or f.session_id in scope or f.kind in ("anchor", "unsigned")]
-    for finding in findings:
-        print(f"BROKEN  {finding}")
-    signed = "signed and checked with the audit key" if key is not None else (
-        "signed; set TETHER_AUDIT_KEY to check the signatures" if any(a.mac for a in anchors)
-        else "not signed (no TETHER_AUDIT_KEY when written)")
-    print(f"anchor chain: {len(anchors)} anchors, {signed}; "
-          f"{len(findings)} finding{'' if len(findings) == 1 else 's'}")
-    return EXIT_FINDING if findings else EXIT_OK
+    return max(code, audit_anchors.report_anchors(store, anchors, results, scope))
 
 
 def _verify_file(path: str, only: str | None) -> int:
@@ -275,7 +243,7 @@ def run_show(args: argparse.Namespace) -> int:
     if store is None:
         return EXIT_USAGE
     try:
-        args.session = full_session_id(store, args.session)
+        args.session = full_session_id(store, args.session, args.tenant)
         events = _read(store, args.session, args.tenant)
     finally:
         store.close()
@@ -375,7 +343,7 @@ def run_export(args: argparse.Namespace) -> int:
         return EXIT_USAGE
     try:
         if args.session is not None:
-            ids = [full_session_id(store, args.session)]
+            ids = [full_session_id(store, args.session, args.tenant)]
             if not _read(store, ids[0], args.tenant):
                 error(f"no session {args.session!r} in {store.url}")
                 return EXIT_FINDING

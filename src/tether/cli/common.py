@@ -126,9 +126,13 @@ def expand_id(given: str, known: Iterable[str], kind: str) -> str:
     return matches[0] if matches else given
 
 
-def full_session_id(store: Store, given: str) -> str:
-    """``expand_id`` over the store's sessions."""
-    return expand_id(given, (i.session_id for i in store.sessions()), "session")
+def full_session_id(store: Store, given: str, tenant: str | None = None) -> str:
+    """``expand_id`` over the store's sessions — over ``tenant``'s only, when one is given: a
+    prefix is never expanded to, nor said to be ambiguous with, another tenant's id, so another
+    tenant's session reads exactly like one that does not exist."""
+    infos = store.sessions()
+    return expand_id(given, (i.session_id for i in infos
+                             if tenant is None or i.tenant_id == tenant), "session")
 
 
 def error(message: str) -> None:

@@ -29,7 +29,7 @@ from tether.cli.common import (
     EXIT_USAGE,
     add_store_option,
     error,
-    expand_id,
+    full_session_id,
     note,
     open_existing,
     store_hint,
@@ -108,8 +108,7 @@ def _load(agent: Agent, session_id: str, accept_recipe_change: bool = False) -> 
     try:
         store = agent.journal_store
         if store is not None:
-            session_id = expand_id(session_id, (i.session_id for i in store.sessions()),
-                                   "session")
+            session_id = full_session_id(store, session_id, agent.tenant_id)
         return agent.load(session_id, accept_recipe_change=accept_recipe_change)
     except (JournalTampered, RecipeChanged) as exc:
         error(str(exc))

@@ -28,7 +28,9 @@ from tether.cli.common import (
     EXIT_OK,
     EXIT_USAGE,
     add_store_option,
+    add_tenant_option,
     error,
+    full_session_id,
     open_existing,
     parse_time,
 )
@@ -47,8 +49,10 @@ def register(commands: Any) -> None:
                        "object")
     what_if.add_argument("--since", metavar="WHEN", type=parse_time,
                        help="only sessions written since: 7d, 12h, 2025-01-31, ...")
-    what_if.add_argument("--session", metavar="ID", help="only this session")
+    what_if.add_argument("--session", metavar="ID",
+                         help="only this session (its id, or any unique start of it)")
     add_store_option(what_if)
+    add_tenant_option(what_if)
     what_if.set_defaults(run=run_what_if)
 
 
@@ -97,8 +101,10 @@ def run_what_if(args: argparse.Namespace) -> int:
     changed = decisions = sessions = 0
     skipped: list[str] = []
     try:
-        infos = store.sessions(since=args.since)
+        infos = [i for i in store.sessions(since=args.since)
+                 if args.tenant is None or i.tenant_id == args.tenant]
         if args.session is not None:
+            args.session = full_session_id(store, args.session, args.tenant)
             infos = [i for i in infos if i.session_id == args.session]
             if not infos:
                 error(f"no session {args.session!r} in {store.url}"

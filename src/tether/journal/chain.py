@@ -32,8 +32,6 @@ from decimal import Decimal
 from typing import Any
 
 from tether.journal.redaction import (
-    MIN_REDACTED_CHARS,
-    REDACTED,
     Redactions,
     Scrubber,
     hide_arguments,
@@ -161,7 +159,7 @@ def _seal(prev_hash: str, session_id: str, record: Pending,
     if redactions is not None:
         plain = json.loads(data_json)
         hide_arguments(type, plain, redactions.arguments)
-        data_json = canonical_text(scrub(plain, redactions.scrubbers))
+        data_json = canonical_text(scrub(plain, redactions.scrubbers, redactions.values))
     digest = _digest(prev_hash, seq, type, session_id, timestamp, data_json)
     return Event.from_json(seq, type, session_id, timestamp, data_json, prev_hash,
                            digest), data_json
@@ -217,13 +215,30 @@ class EventBus:
         return iter(tuple(self._subscribers))
 
 
+def _name(fn: Subscriber) -> str:
+    return str(getattr(fn, "__qualname__", None) or repr(fn))
+
+
+def _failure(exc: BaseException) -> str:
+    return f"{type(exc).__name__}: {exc}"
+
+
+def _readable(describe: Callable[[Any], str], thing: Any) -> str:
+    """``describe(thing)``, or what can be said of it when its own text raises (a subscriber's
+    failure must not fail in turn while it is being recorded)."""
+    try:
+        return describe(thing)
+    except Exception:
+        return f"{type(thing).__name__} (its text could not be read)"
+
+
 class Journal:
     """The journal of one session: appended in memory, sealed on read, written to a store (if
     any) at each ``flush`` — the runtime flushes before tools run and before each model call, so a
     step's events reach the store in one transaction and a decision is durable before its effect.
     """
 
-    __slots__ = ("_flushed", "_json", "_notified", "_on_append", "_pending", "_redacted",
+    __slots__ = ("_flushed", "_json", "_notified", "_on_append", "_pending",
                  "_redactions", "_sealed", "_secrets", "bus", "lease", "session_id", "store")
 
     def __init__(self, session_id: str,
@@ -238,7 +253,6 @@ class Journal:
         self._json: list[str] = []  # data JSON of sealed events not yet in the store
         self._notified = len(self._sealed)  # how many events subscribers have been told of
         self._redactions = Redactions()
-        self._redacted: set[str] = set()
         self._secrets: list[Scrubber] = []  # scrubbers of secrets: for live text too
         self._on_append = on_append
         self.bus = EventBus()
@@ -313,11 +327,11 @@ class Journal:
         self._json = []
 
     def redact(self, value: str) -> None:
-        """Never let ``value`` (a secret, a masked field) reach a sealed event: it is blanked in
-        every string of every event sealed from now on — the whole current step included."""
-        if len(value) >= MIN_REDACTED_CHARS and value not in self._redacted:
-            self._redacted.add(value)
-            self._redactions.scrubbers.append(lambda text: text.replace(value, REDACTED))
+        """Never let ``value`` (a masked or hidden field, as text) reach a sealed event: it is
+        written ``[masked]`` in every event sealed from now on — the whole current step
+        included — whatever its length (``tether.journal.redaction`` says how a short one is
+        found)."""
+        self._redactions.values.add(value)
 
     def hide_argument(self, call_id: str, name: str) -> None:
         """Keep argument ``name`` of call ``call_id`` out of the journal, whatever its type."""
@@ -344,9 +358,9 @@ class Journal:
             except Exception as exc:
                 if event.type == "subscriber.error":
                     continue  # never recurse on a subscriber that fails on its own error event
-                name = getattr(fn, "__qualname__", repr(fn))
-                self.append("subscriber.error", {"subscriber": name, "event_seq": event.seq,
-                                                 "error": f"{type(exc).__name__}: {exc}"})
+                self.append("subscriber.error", {"subscriber": _readable(_name, fn),
+                                                 "event_seq": event.seq,
+                                                 "error": _readable(_failure, exc)})
 
     def events(self) -> list[Event]:
         """All events, sealed into the hash chain."""

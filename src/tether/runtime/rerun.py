@@ -6,6 +6,11 @@ itself — gates, policy, budgets, loop detection, approvals as they were decide
 answers "does this runtime, with this recipe, still make the same calls from the same inputs?"
 after an upgrade or a policy change, and the first difference is reported with its step and
 both sides instead of being silently absorbed.
+
+What the record cannot give back is stood in for, never reported as a difference: an argument
+the journal hid (``[masked]``) is passed through as recorded — its real value is not known, and
+no tool runs with it — and a tool that takes credentials gets a stand-in token for every tool
+the recipe's broker has a credential for (none fetched: the recorded result is replayed).
 """
 
 from __future__ import annotations
@@ -15,15 +20,17 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from tether.journal.redaction import HIDDEN_MARKERS
 from tether.models.base import Model, ModelError
 from tether.models.pricing import Price
 from tether.runtime.chokepoint.approvals import StoredApprovals
 from tether.runtime.state import revive
 from tether.store.memory import MemoryStore
-from tether.tools.base import Tool, ToolContext, ToolFailure, ToolMeta
+from tether.tools.base import Tool, ToolArgumentError, ToolContext, ToolFailure, ToolMeta
 from tether.types import Event, ModelRequest, ModelResponse, ToolSpec
 
 if TYPE_CHECKING:
+    from tether.credentials import CredentialBroker
     from tether.runtime.agent import Agent
     from tether.runtime.result import Result
 
@@ -108,7 +115,21 @@ class _RecordedTool:
         self.spec: ToolSpec = tool.spec
 
     def validate(self, arguments: Mapping[str, Any]) -> dict[str, Any]:
-        return self._tool.validate(arguments)
+        """The tool's validation, except that a value the journal hid stays its placeholder
+        (it was valid when recorded; ``[masked]`` is no integer)."""
+        try:
+            return self._tool.validate(arguments)
+        except ToolArgumentError as exc:
+            if arguments.get(exc.field) not in HIDDEN_MARKERS:
+                raise
+        hidden = {k: v for k, v in arguments.items() if v in HIDDEN_MARKERS}
+        try:
+            return {**self._tool.validate({k: v for k, v in arguments.items()
+                                           if k not in hidden}), **hidden}
+        except ToolArgumentError as exc:  # required, hidden: the rest was valid when recorded
+            if exc.field not in hidden:
+                raise
+            return dict(arguments)
 
     async def invoke(self, arguments: dict[str, Any], context: ToolContext) -> Any:
         record = self._record
@@ -133,6 +154,19 @@ def _replay_approvals(record: _Record, store: StoredApprovals) -> None:
             store.deny(request.id, approver="rerun", note=refused.get("why", "not approved"))
 
 
+def _stand_in(broker: CredentialBroker | None) -> CredentialBroker | None:
+    """A broker with a placeholder credential for each tool ``broker`` has one for: a tool
+    that takes credentials meets the same broker as when recorded, and no secret is fetched."""
+    if broker is None:
+        return None
+    from tether.credentials import CredentialBroker
+
+    stand_in = CredentialBroker()
+    for name in broker.tools:
+        stand_in.register(name, "rerun: no secret is fetched")
+    return stand_in
+
+
 async def arerun(agent: Agent, events: Sequence[Event]) -> RerunReport:
     """Rerun a recorded session with ``agent``'s recipe (its policy, limits, tools' schemas)."""
     if not events or events[0].type != "session.start":
@@ -145,7 +179,7 @@ async def arerun(agent: Agent, events: Sequence[Event]) -> RerunReport:
     replica = dataclasses.replace(
         agent, model=_RecordedModel(record, agent.model, agent.effective_price),
         tools=[_RecordedTool(t, record) for t in agent.registry], store=None,
-        approvals=approvals, credentials=None)
+        approvals=approvals, credentials=_stand_in(agent.credentials))
     subject = start["subject"]
     session = replica.session(start["task"], budget=Budget.from_dict(start["budget"]),
                               user_id=subject["user_id"], tenant_id=subject["tenant_id"],
@@ -157,14 +191,21 @@ async def arerun(agent: Agent, events: Sequence[Event]) -> RerunReport:
             break
         _replay_approvals(record, approvals)
         result = await session.aresume()
-    missing = sorted(record.ran & set(record.results) - set(record.called))
-    if missing:
+    replayed = session.replay()
+    same = {d["call_id"] for e in replayed if e.type == "tool.result"
+            for d in (e.data,) if _outcome(record.results.get(d["call_id"])) == _outcome(d)}
+    missing = sorted(record.ran & set(record.results) - set(record.called) - same)
+    if missing:  # (a call refused before its tool, as recorded — no credential — is no miss)
         record.diverge("calls ran in the record but not in the rerun", missing, [])
     if record.asked < len(record.responses):
         record.diverge("the rerun asked the model fewer times than the record",
                        len(record.responses), record.asked)
     return RerunReport(events[0].session_id, tuple(record.divergences), result,
-                       tuple(session.replay()))
+                       tuple(replayed))
+
+
+def _outcome(result: Mapping[str, Any] | None) -> tuple[Any, Any] | None:
+    return None if result is None else (result["status"], result["content"])
 
 
 def rerun(agent: Agent, events: Sequence[Event]) -> RerunReport:

@@ -29,10 +29,10 @@ from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
 from typing import Any
 
+from tether.journal.redaction import HIDDEN_MARKERS
 from tether.policy.base import Action, Context, Decision, Effect, Policy, Resource, Subject, decide
 from tether.types import Event
 
-MASKED_MARKERS = ("[masked]", "[redacted]")
 SHAPED = frozenset({Effect.PARTIAL_ALLOW, Effect.MASK, Effect.DEGRADE})
 
 
@@ -147,7 +147,7 @@ def context_of(event: Event, start: Mapping[str, Any]) -> Context:
 
 def masked_fields(arguments: Mapping[str, Any]) -> tuple[str, ...]:
     return tuple(sorted(k for k, v in arguments.items()
-                        if isinstance(v, str) and any(m in v for m in MASKED_MARKERS)))
+                        if isinstance(v, str) and any(m in v for m in HIDDEN_MARKERS)))
 
 
 def _shape(d: Decision) -> tuple[Any, ...]:

@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from tether.journal.redaction import REDACTED
+from tether.journal.redaction import HIDDEN_MARKERS
 from tether.policy.base import MASK_TARGETS, Decision, Effect
 from tether.records import fast_init
 from tether.runtime.chokepoint.executor import MASKED, Rejected
@@ -35,7 +35,7 @@ class Admitted:
     warn: bool = False
 
 
-PLACEHOLDERS = (REDACTED, MASKED)
+PLACEHOLDERS = HIDDEN_MARKERS  # "[masked]", and "[redacted]" in older journals
 
 
 def is_hidden(value: Any) -> bool:
@@ -100,8 +100,8 @@ def shape(call: ToolCall, tool: Tool, arguments: dict[str, Any], decision: Decis
         fields = frozenset(decision.fields)
         given = {k: MASKED if "input" in where and k in fields else v
                  for k, v in arguments.items()}
-        secrets = tuple(str(arguments[k]) for k in fields
-                        if "output" in where and k in arguments and len(str(arguments[k])) >= 4)
+        secrets = tuple(str(arguments[k]) for k in fields  # any length: short ones as tokens
+                        if "output" in where and k in arguments and str(arguments[k]))
         return Admitted(call, tool, given, fields if "output" in where else frozenset(),
                         secrets, prefix, warn)
     raise Rejected(refusal(call, decision.reason or f"policy effect {effect.value}"))

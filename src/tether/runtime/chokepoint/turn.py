@@ -21,6 +21,7 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, NoReturn
 
 from tether.journal.chain import Journal
+from tether.journal.redaction import HiddenValues
 from tether.models.base import CHARS_PER_TOKEN
 from tether.policy.base import Decision, Effect
 from tether.runtime.budget import Accountant, Spend, check_charge
@@ -43,12 +44,7 @@ from tether.runtime.chokepoint.effects import (
     shape,
     skipped,
 )
-from tether.runtime.chokepoint.executor import (
-    MASKED,
-    Rejected,
-    ToolExecutor,
-    check_not_cancelled,
-)
+from tether.runtime.chokepoint.executor import Rejected, ToolExecutor, check_not_cancelled
 from tether.runtime.chokepoint.gate import PolicyGate
 from tether.runtime.limits import Limits
 from tether.runtime.result import ToolResult
@@ -390,14 +386,7 @@ class ToolCalls:
         call, tool = admitted.call, admitted.tool
         scrubbers: list[Callable[[str], str]] = []
         if admitted.scrub_values:
-            values = admitted.scrub_values
-
-            def unmask(text: str) -> str:
-                for value in values:
-                    text = text.replace(value, MASKED)
-                return text
-
-            scrubbers.append(unmask)
+            scrubbers.append(HiddenValues(admitted.scrub_values).blank)
         token = None
         if tool.meta.credentials:  # issuing the token shares the tool's timeout
             started = time.monotonic()
