@@ -275,3 +275,20 @@ async def test_a_call_right_after_the_change_is_decided_on_the_new_list(tmp_path
         await client.call_tool("retire", {"name": "wipe"})
         refused_for_names(await client.call_tool("add", {"a": 2, "b": 2}))
     assert not (tmp_path / "calls.log").exists()
+
+
+def test_proxy_checks_tools_awaiting_approval_against_their_own_arguments(
+        tmp_path: Path) -> None:
+    """A tool awaiting approval shows clients no schema; the policy is still checked against
+    its real arguments, so a correct rule on one is no false alarm, and a misspelt one is
+    caught."""
+    good = policy_file(tmp_path, INTERNS.replace(
+        "{tool: TOOL}", "{tool: hang}, {args: {seconds: {gt: 60}}}"))
+    code, err = start(proxy_args(tmp_path, good, sys.executable, str(PY_SERVER),
+                                 options=("--require-approval-for-new",)))
+    assert code is None, err  # it served
+    bad = policy_file(tmp_path, INTERNS.replace(
+        "{tool: TOOL}", "{tool: hang}, {args: {secnds: {gt: 60}}}"), "bad.yaml")
+    code, err = start(proxy_args(tmp_path, bad, sys.executable, str(PY_SERVER),
+                                 options=("--require-approval-for-new",)))
+    assert code == 2 and "names argument 'secnds', which hang does not take" in err
