@@ -292,3 +292,29 @@ def test_proxy_checks_tools_awaiting_approval_against_their_own_arguments(
     code, err = start(proxy_args(tmp_path, bad, sys.executable, str(PY_SERVER),
                                  options=("--require-approval-for-new",)))
     assert code == 2 and "names argument 'secnds', which hang does not take" in err
+
+
+async def test_a_change_announced_after_a_call_was_decided_still_stops_it(
+        tmp_path: Path) -> None:
+    """The window between the proxy's look and the upstream's call: a call that finds the list
+    announced as changed re-lists it and asks ``on_relisted`` (the proxy's re-check) before it
+    is sent; raising there means the call never reaches the upstream."""
+    from tether.mcp import MCPToolset
+    from tether.mcp.errors import MCPError
+
+    calls = tmp_path / "calls.log"
+    seen: list[set[str]] = []
+
+    def relisted() -> None:
+        seen.append({spec.name for spec in toolset.offered()})
+        raise MCPError("the policy no longer matches")
+
+    upstream = py_server("upstream", prefix="", env={
+        "TETHER_TEST_RETIRE": "1", "TETHER_TEST_CALL_LOG": str(calls)})
+    async with MCPToolset(upstream, on_relisted=relisted) as toolset:
+        assert await toolset.invoke("retire", {"name": "wipe"}) == "retired wipe"
+        with pytest.raises(MCPError, match="no longer matches"):
+            await toolset.invoke("add", {"a": 1, "b": 2})
+        assert await toolset.invoke("add", {"a": 1, "b": 2}) == "3"  # listed: no new question
+    assert len(seen) == 1 and "wipe" not in seen[0] and "add" in seen[0]
+    assert calls.read_text().splitlines() == ["add {'a': 1, 'b': 2}"]

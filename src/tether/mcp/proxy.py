@@ -49,6 +49,7 @@ import mcp_types as types
 
 from tether.mcp.clients import Governance
 from tether.mcp.config import MCPServer
+from tether.mcp.errors import MCPError
 from tether.mcp.pins import PinStore
 from tether.mcp.server import serve, tool_annotations
 from tether.mcp.supervise import CHECK_EVERY, RESTARTS, watch
@@ -129,10 +130,18 @@ async def proxy(upstream: MCPServer, governance: Governance, *,
     from tether.policy.names import NamesGuard, PolicyNameError, names_message
 
     say = log or _stderr
-    async with MCPToolset(upstream, pins=pins,
-                          require_approval_for_new=require_approval_for_new) as toolset:
+    guard = NamesGuard(governance.policy, whose=UPSTREAM_TOOLS, advice=CHANGED_ADVICE)
+    served: frozenset[str] = frozenset()
+
+    def relisted() -> None:  # a call re-listed a changed upstream after it was decided
+        checked(toolset, served, guard, say)
+        if guard.problems:
+            raise MCPError("the call was not sent: " + names_message(guard.problems,
+                                                                     guard.advice))
+
+    async with MCPToolset(upstream, pins=pins, require_approval_for_new=require_approval_for_new,
+                          on_relisted=relisted) as toolset:
         served = frozenset(toolset.names)
-        guard = NamesGuard(governance.policy, whose=UPSTREAM_TOOLS, advice=CHANGED_ADVICE)
         if guard.check(served_specs(toolset, served)):
             raise PolicyNameError(names_message(guard.problems, (
                 "Fix the names to match the upstream's tools: " + ", ".join(sorted(served)))))
@@ -167,10 +176,17 @@ async def recheck_names(toolset: MCPToolset, served: frozenset[str], guard: Name
                         log: Callable[[str], None]) -> None:
     """List the upstream's tools again if it announced a change, and check the policy's names
     against them; ``log`` is told when the verdict changes. Raises what the listing raised."""
-    from tether.policy.names import names_message
-
     if toolset.stale:
         await toolset.arefresh()
+    checked(toolset, served, guard, log)
+
+
+def checked(toolset: MCPToolset, served: frozenset[str], guard: NamesGuard,
+            log: Callable[[str], None]) -> None:
+    """Check the policy's names against the upstream's tools as last listed; ``log`` is told
+    when the verdict changes."""
+    from tether.policy.names import names_message
+
     if not guard.check(served_specs(toolset, served)):
         return
     if guard.problems:
