@@ -318,3 +318,34 @@ async def test_a_change_announced_after_a_call_was_decided_still_stops_it(
         assert await toolset.invoke("add", {"a": 1, "b": 2}) == "3"  # listed: no new question
     assert len(seen) == 1 and "wipe" not in seen[0] and "add" in seen[0]
     assert calls.read_text().splitlines() == ["add {'a': 1, 'b': 2}"]
+
+
+async def test_an_upstream_restarted_with_other_tools_is_checked_again(tmp_path: Path) -> None:
+    """A restart is a change of the tool list too: the upstream that comes back without the
+    tool a rule names gets every call refused, and the log says why."""
+    from tether.store.sqlite import SQLiteStore
+
+    flag, db = tmp_path / "without-wipe", tmp_path / "j.db"
+    upstream = py_server("upstream", prefix="", env={"TETHER_TEST_DROP_IF": f"{flag}:wipe"})
+    log: list[str] = []
+    store = SQLiteStore(db)
+    ready: asyncio.Future[str] = asyncio.get_running_loop().create_future()
+    task = asyncio.ensure_future(proxy(
+        upstream, Governance(YamlPolicy.from_string(NO_WIPING, "no-wiping.yaml"), store),
+        transport="http", on_ready=ready.set_result, log=log.append))
+    try:
+        done, _ = await asyncio.wait({task, ready}, timeout=60,
+                                     return_when=asyncio.FIRST_COMPLETED)
+        if task in done:
+            task.result()
+        async with http_peer(await ready) as client:
+            assert text(await client.call_tool("add", {"a": 1, "b": 2})) == "3"
+            flag.touch()  # the next start of the upstream offers no wipe
+            await client.call_tool("die", {})
+            await until(lambda: any("runs again" in line for line in log))
+            await until(lambda: any("no longer matches" in line for line in log))
+            refused_for_names(await client.call_tool("add", {"a": 2, "b": 2}))
+    finally:
+        task.cancel()
+        await asyncio.gather(task, return_exceptions=True)
+        store.close()
