@@ -118,7 +118,7 @@ def test_serve_refuses_a_misspelt_deny_rule_before_serving(tmp_path: Path, shop:
     assert HEADLINE in err
     assert (f"{policy}: rule 'interns-never-refund' names tool 'refnd', which none of the "
             "served tools is (did you mean 'refund'?)") in err
-    assert "tether policy lint" in err  # what to do next
+    assert f"tether policy lint {policy} --tools {shop}:tools" in err  # what to do next
     assert "note: serving" not in err
 
 

@@ -298,7 +298,9 @@ def run_serve(args: argparse.Namespace) -> int:
 
     try:
         if check:
-            check_served_names(policy, tools)
+            check_served_names(policy, tools, advice=(
+                f"Fix the names (`tether policy lint {args.policy} --tools {args.tools}` makes "
+                "this check without serving)" if args.policy else "Fix the names"))
     except PolicyNameError as exc:
         error(str(exc))
         return EXIT_USAGE
