@@ -349,3 +349,20 @@ async def test_an_upstream_restarted_with_other_tools_is_checked_again(tmp_path:
         task.cancel()
         await asyncio.gather(task, return_exceptions=True)
         store.close()
+
+
+def test_a_shared_policy_may_opt_out_explicitly(tmp_path: Path, shop: Path) -> None:
+    """As with Agent(check_policy_names=False): a policy shared by servers whose tools differ
+    is served when the operator says so, and only then; the refusal says how."""
+    shared = policy_file(tmp_path, INTERNS.replace("TOOL", "wipe"))  # the upstream's, not shop's
+    serve_args = ["serve", f"{shop}:tools", "--policy", str(shared),
+                  "--store", store_url(tmp_path / "j.db")]
+    code, err = start(serve_args)
+    assert code == 2 and "--skip-policy-name-check" in err
+    assert start([*serve_args, "--skip-policy-name-check"])[0] is None  # it served
+    misspelt = policy_file(tmp_path, INTERNS.replace("TOOL", "refund"), "other.yaml")
+    code, err = start(proxy_args(tmp_path, misspelt, sys.executable, str(PY_SERVER)))
+    assert code == 2 and "--skip-policy-name-check" in err
+    code, err = start(proxy_args(tmp_path, misspelt, sys.executable, str(PY_SERVER),
+                                 options=("--skip-policy-name-check",)))
+    assert code is None, err

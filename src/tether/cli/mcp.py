@@ -86,6 +86,10 @@ def _governance_options(parser: argparse.ArgumentParser, *, policy_required: boo
                         help="a role of the subject (repeatable)")
     parser.add_argument("--tenant", metavar="ID", help="the subject's tenant")
     parser.add_argument("--name", metavar="NAME", help="the server name shown to clients")
+    parser.add_argument("--skip-policy-name-check", action="store_true",
+                        help="serve a policy whose rules name tools or arguments these tools do "
+                        "not have (one shared by servers whose tools differ); by default that "
+                        "is refused, since such a rule never matches")
 
 
 def register(commands: Any) -> None:
@@ -279,13 +283,13 @@ def run_serve(args: argparse.Namespace) -> int:
     except RecipeError as exc:
         error(str(exc))
         return EXIT_USAGE
-    tools, check = served.tools, True
+    tools, check = served.tools, not args.skip_policy_name_check
     policy: Policy | None
     if args.policy:
         policy, policy_name = _load_policy(args.policy), args.policy
     elif served.policy is not None:
         policy, policy_name = served.policy, f"of {args.tools}"
-        check = served.check_policy_names
+        check = check and served.check_policy_names
     else:
         from tether.policy.base import AllowAll
 
@@ -300,7 +304,9 @@ def run_serve(args: argparse.Namespace) -> int:
         if check:
             check_served_names(policy, tools, advice=(
                 f"Fix the names (`tether policy lint {args.policy} --tools {args.tools}` makes "
-                "this check without serving)" if args.policy else "Fix the names"))
+                "this check without serving)" if args.policy else "Fix the names")
+                + "; a policy shared by servers whose tools differ can opt out with "
+                "--skip-policy-name-check")
     except PolicyNameError as exc:
         error(str(exc))
         return EXIT_USAGE
@@ -347,7 +353,9 @@ def run_proxy(args: argparse.Namespace) -> int:
     ready = _announce(f"proxying {upstream.where()}", governance, args.policy, args)
     return _run(proxy(upstream, governance, transport=args.transport, port=port, pins=pins,
                       require_approval_for_new=args.require_approval_for_new, name=args.name,
-                      on_ready=ready, on_client=_on_client), governance, args.transport, port)
+                      on_ready=ready, on_client=_on_client,
+                      check_policy_names=not args.skip_policy_name_check),
+                governance, args.transport, port)
 
 
 def _upstream_env(given: list[str]) -> dict[str, str] | None:
