@@ -120,6 +120,7 @@ def test_serve_refuses_a_misspelt_deny_rule_before_serving(tmp_path: Path, shop:
             "served tools is (did you mean 'refund'?)") in err
     assert f"tether policy lint {policy} --tools {shop}:tools" in err  # what to do next
     assert "note: serving" not in err
+    assert not (tmp_path / "j.db").exists()  # refused before anything was opened
 
 
 def test_serve_refuses_a_misspelt_argument_and_the_policy_of_the_object_named(
