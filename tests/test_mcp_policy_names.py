@@ -14,6 +14,7 @@ import asyncio
 import os
 import subprocess
 import sys
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -83,6 +84,8 @@ def start(args: list[str]) -> tuple[int | None, str]:
                                stderr=subprocess.PIPE, text=True)
     assert process.stderr is not None
     lines = []
+    stuck = threading.Timer(120, process.kill)  # neither serving nor exiting: fail, not hang
+    stuck.start()
     try:
         for line in process.stderr:
             lines.append(line)
@@ -90,6 +93,7 @@ def start(args: list[str]) -> tuple[int | None, str]:
                 return None, "".join(lines)
         return process.wait(60), "".join(lines)
     finally:
+        stuck.cancel()
         if process.poll() is None:
             process.terminate()
             process.wait(30)
