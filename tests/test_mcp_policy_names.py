@@ -14,6 +14,7 @@ import asyncio
 import os
 import subprocess
 import sys
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -83,6 +84,8 @@ def start(args: list[str]) -> tuple[int | None, str]:
                                stderr=subprocess.PIPE, text=True)
     assert process.stderr is not None
     lines = []
+    stuck = threading.Timer(120, process.kill)  # neither serving nor exiting: fail, not hang
+    stuck.start()
     try:
         for line in process.stderr:
             lines.append(line)
@@ -90,6 +93,7 @@ def start(args: list[str]) -> tuple[int | None, str]:
                 return None, "".join(lines)
         return process.wait(60), "".join(lines)
     finally:
+        stuck.cancel()
         if process.poll() is None:
             process.terminate()
             process.wait(30)
@@ -118,8 +122,9 @@ def test_serve_refuses_a_misspelt_deny_rule_before_serving(tmp_path: Path, shop:
     assert HEADLINE in err
     assert (f"{policy}: rule 'interns-never-refund' names tool 'refnd', which none of the "
             "served tools is (did you mean 'refund'?)") in err
-    assert "tether policy lint" in err  # what to do next
+    assert f"tether policy lint {policy} --tools {shop}:tools" in err  # what to do next
     assert "note: serving" not in err
+    assert not (tmp_path / "j.db").exists()  # refused before anything was opened
 
 
 def test_serve_refuses_a_misspelt_argument_and_the_policy_of_the_object_named(
@@ -275,3 +280,94 @@ async def test_a_call_right_after_the_change_is_decided_on_the_new_list(tmp_path
         await client.call_tool("retire", {"name": "wipe"})
         refused_for_names(await client.call_tool("add", {"a": 2, "b": 2}))
     assert not (tmp_path / "calls.log").exists()
+
+
+def test_proxy_checks_tools_awaiting_approval_against_their_own_arguments(
+        tmp_path: Path) -> None:
+    """A tool awaiting approval shows clients no schema; the policy is still checked against
+    its real arguments, so a correct rule on one is no false alarm, and a misspelt one is
+    caught."""
+    good = policy_file(tmp_path, INTERNS.replace(
+        "{tool: TOOL}", "{tool: hang}, {args: {seconds: {gt: 60}}}"))
+    code, err = start(proxy_args(tmp_path, good, sys.executable, str(PY_SERVER),
+                                 options=("--require-approval-for-new",)))
+    assert code is None, err  # it served
+    bad = policy_file(tmp_path, INTERNS.replace(
+        "{tool: TOOL}", "{tool: hang}, {args: {secnds: {gt: 60}}}"), "bad.yaml")
+    code, err = start(proxy_args(tmp_path, bad, sys.executable, str(PY_SERVER),
+                                 options=("--require-approval-for-new",)))
+    assert code == 2 and "names argument 'secnds', which hang does not take" in err
+
+
+async def test_a_change_announced_after_a_call_was_decided_still_stops_it(
+        tmp_path: Path) -> None:
+    """The window between the proxy's look and the upstream's call: a call that finds the list
+    announced as changed re-lists it and asks ``on_relisted`` (the proxy's re-check) before it
+    is sent; raising there means the call never reaches the upstream."""
+    from tether.mcp import MCPToolset
+    from tether.mcp.errors import MCPError
+
+    calls = tmp_path / "calls.log"
+    seen: list[set[str]] = []
+
+    def relisted() -> None:
+        seen.append({spec.name for spec in toolset.offered()})
+        raise MCPError("the policy no longer matches")
+
+    upstream = py_server("upstream", prefix="", env={
+        "TETHER_TEST_RETIRE": "1", "TETHER_TEST_CALL_LOG": str(calls)})
+    async with MCPToolset(upstream, on_relisted=relisted) as toolset:
+        assert await toolset.invoke("retire", {"name": "wipe"}) == "retired wipe"
+        with pytest.raises(MCPError, match="no longer matches"):
+            await toolset.invoke("add", {"a": 1, "b": 2})
+        assert await toolset.invoke("add", {"a": 1, "b": 2}) == "3"  # listed: no new question
+    assert len(seen) == 1 and "wipe" not in seen[0] and "add" in seen[0]
+    assert calls.read_text().splitlines() == ["add {'a': 1, 'b': 2}"]
+
+
+async def test_an_upstream_restarted_with_other_tools_is_checked_again(tmp_path: Path) -> None:
+    """A restart is a change of the tool list too: the upstream that comes back without the
+    tool a rule names gets every call refused, and the log says why."""
+    from tether.store.sqlite import SQLiteStore
+
+    flag, db = tmp_path / "without-wipe", tmp_path / "j.db"
+    upstream = py_server("upstream", prefix="", env={"TETHER_TEST_DROP_IF": f"{flag}:wipe"})
+    log: list[str] = []
+    store = SQLiteStore(db)
+    ready: asyncio.Future[str] = asyncio.get_running_loop().create_future()
+    task = asyncio.ensure_future(proxy(
+        upstream, Governance(YamlPolicy.from_string(NO_WIPING, "no-wiping.yaml"), store),
+        transport="http", on_ready=ready.set_result, log=log.append))
+    try:
+        done, _ = await asyncio.wait({task, ready}, timeout=60,
+                                     return_when=asyncio.FIRST_COMPLETED)
+        if task in done:
+            task.result()
+        async with http_peer(await ready) as client:
+            assert text(await client.call_tool("add", {"a": 1, "b": 2})) == "3"
+            flag.touch()  # the next start of the upstream offers no wipe
+            await client.call_tool("die", {})
+            await until(lambda: any("runs again" in line for line in log))
+            await until(lambda: any("no longer matches" in line for line in log))
+            refused_for_names(await client.call_tool("add", {"a": 2, "b": 2}))
+    finally:
+        task.cancel()
+        await asyncio.gather(task, return_exceptions=True)
+        store.close()
+
+
+def test_a_shared_policy_may_opt_out_explicitly(tmp_path: Path, shop: Path) -> None:
+    """As with Agent(check_policy_names=False): a policy shared by servers whose tools differ
+    is served when the operator says so, and only then; the refusal says how."""
+    shared = policy_file(tmp_path, INTERNS.replace("TOOL", "wipe"))  # the upstream's, not shop's
+    serve_args = ["serve", f"{shop}:tools", "--policy", str(shared),
+                  "--store", store_url(tmp_path / "j.db")]
+    code, err = start(serve_args)
+    assert code == 2 and "--skip-policy-name-check" in err
+    assert start([*serve_args, "--skip-policy-name-check"])[0] is None  # it served
+    misspelt = policy_file(tmp_path, INTERNS.replace("TOOL", "refund"), "other.yaml")
+    code, err = start(proxy_args(tmp_path, misspelt, sys.executable, str(PY_SERVER)))
+    assert code == 2 and "--skip-policy-name-check" in err
+    code, err = start(proxy_args(tmp_path, misspelt, sys.executable, str(PY_SERVER),
+                                 options=("--skip-policy-name-check",)))
+    assert code is None, err

@@ -137,3 +137,26 @@ async def test_a_gateway_refuses_a_misspelt_policy_too() -> None:
                      client="ide", check_policy_names=False)
     assert (await shared.call("search", {"query": "x"})).status == "ok"
     shared.close()
+
+
+def test_a_names_guard_refuses_while_the_tools_do_not_match_and_recovers() -> None:
+    """The proxy's fail-closed wrapper: while its last check failed every call is denied with
+    the rules named; when the tools match again the policy decides again."""
+    from tether.policy.base import Action, Context, Resource, Subject
+    from tether.policy.names import NamesGuard
+
+    guard = NamesGuard(YamlPolicy.from_string(GOOD, "refunds.yaml"), whose="the upstream's tools",
+                       advice="Restart it.")
+    intern = Subject("u", None, frozenset({"intern"}), "t")
+    search_call = (intern, Action("search", {"query": "x"}), Resource("search"),
+                   Context("s", 1, {}, {}))
+    specs = [t.spec for t in TOOLS]
+    assert not guard.check(specs) and guard.evaluate(*search_call).allowed
+    assert guard.check([t.spec for t in TOOLS if t.name != "refund"])  # refund went away
+    refused = guard.evaluate(*search_call)
+    assert not refused.allowed and refused.policy_id == "tether:policy-names"
+    assert "names tool 'refund', which none of the upstream's tools is" in refused.reason
+    assert refused.reason.endswith("Restart it.")
+    assert not guard.check([t.spec for t in TOOLS if t.name != "refund"])  # no change
+    assert guard.check(specs) and guard.problems == ()  # back: it decides again
+    assert guard.evaluate(*search_call).allowed and guard.policy_id == "refunds"

@@ -11,6 +11,8 @@ Run: ``python py_server.py`` (stdio) or ``python py_server.py --http PORT`` (str
 - ``TETHER_TEST_PID_FILE``: a file the server writes its pid to at start (tests that it is gone).
 - ``TETHER_TEST_START_ONCE``: a file the server creates at its first start; a later start that
   finds it exits at once (an upstream that cannot be restarted).
+- ``TETHER_TEST_DROP_IF``: ``PATH:TOOL``; when PATH exists at start, the tool TOOL is not
+  offered (an upstream that comes back from a restart with other tools).
 - ``TETHER_TEST_RETIRE``: adds a tool ``retire(name)`` that removes the tool ``name`` and tells
   the client its tool list changed (an upstream whose tools change under a proxy).
 """
@@ -160,6 +162,12 @@ if os.environ.get("TETHER_TEST_RETIRE"):
         server.remove_tool(name)
         await ctx.session.send_tool_list_changed()
         return f"retired {name}"
+
+
+if os.environ.get("TETHER_TEST_DROP_IF"):
+    flag, _, dropped = os.environ["TETHER_TEST_DROP_IF"].rpartition(":")
+    if os.path.exists(flag):
+        server.remove_tool(dropped)
 
 
 for n in range(FILLER):

@@ -25,18 +25,18 @@ from __future__ import annotations
 
 import argparse
 import os
-from collections.abc import Callable, Coroutine, Iterable
-from dataclasses import dataclass
+from collections.abc import Callable, Coroutine
 from typing import TYPE_CHECKING, Any
 
 from tether.cli.common import EXIT_FINDING, EXIT_OK, EXIT_USAGE, STORE_HELP, error, note, usage
 from tether.cli.pins import register as register_pins
+from tether.cli.served import load_served
+from tether.cli.served import load_tools as load_tools  # where `tether tools` and tests find it
 
 if TYPE_CHECKING:
     from tether.mcp.clients import Governance
     from tether.policy.base import Policy
     from tether.runtime.chokepoint.gateway import Gateway
-    from tether.tools.base import Tool
 
 TOOLS_HELP = ("the tools to serve: MODULE:ATTRIBUTE (e.g. myapp.tools:tools) or "
               "path/to/file.py:ATTRIBUTE, naming a list of tether tools, an object with a "
@@ -86,6 +86,10 @@ def _governance_options(parser: argparse.ArgumentParser, *, policy_required: boo
                         help="a role of the subject (repeatable)")
     parser.add_argument("--tenant", metavar="ID", help="the subject's tenant")
     parser.add_argument("--name", metavar="NAME", help="the server name shown to clients")
+    parser.add_argument("--skip-policy-name-check", action="store_true",
+                        help="serve a policy whose rules name tools or arguments these tools do "
+                        "not have (one shared by servers whose tools differ); by default that "
+                        "is refused, since such a rule never matches")
 
 
 def register(commands: Any) -> None:
@@ -130,64 +134,6 @@ def register(commands: Any) -> None:
 
 
 # -- loading ------------------------------------------------------------------------------------
-
-@dataclass(frozen=True, slots=True)
-class Served:
-    """What ``MODULE:TOOLS`` names: the tools, the policy of the object holding them (if it has
-    one), and whether that policy is to be checked against them (an Agent built with
-    ``check_policy_names=False`` opted out)."""
-
-    tools: list[Tool]
-    policy: Policy | None
-    check_policy_names: bool = True
-
-
-def load_tools(spec: str) -> tuple[list[Tool], Policy | None]:
-    """The tools named by ``spec``, and the policy of the object holding them, if it has one.
-    Raises RecipeError saying what to fix."""
-    served = load_served(spec)
-    return served.tools, served.policy
-
-
-def load_served(spec: str) -> Served:
-    """What ``spec`` names (see ``load_tools``). Raises RecipeError saying what to fix."""
-    from tether.cli.recipe import RecipeError
-    from tether.references import import_object
-    from tether.tools.base import Tool
-    from tether.tools.registry import ToolRegistry
-
-    value = import_object(spec, "a list of tether tools")
-    if callable(value) and not isinstance(value, Tool) and not _holds_tools(value):
-        try:
-            value = value()
-        except TypeError as exc:
-            raise RecipeError(f"{spec} is callable but could not be called without arguments "
-                              f"({exc}); name the list of tools instead") from None
-    policy = getattr(value, "policy", None) if hasattr(value, "tools") else None
-    if isinstance(value, Tool):
-        found: Iterable[Any] = [value]
-    elif hasattr(value, "tools"):
-        found = value.tools
-    elif _holds_tools(value):
-        found = value
-    else:
-        raise RecipeError(f"{spec} is a {type(value).__name__}; name a list of tether tools "
-                          "(functions decorated with @tool) or an object with a 'tools' "
-                          "attribute")
-    try:
-        tools = list(ToolRegistry(found))
-    except (TypeError, ValueError) as exc:
-        raise RecipeError(f"{spec}: {exc}") from None
-    if not tools:
-        raise RecipeError(f"{spec} holds no tools; an MCP server without tools would serve "
-                          "nothing")
-    return Served(tools, policy if callable(getattr(policy, "evaluate", None)) else None,
-                  getattr(value, "check_policy_names", True) is not False)
-
-
-def _holds_tools(value: Any) -> bool:
-    return not isinstance(value, str | bytes | dict) and hasattr(value, "__iter__")
-
 
 def _governance(args: argparse.Namespace, policy: Policy) -> Governance | None:
     from tether.cli.common import store_url
@@ -279,13 +225,13 @@ def run_serve(args: argparse.Namespace) -> int:
     except RecipeError as exc:
         error(str(exc))
         return EXIT_USAGE
-    tools, check = served.tools, True
+    tools, check = served.tools, not args.skip_policy_name_check
     policy: Policy | None
     if args.policy:
         policy, policy_name = _load_policy(args.policy), args.policy
     elif served.policy is not None:
         policy, policy_name = served.policy, f"of {args.tools}"
-        check = served.check_policy_names
+        check = check and served.check_policy_names
     else:
         from tether.policy.base import AllowAll
 
@@ -298,7 +244,11 @@ def run_serve(args: argparse.Namespace) -> int:
 
     try:
         if check:
-            check_served_names(policy, tools)
+            check_served_names(policy, tools, advice=(
+                f"Fix the names (`tether policy lint {args.policy} --tools {args.tools}` makes "
+                "this check without serving)" if args.policy else "Fix the names")
+                + "; a policy shared by servers whose tools differ can opt out with "
+                "--skip-policy-name-check")
     except PolicyNameError as exc:
         error(str(exc))
         return EXIT_USAGE
@@ -345,7 +295,9 @@ def run_proxy(args: argparse.Namespace) -> int:
     ready = _announce(f"proxying {upstream.where()}", governance, args.policy, args)
     return _run(proxy(upstream, governance, transport=args.transport, port=port, pins=pins,
                       require_approval_for_new=args.require_approval_for_new, name=args.name,
-                      on_ready=ready, on_client=_on_client), governance, args.transport, port)
+                      on_ready=ready, on_client=_on_client,
+                      check_policy_names=not args.skip_policy_name_check),
+                governance, args.transport, port)
 
 
 def _upstream_env(given: list[str]) -> dict[str, str] | None:

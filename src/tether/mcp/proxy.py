@@ -49,6 +49,7 @@ import mcp_types as types
 
 from tether.mcp.clients import Governance
 from tether.mcp.config import MCPServer
+from tether.mcp.errors import MCPError
 from tether.mcp.pins import PinStore
 from tether.mcp.server import serve, tool_annotations
 from tether.mcp.supervise import CHECK_EVERY, RESTARTS, watch
@@ -119,40 +120,53 @@ async def proxy(upstream: MCPServer, governance: Governance, *,
                 pins: PinStore | None = None, require_approval_for_new: bool = False,
                 name: str | None = None, on_ready: Callable[[str], None] | None = None,
                 on_client: Callable[[str, Gateway], None] | None = None,
-                log: Callable[[str], None] | None = None, restarts: int = RESTARTS) -> None:
+                log: Callable[[str], None] | None = None, restarts: int = RESTARTS,
+                check_policy_names: bool = True) -> None:
     """Connect to ``upstream`` and serve its tools, governed, until the transport ends; the
     upstream is stopped when the proxy stops, and restarted when it dies (``supervise``; each
     event told to ``log``). Raises MCPConnectionError when the upstream cannot be started (the
     message has its last stderr lines), PolicyNameError when the policy names tools or
-    arguments the upstream's tools do not have, UpstreamLost when it died and could not be
-    restarted."""
+    arguments the upstream's tools do not have (``check_policy_names=False``: the policy is used
+    as it is, never checked), UpstreamLost when it died and could not be restarted."""
     from tether.policy.names import NamesGuard, PolicyNameError, names_message
 
     say = log or _stderr
-    async with MCPToolset(upstream, pins=pins,
-                          require_approval_for_new=require_approval_for_new) as toolset:
+    guard = NamesGuard(governance.policy, whose=UPSTREAM_TOOLS, advice=CHANGED_ADVICE)
+    served: frozenset[str] = frozenset()
+
+    def relisted() -> None:  # a call re-listed a changed upstream after it was decided
+        checked(toolset, served, guard, say)
+        if guard.problems:
+            raise MCPError("the call was not sent: " + names_message(guard.problems,
+                                                                     guard.advice))
+
+    async with MCPToolset(upstream, pins=pins, require_approval_for_new=require_approval_for_new,
+                          on_relisted=relisted if check_policy_names else None) as toolset:
         served = frozenset(toolset.names)
-        guard = NamesGuard(governance.policy, whose=UPSTREAM_TOOLS, advice=CHANGED_ADVICE)
-        if guard.check(served_specs(toolset, served)):
+        if check_policy_names and guard.check(served_specs(toolset, served)):
             raise PolicyNameError(names_message(guard.problems, (
-                "Fix the names to match the upstream's tools: " + ", ".join(sorted(served)))))
+                "Fix the names to match the upstream's tools: " + ", ".join(sorted(served))
+                + "; a policy shared by servers whose tools differ can opt out with "
+                "--skip-policy-name-check")))
 
         async def recheck() -> None:
             await recheck_names(toolset, served, guard, say)
 
         serving = asyncio.ensure_future(serve(
-            list(toolset), replace(governance, policy=guard), transport=transport, port=port,
-            name=name or f"tether-proxy-{upstream.name}", listing=proxied_listing(toolset),
-            on_ready=on_ready, on_client=on_client, check_policy_names=False,
-            before_call=recheck))
+            list(toolset), replace(governance, policy=guard) if check_policy_names else governance,
+            transport=transport, port=port, name=name or f"tether-proxy-{upstream.name}",
+            listing=proxied_listing(toolset), on_ready=on_ready, on_client=on_client,
+            check_policy_names=False, before_call=recheck if check_policy_names else None))
         watching = asyncio.ensure_future(watch(toolset, say, restarts=restarts))
-        checking = asyncio.ensure_future(_keep_checking(recheck))
+        tasks = [serving, watching]
+        if check_policy_names:
+            tasks.append(asyncio.ensure_future(_keep_checking(recheck)))
         try:
             await asyncio.wait({serving, watching}, return_when=asyncio.FIRST_COMPLETED)
         finally:
-            for task in (serving, watching, checking):
+            for task in tasks:
                 task.cancel()
-            await asyncio.gather(serving, watching, checking, return_exceptions=True)
+            await asyncio.gather(*tasks, return_exceptions=True)
         if not watching.cancelled():
             watching.result()  # UpstreamLost: the upstream could not be brought back
         serving.result()  # the server's own error, if it ended with one
@@ -167,10 +181,17 @@ async def recheck_names(toolset: MCPToolset, served: frozenset[str], guard: Name
                         log: Callable[[str], None]) -> None:
     """List the upstream's tools again if it announced a change, and check the policy's names
     against them; ``log`` is told when the verdict changes. Raises what the listing raised."""
-    from tether.policy.names import names_message
-
     if toolset.stale:
         await toolset.arefresh()
+    checked(toolset, served, guard, log)
+
+
+def checked(toolset: MCPToolset, served: frozenset[str], guard: NamesGuard,
+            log: Callable[[str], None]) -> None:
+    """Check the policy's names against the upstream's tools as last listed; ``log`` is told
+    when the verdict changes."""
+    from tether.policy.names import names_message
+
     if not guard.check(served_specs(toolset, served)):
         return
     if guard.problems:

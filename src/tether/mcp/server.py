@@ -61,11 +61,12 @@ def tool_annotations(meta: ToolMeta) -> types.ToolAnnotations:
         open_world_hint=meta.egress)
 
 
-def check_served_names(policy: Policy, tools: Iterable[Tool]) -> None:
+def check_served_names(policy: Policy, tools: Iterable[Tool], *,
+                       advice: str = SERVED_ADVICE) -> None:
     """PolicyNameError when ``policy`` names a tool or an argument none of ``tools`` has."""
     from tether.policy.names import check_names
 
-    check_names(policy, [t.spec for t in tools], whose=SERVED_TOOLS, advice=SERVED_ADVICE)
+    check_names(policy, [t.spec for t in tools], whose=SERVED_TOOLS, advice=advice)
 
 
 def listing_of(tools: Iterable[Tool]) -> list[types.Tool]:

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from types import TracebackType
 from typing import Any
 
@@ -38,13 +38,18 @@ class MCPToolset:
     """The tools of one MCP server. Open it (``with``, ``async with``, ``open()``) before use."""
 
     def __init__(self, server: MCPServer, *, pins: PinStore | None = None,
-                 require_approval_for_new: bool = False) -> None:
+                 require_approval_for_new: bool = False,
+                 on_relisted: Callable[[], None] | None = None) -> None:
+        """``on_relisted`` is called when a call finds the tool list announced as changed and
+        lists it again, before the call is sent: raising MCPError there stops the call (the
+        proxy re-checks its policy against the new list)."""
         if not isinstance(server, MCPServer):
             raise TypeError(f"expected an MCPServer, got {server!r}; build one with "
                             "MCPServer.stdio(...) or MCPServer.http(...)")
         self.server = server
         self.pins: PinStore = MemoryPinStore() if pins is None else pins
         self.require_approval_for_new = require_approval_for_new
+        self.on_relisted = on_relisted
         self._loop: LoopThread | None = None
         self._conn: Connection | None = None
         self._tools: dict[str, MCPTool] = {}  # by the server's tool name
@@ -261,6 +266,8 @@ class MCPToolset:
         _, conn = self._require_open()
         if conn.stale and conn.connected:  # the server announced a changed tool list
             await self._list(conn)
+            if self.on_relisted is not None:
+                self.on_relisted()
         current = self._current.get(mcp_name)
         if current is None:
             raise MCPError(f"MCP server {self.server.name!r} no longer offers tool "
