@@ -257,3 +257,20 @@ def test_a_tool_that_swallows_the_cancellation_does_not_keep_the_run_going(
     assert ran == ["stubborn"]  # the second call never started
     events = session.replay()
     assert [e.data["content"] for e in events if e.type == "tool.result"] == ["finished anyway"]
+
+
+def test_an_ended_session_is_neither_settled_nor_resumed(tmp_path: Path) -> None:
+    from tether.runtime.session import SessionEnded
+
+    agent = Ledger(hold=False).agent(_store(tmp_path))
+    session = agent.session("write ran 500")
+    assert session.run().stop_reason.value == "finished"
+    before = [e.hash for e in session.replay()]
+    loaded = agent.load(session.id)
+    with pytest.raises(SessionEnded, match=r"ended \(finished\), so there is nothing to settle"):
+        loaded.settle("w1", "skip", operator="ops")
+    with pytest.raises(ValueError):  # what settle's other refusals are
+        loaded.settle("w1", "skip", operator="ops")
+    with pytest.raises(RuntimeError, match="nothing to resume"):
+        loaded.resume()
+    assert [e.hash for e in agent.load(session.id).replay()] == before

@@ -102,4 +102,5 @@ def report(caught: signal.Signals, session: Session, args: argparse.Namespace) -
 
 
 def say(line: str) -> None:
-    print(line, file=sys.stderr, flush=True)
+    with contextlib.suppress(OSError):  # a closed terminal (SIGHUP) takes stderr with it
+        print(line, file=sys.stderr, flush=True)
