@@ -89,3 +89,14 @@ def agent() -> Agent:
     store: Any = HoldingStore(open_store(held)) if held else None
     return Agent(model=ScriptedModel(script), reasoning=ReAct(), tools=[peek, slow_write],
                  name="ledger", store=store)
+
+
+if __name__ == "__main__":  # ``python interrupt_app.py STORE``: session.run() from Python
+    import sys
+
+    session = agent().with_store(open_store(sys.argv[1])).session("write ran 500")
+    try:
+        session.run()
+    except KeyboardInterrupt:  # Ctrl-C in a Python program: it raises, after the pause
+        last = session.replay()[-1]
+        print("KeyboardInterrupt", session.paused, last.type, last.data["reason"], flush=True)

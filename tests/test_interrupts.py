@@ -42,11 +42,15 @@ def _tether(where: Path, *argv: str) -> subprocess.CompletedProcess[str]:
 
 def _started(where: Path, store: str, at: str, *argv: str) -> subprocess.Popen[str]:
     """A ``tether run`` (or the command ``argv``) that has reached ``at`` and waits there."""
-    (where / "ready").unlink(missing_ok=True)
     command = argv or ("run", RECIPE, TASK, "--store", store)
-    proc = subprocess.Popen([sys.executable, "-m", "tether", *command],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            env=_env(where, at))
+    return _waiting(where, at, "-m", "tether", *command)
+
+
+def _waiting(where: Path, at: str, *argv: str) -> subprocess.Popen[str]:
+    """``python ARGV`` once it has reached ``at`` and waits there."""
+    (where / "ready").unlink(missing_ok=True)
+    proc = subprocess.Popen([sys.executable, *argv], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, env=_env(where, at))
     deadline = time.monotonic() + 90
     while not (where / "ready").exists():  # written by the tool at the point
         if proc.poll() is not None or time.monotonic() > deadline:
@@ -270,3 +274,15 @@ def test_a_resumed_run_interrupted_again_pauses_again_and_a_retry_is_not_reused(
     assert _tether(tmp_path, *skip).returncode == 0
     assert "stop reason: finished" in _tether(tmp_path, *resume).stdout
     assert _effects(tmp_path) == ["ran 500"]
+
+
+def test_ctrl_c_at_session_run_in_python_pauses_then_raises_keyboard_interrupt(
+        tmp_path: Path) -> None:
+    store = f"sqlite:///{tmp_path / 'runs.db'}"
+    proc = _waiting(tmp_path, "during", interrupt_app.__file__, store)
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=60)
+    assert out.split() == ["KeyboardInterrupt", "True", "session.paused", "uncertain_effect"], \
+        out + err
+    _, events = _stored(tmp_path / "runs.db")
+    assert verify_chain(events) is None and _uncertain(events) == {"call_1"}
