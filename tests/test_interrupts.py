@@ -112,6 +112,12 @@ def test_a_signal_pauses_the_run_and_settle_then_resume_finish_it_once(
     assert sig.name in events[-1].data["detail"]
     assert _uncertain(events) == uncertain
     assert _effects(tmp_path) == ["ran 500"] * written
+    if sig is signal.SIGINT:  # what audit says of the pause
+        shown = _tether(tmp_path, "audit", "show", sid, "--store", store).stdout
+        status = next(x for x in shown.splitlines() if x.strip().startswith("status:"))
+        assert f"paused ({reason})" in status
+        assert ("interrupted calls call_1" in status) if uncertain else \
+            (f"tether resume {sid}" in status and "settle" not in status), status
     line = lines[0]
     assert sig.name in line and sid in line
     commands = _commands(line)
