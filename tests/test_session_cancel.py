@@ -15,6 +15,7 @@ from tether import Agent, ModelResponse, ReAct, ScriptedModel, ToolCall, tool
 from tether.journal.chain import verify_chain
 from tether.runtime.session import Session
 from tether.runtime.state import fold
+from tether.store.base import Store
 from tether.types import ModelRequest
 
 
@@ -27,7 +28,7 @@ class Ledger:
         self.entered = threading.Event()  # the same, for a test outside the run's loop
         self.hold = hold
 
-    def agent(self, store: str, **extra: Any) -> Agent:
+    def agent(self, store: str | Store, **extra: Any) -> Agent:
         @tool(side_effect=True)
         async def write(text: str) -> str:
             """Write a line."""
@@ -72,9 +73,9 @@ def _paused_on_w1(session: Session, result: Any = None) -> None:
     assert session.paused and session.result is None
 
 
-def test_session_cancel_pauses_with_the_effect_uncertain(tmp_path: Path) -> None:
+def test_session_cancel_pauses_with_the_effect_uncertain(store: Store) -> None:
     ledger = Ledger(hold=True)
-    agent = ledger.agent(_store(tmp_path))
+    agent = ledger.agent(store)
     session = agent.session("write ran 500")
 
     async def main() -> Any:
