@@ -89,15 +89,15 @@ def report(caught: signal.Signals, session: Session, args: argparse.Namespace) -
                            f"--agent {agent}{store}`" for call_id in uncertain)
         if uncertain:
             say(f"interrupted by {caught.name}: session {session.id} paused with call(s) "
-                  f"{', '.join(uncertain)} in flight, which may or may not have taken effect; "
-                  f"check, settle each with {settle}, then continue with {resume}")
+                f"{', '.join(uncertain)} in flight, which may or may not have taken effect; "
+                f"check, settle each with {settle}, then continue with {resume}")
         elif pause.get("reason") == "needs_approval":
             say(f"interrupted by {caught.name}: session {session.id} paused waiting for "
-                  f"approval; decide with `tether approvals list --session {session.id}"
-                  f"{store}`, then continue with {resume}")
+                f"approval; decide with `tether approvals list --session {session.id}"
+                f"{store}`, then continue with {resume}")
         else:
             say(f"interrupted by {caught.name}: session {session.id} paused with nothing "
-                  f"uncertain; continue with {resume}")
+                f"uncertain; continue with {resume}")
     return 128 + caught.value
 
 
