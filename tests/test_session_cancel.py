@@ -275,3 +275,28 @@ def test_an_ended_session_is_neither_settled_nor_resumed(tmp_path: Path) -> None
     with pytest.raises(RuntimeError, match="nothing to resume"):
         loaded.resume()
     assert [e.hash for e in agent.load(session.id).replay()] == before
+
+
+def test_a_signal_before_the_session_started_journals_nothing(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    import argparse
+    import os
+    import signal
+
+    from tether.cli.interrupts import Interrupts, report
+
+    agent = Ledger(hold=False).agent(_store(tmp_path))
+    session = agent.session("write ran 500")
+    before = signal.getsignal(signal.SIGTERM)
+    with Interrupts() as interrupts:
+        os.kill(os.getpid(), signal.SIGTERM)  # handled here, before any loop runs
+        assert interrupts.signal is signal.SIGTERM
+        assert asyncio.run(interrupts.run(session, session.arun)) is None
+        code = report(signal.SIGTERM, session,
+                      argparse.Namespace(agent="app.py:agent", store=None))
+    assert signal.getsignal(signal.SIGTERM) is before  # put back
+    assert code == 128 + signal.SIGTERM
+    assert session.replay() == [] and agent.journal_store is not None
+    assert agent.journal_store.sessions() == []
+    err = capsys.readouterr().err
+    assert err == "interrupted by SIGTERM before the session started; nothing was journaled\n"
