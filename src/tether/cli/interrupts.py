@@ -7,8 +7,11 @@ ended, losing track of a side effect in flight and refusing to resume.
 
 Decision: while the command runs, the first of these signals asks the session to pause
 (``Session.cancel``: resumable, a side effect in flight left ``uncertain_effect`` for an operator
-exactly as after a crash); every later one is ignored, so a second Ctrl-C cannot cut the pause
-in half. A signal before the session started stops the command before anything is journaled.
+exactly as after a crash); the second is ignored, so a second Ctrl-C cannot cut the pause in
+half. A third ends the process at once, leaving exactly what ``kill -9`` leaves (every write is
+one transaction): the way out when something holds the event loop — a hung ``inline`` tool —
+so the pause cannot even begin. A signal before the session started stops the command before
+anything is journaled.
 The command then prints one line — what happened, and the exact commands that continue — and
 exits 128 + the signal's number, as a shell expects of a process a signal stopped.
 """
@@ -18,6 +21,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import os
 import signal
 import sys
 import threading
@@ -31,6 +35,7 @@ if TYPE_CHECKING:
     from tether.runtime.session import Session
 
 T = TypeVar("T")
+FORCE_AT = 3  # the signal that ends the process without waiting for the pause
 SIGNALS = tuple(getattr(signal, name) for name in ("SIGINT", "SIGTERM", "SIGHUP")
                 if hasattr(signal, name))
 
@@ -40,6 +45,7 @@ class Interrupts:
 
     def __init__(self) -> None:
         self.signal: signal.Signals | None = None
+        self._count = 0
         self._loop: asyncio.AbstractEventLoop | None = None
         self._session: Session | None = None
         self._previous: dict[int, Callable[[int, FrameType | None], object] | int | None] = {}
@@ -62,6 +68,11 @@ class Interrupts:
         return await running()  # the session's activation begins before this first suspends
 
     def _on_signal(self, number: int, frame: FrameType | None) -> None:
+        self._count += 1
+        if self._count >= FORCE_AT and self._session is not None:
+            say(f"a third signal ({signal.Signals(number).name}): stopped at once, as kill -9 "
+                f"would; `tether resume {self._session.id}` continues the session")
+            os._exit(128 + number)
         if self.signal is not None:
             return  # the pause is under way: nothing may cut it in half
         self.signal = signal.Signals(number)
