@@ -196,7 +196,8 @@ def test_signals_inside_the_pause_write_change_nothing(
     while not (tmp_path / "pausing").exists():  # the pause is being written, and held
         assert proc.poll() is None and time.monotonic() < deadline, proc.communicate()
         time.sleep(0.02)
-    proc.send_signal(signal.SIGINT)  # a second Ctrl-C, inside the pause's own write
+    for again in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):  # inside the pause's write
+        proc.send_signal(again)
     (tmp_path / "go").write_text("")
     _, err = proc.communicate(timeout=60)
     assert proc.returncode == 128 + signal.SIGINT, err

@@ -7,13 +7,13 @@ ended, losing track of a side effect in flight and refusing to resume.
 
 Decision: while the command runs, the first of these signals asks the session to pause
 (``Session.cancel``: resumable, a side effect in flight left ``uncertain_effect`` for an operator
-exactly as after a crash); the second is ignored, so a second Ctrl-C cannot cut the pause in
-half. A third ends the process at once, leaving exactly what ``kill -9`` leaves (every write is
-one transaction): the way out when something holds the event loop — a hung ``inline`` tool —
-so the pause cannot even begin. A signal before the session started stops the command before
-anything is journaled.
-The command then prints one line — what happened, and the exact commands that continue — and
-exits 128 + the signal's number, as a shell expects of a process a signal stopped.
+exactly as after a crash); later ones are ignored, so a second Ctrl-C cannot cut the pause in
+half — unless the run has not even begun to pause because something holds its event loop (a
+hung ``inline`` tool): then a third signal ends the process at once, leaving exactly what
+``kill -9`` leaves (every write is one transaction). A signal before the session started stops
+the command before anything is journaled. The command then prints one line — what happened,
+and the exact commands that continue — and exits 128 + the signal's number, as a shell expects
+of a process a signal stopped.
 """
 
 from __future__ import annotations
@@ -46,6 +46,7 @@ class Interrupts:
     def __init__(self) -> None:
         self.signal: signal.Signals | None = None
         self._count = 0
+        self._asked = False  # whether the run's loop took the request to pause
         self._loop: asyncio.AbstractEventLoop | None = None
         self._session: Session | None = None
         self._previous: dict[int, Callable[[int, FrameType | None], object] | int | None] = {}
@@ -69,7 +70,7 @@ class Interrupts:
 
     def _on_signal(self, number: int, frame: FrameType | None) -> None:
         self._count += 1
-        if self._count >= FORCE_AT and self._session is not None:
+        if self._count >= FORCE_AT and not self._asked and self._session is not None:
             say(f"a third signal ({signal.Signals(number).name}): stopped at once, as kill -9 "
                 f"would; `tether resume {self._session.id}` continues the session")
             os._exit(128 + number)
@@ -82,6 +83,7 @@ class Interrupts:
                 loop.call_soon_threadsafe(self._pause)
 
     def _pause(self) -> None:
+        self._asked = True
         if self._session is not None and self.signal is not None:
             self._session.cancel(self.signal.name)
 
