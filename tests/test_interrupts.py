@@ -118,6 +118,8 @@ def test_a_signal_pauses_the_run_and_settle_then_resume_finish_it_once(
         assert f"paused ({reason})" in status
         assert ("interrupted calls call_1" in status) if uncertain else \
             (f"tether resume {sid}" in status and "settle" not in status), status
+        paused = [x for x in shown.splitlines() if "paused:" in x][-1]
+        assert ("uncertain, to settle: call_1" in paused) == bool(uncertain), paused
     line = lines[0]
     assert sig.name in line and sid in line
     commands = _commands(line)
