@@ -320,3 +320,30 @@ def test_a_third_signal_ends_a_run_whose_loop_is_held_as_kill_9_would(
     resumed = _tether(tmp_path, "resume", sid, "--agent", RECIPE, "--store", store)
     assert "stop reason: uncertain_effect" in resumed.stdout, resumed.stdout + resumed.stderr
     assert _effects(tmp_path) == ["ran 500"]
+
+
+@pytest.mark.parametrize("backend", ["sqlite", "postgres"])
+def test_an_interrupted_run_pauses_on_every_store(tmp_path: Path, backend: str) -> None:
+    from audit_helpers import store_url
+    from tether.store.base import open_store
+
+    with store_url(backend, tmp_path) as url:
+        proc = _started(tmp_path, url, "during")
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=60)
+        assert proc.returncode == 128 + signal.SIGINT, err
+        store = open_store(url)
+        try:
+            (info,) = store.sessions()
+            events = store.read(info.session_id)
+        finally:
+            store.close()
+        assert verify_chain(events) is None
+        assert events[-1].type == "session.paused" and _uncertain(events) == {"call_1"}
+        sid = info.session_id
+        common = ("--agent", RECIPE, "--store", url)
+        assert _tether(tmp_path, "settle", sid, "call_1", "skip", "--operator", "ops",
+                       *common).returncode == 0
+        resumed = _tether(tmp_path, "resume", sid, *common)
+        assert "stop reason: finished" in resumed.stdout, resumed.stdout + resumed.stderr
+    assert _effects(tmp_path) == ["ran 500"]
