@@ -13,6 +13,7 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -46,11 +47,25 @@ def _started(where: Path, store: str, at: str, *argv: str) -> subprocess.Popen[s
     return _waiting(where, at, "-m", "tether", *command)
 
 
+STARTED: list[subprocess.Popen[str]] = []  # killed after each test, whatever it asserted
+
+
+@pytest.fixture(autouse=True)
+def _no_process_left() -> Iterator[None]:
+    yield
+    while STARTED:
+        proc = STARTED.pop()
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate(timeout=60)
+
+
 def _waiting(where: Path, at: str, *argv: str) -> subprocess.Popen[str]:
     """``python ARGV`` once it has reached ``at`` and waits there."""
     (where / "ready").unlink(missing_ok=True)
     proc = subprocess.Popen([sys.executable, *argv], stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True, env=_env(where, at))
+    STARTED.append(proc)
     deadline = time.monotonic() + 90
     while not (where / "ready").exists():  # written by the tool at the point
         if proc.poll() is not None or time.monotonic() > deadline:
