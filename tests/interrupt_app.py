@@ -10,7 +10,8 @@ it then waits until the process is signalled or killed):
 - ``during``: inside ``slow_write``, after it wrote, before it returns;
 - unset: nothing waits (a resume).
 
-``slow_write`` runs on a worker thread (a plain function), ``peek`` on the event loop (async).
+``slow_write`` runs on a worker thread (a plain function) — on the event loop's thread, holding
+it, with ``INTERRUPT_INLINE`` set — and ``peek`` on the event loop (async).
 With ``INTERRUPT_HOLD_PAUSE`` set to the store's URL, the recipe writes its journal there through
 a store that, as it writes the pause, creates ``pausing`` and holds until ``go`` exists: a test
 signals the process again inside the pause.
@@ -48,7 +49,7 @@ async def peek() -> str:
     return "the ledger is empty"
 
 
-@tool(side_effect=True, timeout=600)
+@tool(side_effect=True, timeout=600, inline=bool(os.environ.get("INTERRUPT_INLINE")))
 def slow_write(text: str) -> str:
     """Write a line to the ledger (slowly)."""
     at = os.environ.get("INTERRUPT_AT")
@@ -89,3 +90,14 @@ def agent() -> Agent:
     store: Any = HoldingStore(open_store(held)) if held else None
     return Agent(model=ScriptedModel(script), reasoning=ReAct(), tools=[peek, slow_write],
                  name="ledger", store=store)
+
+
+if __name__ == "__main__":  # ``python interrupt_app.py STORE``: session.run() from Python
+    import sys
+
+    session = agent().with_store(open_store(sys.argv[1])).session("write ran 500")
+    try:
+        session.run()
+    except KeyboardInterrupt:  # Ctrl-C in a Python program: it raises, after the pause
+        last = session.replay()[-1]
+        print("KeyboardInterrupt", session.paused, last.type, last.data["reason"], flush=True)

@@ -13,6 +13,7 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -42,11 +43,29 @@ def _tether(where: Path, *argv: str) -> subprocess.CompletedProcess[str]:
 
 def _started(where: Path, store: str, at: str, *argv: str) -> subprocess.Popen[str]:
     """A ``tether run`` (or the command ``argv``) that has reached ``at`` and waits there."""
-    (where / "ready").unlink(missing_ok=True)
     command = argv or ("run", RECIPE, TASK, "--store", store)
-    proc = subprocess.Popen([sys.executable, "-m", "tether", *command],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            env=_env(where, at))
+    return _waiting(where, at, "-m", "tether", *command)
+
+
+STARTED: list[subprocess.Popen[str]] = []  # killed after each test, whatever it asserted
+
+
+@pytest.fixture(autouse=True)
+def _no_process_left() -> Iterator[None]:
+    yield
+    while STARTED:
+        proc = STARTED.pop()
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate(timeout=60)
+
+
+def _waiting(where: Path, at: str, *argv: str) -> subprocess.Popen[str]:
+    """``python ARGV`` once it has reached ``at`` and waits there."""
+    (where / "ready").unlink(missing_ok=True)
+    proc = subprocess.Popen([sys.executable, *argv], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, env=_env(where, at))
+    STARTED.append(proc)
     deadline = time.monotonic() + 90
     while not (where / "ready").exists():  # written by the tool at the point
         if proc.poll() is not None or time.monotonic() > deadline:
@@ -108,6 +127,14 @@ def test_a_signal_pauses_the_run_and_settle_then_resume_finish_it_once(
     assert sig.name in events[-1].data["detail"]
     assert _uncertain(events) == uncertain
     assert _effects(tmp_path) == ["ran 500"] * written
+    if sig is signal.SIGINT:  # what audit says of the pause
+        shown = _tether(tmp_path, "audit", "show", sid, "--store", store).stdout
+        status = next(x for x in shown.splitlines() if x.strip().startswith("status:"))
+        assert f"paused ({reason})" in status
+        assert ("interrupted calls call_1" in status) if uncertain else \
+            (f"tether resume {sid}" in status and "settle" not in status), status
+        paused = [x for x in shown.splitlines() if "paused:" in x][-1]
+        assert ("uncertain, to settle: call_1" in paused) == bool(uncertain), paused
     line = lines[0]
     assert sig.name in line and sid in line
     commands = _commands(line)
@@ -164,7 +191,10 @@ def test_a_second_signal_while_pausing_leaves_the_journal_consistent(
     proc.send_signal(second)
     _, err = proc.communicate(timeout=60)
     assert "Traceback" not in err and "KeyboardInterrupt" not in err, err
-    assert proc.returncode == 128 + signal.SIGINT
+    # whichever the process handled first paused it (a process's threads may take them in
+    # either order)
+    assert proc.returncode in (128 + signal.SIGINT, 128 + second)
+    assert len(err.strip().splitlines()) == 1, err
     verified = _tether(tmp_path, "audit", "verify", "--store", store)
     assert verified.returncode == 0, verified.stdout + verified.stderr
     _, events = _stored(db)
@@ -183,7 +213,7 @@ def test_signals_inside_the_pause_write_change_nothing(
     while not (tmp_path / "pausing").exists():  # the pause is being written, and held
         assert proc.poll() is None and time.monotonic() < deadline, proc.communicate()
         time.sleep(0.02)
-    for again in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+    for again in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):  # inside the pause's write
         proc.send_signal(again)
     (tmp_path / "go").write_text("")
     _, err = proc.communicate(timeout=60)
@@ -269,4 +299,66 @@ def test_a_resumed_run_interrupted_again_pauses_again_and_a_retry_is_not_reused(
     skip = ("settle", sid, "call_1", "skip", *settle[4:])
     assert _tether(tmp_path, *skip).returncode == 0
     assert "stop reason: finished" in _tether(tmp_path, *resume).stdout
+    assert _effects(tmp_path) == ["ran 500"]
+
+
+def test_ctrl_c_at_session_run_in_python_pauses_then_raises_keyboard_interrupt(
+        tmp_path: Path) -> None:
+    store = f"sqlite:///{tmp_path / 'runs.db'}"
+    proc = _waiting(tmp_path, "during", interrupt_app.__file__, store)
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=60)
+    assert out.split() == ["KeyboardInterrupt", "True", "session.paused", "uncertain_effect"], \
+        out + err
+    _, events = _stored(tmp_path / "runs.db")
+    assert verify_chain(events) is None and _uncertain(events) == {"call_1"}
+
+
+def test_a_third_signal_ends_a_run_whose_loop_is_held_as_kill_9_would(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("INTERRUPT_INLINE", "1")  # slow_write holds the event loop's thread
+    db = tmp_path / "runs.db"
+    store = f"sqlite:///{db}"
+    proc = _started(tmp_path, store, "during")
+    # the pause cannot begin: the loop is held (distinct signals: the same one twice may be
+    # delivered once)
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        proc.send_signal(sig)
+    with pytest.raises(subprocess.TimeoutExpired):  # it waits, as promised, for the pause
+        proc.communicate(timeout=1)
+    proc.send_signal(signal.SIGHUP)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 128 + signal.SIGHUP
+    assert "Traceback" not in err and "kill -9" in err, err
+    sid, events = _stored(db)
+    assert verify_chain(events) is None and _uncertain(events) == {"call_1"}
+    resumed = _tether(tmp_path, "resume", sid, "--agent", RECIPE, "--store", store)
+    assert "stop reason: uncertain_effect" in resumed.stdout, resumed.stdout + resumed.stderr
+    assert _effects(tmp_path) == ["ran 500"]
+
+
+@pytest.mark.parametrize("backend", ["sqlite", "postgres"])
+def test_an_interrupted_run_pauses_on_every_store(tmp_path: Path, backend: str) -> None:
+    from audit_helpers import store_url
+    from tether.store.base import open_store
+
+    with store_url(backend, tmp_path) as url:
+        proc = _started(tmp_path, url, "during")
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=60)
+        assert proc.returncode == 128 + signal.SIGINT, err
+        store = open_store(url)
+        try:
+            (info,) = store.sessions()
+            events = store.read(info.session_id)
+        finally:
+            store.close()
+        assert verify_chain(events) is None
+        assert events[-1].type == "session.paused" and _uncertain(events) == {"call_1"}
+        sid = info.session_id
+        common = ("--agent", RECIPE, "--store", url)
+        assert _tether(tmp_path, "settle", sid, "call_1", "skip", "--operator", "ops",
+                       *common).returncode == 0
+        resumed = _tether(tmp_path, "resume", sid, *common)
+        assert "stop reason: finished" in resumed.stdout, resumed.stdout + resumed.stderr
     assert _effects(tmp_path) == ["ran 500"]

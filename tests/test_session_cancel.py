@@ -15,6 +15,7 @@ from tether import Agent, ModelResponse, ReAct, ScriptedModel, ToolCall, tool
 from tether.journal.chain import verify_chain
 from tether.runtime.session import Session
 from tether.runtime.state import fold
+from tether.store.base import Store
 from tether.types import ModelRequest
 
 
@@ -27,7 +28,7 @@ class Ledger:
         self.entered = threading.Event()  # the same, for a test outside the run's loop
         self.hold = hold
 
-    def agent(self, store: str, **extra: Any) -> Agent:
+    def agent(self, store: str | Store, **extra: Any) -> Agent:
         @tool(side_effect=True)
         async def write(text: str) -> str:
             """Write a line."""
@@ -72,9 +73,9 @@ def _paused_on_w1(session: Session, result: Any = None) -> None:
     assert session.paused and session.result is None
 
 
-def test_session_cancel_pauses_with_the_effect_uncertain(tmp_path: Path) -> None:
+def test_session_cancel_pauses_with_the_effect_uncertain(store: Store) -> None:
     ledger = Ledger(hold=True)
-    agent = ledger.agent(_store(tmp_path))
+    agent = ledger.agent(store)
     session = agent.session("write ran 500")
 
     async def main() -> Any:
@@ -257,3 +258,45 @@ def test_a_tool_that_swallows_the_cancellation_does_not_keep_the_run_going(
     assert ran == ["stubborn"]  # the second call never started
     events = session.replay()
     assert [e.data["content"] for e in events if e.type == "tool.result"] == ["finished anyway"]
+
+
+def test_an_ended_session_is_neither_settled_nor_resumed(tmp_path: Path) -> None:
+    from tether.runtime.session import SessionEnded
+
+    agent = Ledger(hold=False).agent(_store(tmp_path))
+    session = agent.session("write ran 500")
+    assert session.run().stop_reason.value == "finished"
+    before = [e.hash for e in session.replay()]
+    loaded = agent.load(session.id)
+    with pytest.raises(SessionEnded, match=r"ended \(finished\), so there is nothing to settle"):
+        loaded.settle("w1", "skip", operator="ops")
+    with pytest.raises(ValueError):  # what settle's other refusals are
+        loaded.settle("w1", "skip", operator="ops")
+    with pytest.raises(RuntimeError, match="nothing to resume"):
+        loaded.resume()
+    assert [e.hash for e in agent.load(session.id).replay()] == before
+
+
+def test_a_signal_before_the_session_started_journals_nothing(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    import argparse
+    import os
+    import signal
+
+    from tether.cli.interrupts import Interrupts, report
+
+    agent = Ledger(hold=False).agent(_store(tmp_path))
+    session = agent.session("write ran 500")
+    before = signal.getsignal(signal.SIGTERM)
+    with Interrupts() as interrupts:
+        os.kill(os.getpid(), signal.SIGTERM)  # handled here, before any loop runs
+        assert interrupts.signal is signal.SIGTERM
+        assert asyncio.run(interrupts.run(session, session.arun)) is None
+        code = report(signal.SIGTERM, session,
+                      argparse.Namespace(agent="app.py:agent", store=None))
+    assert signal.getsignal(signal.SIGTERM) is before  # put back
+    assert code == 128 + signal.SIGTERM
+    assert session.replay() == [] and agent.journal_store is not None
+    assert agent.journal_store.sessions() == []
+    err = capsys.readouterr().err
+    assert err == "interrupted by SIGTERM before the session started; nothing was journaled\n"

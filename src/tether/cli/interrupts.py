@@ -7,10 +7,13 @@ ended, losing track of a side effect in flight and refusing to resume.
 
 Decision: while the command runs, the first of these signals asks the session to pause
 (``Session.cancel``: resumable, a side effect in flight left ``uncertain_effect`` for an operator
-exactly as after a crash); every later one is ignored, so a second Ctrl-C cannot cut the pause
-in half. A signal before the session started stops the command before anything is journaled.
-The command then prints one line — what happened, and the exact commands that continue — and
-exits 128 + the signal's number, as a shell expects of a process a signal stopped.
+exactly as after a crash); later ones are ignored, so a second Ctrl-C cannot cut the pause in
+half — unless the run has not even begun to pause because something holds its event loop (a
+hung ``inline`` tool): then a third signal ends the process at once, leaving exactly what
+``kill -9`` leaves (every write is one transaction). A signal before the session started stops
+the command before anything is journaled. The command then prints one line — what happened,
+and the exact commands that continue — and exits 128 + the signal's number, as a shell expects
+of a process a signal stopped.
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import os
 import signal
 import sys
 import threading
@@ -31,6 +35,7 @@ if TYPE_CHECKING:
     from tether.runtime.session import Session
 
 T = TypeVar("T")
+FORCE_AT = 3  # the signal that ends the process without waiting for the pause
 SIGNALS = tuple(getattr(signal, name) for name in ("SIGINT", "SIGTERM", "SIGHUP")
                 if hasattr(signal, name))
 
@@ -40,6 +45,8 @@ class Interrupts:
 
     def __init__(self) -> None:
         self.signal: signal.Signals | None = None
+        self._count = 0
+        self._asked = False  # whether the run's loop took the request to pause
         self._loop: asyncio.AbstractEventLoop | None = None
         self._session: Session | None = None
         self._previous: dict[int, Callable[[int, FrameType | None], object] | int | None] = {}
@@ -62,6 +69,11 @@ class Interrupts:
         return await running()  # the session's activation begins before this first suspends
 
     def _on_signal(self, number: int, frame: FrameType | None) -> None:
+        self._count += 1
+        if self._count >= FORCE_AT and not self._asked and self._session is not None:
+            say(f"a third signal ({signal.Signals(number).name}): stopped at once, as kill -9 "
+                f"would; `tether resume {self._session.id}` continues the session")
+            os._exit(128 + number)
         if self.signal is not None:
             return  # the pause is under way: nothing may cut it in half
         self.signal = signal.Signals(number)
@@ -71,6 +83,7 @@ class Interrupts:
                 loop.call_soon_threadsafe(self._pause)
 
     def _pause(self) -> None:
+        self._asked = True
         if self._session is not None and self.signal is not None:
             self._session.cancel(self.signal.name)
 
@@ -89,17 +102,18 @@ def report(caught: signal.Signals, session: Session, args: argparse.Namespace) -
                            f"--agent {agent}{store}`" for call_id in uncertain)
         if uncertain:
             say(f"interrupted by {caught.name}: session {session.id} paused with call(s) "
-                  f"{', '.join(uncertain)} in flight, which may or may not have taken effect; "
-                  f"check, settle each with {settle}, then continue with {resume}")
+                f"{', '.join(uncertain)} in flight, which may or may not have taken effect; "
+                f"check, settle each with {settle}, then continue with {resume}")
         elif pause.get("reason") == "needs_approval":
             say(f"interrupted by {caught.name}: session {session.id} paused waiting for "
-                  f"approval; decide with `tether approvals list --session {session.id}"
-                  f"{store}`, then continue with {resume}")
+                f"approval; decide with `tether approvals list --session {session.id}"
+                f"{store}`, then continue with {resume}")
         else:
             say(f"interrupted by {caught.name}: session {session.id} paused with nothing "
-                  f"uncertain; continue with {resume}")
+                f"uncertain; continue with {resume}")
     return 128 + caught.value
 
 
 def say(line: str) -> None:
-    print(line, file=sys.stderr, flush=True)
+    with contextlib.suppress(OSError):  # a closed terminal (SIGHUP) takes stderr with it
+        print(line, file=sys.stderr, flush=True)

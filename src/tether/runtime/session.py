@@ -49,6 +49,12 @@ class JournalTampered(Exception):
     """A stored journal does not verify; it is not resumed."""
 
 
+class SessionEnded(RuntimeError, ValueError):
+    """An ended session runs nothing more: it is neither resumed nor settled. (A RuntimeError as
+    every refusal to resume, a ValueError as every refusal to settle: callers of either catch it.)
+    """
+
+
 class RecipeChanged(Exception):
     """A stored session was started by a different recipe; it is not resumed as it is."""
 
@@ -162,7 +168,7 @@ class Session:
             raise ValueError("action must be 'retry' or 'skip'")
         state = self._state
         if state.stop_reason is not None and not state.paused:
-            raise RuntimeError(f"session {self.id} ended ({state.stop_reason}), so there is "
+            raise SessionEnded(f"session {self.id} ended ({state.stop_reason}), so there is "
                                "nothing to settle: an ended session runs nothing more")
         if not operator or not operator.strip():
             raise ValueError("say who settles: operator must be a non-empty name")
@@ -240,12 +246,13 @@ class Session:
         return stream(self.events, self.arun, on_delta)
 
     async def aresume(self) -> Result:
-        """Continue a session that paused (approval, uncertain effect) or whose process died."""
+        """Continue a session that paused (approval, uncertain effect, interruption) or whose
+        process died."""
         state = self._state
         if not len(self._journal):
             raise RuntimeError(f"session {self.id} has not started; run it instead")
         if state.stop_reason is not None and not state.paused:
-            raise RuntimeError(f"session {self.id} is not paused; it ended "
+            raise SessionEnded(f"session {self.id} is not paused; it ended "
                                f"({state.stop_reason}), so there is nothing to resume")
         return await self._activate()
 

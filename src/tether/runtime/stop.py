@@ -27,8 +27,8 @@ class StopReason(enum.StrEnum):
     UNCERTAIN_EFFECT = "uncertain_effect"  # a side effect may or may not have happened
     DENIED = "denied"
     MODEL_ERROR = "model_error"
-    # the run was interrupted from outside (a signal, Session.cancel(), a cancelled task) with no
-    # side effect in flight: it pauses, and resume() goes on where it was
+    # the run was interrupted from outside (a signal, Session.cancel(), a cancelled task) and
+    # left no side effect uncertain: it pauses, waiting for nobody, and resume() goes on
     INTERRUPTED = "interrupted"
     # an ended session: what earlier tethers journaled for an interruption (one now pauses)
     CANCELLED = "cancelled"
@@ -40,7 +40,7 @@ class StopReason(enum.StrEnum):
 
     @property
     def pauses(self) -> bool:
-        """Whether the session waits for a person and can be resumed, instead of ending."""
+        """Whether the session pauses — it can be resumed — instead of ending."""
         return self in _PAUSES
 
 

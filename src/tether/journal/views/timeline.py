@@ -240,6 +240,9 @@ def _settled(d: Mapping[str, Any]) -> list[str]:
 def _paused(d: Mapping[str, Any]) -> list[str]:
     pending = d.get("pending") or []
     waiting = f"; waiting: {', '.join(pending)}" if pending else ""
+    uncertain = d.get("uncertain") or []
+    if uncertain:
+        waiting += f"; uncertain, to settle: {', '.join(uncertain)}"
     return [f"paused: {d.get('reason')}: {excerpt(d.get('detail', ''), 80)}{waiting}"]
 
 
