@@ -18,6 +18,8 @@ from decimal import Decimal
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from test_guarantee_mechanisms import NeedsApproval
 from tether import (
@@ -223,6 +225,43 @@ def test_a_basic_auth_header_is_scrubbed_for_every_user_name_length() -> None:
                 assert shown not in scrubbed and secret not in scrubbed, (user, secret, shown)
                 assert scrubbed.startswith("GET /invoices\nAuthorization: Basic ")
                 assert scrubbed.endswith("[secret redacted]\n")  # at most the user name is left
+
+
+def _leaks(secret: str, user: str, scrubbed: str) -> list[str]:
+    """The forms of ``user:secret`` (and of the secret) still readable in ``scrubbed``."""
+    import base64
+    import urllib.parse
+
+    header = f"{user}:{secret}".encode()
+    forms = [secret, *(encode(header).decode().rstrip("=")
+                       for encode in (base64.b64encode, base64.urlsafe_b64encode))]
+    return [form for form in forms
+            if form in scrubbed or urllib.parse.quote(form, safe="") in scrubbed]
+
+
+@settings(max_examples=300, deadline=None)
+@given(secret=st.text(st.characters(codec="utf-8", exclude_categories=("Cs",)), min_size=8,
+                      max_size=40),
+       user=st.text(st.characters(codec="utf-8", exclude_categories=("Cs",)), max_size=12),
+       glued=st.text("ABCxyz019+/-_", max_size=5),
+       url_encoded=st.booleans(), url_safe=st.booleans())
+def test_a_basic_auth_header_is_scrubbed_wherever_it_sits(
+        secret: str, user: str, glued: str, url_encoded: bool, url_safe: bool) -> None:
+    """Any user name, any secret, the header's base64 glued to base64-looking text before it
+    (``token/``, ``%20``, a word) or percent-encoded as in a URL: no form of the secret is left.
+    Breaks it: decoding a run only from its first character (its alignment is then wrong); not
+    joining the pieces percent-encoding cuts the base64 into."""
+    import base64
+    import urllib.parse
+
+    from tether.credentials import ScopedToken
+
+    encode = base64.urlsafe_b64encode if url_safe else base64.b64encode
+    header = encode(f"{user}:{secret}".encode()).decode()
+    shown = glued + (urllib.parse.quote(header, safe="") if url_encoded else header)
+    scrubbed = ScopedToken(secret, session_id="s", tool="t").redact(f"auth=Basic%20{shown}&x=1")
+    assert _leaks(secret, user, scrubbed) == [], scrubbed
+    assert "[secret redacted]" in scrubbed and scrubbed.endswith("&x=1")
 
 
 # -- a policy thread that dies of SystemExit or KeyboardInterrupt denies ------------------------
