@@ -112,6 +112,11 @@ def test_a_run_longer_than_its_lease_ttl_keeps_its_lease_and_a_rival_is_refused(
             clock.now += TTL * 2 / 3  # without a renewal since, the lease lapses at the next move
             assert renewed.wait(20), "the lease was not renewed while the run went on"
             seen.append(_rival_takes(store, session_id[0]))
+        try:  # a second worker resuming the session is refused the same way
+            agent.load(session_id[0]).resume()
+            seen.append("resumed")
+        except SessionBusy:
+            seen.append("resume refused")
         return "done"
 
     agent = Agent(model=ScriptedModel([call("long_job", {}), "finished"]), reasoning=ReAct(),
@@ -121,24 +126,35 @@ def test_a_run_longer_than_its_lease_ttl_keeps_its_lease_and_a_rival_is_refused(
     result = session.run()
     assert result.stop_reason is StopReason.FINISHED, result.stop_detail
     assert result.trajectory.steps[0].results[0].content == "done"
-    assert seen == ["refused"] * 4  # 2.7 ttls of the clock went by: only renewals explain it
+    # 2.7 ttls of the clock went by: only renewals explain it
+    assert seen == ["refused"] * 4 + ["resume refused"]
     assert _rival_takes(store, session.id) == "taken"  # its end let the lease go
 
 
 def test_a_paused_sessions_lease_is_free_at_once(store: Store, clock: HandMovedClock) -> None:
     """Breaks it: the pause's write keeps the lease's expiry (``flush(last=True)``)."""
+    paid: list[str] = []
+
     @tool(side_effect=True)
     def pay() -> str:
         """Pay."""
+        paid.append("A")
         return "paid"
 
-    agent = Agent(model=ScriptedModel([call("pay", {}), "paid"]), reasoning=ReAct(),
-                  tools=[pay], store=store, policy=NeedsApproval(), lease_ttl=600.0)
-    session = agent.session("pay")
+    def worker() -> Agent:
+        return Agent(model=ScriptedModel([call("pay", {}), "paid"]), reasoning=ReAct(),
+                     tools=[pay], store=store, policy=NeedsApproval(), lease_ttl=600.0)
+
+    first = worker()
+    session = first.session("pay")
     assert session.run().stop_reason is StopReason.NEEDS_APPROVAL
     lease = store.acquire(session.id, RIVAL, 60.0)  # no time went by: only a release explains it
     assert lease.token == 2
     store.release(session.id, lease)
+    (request,) = first.approval_store.pending(session.id)
+    first.approval_store.approve(request.id, approver="maria")
+    assert worker().resume(session.id).stop_reason is StopReason.FINISHED  # another worker
+    assert paid == ["A"]
 
 
 # -- overruns: one token past the reservation stops the run, exactly at it does not ------------
