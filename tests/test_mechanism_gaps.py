@@ -315,6 +315,31 @@ def test_a_policy_thread_that_dies_denies_and_the_tool_does_not_run(
     assert result.stop_reason is StopReason.FINISHED
 
 
+@pytest.mark.parametrize("death", [SystemExit, KeyboardInterrupt])
+async def test_a_gateway_policy_thread_that_dies_denies_and_the_tool_does_not_run(
+        death: type[BaseException]) -> None:
+    """The same through the MCP gateway's chokepoint. Breaks it: the same."""
+    from tether.runtime.chokepoint.gateway import Gateway
+
+    ran: list[int] = []
+
+    @tool(side_effect=True)
+    def transfer(amount: int) -> str:
+        """Transfer money."""
+        ran.append(amount)
+        return "transferred"
+
+    class Dies:
+        def evaluate(self, subject: Subject, action: Action, resource: Resource,
+                     context: Context) -> Decision:
+            raise death("the policy process is going down")
+
+    gateway = Gateway([transfer], policy=Dies(), client="ide", policy_timeout=3600.0)
+    result = await gateway.call("transfer", {"amount": 5})
+    assert result.status == "denied" and f"the policy raised {death.__name__}" in result.content
+    assert ran == []
+
+
 # -- a tool that edits a nested argument in place changes no record of the call --------------
 
 def _decided(events: Iterable[Any]) -> Any:
