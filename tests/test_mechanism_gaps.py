@@ -1,18 +1,13 @@
 """Tests for guarantee mechanisms that a mutation check found untested: each case fails when the
 mechanism it names is broken by one small edit (named in each test's docstring).
 
-Leases are renewed while a run outlives its ttl and freed at once by a pause; an overrun of one
-token past the reservation stops the run and one exactly at it does not; a Basic-auth header is
-scrubbed whatever the length of its user name; a policy thread that dies of ``SystemExit`` or
-``KeyboardInterrupt`` denies; a tool editing its arguments in place changes no record of them.
-Time in the lease tests is the stores' wall clock, replaced by a clock the test moves by hand;
-the test waits on the renewals themselves, never on a sleep."""
+An overrun of one token past the reservation stops the run and one exactly at it does not; a
+Basic-auth header is scrubbed whatever the length of its user name and wherever it sits; a policy
+thread that dies of ``SystemExit`` or ``KeyboardInterrupt`` denies; a tool editing its arguments
+in place changes no record of them. (Leases: tests/test_lease_gaps.py.)"""
 
 from __future__ import annotations
 
-import threading
-import time
-import types
 from collections.abc import Callable, Iterable
 from decimal import Decimal
 from typing import Any
@@ -21,7 +16,6 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from test_guarantee_mechanisms import NeedsApproval
 from tether import (
     Agent,
     Budget,
@@ -36,126 +30,9 @@ from tether import (
     tool,
 )
 from tether.policy import Action, Context, Resource, Subject
-from tether.store.base import Lease, SessionBusy, Store
+from tether.store.base import Store
 
 from conftest import call
-
-# -- leases: renewed past their ttl, freed by a pause --------------------------------------------
-
-TTL = 0.3  # seconds of real time between renewals: TTL / 3; expiry is on the test's clock
-RIVAL = "elsewhere:2:rival"
-
-
-class HandMovedClock:
-    """The stores' ``time`` module, except that ``time()`` is a wall clock the test moves."""
-
-    def __init__(self) -> None:
-        self.now = 1_000_000.0
-
-    def time(self) -> float:
-        return self.now
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(time, name)
-
-
-@pytest.fixture
-def clock(monkeypatch: pytest.MonkeyPatch) -> HandMovedClock:
-    """Every store's lease expiry (set, checked, reported) on one hand-moved clock."""
-    import tether.store.base
-    import tether.store.memory
-    import tether.store.postgres
-    import tether.store.sqlite
-
-    moved = HandMovedClock()
-    for module in (tether.store.base, tether.store.memory, tether.store.sqlite,
-                   tether.store.postgres):
-        monkeypatch.setattr(module, "time", types.SimpleNamespace(
-            time=moved.time, monotonic=time.monotonic, perf_counter=time.perf_counter,
-            sleep=time.sleep))
-    return moved
-
-
-def _watch_renewals(store: Store, monkeypatch: pytest.MonkeyPatch) -> threading.Event:
-    """An event set by every renewal of a lease the store grants."""
-    renewed = threading.Event()
-    renew = store.renew
-
-    def renewing(session_id: str, lease: Lease) -> None:
-        renew(session_id, lease)
-        renewed.set()
-
-    monkeypatch.setattr(store, "renew", renewing)
-    return renewed
-
-
-def _rival_takes(store: Store, session_id: str) -> str:
-    try:
-        store.acquire(session_id, RIVAL, 60.0)
-    except SessionBusy:
-        return "refused"
-    return "taken"
-
-
-def test_a_run_longer_than_its_lease_ttl_keeps_its_lease_and_a_rival_is_refused(
-        store: Store, clock: HandMovedClock, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Breaks it: no renewal timer in ``leased`` (or one that renews once only)."""
-    renewed = _watch_renewals(store, monkeypatch)
-    seen: list[str] = []
-    session_id: list[str] = []
-
-    @tool(side_effect=True)
-    def long_job() -> str:
-        """A job that outlives the lease's ttl several times over."""
-        for _ in range(4):
-            renewed.clear()
-            clock.now += TTL * 2 / 3  # without a renewal since, the lease lapses at the next move
-            assert renewed.wait(20), "the lease was not renewed while the run went on"
-            seen.append(_rival_takes(store, session_id[0]))
-        try:  # a second worker resuming the session is refused the same way
-            agent.load(session_id[0]).resume()
-            seen.append("resumed")
-        except SessionBusy:
-            seen.append("resume refused")
-        return "done"
-
-    agent = Agent(model=ScriptedModel([call("long_job", {}), "finished"]), reasoning=ReAct(),
-                  tools=[long_job], store=store, lease_ttl=TTL)
-    session = agent.session("run the long job")
-    session_id.append(session.id)
-    result = session.run()
-    assert result.stop_reason is StopReason.FINISHED, result.stop_detail
-    assert result.trajectory.steps[0].results[0].content == "done"
-    # 2.7 ttls of the clock went by: only renewals explain it
-    assert seen == ["refused"] * 4 + ["resume refused"]
-    assert _rival_takes(store, session.id) == "taken"  # its end let the lease go
-
-
-def test_a_paused_sessions_lease_is_free_at_once(store: Store, clock: HandMovedClock) -> None:
-    """Breaks it: the pause's write keeps the lease's expiry (``flush(last=True)``)."""
-    paid: list[str] = []
-
-    @tool(side_effect=True)
-    def pay() -> str:
-        """Pay."""
-        paid.append("A")
-        return "paid"
-
-    def worker() -> Agent:
-        return Agent(model=ScriptedModel([call("pay", {}), "paid"]), reasoning=ReAct(),
-                     tools=[pay], store=store, policy=NeedsApproval(), lease_ttl=600.0)
-
-    first = worker()
-    session = first.session("pay")
-    assert session.run().stop_reason is StopReason.NEEDS_APPROVAL
-    lease = store.acquire(session.id, RIVAL, 60.0)  # no time went by: only a release explains it
-    assert lease.token == 2
-    store.release(session.id, lease)
-    (request,) = first.approval_store.pending(session.id)
-    first.approval_store.approve(request.id, approver="maria")
-    assert worker().resume(session.id).stop_reason is StopReason.FINISHED  # another worker
-    assert paid == ["A"]
-
 
 # -- overruns: one token past the reservation stops the run, exactly at it does not ------------
 
