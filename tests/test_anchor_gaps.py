@@ -218,3 +218,18 @@ def test_an_approval_edited_after_its_anchored_decision_is_reported(
     assert (f"BROKEN  session {finished}: approval: approval apr_" in out
             and f"differs from its anchored decision in {field}: it was changed outside "
                 "tether" in out), out
+
+
+def test_a_decided_approval_deleted_from_the_table_is_reported(
+        url: str, capsys: pytest.CaptureFixture[str]) -> None:
+    """The approvals row of a decided approval is deleted; the session is left alone. Breaks
+    it: verify comparing only the approval records that are still stored."""
+    finished, _ = populate(url)
+    _tampered(url, lambda raw: _sql(raw, "DELETE FROM {s}approvals WHERE session_id = ?",
+                                    finished))
+    code, out = verify(capsys, "--store", url)
+    assert code == 1, out
+    assert f"BROKEN  session {finished}: approval: approval apr_" in out
+    assert "is no longer stored: it was deleted outside tether" in out
+    assert out.count("BROKEN") == 1  # the paused session's pending approval is no decision
+
