@@ -152,6 +152,26 @@ def test_a_session_with_a_valid_chain_and_no_anchor_is_reported(
     assert code == 1 and "unanchored" in out, out
 
 
+def test_events_of_a_session_the_index_does_not_list_are_reported(
+        url: str, capsys: pytest.CaptureFixture[str]) -> None:
+    """The same session with no row in the sessions table: only its events are stored (in
+    SQLite they then carry a session key nothing names). Breaks it: verify reading only the
+    sessions the index lists."""
+    finished, paused = populate(url)
+
+    def events_only(raw: Raw) -> None:
+        _write_outside_tether(raw, "slipped-in")
+        _sql(raw, "DELETE FROM {s}sessions WHERE session_id = ?", "slipped-in")
+
+    _tampered(url, events_only)
+    code, out = verify(capsys, "--store", url)
+    assert code == 1, out
+    assert f"ok      {finished}" in out and f"ok      {paused}" in out
+    named = "key " if url.startswith("sqlite") else "slipped-in"
+    assert f"BROKEN  {named}" in out and "the store's index does not list" in out, out
+    assert "1 broken" in out
+
+
 def test_a_session_whose_anchors_were_cut_out_of_the_chain_is_reported(
         url: str, capsys: pytest.CaptureFixture[str]) -> None:
     """Breaks it: the same. A real session, its anchors removed and the chain rebuilt."""
@@ -198,3 +218,18 @@ def test_an_approval_edited_after_its_anchored_decision_is_reported(
     assert (f"BROKEN  session {finished}: approval: approval apr_" in out
             and f"differs from its anchored decision in {field}: it was changed outside "
                 "tether" in out), out
+
+
+def test_a_decided_approval_deleted_from_the_table_is_reported(
+        url: str, capsys: pytest.CaptureFixture[str]) -> None:
+    """The approvals row of a decided approval is deleted; the session is left alone. Breaks
+    it: verify comparing only the approval records that are still stored."""
+    finished, _ = populate(url)
+    _tampered(url, lambda raw: _sql(raw, "DELETE FROM {s}approvals WHERE session_id = ?",
+                                    finished))
+    code, out = verify(capsys, "--store", url)
+    assert code == 1, out
+    assert f"BROKEN  session {finished}: approval: approval apr_" in out
+    assert "is no longer stored: it was deleted outside tether" in out
+    assert out.count("BROKEN") == 1  # the paused session's pending approval is no decision
+

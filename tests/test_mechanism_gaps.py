@@ -1,25 +1,21 @@
 """Tests for guarantee mechanisms that a mutation check found untested: each case fails when the
 mechanism it names is broken by one small edit (named in each test's docstring).
 
-Leases are renewed while a run outlives its ttl and freed at once by a pause; an overrun of one
-token past the reservation stops the run and one exactly at it does not; a Basic-auth header is
-scrubbed whatever the length of its user name; a policy thread that dies of ``SystemExit`` or
-``KeyboardInterrupt`` denies; a tool editing its arguments in place changes no record of them.
-Time in the lease tests is the stores' wall clock, replaced by a clock the test moves by hand;
-the test waits on the renewals themselves, never on a sleep."""
+An overrun of one token past the reservation stops the run and one exactly at it does not; a
+Basic-auth header is scrubbed whatever the length of its user name and wherever it sits; a policy
+thread that dies of ``SystemExit`` or ``KeyboardInterrupt`` denies; a tool editing its arguments
+in place changes no record of them. (Leases: tests/test_lease_gaps.py.)"""
 
 from __future__ import annotations
 
-import threading
-import time
-import types
 from collections.abc import Callable, Iterable
 from decimal import Decimal
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
-from test_guarantee_mechanisms import NeedsApproval
 from tether import (
     Agent,
     Budget,
@@ -34,110 +30,9 @@ from tether import (
     tool,
 )
 from tether.policy import Action, Context, Resource, Subject
-from tether.store.base import Lease, SessionBusy, Store
+from tether.store.base import Store
 
 from conftest import call
-
-# -- leases: renewed past their ttl, freed by a pause --------------------------------------------
-
-TTL = 0.3  # seconds of real time between renewals: TTL / 3; expiry is on the test's clock
-RIVAL = "elsewhere:2:rival"
-
-
-class HandMovedClock:
-    """The stores' ``time`` module, except that ``time()`` is a wall clock the test moves."""
-
-    def __init__(self) -> None:
-        self.now = 1_000_000.0
-
-    def time(self) -> float:
-        return self.now
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(time, name)
-
-
-@pytest.fixture
-def clock(monkeypatch: pytest.MonkeyPatch) -> HandMovedClock:
-    """Every store's lease expiry (set, checked, reported) on one hand-moved clock."""
-    import tether.store.base
-    import tether.store.memory
-    import tether.store.postgres
-    import tether.store.sqlite
-
-    moved = HandMovedClock()
-    for module in (tether.store.base, tether.store.memory, tether.store.sqlite,
-                   tether.store.postgres):
-        monkeypatch.setattr(module, "time", types.SimpleNamespace(
-            time=moved.time, monotonic=time.monotonic, perf_counter=time.perf_counter,
-            sleep=time.sleep))
-    return moved
-
-
-def _watch_renewals(store: Store, monkeypatch: pytest.MonkeyPatch) -> threading.Event:
-    """An event set by every renewal of a lease the store grants."""
-    renewed = threading.Event()
-    renew = store.renew
-
-    def renewing(session_id: str, lease: Lease) -> None:
-        renew(session_id, lease)
-        renewed.set()
-
-    monkeypatch.setattr(store, "renew", renewing)
-    return renewed
-
-
-def _rival_takes(store: Store, session_id: str) -> str:
-    try:
-        store.acquire(session_id, RIVAL, 60.0)
-    except SessionBusy:
-        return "refused"
-    return "taken"
-
-
-def test_a_run_longer_than_its_lease_ttl_keeps_its_lease_and_a_rival_is_refused(
-        store: Store, clock: HandMovedClock, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Breaks it: no renewal timer in ``leased`` (or one that renews once only)."""
-    renewed = _watch_renewals(store, monkeypatch)
-    seen: list[str] = []
-    session_id: list[str] = []
-
-    @tool(side_effect=True)
-    def long_job() -> str:
-        """A job that outlives the lease's ttl several times over."""
-        for _ in range(4):
-            renewed.clear()
-            clock.now += TTL * 2 / 3  # without a renewal since, the lease lapses at the next move
-            assert renewed.wait(20), "the lease was not renewed while the run went on"
-            seen.append(_rival_takes(store, session_id[0]))
-        return "done"
-
-    agent = Agent(model=ScriptedModel([call("long_job", {}), "finished"]), reasoning=ReAct(),
-                  tools=[long_job], store=store, lease_ttl=TTL)
-    session = agent.session("run the long job")
-    session_id.append(session.id)
-    result = session.run()
-    assert result.stop_reason is StopReason.FINISHED, result.stop_detail
-    assert result.trajectory.steps[0].results[0].content == "done"
-    assert seen == ["refused"] * 4  # 2.7 ttls of the clock went by: only renewals explain it
-    assert _rival_takes(store, session.id) == "taken"  # its end let the lease go
-
-
-def test_a_paused_sessions_lease_is_free_at_once(store: Store, clock: HandMovedClock) -> None:
-    """Breaks it: the pause's write keeps the lease's expiry (``flush(last=True)``)."""
-    @tool(side_effect=True)
-    def pay() -> str:
-        """Pay."""
-        return "paid"
-
-    agent = Agent(model=ScriptedModel([call("pay", {}), "paid"]), reasoning=ReAct(),
-                  tools=[pay], store=store, policy=NeedsApproval(), lease_ttl=600.0)
-    session = agent.session("pay")
-    assert session.run().stop_reason is StopReason.NEEDS_APPROVAL
-    lease = store.acquire(session.id, RIVAL, 60.0)  # no time went by: only a release explains it
-    assert lease.token == 2
-    store.release(session.id, lease)
-
 
 # -- overruns: one token past the reservation stops the run, exactly at it does not ------------
 
@@ -225,6 +120,43 @@ def test_a_basic_auth_header_is_scrubbed_for_every_user_name_length() -> None:
                 assert scrubbed.endswith("[secret redacted]\n")  # at most the user name is left
 
 
+def _leaks(secret: str, user: str, scrubbed: str) -> list[str]:
+    """The forms of ``user:secret`` (and of the secret) still readable in ``scrubbed``."""
+    import base64
+    import urllib.parse
+
+    header = f"{user}:{secret}".encode()
+    forms = [secret, *(encode(header).decode().rstrip("=")
+                       for encode in (base64.b64encode, base64.urlsafe_b64encode))]
+    return [form for form in forms
+            if form in scrubbed or urllib.parse.quote(form, safe="") in scrubbed]
+
+
+@settings(max_examples=300, deadline=None)
+@given(secret=st.text(st.characters(codec="utf-8", exclude_categories=("Cs",)), min_size=8,
+                      max_size=40),
+       user=st.text(st.characters(codec="utf-8", exclude_categories=("Cs",)), max_size=12),
+       glued=st.text("ABCxyz019+/-_", max_size=5),
+       url_encoded=st.booleans(), url_safe=st.booleans())
+def test_a_basic_auth_header_is_scrubbed_wherever_it_sits(
+        secret: str, user: str, glued: str, url_encoded: bool, url_safe: bool) -> None:
+    """Any user name, any secret, the header's base64 glued to base64-looking text before it
+    (``token/``, ``%20``, a word) or percent-encoded as in a URL: no form of the secret is left.
+    Breaks it: decoding a run only from its first character (its alignment is then wrong); not
+    joining the pieces percent-encoding cuts the base64 into."""
+    import base64
+    import urllib.parse
+
+    from tether.credentials import ScopedToken
+
+    encode = base64.urlsafe_b64encode if url_safe else base64.b64encode
+    header = encode(f"{user}:{secret}".encode()).decode()
+    shown = glued + (urllib.parse.quote(header, safe="") if url_encoded else header)
+    scrubbed = ScopedToken(secret, session_id="s", tool="t").redact(f"auth=Basic%20{shown}&x=1")
+    assert _leaks(secret, user, scrubbed) == [], scrubbed
+    assert "[secret redacted]" in scrubbed and scrubbed.endswith("&x=1")
+
+
 # -- a policy thread that dies of SystemExit or KeyboardInterrupt denies ------------------------
 
 @pytest.mark.parametrize("death", [SystemExit, KeyboardInterrupt])
@@ -258,6 +190,31 @@ def test_a_policy_thread_that_dies_denies_and_the_tool_does_not_run(
     reason = decision["decision"]["reason"]
     assert "did not decide within" not in reason and death.__name__ in reason, reason
     assert result.stop_reason is StopReason.FINISHED
+
+
+@pytest.mark.parametrize("death", [SystemExit, KeyboardInterrupt])
+async def test_a_gateway_policy_thread_that_dies_denies_and_the_tool_does_not_run(
+        death: type[BaseException]) -> None:
+    """The same through the MCP gateway's chokepoint. Breaks it: the same."""
+    from tether.runtime.chokepoint.gateway import Gateway
+
+    ran: list[int] = []
+
+    @tool(side_effect=True)
+    def transfer(amount: int) -> str:
+        """Transfer money."""
+        ran.append(amount)
+        return "transferred"
+
+    class Dies:
+        def evaluate(self, subject: Subject, action: Action, resource: Resource,
+                     context: Context) -> Decision:
+            raise death("the policy process is going down")
+
+    gateway = Gateway([transfer], policy=Dies(), client="ide", policy_timeout=3600.0)
+    result = await gateway.call("transfer", {"amount": 5})
+    assert result.status == "denied" and f"the policy raised {death.__name__}" in result.content
+    assert ran == []
 
 
 # -- a tool that edits a nested argument in place changes no record of the call --------------

@@ -148,6 +148,10 @@ def _read(store: Store, session_id: str, tenant: str | None) -> list[Event]:
     return events
 
 
+UNLISTED = ("its events are stored but the store's index does not list the session; it was "
+            "written outside tether")
+
+
 def _verify_store(store: Store, only: str | None, tenant: str | None) -> int:
     from tether.journal.tamper import Break, diagnose
 
@@ -159,9 +163,7 @@ def _verify_store(store: Store, only: str | None, tenant: str | None) -> int:
             if not events:
                 error(f"no session {only!r} in {store.url}; `tether audit list` shows them")
                 return EXIT_FINDING
-            found = Break(only, 1, "inserted", "its events are stored but the store's index "
-                          "does not list the session; it was written outside tether")
-            return _report([(only, events, found)])
+            return _report([(only, events, Break(only, 1, "inserted", UNLISTED))])
     anchors = store.anchors()
     scope = audit_anchors.scope(anchors, infos, only, tenant)
     if not infos and not any(scope is None or a.session_id in scope for a in anchors):
@@ -173,6 +175,10 @@ def _verify_store(store: Store, only: str | None, tenant: str | None) -> int:
         results.append((info.session_id, events,
                         diagnose(info.session_id, events, recorded=info.events,
                                  unverifiable=store.unverifiable(info.session_id))))
+    for stray in store.unlisted() if only is None else ():  # events no index row accounts for
+        events = [] if stray.startswith("key ") else _read(store, stray, tenant)
+        if tenant is None or events:
+            results.append((stray, events, Break(stray, 1, "inserted", UNLISTED)))
     code = _report(results)
     return max(code, audit_anchors.report_anchors(store, anchors, results, scope))
 

@@ -68,18 +68,37 @@ def _forms(secret: str) -> tuple[Secret, ...]:
 
 # a run of base64 text long enough to hide a secret inside something else it encodes
 _BASE64_RUN = re.compile(r"[A-Za-z0-9+/_-]{8,}={0,2}")
+_PERCENT_BASE64 = re.compile(r"%(?:2[bBfF]|3[dD])")  # +, / and = as a URL encodes them
+_URL_SAFE = str.maketrans("+/", "-_")
+
+
+def _cores(raw: bytes) -> tuple[Secret, ...]:
+    """The stretch of base64 that encodes nothing but ``raw``'s bytes, for each of the three
+    places ``raw`` can start in a 3-byte group, in both alphabets: base64 text hiding ``raw``
+    contains one of them, whatever comes before it. A cheap test that spares a run the
+    decoding ``_hides`` does."""
+    cores = set()
+    for shift in range(3):
+        encoded = base64.b64encode(bytes(shift) + raw).decode()
+        core = encoded[-(-8 * shift // 6):8 * (shift + len(raw)) // 6]
+        cores |= {core, core.translate(_URL_SAFE)}
+    return tuple(Secret(core) for core in cores if core)
 
 
 def _hides(run: str, secret: bytes) -> bool:
     """Whether base64 ``run`` decodes to bytes containing ``secret`` (a Basic-auth header
-    encodes ``user:secret``, in which the secret's own base64 never appears)."""
-    padded = run + "=" * (-len(run.rstrip("=")) % 4)
-    for decode in (base64.b64decode, base64.urlsafe_b64decode):
-        try:
-            if secret in decode(padded):
-                return True
-        except (ValueError, binascii.Error):
-            continue
+    encodes ``user:secret``, in which the secret's own base64 never appears). The run may start
+    with characters glued to the base64 (``token/``, ``%20`` of a URL, any word): each of the
+    four alignments is tried."""
+    for start in range(4):
+        tail = run[start:]
+        padded = tail + "=" * (-len(tail.rstrip("=")) % 4)
+        for decode in (base64.b64decode, base64.urlsafe_b64decode):
+            try:
+                if secret in decode(padded):
+                    return True
+            except (ValueError, binascii.Error):
+                continue
     return False
 
 
@@ -87,8 +106,8 @@ def _hides(run: str, secret: bytes) -> bool:
 class ScopedToken:
     """A secret for one tool in one session, for ``ttl`` seconds and ``max_uses`` reveals."""
 
-    __slots__ = ("_clock", "_expires_at", "_forms", "_id", "_lock", "_max_uses", "_revoked",
-                 "_secret", "_session_id", "_tool", "_ttl", "_uses")
+    __slots__ = ("_clock", "_cores", "_expires_at", "_forms", "_id", "_lock", "_max_uses",
+                 "_revoked", "_secret", "_session_id", "_tool", "_ttl", "_uses")
 
     def __init__(self, secret: str | Secret, *, session_id: str, tool: str, ttl: float = 60.0,
                  max_uses: int = 1, clock: Callable[[], float] = time.monotonic) -> None:
@@ -103,6 +122,7 @@ class ScopedToken:
         self._uses = 0
         self._revoked = False
         self._forms = _forms(self._secret.get())
+        self._cores = _cores(self._secret.get().encode())
         self._expires_at = clock() + self._ttl
 
     # -- the one way to the secret -------------------------------------------------------------
@@ -149,16 +169,28 @@ class ScopedToken:
 
     def redact(self, text: str) -> str:
         """``text`` with every occurrence of the secret (raw, JSON-, repr- or URL-encoded, hex,
-        base64, or inside base64 of a longer text such as ``user:secret``) replaced by
-        ``[secret redacted]``."""
+        base64, or inside base64 of a longer text such as ``user:secret``, URL-encoded or not)
+        replaced by ``[secret redacted]``."""
         if not isinstance(text, str):
             raise TypeError(f"redact takes a str, got {type(text).__name__}; convert the value "
                             "to the text that will be shown, then redact that")
         for form in self._forms:
             text = text.replace(form.get(), REDACTED)
         raw = self._secret.get().encode()
-        return _BASE64_RUN.sub(lambda m: REDACTED if _hides(m.group(), raw) else m.group(),
-                               text)
+        cores = [core.get() for core in self._cores] or [""]
+
+        def scrub(found: re.Match[str]) -> str:
+            run = found.group()
+            hides = any(core in run for core in cores) and _hides(run, raw)
+            return REDACTED if hides else run
+
+        text = _BASE64_RUN.sub(scrub, text)
+        if _PERCENT_BASE64.search(text):  # base64 in a URL: %2B, %2F, %3D cut it into pieces
+            joined = _PERCENT_BASE64.sub(lambda m: urllib.parse.unquote(m.group()), text)
+            scrubbed = _BASE64_RUN.sub(scrub, joined)
+            if scrubbed != joined:  # only text that hid the secret is given back decoded
+                text = scrubbed
+        return text
 
     # -- metadata ------------------------------------------------------------------------------
 

@@ -10,9 +10,9 @@ Decision: this module only reads — anchors, events, approval records — and r
 it never repairs. The anchor chain is checked link by link (and, with the audit key, each
 anchor's HMAC), then every anchored head against the stored session (deleted, cut, rewritten),
 every stored session for an anchored start (written outside tether), and every decided approval
-against its anchored decision (changed outside tether). Someone who can rewrite the whole
-database can rewrite the anchor chain too; only the audit key, kept outside the database, stops
-them.
+against its anchored decision (changed, or deleted, outside tether). Someone who can rewrite the
+whole database can rewrite the anchor chain too; only the audit key, kept outside the database,
+stops them.
 """
 
 from __future__ import annotations
@@ -50,8 +50,10 @@ def check_anchors(anchors: Sequence[Anchor], sessions: Mapping[str, Sequence[Eve
         body = json.loads(anchor.body)
         if anchor.kind == "head":
             heads[anchor.session_id] = body
-        elif anchor.kind == "prune":
+        elif anchor.kind == "prune":  # its events and approvals went with it
             heads.pop(anchor.session_id, None)
+            decided = {aid: d for aid, d in decided.items()
+                       if d.get("session_id") != anchor.session_id}
         elif anchor.kind == "approval":
             decided[body["id"]] = body
     for sid, head in heads.items():
@@ -70,8 +72,15 @@ def check_anchors(anchors: Sequence[Anchor], sessions: Mapping[str, Sequence[Eve
         if events and sid not in heads:
             findings.append(Finding("unanchored", sid, "no anchor records this session's start: "
                                     "it was written outside tether"))
+    stored = set()
     for record in approvals:
+        stored.add(record.get("id"))
         findings.extend(_approval(record, decided.get(record.get("id", ""))))
+    for aid, anchored in decided.items():
+        if aid not in stored:
+            findings.append(Finding("approval", anchored.get("session_id", ""), (
+                f"approval {aid} was {anchored.get('status')} by {anchored.get('approver')} "
+                "(anchored), and is no longer stored: it was deleted outside tether")))
     return findings
 
 

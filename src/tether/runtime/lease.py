@@ -9,8 +9,10 @@ token. A new session's first append takes it; a resume (or an operator's settle)
 and gets ``SessionBusy`` naming the holder while another worker's lease is live. Every append
 carries the token, so a worker whose lease lapsed and was taken over is refused at its next
 append instead of forking the journal. While an activation runs, the lease is renewed every
-third of its ttl (appends renew it too); the activation's last write (its end or pause) lets it
-lapse in the same transaction, so giving it up costs no write of its own.
+third of its ttl (appends renew it too; a renewal the store cannot make is tried again at the
+next third, so one unreachable moment does not cost the lease); the activation's last write
+(its end or pause) lets it lapse in the same transaction, so giving it up costs no write of its
+own.
 After a crash it lapses after its ttl — at once when the holder was a process of this host that
 no longer exists.
 """
@@ -22,7 +24,7 @@ import contextlib
 from collections.abc import AsyncIterator, Iterator
 
 from tether.journal.chain import Journal
-from tether.store.base import Lease, StoreError, lease_holder
+from tether.store.base import Lease, SessionBusy, StoreError, lease_holder
 
 DEFAULT_LEASE_TTL = 60.0
 
@@ -70,8 +72,10 @@ def _renew(journal: Journal, lease: Lease, loop: asyncio.AbstractEventLoop) -> N
     if journal.flushed:  # a new session's row exists from its first flush on
         try:
             store.renew(journal.session_id, lease)
-        except (StoreError, LookupError):
-            return  # lost (or unreachable): the next append says so, before anything runs
+        except (SessionBusy, LookupError):
+            return  # lost: the next append says so, before anything runs
+        except StoreError:
+            pass  # unreachable for now (a restart, a failover): the next tick tries again
     loop.call_later(lease.ttl / 3, _renew, journal, lease, loop)
 
 

@@ -228,6 +228,12 @@ class Store(Protocol):
     def list_approvals(self, *, status: str | None = None,
                        session_id: str | None = None) -> list[dict[str, Any]]: ...
 
+    def unlisted(self) -> list[str]:
+        """Sessions whose events are stored but which the session index does not list (written
+        outside tether, or their index row deleted): each one's id, or ``key N`` where only the
+        deleted row named it. Audits look here; nothing else does."""
+        ...
+
     def update_approval(self, approval_id: str, expected_status: str,
                         changes: Mapping[str, Any]) -> bool:
         """Apply ``changes`` only if the status is still ``expected_status`` (compare-and-set)."""

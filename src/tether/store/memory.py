@@ -102,6 +102,9 @@ class MemoryStore:
     def unverifiable(self, session_id: str) -> frozenset[int]:
         return frozenset()
 
+    def unlisted(self) -> list[str]:
+        return []  # the index is the events themselves
+
     def sessions(self, *, since: float | None = None,
                  until: float | None = None) -> list[SessionInfo]:
         infos = [session_info(sid, evs) for sid, evs in self._events.items() if evs]

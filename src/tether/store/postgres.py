@@ -259,6 +259,13 @@ class PostgresStore:
         return [Event.from_json(seq, type, session_id, ts, data, prev, digest)
                 for seq, type, ts, data, prev, digest in rows]
 
+    def unlisted(self) -> list[str]:
+        with self._pool.connection() as db:
+            rows = db.execute(self._sql(
+                "SELECT DISTINCT session_id FROM {s}.events WHERE session_id NOT IN "
+                "(SELECT session_id FROM {s}.sessions) ORDER BY 1")).fetchall()
+        return [sid for (sid,) in rows]
+
     def unverifiable(self, session_id: str) -> frozenset[int]:
         with self._pool.connection() as db:
             rows = db.execute(self._sql("SELECT seq FROM {s}.events WHERE session_id = %s "

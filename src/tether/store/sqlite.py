@@ -352,6 +352,12 @@ class SQLiteStore:
     def unverifiable(self, session_id: str) -> frozenset[int]:
         return frozenset()  # SQLite has always kept the exact text
 
+    def unlisted(self) -> list[str]:
+        with self._lock:
+            rows = self._db.execute("SELECT DISTINCT session_key FROM events WHERE session_key "
+                                    "NOT IN (SELECT key FROM sessions) ORDER BY 1").fetchall()
+        return [f"key {key}" for (key,) in rows]
+
     def sessions(self, *, since: float | None = None,
                  until: float | None = None) -> list[SessionInfo]:
         with self._lock:
