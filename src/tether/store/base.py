@@ -36,6 +36,32 @@ class SchemaError(StoreError):
     """The store's schema is newer than this tether understands, or is not tether's."""
 
 
+class StoreUnavailable(StoreError):
+    """The store cannot be reached or written for now: a database restart or failover that
+    outlasted the store's ride-through bound, a full disk. What was stored is intact; the
+    session stopped at its last stored step and is resumed once the cause is gone."""
+
+    def __init__(self, store: str, cause: str, *, session_id: str | None = None,
+                 remedy: str = "once the database is reachable again") -> None:
+        self.store, self.cause, self.session_id = store, cause, session_id
+        if session_id is not None:
+            then = (f"session {session_id} stopped at its last stored step and is resumable: "
+                    f"{remedy}, run `tether resume {session_id}` (in code: "
+                    f"Agent.resume({session_id!r}))")
+        else:
+            then = f"nothing was changed by this request; {remedy}, try it again"
+        super().__init__(f"the store {store} is unavailable: {cause}; {then}")
+
+
+class StoreFull(StoreUnavailable):
+    """The disk holding the store is full: nothing more can be written until space is freed
+    (the store still opens read-only, for audit)."""
+
+    def __init__(self, store: str, cause: str, *, session_id: str | None = None) -> None:
+        super().__init__(store, f"the disk is full ({cause})", session_id=session_id,
+                         remedy="once space is freed on that disk")
+
+
 class SessionBusy(StoreError):
     """Another worker holds the session's lease (or took it over from this one)."""
 
