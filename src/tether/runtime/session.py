@@ -31,6 +31,7 @@ from tether.runtime.lease import leased, leased_briefly
 from tether.runtime.result import Result, ToolResult, Trajectory
 from tether.runtime.state import fold
 from tether.runtime.stop import Stop, StopReason
+from tether.store.base import StoreUnavailable
 from tether.types import Event, ToolCall
 
 if TYPE_CHECKING:
@@ -320,8 +321,10 @@ class Session:
         return self._end(stop.reason, stop.detail, answer, notice)
 
     def _fail(self, exc: Exception) -> NoReturn:
-        self._journal.append("session.error", {"error": f"{type(exc).__name__}: {exc}"})
-        self._journal.flush()
+        if not isinstance(exc, StoreUnavailable):  # else nothing more can be journaled: the
+            self._journal.append("session.error",  # session stops where its store stands
+                                 {"error": f"{type(exc).__name__}: {exc}"})
+            self._journal.flush()
         raise exc
 
     async def _wrap_up(self, env: Environment, stop: Stop) -> str:

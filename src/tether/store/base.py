@@ -43,7 +43,7 @@ class StoreUnavailable(StoreError):
 
     def __init__(self, store: str, cause: str, *, session_id: str | None = None,
                  remedy: str = "once the database is reachable again") -> None:
-        self.store, self.cause, self.session_id = store, cause, session_id
+        self.store, self.cause, self.session_id, self.remedy = store, cause, session_id, remedy
         if session_id is not None:
             then = (f"session {session_id} stopped at its last stored step and is resumable: "
                     f"{remedy}, run `tether resume {session_id}` (in code: "
@@ -52,14 +52,23 @@ class StoreUnavailable(StoreError):
             then = f"nothing was changed by this request; {remedy}, try it again"
         super().__init__(f"the store {store} is unavailable: {cause}; {then}")
 
+    def for_session(self, session_id: str) -> StoreUnavailable:
+        """The same error told to ``session_id`` (one outage stops many sessions)."""
+        return StoreUnavailable(self.store, self.cause, session_id=session_id,
+                                remedy=self.remedy)
+
 
 class StoreFull(StoreUnavailable):
     """The disk holding the store is full: nothing more can be written until space is freed
     (the store still opens read-only, for audit)."""
 
     def __init__(self, store: str, cause: str, *, session_id: str | None = None) -> None:
+        self.disk_cause = cause
         super().__init__(store, f"the disk is full ({cause})", session_id=session_id,
                          remedy="once space is freed on that disk")
+
+    def for_session(self, session_id: str) -> StoreFull:
+        return StoreFull(self.store, self.disk_cause, session_id=session_id)
 
 
 class SessionBusy(StoreError):

@@ -1,0 +1,149 @@
+"""A PostgreSQL restart under running sessions (what a managed database's maintenance or
+failover does), on a private server (``tests/pg_private.py``). Within the store's ride-through
+bound the sessions ride it out: all finish, no effect doubled, every chain verifies. Past the
+bound they stop with StoreUnavailable — naming the cause, the session and how to resume it, never
+psycopg's exception — and resumed once the server is back, they finish."""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+from collections.abc import Iterator
+
+import psycopg
+import pytest
+
+from pg_private import PrivateServer, pg_server  # noqa: F401 - the fixture
+from tether import Agent, ModelResponse, ReAct, ScriptedModel, StopReason, ToolCall, tool
+from tether.journal.chain import Journal, verify_chain
+from tether.store.base import StoreUnavailable
+from tether.store.postgres import PostgresStore
+from tether.types import Message
+
+SESSIONS, STEPS = 20, 6
+
+
+class Fleet:
+    """SESSIONS sessions of one agent, each calling ``work`` STEPS times; ``during`` runs (on a
+    thread) when the OUTAGE_AT-th effect of the fleet happens, inside that tool call."""
+
+    def __init__(self, store: PostgresStore, during: object, at: int) -> None:
+        self.effects: collections.Counter[tuple[str, int]] = collections.Counter()
+        self.store, self.during, self.at = store, during, at
+
+        @tool(side_effect=True, idempotent=True)
+        async def work(job: str, step: int) -> str:
+            """Do one step of a job."""
+            self.effects[(job, step)] += 1
+            if sum(self.effects.values()) == self.at:
+                await asyncio.to_thread(self.during)  # type: ignore[arg-type]
+            return f"{job} step {step} done"
+
+        def responder(request: object) -> ModelResponse | str:
+            messages: list[Message] = request.messages  # type: ignore[attr-defined]
+            job = next(m.content for m in messages if m.role == "user")
+            turn = sum(1 for m in messages if m.role == "assistant")
+            if turn < STEPS:
+                return ModelResponse(tool_calls=(ToolCall("", "work", {"job": job,
+                                                                       "step": turn}),))
+            return f"{job} finished"
+
+        self.agent = Agent(model=ScriptedModel(responder), reasoning=ReAct(), tools=[work],
+                           store=store)
+
+    async def run(self) -> list[object]:
+        sessions = [self.agent.session(f"job-{i}") for i in range(SESSIONS)]
+        self.ids = [s.id for s in sessions]
+        return await asyncio.gather(*(s.arun() for s in sessions), return_exceptions=True)
+
+    def check_journals(self) -> None:
+        """Every session ended, its chain verifies, each step's result journaled once, and no
+        effect ran twice unless it was in flight when the store went away (idempotent tools
+        run again on resume)."""
+        for sid in self.ids:
+            events = self.store.read(sid)
+            assert verify_chain(events) is None
+            assert [e.seq for e in events] == list(range(1, len(events) + 1))
+            assert events[-1].type == "session.end"
+            assert events[-1].data["reason"] == "finished"
+            results = [e.data["call_id"] for e in events if e.type == "tool.result"]
+            assert len(results) == len(set(results)) == STEPS
+        assert set(self.effects) == {(f"job-{i}", s) for i in range(SESSIONS)
+                                     for s in range(STEPS)}
+
+
+@pytest.fixture
+def private_store(pg_server: PrivateServer) -> Iterator[PostgresStore]:  # noqa: F811
+    store = PostgresStore(f"{pg_server.url}?ride_through=120")
+    yield store
+    store.close()
+
+
+def test_sessions_ride_through_a_database_restart_within_the_bound(
+        pg_server: PrivateServer, private_store: PostgresStore) -> None:  # noqa: F811
+    fleet = Fleet(private_store, pg_server.restart, at=SESSIONS * STEPS // 3)
+    outcomes = asyncio.run(fleet.run())
+    assert [type(o).__name__ for o in outcomes if not hasattr(o, "stop_reason")] == []
+    assert all(o.stop_reason is StopReason.FINISHED for o in outcomes)  # type: ignore[attr-defined]
+    fleet.check_journals()
+    assert sum(fleet.effects.values()) == SESSIONS * STEPS  # none doubled, none lost
+
+
+def test_an_outage_past_the_bound_stops_sessions_resumably_and_resume_finishes_them(
+        pg_server: PrivateServer) -> None:  # noqa: F811
+    store = PostgresStore(pg_server.url, ride_through=0.5)
+    try:
+        fleet = Fleet(store, pg_server.stop, at=SESSIONS * STEPS // 3)
+        outcomes = asyncio.run(fleet.run())
+        for sid, outcome in zip(fleet.ids, outcomes, strict=True):
+            assert isinstance(outcome, StoreUnavailable), outcome
+            assert not isinstance(outcome, psycopg.Error)
+            text = str(outcome)
+            assert sid in text and "resum" in text and f"tether resume {sid}" in text
+            assert "PostgreSQL could not be reached" in text
+            assert "bound of 0.5s" in text or "already unreachable" in text
+        pg_server.start()
+        in_flight = set().union(*(_in_flight(store, sid) for sid in fleet.ids))
+        assert in_flight  # the stop came mid-call: some effects' results never got stored
+        done = [fleet.agent.resume(sid) for sid in fleet.ids]
+        assert all(r.stop_reason is StopReason.FINISHED for r in done)
+        fleet.check_journals()
+        doubled = {step for step, count in fleet.effects.items() if count > 1}
+        assert doubled <= in_flight and max(fleet.effects.values()) <= 2
+    finally:
+        store.close()
+
+
+def _in_flight(store: PostgresStore, sid: str) -> set[tuple[str, int]]:
+    """Steps whose call started but whose result the store never got."""
+    events = store.read(sid)
+    started = {e.data["call_id"] for e in events if e.type == "tool.started"}
+    finished = {e.data["call_id"] for e in events if e.type == "tool.result"}
+    decided = {e.data["call_id"]: (e.data["arguments"]["job"], e.data["arguments"]["step"])
+               for e in events if e.type == "tool.decision"}
+    return {decided[c] for c in started - finished}
+
+
+def test_an_append_retried_after_its_commit_is_not_written_twice(
+        private_store: PostgresStore) -> None:
+    """The commit reached the server, its reply did not: the retry finds the events stored as
+    they are, by hash, and counts the append done — no second copy, no fork, no conflict."""
+    journal = Journal("s", store=private_store)
+    journal.append("session.start", {"agent": "a", "subject": {}})
+    journal.flush()
+    journal.append("step", {"n": 1})
+    events = journal.events()
+    private_store.append("s", events[1:])  # the try that committed
+    retry = private_store._statements.write(
+        [private_store._as_append("s", events[1:], None, None)], retried=True)
+    with private_store._connection() as db:
+        from tether.store.postgres_steps import run
+        assert run(db, retry) == [None]
+    stored = private_store.read("s")
+    assert [e.seq for e in stored] == [1, 2] and verify_chain(stored) is None
+    rival = Journal("s", store=private_store, history=stored[:1])
+    rival.append("step", {"n": "rival"})
+    forked = private_store._statements.write(
+        [private_store._as_append("s", rival.events()[1:], None, None)], retried=True)
+    with private_store._connection() as db:
+        assert "expected seq 3" in str(run(db, forked)[0])  # a retry does not excuse a fork
