@@ -36,59 +36,13 @@ from tether.store.base import (
 )
 from tether.store.loop_commit import LoopCommitters
 from tether.store.postgres_outage import DEFAULT_RIDE_THROUGH, RideThrough, riding
+from tether.store.postgres_schema import MIGRATIONS, SCHEMA_VERSION
 from tether.store.postgres_steps import Append, Statements, arun, run
 from tether.types import Event
 from tether.urls import redact_text, redact_url
 
-MIGRATIONS: dict[int, list[str]] = {
-    1: [
-        """CREATE TABLE {s}.events (
-            session_id TEXT NOT NULL, seq BIGINT NOT NULL, type TEXT NOT NULL,
-            ts DOUBLE PRECISION NOT NULL, data JSONB NOT NULL, prev_hash TEXT NOT NULL,
-            hash TEXT NOT NULL, PRIMARY KEY (session_id, seq))""",
-        """CREATE TABLE {s}.sessions (
-            session_id TEXT PRIMARY KEY, tenant_id TEXT, agent TEXT,
-            created_at DOUBLE PRECISION NOT NULL, updated_at DOUBLE PRECISION NOT NULL,
-            events BIGINT NOT NULL, last_type TEXT NOT NULL)""",
-        "CREATE INDEX sessions_updated ON {s}.sessions (updated_at)",
-        """CREATE TABLE {s}.approvals (
-            id TEXT PRIMARY KEY, session_id TEXT NOT NULL, status TEXT NOT NULL,
-            record JSONB NOT NULL, created BIGSERIAL)""",
-        "CREATE INDEX approvals_status ON {s}.approvals (status, session_id)",
-    ],
-    # Arguments the journal hides, kept apart from it (Agent(keep_hidden_arguments=True)).
-    2: [
-        """CREATE TABLE {s}.private_arguments (
-            session_id TEXT NOT NULL, call_id TEXT NOT NULL, arguments TEXT NOT NULL,
-            PRIMARY KEY (session_id, call_id))""",
-    ],
-    # Event data and approval records as the exact JSON text tether wrote, not JSONB: JSONB
-    # rewrote numbers (1e20 came back as 100000000000000000000), so a recomputed hash no longer
-    # matched, and refused \u0000. Rows stored before this keep JSONB's rendering and are
-    # marked, so verify can tell a row it cannot re-hash from a tampered one.
-    3: [
-        "ALTER TABLE {s}.events ALTER COLUMN data TYPE TEXT USING data::text",
-        "ALTER TABLE {s}.events ADD COLUMN jsonb_era BOOLEAN NOT NULL DEFAULT TRUE",
-        "ALTER TABLE {s}.events ALTER COLUMN jsonb_era SET DEFAULT FALSE",
-        "ALTER TABLE {s}.approvals ALTER COLUMN record TYPE TEXT USING record::text",
-    ],
-    # A running session is leased to one worker: who holds it, the fencing token every append
-    # must carry, and when the lease lapses (renewed by each append of its holder).
-    4: [
-        "ALTER TABLE {s}.sessions ADD COLUMN lease_holder TEXT",
-        "ALTER TABLE {s}.sessions ADD COLUMN lease_token BIGINT NOT NULL DEFAULT 0",
-        "ALTER TABLE {s}.sessions ADD COLUMN lease_expires DOUBLE PRECISION NOT NULL DEFAULT 0",
-    ],
-    # The store-wide anchor chain (tether.store.base): sessions' heads at start, pause and end,
-    # and approval decisions, each chained to the one before (and signed with an audit key).
-    5: [
-        """CREATE TABLE {s}.anchors (
-            seq BIGSERIAL PRIMARY KEY, kind TEXT NOT NULL, session_id TEXT NOT NULL,
-            body TEXT NOT NULL, prev TEXT NOT NULL, hash TEXT NOT NULL, mac TEXT)""",
-    ],
-}
-SCHEMA_VERSION = max(MIGRATIONS)
 DEFAULT_SCHEMA = "tether"
+RENEW_BOUND = 2.0  # seconds a lease renewal (on the event loop) waits out a lost database
 
 
 class PostgresStore:
@@ -265,8 +219,13 @@ class PostgresStore:
         self._unreleased.pop(session_id, None)
         return Lease(holder, token + 1, ttl)
 
-    @riding
     def renew(self, session_id: str, lease: Lease) -> None:
+        """Not ridden through for the whole bound: renewing runs on the event loop and must not
+        hold it that long (each append renews the lease too, and says so if it was lost)."""
+        self._ride.call(lambda: self._renew(session_id, lease), session_id,
+                        bound=min(self._ride.bound, RENEW_BOUND))
+
+    def _renew(self, session_id: str, lease: Lease) -> None:
         with self._connection() as db:
             moved = db.execute(self._sql("UPDATE {s}.sessions SET lease_expires = %s WHERE "
                                          "session_id = %s AND lease_token = %s"),

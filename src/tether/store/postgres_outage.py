@@ -101,22 +101,25 @@ class RideThrough:
         deadline = getattr(self._attempt, "deadline", None)
         return 0.1 if deadline is None else max(0.1, deadline - time.monotonic())
 
-    def call(self, operation: Callable[[], T], session_id: str | None = None) -> T:
-        """Run ``operation`` (on a thread), trying again while the server is away."""
-        deadline, pause, number = self._deadline(), FIRST_PAUSE, 0
+    def call(self, operation: Callable[[], T], session_id: str | None = None, *,
+             bound: float | None = None) -> T:
+        """Run ``operation`` (on a thread), trying again while the server is away, for the
+        store's bound (or ``bound`` seconds)."""
+        deadline, pause, number = self._deadline(bound), FIRST_PAUSE, 0
         if self._down:  # connections that died with the server must not spend the grace
             self._recovered(down=True)
+        outer = (getattr(self._attempt, "number", 0), getattr(self._attempt, "deadline", None))
         while True:
             self._attempt.number, self._attempt.deadline = number, deadline
             try:
                 result = operation()
-            except Exception as exc:
-                self._give_up_on(exc, deadline, pause, session_id)
+            except Exception as exc:  # a shorter bound than the store's never marks it down
+                self._give_up_on(exc, deadline, pause, session_id, mark_down=bound is None)
             else:
                 self._down = False
                 return result
-            finally:
-                self._attempt.number, self._attempt.deadline = 0, None
+            finally:  # an operation made inside another gives the outer one its try back
+                self._attempt.number, self._attempt.deadline = outer
             time.sleep(pause)  # back-off before the next try, not a wait for an outcome
             self._recovered(down=False)
             pause, number = min(pause * 2, LONGEST_PAUSE), number + 1
@@ -150,11 +153,12 @@ class RideThrough:
             with contextlib.suppress(Exception):  # the next try says what is wrong
                 self._recover(down)
 
-    def _deadline(self) -> float:
-        return time.monotonic() + (min(self.bound, DOWN_GRACE) if self._down else self.bound)
+    def _deadline(self, bound: float | None = None) -> float:
+        bound = self.bound if bound is None else bound
+        return time.monotonic() + (min(bound, DOWN_GRACE) if self._down else bound)
 
     def _give_up_on(self, exc: Exception, deadline: float, pause: float,
-                    session_id: str | None) -> None:
+                    session_id: str | None, mark_down: bool = True) -> None:
         """Return when ``exc`` is worth another try before ``deadline``; raise otherwise."""
         if getattr(exc, "sqlstate", None) == _DISK_FULL:
             raise self.unavailable(exc, session_id) from None
@@ -162,7 +166,7 @@ class RideThrough:
             raise exc
         if time.monotonic() + pause > deadline:
             unavailable = self.unavailable(exc, session_id)
-            self._down = True
+            self._down = self._down or mark_down
             raise unavailable from None
 
     def _text(self, exc: BaseException) -> str:
