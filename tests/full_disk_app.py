@@ -13,17 +13,22 @@ from pathlib import Path
 from tether import Agent, ModelResponse, ReAct, ScriptedModel, ToolCall, tool
 
 
-def build(db: str, fill: str) -> Agent:
+def fill(path: Path) -> None:
+    """Take every byte left on ``path``'s disk."""
+    block = b"\0" * 65536
+    with path.open("wb", buffering=0) as out:
+        while block:
+            try:
+                out.write(block)
+            except OSError:  # no space left: smaller blocks take the last of it
+                block = block[:len(block) // 2]
+
+
+def build(db: str, filler: str) -> Agent:
     @tool(side_effect=True)
     def archive(report: str) -> str:
         """Archive a report (here: until the disk is full)."""
-        block = b"\0" * 65536
-        with Path(fill).open("wb", buffering=0) as out:
-            while block:
-                try:
-                    out.write(block)
-                except OSError:  # no space left: smaller blocks take the last of it
-                    block = block[:len(block) // 2]
+        fill(Path(filler))
         return f"archived {report}"
 
     script = [ModelResponse(tool_calls=(ToolCall("call_1", "archive", {"report": "q3"}),)),

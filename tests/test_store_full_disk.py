@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from full_disk_app import build, fill
 from tether import StopReason
 from tether.journal.chain import Journal, verify_chain
 from tether.store.base import StoreFull
@@ -37,17 +38,6 @@ def small_disk(tmp_path: Path) -> Iterator[Path]:
         yield mount
     finally:
         subprocess.run(["umount", "-l", str(mount)], check=True)
-
-
-def fill(path: Path) -> None:
-    """Take every byte left on ``path``'s disk."""
-    block = b"\0" * 65536
-    with path.open("wb", buffering=0) as out:
-        while block:
-            try:
-                out.write(block)
-            except OSError:
-                block = block[:len(block) // 2]
 
 
 def test_a_full_disk_stops_the_run_resumably_audit_still_reads_and_resume_finds_the_call(
@@ -82,9 +72,6 @@ def test_a_full_disk_stops_the_run_resumably_audit_still_reads_and_resume_finds_
     assert verified.returncode == 0, verified.stdout + verified.stderr
 
     filler.unlink()  # space is freed
-    sys.path.insert(0, str(Path(__file__).parent))
-    from full_disk_app import build
-
     result = build(str(db), str(filler)).resume(session_id)
     assert result.stop_reason is StopReason.UNCERTAIN_EFFECT
     assert "call_1" in (result.stop_detail or "")
