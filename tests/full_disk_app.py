@@ -38,8 +38,8 @@ def build(db: str, filler: str) -> Agent:
 
 
 if __name__ == "__main__":
-    db, fill = sys.argv[1:3]
-    session = build(db, fill).session("archive the q3 report")
+    db, filler = sys.argv[1:3]
+    session = build(db, filler).session("archive the q3 report")
     print(session.id, flush=True)
     try:
         session.run()
