@@ -108,3 +108,20 @@ def test_a_store_closed_before_the_disk_filled_opens_read_only_for_audit(
         assert verify_chain(again.read("s1")) is None and len(again.read("s1")) == 3
     finally:
         again.close()
+
+
+def test_tether_run_stopped_by_a_full_disk_says_so_and_how_to_resume(
+        small_disk: Path, tmp_path: Path) -> None:
+    db, filler = small_disk / "t.db", small_disk / "fill"
+    recipe = tmp_path / "recipe.py"
+    recipe.write_text(f"import sys\nsys.path.insert(0, {str(Path(__file__).parent)!r})\n"
+                      "from full_disk_app import build\n\n\n"
+                      f"def agent():\n    return build({str(db)!r}, {str(filler)!r})\n")
+    run = subprocess.run([sys.executable, "-m", "tether", "run", f"{recipe}:agent",
+                          "archive the q3 report", "--store", f"sqlite:///{db}"],
+                         capture_output=True, text=True, timeout=120)
+    assert run.returncode == 1, run.stdout + run.stderr
+    last = run.stderr.strip().splitlines()[-1]
+    assert last.startswith(f"error: the store sqlite:///{db} is unavailable: the disk is full")
+    assert "is resumable" in last and "tether resume " in last
+    assert "Traceback" not in run.stderr

@@ -46,8 +46,8 @@ class StoreUnavailable(StoreError):
         self.store, self.cause, self.session_id, self.remedy = store, cause, session_id, remedy
         if session_id is not None:
             then = (f"session {session_id} stopped at its last stored step and is resumable: "
-                    f"{remedy}, run `tether resume {session_id}` (in code: "
-                    f"Agent.resume({session_id!r}))")
+                    f"{remedy}, run `tether resume {session_id} --agent MODULE:ATTR --store "
+                    f"{store}` (in code: Agent.resume({session_id!r}))")
         else:
             then = f"nothing was changed by this request; {remedy}, try it again"
         super().__init__(f"the store {store} is unavailable: {cause}; {then}")
