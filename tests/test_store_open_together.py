@@ -143,3 +143,25 @@ def test_workers_creating_a_new_postgres_schema_at_the_same_instant_all_get_thei
         schemas.append(schema)
         failures += [o for o in together(f"{PG_URL}?schema={schema}") if o != "ok"]
     assert failures == []
+
+
+def test_workers_migrating_an_old_postgres_schema_at_the_same_instant_all_get_their_turn(
+        schemas: list[str]) -> None:
+    import psycopg
+
+    from tether.store.postgres_schema import MIGRATIONS as PG_MIGRATIONS
+
+    postgres_store().close()  # reachable (or skipped outside CI)
+    failures = []
+    for _ in range(ROUNDS // 2):
+        schema = f"t_old_{uuid.uuid4().hex[:8]}"
+        schemas.append(schema)
+        with psycopg.connect(PG_URL, autocommit=True) as db:  # as a schema-3 tether left it
+            db.execute(f"CREATE SCHEMA {schema}")
+            db.execute(f"CREATE TABLE {schema}.meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)")
+            for number in (1, 2, 3):
+                for statement in PG_MIGRATIONS[number]:
+                    db.execute(statement.replace("{s}", schema))
+            db.execute(f"INSERT INTO {schema}.meta VALUES ('schema_version', '3')")
+        failures += [o for o in together(f"{PG_URL}?schema={schema}") if o != "ok"]
+    assert failures == []

@@ -147,3 +147,53 @@ def test_an_append_retried_after_its_commit_is_not_written_twice(
         [private_store._as_append("s", rival.events()[1:], None, None)], retried=True)
     with private_store._connection() as db:
         assert "expected seq 3" in str(run(db, forked)[0])  # a retry does not excuse a fork
+
+
+def test_every_kind_of_store_call_rides_through_a_restart(
+        pg_server: PrivateServer, private_store: PostgresStore) -> None:  # noqa: F811
+    """The threaded path (the pool): each call below finds every pooled connection dead."""
+    journal = Journal("s", store=private_store)
+    journal.append("session.start", {"agent": "a", "subject": {}})
+    journal.flush()
+    private_store.put_approval({"id": "a1", "session_id": "s", "status": "pending"})
+
+    def append_step() -> None:
+        journal.append("step", {"n": 1})
+        journal.flush()
+
+    calls = [
+        append_step,
+        lambda: private_store.read("s"),
+        lambda: private_store.sessions(),
+        lambda: private_store.update_approval("a1", "pending", {"status": "approved",
+                                                                "approver": "ops"}),
+        lambda: private_store.put_private("s", "c1", {"card": "4111"}),
+        lambda: private_store.anchors(),
+    ]
+    for call in calls:
+        with private_store._connection():  # at least one pooled connection, about to die
+            pass
+        pg_server.restart()
+        call()
+    stored = private_store.read("s")
+    assert [e.seq for e in stored] == [1, 2] and verify_chain(stored) is None
+    assert private_store.get_approval("a1")["status"] == "approved"  # type: ignore[index]
+    assert private_store.get_private("s", "c1") == {"card": "4111"}
+
+
+def test_the_bound_is_read_from_the_url_or_given_once() -> None:
+    from tether.store.base import StoreError
+    from tether.store.postgres import ride_through_in_url
+    from tether.store.postgres_outage import DEFAULT_RIDE_THROUGH
+
+    assert ride_through_in_url("postgresql://h/db", None) == ("postgresql://h/db",
+                                                              DEFAULT_RIDE_THROUGH)
+    assert ride_through_in_url("postgresql://h/db?ride_through=90&sslmode=require", None) == (
+        "postgresql://h/db?sslmode=require", 90.0)
+    assert ride_through_in_url("postgresql://h/db?ride_through=5s", 5.0)[1] == 5.0
+    with pytest.raises(StoreError, match="must be a number of seconds"):
+        ride_through_in_url("postgresql://h/db?ride_through=soon", None)
+    with pytest.raises(StoreError, match="set it once"):
+        ride_through_in_url("postgresql://h/db?ride_through=5", 6.0)
+    with pytest.raises(StoreError, match="finite number of seconds"):
+        PostgresStore("postgresql://h/db?ride_through=-1")

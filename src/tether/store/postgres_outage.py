@@ -32,7 +32,7 @@ import time
 from collections.abc import Awaitable, Callable
 from typing import Concatenate, ParamSpec, Protocol, TypeVar
 
-from tether.store.base import StoreFull, StoreUnavailable
+from tether.store.base import StoreError, StoreFull, StoreUnavailable
 from tether.urls import redact_text
 
 DEFAULT_RIDE_THROUGH = 30.0  # seconds a store waits out a lost database before giving up
@@ -84,7 +84,7 @@ class RideThrough:
     def __init__(self, bound: float, url: str, dsn: str,
                  recover: Callable[[bool], None] | None = None) -> None:
         if not 0 <= bound < float("inf"):
-            raise ValueError(f"ride_through must be a finite number of seconds >= 0, got "
+            raise StoreError(f"ride_through must be a finite number of seconds >= 0, got "
                              f"{bound!r}")
         self.bound, self.url, self._dsn = bound, url, dsn
         self._recover = recover  # (down) drops dead connections (all of them when down)
