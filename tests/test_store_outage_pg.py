@@ -197,3 +197,34 @@ def test_the_bound_is_read_from_the_url_or_given_once() -> None:
         ride_through_in_url("postgresql://h/db?ride_through=5", 6.0)
     with pytest.raises(StoreError, match="finite number of seconds"):
         PostgresStore("postgresql://h/db?ride_through=-1")
+
+
+def test_a_failover_onto_a_read_only_server_is_waited_out_then_writes_go_to_the_primary(
+        pg_server: PrivateServer) -> None:  # noqa: F811
+    """After a failover a pooled connection may reach a server that takes no writes (a
+    standby): that is an outage too, not an error of the append, and such connections are
+    dropped, so once a writable server answers, writes go there."""
+    def read_only(on: bool) -> None:
+        with psycopg.connect(pg_server.url, autocommit=True) as admin:
+            admin.execute("SET default_transaction_read_only = off")
+            admin.execute(f"ALTER DATABASE postgres SET default_transaction_read_only = "
+                          f"{'on' if on else 'off'}")
+
+    store = PostgresStore(pg_server.url, ride_through=0.3)
+    try:
+        journal = Journal("s", store=store)
+        journal.append("session.start", {"agent": "a", "subject": {}})
+        journal.flush()
+        read_only(True)
+        store._recover(down=True)  # every pooled connection is now one to the "standby"
+        journal.append("step", {"n": 1})
+        with pytest.raises(StoreUnavailable, match="read-only transaction") as stopped:
+            journal.flush()
+        assert not isinstance(stopped.value, psycopg.Error)
+        assert "session s stopped at its last stored step and is resumable" in str(stopped.value)
+        read_only(False)  # the primary is back
+        journal.flush()
+        stored = store.read("s")
+        assert [e.seq for e in stored] == [1, 2] and verify_chain(stored) is None
+    finally:
+        store.close()

@@ -30,7 +30,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from tether.store.base import StoreError, StoreUnavailable
-from tether.store.postgres_outage import RideThrough
+from tether.store.postgres_outage import RideThrough, lost_connection
 
 BATCH = 256  # appends in one commit, at most
 
@@ -124,9 +124,11 @@ class _Committer:
             try:
                 written = await self.owner._write(self.db, appends, number > 0)
                 await self.db.commit()
-            except BaseException:
+            except BaseException as exc:
                 with contextlib.suppress(Exception):
                     await self.db.rollback()
+                    if lost_connection(exc):  # e.g. on a standby now: the next try reconnects
+                        await self.db.close()
                 raise
             return written
 

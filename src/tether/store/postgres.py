@@ -13,11 +13,12 @@ tidy, and the schema version is checked on open like SQLite's.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import json
 import re
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 from urllib.parse import parse_qsl, quote, urlencode, urlsplit, urlunsplit
 
@@ -35,7 +36,12 @@ from tether.store.base import (
     holder_is_gone,
 )
 from tether.store.loop_commit import LoopCommitters
-from tether.store.postgres_outage import DEFAULT_RIDE_THROUGH, RideThrough, riding
+from tether.store.postgres_outage import (
+    DEFAULT_RIDE_THROUGH,
+    RideThrough,
+    lost_connection,
+    riding,
+)
 from tether.store.postgres_schema import MIGRATIONS, SCHEMA_VERSION
 from tether.store.postgres_steps import Append, Statements, arun, run
 from tether.types import Event
@@ -108,9 +114,17 @@ class PostgresStore:
         self._pool.open(wait=False)
         old.close(timeout=0)
 
-    def _connection(self) -> Any:
-        """A pooled connection, waited for no longer than the current try may wait."""
-        return self._pool.connection(timeout=self._ride.wait())
+    @contextlib.contextmanager
+    def _connection(self) -> Iterator[Any]:
+        """A pooled connection, waited for no longer than the current try may wait; one that
+        lost its server (or reached a read-only standby) is closed, so the pool drops it."""
+        with self._pool.connection(timeout=self._ride.wait()) as db:
+            try:
+                yield db
+            except Exception as exc:
+                if lost_connection(exc):
+                    db.close()
+                raise
 
     @riding
     def _migrate(self) -> None:
