@@ -8,7 +8,7 @@ later.
 
 Decision: an operation that loses its connection is tried again, on a new connection, with a
 growing pause, until the store's ride-through bound (``ride_through`` seconds, 30 by default;
-``?ride_through=N`` in the URL) has passed since its first failure; past it, the operation fails
+``?ride_through=N`` in the URL) has passed since the operation began; past it, the operation fails
 with ``StoreUnavailable``, which names the cause and says the session is resumable — never the
 driver's exception. A write retried this way cannot be written twice: an append is fenced (its
 first seq must follow the stored ones, under its lease's token), so an append whose commit
