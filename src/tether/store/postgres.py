@@ -17,6 +17,7 @@ import contextlib
 import functools
 import json
 import re
+import threading
 import time
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
@@ -38,6 +39,7 @@ from tether.store.base import (
 from tether.store.loop_commit import LoopCommitters
 from tether.store.postgres_outage import (
     DEFAULT_RIDE_THROUGH,
+    DOWN_GRACE,
     RideThrough,
     lost_connection,
     riding,
@@ -84,6 +86,7 @@ class PostgresStore:
                                           max_size=max_size, open=False,
                                           kwargs={"autocommit": False})
         self._pool = self._pool_of()
+        self._renewing, self._renewed_at = threading.Lock(), -DOWN_GRACE  # see _recover
         try:
             self._pool.open(wait=True, timeout=10)
         except Exception as exc:
@@ -106,12 +109,18 @@ class PostgresStore:
 
     def _recover(self, down: bool) -> None:
         """Drop the pool's dead connections; once the store was given up for down, the whole
-        pool (its reconnection attempts back off for seconds), for one that connects at once."""
+        pool (its reconnection attempts back off for seconds), for one that connects at once —
+        at most once a DOWN_GRACE, however many operations find the store down."""
         if not down:
             self._pool.check()
             return
-        old, self._pool = self._pool, self._pool_of()
-        self._pool.open(wait=False)
+        with self._renewing:
+            if time.monotonic() - self._renewed_at < DOWN_GRACE:
+                return
+            fresh = self._pool_of()
+            fresh.open(wait=False)
+            old, self._pool = self._pool, fresh
+            self._renewed_at = time.monotonic()
         old.close(timeout=0)
 
     @contextlib.contextmanager
