@@ -228,3 +228,66 @@ def test_a_failover_onto_a_read_only_server_is_waited_out_then_writes_go_to_the_
         assert [e.seq for e in stored] == [1, 2] and verify_chain(stored) is None
     finally:
         store.close()
+
+
+class ReplyLost:
+    """Wraps a commit: the first one is made, then its reply is 'lost' (the driver's error for a
+    dropped connection), as when the server restarts between committing and answering."""
+
+    def __init__(self) -> None:
+        self.lost = 0
+
+    def after(self, done: object) -> None:
+        if not self.lost:
+            self.lost += 1
+            raise psycopg.OperationalError("server closed the connection unexpectedly")
+
+
+def test_a_group_commit_whose_reply_was_lost_is_not_written_twice(
+        private_store: PostgresStore) -> None:
+    reply = ReplyLost()
+    connect = private_store._connect
+
+    async def connect_losing_a_reply() -> object:
+        db = await connect()
+        commit = db.commit
+
+        async def commit_then_lose() -> None:
+            reply.after(await commit())
+        db.commit = commit_then_lose
+        return db
+
+    private_store._committers._connect = connect_losing_a_reply
+    journals = [Journal(f"s{i}", store=private_store) for i in range(5)]
+    for journal in journals:
+        journal.append("session.start", {"agent": "a", "subject": {}})
+        journal.append("step", {"n": 1})
+
+    async def together() -> list[object]:
+        return await asyncio.gather(*(j.aflush() for j in journals), return_exceptions=True)
+
+    assert asyncio.run(together()) == [None] * 5 and reply.lost == 1
+    for journal in journals:
+        stored = private_store.read(journal.session_id)
+        assert [e.seq for e in stored] == [1, 2] and verify_chain(stored) is None
+    heads = [a.session_id for a in private_store.anchors()]
+    assert sorted(heads) == [f"s{i}" for i in range(5)]  # anchored once each, not twice
+
+
+def test_a_threaded_append_whose_reply_was_lost_is_not_written_twice(
+        private_store: PostgresStore) -> None:
+    reply = ReplyLost()
+    append = private_store._append
+
+    def append_losing_a_reply(*args: object) -> None:
+        reply.after(append(*args))  # type: ignore[arg-type]
+
+    private_store._append = append_losing_a_reply  # type: ignore[method-assign]
+    journal = Journal("s", store=private_store)
+    journal.append("session.start", {"agent": "a", "subject": {}})
+    journal.flush()
+    journal.append("step", {"n": 1})
+    journal.flush()
+    assert reply.lost == 1
+    stored = private_store.read("s")
+    assert [e.seq for e in stored] == [1, 2] and verify_chain(stored) is None
