@@ -261,13 +261,14 @@ class PostgresStore:
                                   row[1] if row else 0.0, lost=True)
 
     def release(self, session_id: str, lease: Lease) -> None:
+        """One try: a lease not released lapses by itself, and the session's next acquire
+        through this store takes it at once."""
         try:
-            self._release(session_id, lease)
-        except StoreUnavailable:  # given up while the database was away: the session's next
-            self._unreleased[session_id] = lease.token  # acquire through this store takes it
+            self._ride.call(lambda: self._release(session_id, lease), session_id, bound=0.0)
+        except StoreUnavailable:
+            self._unreleased[session_id] = lease.token
             raise
 
-    @riding
     def _release(self, session_id: str, lease: Lease) -> None:
         with self._connection() as db:
             db.execute(self._sql("UPDATE {s}.sessions SET lease_holder = NULL, lease_expires = 0 "
