@@ -48,8 +48,9 @@ class PrivateServer:
         """Stop it (``fast``: every session is told ``AdminShutdown``, as a restart does)."""
         self._as_postgres("pg_ctl", "-D", self.data, "-m", mode, "-w", "stop")
 
-    def restart(self) -> None:
-        self.stop()
+    def restart(self, mode: str = "fast") -> None:
+        """``fast`` as maintenance does; ``immediate`` as a crash does (recovery on start)."""
+        self.stop(mode)
         self.start()
 
     def remove(self) -> None:

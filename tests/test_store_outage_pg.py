@@ -79,9 +79,11 @@ def private_store(pg_server: PrivateServer) -> Iterator[PostgresStore]:  # noqa:
     store.close()
 
 
+@pytest.mark.parametrize("mode", ["fast", "immediate"])
 def test_sessions_ride_through_a_database_restart_within_the_bound(
-        pg_server: PrivateServer, private_store: PostgresStore) -> None:  # noqa: F811
-    fleet = Fleet(private_store, pg_server.restart, at=SESSIONS * STEPS // 3)
+        pg_server: PrivateServer, private_store: PostgresStore,  # noqa: F811
+        mode: str) -> None:
+    fleet = Fleet(private_store, lambda: pg_server.restart(mode), at=SESSIONS * STEPS // 3)
     outcomes = asyncio.run(fleet.run())
     assert [type(o).__name__ for o in outcomes if not hasattr(o, "stop_reason")] == []
     assert all(o.stop_reason is StopReason.FINISHED for o in outcomes)  # type: ignore[attr-defined]
