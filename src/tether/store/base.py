@@ -218,7 +218,9 @@ class Store(Protocol):
         """Add one step's sealed events atomically; ConflictError if the seqs do not follow.
         ``data_json``, when given, is each event's data already encoded as JSON. With a
         ``lease``: a first append takes the session's lease for it, a later one is refused
-        (SessionBusy) unless the lease is still the session's, and renews it."""
+        (SessionBusy) unless the lease is still the session's, and renews it. StoreUnavailable
+        (StoreFull for a full disk) when the store cannot be reached or written: nothing of
+        the step is stored, and the session resumes from its last stored step."""
         ...
 
     def acquire(self, session_id: str, holder: str, ttl: float) -> Lease:
