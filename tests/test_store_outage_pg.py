@@ -8,10 +8,13 @@ from __future__ import annotations
 
 import asyncio
 import collections
+import uuid
 from collections.abc import Iterator
 
 import psycopg
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from pg_private import PrivateServer, pg_server  # noqa: F401 - the fixture
 from tether import Agent, ModelResponse, ReAct, ScriptedModel, StopReason, ToolCall, tool
@@ -19,6 +22,8 @@ from tether.journal.chain import Journal, verify_chain
 from tether.store.base import StoreUnavailable
 from tether.store.postgres import PostgresStore
 from tether.types import Message
+
+from conftest import postgres_store
 
 SESSIONS, STEPS = 20, 6
 
@@ -293,3 +298,85 @@ def test_a_threaded_append_whose_reply_was_lost_is_not_written_twice(
     assert reply.lost == 1
     stored = private_store.read("s")
     assert [e.seq for e in stored] == [1, 2] and verify_chain(stored) is None
+
+
+class Outcome(Exception):
+    """A driver-like error with a SQLSTATE, for the classification below."""
+
+    def __init__(self, sqlstate: str | None) -> None:
+        super().__init__(f"sqlstate {sqlstate}")
+        self.sqlstate = sqlstate
+
+
+def test_what_is_waited_out_and_what_is_not() -> None:
+    from tether.store.base import StoreFull
+    from tether.store.postgres_outage import RideThrough
+
+    ride = RideThrough(0.2, "postgresql://db/x", "postgresql://db/x")
+    tries: list[str] = []
+
+    def failing(error: BaseException) -> object:
+        def attempt() -> object:
+            tries.append(type(error).__name__)
+            raise error
+        return attempt
+
+    with pytest.raises(StoreFull, match=r"disk is full .*53100"):  # not waited out
+        ride.call(failing(Outcome("53100")), "s1")
+    assert len(tries) == 1
+    with pytest.raises(Outcome):  # a constraint, a bug: never retried, never disguised
+        ride.call(failing(Outcome("23505")))
+    assert len(tries) == 2
+    with pytest.raises(StoreUnavailable, match=r"ride-through bound of 0\.2s") as gone:
+        ride.call(failing(Outcome("57P01")), "s1")  # admin shutdown: waited out, then stopped
+    assert len(tries) > 3 and "session s1 stopped" in str(gone.value)
+    with pytest.raises(StoreUnavailable, match="already unreachable"):  # given up: no new wait
+        ride.call(failing(psycopg.OperationalError("connection refused")))
+    assert ride.call(lambda: "back") == "back"
+    with pytest.raises(StoreUnavailable, match=r"bound of 0\.2s"):  # back: the full bound again
+        ride.call(failing(Outcome("08006")))
+
+
+@settings(max_examples=40, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(faults=st.lists(st.sampled_from(["none", "before commit", "reply lost"]),
+                       min_size=1, max_size=8))
+def test_appends_under_any_pattern_of_dropped_connections_store_the_chain_exactly(
+        faults: list[str], shared_pg: PostgresStore) -> None:
+    """Whichever appends lose their connection, before their commit or after it, the store
+    ends with exactly the journal's events: none lost, none doubled, the chain intact."""
+    pending = list(faults)
+    append = shared_pg._append
+
+    def faulty(*args: object) -> None:
+        fault = pending.pop(0) if pending and not shared_pg._ride.retrying() else "none"
+        if fault == "before commit":
+            raise psycopg.OperationalError("connection refused")
+        append(*args)  # type: ignore[arg-type]
+        if fault == "reply lost":
+            raise psycopg.OperationalError("server closed the connection unexpectedly")
+
+    shared_pg._append = faulty  # type: ignore[method-assign]
+    try:
+        journal = Journal(uuid.uuid4().hex, store=shared_pg)
+        journal.append("session.start", {"agent": "a", "subject": {}})
+        journal.flush()
+        for n in range(1, len(faults)):
+            journal.append("step", {"n": n})
+            journal.flush()
+    finally:
+        shared_pg._append = append  # type: ignore[method-assign]
+    stored = shared_pg.read(journal.session_id)
+    assert [(e.seq, e.hash) for e in stored] == [(e.seq, e.hash) for e in journal.events()]
+    assert verify_chain(stored) is None
+
+
+@pytest.fixture
+def shared_pg() -> Iterator[PostgresStore]:
+    """A schema of its own on the shared server (nothing restarts it)."""
+    store = postgres_store()
+    assert isinstance(store, PostgresStore)
+    yield store
+    with store._connection() as db:
+        db.execute(f"DROP SCHEMA {store.schema} CASCADE")
+    store.close()
