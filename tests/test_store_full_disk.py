@@ -125,3 +125,9 @@ def test_tether_run_stopped_by_a_full_disk_says_so_and_how_to_resume(
     assert last.startswith(f"error: the store sqlite:///{db} is unavailable: the disk is full")
     assert "is resumable" in last and "tether resume " in last
     assert "Traceback" not in run.stderr
+
+
+def test_a_new_store_on_a_full_disk_is_refused_with_the_cause(small_disk: Path) -> None:
+    fill(small_disk / "fill")
+    with pytest.raises(StoreFull, match=r"disk is full .*a new store cannot be created there"):
+        SQLiteStore(small_disk / "new.db")

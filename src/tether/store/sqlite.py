@@ -106,15 +106,15 @@ class SQLiteStore:
             self._db.close()
         try:
             self._db = connect_read_only(self.path)
-            row = self._db.execute("SELECT value FROM meta WHERE key = 'schema_version'")\
-                .fetchone()
+            version = self._version()
         except sqlite3.Error as exc:
             raise StoreFull(self.url, f"SQLite: {full}; it cannot even be opened read-only: "
                             f"{exc}") from None
-        if row is None or int(row[0]) != SCHEMA_VERSION:
+        if version != SCHEMA_VERSION:
             self._db.close()
-            raise StoreFull(self.url, f"SQLite: {full}; its schema must be migrated, which "
-                            "needs space")
+            raise StoreFull(self.url, f"SQLite: {full}; " + (
+                "a new store cannot be created there" if version == 0 else
+                "its schema must be migrated first, which needs space"))
         self.read_only = True
 
     def _writable(self, session_id: str | None = None) -> None:
