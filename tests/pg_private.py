@@ -54,9 +54,11 @@ class PrivateServer:
         self.start()
 
     def remove(self) -> None:
-        if os.path.exists(os.path.join(self.data, "postmaster.pid")):
-            self.stop("immediate")
-        shutil.rmtree(self.home, ignore_errors=True)
+        try:
+            if os.path.exists(os.path.join(self.data, "postmaster.pid")):
+                self.stop("immediate")
+        finally:
+            shutil.rmtree(self.home, ignore_errors=True)
 
 
 @pytest.fixture
