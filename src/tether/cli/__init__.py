@@ -23,7 +23,7 @@ import sys
 
 from tether.cli.approvals import register as register_approvals
 from tether.cli.audit import register as register_audit
-from tether.cli.common import EXIT_USAGE, AmbiguousId, error, usage
+from tether.cli.common import EXIT_FINDING, EXIT_USAGE, AmbiguousId, error, usage
 from tether.cli.evals import register as register_evals
 from tether.cli.mcp import register as register_mcp
 from tether.cli.policy import register as register_policy
@@ -33,6 +33,7 @@ from tether.cli.run import register as register_run
 from tether.cli.store import register as register_store
 from tether.cli.tools import register as register_tools
 from tether.cli.whatif import register as register_what_if
+from tether.store.base import StoreUnavailable
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -78,6 +79,9 @@ def main(argv: list[str] | None = None) -> int:
     except AmbiguousId as exc:
         error(str(exc))
         return EXIT_USAGE
+    except StoreUnavailable as exc:  # a run stopped by its store: the message says how to resume
+        error(str(exc))
+        return EXIT_FINDING
     except BrokenPipeError:  # the reader went away (`tether audit export | head`): not an error
         sys.stdout = open(os.devnull, "w")  # noqa: SIM115 (silence the flush at exit)
         return 0

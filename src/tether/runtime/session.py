@@ -34,6 +34,7 @@ from tether.runtime.lease import leased, leased_briefly
 from tether.runtime.result import Result, Trajectory
 from tether.runtime.state import fold
 from tether.runtime.stop import Stop, StopReason
+from tether.store.base import StoreUnavailable
 from tether.types import Event
 
 if TYPE_CHECKING:
@@ -352,8 +353,10 @@ class Session:
         return self._pause(interruption(self._state, self.agent.registry, why))
 
     def _fail(self, exc: Exception) -> NoReturn:
-        self._journal.append("session.error", {"error": f"{type(exc).__name__}: {exc}"})
-        self._journal.flush()
+        if not isinstance(exc, StoreUnavailable):  # else nothing more can be journaled: the
+            self._journal.append("session.error",  # session stops where its store stands
+                                 {"error": f"{type(exc).__name__}: {exc}"})
+            self._journal.flush()
         raise exc
 
     async def _wrap_up(self, env: Environment, stop: Stop) -> str:

@@ -36,6 +36,41 @@ class SchemaError(StoreError):
     """The store's schema is newer than this tether understands, or is not tether's."""
 
 
+class StoreUnavailable(StoreError):
+    """The store cannot be reached or written for now: a database restart or failover that
+    outlasted the store's ride-through bound, a full disk. What was stored is intact; the
+    session stopped at its last stored step and is resumed once the cause is gone."""
+
+    def __init__(self, store: str, cause: str, *, session_id: str | None = None,
+                 remedy: str = "once the database is reachable again") -> None:
+        self.store, self.cause, self.session_id, self.remedy = store, cause, session_id, remedy
+        if session_id is not None:
+            then = (f"session {session_id} stopped at its last stored step and is resumable: "
+                    f"{remedy}, run `tether resume {session_id} --agent MODULE:ATTR --store "
+                    f"{store}` (in code: Agent.resume({session_id!r}))")
+        else:
+            then = f"nothing was changed by this request; {remedy}, try it again"
+        super().__init__(f"the store {store} is unavailable: {cause}; {then}")
+
+    def for_session(self, session_id: str) -> StoreUnavailable:
+        """The same error told to ``session_id`` (one outage stops many sessions)."""
+        return StoreUnavailable(self.store, self.cause, session_id=session_id,
+                                remedy=self.remedy)
+
+
+class StoreFull(StoreUnavailable):
+    """The disk holding the store is full: nothing more can be written until space is freed
+    (the store still opens read-only, for audit)."""
+
+    def __init__(self, store: str, cause: str, *, session_id: str | None = None) -> None:
+        self.disk_cause = cause
+        super().__init__(store, f"the disk is full ({cause})", session_id=session_id,
+                         remedy="once space is freed on that disk")
+
+    def for_session(self, session_id: str) -> StoreFull:
+        return StoreFull(self.store, self.disk_cause, session_id=session_id)
+
+
 class SessionBusy(StoreError):
     """Another worker holds the session's lease (or took it over from this one)."""
 
@@ -183,7 +218,9 @@ class Store(Protocol):
         """Add one step's sealed events atomically; ConflictError if the seqs do not follow.
         ``data_json``, when given, is each event's data already encoded as JSON. With a
         ``lease``: a first append takes the session's lease for it, a later one is refused
-        (SessionBusy) unless the lease is still the session's, and renews it."""
+        (SessionBusy) unless the lease is still the session's, and renews it. StoreUnavailable
+        (StoreFull for a full disk) when the store cannot be reached or written: nothing of
+        the step is stored, and the session resumes from its last stored step."""
         ...
 
     def acquire(self, session_id: str, holder: str, ttl: float) -> Lease:

@@ -11,10 +11,14 @@ is awaited like any other I/O — no thread, no GIL handoff, and the loop runs o
 meanwhile. Appends wait in a queue; the committer takes all that are waiting (up to a batch),
 writes them in one transaction and commits once, then resolves each append's future. While one
 batch commits the next gathers, so batches grow with the load and nothing lingers when it is
-light. An append refused by the store's checks fails alone; a database error fails its batch and
-every caller in it is told. Each caller awaits its own append before going on, so a step is
-durable before the side effect that follows it and a session's appends stay in order. The
-connection is opened on first use and closed when the loop ends or the store closes.
+light. An append refused by the store's checks fails alone; a lost connection is ridden through
+(``store.postgres_outage``): the batch is written again on a new connection, and an append the
+server had committed before the connection dropped is recognised by its hashes, not doubled;
+past the store's bound, every caller in the batch gets a StoreUnavailable naming its session.
+Any other database error fails its batch and every caller in it is told. Each caller awaits its
+own append before going on, so a step is durable before the side effect that follows it and a
+session's appends stay in order. The connection is opened on first use and closed when the loop
+ends or the store closes.
 """
 
 from __future__ import annotations
@@ -25,19 +29,24 @@ import threading
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from tether.store.base import StoreError
+from tether.store.base import StoreError, StoreUnavailable
+from tether.store.postgres_outage import RideThrough, lost_connection
 
 BATCH = 256  # appends in one commit, at most
 
-Write = Callable[[Any, list[tuple[Any, ...]]], Awaitable[list[BaseException | None]]]
+# (db, batch, retried): each append's refusal or None, in a transaction; ``retried`` when an
+# earlier try of the batch may have been committed before its connection dropped
+Write = Callable[[Any, list[tuple[Any, ...]], bool], Awaitable[list[BaseException | None]]]
 
 
 class LoopCommitters:
     """The committers of one store, one per event loop that appends to it."""
 
-    def __init__(self, connect: Callable[[], Awaitable[Any]], write: Write) -> None:
+    def __init__(self, connect: Callable[[], Awaitable[Any]], write: Write,
+                 ride: RideThrough) -> None:
         self._connect = connect  # opens an async connection (autocommit off)
-        self._write = write  # (db, batch): each append's refusal or None, in a transaction
+        self._write = write
+        self._ride = ride  # how long a lost database is waited out
         self._committers: dict[asyncio.AbstractEventLoop, _Committer] = {}
         self._lock = threading.Lock()
         self._closed = False
@@ -106,21 +115,32 @@ class _Committer:
             _fail(self.queue.get_nowait()[1])
 
     async def _commit(self, batch: list[tuple[tuple[Any, ...], asyncio.Future[None]]]) -> None:
-        results: list[BaseException | None]
-        try:
+        appends = [args for args, _ in batch]
+
+        async def attempt(number: int) -> list[BaseException | None]:
             if self.db is None or self.db.closed:
+                self.db = None
                 self.db = await self.owner._connect()
             try:
-                results = await self.owner._write(self.db, [args for args, _ in batch])
+                written = await self.owner._write(self.db, appends, number > 0)
                 await self.db.commit()
-            except BaseException:
+            except BaseException as exc:
                 with contextlib.suppress(Exception):
                     await self.db.rollback()
+                    if lost_connection(exc):  # e.g. on a standby now: the next try reconnects
+                        await self.db.close()
                 raise
+            return written
+
+        results: list[BaseException | None]
+        try:
+            results = await self.owner._ride.acall(attempt)
         except asyncio.CancelledError:  # the store closed or the loop ended mid-commit
             for _, future in batch:
                 _fail(future, "read the session back to see whether it was stored")
             raise
+        except StoreUnavailable as exc:  # the database stayed away: each session is told
+            results = [exc.for_session(args[0]) for args in appends]
         except Exception as exc:  # nothing of the batch is stored: each caller is told
             results = [exc] * len(batch)
         for (_, future), result in zip(batch, results, strict=True):

@@ -13,10 +13,13 @@ tidy, and the schema version is checked on open like SQLite's.
 
 from __future__ import annotations
 
+import contextlib
+import functools
 import json
 import re
+import threading
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 from urllib.parse import parse_qsl, quote, urlencode, urlsplit, urlunsplit
 
@@ -28,79 +31,44 @@ from tether.store.base import (
     SessionBusy,
     SessionInfo,
     StoreError,
+    StoreUnavailable,
     approval_anchor,
     audit_key,
     holder_is_gone,
 )
 from tether.store.loop_commit import LoopCommitters
+from tether.store.postgres_outage import (
+    DEFAULT_RIDE_THROUGH,
+    DOWN_GRACE,
+    RideThrough,
+    lost_connection,
+    riding,
+)
+from tether.store.postgres_schema import MIGRATIONS, SCHEMA_VERSION
 from tether.store.postgres_steps import Append, Statements, arun, run
 from tether.types import Event
 from tether.urls import redact_text, redact_url
 
-MIGRATIONS: dict[int, list[str]] = {
-    1: [
-        """CREATE TABLE {s}.events (
-            session_id TEXT NOT NULL, seq BIGINT NOT NULL, type TEXT NOT NULL,
-            ts DOUBLE PRECISION NOT NULL, data JSONB NOT NULL, prev_hash TEXT NOT NULL,
-            hash TEXT NOT NULL, PRIMARY KEY (session_id, seq))""",
-        """CREATE TABLE {s}.sessions (
-            session_id TEXT PRIMARY KEY, tenant_id TEXT, agent TEXT,
-            created_at DOUBLE PRECISION NOT NULL, updated_at DOUBLE PRECISION NOT NULL,
-            events BIGINT NOT NULL, last_type TEXT NOT NULL)""",
-        "CREATE INDEX sessions_updated ON {s}.sessions (updated_at)",
-        """CREATE TABLE {s}.approvals (
-            id TEXT PRIMARY KEY, session_id TEXT NOT NULL, status TEXT NOT NULL,
-            record JSONB NOT NULL, created BIGSERIAL)""",
-        "CREATE INDEX approvals_status ON {s}.approvals (status, session_id)",
-    ],
-    # Arguments the journal hides, kept apart from it (Agent(keep_hidden_arguments=True)).
-    2: [
-        """CREATE TABLE {s}.private_arguments (
-            session_id TEXT NOT NULL, call_id TEXT NOT NULL, arguments TEXT NOT NULL,
-            PRIMARY KEY (session_id, call_id))""",
-    ],
-    # Event data and approval records as the exact JSON text tether wrote, not JSONB: JSONB
-    # rewrote numbers (1e20 came back as 100000000000000000000), so a recomputed hash no longer
-    # matched, and refused \u0000. Rows stored before this keep JSONB's rendering and are
-    # marked, so verify can tell a row it cannot re-hash from a tampered one.
-    3: [
-        "ALTER TABLE {s}.events ALTER COLUMN data TYPE TEXT USING data::text",
-        "ALTER TABLE {s}.events ADD COLUMN jsonb_era BOOLEAN NOT NULL DEFAULT TRUE",
-        "ALTER TABLE {s}.events ALTER COLUMN jsonb_era SET DEFAULT FALSE",
-        "ALTER TABLE {s}.approvals ALTER COLUMN record TYPE TEXT USING record::text",
-    ],
-    # A running session is leased to one worker: who holds it, the fencing token every append
-    # must carry, and when the lease lapses (renewed by each append of its holder).
-    4: [
-        "ALTER TABLE {s}.sessions ADD COLUMN lease_holder TEXT",
-        "ALTER TABLE {s}.sessions ADD COLUMN lease_token BIGINT NOT NULL DEFAULT 0",
-        "ALTER TABLE {s}.sessions ADD COLUMN lease_expires DOUBLE PRECISION NOT NULL DEFAULT 0",
-    ],
-    # The store-wide anchor chain (tether.store.base): sessions' heads at start, pause and end,
-    # and approval decisions, each chained to the one before (and signed with an audit key).
-    5: [
-        """CREATE TABLE {s}.anchors (
-            seq BIGSERIAL PRIMARY KEY, kind TEXT NOT NULL, session_id TEXT NOT NULL,
-            body TEXT NOT NULL, prev TEXT NOT NULL, hash TEXT NOT NULL, mac TEXT)""",
-    ],
-}
-SCHEMA_VERSION = max(MIGRATIONS)
 DEFAULT_SCHEMA = "tether"
+RENEW_BOUND = 2.0  # seconds a lease renewal (on the event loop) waits out a lost database
 
 
 class PostgresStore:
     """``url`` is a libpq URL; the store's tables live in ``schema``, which may also be named in
-    the URL as ``?schema=NAME`` or libpq's ``?options=-csearch_path%3DNAME``. ``url`` as this
-    object shows it has every secret masked (``tether.urls.redact_url``)."""
-
+    the URL as ``?schema=NAME`` or libpq's ``?options=-csearch_path%3DNAME``. A lost database
+    (a restart, a failover) is waited out for ``ride_through`` seconds (30 by default, or
+    ``?ride_through=N`` in the URL) before an operation fails with StoreUnavailable
+    (``store.postgres_outage``). ``url`` as this object shows it has every secret masked
+    (``tether.urls.redact_url``)."""
 
     def __init__(self, url: str, *, schema: str | None = None, min_size: int = 1,
-                 max_size: int = 8) -> None:
+                 max_size: int = 8, ride_through: float | None = None) -> None:
         try:
             from psycopg_pool import ConnectionPool
         except ImportError:
             raise StoreError("the PostgreSQL store needs psycopg: pip install -e '.[postgres]' in "
                              "tether's checkout") from None
+        url, bound = ride_through_in_url(url, ride_through)
         dsn, named = schema_in_url(url)
         if schema is not None and named is not None and schema != named:
             raise StoreError(f"the URL names schema {named!r} and schema={schema!r} was given; "
@@ -112,17 +80,26 @@ class PostgresStore:
         self.schema = schema
         # the batch statements, and the audit key that signs anchors (kept outside the database)
         self._statements = Statements(schema, audit_key())
-        self._pool = ConnectionPool(dsn, min_size=min_size, max_size=max_size, open=False,
-                                    kwargs={"autocommit": False})
+        self._ride = RideThrough(bound, self.url, dsn, recover=self._recover)
+        self._unreleased: dict[str, int] = {}  # session -> lease token a lost database kept
+        self._pool_of = functools.partial(ConnectionPool, dsn, min_size=min_size,
+                                          max_size=max_size, open=False,
+                                          kwargs={"autocommit": False})
+        self._pool = self._pool_of()
+        self._renewing, self._renewed_at = threading.Lock(), -DOWN_GRACE  # see _recover
         try:
             self._pool.open(wait=True, timeout=10)
         except Exception as exc:
             self._pool.close()
-            raise StoreError(f"cannot connect to PostgreSQL at {self.url}: "
-                             f"{redact_text(str(exc), dsn)}") from None
-        self._migrate()
+            raise StoreUnavailable(self.url, "cannot connect to PostgreSQL: "
+                                   f"{redact_text(str(exc), dsn)}") from None
+        try:
+            self._migrate()
+        except BaseException:
+            self._pool.close()
+            raise
         self._dsn = dsn
-        self._committers = LoopCommitters(self._connect, self._write_async)
+        self._committers = LoopCommitters(self._connect, self._write_async, self._ride)
 
     def __repr__(self) -> str:
         return f"PostgresStore({self.url!r}, schema={self.schema!r})"
@@ -130,8 +107,37 @@ class PostgresStore:
     def _sql(self, statement: str) -> str:
         return statement.replace("{s}", self.schema)
 
+    def _recover(self, down: bool) -> None:
+        """Drop the pool's dead connections; once the store was given up for down, the whole
+        pool (its reconnection attempts back off for seconds), for one that connects at once —
+        at most once a DOWN_GRACE, however many operations find the store down."""
+        if not down:
+            self._pool.check()
+            return
+        with self._renewing:
+            if time.monotonic() - self._renewed_at < DOWN_GRACE:
+                return
+            fresh = self._pool_of()
+            fresh.open(wait=False)
+            old, self._pool = self._pool, fresh
+            self._renewed_at = time.monotonic()
+        old.close(timeout=0)
+
+    @contextlib.contextmanager
+    def _connection(self) -> Iterator[Any]:
+        """A pooled connection, waited for no longer than the current try may wait; one that
+        lost its server (or reached a read-only standby) is closed, so the pool drops it."""
+        with self._pool.connection(timeout=self._ride.wait()) as db:
+            try:
+                yield db
+            except Exception as exc:
+                if lost_connection(exc):
+                    db.close()
+                raise
+
+    @riding
     def _migrate(self) -> None:
-        with self._pool.connection() as db:
+        with self._connection() as db:  # creation and migration: one worker at a time
             db.execute("SELECT pg_advisory_xact_lock(hashtext('tether-migrate'))")
             db.execute(self._sql("CREATE SCHEMA IF NOT EXISTS {s}"))
             db.execute(self._sql("CREATE TABLE IF NOT EXISTS {s}.meta "
@@ -156,9 +162,13 @@ class PostgresStore:
                data_json: Sequence[str] | None = None, lease: Lease | None = None) -> None:
         if not events:
             return
-        with self._pool.connection() as db:
-            refused = run(db, self._statements.write([self._as_append(session_id, events,
-                                                                    data_json, lease)]))[0]
+        self._ride.call(lambda: self._append(session_id, events, data_json, lease), session_id)
+
+    def _append(self, session_id: str, events: Sequence[Event],
+                data_json: Sequence[str] | None, lease: Lease | None) -> None:
+        append = self._as_append(session_id, events, data_json, lease)
+        with self._connection() as db:
+            refused = run(db, self._statements.write([append], self._ride.retrying()))[0]
         if refused is not None:
             raise refused
 
@@ -172,18 +182,15 @@ class PostgresStore:
             await self._committers.submit(session_id, list(events), data_json, lease)
 
     async def _connect(self) -> Any:
-        import psycopg
+        import psycopg  # its errors are classified by the committer's ride-through
 
-        try:
-            return await psycopg.AsyncConnection.connect(
-                self._dsn, autocommit=False, application_name=f"tether-commit-{self.schema}")
-        except Exception as exc:
-            raise StoreError(f"cannot connect to PostgreSQL at {self.url}: "
-                             f"{redact_text(str(exc), self._dsn)}") from None
+        return await psycopg.AsyncConnection.connect(
+            self._dsn, autocommit=False, application_name=f"tether-commit-{self.schema}")
 
-    async def _write_async(self, db: Any, batch: list[tuple[Any, ...]]
-                           ) -> list[BaseException | None]:
-        return await arun(db, self._statements.write([self._as_append(*args) for args in batch]))
+    async def _write_async(self, db: Any, batch: list[tuple[Any, ...]],
+                           retried: bool) -> list[BaseException | None]:
+        return await arun(db, self._statements.write([self._as_append(*args) for args in batch],
+                                                     retried))
 
     @staticmethod
     def _as_append(session_id: str, events: Sequence[Event], data_json: Sequence[str] | None,
@@ -210,14 +217,16 @@ class PostgresStore:
             if decided is not None:
                 self._anchor(db, "approval", decided["session_id"], decided)
 
+    @riding
     def anchors(self) -> list[Anchor]:
-        with self._pool.connection() as db:
+        with self._connection() as db:
             rows = db.execute(self._sql("SELECT seq, kind, session_id, body, prev, hash, mac "
                                         "FROM {s}.anchors ORDER BY seq")).fetchall()
         return [Anchor(*row) for row in rows]
 
+    @riding
     def acquire(self, session_id: str, holder: str, ttl: float) -> Lease:
-        with self._pool.connection() as db:
+        with self._connection() as db:
             row = db.execute(self._sql("SELECT lease_holder, lease_token, lease_expires FROM "
                                        "{s}.sessions WHERE session_id = %s FOR UPDATE"),
                              (session_id,)).fetchone()
@@ -225,15 +234,22 @@ class PostgresStore:
                 raise LookupError(f"no session {session_id!r} in {self.url}")
             current, token, expires = row
             if current not in (None, holder) and expires > time.time() and \
-                    not holder_is_gone(current):
+                    not holder_is_gone(current) and self._unreleased.get(session_id) != token:
                 raise SessionBusy(session_id, current, expires)
             db.execute(self._sql("UPDATE {s}.sessions SET lease_holder = %s, lease_token = %s, "
                                  "lease_expires = %s WHERE session_id = %s"),
                        (holder, token + 1, time.time() + ttl, session_id))
+        self._unreleased.pop(session_id, None)
         return Lease(holder, token + 1, ttl)
 
     def renew(self, session_id: str, lease: Lease) -> None:
-        with self._pool.connection() as db:
+        """Not ridden through for the whole bound: renewing runs on the event loop and must not
+        hold it that long (each append renews the lease too, and says so if it was lost)."""
+        self._ride.call(lambda: self._renew(session_id, lease), session_id,
+                        bound=min(self._ride.bound, RENEW_BOUND))
+
+    def _renew(self, session_id: str, lease: Lease) -> None:
+        with self._connection() as db:
             moved = db.execute(self._sql("UPDATE {s}.sessions SET lease_expires = %s WHERE "
                                          "session_id = %s AND lease_token = %s"),
                                (time.time() + lease.ttl, session_id, lease.token)).rowcount
@@ -245,13 +261,23 @@ class PostgresStore:
                                   row[1] if row else 0.0, lost=True)
 
     def release(self, session_id: str, lease: Lease) -> None:
-        with self._pool.connection() as db:
+        """One try: a lease not released lapses by itself, and the session's next acquire
+        through this store takes it at once."""
+        try:
+            self._ride.call(lambda: self._release(session_id, lease), session_id, bound=0.0)
+        except StoreUnavailable:
+            self._unreleased[session_id] = lease.token
+            raise
+
+    def _release(self, session_id: str, lease: Lease) -> None:
+        with self._connection() as db:
             db.execute(self._sql("UPDATE {s}.sessions SET lease_holder = NULL, lease_expires = 0 "
                                  "WHERE session_id = %s AND lease_token = %s"),
                        (session_id, lease.token))
 
+    @riding
     def read(self, session_id: str, after_seq: int = 0) -> list[Event]:
-        with self._pool.connection() as db:
+        with self._connection() as db:
             rows = db.execute(self._sql(
                 "SELECT seq, type, ts, data, prev_hash, hash FROM {s}.events "
                 "WHERE session_id = %s AND seq > %s ORDER BY seq"),
@@ -259,22 +285,25 @@ class PostgresStore:
         return [Event.from_json(seq, type, session_id, ts, data, prev, digest)
                 for seq, type, ts, data, prev, digest in rows]
 
+    @riding
     def unlisted(self) -> list[str]:
-        with self._pool.connection() as db:
+        with self._connection() as db:
             rows = db.execute(self._sql(
                 "SELECT DISTINCT session_id FROM {s}.events WHERE session_id NOT IN "
                 "(SELECT session_id FROM {s}.sessions) ORDER BY 1")).fetchall()
         return [sid for (sid,) in rows]
 
+    @riding
     def unverifiable(self, session_id: str) -> frozenset[int]:
-        with self._pool.connection() as db:
+        with self._connection() as db:
             rows = db.execute(self._sql("SELECT seq FROM {s}.events WHERE session_id = %s "
                                         "AND jsonb_era"), (session_id,)).fetchall()
         return frozenset(r[0] for r in rows)
 
+    @riding
     def sessions(self, *, since: float | None = None,
                  until: float | None = None) -> list[SessionInfo]:
-        with self._pool.connection() as db:
+        with self._connection() as db:
             rows = db.execute(self._sql(
                 "SELECT session_id, created_at, updated_at, events, last_type, tenant_id, agent "
                 "FROM {s}.sessions WHERE updated_at >= %s AND updated_at < %s "
@@ -283,8 +312,9 @@ class PostgresStore:
                  until if until is not None else float("inf"))).fetchall()
         return [SessionInfo(*row) for row in rows]
 
+    @riding
     def prune(self, before: float) -> int:
-        with self._pool.connection() as db:
+        with self._connection() as db:
             doomed = [r[0] for r in db.execute(self._sql(
                 "SELECT session_id FROM {s}.sessions WHERE updated_at < %s FOR UPDATE"),
                 (before,)).fetchall()]
@@ -295,60 +325,69 @@ class PostgresStore:
                            (doomed,))
         return len(doomed)
 
+    @riding
     def put_approval(self, record: Mapping[str, Any]) -> None:
         import psycopg
 
         try:
-            with self._pool.connection() as db:
+            with self._connection() as db:
                 db.execute(self._sql("INSERT INTO {s}.approvals (id, session_id, status, record) "
                                      "VALUES (%s, %s, %s, %s)"),
                            (record["id"], record["session_id"], record["status"],
                             json.dumps(dict(record))))
         except psycopg.errors.UniqueViolation:
+            if self._ride.retrying() and self.get_approval(record["id"]) == dict(record):
+                return  # put by the try whose commit's reply the dropped connection lost
             raise ConflictError(f"approval {record['id']} already exists") from None
 
+    @riding
     def put_private(self, session_id: str, call_id: str, arguments: Mapping[str, Any]) -> None:
-        with self._pool.connection() as db:
+        with self._connection() as db:
             db.execute(self._sql("INSERT INTO {s}.private_arguments VALUES (%s, %s, %s) "
                                  "ON CONFLICT (session_id, call_id) "
                                  "DO UPDATE SET arguments = excluded.arguments"),
                        (session_id, call_id, json.dumps(dict(arguments))))
 
+    @riding
     def get_private(self, session_id: str, call_id: str) -> dict[str, Any] | None:
-        with self._pool.connection() as db:
+        with self._connection() as db:
             row = db.execute(self._sql("SELECT arguments FROM {s}.private_arguments "
                                        "WHERE session_id = %s AND call_id = %s"),
                              (session_id, call_id)).fetchone()
         return dict(json.loads(row[0])) if row else None
 
+    @riding
     def drop_private(self, session_id: str) -> None:
-        with self._pool.connection() as db:
+        with self._connection() as db:
             db.execute(self._sql("DELETE FROM {s}.private_arguments WHERE session_id = %s"),
                        (session_id,))
 
+    @riding
     def get_approval(self, approval_id: str) -> dict[str, Any] | None:
-        with self._pool.connection() as db:
+        with self._connection() as db:
             row = db.execute(self._sql("SELECT record FROM {s}.approvals WHERE id = %s"),
                              (approval_id,)).fetchone()
         return json.loads(row[0]) if row else None
 
+    @riding
     def list_approvals(self, *, status: str | None = None,
                        session_id: str | None = None) -> list[dict[str, Any]]:
-        with self._pool.connection() as db:
+        with self._connection() as db:
             rows = db.execute(self._sql(
                 "SELECT record FROM {s}.approvals WHERE (%s::text IS NULL OR status = %s) "
                 "AND (%s::text IS NULL OR session_id = %s) ORDER BY created"),
                 (status, status, session_id, session_id)).fetchall()
         return [json.loads(r[0]) for r in rows]
 
+    @riding
     def update_approval(self, approval_id: str, expected_status: str,
                         changes: Mapping[str, Any]) -> bool:
-        with self._pool.connection() as db:
+        with self._connection() as db:
             row = db.execute(self._sql("SELECT record FROM {s}.approvals WHERE id = %s AND "
                                        "status = %s FOR UPDATE"),
                              (approval_id, expected_status)).fetchone()
-            if row is None:
-                return False
+            if row is None:  # on a retry: was it this call's earlier try that changed it?
+                return self._ride.retrying() and self._changed_by(db, approval_id, changes)
             record = {**json.loads(row[0]), **changes}
             db.execute(self._sql("UPDATE {s}.approvals SET status = %s, record = %s "
                                  "WHERE id = %s"),
@@ -358,9 +397,37 @@ class PostgresStore:
                 self._anchor(db, "approval", record["session_id"], decided)
         return True
 
+    def _changed_by(self, db: Any, approval_id: str, changes: Mapping[str, Any]) -> bool:
+        """Whether the approval holds every one of ``changes`` (a decision carries who decided
+        and when): what a try committed before its connection dropped left behind."""
+        row = db.execute(self._sql("SELECT record FROM {s}.approvals WHERE id = %s"),
+                         (approval_id,)).fetchone()
+        return row is not None and all(json.loads(row[0]).get(key) == value
+                                       for key, value in changes.items())
+
     def close(self) -> None:
         self._committers.close()
         self._pool.close()
+
+
+def ride_through_in_url(url: str, given: float | None) -> tuple[str, float]:
+    """The URL without tether's ``ride_through`` parameter, and the bound in seconds: the one
+    given, else the URL's, else ``DEFAULT_RIDE_THROUGH``."""
+    parts = urlsplit(url)
+    pairs = parse_qsl(parts.query, keep_blank_values=True)
+    named = [value for name, value in pairs if name == "ride_through"]
+    if not named:
+        return url, DEFAULT_RIDE_THROUGH if given is None else given
+    try:
+        bound = float(named[-1].removesuffix("s"))
+    except ValueError:
+        raise StoreError(f"ride_through={named[-1]!r} in the store URL must be a number of "
+                         "seconds, e.g. ?ride_through=30") from None
+    if given is not None and given != bound:
+        raise StoreError(f"the URL sets ride_through={bound:g} and ride_through={given:g} was "
+                         "given; set it once")
+    kept = urlencode([(n, v) for n, v in pairs if n != "ride_through"], quote_via=quote)
+    return urlunsplit(parts._replace(query=kept)), bound
 
 
 _SEARCH_PATH = re.compile(r"-c\s*search_path\s*=\s*([^\s,]+)")

@@ -93,9 +93,12 @@ class Statements:
         self.move_on = MOVE_ON.replace("{s}", schema)
         self.audit_key = audit_key
 
-    def write(self, batch: Sequence[Append]) -> Plan[list[BaseException | None]]:
+    def write(self, batch: Sequence[Append],
+              retried: bool = False) -> Plan[list[BaseException | None]]:
         """Write ``batch`` in the current transaction: for each append, None when written, else
-        the refusal that says why it was not (nothing of it written)."""
+        the refusal that says why it was not (nothing of it written). ``retried``: an earlier
+        try may have been committed before its connection dropped, so an append refused as a
+        conflict whose events are stored as they are (by hash) was written, by that try."""
         counts = Counter(append[0] for append in batch)
         alone = [i for i, append in enumerate(batch) if counts[append[0]] == 1 and append[1]]
         results: list[BaseException | None] = [None] * len(batch)
@@ -118,11 +121,24 @@ class Statements:
             if head is not None:
                 heads.append(("head", batch[i][0], head))
         yield from self.anchor(heads)
+        if retried:  # after the anchors: what the earlier try wrote, it anchored
+            for i in alone:
+                if isinstance(results[i], ConflictError) and \
+                        (yield from self._stored_already(batch[i])):
+                    results[i] = None
         done = set(alone)
         for i, append in enumerate(batch):  # a session twice in one batch: by itself, in order
             if i not in done and append[1]:
-                results[i] = (yield from self.write([append]))[0]
+                results[i] = (yield from self.write([append], retried))[0]
         return results
+
+    def _stored_already(self, append: Append) -> Plan[bool]:
+        """Whether the store holds ``append``'s events exactly (its last event's hash covers
+        the chain up to it)."""
+        session_id, events, _, _ = append
+        (rows,) = yield [(f"SELECT hash FROM {self.schema}.events WHERE session_id = %s AND "
+                          "seq = %s", (session_id, events[-1].seq))]
+        return bool(rows) and rows[0][0] == events[-1].hash
 
     def anchor(self, anchors: Sequence[tuple[str, str, Mapping[str, Any]]]) -> Plan[None]:
         """Append ``anchors`` (kind, session, body) to the anchor chain in the current

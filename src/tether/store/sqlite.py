@@ -11,6 +11,7 @@ refused with a clear error instead of being misread.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import json
 import sqlite3
@@ -30,6 +31,7 @@ from tether.store.base import (
     SessionBusy,
     SessionInfo,
     StoreError,
+    StoreFull,
     approval_anchor,
     audit_key,
     head_anchor,
@@ -38,92 +40,16 @@ from tether.store.base import (
     seal_anchor,
 )
 from tether.store.sqlite_checkpoint import BACKSTOP_PAGES, Checkpointer
+from tether.store.sqlite_open import (
+    connect,
+    connect_read_only,
+    guarded,
+    is_full,
+    transaction,
+)
+from tether.store.sqlite_schema import MIGRATIONS, SCHEMA_VERSION
 from tether.types import Event
 
-MIGRATIONS: dict[int, str] = {
-    1: """
-    CREATE TABLE events (
-        session_id TEXT NOT NULL, seq INTEGER NOT NULL, type TEXT NOT NULL,
-        ts REAL NOT NULL, data TEXT NOT NULL, prev_hash TEXT NOT NULL, hash TEXT NOT NULL,
-        PRIMARY KEY (session_id, seq)) WITHOUT ROWID;
-    CREATE TABLE sessions (
-        session_id TEXT PRIMARY KEY, tenant_id TEXT, agent TEXT, created_at REAL NOT NULL,
-        updated_at REAL NOT NULL, events INTEGER NOT NULL, last_type TEXT NOT NULL);
-    CREATE INDEX sessions_updated ON sessions (updated_at);
-    CREATE TABLE approvals (
-        id TEXT PRIMARY KEY, session_id TEXT NOT NULL, status TEXT NOT NULL,
-        record TEXT NOT NULL);
-    CREATE INDEX approvals_status ON approvals (status, session_id);
-    """,
-    # Events appended at the end of a rowid table, found through a small unique index, instead
-    # of a clustered table into which every step inserted at a random place (session ids are
-    # random); and sessions.updated_at no longer indexed (listing and pruning read one row per
-    # session). Each step's commit writes 12 WAL pages instead of 17, about a quarter less time.
-    2: """
-    CREATE TABLE events_v2 (
-        session_id TEXT NOT NULL, seq INTEGER NOT NULL, type TEXT NOT NULL,
-        ts REAL NOT NULL, data TEXT NOT NULL, prev_hash TEXT NOT NULL, hash TEXT NOT NULL);
-    INSERT INTO events_v2 SELECT session_id, seq, type, ts, data, prev_hash, hash FROM events
-        ORDER BY session_id, seq;
-    DROP TABLE events;
-    ALTER TABLE events_v2 RENAME TO events;
-    CREATE UNIQUE INDEX events_by_session ON events (session_id, seq);
-    DROP INDEX sessions_updated;
-    """,
-    # Arguments the journal hides, kept apart from it (Agent(keep_hidden_arguments=True)).
-    3: """
-    CREATE TABLE private_arguments (
-        session_id TEXT NOT NULL, call_id TEXT NOT NULL, arguments TEXT NOT NULL,
-        PRIMARY KEY (session_id, call_id));
-    """,
-    # Each session gets an integer key in the order sessions start, and events are indexed by
-    # (key, seq) instead of (session id, seq): a running session's index entries go at the end
-    # of the index rather than at a random place in it (session ids are random), so a step no
-    # longer splits index pages in the middle of the tree. 5.5 -> 4.5 WAL pages per commit.
-    # The key is an explicit INTEGER PRIMARY KEY (VACUUM keeps it) and AUTOINCREMENT (a pruned
-    # session's key is never given to another). An events row must carry an integer key: a
-    # tether from before this schema still running on the file would write the session id there,
-    # and is refused instead of misfiling its events.
-    4: """
-    INSERT INTO sessions (session_id, created_at, updated_at, events, last_type)
-        SELECT session_id, min(ts), max(ts), max(seq), '' FROM events
-        WHERE session_id NOT IN (SELECT session_id FROM sessions) GROUP BY session_id;
-    CREATE TABLE sessions_v4 (
-        key INTEGER PRIMARY KEY AUTOINCREMENT, session_id TEXT NOT NULL UNIQUE,
-        tenant_id TEXT, agent TEXT, created_at REAL NOT NULL, updated_at REAL NOT NULL,
-        events INTEGER NOT NULL, last_type TEXT NOT NULL);
-    INSERT INTO sessions_v4 (session_id, tenant_id, agent, created_at, updated_at, events,
-                             last_type)
-        SELECT session_id, tenant_id, agent, created_at, updated_at, events, last_type
-        FROM sessions ORDER BY created_at;
-    CREATE TABLE events_v4 (
-        session_key INTEGER NOT NULL CHECK (typeof(session_key) = 'integer'),
-        seq INTEGER NOT NULL, type TEXT NOT NULL, ts REAL NOT NULL, data TEXT NOT NULL,
-        prev_hash TEXT NOT NULL, hash TEXT NOT NULL);
-    INSERT INTO events_v4 SELECT s.key, e.seq, e.type, e.ts, e.data, e.prev_hash, e.hash
-        FROM events AS e JOIN sessions_v4 AS s USING (session_id) ORDER BY s.key, e.seq;
-    DROP TABLE events;
-    DROP TABLE sessions;
-    ALTER TABLE sessions_v4 RENAME TO sessions;
-    ALTER TABLE events_v4 RENAME TO events;
-    CREATE UNIQUE INDEX events_by_session ON events (session_key, seq);
-    """,
-    # A running session is leased to one worker: who holds it, the fencing token every append
-    # must carry, and when the lease lapses (renewed by each append of its holder).
-    5: """
-    ALTER TABLE sessions ADD COLUMN lease_holder TEXT;
-    ALTER TABLE sessions ADD COLUMN lease_token INTEGER NOT NULL DEFAULT 0;
-    ALTER TABLE sessions ADD COLUMN lease_expires REAL NOT NULL DEFAULT 0;
-    """,
-    # The store-wide anchor chain (tether.store.base): sessions' heads at start, pause and end,
-    # and approval decisions, each chained to the one before (and signed with an audit key).
-    6: """
-    CREATE TABLE anchors (
-        seq INTEGER PRIMARY KEY AUTOINCREMENT, kind TEXT NOT NULL, session_id TEXT NOT NULL,
-        body TEXT NOT NULL, prev TEXT NOT NULL, hash TEXT NOT NULL, mac TEXT);
-    """,
-}
-SCHEMA_VERSION = max(MIGRATIONS)
 # the sessions row is the writers' check: it moves on only from the seq the writer read (and,
 # for a leased session, only for the lease's holder, whose lease it renews)
 MOVE_ON = ("UPDATE sessions SET updated_at = ?, events = ?, last_type = ? "
@@ -160,18 +86,42 @@ class SQLiteStore:
         self._lock = threading.RLock()
         self._keys: dict[str, int] = {}  # session id -> key, for sessions appended to
         self._audit_key = audit_key()  # signs anchors; kept outside the database
+        self.read_only = False  # opened for audit only: its disk was full
         try:
-            self._db = sqlite3.connect(self.path, timeout=30.0, isolation_level=None,
-                                       check_same_thread=False)
+            self._db = connect(self.path)
+            self._db.execute(f"PRAGMA synchronous={synchronous.upper()}")
+            self._db.execute(f"PRAGMA wal_autocheckpoint={BACKSTOP_PAGES}")  # see checkpoint
+            self._migrate()
         except sqlite3.Error as exc:
-            raise StoreError(f"cannot open SQLite store {self.path!r}: {exc}") from None
-        self._db.execute("PRAGMA journal_mode=WAL")
-        self._db.execute(f"PRAGMA synchronous={synchronous.upper()}")
-        self._db.execute("PRAGMA busy_timeout=30000")
-        self._db.execute(f"PRAGMA wal_autocheckpoint={BACKSTOP_PAGES}")  # sqlite_checkpoint.py
+            if not is_full(exc, self.path):
+                raise StoreError(f"cannot open SQLite store {self.path!r}: {exc}") from None
+            self._open_read_only(exc)
         self._checkpoints = Checkpointer(self.path)
         self._cursor = self._db.cursor()  # for appends (Connection.execute makes one per call)
-        self._migrate()
+
+    def _open_read_only(self, full: sqlite3.Error) -> None:
+        """Open for audit a file whose disk is full (every write refused with StoreFull); only
+        a file of this tether's schema can be read so: an older one must be migrated first."""
+        with contextlib.suppress(Exception):
+            self._db.close()
+        try:
+            self._db = connect_read_only(self.path)
+            version = self._version()
+        except sqlite3.Error as exc:
+            raise StoreFull(self.url, f"SQLite: {full}; it cannot even be opened read-only: "
+                            f"{exc}") from None
+        if version != SCHEMA_VERSION:
+            self._db.close()
+            raise StoreFull(self.url, f"SQLite: {full}; " + (
+                "a new store cannot be created there" if version == 0 else
+                "its schema must be migrated first, which needs space"))
+        self.read_only = True
+
+    def _writable(self, session_id: str | None = None) -> None:
+        if self.read_only:
+            raise StoreFull(self.url, "this store was opened read-only, for audit, because its "
+                            "disk was full; open it again once space is freed",
+                            session_id=session_id)
 
     @classmethod
     def from_url(cls, url: str) -> SQLiteStore:
@@ -187,13 +137,13 @@ class SQLiteStore:
 
     def _migrate(self) -> None:
         with self._lock:
-            self._db.execute("BEGIN IMMEDIATE")
+            if self._version() == SCHEMA_VERSION:  # nothing to write: opens on a full disk
+                return
+            self._db.execute("BEGIN IMMEDIATE")  # creation and migration wait their turn
             try:
                 self._db.execute("CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, "
                                  "value TEXT NOT NULL)")
-                row = self._db.execute(
-                    "SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
-                version = int(row[0]) if row else 0
+                version = self._version()
                 if version > SCHEMA_VERSION:
                     raise SchemaError(
                         f"{self.path} has schema version {version}, newer than this tether "
@@ -204,12 +154,25 @@ class SQLiteStore:
                             self._db.execute(statement)
                 if version and version < 6:  # what was stored before anchoring, anchored now
                     self._anchor_existing()
-                self._db.execute("INSERT OR REPLACE INTO meta VALUES ('schema_version', ?)",
-                                 (str(SCHEMA_VERSION),))
+                if version != SCHEMA_VERSION:
+                    self._db.execute("INSERT OR REPLACE INTO meta VALUES ('schema_version', ?)",
+                                     (str(SCHEMA_VERSION),))
                 self._db.execute("COMMIT")
             except BaseException:
-                self._db.execute("ROLLBACK")
+                if self._db.in_transaction:  # a full disk has rolled it back already
+                    self._db.execute("ROLLBACK")
                 raise
+
+    def _version(self) -> int:
+        """The file's schema version (0 for a new file), read without writing."""
+        try:
+            row = self._db.execute(
+                "SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
+        except sqlite3.OperationalError as exc:
+            if "no such table" in str(exc):
+                return 0
+            raise
+        return int(row[0]) if row else 0
 
     def append(self, session_id: str, events: Sequence[Event],
                data_json: Sequence[str] | None = None, lease: Lease | None = None) -> None:
@@ -219,9 +182,9 @@ class SQLiteStore:
             data_json = [e.json_text or json.dumps(e.data, ensure_ascii=False) for e in events]
         first, last = events[0], events[-1]
         with self._lock:
+            self._writable(session_id)
             cursor = self._cursor
-            cursor.execute("BEGIN IMMEDIATE")
-            try:
+            with transaction(cursor, self.path, self.url, session_id):
                 if first.seq == 1:
                     subject = first.data.get("subject") or {}
                     cursor.execute(
@@ -256,10 +219,6 @@ class SQLiteStore:
                 head = head_anchor(session_id, events)
                 if head is not None:
                     self._anchor("head", session_id, head)
-                cursor.execute("COMMIT")
-            except BaseException:
-                cursor.execute("ROLLBACK")
-                raise
             self._checkpoints.committed()
             assert key is not None  # the sessions row moved on, so it exists and has a key
             if len(self._keys) >= KEYS_KEPT:
@@ -303,9 +262,9 @@ class SQLiteStore:
 
     def acquire(self, session_id: str, holder: str, ttl: float) -> Lease:
         with self._lock:
+            self._writable(session_id)
             db = self._db
-            db.execute("BEGIN IMMEDIATE")
-            try:
+            with transaction(db, self.path, self.url, session_id):
                 row = db.execute("SELECT lease_holder, lease_token, lease_expires FROM sessions "
                                  "WHERE session_id = ?", (session_id,)).fetchone()
                 if row is None:
@@ -317,27 +276,27 @@ class SQLiteStore:
                 db.execute("UPDATE sessions SET lease_holder = ?, lease_token = ?, "
                            "lease_expires = ? WHERE session_id = ?",
                            (holder, token + 1, time.time() + ttl, session_id))
-                db.execute("COMMIT")
-            except BaseException:
-                db.execute("ROLLBACK")
-                raise
         return Lease(holder, token + 1, ttl)
 
     def renew(self, session_id: str, lease: Lease) -> None:
         with self._lock:
-            moved = self._db.execute("UPDATE sessions SET lease_expires = ? WHERE session_id = ? "
-                                     "AND lease_token = ?", (time.time() + lease.ttl,
-                                                             session_id, lease.token)).rowcount
-            if moved != 1:
-                row = self._db.execute("SELECT lease_holder, lease_expires FROM sessions WHERE "
-                                       "session_id = ?", (session_id,)).fetchone()
-                raise SessionBusy(session_id, row[0] if row else None, row[1] if row else 0.0,
-                                  lost=True)
+            self._writable(session_id)
+            with guarded(self.path, self.url, session_id):
+                moved = self._db.execute(
+                    "UPDATE sessions SET lease_expires = ? WHERE session_id = ? AND "
+                    "lease_token = ?", (time.time() + lease.ttl, session_id, lease.token)).rowcount
+                if moved != 1:
+                    row = self._db.execute("SELECT lease_holder, lease_expires FROM sessions WHERE "
+                                           "session_id = ?", (session_id,)).fetchone()
+                    raise SessionBusy(session_id, row[0] if row else None, row[1] if row else 0.0,
+                                      lost=True)
 
     def release(self, session_id: str, lease: Lease) -> None:
         with self._lock:
-            self._db.execute("UPDATE sessions SET lease_holder = NULL, lease_expires = 0 WHERE "
-                             "session_id = ? AND lease_token = ?", (session_id, lease.token))
+            self._writable(session_id)
+            with guarded(self.path, self.url, session_id):
+                self._db.execute("UPDATE sessions SET lease_holder = NULL, lease_expires = 0 WHERE "
+                                 "session_id = ? AND lease_token = ?", (session_id, lease.token))
 
     def read(self, session_id: str, after_seq: int = 0) -> list[Event]:
         with self._lock:
@@ -370,9 +329,9 @@ class SQLiteStore:
 
     def prune(self, before: float) -> int:
         with self._lock:
+            self._writable()
             db = self._db
-            db.execute("BEGIN IMMEDIATE")
-            try:
+            with transaction(db, self.path, self.url):
                 doomed = db.execute("SELECT key, session_id FROM sessions WHERE updated_at < ?",
                                     (before,)).fetchall()
                 for key, sid in doomed:
@@ -381,25 +340,25 @@ class SQLiteStore:
                     db.execute("DELETE FROM approvals WHERE session_id = ?", (sid,))
                     db.execute("DELETE FROM private_arguments WHERE session_id = ?", (sid,))
                     db.execute("DELETE FROM sessions WHERE session_id = ?", (sid,))
-                db.execute("COMMIT")
-            except BaseException:
-                db.execute("ROLLBACK")
-                raise
         return len(doomed)
 
     def put_approval(self, record: Mapping[str, Any]) -> None:
         with self._lock:
-            try:
-                self._db.execute("INSERT INTO approvals VALUES (?, ?, ?, ?)",
-                                 (record["id"], record["session_id"], record["status"],
-                                  json.dumps(dict(record))))
-            except sqlite3.IntegrityError:
-                raise ConflictError(f"approval {record['id']} already exists") from None
+            self._writable()
+            with guarded(self.path, self.url):
+                try:
+                    self._db.execute("INSERT INTO approvals VALUES (?, ?, ?, ?)",
+                                     (record["id"], record["session_id"], record["status"],
+                                      json.dumps(dict(record))))
+                except sqlite3.IntegrityError:
+                    raise ConflictError(f"approval {record['id']} already exists") from None
 
     def put_private(self, session_id: str, call_id: str, arguments: Mapping[str, Any]) -> None:
         with self._lock:
-            self._db.execute("INSERT OR REPLACE INTO private_arguments VALUES (?, ?, ?)",
-                             (session_id, call_id, json.dumps(dict(arguments))))
+            self._writable(session_id)
+            with guarded(self.path, self.url, session_id):
+                self._db.execute("INSERT OR REPLACE INTO private_arguments VALUES (?, ?, ?)",
+                                 (session_id, call_id, json.dumps(dict(arguments))))
 
     def get_private(self, session_id: str, call_id: str) -> dict[str, Any] | None:
         with self._lock:
@@ -409,7 +368,10 @@ class SQLiteStore:
 
     def drop_private(self, session_id: str) -> None:
         with self._lock:
-            self._db.execute("DELETE FROM private_arguments WHERE session_id = ?", (session_id,))
+            self._writable(session_id)
+            with guarded(self.path, self.url, session_id):
+                self._db.execute("DELETE FROM private_arguments WHERE session_id = ?",
+                                 (session_id,))
 
     def get_approval(self, approval_id: str) -> dict[str, Any] | None:
         with self._lock:
@@ -431,13 +393,12 @@ class SQLiteStore:
     def update_approval(self, approval_id: str, expected_status: str,
                         changes: Mapping[str, Any]) -> bool:
         with self._lock:
+            self._writable()
             db = self._db
-            db.execute("BEGIN IMMEDIATE")
-            try:
+            with transaction(db, self.path, self.url):
                 row = db.execute("SELECT record FROM approvals WHERE id = ? AND status = ?",
                                  (approval_id, expected_status)).fetchone()
                 if row is None:
-                    db.execute("ROLLBACK")
                     return False
                 record = {**json.loads(row[0]), **changes}
                 db.execute("UPDATE approvals SET status = ?, record = ? WHERE id = ?",
@@ -445,11 +406,7 @@ class SQLiteStore:
                 decided = approval_anchor(record) if "status" in changes else None
                 if decided is not None:
                     self._anchor("approval", record["session_id"], decided)
-                db.execute("COMMIT")
                 return True
-            except BaseException:
-                db.execute("ROLLBACK")
-                raise
 
     def close(self) -> None:
         with self._lock:

@@ -1,0 +1,58 @@
+"""The PostgreSQL store's schema: numbered migrations (``{s}`` is the store's schema name), each
+applied once, in order, under the migration's advisory lock, so workers starting together
+create and upgrade a schema one at a time.
+
+Why apart: the migrations are history — each one says what changed and why, and none is ever
+edited — while ``store.postgres`` is the code that runs on them.
+"""
+
+from __future__ import annotations
+
+MIGRATIONS: dict[int, list[str]] = {
+    1: [
+        """CREATE TABLE {s}.events (
+            session_id TEXT NOT NULL, seq BIGINT NOT NULL, type TEXT NOT NULL,
+            ts DOUBLE PRECISION NOT NULL, data JSONB NOT NULL, prev_hash TEXT NOT NULL,
+            hash TEXT NOT NULL, PRIMARY KEY (session_id, seq))""",
+        """CREATE TABLE {s}.sessions (
+            session_id TEXT PRIMARY KEY, tenant_id TEXT, agent TEXT,
+            created_at DOUBLE PRECISION NOT NULL, updated_at DOUBLE PRECISION NOT NULL,
+            events BIGINT NOT NULL, last_type TEXT NOT NULL)""",
+        "CREATE INDEX sessions_updated ON {s}.sessions (updated_at)",
+        """CREATE TABLE {s}.approvals (
+            id TEXT PRIMARY KEY, session_id TEXT NOT NULL, status TEXT NOT NULL,
+            record JSONB NOT NULL, created BIGSERIAL)""",
+        "CREATE INDEX approvals_status ON {s}.approvals (status, session_id)",
+    ],
+    # Arguments the journal hides, kept apart from it (Agent(keep_hidden_arguments=True)).
+    2: [
+        """CREATE TABLE {s}.private_arguments (
+            session_id TEXT NOT NULL, call_id TEXT NOT NULL, arguments TEXT NOT NULL,
+            PRIMARY KEY (session_id, call_id))""",
+    ],
+    # Event data and approval records as the exact JSON text tether wrote, not JSONB: JSONB
+    # rewrote numbers (1e20 came back as 100000000000000000000), so a recomputed hash no longer
+    # matched, and refused \u0000. Rows stored before this keep JSONB's rendering and are
+    # marked, so verify can tell a row it cannot re-hash from a tampered one.
+    3: [
+        "ALTER TABLE {s}.events ALTER COLUMN data TYPE TEXT USING data::text",
+        "ALTER TABLE {s}.events ADD COLUMN jsonb_era BOOLEAN NOT NULL DEFAULT TRUE",
+        "ALTER TABLE {s}.events ALTER COLUMN jsonb_era SET DEFAULT FALSE",
+        "ALTER TABLE {s}.approvals ALTER COLUMN record TYPE TEXT USING record::text",
+    ],
+    # A running session is leased to one worker: who holds it, the fencing token every append
+    # must carry, and when the lease lapses (renewed by each append of its holder).
+    4: [
+        "ALTER TABLE {s}.sessions ADD COLUMN lease_holder TEXT",
+        "ALTER TABLE {s}.sessions ADD COLUMN lease_token BIGINT NOT NULL DEFAULT 0",
+        "ALTER TABLE {s}.sessions ADD COLUMN lease_expires DOUBLE PRECISION NOT NULL DEFAULT 0",
+    ],
+    # The store-wide anchor chain (tether.store.base): sessions' heads at start, pause and end,
+    # and approval decisions, each chained to the one before (and signed with an audit key).
+    5: [
+        """CREATE TABLE {s}.anchors (
+            seq BIGSERIAL PRIMARY KEY, kind TEXT NOT NULL, session_id TEXT NOT NULL,
+            body TEXT NOT NULL, prev TEXT NOT NULL, hash TEXT NOT NULL, mac TEXT)""",
+    ],
+}
+SCHEMA_VERSION = max(MIGRATIONS)

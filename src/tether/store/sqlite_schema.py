@@ -1,0 +1,93 @@
+"""The SQLite store's schema: numbered migrations, each applied once, in order, in one transaction.
+
+Why apart: the migrations are history — each one says what changed and why, and none is ever
+edited — while ``store.sqlite`` is the code that runs on them; a file written by a newer tether
+(a version above ``SCHEMA_VERSION``) is refused there rather than misread.
+"""
+
+from __future__ import annotations
+
+MIGRATIONS: dict[int, str] = {
+    1: """
+    CREATE TABLE events (
+        session_id TEXT NOT NULL, seq INTEGER NOT NULL, type TEXT NOT NULL,
+        ts REAL NOT NULL, data TEXT NOT NULL, prev_hash TEXT NOT NULL, hash TEXT NOT NULL,
+        PRIMARY KEY (session_id, seq)) WITHOUT ROWID;
+    CREATE TABLE sessions (
+        session_id TEXT PRIMARY KEY, tenant_id TEXT, agent TEXT, created_at REAL NOT NULL,
+        updated_at REAL NOT NULL, events INTEGER NOT NULL, last_type TEXT NOT NULL);
+    CREATE INDEX sessions_updated ON sessions (updated_at);
+    CREATE TABLE approvals (
+        id TEXT PRIMARY KEY, session_id TEXT NOT NULL, status TEXT NOT NULL,
+        record TEXT NOT NULL);
+    CREATE INDEX approvals_status ON approvals (status, session_id);
+    """,
+    # Events appended at the end of a rowid table, found through a small unique index, instead
+    # of a clustered table into which every step inserted at a random place (session ids are
+    # random); and sessions.updated_at no longer indexed (listing and pruning read one row per
+    # session). Each step's commit writes 12 WAL pages instead of 17, about a quarter less time.
+    2: """
+    CREATE TABLE events_v2 (
+        session_id TEXT NOT NULL, seq INTEGER NOT NULL, type TEXT NOT NULL,
+        ts REAL NOT NULL, data TEXT NOT NULL, prev_hash TEXT NOT NULL, hash TEXT NOT NULL);
+    INSERT INTO events_v2 SELECT session_id, seq, type, ts, data, prev_hash, hash FROM events
+        ORDER BY session_id, seq;
+    DROP TABLE events;
+    ALTER TABLE events_v2 RENAME TO events;
+    CREATE UNIQUE INDEX events_by_session ON events (session_id, seq);
+    DROP INDEX sessions_updated;
+    """,
+    # Arguments the journal hides, kept apart from it (Agent(keep_hidden_arguments=True)).
+    3: """
+    CREATE TABLE private_arguments (
+        session_id TEXT NOT NULL, call_id TEXT NOT NULL, arguments TEXT NOT NULL,
+        PRIMARY KEY (session_id, call_id));
+    """,
+    # Each session gets an integer key in the order sessions start, and events are indexed by
+    # (key, seq) instead of (session id, seq): a running session's index entries go at the end
+    # of the index rather than at a random place in it (session ids are random), so a step no
+    # longer splits index pages in the middle of the tree. 5.5 -> 4.5 WAL pages per commit.
+    # The key is an explicit INTEGER PRIMARY KEY (VACUUM keeps it) and AUTOINCREMENT (a pruned
+    # session's key is never given to another). An events row must carry an integer key: a
+    # tether from before this schema still running on the file would write the session id there,
+    # and is refused instead of misfiling its events.
+    4: """
+    INSERT INTO sessions (session_id, created_at, updated_at, events, last_type)
+        SELECT session_id, min(ts), max(ts), max(seq), '' FROM events
+        WHERE session_id NOT IN (SELECT session_id FROM sessions) GROUP BY session_id;
+    CREATE TABLE sessions_v4 (
+        key INTEGER PRIMARY KEY AUTOINCREMENT, session_id TEXT NOT NULL UNIQUE,
+        tenant_id TEXT, agent TEXT, created_at REAL NOT NULL, updated_at REAL NOT NULL,
+        events INTEGER NOT NULL, last_type TEXT NOT NULL);
+    INSERT INTO sessions_v4 (session_id, tenant_id, agent, created_at, updated_at, events,
+                             last_type)
+        SELECT session_id, tenant_id, agent, created_at, updated_at, events, last_type
+        FROM sessions ORDER BY created_at;
+    CREATE TABLE events_v4 (
+        session_key INTEGER NOT NULL CHECK (typeof(session_key) = 'integer'),
+        seq INTEGER NOT NULL, type TEXT NOT NULL, ts REAL NOT NULL, data TEXT NOT NULL,
+        prev_hash TEXT NOT NULL, hash TEXT NOT NULL);
+    INSERT INTO events_v4 SELECT s.key, e.seq, e.type, e.ts, e.data, e.prev_hash, e.hash
+        FROM events AS e JOIN sessions_v4 AS s USING (session_id) ORDER BY s.key, e.seq;
+    DROP TABLE events;
+    DROP TABLE sessions;
+    ALTER TABLE sessions_v4 RENAME TO sessions;
+    ALTER TABLE events_v4 RENAME TO events;
+    CREATE UNIQUE INDEX events_by_session ON events (session_key, seq);
+    """,
+    # A running session is leased to one worker: who holds it, the fencing token every append
+    # must carry, and when the lease lapses (renewed by each append of its holder).
+    5: """
+    ALTER TABLE sessions ADD COLUMN lease_holder TEXT;
+    ALTER TABLE sessions ADD COLUMN lease_token INTEGER NOT NULL DEFAULT 0;
+    ALTER TABLE sessions ADD COLUMN lease_expires REAL NOT NULL DEFAULT 0;
+    """,
+    # The store-wide anchor chain (tether.store.base): sessions' heads at start, pause and end,
+    # and approval decisions, each chained to the one before (and signed with an audit key).
+    6: """
+    CREATE TABLE anchors (
+        seq INTEGER PRIMARY KEY AUTOINCREMENT, kind TEXT NOT NULL, session_id TEXT NOT NULL,
+        body TEXT NOT NULL, prev TEXT NOT NULL, hash TEXT NOT NULL, mac TEXT);
+    """,
+}
+SCHEMA_VERSION = max(MIGRATIONS)
