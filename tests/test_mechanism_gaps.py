@@ -97,6 +97,30 @@ def test_a_call_exactly_at_its_reservation_is_no_overrun(budget: Budget) -> None
     assert result.spend.cost_usd == Decimal(request["reserved_cost_usd"])
 
 
+
+@settings(max_examples=60, deadline=None)
+@given(extra_input=st.integers(-3, 3), extra_output=st.integers(-3, 3),
+       budget=st.sampled_from([TOKENS, DOLLARS, TOKENS.tighter(DOLLARS)]))
+def test_a_run_stops_exactly_when_a_reported_use_passes_its_reservation(
+        extra_input: int, extra_output: int, budget: Budget) -> None:
+    """Around the reservation, a few tokens either way: the run stops with an overrun exactly
+    when the output passes the cap, or the limit's measure (tokens, cost) passes what was
+    reserved; otherwise it finishes."""
+    session = Agent(model=Answers(extra_input, extra_output, price=PRICE),
+                    reasoning=ReAct()).session("answer", budget=budget)
+    result = session.run()
+    (request,) = _events(session, "model.request")
+    cap, reserved_input = request["max_output_tokens"], request["reserved_input"]
+    output, used_input = cap + extra_output, reserved_input + extra_input
+    over = output > cap or (
+        budget.max_tokens is not None and used_input + output > reserved_input + cap) or (
+        budget.max_cost_usd is not None and PRICE.input * used_input + PRICE.output * output
+        > Decimal(request["reserved_cost_usd"]) * 1_000_000)
+    overruns = _events(session, "model.overrun")
+    assert (len(overruns) == 1) is over, (request, overruns)
+    assert (result.stop_reason is StopReason.FINISHED) is not over, result.stop_detail
+
+
 # -- a Basic-auth header is scrubbed whatever the length of its user name -------------------------
 
 def test_a_basic_auth_header_is_scrubbed_for_every_user_name_length() -> None:
