@@ -21,7 +21,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -171,8 +171,26 @@ def _verify_store(store: Store, only: str | None, tenant: str | None) -> int:
         results.append((info.session_id, events,
                         diagnose(info.session_id, events, recorded=info.events,
                                  unverifiable=store.unverifiable(info.session_id))))
-    code = _report(results)
+    code = max(_report(results), _report_segments(results, store.read))
     return max(code, _report_anchors(store, anchors, results, only, tenant))
+
+
+def _report_segments(results: Sequence[tuple[str, Sequence[Event], Break | None]],
+                     read: Callable[[str], Sequence[Event]] | None) -> int:
+    """Check the links between the segments of rolled journals (a gateway's) among
+    ``results``, reading the segments they link to with ``read``."""
+    from tether.journal.segments import check_segments, is_segment
+
+    sessions = {sid: events for sid, events, _ in results}
+    linked = sum(is_segment(events) for events in sessions.values())
+    if not linked:
+        return EXIT_OK
+    findings = check_segments(sessions, read)
+    for finding in findings:
+        print(f"BROKEN  {finding}")
+    print(f"segments: {linked} linked, {len(findings)} finding"
+          f"{'' if len(findings) == 1 else 's'}")
+    return EXIT_FINDING if findings else EXIT_OK
 
 
 def _report_anchors(store: Store, anchors: Sequence[Anchor],
@@ -226,6 +244,7 @@ def _verify_file(path: str, only: str | None) -> int:
     except ExportFormatError as exc:
         error(str(exc))
         return EXIT_USAGE
+    exported = sessions  # every session of the file: what a segment's links may name
     if only is not None:
         if only not in sessions:
             error(f"no session {only!r} in {path}")
@@ -243,7 +262,7 @@ def _verify_file(path: str, only: str | None) -> int:
             if problem is not None:
                 found = Break(sid, len(events), "cut", problem)
         results.append((sid, events, found))
-    return _report(results)
+    return max(_report(results), _report_segments(results, lambda sid: exported.get(sid, [])))
 
 
 def _report(results: Sequence[tuple[str, Sequence[Event], Break | None]]) -> int:

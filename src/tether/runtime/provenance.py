@@ -26,6 +26,11 @@ of a high-risk tool that untrusted text also names wait.
 Echoes: a trusted source can return what the agent itself wrote (a message it posted). What a
 side-effecting call sent keeps, read back whole, the origins it had when sent.
 
+Memory: a long-lived session (a gateway, ``SessionState(window=...)``) keeps only its most
+recent results (``SightingLog``). A value found nowhere among them, once an untrusted result was
+forgotten, is reported ``untrusted`` too: it may have come from that one. The journal still holds
+every result; a what-if or audit replays the whole session.
+
 Cost: nothing unless a policy reads ``context.provenance`` — the mapping is computed when first
 read, and only then are new tool results tokenised (once each).
 """
@@ -34,7 +39,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any, NamedTuple
 
 from tether.tokens import is_link, tokens
@@ -42,6 +47,7 @@ from tether.vouched import leaves, split_vouched
 
 USER, TRUSTED, UNTRUSTED, NOWHERE = "user", "trusted", "untrusted", "nowhere"
 ORIGINS = (USER, TRUSTED, UNTRUSTED, NOWHERE)
+ECHOES_KEPT = 4096  # what side-effecting calls wrote, remembered across a window's slide
 
 
 _ESCAPE = re.compile(r'\\(u[0-9a-fA-F]{4}|["\\/bfnrt])')
@@ -83,11 +89,13 @@ def _texts(content: str) -> Iterator[str]:
 class Ledger:
     """The values a session has seen, by origin, indexed by token for run matching."""
 
-    __slots__ = ("_index", "_sources")
+    __slots__ = ("_index", "_sources", "unseen")
 
     def __init__(self) -> None:
         self._sources: list[tuple[str, list[str]]] = []  # (origin, tokens)
         self._index: dict[str, list[tuple[int, int]]] = {}  # token -> (source, position)
+        # origins a value found nowhere may still have: of results no longer indexed
+        self.unseen: frozenset[str] = frozenset()
 
     def see(self, origin: str, text: str, found: list[str] | None = None) -> None:
         """``text`` came from ``origin`` (``found``: its tokens, if the caller has them)."""
@@ -113,7 +121,7 @@ class Ledger:
         for token in wanted:
             if is_link(token):
                 found.update(self._sources[number][0] for number, _ in self._index.get(token, ()))
-        return frozenset({NOWHERE, *found})
+        return frozenset({NOWHERE, *found, *self.unseen})
 
     def origins(self, value: Any) -> frozenset[str]:
         """Where ``value`` could have come from: the union over its leaves."""
@@ -132,6 +140,27 @@ class Sighting(NamedTuple):
     sent: Mapping[str, Any] | None = None  # a side-effecting call's arguments: what it wrote
 
 
+class SightingLog(list[Sighting]):
+    """The results provenance matches against, of which a long-lived session (a gateway) keeps
+    only the most recent: ``forget`` drops the oldest and remembers that it did, and whether
+    any of them was untrusted — so a value found nowhere among the rest may have come from one
+    of those, and is then reported ``untrusted`` as well (fail closed)."""
+
+    __slots__ = ("forgot_untrusted", "forgotten")
+
+    def __init__(self, results: Iterable[Sighting] = ()) -> None:
+        super().__init__(results)
+        self.forgotten = 0  # how many of the oldest results were dropped
+        self.forgot_untrusted = False
+
+    def forget(self, count: int) -> None:
+        """Drop the ``count`` oldest results."""
+        dropped = self[:count]
+        del self[:count]
+        self.forgotten += len(dropped)
+        self.forgot_untrusted = self.forgot_untrusted or any(s.untrusted for s in dropped)
+
+
 class Sightings:
     """What a session has seen so far — its request, then each result of a tool that ran, marked
     untrusted when its tool declared its output so — fed to a ledger lazily, each result once.
@@ -141,7 +170,7 @@ class Sightings:
     whole — is seen with those origins, not as the source's own (two calls must not launder an
     attacker's link)."""
 
-    __slots__ = ("_echoes", "_ledger", "_request", "_results", "_seen")
+    __slots__ = ("_echoes", "_forgotten", "_ledger", "_request", "_results", "_seen")
 
     def __init__(self, request: str, results: Sequence[Sighting]) -> None:
         self._request = request
@@ -149,14 +178,23 @@ class Sightings:
         self._ledger: Ledger | None = None
         self._echoes: dict[tuple[str, ...], frozenset[str]] = {}  # what the session wrote
         self._seen = 0
+        self._forgotten = 0  # the log's ``forgotten`` when the ledger was built
 
     def ledger(self) -> Ledger:
         ledger = self._ledger
+        results = self._results
+        if isinstance(results, SightingLog) and results.forgotten != self._forgotten:
+            # the oldest results were dropped: index what is left afresh. The echoes stay
+            # (their origins were fixed when written), the most recent ECHOES_KEPT of them
+            self._forgotten, self._seen, ledger = results.forgotten, 0, None
+            for key in list(self._echoes)[:-ECHOES_KEPT]:
+                del self._echoes[key]
         if ledger is None:
             ledger = self._ledger = Ledger()
+            if isinstance(results, SightingLog) and results.forgot_untrusted:
+                ledger.unseen = frozenset({UNTRUSTED})
             if self._request:
                 ledger.see(USER, self._request)
-        results = self._results
         for untrusted, content, fields, sent in results[self._seen:]:
             if sent:
                 self._remember(ledger, sent)
