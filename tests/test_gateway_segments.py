@@ -269,3 +269,28 @@ async def test_an_approval_pending_across_a_roll_stays_pending_and_is_used_once(
                for e in events)
     assert verify_chain(events) is None
     store.close()
+
+
+# -- the MCP server's clients --------------------------------------------------------------------
+
+async def test_an_mcp_clients_journal_rolls_as_the_server_is_told(tmp_path: Path) -> None:
+    from tether.mcp.clients import ClientGateways, Governance
+
+    store = SQLiteStore(tmp_path / "g.db")
+    gateways = ClientGateways([echo], Governance(PaymentsNeedAPerson(), store, roll_calls=2))
+    outcomes = [await gateways.call("stdio", "echo", {"n": i}) for i in range(5)]
+    sessions = [o.session_id for o in outcomes]  # what the client sees in tether/session
+    assert sessions[0] == sessions[1] != sessions[2] == sessions[3] != sessions[4]
+    (gateway,) = gateways.gateways
+    gateway.close()
+    linked = {sid: store.read(sid) for sid in dict.fromkeys(sessions)}
+    assert [e[0].data["segment"]["number"] for e in linked.values()] == [1, 2, 3]
+    assert check_segments(linked) == []
+    store.close()
+
+
+@pytest.mark.parametrize("flag", [["--roll-calls", "0"], ["--roll-after", "-1"]])
+def test_the_cli_refuses_a_roll_that_is_not_positive(
+        flag: list[str], capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["mcp", "serve", "examples/mcp_notes.py:tools", *flag]) == 2
+    assert f"argument {flag[0]}: expected a" in capsys.readouterr().err
