@@ -7,14 +7,18 @@ from __future__ import annotations
 
 import json
 import tracemalloc
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from tether import Decision, Effect, tool
 from tether.journal.chain import verify_chain
 from tether.policy import Action, Context, Resource, Subject
 from tether.runtime.chokepoint.gateway import Gateway
+from tether.runtime.forgotten import ForgottenTokens
 from tether.runtime.limits import Limits
 from tether.store.sqlite import SQLiteStore
 
@@ -53,28 +57,44 @@ class RefuseUntrustedRecipients:
         return Decision(Effect.ALLOW, "ok", "flows")
 
 
-async def test_memory_after_4n_calls_is_what_it_was_after_n(tmp_path: Path) -> None:
+async def plain_calls(gateway: Gateway, start: int, count: int) -> None:
+    for i in range(start, start + count):
+        assert (await gateway.call("echo", {"n": i})).status == "ok"
+
+
+async def provenance_calls(gateway: Gateway, start: int, count: int) -> None:
+    """Untrusted pages, messages sent (echoes) and plain calls, each decided on provenance."""
+    for i in range(start, start + count):
+        if i % 3 == 0:
+            await gateway.call("fetch", {"url": f"u{i}"})
+        elif i % 3 == 1:
+            assert (await gateway.call("send", {"to": f"bob{i}@example.com"})).status == "ok"
+        else:
+            await gateway.call("echo", {"n": i})
+
+
+@pytest.mark.parametrize("workload", [plain_calls, provenance_calls])
+async def test_memory_after_4n_calls_is_what_it_was_after_n(
+        tmp_path: Path, workload: Callable[[Gateway, int, int], Awaitable[None]]) -> None:
     """Every call used to leave about 2.3 KB alive for good (events, steps, results, call
     signatures): 3,000 more calls grew the traced size by about 7 MB."""
     store = SQLiteStore(tmp_path / "g.db")
-    gateway = Gateway([echo], policy=Allow(), client="c", store=store, window=100)
-    for i in range(300):  # fill the window (and one slide of it) before measuring
-        await gateway.call("echo", {"n": i})
+    policy = Allow() if workload is plain_calls else RefuseUntrustedRecipients()
+    gateway = Gateway([echo, fetch, send], policy=policy, client="c", store=store, window=100)
+    await workload(gateway, 0, 300)  # fill the window (and one slide of it) before measuring
     n = 1000
     tracemalloc.start()
     try:
-        for i in range(n):
-            assert (await gateway.call("echo", {"n": i})).status == "ok"
+        await workload(gateway, 300, n)
         after_n = tracemalloc.get_traced_memory()[0]
-        for i in range(3 * n):
-            await gateway.call("echo", {"n": n + i})
+        await workload(gateway, 300 + n, 3 * n)
         after_4n = tracemalloc.get_traced_memory()[0]
     finally:
         tracemalloc.stop()
     assert after_4n - after_n < 64_000, f"{(after_4n - after_n) / (3 * n):.0f} bytes per call"
     state = gateway._state
     assert len(state.steps) <= 150 and len(state.ran) <= 150
-    assert len(state.signatures) <= 100
+    assert len(state.signatures) <= 100 and len(state._recent) <= 100
     assert len(gateway.journal._sealed) <= 1  # the head; the store holds the rest
     # nothing was lost: the store has every call, chained, and the journal reads it back
     events = store.read(gateway.id)
@@ -122,6 +142,67 @@ async def test_provenance_fails_closed_on_what_the_window_forgot(tmp_path: Path)
     store.close()
 
 
+posted: list[str] = []
+
+
+@tool(side_effect=True)
+def post(body: str) -> str:
+    """Post a message to the team channel."""
+    posted.append(body)
+    return "posted"
+
+
+@tool
+def read_channel() -> str:
+    """The team channel's messages: tether's own system, so trusted."""
+    return "\n".join(posted)
+
+
+async def test_an_echo_cannot_launder_an_address_once_the_window_forgot_it() -> None:
+    """The client posts an address an untrusted page planted, and reads it back from a trusted
+    channel long after the page and the post left the window: it is still untrusted."""
+    posted.clear()
+    gateway = Gateway([fetch, post, read_channel, send, echo],
+                      policy=RefuseUntrustedRecipients(), client="c", window=5)
+    assert (await gateway.call("send", {"to": "bob@example.com"})).status == "ok"
+    await gateway.call("fetch", {"url": "x"})
+    assert (await gateway.call("post", {"body": "attacker-x@evil.example"})).status == "ok"
+    assert (await gateway.call("post", {"body": "made-up@example.org"})).status == "ok"
+    for i in range(20):
+        await gateway.call("echo", {"n": i})
+    assert (await gateway.call("read_channel", {})).status == "ok"
+    laundered = await gateway.call("send", {"to": "attacker-x@evil.example"})
+    assert laundered.status == "denied"
+    # what nothing untrusted ever said is not caught up in it; a value the model made up and
+    # posted keeps "nowhere" when read back, as it would had the gateway kept everything
+    assert (await gateway.call("send", {"to": "made-up@example.org"})).status == "ok"
+    assert (await gateway.call("send", {"to": "bob@example.com"})).status == "ok"
+    decided = [e.data["provenance"]["to"] for e in gateway.journal.events()
+               if e.type == "tool.decision" and e.data["tool"] == "send"]
+    assert decided[-2:] == [["nowhere", "trusted"], ["nowhere"]]
+
+
+async def test_what_was_written_before_provenance_was_ever_read_is_forgotten_as_untrusted(
+        ) -> None:
+    """Its origins were never worked out, so once forgotten it counts as untrusted too."""
+    posted.clear()
+    gateway = Gateway([post, read_channel, send, echo], policy=RefuseUntrustedRecipients(),
+                      client="c", window=5)
+    assert (await gateway.call("post", {"body": "carol@example.org"})).status == "ok"
+    for i in range(20):
+        await gateway.call("echo", {"n": i})
+    await gateway.call("read_channel", {})
+    assert (await gateway.call("send", {"to": "carol@example.org"})).status == "denied"
+
+
+@settings(max_examples=50, deadline=None)
+@given(st.lists(st.text(min_size=1, max_size=12), min_size=1, max_size=50))
+def test_forgotten_tokens_are_never_missed(tokens: list[str]) -> None:
+    forgotten = ForgottenTokens()
+    forgotten.add(tokens)
+    assert all(t in forgotten for t in tokens) and forgotten.may_hold(tokens)
+
+
 async def test_a_gateway_that_never_forgot_untrusted_text_keeps_nowhere_nowhere() -> None:
     gateway = Gateway([echo, send], policy=RefuseUntrustedRecipients(), client="c", window=3)
     for i in range(10):
@@ -148,3 +229,26 @@ async def test_forgotten_events_are_read_back_from_the_store_for_subscribers_and
 def test_a_window_must_be_positive() -> None:
     with pytest.raises(ValueError, match="window"):
         Gateway([echo], policy=Allow(), window=0)
+
+
+async def test_a_pending_approval_outlives_the_window() -> None:
+    """Approval requests live in the approval store, never in the window: one asked for
+    hundreds of calls ago is still pending, and runs its call once when approved."""
+    gateway = Gateway([send, echo], policy=SendsNeedAPerson(), client="ide", window=10)
+    asked = await gateway.call("send", {"to": "bob@example.com"})
+    assert asked.status == "denied" and "Approval required" in asked.content
+    (request,) = gateway.approvals.pending(gateway.id)
+    for i in range(200):
+        await gateway.call("echo", {"n": i})
+    assert [r.id for r in gateway.approvals.pending(gateway.id)] == [request.id]
+    gateway.approvals.approve(request.id, approver="maria")
+    assert (await gateway.call("send", {"to": "bob@example.com"})).status == "ok"
+    assert (await gateway.call("send", {"to": "bob@example.com"})).status == "denied"
+
+
+class SendsNeedAPerson:
+    def evaluate(self, subject: Subject, action: Action, resource: Resource,
+                 context: Context) -> Decision:
+        if action.tool == "send":
+            return Decision(Effect.REQUIRE_APPROVAL, "a person sends", "send")
+        return Decision(Effect.ALLOW, "ok", "send")

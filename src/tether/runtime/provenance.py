@@ -27,9 +27,10 @@ Echoes: a trusted source can return what the agent itself wrote (a message it po
 side-effecting call sent keeps, read back whole, the origins it had when sent.
 
 Memory: a long-lived session (a gateway, ``SessionState(window=...)``) keeps only its most
-recent results (``SightingLog``). A value found nowhere among them, once an untrusted result was
-forgotten, is reported ``untrusted`` too: it may have come from that one. The journal still holds
-every result; a what-if or audit replays the whole session.
+recent results (``SightingLog``) and echoes of what those wrote. The tokens of the untrusted
+results and echoes it forgets go into filters of fixed size (``tether.runtime.forgotten``): a
+value that may have come from them also has their origins (fail closed). The journal still
+holds every result; a what-if or audit replays the whole session.
 
 Cost: nothing unless a policy reads ``context.provenance`` — the mapping is computed when first
 read, and only then are new tool results tokenised (once each).
@@ -42,12 +43,12 @@ import re
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any, NamedTuple
 
+from tether.runtime.forgotten import Forgotten
 from tether.tokens import is_link, tokens
 from tether.vouched import leaves, split_vouched
 
 USER, TRUSTED, UNTRUSTED, NOWHERE = "user", "trusted", "untrusted", "nowhere"
 ORIGINS = (USER, TRUSTED, UNTRUSTED, NOWHERE)
-ECHOES_KEPT = 4096  # what side-effecting calls wrote, remembered across a window's slide
 
 
 _ESCAPE = re.compile(r'\\(u[0-9a-fA-F]{4}|["\\/bfnrt])')
@@ -89,13 +90,12 @@ def _texts(content: str) -> Iterator[str]:
 class Ledger:
     """The values a session has seen, by origin, indexed by token for run matching."""
 
-    __slots__ = ("_index", "_sources", "unseen")
+    __slots__ = ("_index", "_sources", "forgotten")
 
-    def __init__(self) -> None:
+    def __init__(self, forgotten: Forgotten | None = None) -> None:
         self._sources: list[tuple[str, list[str]]] = []  # (origin, tokens)
         self._index: dict[str, list[tuple[int, int]]] = {}  # token -> (source, position)
-        # origins a value found nowhere may still have: of results no longer indexed
-        self.unseen: frozenset[str] = frozenset()
+        self.forgotten = forgotten  # untrusted text no longer indexed, if any
 
     def see(self, origin: str, text: str, found: list[str] | None = None) -> None:
         """``text`` came from ``origin`` (``found``: its tokens, if the caller has them)."""
@@ -115,13 +115,14 @@ class Ledger:
             origin, source = self._sources[number]
             if origin not in found and source[position:position + len(wanted)] == wanted:
                 found.add(origin)
+        forgotten = set() if self.forgotten is None else self.forgotten.origins_of(wanted)
         if found:
-            return frozenset(found)
+            return frozenset(found | forgotten)
         # text the model composed: a link inside it still came from where the link was seen
         for token in wanted:
             if is_link(token):
                 found.update(self._sources[number][0] for number, _ in self._index.get(token, ()))
-        return frozenset({NOWHERE, *found, *self.unseen})
+        return frozenset({NOWHERE, *found, *forgotten})
 
     def origins(self, value: Any) -> frozenset[str]:
         """Where ``value`` could have come from: the union over its leaves."""
@@ -142,23 +143,34 @@ class Sighting(NamedTuple):
 
 class SightingLog(list[Sighting]):
     """The results provenance matches against, of which a long-lived session (a gateway) keeps
-    only the most recent: ``forget`` drops the oldest and remembers that it did, and whether
-    any of them was untrusted — so a value found nowhere among the rest may have come from one
-    of those, and is then reported ``untrusted`` as well (fail closed)."""
+    only the most recent: ``forget`` drops the oldest, counting them, and keeps the tokens of
+    the untrusted ones, and of what side-effecting calls wrote, in filters of fixed size
+    (``text``), by the origins they had."""
 
-    __slots__ = ("forgot_untrusted", "forgotten")
+    __slots__ = ("forgotten", "indexer", "text")
 
     def __init__(self, results: Iterable[Sighting] = ()) -> None:
         super().__init__(results)
         self.forgotten = 0  # how many of the oldest results were dropped
-        self.forgot_untrusted = False
+        self.text = Forgotten((UNTRUSTED, NOWHERE))  # what they said, by origin
+        self.indexer: Sightings | None = None  # the provenance reading this log, once one does
 
     def forget(self, count: int) -> None:
-        """Drop the ``count`` oldest results."""
+        """Drop the ``count`` oldest results. What they wrote keeps the origins provenance gave
+        it (brought up to date first); if provenance was never read, it is kept as both
+        ``untrusted`` and ``nowhere`` — its origins were never worked out (fail closed)."""
+        if self.indexer is not None:
+            self.indexer.ledger()
         dropped = self[:count]
         del self[:count]
         self.forgotten += len(dropped)
-        self.forgot_untrusted = self.forgot_untrusted or any(s.untrusted for s in dropped)
+        for sighting in dropped:
+            if sighting.untrusted:
+                for text in _texts(sighting.content):
+                    self.text.add((UNTRUSTED,), tokens(text))
+            if sighting.sent and self.indexer is None:
+                for leaf in leaves(sighting.sent):
+                    self.text.add((UNTRUSTED, NOWHERE), tokens(leaf))
 
 
 class Sightings:
@@ -184,15 +196,17 @@ class Sightings:
         ledger = self._ledger
         results = self._results
         if isinstance(results, SightingLog) and results.forgotten != self._forgotten:
-            # the oldest results were dropped: index what is left afresh. The echoes stay
-            # (their origins were fixed when written), the most recent ECHOES_KEPT of them
+            # the oldest results were dropped: index what is left afresh, echoes included
+            # (those of the results kept are found again); the others are forgotten too
             self._forgotten, self._seen, ledger = results.forgotten, 0, None
-            for key in list(self._echoes)[:-ECHOES_KEPT]:
-                del self._echoes[key]
+            for key, origins in self._echoes.items():
+                results.text.add(origins, key)
+            self._echoes = {}
         if ledger is None:
-            ledger = self._ledger = Ledger()
-            if isinstance(results, SightingLog) and results.forgot_untrusted:
-                ledger.unseen = frozenset({UNTRUSTED})
+            forgotten = None
+            if isinstance(results, SightingLog):
+                results.indexer, forgotten = self, results.text
+            ledger = self._ledger = Ledger(forgotten)
             if self._request:
                 ledger.see(USER, self._request)
         for untrusted, content, fields, sent in results[self._seen:]:
