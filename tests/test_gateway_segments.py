@@ -147,6 +147,21 @@ async def test_audit_verify_checks_the_segments_as_one_chain(
     assert "the segment before it was deleted" in capsys.readouterr().out
 
 
+async def test_audit_verify_reports_two_segments_swapped_in_the_store(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    url, ids = await rolled_store(tmp_path / "g.db")
+    db = sqlite3.connect(tmp_path / "g.db", isolation_level=None)
+    swap = "UPDATE sessions SET session_id = ? WHERE session_id = ?"
+    db.execute(swap, ("swapping", ids[1]))
+    db.execute(swap, (ids[1], ids[2]))
+    db.execute(swap, (ids[2], "swapping"))
+    db.close()
+    assert main(["audit", "verify", "--store", url]) == 1
+    out = capsys.readouterr().out
+    assert f"BROKEN  {ids[1]}" in out and f"BROKEN  {ids[2]}" in out  # their own chains
+    assert f"session {ids[3]}: segment: segment 4: session {ids[2]} no longer ends" in out
+
+
 async def test_an_exported_journal_verifies_its_segments_offline(
         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     url, ids = await rolled_store(tmp_path / "g.db")

@@ -153,6 +153,8 @@ class Gateway:
 
     @property
     def journal(self) -> Journal:
+        """The journal of the current segment (``id`` names its session): a roll replaces it,
+        and what subscribed to the last one's bus hears nothing more."""
         return self._journal
 
     async def call(self, name: str, arguments: Mapping[str, Any] | str) -> ToolResult:
