@@ -17,6 +17,7 @@ from tether.journal.chain import GENESIS, seal, verify_chain
 from tether.journal.segments import check_segments
 from tether.policy import Action, Context, Resource, Subject
 from tether.runtime.chokepoint.gateway import Gateway
+from tether.store.memory import MemoryStore
 from tether.store.sqlite import SQLiteStore
 from tether.types import Event
 
@@ -89,7 +90,7 @@ async def test_the_journal_rolls_by_count_into_linked_segments(tmp_path: Path) -
 async def test_the_journal_rolls_by_age() -> None:
     now = [0.0]
     gateway = Gateway([echo], policy=PaymentsNeedAPerson(), client="c", roll_seconds=60.0,
-                      clock=lambda: now[0])
+                      clock=lambda: now[0], store=MemoryStore())
     first = gateway.id
     await gateway.call("echo", {"n": 1})
     now[0] = 59.0
@@ -112,9 +113,13 @@ async def test_off_means_one_session_without_links(tmp_path: Path) -> None:
     store.close()
 
 
-@pytest.mark.parametrize("bad", [{"roll_calls": 0}, {"roll_seconds": 0.0}])
-def test_a_roll_must_be_positive(bad: dict[str, Any]) -> None:
-    with pytest.raises(ValueError, match="roll_"):
+@pytest.mark.parametrize(("bad", "message"), [
+    ({"roll_calls": 0, "store": MemoryStore()}, "roll_calls must be at least 1"),
+    ({"roll_seconds": 0.0, "store": MemoryStore()}, "roll_seconds must be more than 0"),
+    ({"roll_calls": 5}, "needs a store"),  # a rolled-over segment would be lost
+])
+def test_a_roll_must_be_positive_and_stored(bad: dict[str, Any], message: str) -> None:
+    with pytest.raises(ValueError, match=message):
         Gateway([echo], policy=PaymentsNeedAPerson(), **bad)
 
 

@@ -68,8 +68,9 @@ class SessionState:
         self.turn_step = 0
         self.turn_open = False
         self.results: dict[str, ToolResult] = {}
-        # every result of a tool that ran, the whole session long, with what a side-effecting
-        # call wrote: what provenance matches arguments against (tether.runtime.provenance)
+        # every result of a tool that ran, the whole session long (with a window: the last
+        # ones), with what a side-effecting call wrote: what provenance matches arguments
+        # against (tether.runtime.provenance)
         self.ran = SightingLog()
         self.decisions: dict[str, Mapping[str, Any]] = {}  # call id -> its last decision event
         self.approvals: dict[str, str] = {}  # call id -> approval id

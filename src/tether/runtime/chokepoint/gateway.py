@@ -78,6 +78,9 @@ class Gateway:
         if roll_seconds is not None and not roll_seconds > 0:
             raise ValueError("roll_seconds must be more than 0, or None (no roll); got "
                              f"{roll_seconds}")
+        if store is None and (roll_calls is not None or roll_seconds is not None):
+            raise ValueError("rolling a gateway's journal needs a store: a segment it rolled "
+                             "over is kept by the store only; pass store=...")
         self.registry = ToolRegistry(tools)
         self.subject = Subject(client, tenant_id, frozenset(roles), f"gateway:{client}")
         self.budget = budget or Budget()
