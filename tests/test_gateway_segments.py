@@ -314,3 +314,34 @@ def test_the_cli_refuses_a_roll_that_is_not_positive(
         flag: list[str], capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["mcp", "serve", "examples/mcp_notes.py:tools", *flag]) == 2
     assert f"argument {flag[0]}: expected a" in capsys.readouterr().err
+
+
+# -- what is not a deletion ----------------------------------------------------------------------
+
+async def test_segments_pruned_by_the_store_are_not_reported_and_deleted_ones_are(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    url, ids = await rolled_store(tmp_path / "g.db")
+    store = SQLiteStore(tmp_path / "g.db")
+    first_end, second_end = (store.read(sid)[-1].timestamp for sid in ids[:2])
+    assert store.prune((first_end + second_end) / 2) == 1  # the oldest segment, anchored
+    store.close()
+    assert main(["audit", "verify", "--store", url]) == 0
+    assert "segments: 3 linked, 0 findings" in capsys.readouterr().out
+    # the next oldest, deleted outside tether: reported
+    db = sqlite3.connect(tmp_path / "g.db", isolation_level=None)
+    (key,) = db.execute("SELECT key FROM sessions WHERE session_id = ?", (ids[1],)).fetchone()
+    db.execute("DELETE FROM events WHERE session_key = ?", (key,))
+    db.execute("DELETE FROM sessions WHERE key = ?", (key,))
+    db.close()
+    assert main(["audit", "verify", "--store", url]) == 1
+    assert f"segment 3 continues session {ids[1]}" in capsys.readouterr().out
+
+
+async def test_an_export_of_some_segments_is_a_selection_not_a_deletion(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    url, ids = await rolled_store(tmp_path / "g.db")
+    one = tmp_path / "one.jsonl"
+    assert main(["audit", "export", "--store", url, "--session", ids[2], "-o", str(one)]) == 0
+    capsys.readouterr()
+    assert main(["audit", "verify", "--file", str(one)]) == 0
+    assert "segments: 1 linked, 0 findings" in capsys.readouterr().out

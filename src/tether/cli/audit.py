@@ -21,7 +21,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Collection, Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -171,21 +171,23 @@ def _verify_store(store: Store, only: str | None, tenant: str | None) -> int:
         results.append((info.session_id, events,
                         diagnose(info.session_id, events, recorded=info.events,
                                  unverifiable=store.unverifiable(info.session_id))))
-    code = max(_report(results), _report_segments(results, store.read))
+    pruned = {a.session_id for a in anchors if a.kind == "prune"}
+    code = max(_report(results), _report_segments(results, store.read, pruned=pruned))
     return max(code, _report_anchors(store, anchors, results, only, tenant))
 
 
 def _report_segments(results: Sequence[tuple[str, Sequence[Event], Break | None]],
-                     read: Callable[[str], Sequence[Event]] | None) -> int:
+                     read: Callable[[str], Sequence[Event]], *, pruned: Collection[str] = (),
+                     selection: bool = False) -> int:
     """Check the links between the segments of rolled journals (a gateway's) among
-    ``results``, reading the segments they link to with ``read``."""
+    ``results``, reading the segments they link to with ``read`` (``check_segments``)."""
     from tether.journal.segments import check_segments, is_segment
 
     sessions = {sid: events for sid, events, _ in results}
     linked = sum(is_segment(events) for events in sessions.values())
     if not linked:
         return EXIT_OK
-    findings = check_segments(sessions, read)
+    findings = check_segments(sessions, read, pruned=pruned, selection=selection)
     for finding in findings:
         print(f"BROKEN  {finding}")
     print(f"segments: {linked} linked, {len(findings)} finding"
@@ -262,7 +264,8 @@ def _verify_file(path: str, only: str | None) -> int:
             if problem is not None:
                 found = Break(sid, len(events), "cut", problem)
         results.append((sid, events, found))
-    return max(_report(results), _report_segments(results, lambda sid: exported.get(sid, [])))
+    return max(_report(results), _report_segments(results, lambda sid: exported.get(sid, []),
+                                                  selection=True))
 
 
 def _report(results: Sequence[tuple[str, Sequence[Event], Break | None]]) -> int:

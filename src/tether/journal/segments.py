@@ -18,7 +18,7 @@ every hash is stopped by the anchor chain signed with the audit key, not here.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from tether.journal.anchors import Finding
@@ -44,11 +44,14 @@ def link_to(number: int, previous: Journal | None,
     return link
 
 
-def check_segments(sessions: Mapping[str, Sequence[Event]],
-                   read: Read | None = None) -> list[Finding]:
+def check_segments(sessions: Mapping[str, Sequence[Event]], read: Read | None = None, *,
+                   pruned: Collection[str] = (), selection: bool = False) -> list[Finding]:
     """Every broken link between the segments among ``sessions`` (id -> stored events) and
     those they link to; ``read`` fetches a linked session that is not among them (none:
-    only ``sessions`` exist)."""
+    only ``sessions`` exist). A missing segment is no finding when it is in ``pruned`` (the
+    store's prune anchors name it), nor, with ``selection`` (an export: a selection of the
+    sessions), when it lies beyond the first or last segment given — only a gap between two
+    segments given is."""
 
     def events_of(session_id: str) -> Sequence[Event]:
         found = sessions.get(session_id)
@@ -56,15 +59,26 @@ def check_segments(sessions: Mapping[str, Sequence[Event]],
             found = read(session_id)
         return found or ()
 
+    named_next = {_next(events) for events in sessions.values()}
+    named_previous = {_previous_id(events) for events in sessions.values()}
     findings: list[Finding] = []
     for sid, events in sessions.items():
         link = _link(events)
         if link is not None:
-            findings.extend(_backward(sid, link, events_of))
+            pid = _previous_id(events)
+            excused = pid in pruned or (selection and pid not in named_next)
+            findings.extend(_backward(sid, link, events_of, excused))
         following = _next(events)
-        if following is not None:
+        if following is not None and not (selection and following not in named_previous
+                                          and following not in sessions):
             findings.extend(_forward(sid, following, events_of(following)))
     return findings
+
+
+def _previous_id(events: Sequence[Event]) -> str | None:
+    link = _link(events)
+    previous = None if link is None else link.get("previous")
+    return str(previous.get("session_id")) if isinstance(previous, Mapping) else None
 
 
 def _forward(sid: str, following: str, after: Sequence[Event]) -> list[Finding]:
@@ -80,7 +94,10 @@ def _forward(sid: str, following: str, after: Sequence[Event]) -> list[Finding]:
     return []
 
 
-def _backward(sid: str, link: Mapping[str, Any], events_of: Read) -> list[Finding]:
+def _backward(sid: str, link: Mapping[str, Any], events_of: Read,
+              excused: bool) -> list[Finding]:
+    """The link to the previous segment; ``excused``: it may be missing (pruned, or beyond
+    a selection)."""
     number = link.get("number")
     previous = link.get("previous")
     if not isinstance(number, int) or number < 1 or (number == 1) != (previous is None):
@@ -89,6 +106,8 @@ def _backward(sid: str, link: Mapping[str, Any], events_of: Read) -> list[Findin
         return []
     pid = str(previous.get("session_id"))
     before = events_of(pid)
+    if not before and excused:
+        return []
     if not before:
         return [Finding("segment", sid, f"segment {number} continues session {pid}, which is "
                         "not stored: the segment before it was deleted")]
