@@ -17,6 +17,7 @@ from tether.journal.chain import GENESIS, seal, verify_chain
 from tether.journal.segments import check_segments
 from tether.policy import Action, Context, Resource, Subject
 from tether.runtime.chokepoint.gateway import Gateway
+from tether.store.base import Store
 from tether.store.memory import MemoryStore
 from tether.store.sqlite import SQLiteStore
 from tether.types import Event
@@ -345,3 +346,29 @@ async def test_an_export_of_some_segments_is_a_selection_not_a_deletion(
     capsys.readouterr()
     assert main(["audit", "verify", "--file", str(one)]) == 0
     assert "segments: 1 linked, 0 findings" in capsys.readouterr().out
+
+
+async def test_every_store_keeps_a_rolled_gateway_whole(store: Store) -> None:
+    """Memory, SQLite and PostgreSQL (its commits awaited on the loop): the segments link up,
+    each verifies, the journal reads what it let go of back from the store, and an approval
+    asked for in one segment is used once in a later one."""
+    effects.clear()
+    gateway = Gateway([pay, echo], policy=PaymentsNeedAPerson(), client="ide", store=store,
+                      roll_calls=4)
+    ids = [gateway.id]
+    await gateway.call("pay", {"invoice": "INV-9"})
+    (request,) = gateway.approvals.pending(gateway.id)
+    for i in range(9):
+        await gateway.call("echo", {"n": i})
+        if gateway.id != ids[-1]:
+            ids.append(gateway.id)
+    assert gateway.journal.events() == store.read(gateway.id)
+    gateway.approvals.approve(request.id, approver="maria")
+    assert (await gateway.call("pay", {"invoice": "INV-9"})).status == "ok"
+    assert (await gateway.call("pay", {"invoice": "INV-9"})).status == "denied"
+    assert effects == ["INV-9"]
+    gateway.close()
+    sessions = {sid: store.read(sid) for sid in dict.fromkeys([*ids, gateway.id])}
+    assert len(sessions) >= 3
+    assert all(verify_chain(events) is None for events in sessions.values())
+    assert check_segments(sessions) == []
