@@ -168,6 +168,26 @@ async def test_audit_verify_reports_two_segments_swapped_in_the_store(
     assert f"session {ids[3]}: segment: segment 4: session {ids[2]} no longer ends" in out
 
 
+async def test_audit_verify_reports_an_edited_link_in_the_store(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    url, ids = await rolled_store(tmp_path / "g.db")
+    db = sqlite3.connect(tmp_path / "g.db", isolation_level=None)
+    (key,) = db.execute("SELECT key FROM sessions WHERE session_id = ?", (ids[2],)).fetchone()
+    (text,) = db.execute("SELECT data FROM events WHERE session_key = ? AND seq = 1",
+                         (key,)).fetchone()
+    data = json.loads(text)
+    data["segment"]["previous"]["session_id"] = ids[0]  # skip a segment
+    db.execute("UPDATE events SET data = ? WHERE session_key = ? AND seq = 1",
+               (json.dumps(data), key))
+    db.close()
+    assert main(["audit", "verify", "--store", url]) == 1
+    out = capsys.readouterr().out
+    assert f"BROKEN  {ids[2]}  seq 1: edited" in out  # its own chain
+    assert f"session {ids[1]}: segment: its next segment, session {ids[2]}, does not link " \
+        "back to it" in out
+    assert f"session {ids[2]}: segment: segment 3: session {ids[0]} is not segment 2" in out
+
+
 async def test_an_exported_journal_verifies_its_segments_offline(
         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     url, ids = await rolled_store(tmp_path / "g.db")
