@@ -166,7 +166,10 @@ class SightingLog(list[Sighting]):
         self.forgotten += len(dropped)
         for sighting in dropped:
             if sighting.untrusted:
-                for text in _texts(sighting.content):
+                content = sighting.content  # but the fields the system wrote, as the ledger
+                if sighting.trusted_fields:
+                    content = split_vouched(content, sighting.trusted_fields)[1]
+                for text in _texts(content):
                     self.text.add((UNTRUSTED,), tokens(text))
             if sighting.sent and self.indexer is None:
                 for leaf in leaves(sighting.sent):
