@@ -283,3 +283,26 @@ class SendsNeedAPerson:
         if action.tool == "send":
             return Decision(Effect.REQUIRE_APPROVAL, "a person sends", "send")
         return Decision(Effect.ALLOW, "ok", "send")
+
+
+class MaskSecretsInTheJournal:
+    def evaluate(self, subject: Subject, action: Action, resource: Resource,
+                 context: Context) -> Decision:
+        if action.tool == "send":
+            return Decision(Effect.MASK, "keep it out", "m", fields=("to",),
+                            mask_in=("journal",))
+        return Decision(Effect.ALLOW, "ok", "m")
+
+
+async def test_masked_arguments_stay_out_of_the_journal_while_it_lets_go(tmp_path: Path) -> None:
+    """Letting go of stored events and of finished calls' hidden arguments hides nothing less:
+    every masked value, and every later mention of one, stays out of the journal."""
+    store = SQLiteStore(tmp_path / "g.db")
+    gateway = Gateway([send, echo], policy=MaskSecretsInTheJournal(), client="c", store=store,
+                      window=2)
+    for i in range(10):
+        assert (await gateway.call("send", {"to": f"secret-{i}@example.com"})).status == "ok"
+        await gateway.call("echo", {"n": i})
+    text = "\n".join(e.json_text or json.dumps(e.data) for e in store.read(gateway.id))
+    assert "secret-" not in text and "[redacted]" in text
+    store.close()
