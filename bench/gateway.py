@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import gc
 import inspect
 import statistics
 import tempfile
@@ -53,8 +54,10 @@ async def memory_per_call(directory: Path, warmup: int, count: int) -> float:
     try:
         gateway = Gateway([echo], policy=Allow(), client="bench", store=store)
         await calls(gateway, 0, warmup)
+        gc.collect()  # cyclic garbage the collector has not reached yet is not kept
         before = tracemalloc.get_traced_memory()[0]
         await calls(gateway, warmup, count)
+        gc.collect()
         grown = tracemalloc.get_traced_memory()[0] - before
     finally:
         tracemalloc.stop()

@@ -5,6 +5,7 @@ after 4N calls of one session, and the sizes of the per-call structures; not RSS
 
 from __future__ import annotations
 
+import gc
 import json
 import tracemalloc
 from collections.abc import Awaitable, Callable
@@ -86,8 +87,10 @@ async def test_memory_after_4n_calls_is_what_it_was_after_n(
     tracemalloc.start()
     try:
         await workload(gateway, 300, n)
+        gc.collect()  # what cyclic garbage awaits the collector is not what the calls keep
         after_n = tracemalloc.get_traced_memory()[0]
         await workload(gateway, 300 + n, 3 * n)
+        gc.collect()
         after_4n = tracemalloc.get_traced_memory()[0]
     finally:
         tracemalloc.stop()
@@ -174,7 +177,8 @@ async def test_an_echo_cannot_launder_an_address_once_the_window_forgot_it() -> 
     laundered = await gateway.call("send", {"to": "attacker-x@evil.example"})
     assert laundered.status == "denied"
     # what nothing untrusted ever said is not caught up in it; a value the model made up and
-    # posted keeps "nowhere" when read back, as it would had the gateway kept everything
+    # posted keeps "nowhere" when read back (its echo is matched on its tokens, so even inside
+    # the channel's longer text)
     assert (await gateway.call("send", {"to": "made-up@example.org"})).status == "ok"
     assert (await gateway.call("send", {"to": "bob@example.com"})).status == "ok"
     decided = [e.data["provenance"]["to"] for e in gateway.journal.events()

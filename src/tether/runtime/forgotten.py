@@ -10,9 +10,10 @@ Decision: the tokens of every untrusted result a session forgets go into a Bloom
 size, one per origin that only ever tightens a policy's view (``untrusted``, ``nowhere``; never
 ``user`` or ``trusted``). What a side-effecting call wrote (an echo) is forgotten the same way,
 under the origins it had. Any value is then also reported with such an origin when the filter
-may hold all its tokens, or any link in it (the rule the ledger applies to links) — as the
-session would have reported it had it kept everything (a value in a trusted result that also was
-in untrusted text has both origins). A Bloom filter never misses what it was given, so the
+may hold all its tokens, or any link in it (the rule the ledger applies to links) — at least
+wherever the session would have reported it had it kept everything (a value in a trusted result
+that also was in untrusted text has both origins; an echo counts wherever its tokens appear, not
+only read back whole). A Bloom filter never misses what it was given, so the
 answer fails closed: wrong only by adding such an origin to a value, at a rate that grows as the
 filter fills (about 0.3% of one-token values after 100,000 distinct forgotten tokens, 5% after
 300,000). The tokens are hashed with Python's ``hash``: salted per process, which is fine for a
