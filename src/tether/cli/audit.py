@@ -21,7 +21,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Collection, Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -179,8 +179,29 @@ def _verify_store(store: Store, only: str | None, tenant: str | None) -> int:
         events = [] if stray.startswith("key ") else _read(store, stray, tenant)
         if tenant is None or events:
             results.append((stray, events, Break(stray, 1, "inserted", UNLISTED)))
-    code = _report(results)
+    pruned = {a.session_id for a in anchors if a.kind == "prune"}
+    code = max(_report(results), _report_segments(
+        results, lambda sid: _read(store, sid, tenant), pruned=pruned))
     return max(code, audit_anchors.report_anchors(store, anchors, results, scope))
+
+
+def _report_segments(results: Sequence[tuple[str, Sequence[Event], Break | None]],
+                     read: Callable[[str], Sequence[Event]], *, pruned: Collection[str] = (),
+                     selection: bool = False) -> int:
+    """Check the links between the segments of rolled journals (a gateway's) among
+    ``results``, reading the segments they link to with ``read`` (``check_segments``)."""
+    from tether.journal.segments import check_segments, is_segment
+
+    sessions = {sid: events for sid, events, _ in results}
+    linked = sum(is_segment(events) for events in sessions.values())
+    if not linked:
+        return EXIT_OK
+    findings = check_segments(sessions, read, pruned=pruned, selection=selection)
+    for finding in findings:
+        print(f"BROKEN  {finding}")
+    print(f"segments: {linked} linked, {len(findings)} finding"
+          f"{'' if len(findings) == 1 else 's'}")
+    return EXIT_FINDING if findings else EXIT_OK
 
 
 def _verify_file(path: str, only: str | None) -> int:
@@ -200,6 +221,7 @@ def _verify_file(path: str, only: str | None) -> int:
     except ExportFormatError as exc:
         error(str(exc))
         return EXIT_USAGE
+    exported = sessions  # every session of the file: what a segment's links may name
     if only is not None:
         if only not in sessions:
             error(f"no session {only!r} in {path}")
@@ -217,7 +239,8 @@ def _verify_file(path: str, only: str | None) -> int:
             if problem is not None:
                 found = Break(sid, len(events), "cut", problem)
         results.append((sid, events, found))
-    return _report(results)
+    return max(_report(results), _report_segments(results, lambda sid: exported.get(sid, []),
+                                                  selection=True))
 
 
 def _report(results: Sequence[tuple[str, Sequence[Event], Break | None]]) -> int:

@@ -90,6 +90,12 @@ def _governance_options(parser: argparse.ArgumentParser, *, policy_required: boo
                         help="serve a policy whose rules name tools or arguments these tools do "
                         "not have (one shared by servers whose tools differ); by default that "
                         "is refused, since such a rule never matches")
+    parser.add_argument("--roll-calls", metavar="N", type=_positive,
+                        help="roll each client's journal into a new linked segment (a session "
+                        "of its own) every N calls (default: never)")
+    parser.add_argument("--roll-after", metavar="SECONDS", type=_seconds,
+                        help="roll each client's journal into a new linked segment once the "
+                        "current one is this old (default: never)")
 
 
 def register(commands: Any) -> None:
@@ -154,7 +160,8 @@ def _governance(args: argparse.Namespace, policy: Policy) -> Governance | None:
              "`tether approvals approve` cannot reach them")
     return Governance(policy=policy, store=store,
                       budget=Budget(max_tool_calls=args.budget_tool_calls),
-                      client=args.client, roles=tuple(args.role), tenant_id=args.tenant)
+                      client=args.client, roles=tuple(args.role), tenant_id=args.tenant,
+                      roll_calls=args.roll_calls, roll_seconds=args.roll_after)
 
 
 def _load_policy(path: str) -> Policy | None:

@@ -238,7 +238,7 @@ class Journal:
     step's events reach the store in one transaction and a decision is durable before its effect.
     """
 
-    __slots__ = ("_flushed", "_json", "_notified", "_on_append", "_pending",
+    __slots__ = ("_dropped", "_flushed", "_json", "_notified", "_on_append", "_pending",
                  "_redactions", "_sealed", "_secrets", "bus", "lease", "session_id", "store")
 
     def __init__(self, session_id: str,
@@ -248,6 +248,7 @@ class Journal:
         self.store = store
         self.lease: Lease | None = None  # the writer's hold on the session, checked per flush
         self._sealed: list[Event] = list(history)  # events already sealed into the chain
+        self._dropped = 0  # sealed events no longer in memory (``forget_stored``), before those
         self._flushed = len(self._sealed)  # how many of them the store holds
         self._pending: list[Pending] = []  # appended, not yet sealed
         self._json: list[str] = []  # data JSON of sealed events not yet in the store
@@ -262,7 +263,7 @@ class Journal:
         and nothing done to it later changes the journal. JournalValueError (nothing appended)
         for data JSON cannot carry faithfully."""
         text = canonical_text(data)
-        seq = len(self._sealed) + len(self._pending) + 1
+        seq = len(self) + 1
         self._pending.append((seq, type, time.time(), text))
         if self._on_append is not None:
             self._on_append(type, data)
@@ -273,9 +274,9 @@ class Journal:
         step points (before a model call, before tools run, at the end), so every redaction a
         step's decisions ask for applies to all of that step's events before anyone sees them."""
         while self.bus._subscribers and self._notified < len(self):
-            sealed = self._seal_all()
-            while self._notified < len(sealed):
-                event = sealed[self._notified]
+            sealed, dropped = self._seal_all(), self._dropped
+            while self._notified < dropped + len(sealed):
+                event = sealed[self._notified - dropped]
                 self._notified += 1
                 self._notify(event)
 
@@ -292,10 +293,11 @@ class Journal:
         self.publish()
         if self.store is None:
             return
-        sealed = self._seal_all()
-        if self._flushed < len(sealed):
-            self.store.append(self.session_id, sealed[self._flushed:], self._json, self.lease)
-            self._stored(len(sealed))
+        sealed, dropped = self._seal_all(), self._dropped
+        if self._flushed < dropped + len(sealed):
+            self.store.append(self.session_id, sealed[self._flushed - dropped:], self._json,
+                              self.lease)
+            self._stored(dropped + len(sealed))
 
     async def aflush(self) -> None:
         """``flush`` for the async runtime: a store that commits over a network
@@ -309,18 +311,19 @@ class Journal:
             self.flush()
             return
         self.publish()
-        sealed = self._seal_all()
-        if self._flushed < len(sealed):
-            write = asyncio.ensure_future(append_async(self.session_id, sealed[self._flushed:],
-                                                       self._json, self.lease))
+        sealed, dropped = self._seal_all(), self._dropped
+        count = dropped + len(sealed)
+        if self._flushed < count:
+            write = asyncio.ensure_future(append_async(
+                self.session_id, sealed[self._flushed - dropped:], self._json, self.lease))
             try:
                 await asyncio.shield(write)
             except asyncio.CancelledError:  # the commit goes on: wait for it, so the journal
                 await asyncio.wait({write})  # knows what the store holds
                 if not write.cancelled() and write.exception() is None:
-                    self._stored(len(sealed))
+                    self._stored(count)
                 raise
-            self._stored(len(sealed))
+            self._stored(count)
 
     def _stored(self, count: int) -> None:
         self._flushed = count
@@ -362,9 +365,35 @@ class Journal:
                                                  "event_seq": event.seq,
                                                  "error": _readable(_failure, exc)})
 
+    def forget_stored(self) -> None:
+        """Let go of what a long-lived session (a gateway) no longer needs in memory: the
+        sealed events the store holds, but the chain's head (``events()`` reads them back from
+        the store; a subscriber added later is told of events from then on), and the arguments
+        hidden for calls whose events are all sealed. Call it between calls, after a flush."""
+        if self.store is None or self._pending:
+            return
+        self._redactions.arguments.clear()
+        cut = self._flushed - 1 - self._dropped  # sealed events held by the store, but the head
+        if not self.bus:
+            self._notified = max(self._notified, self._flushed)
+        cut = min(cut, self._notified - self._dropped)
+        if cut > 0:
+            del self._sealed[:cut]
+            self._dropped += cut
+
+    def inherit_redactions(self, earlier: Journal) -> None:
+        """Keep out of this journal what ``earlier`` kept out of its own: the next segment of a
+        gateway's journal redacts its secrets and masked values as the last one did."""
+        self._redactions.scrubbers.extend(earlier._redactions.scrubbers)
+        self._redactions.values = earlier._redactions.values  # the same values, still hidden
+        self._secrets.extend(earlier._secrets)
+
     def events(self) -> list[Event]:
         """All events, sealed into the hash chain."""
-        return list(self._seal_all())
+        sealed = self._seal_all()
+        if not self._dropped or self.store is None:
+            return list(sealed)
+        return [*self.store.read(self.session_id)[:self._dropped], *sealed]
 
     def _seal_all(self) -> list[Event]:
         sealed = self._sealed
@@ -392,7 +421,7 @@ class Journal:
         return events[-1].hash if events else GENESIS
 
     def __len__(self) -> int:
-        return len(self._sealed) + len(self._pending)
+        return self._dropped + len(self._sealed) + len(self._pending)
 
     def verify(self) -> int | None:
-        return verify_chain(self._seal_all())
+        return verify_chain(self.events())

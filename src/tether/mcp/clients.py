@@ -64,6 +64,10 @@ class Governance:
     tenant_id: str | None = None
     approval_ttl: float = 24 * 3600.0
     max_result_chars: int = 20_000
+    # each client's journal rolls into linked segments after this many calls or seconds
+    # (``Gateway``; None: one session per client, however long it lives)
+    roll_calls: int | None = None
+    roll_seconds: float | None = None
 
 
 class ClientExpired(Exception):
@@ -163,6 +167,7 @@ class ClientGateways:
         gateway = Gateway(self.tools, policy=g.policy, client=g.client, budget=g.budget,
                           store=g.store, roles=g.roles, tenant_id=g.tenant_id,
                           approval_ttl=g.approval_ttl, max_result_chars=g.max_result_chars,
+                          roll_calls=g.roll_calls, roll_seconds=g.roll_seconds,
                           check_policy_names=False)  # serve() checked the served tools; the
         # proxy checks the upstream's current definitions, which a pinned spec may not show
         if self._on_new is not None:

@@ -26,6 +26,12 @@ of a high-risk tool that untrusted text also names wait.
 Echoes: a trusted source can return what the agent itself wrote (a message it posted). What a
 side-effecting call sent keeps, read back whole, the origins it had when sent.
 
+Memory: a long-lived session (a gateway, ``SessionState(window=...)``) keeps only its most
+recent results (``SightingLog``) and echoes of what those wrote. The tokens of the untrusted
+results and echoes it forgets go into filters of fixed size (``tether.runtime.forgotten``): a
+value that may have come from them also has their origins (fail closed). The journal still
+holds every result; a what-if or audit replays the whole session.
+
 Cost: nothing unless a policy reads ``context.provenance`` — the mapping is computed when first
 read, and only then are new tool results tokenised (once each).
 """
@@ -34,9 +40,10 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any, NamedTuple
 
+from tether.runtime.forgotten import Forgotten
 from tether.tokens import is_link, tokens
 from tether.vouched import leaves, split_vouched
 
@@ -83,11 +90,12 @@ def _texts(content: str) -> Iterator[str]:
 class Ledger:
     """The values a session has seen, by origin, indexed by token for run matching."""
 
-    __slots__ = ("_index", "_sources")
+    __slots__ = ("_index", "_sources", "forgotten")
 
-    def __init__(self) -> None:
+    def __init__(self, forgotten: Forgotten | None = None) -> None:
         self._sources: list[tuple[str, list[str]]] = []  # (origin, tokens)
         self._index: dict[str, list[tuple[int, int]]] = {}  # token -> (source, position)
+        self.forgotten = forgotten  # untrusted text no longer indexed, if any
 
     def see(self, origin: str, text: str, found: list[str] | None = None) -> None:
         """``text`` came from ``origin`` (``found``: its tokens, if the caller has them)."""
@@ -107,13 +115,14 @@ class Ledger:
             origin, source = self._sources[number]
             if origin not in found and source[position:position + len(wanted)] == wanted:
                 found.add(origin)
+        forgotten = set() if self.forgotten is None else self.forgotten.origins_of(wanted)
         if found:
-            return frozenset(found)
+            return frozenset(found | forgotten)
         # text the model composed: a link inside it still came from where the link was seen
         for token in wanted:
             if is_link(token):
                 found.update(self._sources[number][0] for number, _ in self._index.get(token, ()))
-        return frozenset({NOWHERE, *found})
+        return frozenset({NOWHERE, *found, *forgotten})
 
     def origins(self, value: Any) -> frozenset[str]:
         """Where ``value`` could have come from: the union over its leaves."""
@@ -132,6 +141,41 @@ class Sighting(NamedTuple):
     sent: Mapping[str, Any] | None = None  # a side-effecting call's arguments: what it wrote
 
 
+class SightingLog(list[Sighting]):
+    """The results provenance matches against, of which a long-lived session (a gateway) keeps
+    only the most recent: ``forget`` drops the oldest, counting them, and keeps the tokens of
+    the untrusted ones, and of what side-effecting calls wrote, in filters of fixed size
+    (``text``), by the origins they had."""
+
+    __slots__ = ("forgotten", "indexer", "text")
+
+    def __init__(self, results: Iterable[Sighting] = ()) -> None:
+        super().__init__(results)
+        self.forgotten = 0  # how many of the oldest results were dropped
+        self.text = Forgotten((UNTRUSTED, NOWHERE))  # what they said, by origin
+        self.indexer: Sightings | None = None  # the provenance reading this log, once one does
+
+    def forget(self, count: int) -> None:
+        """Drop the ``count`` oldest results. What they wrote keeps the origins provenance gave
+        it (brought up to date first); if provenance was never read, it is kept as both
+        ``untrusted`` and ``nowhere`` — its origins were never worked out (fail closed)."""
+        if self.indexer is not None:
+            self.indexer.ledger()
+        dropped = self[:count]
+        del self[:count]
+        self.forgotten += len(dropped)
+        for sighting in dropped:
+            if sighting.untrusted:
+                content = sighting.content  # but the fields the system wrote, as the ledger
+                if sighting.trusted_fields:
+                    content = split_vouched(content, sighting.trusted_fields)[1]
+                for text in _texts(content):
+                    self.text.add((UNTRUSTED,), tokens(text))
+            if sighting.sent and self.indexer is None:
+                for leaf in leaves(sighting.sent):
+                    self.text.add((UNTRUSTED, NOWHERE), tokens(leaf))
+
+
 class Sightings:
     """What a session has seen so far — its request, then each result of a tool that ran, marked
     untrusted when its tool declared its output so — fed to a ledger lazily, each result once.
@@ -141,7 +185,7 @@ class Sightings:
     whole — is seen with those origins, not as the source's own (two calls must not launder an
     attacker's link)."""
 
-    __slots__ = ("_echoes", "_ledger", "_request", "_results", "_seen")
+    __slots__ = ("_echoes", "_forgotten", "_ledger", "_request", "_results", "_seen")
 
     def __init__(self, request: str, results: Sequence[Sighting]) -> None:
         self._request = request
@@ -149,14 +193,25 @@ class Sightings:
         self._ledger: Ledger | None = None
         self._echoes: dict[tuple[str, ...], frozenset[str]] = {}  # what the session wrote
         self._seen = 0
+        self._forgotten = 0  # the log's ``forgotten`` when the ledger was built
 
     def ledger(self) -> Ledger:
         ledger = self._ledger
+        results = self._results
+        if isinstance(results, SightingLog) and results.forgotten != self._forgotten:
+            # the oldest results were dropped: index what is left afresh, echoes included
+            # (those of the results kept are found again); the others are forgotten too
+            self._forgotten, self._seen, ledger = results.forgotten, 0, None
+            for key, origins in self._echoes.items():
+                results.text.add(origins, key)
+            self._echoes = {}
         if ledger is None:
-            ledger = self._ledger = Ledger()
+            forgotten = None
+            if isinstance(results, SightingLog):
+                results.indexer, forgotten = self, results.text
+            ledger = self._ledger = Ledger(forgotten)
             if self._request:
                 ledger.see(USER, self._request)
-        results = self._results
         for untrusted, content, fields, sent in results[self._seen:]:
             if sent:
                 self._remember(ledger, sent)

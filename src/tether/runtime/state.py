@@ -11,6 +11,7 @@ spend, call signatures, the open turn's decisions, results and approvals, and th
 from __future__ import annotations
 
 import hashlib
+from collections import deque
 from collections.abc import Callable, Iterable, Mapping
 from decimal import Decimal
 from typing import Any
@@ -18,7 +19,7 @@ from typing import Any
 from tether.journal.chain import canonical_json
 from tether.policy.base import Decision, Effect
 from tether.runtime.budget import Tally
-from tether.runtime.provenance import Sighting
+from tether.runtime.provenance import Sighting, SightingLog
 from tether.runtime.result import Step, ToolResult
 from tether.runtime.stop import StopReason
 from tether.types import Event, Message, ModelResponse, ToolCall, Usage
@@ -35,15 +36,26 @@ def call_signature(tool: str, arguments: Mapping[str, Any] | str) -> str:
 
 
 class SessionState:
-    """Mutable projection of one session's journal."""
+    """Mutable projection of one session's journal.
 
-    __slots__ = ("_done", "_outbox", "answer", "approvals", "conversation", "counted",
-                 "decisions", "denial_streak", "error_streak", "granted", "in_flight", "notice",
-                 "paused", "ran", "results", "settled", "signatures", "started", "steps",
-                 "stop_detail", "stop_reason", "tainted", "tally", "task", "turn", "turn_open",
-                 "turn_step", "turn_text", "unsent")
+    ``window`` bounds what a long-lived session (a gateway: one call per turn, for weeks)
+    remembers across turns to its last ``window`` calls: the closed steps, the results
+    provenance matches against, and the call signatures the loop check counts — so the loop
+    check counts repeats within the window. The open turn's decisions, results and approvals
+    are cleared at every turn whatever the window, and approval requests live in the approval
+    store, never here. What is forgotten is in the journal, which a replay folds whole."""
 
-    def __init__(self) -> None:
+    __slots__ = ("_done", "_outbox", "_recent", "_steps_closed", "answer", "approvals",
+                 "conversation", "counted", "decisions", "denial_streak", "error_streak",
+                 "granted", "in_flight", "notice", "paused", "ran", "results", "settled",
+                 "signatures", "started", "steps", "stop_detail", "stop_reason", "tainted",
+                 "tally", "task", "turn", "turn_open", "turn_step", "turn_text", "unsent",
+                 "window")
+
+    def __init__(self, window: int | None = None) -> None:
+        if window is not None and window < 1:
+            raise ValueError(f"window must be at least 1 call, or None (no bound); got {window}")
+        self.window = window
         self.task = ""
         self.conversation: list[Message] = []
         self.unsent: list[Message] = []  # written but not yet sent to the model
@@ -56,9 +68,10 @@ class SessionState:
         self.turn_step = 0
         self.turn_open = False
         self.results: dict[str, ToolResult] = {}
-        # every result of a tool that ran, the whole session long, with what a side-effecting
-        # call wrote: what provenance matches arguments against (tether.runtime.provenance)
-        self.ran: list[Sighting] = []
+        # every result of a tool that ran, the whole session long (with a window: the last
+        # ones), with what a side-effecting call wrote: what provenance matches arguments
+        # against (tether.runtime.provenance)
+        self.ran = SightingLog()
         self.decisions: dict[str, Mapping[str, Any]] = {}  # call id -> its last decision event
         self.approvals: dict[str, str] = {}  # call id -> approval id
         self.granted: set[str] = set()  # call ids whose approval was used to run them
@@ -79,6 +92,8 @@ class SessionState:
         # derived views, read several times per step: kept up to date by the handlers
         self._done: list[ToolResult] = []  # the open turn's results, in call order
         self._outbox: tuple[Message, ...] | None = None  # None: build it again when read
+        self._steps_closed = 0  # how many steps closed, remembered or not
+        self._recent: deque[str] = deque()  # with a window: its calls' signatures, in order
 
     def apply(self, type: str, data: Mapping[str, Any]) -> None:
         handler = _HANDLERS.get(type)
@@ -122,7 +137,18 @@ class SessionState:
     def _close_step(self) -> None:
         if self.turn_step:
             self.steps.append(self._current_step())
+            self._steps_closed += 1
             self.turn_step = 0
+            if self.window is not None:
+                self._forget(self.window)
+
+    def _forget(self, window: int) -> None:
+        """Drop what lies beyond the window, half a window at a time (so each drop is paid
+        for by as many calls as it drops)."""
+        if len(self.steps) > window + window // 2:
+            del self.steps[:len(self.steps) - window]
+        if len(self.ran) > window + window // 2:
+            self.ran.forget(len(self.ran) - window)
 
     # -- handlers, one per event type that changes state --------------------------------------
 
@@ -166,7 +192,7 @@ class SessionState:
     def _on_client_call(self, data: Mapping[str, Any]) -> None:
         """A tool call made through a gateway (an MCP client), not asked for by a model."""
         call: ToolCall = data["call"]
-        self._open_turn((call,), "", len(self.steps) + 1)
+        self._open_turn((call,), "", self._steps_closed + 1)
 
     def _on_model_error(self, data: Mapping[str, Any]) -> None:
         self.in_flight = None
@@ -188,7 +214,17 @@ class SessionState:
 
     def _on_decision(self, data: Mapping[str, Any]) -> None:
         sig = data["signature"]
-        self.signatures[sig] = self.signatures.get(sig, 0) + 1
+        signatures = self.signatures
+        signatures[sig] = signatures.get(sig, 0) + 1
+        if self.window is not None:
+            recent = self._recent
+            recent.append(sig)
+            if len(recent) > self.window:
+                old = recent.popleft()
+                if signatures[old] == 1:
+                    del signatures[old]
+                else:
+                    signatures[old] -= 1
         if data["charged"]:
             self.tally.tool_calls += 1
         self.decisions[data["call_id"]] = data

@@ -6,6 +6,15 @@ agent's — gates, loop check, budget, policy, every effect, credentials, the jo
 tether tools over MCP, or proxying another MCP server, adds no second path to a tool. A call
 that needs approval returns a refusal naming the approval; once a person approves it, the same
 call (same tool, same arguments) runs once when the client sends it again.
+
+A gateway lives as long as its client, for weeks. Its memory is bounded: it remembers its last
+``window`` calls (loop check, provenance; ``SessionState``) and lets go of journal events once
+the store holds them (``Journal.forget_stored``); without a store the journal is its memory.
+With ``roll_calls`` or ``roll_seconds`` its journal rolls into linked segments
+(``tether.journal.segments``): each a session of its own, whose start names the previous
+segment's id and head hash, so an auditor verifies them as one chain. Budget, window and
+redactions carry across a roll; approvals are the client's, in the approval store, so one
+pending across a roll stays pending, and is used once, by the same call, in a later segment.
 """
 
 from __future__ import annotations
@@ -13,10 +22,12 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-from collections.abc import Iterable, Mapping
+import time
+from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from tether.journal.chain import Journal
+from tether.journal.segments import NEXT, SEGMENT, link_to
 from tether.policy.base import Decision, Effect, Policy, Subject
 from tether.policy.deadline import DEFAULT_POLICY_TIMEOUT
 from tether.policy.names import check_names
@@ -46,6 +57,7 @@ if TYPE_CHECKING:
 # A client decides its own retries and repetitions; only budgets and policy bound it.
 CLIENT_LIMITS = Limits(loop_warn_at=10**9, loop_stop_at=10**9 + 1, tool_error_ceiling=10**9,
                        denial_ceiling=10**9)
+DEFAULT_WINDOW = 1000  # calls a gateway remembers: what a loop check and provenance look back on
 
 
 class Gateway:
@@ -59,40 +71,90 @@ class Gateway:
                  session_id: str | None = None,
                  credentials: CredentialBroker | None = None,
                  policy_timeout: float | None = DEFAULT_POLICY_TIMEOUT,
-                 check_policy_names: bool = True) -> None:
+                 check_policy_names: bool = True,
+                 window: int = DEFAULT_WINDOW, roll_calls: int | None = None,
+                 roll_seconds: float | None = None,
+                 clock: Callable[[], float] = time.monotonic) -> None:
+        if roll_calls is not None and roll_calls < 1:
+            raise ValueError(f"roll_calls must be at least 1, or None (no roll); got {roll_calls}")
+        if roll_seconds is not None and not roll_seconds > 0:
+            raise ValueError("roll_seconds must be more than 0, or None (no roll); got "
+                             f"{roll_seconds}")
+        if store is None and (roll_calls is not None or roll_seconds is not None):
+            raise ValueError("rolling a gateway's journal needs a store: a segment it rolled "
+                             "over is kept by the store only; pass store=...")
         self.registry = ToolRegistry(tools)
         if check_policy_names:  # a misspelt deny rule must not silently deny nothing
             check_names(policy, self.registry.specs, whose="the gateway's tools", advice=(
                 "Fix the names; a policy shared by gateways whose tools differ can opt out "
                 "with Gateway(..., check_policy_names=False)"))
-        self.id = session_id or os.urandom(16).hex()
         self.subject = Subject(client, tenant_id, frozenset(roles), f"gateway:{client}")
         self.budget = budget or Budget()
-        self._state = SessionState()
-        self._journal = Journal(self.id, on_append=self._state.apply, store=store)
+        self._state = SessionState(window)
+        self._store = store
         self._accountant = Accountant(self.budget, None, self._state.tally)
         self._approvals = approvals or StoredApprovals(store or MemoryStore())
-        gate = PolicyGate(policy, self.subject, self.id, self._journal, self._state,
-                          self._accountant, {"client": client}, timeout=policy_timeout)
+        self._policy, self._policy_timeout = policy, policy_timeout
         # approvals are the client's, not this session's: a client that opens a new session
         # per call (the MCP Inspector does) finds, on its retry, the approval a person gave
         self._bound_to = f"client:{tenant_id or ''}:{client}"
-        self._calls = ToolCalls(bound_to=self._bound_to,
-            session_id=self.id, executor=ToolExecutor(self.registry, max_result_chars),
-            gate=gate, accountant=self._accountant, journal=self._journal, state=self._state,
-            limits=limits or CLIENT_LIMITS,
-            approvals=self._approvals, approval_ttl=approval_ttl, credentials=credentials)
+        self._executor = ToolExecutor(self.registry, max_result_chars)
+        self._limits = limits or CLIENT_LIMITS
+        self._approval_ttl = approval_ttl
         self._credentials = credentials
+        self._roll_calls, self._roll_seconds, self._clock = roll_calls, roll_seconds, clock
+        self._rolls = roll_calls is not None or roll_seconds is not None
         self._count = 0
         self._lock = asyncio.Lock()  # one call at a time: the budget is checked, then charged
         self._closed = False
-        self._journal.append("session.start", {
+        self._open(session_id or os.urandom(16).hex(), 1, None)
+
+    def _open(self, session_id: str, segment: int, previous: Journal | None) -> None:
+        """Start the gateway's journal session ``session_id`` (its ``segment``-th, after
+        ``previous``), and the gate and pipeline that write to it."""
+        self.id = session_id
+        self.segment = segment
+        journal = Journal(session_id, on_append=self._state.apply, store=self._store)
+        if previous is not None:
+            journal.inherit_redactions(previous)
+        self._journal = journal
+        client = self.subject.user_id
+        gate = PolicyGate(self._policy, self.subject, session_id, journal, self._state,
+                          self._accountant, {"client": client}, timeout=self._policy_timeout)
+        self._calls = ToolCalls(bound_to=self._bound_to, session_id=session_id,
+            executor=self._executor, gate=gate, accountant=self._accountant, journal=journal,
+            state=self._state, limits=self._limits, approvals=self._approvals,
+            approval_ttl=self._approval_ttl, credentials=self._credentials)
+        start: dict[str, Any] = {
             "task": f"tool calls from {client}", "system_prompt": "", "agent": "gateway",
             "model": "", "tools": list(self.registry.names), "budget": self.budget.to_dict(),
             "context": {"client": client},
-            "subject": {"user_id": client, "tenant_id": tenant_id, "roles": sorted(roles)},
-        })
-        self._journal.flush()
+            "subject": {"user_id": client, "tenant_id": self.subject.tenant_id,
+                        "roles": sorted(self.subject.roles)},
+        }
+        if self._rolls:
+            start[SEGMENT] = link_to(segment, previous, self._accountant.spend().to_dict())
+        journal.append("session.start", start)
+        journal.flush()
+        self._segment_calls, self._segment_opened = 0, self._clock()
+
+    def _roll_due(self) -> bool:
+        if self._roll_calls is not None and self._segment_calls >= self._roll_calls:
+            return True
+        return (self._roll_seconds is not None
+                and self._clock() - self._segment_opened >= self._roll_seconds)
+
+    async def _roll(self) -> None:
+        """End this segment, naming the next, and open the next, linked to this one's head.
+        The end is durable before the next segment starts."""
+        old, following = self._journal, os.urandom(16).hex()
+        old.append("session.end", {
+            "reason": "finished", "detail": f"rolled into the next segment, session {following}",
+            "answer": "", "spend": self._accountant.spend().to_dict(), NEXT: following})
+        await old.aflush()
+        if self._credentials is not None:
+            self._credentials.revoke_session(old.session_id)
+        self._open(following, self.segment + 1, old)
 
     @property
     def approvals(self) -> ApprovalStore:
@@ -100,6 +162,8 @@ class Gateway:
 
     @property
     def journal(self) -> Journal:
+        """The journal of the current segment (``id`` names its session): a roll replaces it,
+        and what subscribed to the last one's bus hears nothing more."""
         return self._journal
 
     async def call(self, name: str, arguments: Mapping[str, Any] | str) -> ToolResult:
@@ -123,7 +187,10 @@ class Gateway:
             self._credentials.revoke_session(self.id)
 
     async def _call(self, name: str, arguments: Mapping[str, Any] | str) -> ToolResult:
+        if self._rolls and self._roll_due():
+            await self._roll()
         self._count += 1
+        self._segment_calls += 1
         call = ToolCall(f"{self.id[:8]}-{self._count}", name, arguments)
         earlier = self._approved_earlier(call)
         self._journal.append("client.call", {"call": call})
@@ -134,6 +201,7 @@ class Gateway:
         except Stop as stop:
             result = self._state.results.get(call.id) or self._waiting(call, stop)
         await self._journal.aflush()
+        self._journal.forget_stored()
         return result
 
     def _approved_earlier(self, call: ToolCall) -> ApprovalRequest | None:
