@@ -86,6 +86,13 @@ def _on_processes(plan: Plan, agent: Any, url: str, workers: int, concurrency: i
     return records
 
 
+def _held(plan: Plan) -> Plan:
+    """The plan as a task's result, not scattered data: when a worker dies holding the only copy,
+    the scheduler computes it again (scattered data is lost with it, and the chunks waiting for
+    it are cancelled: "already forgotten")."""
+    return plan
+
+
 def _on_dask(plan: Plan, agent: Any, url: str, dask: Any, workers: int, concurrency: int,
              progress: Progress | None) -> list[TrialRecord]:
     try:
@@ -111,8 +118,10 @@ def _on_dask(plan: Plan, agent: Any, url: str, dask: Any, workers: int, concurre
         raise TypeError("dask must be 'local', a scheduler address such as "
                         "'tcp://127.0.0.1:8786', or a distributed.Client")
     try:
+        if cluster is not None:  # a loaded machine starts the second worker late
+            client.wait_for_workers(max(2, workers))
         size = len(client.scheduler_info()["workers"]) or 1
-        shared = client.scatter(plan, broadcast=True)
+        shared = client.submit(_held, plan, pure=False)
         futures = [client.submit(run_chunk, shared, agent, url, list(chunk), concurrency,
                                  pure=False)
                    for chunk in _chunks(len(plan.keys), size)]
