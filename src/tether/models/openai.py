@@ -114,7 +114,8 @@ class OpenAIModel(ProviderModel):
             params["tools"] = to_tools(request.tools)
             choice = request.tool_choice or self._compat.tool_choice
             if choice is not None and (request.tool_choice or "tool_choice" not in params):
-                params["tool_choice"] = tool_choice(choice)
+                params["tool_choice"] = tool_choice(choice, self._compat,
+                                                    [t.name for t in request.tools], self.name)
         else:
             params.pop("tool_choice", None)
             params.pop("parallel_tool_calls", None)
@@ -122,6 +123,11 @@ class OpenAIModel(ProviderModel):
         if limit is not None:
             params.update(dict.fromkeys(self._compat.cap_fields, limit))
         return params
+
+    @property
+    def output_ceiling(self) -> int | None:
+        """The most ``max_output_tokens`` this model ever sends (``output_ceiling``)."""
+        return self._max_output_tokens
 
     def _limit(self, request: ModelRequest) -> int | None:
         limit = request.max_output_tokens
