@@ -103,6 +103,11 @@ class AnthropicModel(ProviderModel):
         return AsyncAnthropic(api_key=self._key.get(), base_url=self._base_url,
                               timeout=self._timeout, max_retries=0)
 
+    @property
+    def output_ceiling(self) -> int:
+        """The most ``max_tokens`` this model ever sends (``output_ceiling``)."""
+        return self._max_output_tokens
+
     def request_params(self, request: ModelRequest) -> dict[str, Any]:
         """The body of the create call for ``request`` (without ``stream``)."""
         system, messages = to_native(request.messages)

@@ -61,6 +61,14 @@ class Model(Protocol):
     async def complete(self, request: ModelRequest) -> ModelResponse: ...
 
 
+def output_ceiling(model: object) -> int | None:
+    """The output cap a model sends at most, whatever the runtime allows (its own
+    ``max_output_tokens=``), or None. The runtime reserves no more than this and measures an
+    overrun against the cap actually sent: the smaller of this and what the budget left."""
+    ceiling = getattr(model, "output_ceiling", None)
+    return ceiling if type(ceiling) is int and ceiling >= 1 else None
+
+
 class StreamingModel(Model, Protocol):
     def stream(self, request: ModelRequest) -> AsyncIterator[str | ModelResponse]:
         """Yield text deltas, then the complete ModelResponse last."""
