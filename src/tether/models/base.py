@@ -69,6 +69,14 @@ def output_ceiling(model: object) -> int | None:
     return ceiling if type(ceiling) is int and ceiling >= 1 else None
 
 
+def min_answer_seconds(model: object) -> float:
+    """The least time ``model`` takes to answer (its ``min_answer_seconds``, else 0): a call
+    with less time left than this before its deadline is not started, since it could only be
+    cancelled and charged for nothing."""
+    floor = getattr(model, "min_answer_seconds", 0.0)
+    return float(floor) if isinstance(floor, int | float) and floor > 0 else 0.0
+
+
 class StreamingModel(Model, Protocol):
     def stream(self, request: ModelRequest) -> AsyncIterator[str | ModelResponse]:
         """Yield text deltas, then the complete ModelResponse last."""

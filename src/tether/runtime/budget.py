@@ -260,13 +260,16 @@ class Accountant:
         return float(self._started - self.tally.active_seconds + self._budget.max_seconds - hold)
 
     def reserve_model_call(self, input_estimate: int, final: bool = False, *,
-                           known: int = 0, ceiling: int | None = None) -> Reservation:
+                           known: int = 0, ceiling: int | None = None,
+                           min_seconds: float = 0.0) -> Reservation:
         """Clamp and reserve a model call, or raise Stop naming the limit that prevents it.
         ``known``: input tokens the provider itself counted (the conversation up to its last
         answer), taken as they are; ``input_estimate`` is tether's estimate of the rest, scaled
         by what the provider's reports showed. ``ceiling``: the most output the model sends as
         its cap whatever the budget allows (``models.base.output_ceiling``); the reservation's
-        cap is the cap actually sent, so an answer past it is an overrun."""
+        cap is the cap actually sent, so an answer past it is an overrun. ``min_seconds``: the
+        least time the model takes to answer (``models.base.min_answer_seconds``); with less
+        than that left before the deadline the call is not started (time budget)."""
         b, t = self._budget, self.tally
         input_tokens = known + math.ceil(input_estimate * t.input_scale)
         if b.max_steps is not None:
@@ -274,8 +277,14 @@ class Accountant:
             if steps_left < 1:
                 raise Stop(StopReason.STEP_BUDGET, f"{b.max_steps} steps used")
         deadline = self.deadline(final)
-        if deadline is not None and self._clock() >= deadline:
-            raise Stop(StopReason.TIME_BUDGET, f"{b.max_seconds}s elapsed")
+        if deadline is not None:
+            left = deadline - self._clock()
+            if left <= 0:
+                raise Stop(StopReason.TIME_BUDGET, f"{b.max_seconds}s elapsed")
+            if left < min_seconds:
+                raise Stop(StopReason.TIME_BUDGET, f"{left:.2f}s of the {b.max_seconds}s left, "
+                           f"less than the {min_seconds}s the model takes to answer at the "
+                           "least (its min_answer_seconds): the call was not started")
         max_out: int | None = None
         bound_by: StopReason | None = None
         if b.max_tokens is not None:

@@ -18,7 +18,12 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from tether.journal.chain import Journal, JournalValueError
-from tether.models.base import Model, estimate_tools_tokens, output_ceiling
+from tether.models.base import (
+    Model,
+    estimate_tools_tokens,
+    min_answer_seconds,
+    output_ceiling,
+)
 from tether.runtime.budget import Accountant, Reservation
 from tether.runtime.chokepoint.effects import skipped
 from tether.runtime.chokepoint.turn import ToolCalls
@@ -30,9 +35,10 @@ from tether.types import Message, ModelRequest, ModelResponse, ToolCall, ToolSpe
 
 
 class Environment:
-    __slots__ = ("_accountant", "_answered", "_ceiling", "_first_tool_choice", "_journal", "_model",
-                 "_on_delta", "_pending", "_seen_ids", "_sent_estimate", "_show_budget", "_specs",
-                 "_state", "_tool_names", "_tools", "_tools_estimate", "stopped")
+    __slots__ = ("_accountant", "_answered", "_ceiling", "_first_tool_choice", "_journal",
+                 "_min_seconds", "_model", "_on_delta", "_pending", "_seen_ids", "_sent_estimate",
+                 "_show_budget", "_specs", "_state", "_tool_names", "_tools", "_tools_estimate",
+                 "stopped")
 
     def __init__(self, *, model: Model, specs: Sequence[ToolSpec], tools: ToolCalls,
                  accountant: Accountant, journal: Journal, state: SessionState,
@@ -40,6 +46,7 @@ class Environment:
                  first_tool_choice: str | None = None) -> None:
         self._model = model
         self._ceiling = output_ceiling(model)  # the cap the model sends at most
+        self._min_seconds = min_answer_seconds(model)  # no call with less time left than this
         self._specs = tuple(specs)
         self._tool_names = tuple(s.name for s in specs)
         self._tools = tools
@@ -94,14 +101,16 @@ class Environment:
         counted = self._state.counted
         if counted is None:
             reservation = self._accountant.reserve_model_call(input_estimate, final,
-                                                              ceiling=self._ceiling)
+                                                              ceiling=self._ceiling,
+                                                              min_seconds=self._min_seconds)
         else:  # the provider counted everything before its last answer: estimate only the rest
             input_tokens, answer = counted
             known = self._answered  # the answer's estimate, made when it was recorded
             rest = new_estimate + (known[1] if known[0] == answer else sum(map(
                 estimate, self._state.conversation[answer:])))
             reservation = self._accountant.reserve_model_call(rest, final, known=input_tokens,
-                                                              ceiling=self._ceiling)
+                                                              ceiling=self._ceiling,
+                                                              min_seconds=self._min_seconds)
         step = self._state.tally.steps + 1
         choice = self._first_tool_choice if step == 1 and specs else None
         self._journal.append("model.request", {
