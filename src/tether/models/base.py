@@ -24,6 +24,12 @@ class ModelError(Exception):
     """A model call failed in a way the run cannot continue from (after any retries)."""
 
 
+class CallCancelled(ModelError):
+    """The call was cancelled because the time budget ran out — raised by a replay of a recorded
+    session (``rerun``), which cannot wait out the clock: the runtime treats it exactly as the
+    time budget cancelling the call (charged its reservation, the run stopped for time)."""
+
+
 def estimate_text_tokens(text: str) -> int:
     return -(-len(text) // CHARS_PER_TOKEN)  # rounded up
 

@@ -19,6 +19,7 @@ from typing import Any
 
 from tether.journal.chain import Journal, JournalValueError
 from tether.models.base import (
+    CallCancelled,
     Model,
     estimate_tools_tokens,
     min_answer_seconds,
@@ -32,6 +33,9 @@ from tether.runtime.result import ToolResult
 from tether.runtime.state import SessionState
 from tether.runtime.stop import Stop, StopReason
 from tether.types import Message, ModelRequest, ModelResponse, ToolCall, ToolSpec, detached
+
+# the model.unmetered error of a call the time budget cancelled (rerun replays it as such)
+CANCELLED_BY_TIME = "the time budget ran out during the call; it was cancelled"
 
 
 class Environment:
@@ -158,9 +162,9 @@ class Environment:
             if not isinstance(response, ModelResponse):
                 raise TypeError(f"model returned {type(response).__name__}, not ModelResponse")
         except (Exception, Stop) as exc:  # a model that raises Stop does not stop the run
-            if timer is not None and timer.expired():  # the provider may well have billed it
-                self._unmetered(step, reservation, "the time budget ran out during the call; "
-                                "it was cancelled")
+            if (timer is not None and timer.expired()) or isinstance(exc, CallCancelled):
+                # the provider may well have billed it
+                self._unmetered(step, reservation, CANCELLED_BY_TIME)
                 raise Stop(StopReason.TIME_BUDGET,
                            "time budget ran out during a model call") from None
             error = f"{type(exc).__name__}: {exc}"

@@ -21,9 +21,10 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from tether.journal.redaction import HIDDEN_MARKERS
-from tether.models.base import Model, ModelError
+from tether.models.base import CallCancelled, Model, ModelError
 from tether.models.pricing import Price
 from tether.runtime.chokepoint.approvals import StoredApprovals
+from tether.runtime.environment import CANCELLED_BY_TIME
 from tether.runtime.state import revive
 from tether.store.memory import MemoryStore
 from tether.tools.base import Tool, ToolArgumentError, ToolContext, ToolFailure, ToolMeta
@@ -61,8 +62,7 @@ class _Record:
     def __init__(self, events: Sequence[Event]) -> None:
         live = [(e.type, revive(e.type, e.data)) for e in events]
         self.requests = [d["new"] for t, d in live if t == "model.request"]
-        self.responses: list[ModelResponse] = [d["response"] for t, d in live
-                                               if t == "model.response"]
+        self.responses: list[ModelResponse | ModelError] = _outcomes(live)
         self.results = {d["call_id"]: d for t, d in live if t == "tool.result"}
         self.granted = {d["call_id"] for t, d in live if t == "approval.granted"}
         self.ran = self.granted | {d["call_id"] for t, d in live
@@ -104,7 +104,10 @@ class _RecordedModel:
         tail = [m.to_dict() for m in request.messages[-len(expected):]] if expected else []
         if tail != expected:
             record.diverge("the model request differs", expected, tail)
-        return record.responses[index]
+        outcome = record.responses[index]
+        if isinstance(outcome, ModelError):  # the recorded failure or cancellation, again
+            raise outcome
+        return outcome
 
 
 class _RecordedTool:
@@ -202,6 +205,27 @@ async def arerun(agent: Agent, events: Sequence[Event]) -> RerunReport:
                        len(record.responses), record.asked)
     return RerunReport(events[0].session_id, tuple(record.divergences), result,
                        tuple(replayed))
+
+
+def _outcomes(live: Sequence[tuple[str, Any]]) -> list[ModelResponse | ModelError]:
+    """Each recorded model request's outcome, in order: its response; or, for a call that
+    failed, the error (a call the time budget cancelled: ``CallCancelled``, so the replay stops
+    for time as the record did) — never the next call's response in its place."""
+    outcomes: list[ModelResponse | ModelError | None] = []
+    for kind, data in live:
+        if kind == "model.request":
+            outcomes.append(None)
+        elif outcomes and outcomes[-1] is None:
+            if kind == "model.response":
+                outcomes[-1] = data["response"]
+            elif kind == "model.error":
+                outcomes[-1] = ModelError(f"recorded: {data['error']}")
+            elif kind == "model.unmetered":
+                error = str(data.get("error", ""))
+                outcomes[-1] = (CallCancelled(f"recorded: {error}") if error.startswith(
+                    CANCELLED_BY_TIME) else ModelError(f"recorded: {error}"))
+    return [ModelError("recorded: the call has no outcome in the record (lost in a crash)")
+            if o is None else o for o in outcomes]
 
 
 def _outcome(result: Mapping[str, Any] | None) -> tuple[Any, Any] | None:
