@@ -50,3 +50,17 @@ def test_an_answer_past_the_cap_sent_is_an_overrun_though_the_budget_had_room(
     assert overrun["reported"]["output_tokens"] == reported
     assert result.stop_reason == "token_budget"
     assert verify_chain(store.read(result.session_id)) is None
+
+
+def test_the_local_model_carries_the_measured_floor_and_a_call_below_it_is_not_started(
+        local_server: Any) -> None:
+    """``server.model()`` takes the fastest answer measured at start as its floor; a run whose
+    whole time budget is below it sends nothing (the server is never asked)."""
+    floor = local_server.min_answer_seconds
+    assert floor > 0 and local_server.model().min_answer_seconds == floor
+    store = MemoryStore()
+    result = Agent(model=local_server.model(), reasoning=ReAct(), store=store).run(
+        LONG_TASK, budget=Budget(max_seconds=floor / 2))
+    assert result.stop_reason == "time_budget"
+    assert events(store, result.session_id, "model.request") == []
+    assert result.usage.total_tokens == 0
