@@ -7,7 +7,10 @@ usage in a stream. vLLM reads both cap fields (``max_completion_tokens`` first).
 ``max_tokens`` and ignores ``tool_choice``. OpenAI's own API wants ``max_completion_tokens`` (its
 reasoning models refuse ``max_tokens``). llama.cpp's server (``chatml-function-calling``) takes
 ``tool_choice`` ``"auto"``, ``"none"`` or a named function; ``"required"`` fails an assertion
-there and comes back as HTTP 500.
+there and comes back as HTTP 500. Its ``"auto"`` path generates with no cap at all
+(``max_tokens=None`` inside the handler), so with tools offered the cap is not kept: an answer
+past it is caught as an overrun. It notices a closed connection only while streaming: a
+cancelled non-streamed request runs to its end there.
 
 Decision: a profile per server kind names the fields that carry the output cap and the
 ``tool_choice`` to send with tools when the run asks for none, and whether the server knows
