@@ -73,3 +73,38 @@ def test_a_changed_recipe_still_diverges_after_a_recorded_failure() -> None:
                     system_prompt="Something else entirely.")
     report = rerun(changed, events)
     assert not report.matches
+
+
+def test_a_call_interrupted_then_asked_again_on_resume_is_no_divergence(tmp_path: Any) -> None:
+    """Interrupted during the model call, the session resumed and asked again: the record holds
+    the interrupted request (charged, no answer) and the one asked on resume. The rerun runs
+    without interruption and asks once: the interrupted request is no call of its own."""
+    asked = asyncio.Event()
+
+    class Slow(ScriptedModel):
+        hold = True
+
+        async def complete(self, request: ModelRequest) -> ModelResponse:
+            if Slow.hold:
+                asked.set()
+                await asyncio.Event().wait()
+            return await super().complete(request)
+
+    agent = Agent(model=Slow([call("lookup", {"account": "A"}), "done"]), reasoning=ReAct(),
+                  tools=[lookup], store=f"sqlite:///{tmp_path / 'j.db'}")
+    session = agent.session("look A up")
+
+    async def main() -> Any:
+        run = asyncio.ensure_future(session.arun())
+        await asked.wait()
+        session.cancel()
+        return await run
+
+    assert asyncio.run(main()).stop_reason == "interrupted"
+    Slow.hold = False
+    assert agent.resume(session.id).stop_reason == "finished"
+    events = agent.load(session.id).replay()
+    assert types(events).count("model.request") == 3  # interrupted, asked again, the answer
+    report = rerun(agent, events)
+    assert report.matches, report.divergences
+    assert report.result is not None and report.result.stop_reason == "finished"

@@ -61,8 +61,9 @@ class _Record:
 
     def __init__(self, events: Sequence[Event]) -> None:
         live = [(e.type, revive(e.type, e.data)) for e in events]
-        self.requests = [d["new"] for t, d in live if t == "model.request"]
-        self.responses: list[ModelResponse | ModelError] = _outcomes(live)
+        calls = _model_calls(live)
+        self.requests = [new for new, _ in calls]
+        self.responses: list[ModelResponse | ModelError] = [outcome for _, outcome in calls]
         self.results = {d["call_id"]: d for t, d in live if t == "tool.result"}
         self.granted = {d["call_id"] for t, d in live if t == "approval.granted"}
         self.ran = self.granted | {d["call_id"] for t, d in live
@@ -207,25 +208,44 @@ async def arerun(agent: Agent, events: Sequence[Event]) -> RerunReport:
                        tuple(replayed))
 
 
-def _outcomes(live: Sequence[tuple[str, Any]]) -> list[ModelResponse | ModelError]:
-    """Each recorded model request's outcome, in order: its response; or, for a call that
-    failed, the error (a call the time budget cancelled: ``CallCancelled``, so the replay stops
-    for time as the record did) — never the next call's response in its place."""
-    outcomes: list[ModelResponse | ModelError | None] = []
+def _model_calls(live: Sequence[tuple[str, Any]]) -> list[tuple[Any, ModelResponse | ModelError]]:
+    """Each recorded model request (what it added) and its outcome, in order: its response; or,
+    for a call that failed, the error (one the time budget cancelled: ``CallCancelled``, so the
+    replay stops for time as the record did) — never the next call's response in its place. A
+    request cut off by a crash (``model.lost``) or an interruption (charged, then the session
+    paused) is left out: it was asked again on resume, and the rerun, never interrupted, asks
+    once."""
+    calls: list[list[Any]] = []  # [new, outcome]; outcome None: none yet; _GONE: left out
     for kind, data in live:
         if kind == "model.request":
-            outcomes.append(None)
-        elif outcomes and outcomes[-1] is None:
-            if kind == "model.response":
-                outcomes[-1] = data["response"]
-            elif kind == "model.error":
-                outcomes[-1] = ModelError(f"recorded: {data['error']}")
-            elif kind == "model.unmetered":
-                error = str(data.get("error", ""))
-                outcomes[-1] = (CallCancelled(f"recorded: {error}") if error.startswith(
-                    CANCELLED_BY_TIME) else ModelError(f"recorded: {error}"))
-    return [ModelError("recorded: the call has no outcome in the record (lost in a crash)")
-            if o is None else o for o in outcomes]
+            calls.append([data["new"], None])
+        elif not calls:
+            continue
+        elif kind == "session.paused" and isinstance(calls[-1][1], _Unmetered):
+            calls[-1][1] = _GONE
+        elif calls[-1][1] is not None:
+            continue
+        elif kind == "model.response":
+            calls[-1][1] = data["response"]
+        elif kind == "model.error":
+            calls[-1][1] = ModelError(f"recorded: {data['error']}")
+        elif kind == "model.lost":
+            calls[-1][1] = _GONE
+        elif kind == "model.unmetered":
+            error = str(data.get("error", ""))
+            calls[-1][1] = (CallCancelled(f"recorded: {error}")
+                            if error.startswith(CANCELLED_BY_TIME)
+                            else _Unmetered(f"recorded: {error}"))
+    return [(new, ModelError("recorded: the call has no outcome in the record")
+             if outcome is None else outcome) for new, outcome in calls if outcome is not _GONE]
+
+
+class _Unmetered(ModelError):
+    """A recorded call charged with no answer and not for time: an error, unless the session
+    paused right after (an interruption), when it is left out."""
+
+
+_GONE = object()
 
 
 def _outcome(result: Mapping[str, Any] | None) -> tuple[Any, Any] | None:
