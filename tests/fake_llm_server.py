@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import contextlib
 import json
+import select
+import socket
 import threading
 import time
 from collections import deque
@@ -32,6 +34,7 @@ class Reply:
     delay: float = 0.0
     hang: bool = False
     cut_after: int | None = None  # SSE: close the connection after this many events
+    until_closed: bool = False  # send nothing until the client closes the connection
 
 
 @dataclass
@@ -52,6 +55,7 @@ class FakeLLMServer:
         self._queues: dict[str, deque[Reply]] = {}
         self._lock = threading.Lock()
         self._stopping = threading.Event()
+        self.closed = threading.Event()  # set when a client closed an until_closed request
         self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), _handler(self))
         self._httpd.daemon_threads = True
         self._thread = threading.Thread(target=self._httpd.serve_forever, args=(0.02,),
@@ -104,6 +108,10 @@ def _handler(server: FakeLLMServer) -> type[BaseHTTPRequestHandler]:
             if reply.hang:
                 server._stopping.wait(30)
                 return
+            if reply.until_closed:
+                if _wait_for_close(self.connection, server._stopping):
+                    server.closed.set()
+                return
             if reply.delay:
                 server._stopping.wait(reply.delay)
             # the client may have given up (a cancelled call): that is the point of some tests
@@ -133,6 +141,20 @@ def _handler(server: FakeLLMServer) -> type[BaseHTTPRequestHandler]:
             self.wfile.write(payload)
 
     return Handler
+
+
+def _wait_for_close(connection: socket.socket, stopping: threading.Event) -> bool:
+    """Block until the peer closes ``connection`` (True) or the server stops (False)."""
+    while not stopping.is_set():
+        readable, _, _ = select.select([connection], [], [], 0.05)
+        if readable:
+            try:
+                if not connection.recv(1, socket.MSG_PEEK):
+                    return True
+            except OSError:  # reset by the peer: closed too
+                return True
+            connection.recv(65536)  # bytes after the request: not a close, keep waiting
+    return False
 
 
 # -- realistic OpenAI bodies ------------------------------------------------------------------

@@ -27,7 +27,7 @@ from tether.models.clients import PerLoop
 from tether.models.errors import ErrorKind, ProviderError, classify
 from tether.models.keys import ApiKey, EnvFile, require_extra, setting, split_spec
 from tether.models.pricing import Price
-from tether.models.provider import ProviderModel, past_cap
+from tether.models.provider import ProviderModel, checked_min_answer_seconds, past_cap
 from tether.types import ModelRequest, ModelResponse
 
 if TYPE_CHECKING:
@@ -68,8 +68,10 @@ class AnthropicModel(ProviderModel):
         max_output_tokens: int = DEFAULT_MAX_OUTPUT_TOKENS,
         params: Mapping[str, Any] | None = None,
         env_file: EnvFile = ".env",
+        min_answer_seconds: float = 0.0,
     ) -> None:
         self._model = split_spec(model, PROVIDER)
+        self.min_answer_seconds = checked_min_answer_seconds(min_answer_seconds)
         if max_output_tokens < 1:
             raise ValueError("max_output_tokens must be >= 1: the Messages API requires a "
                              "max_tokens for every call")
@@ -102,6 +104,11 @@ class AnthropicModel(ProviderModel):
         assert self._key is not None
         return AsyncAnthropic(api_key=self._key.get(), base_url=self._base_url,
                               timeout=self._timeout, max_retries=0)
+
+    @property
+    def output_ceiling(self) -> int:
+        """The most ``max_tokens`` this model ever sends (``output_ceiling``)."""
+        return self._max_output_tokens
 
     def request_params(self, request: ModelRequest) -> dict[str, Any]:
         """The body of the create call for ``request`` (without ``stream``)."""

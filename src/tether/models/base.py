@@ -24,6 +24,12 @@ class ModelError(Exception):
     """A model call failed in a way the run cannot continue from (after any retries)."""
 
 
+class CallCancelled(ModelError):
+    """The call was cancelled because the time budget ran out — raised by a replay of a recorded
+    session (``rerun``), which cannot wait out the clock: the runtime treats it exactly as the
+    time budget cancelling the call (charged its reservation, the run stopped for time)."""
+
+
 def estimate_text_tokens(text: str) -> int:
     return -(-len(text) // CHARS_PER_TOKEN)  # rounded up
 
@@ -59,6 +65,22 @@ class Model(Protocol):
         ...
 
     async def complete(self, request: ModelRequest) -> ModelResponse: ...
+
+
+def output_ceiling(model: object) -> int | None:
+    """The output cap a model sends at most, whatever the runtime allows (its own
+    ``max_output_tokens=``), or None. The runtime reserves no more than this and measures an
+    overrun against the cap actually sent: the smaller of this and what the budget left."""
+    ceiling = getattr(model, "output_ceiling", None)
+    return ceiling if type(ceiling) is int and ceiling >= 1 else None
+
+
+def min_answer_seconds(model: object) -> float:
+    """The least time ``model`` takes to answer (its ``min_answer_seconds``, else 0): a call
+    with less time left than this before its deadline is not started, since it could only be
+    cancelled and charged for nothing."""
+    floor = getattr(model, "min_answer_seconds", 0.0)
+    return float(floor) if isinstance(floor, int | float) and floor > 0 else 0.0
 
 
 class StreamingModel(Model, Protocol):

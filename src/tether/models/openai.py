@@ -29,7 +29,12 @@ from tether.models.openai_format import (
     to_tools,
 )
 from tether.models.pricing import Price
-from tether.models.provider import ProviderModel, checked_chars_per_token, past_cap
+from tether.models.provider import (
+    ProviderModel,
+    checked_chars_per_token,
+    checked_min_answer_seconds,
+    past_cap,
+)
 from tether.types import ModelRequest, ModelResponse
 
 if TYPE_CHECKING:
@@ -65,9 +70,11 @@ class OpenAIModel(ProviderModel):
         compat: Literal["auto", "openai", "llama.cpp", "vllm", "ollama", "generic"] = "auto",
         params: Mapping[str, Any] | None = None,
         env_file: EnvFile = ".env",
+        min_answer_seconds: float = 0.0,
         chars_per_token: float | None = None,
     ) -> None:
         self._model = split_spec(model, PROVIDER)
+        self.min_answer_seconds = checked_min_answer_seconds(min_answer_seconds)
         self._chars_per_token = checked_chars_per_token(chars_per_token)
         if max_output_tokens is not None and max_output_tokens < 1:
             raise ValueError("max_output_tokens must be >= 1 (or None for no ceiling)")
@@ -114,7 +121,8 @@ class OpenAIModel(ProviderModel):
             params["tools"] = to_tools(request.tools)
             choice = request.tool_choice or self._compat.tool_choice
             if choice is not None and (request.tool_choice or "tool_choice" not in params):
-                params["tool_choice"] = tool_choice(choice)
+                params["tool_choice"] = tool_choice(choice, self._compat,
+                                                    [t.name for t in request.tools], self.name)
         else:
             params.pop("tool_choice", None)
             params.pop("parallel_tool_calls", None)
@@ -122,6 +130,11 @@ class OpenAIModel(ProviderModel):
         if limit is not None:
             params.update(dict.fromkeys(self._compat.cap_fields, limit))
         return params
+
+    @property
+    def output_ceiling(self) -> int | None:
+        """The most ``max_output_tokens`` this model ever sends (``output_ceiling``)."""
+        return self._max_output_tokens
 
     def _limit(self, request: ModelRequest) -> int | None:
         limit = request.max_output_tokens

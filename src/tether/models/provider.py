@@ -37,6 +37,9 @@ class ProviderModel:
     # characters per token the estimate assumes: 4 suits large vocabularies on English text; a
     # small model's tokenizer needs fewer (the estimate scales up, erring high)
     _chars_per_token: float = CHARS_PER_TOKEN
+    # the least time a call takes to answer (``models.base.min_answer_seconds``): set per model
+    # from what was measured; 0 makes no claim
+    min_answer_seconds: float = 0.0
 
     def __repr__(self) -> str:
         where = f", base_url={redact_url(self._base_url)!r}" if self._base_url else ""
@@ -65,6 +68,14 @@ class ProviderModel:
         if self._chars_per_token < CHARS_PER_TOKEN:
             n = math.ceil(n * CHARS_PER_TOKEN / self._chars_per_token)
         return n
+
+
+def checked_min_answer_seconds(value: float) -> float:
+    """A model's ``min_answer_seconds=`` checked: a finite number of seconds, at least 0."""
+    if isinstance(value, bool) or not isinstance(value, int | float) or not (
+            0 <= value < math.inf):
+        raise ValueError(f"min_answer_seconds must be a finite number >= 0, got {value!r}")
+    return float(value)
 
 
 def checked_chars_per_token(value: float | None) -> float:

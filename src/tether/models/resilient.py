@@ -28,7 +28,7 @@ from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, 
 from dataclasses import dataclass
 from typing import TypeVar
 
-from tether.models.base import Model
+from tether.models.base import Model, min_answer_seconds, output_ceiling
 from tether.models.breaker import CircuitBreaker
 from tether.models.errors import ErrorKind, ProviderError, classify
 from tether.models.pricing import Price
@@ -131,6 +131,14 @@ class Resilient:
     @property
     def breaker(self) -> CircuitBreaker | None:
         return self._breaker
+
+    @property
+    def output_ceiling(self) -> int | None:
+        return output_ceiling(self._model)
+
+    @property
+    def min_answer_seconds(self) -> float:
+        return min_answer_seconds(self._model)
 
     def estimate_message_tokens(self, message: Message) -> int:
         return self._model.estimate_message_tokens(message)
@@ -276,6 +284,17 @@ class Fallback:
 
     def estimate_message_tokens(self, message: Message) -> int:
         return max(m.estimate_message_tokens(message) for m in self._models)
+
+    @property
+    def output_ceiling(self) -> int | None:
+        """The largest of the models' ceilings (any of them may answer), None if one has none."""
+        ceilings = [output_ceiling(m) for m in self._models]
+        return None if None in ceilings else max(c for c in ceilings if c is not None)
+
+    @property
+    def min_answer_seconds(self) -> float:
+        """The least of the models' floors: the fastest of them may be the one that answers."""
+        return min(min_answer_seconds(m) for m in self._models)
 
     async def complete(self, request: ModelRequest) -> ModelResponse:
         failures: list[ProviderError] = []

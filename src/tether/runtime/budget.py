@@ -260,11 +260,16 @@ class Accountant:
         return float(self._started - self.tally.active_seconds + self._budget.max_seconds - hold)
 
     def reserve_model_call(self, input_estimate: int, final: bool = False, *,
-                           known: int = 0) -> Reservation:
+                           known: int = 0, ceiling: int | None = None,
+                           min_seconds: float = 0.0) -> Reservation:
         """Clamp and reserve a model call, or raise Stop naming the limit that prevents it.
         ``known``: input tokens the provider itself counted (the conversation up to its last
         answer), taken as they are; ``input_estimate`` is tether's estimate of the rest, scaled
-        by what the provider's reports showed."""
+        by what the provider's reports showed. ``ceiling``: the most output the model sends as
+        its cap whatever the budget allows (``models.base.output_ceiling``); the reservation's
+        cap is the cap actually sent, so an answer past it is an overrun. ``min_seconds``: the
+        least time the model takes to answer (``models.base.min_answer_seconds``); with less
+        than that left before the deadline the call is not started (time budget)."""
         b, t = self._budget, self.tally
         input_tokens = known + math.ceil(input_estimate * t.input_scale)
         if b.max_steps is not None:
@@ -272,8 +277,14 @@ class Accountant:
             if steps_left < 1:
                 raise Stop(StopReason.STEP_BUDGET, f"{b.max_steps} steps used")
         deadline = self.deadline(final)
-        if deadline is not None and self._clock() >= deadline:
-            raise Stop(StopReason.TIME_BUDGET, f"{b.max_seconds}s elapsed")
+        if deadline is not None:
+            left = deadline - self._clock()
+            if left <= 0:
+                raise Stop(StopReason.TIME_BUDGET, f"{b.max_seconds}s elapsed")
+            if left < min_seconds:
+                raise Stop(StopReason.TIME_BUDGET, f"{left:.2f}s of the {b.max_seconds}s left, "
+                           f"less than the {min_seconds}s the model takes to answer at the "
+                           "least (its min_answer_seconds): the call was not started")
         max_out: int | None = None
         bound_by: StopReason | None = None
         if b.max_tokens is not None:
@@ -287,17 +298,19 @@ class Accountant:
                            f"{b.max_tokens} tokens used; the next call needs ~{input_tokens} "
                            "input tokens")
         cost = Decimal(0)
+        if self._price is not None and b.max_cost_usd is not None:
+            money = b.max_cost_usd - t.cost
+            if max_out is None or not self._plainly_affords(money, input_tokens, max_out,
+                                                            final):
+                affordable = self._affordable_output(money, input_tokens, final)
+                if max_out is None or affordable < max_out:
+                    max_out, bound_by = affordable, StopReason.COST_BUDGET
+            if max_out < MIN_OUTPUT_TOKENS:
+                raise Stop(StopReason.COST_BUDGET, f"${t.cost} of ${b.max_cost_usd} "
+                           "spent; the next call would not fit")
+        if ceiling is not None and (max_out is None or ceiling < max_out):
+            max_out, bound_by = ceiling, None  # the model's own cap, not a limit, binds
         if self._price is not None:
-            if b.max_cost_usd is not None:
-                money = b.max_cost_usd - t.cost
-                if max_out is None or not self._plainly_affords(money, input_tokens, max_out,
-                                                                final):
-                    affordable = self._affordable_output(money, input_tokens, final)
-                    if max_out is None or affordable < max_out:
-                        max_out, bound_by = affordable, StopReason.COST_BUDGET
-                if max_out < MIN_OUTPUT_TOKENS:
-                    raise Stop(StopReason.COST_BUDGET, f"${t.cost} of ${b.max_cost_usd} "
-                               "spent; the next call would not fit")
             cost = worst_case_cost(self._price, input_tokens, max_out or 0)
         return Reservation(input_tokens, max_out, cost, deadline, final, bound_by)
 
@@ -392,12 +405,14 @@ class Accountant:
                 cost: Decimal) -> tuple[StopReason, str] | None:
         """The limit whose reservation a finished call went past, and how, or None. A provider
         that keeps to the request (output within the cap sent, input within the estimate) never
-        overruns; one that does not is stopped at once, before it can spend again."""
+        overruns; one that does not is stopped at once, before it can spend again. Past the cap
+        sent, the reason is the limit that set the cap, else the budget's token or cost limit
+        (the model's own ceiling set it), else ``model_error`` (the run has no such limit)."""
         cap = reservation.max_output_tokens
         if cap is not None and usage.output_tokens > cap:
-            assert reservation.bound_by is not None  # a cap is set only by a limit
-            return reservation.bound_by, (f"the model returned {usage.output_tokens} output "
-                                          f"tokens; it was allowed {cap}")
+            return self._overrun_reason(reservation), (
+                f"the model returned {usage.output_tokens} output tokens; the cap it was sent "
+                f"was {cap}")
         reserved = reservation.input_tokens + (cap or 0)
         if self._budget.max_tokens is not None and usage.total_tokens > reserved:
             return StopReason.TOKEN_BUDGET, (f"the model reported {usage.total_tokens} tokens; "
@@ -406,6 +421,15 @@ class Accountant:
             return StopReason.COST_BUDGET, (f"the call cost ${cost}; ${reservation.cost_usd} "
                                             "was reserved for it")
         return None
+
+    def _overrun_reason(self, reservation: Reservation) -> StopReason:
+        if reservation.bound_by is not None:
+            return reservation.bound_by
+        if self._budget.max_tokens is not None:
+            return StopReason.TOKEN_BUDGET
+        if self._budget.max_cost_usd is not None and self._price is not None:
+            return StopReason.COST_BUDGET
+        return StopReason.MODEL_ERROR
 
     def cost_of(self, usage: Usage) -> Decimal:
         """The actual cost of a finished call; the charge itself is applied by its event."""

@@ -18,7 +18,13 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from tether.journal.chain import Journal, JournalValueError
-from tether.models.base import Model, estimate_tools_tokens
+from tether.models.base import (
+    CallCancelled,
+    Model,
+    estimate_tools_tokens,
+    min_answer_seconds,
+    output_ceiling,
+)
 from tether.runtime.budget import Accountant, Reservation
 from tether.runtime.chokepoint.effects import skipped
 from tether.runtime.chokepoint.turn import ToolCalls
@@ -28,17 +34,23 @@ from tether.runtime.state import SessionState
 from tether.runtime.stop import Stop, StopReason
 from tether.types import Message, ModelRequest, ModelResponse, ToolCall, ToolSpec, detached
 
+# the model.unmetered error of a call the time budget cancelled (rerun replays it as such)
+CANCELLED_BY_TIME = "the time budget ran out during the call; it was cancelled"
+
 
 class Environment:
-    __slots__ = ("_accountant", "_answered", "_first_tool_choice", "_journal", "_model",
-                 "_on_delta", "_pending", "_seen_ids", "_sent_estimate", "_show_budget", "_specs",
-                 "_state", "_tool_names", "_tools", "_tools_estimate", "stopped")
+    __slots__ = ("_accountant", "_answered", "_ceiling", "_first_tool_choice", "_journal",
+                 "_min_seconds", "_model", "_on_delta", "_pending", "_seen_ids", "_sent_estimate",
+                 "_show_budget", "_specs", "_state", "_tool_names", "_tools", "_tools_estimate",
+                 "stopped")
 
     def __init__(self, *, model: Model, specs: Sequence[ToolSpec], tools: ToolCalls,
                  accountant: Accountant, journal: Journal, state: SessionState,
                  show_budget: bool, on_delta: Callable[[str], None] | None = None,
                  first_tool_choice: str | None = None) -> None:
         self._model = model
+        self._ceiling = output_ceiling(model)  # the cap the model sends at most
+        self._min_seconds = min_answer_seconds(model)  # no call with less time left than this
         self._specs = tuple(specs)
         self._tool_names = tuple(s.name for s in specs)
         self._tools = tools
@@ -92,13 +104,17 @@ class Environment:
             self._tools_estimate if specs else 0)
         counted = self._state.counted
         if counted is None:
-            reservation = self._accountant.reserve_model_call(input_estimate, final)
+            reservation = self._accountant.reserve_model_call(input_estimate, final,
+                                                              ceiling=self._ceiling,
+                                                              min_seconds=self._min_seconds)
         else:  # the provider counted everything before its last answer: estimate only the rest
             input_tokens, answer = counted
             known = self._answered  # the answer's estimate, made when it was recorded
             rest = new_estimate + (known[1] if known[0] == answer else sum(map(
                 estimate, self._state.conversation[answer:])))
-            reservation = self._accountant.reserve_model_call(rest, final, known=input_tokens)
+            reservation = self._accountant.reserve_model_call(rest, final, known=input_tokens,
+                                                              ceiling=self._ceiling,
+                                                              min_seconds=self._min_seconds)
         step = self._state.tally.steps + 1
         choice = self._first_tool_choice if step == 1 and specs else None
         self._journal.append("model.request", {
@@ -146,9 +162,9 @@ class Environment:
             if not isinstance(response, ModelResponse):
                 raise TypeError(f"model returned {type(response).__name__}, not ModelResponse")
         except (Exception, Stop) as exc:  # a model that raises Stop does not stop the run
-            if timer is not None and timer.expired():  # the provider may well have billed it
-                self._unmetered(step, reservation, "the time budget ran out during the call; "
-                                "it was cancelled")
+            if (timer is not None and timer.expired()) or isinstance(exc, CallCancelled):
+                # the provider may well have billed it
+                self._unmetered(step, reservation, CANCELLED_BY_TIME)
                 raise Stop(StopReason.TIME_BUDGET,
                            "time budget ran out during a model call") from None
             error = f"{type(exc).__name__}: {exc}"

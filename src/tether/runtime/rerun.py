@@ -21,9 +21,10 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from tether.journal.redaction import HIDDEN_MARKERS
-from tether.models.base import Model, ModelError
+from tether.models.base import CallCancelled, Model, ModelError
 from tether.models.pricing import Price
 from tether.runtime.chokepoint.approvals import StoredApprovals
+from tether.runtime.environment import CANCELLED_BY_TIME
 from tether.runtime.state import revive
 from tether.store.memory import MemoryStore
 from tether.tools.base import Tool, ToolArgumentError, ToolContext, ToolFailure, ToolMeta
@@ -60,9 +61,9 @@ class _Record:
 
     def __init__(self, events: Sequence[Event]) -> None:
         live = [(e.type, revive(e.type, e.data)) for e in events]
-        self.requests = [d["new"] for t, d in live if t == "model.request"]
-        self.responses: list[ModelResponse] = [d["response"] for t, d in live
-                                               if t == "model.response"]
+        calls = _model_calls(live)
+        self.requests = [new for new, _ in calls]
+        self.responses: list[ModelResponse | ModelError] = [outcome for _, outcome in calls]
         self.results = {d["call_id"]: d for t, d in live if t == "tool.result"}
         self.granted = {d["call_id"] for t, d in live if t == "approval.granted"}
         self.ran = self.granted | {d["call_id"] for t, d in live
@@ -104,7 +105,10 @@ class _RecordedModel:
         tail = [m.to_dict() for m in request.messages[-len(expected):]] if expected else []
         if tail != expected:
             record.diverge("the model request differs", expected, tail)
-        return record.responses[index]
+        outcome = record.responses[index]
+        if isinstance(outcome, ModelError):  # the recorded failure or cancellation, again
+            raise outcome
+        return outcome
 
 
 class _RecordedTool:
@@ -202,6 +206,46 @@ async def arerun(agent: Agent, events: Sequence[Event]) -> RerunReport:
                        len(record.responses), record.asked)
     return RerunReport(events[0].session_id, tuple(record.divergences), result,
                        tuple(replayed))
+
+
+def _model_calls(live: Sequence[tuple[str, Any]]) -> list[tuple[Any, ModelResponse | ModelError]]:
+    """Each recorded model request (what it added) and its outcome, in order: its response; or,
+    for a call that failed, the error (one the time budget cancelled: ``CallCancelled``, so the
+    replay stops for time as the record did) — never the next call's response in its place. A
+    request cut off by a crash (``model.lost``) or an interruption (charged, then the session
+    paused) is left out: it was asked again on resume, and the rerun, never interrupted, asks
+    once."""
+    calls: list[list[Any]] = []  # [new, outcome]; outcome None: none yet; _GONE: left out
+    for kind, data in live:
+        if kind == "model.request":
+            calls.append([data["new"], None])
+        elif not calls:
+            continue
+        elif kind == "session.paused" and isinstance(calls[-1][1], _Unmetered):
+            calls[-1][1] = _GONE
+        elif calls[-1][1] is not None:
+            continue
+        elif kind == "model.response":
+            calls[-1][1] = data["response"]
+        elif kind == "model.error":
+            calls[-1][1] = ModelError(f"recorded: {data['error']}")
+        elif kind == "model.lost":
+            calls[-1][1] = _GONE
+        elif kind == "model.unmetered":
+            error = str(data.get("error", ""))
+            calls[-1][1] = (CallCancelled(f"recorded: {error}")
+                            if error.startswith(CANCELLED_BY_TIME)
+                            else _Unmetered(f"recorded: {error}"))
+    return [(new, ModelError("recorded: the call has no outcome in the record")
+             if outcome is None else outcome) for new, outcome in calls if outcome is not _GONE]
+
+
+class _Unmetered(ModelError):
+    """A recorded call charged with no answer and not for time: an error, unless the session
+    paused right after (an interruption), when it is left out."""
+
+
+_GONE = object()
 
 
 def _outcome(result: Mapping[str, Any] | None) -> tuple[Any, Any] | None:
