@@ -308,5 +308,5 @@ async def test_masked_arguments_stay_out_of_the_journal_while_it_lets_go(tmp_pat
         assert (await gateway.call("send", {"to": f"secret-{i}@example.com"})).status == "ok"
         await gateway.call("echo", {"n": i})
     text = "\n".join(e.json_text or json.dumps(e.data) for e in store.read(gateway.id))
-    assert "secret-" not in text and "[redacted]" in text
+    assert "secret-" not in text and "[masked]" in text
     store.close()
