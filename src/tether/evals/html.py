@@ -112,7 +112,7 @@ tasks, 95% bootstrap intervals over tasks on hover and as bands).</p>
 <h2>Cost and latency</h2>
 {_histogram(costs, "cost per trial, USD")}{_histogram(latency, "latency per trial, s")}
 <h2>Failing trials ({len(report.failing())})</h2>
-<p>Open one with <code>tether audit show --session ID</code>.</p>
+<p>Open one with <code>tether audit show ID</code>.</p>
 <table><tr><th>task</th><th>perturbation</th><th>#</th><th>session</th><th>why</th></tr>
 {failing}</table>
 """)
