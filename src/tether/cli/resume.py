@@ -30,7 +30,6 @@ from tether.cli.common import (
     add_store_option,
     error,
     full_session_id,
-    note,
     open_existing,
     store_hint,
     store_url,
@@ -89,8 +88,10 @@ def bound_recipe(args: argparse.Namespace, *, create: bool = False) -> Agent | N
     own = agent.journal_store
     if own is not None:
         if args.store is not None and redact_url(args.store) != own.url:
-            note(f"the recipe has its own store ({own.url}); --store {redact_url(args.store)} "
-                 "is not used")
+            error(f"the recipe has its own store ({own.url}) and --store names another "
+                  f"({redact_url(args.store)}); refusing rather than choosing one: drop --store "
+                  "to use the recipe's, or build the recipe without a store so --store decides")
+            return None
         return agent
     if create:
         try:
