@@ -33,3 +33,42 @@ def test_run_refuses_a_store_flag_the_recipe_would_not_use(
     # the same store named by the flag is no conflict
     assert main(["run", f"{recipe}:agent", "a task", "--store", f"sqlite:///{own}"]) == 0
     assert len(SQLiteStore(own).sessions()) == 1
+
+
+APPROVAL_RECIPE = '''
+from tether import Agent, Decision, Effect, ReAct, ScriptedModel, ToolCall, ModelResponse
+from tether.tools import Calculator
+
+
+class AskFirst:
+    def evaluate(self, subject, action, resource, context):
+        return Decision(Effect.REQUIRE_APPROVAL, "a person checks sums", "ask-first")
+
+
+def agent():
+    script = [ModelResponse(tool_calls=(ToolCall("c1", "calculator", {"expression": "2 * 3"}),)),
+              "six"]
+    return Agent(model=ScriptedModel(script), reasoning=ReAct(), tools=[Calculator()],
+                 policy=AskFirst())
+'''
+
+
+def test_a_run_paused_for_approval_prints_the_commands_that_continue_it(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    recipe = tmp_path / "recipe.py"
+    recipe.write_text(APPROVAL_RECIPE)
+    store = f"sqlite:///{tmp_path / 'runs.db'}"
+    assert main(["run", f"{recipe}:agent", "2 * 3?", "--store", store]) == 1
+    out = capsys.readouterr().out
+    lines = [line.split(None, 1)[1] for line in out.splitlines() if line.split()[0] == "next"]
+    session_id = SQLiteStore(tmp_path / "runs.db").sessions()[0].session_id
+    [request] = SQLiteStore(tmp_path / "runs.db").list_approvals(status="pending")
+    request_id = request["id"]
+    assert lines == [f"tether approvals approve {request_id} --approver NAME --store {store}",
+                     f"tether approvals deny {request_id} --approver NAME --store {store}",
+                     f"tether resume {session_id} --agent {recipe}:agent --store {store}"]
+    # and they work as printed: approve, then resume runs the call and finishes
+    approve = lines[0].replace("NAME", "maria").split()[1:]
+    assert main(approve) == 0
+    assert main(lines[2].split()[1:]) == 0
+    assert "stop reason: finished" in capsys.readouterr().out

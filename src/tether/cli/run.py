@@ -29,8 +29,16 @@ from collections.abc import Callable, Mapping
 from decimal import Decimal
 from typing import TYPE_CHECKING, Any
 
-from tether.cli.common import EXIT_FINDING, EXIT_OK, EXIT_USAGE, add_store_option, error
+from tether.cli.common import (
+    EXIT_FINDING,
+    EXIT_OK,
+    EXIT_USAGE,
+    add_store_option,
+    error,
+    store_hint,
+)
 from tether.cli.interrupts import Interrupts, report
+from tether.cli.next_steps import continue_commands
 
 if TYPE_CHECKING:
     from tether.runtime.budget import Budget
@@ -109,6 +117,11 @@ def _run_agent(args: argparse.Namespace, interrupts: Interrupts) -> int:
                          f"{result.answer.strip() or '(the model gave no answer)'}")
     if result.notice:
         watch.line("notice", result.notice)
+    if session.paused:  # the commands to type, filled in (tether.cli.next_steps)
+        store = agent.journal_store
+        for command in continue_commands(session, args.agent,
+                                         store_hint(store.url if store else None)):
+            watch.line("next", command)
     watch.line("session", f"{result.session_id}  (tether audit show {result.session_id[:8]})")
     return EXIT_OK if result.ok else EXIT_FINDING
 
