@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -72,3 +73,31 @@ def test_a_run_paused_for_approval_prints_the_commands_that_continue_it(
     assert main(approve) == 0
     assert main(lines[2].split()[1:]) == 0
     assert "stop reason: finished" in capsys.readouterr().out
+
+
+TOKEN_RECIPE = '''
+from tether import Agent, ReAct, ScriptedModel, ToolCall, ModelResponse
+from tether.tools import Calculator
+
+def agent():
+    call = ModelResponse(tool_calls=(ToolCall("c1", "calculator", {"expression": "6 / 3"}),))
+    return Agent(model=ScriptedModel([call, call, "two"]), reasoning=ReAct(),
+                 tools=[Calculator()])
+'''
+
+
+@pytest.mark.parametrize("tokens", [150, 400])
+def test_a_token_budget_stop_agrees_with_the_live_spend_line(
+        tokens: int, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    recipe = tmp_path / "recipe.py"
+    recipe.write_text(TOKEN_RECIPE)
+    code = main(["run", f"{recipe}:agent", "what is 6 / 3, and then what is it again?",
+                 "--store", "memory://", "--budget", f"tokens={tokens}"])
+    out = capsys.readouterr().out
+    assert code == 1, out
+    assert "result token_budget" in out
+    spend = [line for line in out.splitlines() if line.split()[0] == "spend"]
+    used = int(re.search(rf"tokens (\d+) of {tokens}", spend[-1])[1])  # type: ignore[index]
+    [notice] = [line for line in out.splitlines() if line.split()[0] == "notice"]
+    said = {int(n) for n in re.findall(rf"(\d+) of {tokens}", notice)}
+    assert said == {used}, (notice, spend[-1])

@@ -151,15 +151,7 @@ class Watch:
             self.line("spend", self.spend())
 
     def spend(self) -> str:
-        spent, budget = self.session.spend(), self.session.budget
-        parts = []
-        for name, used, limit in (("tokens", spent.tokens, budget.max_tokens),
-                                  ("cost $", spent.cost_usd, budget.max_cost_usd),
-                                  ("steps", spent.steps, budget.max_steps),
-                                  ("tool calls", spent.tool_calls, budget.max_tool_calls),
-                                  ("seconds", round(spent.seconds, 1), budget.max_seconds)):
-            parts.append(f"{name} {used}" + (f" of {limit}" if limit is not None else ""))
-        return ", ".join(parts)
+        return self.session.spend().against(self.session.budget)
 
 
 def _call(data: Mapping[str, Any]) -> str:
