@@ -33,6 +33,7 @@ from tether.store.base import (
     holder_is_gone,
 )
 from tether.store.loop_commit import LoopCommitters
+from tether.store.postgres_probe import probe
 from tether.store.postgres_steps import Append, Statements, arun, run
 from tether.types import Event
 from tether.urls import redact_text, redact_url
@@ -112,6 +113,7 @@ class PostgresStore:
         self.schema = schema
         # the batch statements, and the audit key that signs anchors (kept outside the database)
         self._statements = Statements(schema, audit_key())
+        probe(dsn, self.url)  # a bad URL fails now, with its cause (tether.store.postgres_probe)
         self._pool = ConnectionPool(dsn, min_size=min_size, max_size=max_size, open=False,
                                     kwargs={"autocommit": False})
         try:
