@@ -18,6 +18,7 @@ BROKEN = {
     "raises": ("x = 1\n\nraise RuntimeError('the tool config is missing')\n",
                "RuntimeError: the tool config is missing", 3),
 }
+SUITE = Path(__file__).parent / "evals" / "arith.yaml"
 POLICY = "version: 1\npolicy_id: p\ndefault: allow\nrules: []\n"
 
 
@@ -30,11 +31,13 @@ def commands(ref: str, tmp_path: Path) -> dict[str, list[str]]:
         "tools show": ["tools", "show", "--tools", ref],
         "policy lint": ["policy", "lint", str(policy), "--tools", ref],
         "resume": ["resume", "abc", "--agent", ref, "--store", "memory://"],
+        "eval run": ["eval", "run", str(SUITE), "--agent", ref, "--store", "memory://",
+                     "--no-progress"],
     }
 
 
 FLAGS = {"run": None, "mcp serve": None, "tools show": "--tools", "policy lint": "--tools",
-         "resume": "--agent"}
+         "resume": "--agent", "eval run": "--agent"}
 
 
 @pytest.mark.parametrize("kind", sorted(BROKEN))
