@@ -101,3 +101,16 @@ def test_a_token_budget_stop_agrees_with_the_live_spend_line(
     [notice] = [line for line in out.splitlines() if line.split()[0] == "notice"]
     said = {int(n) for n in re.findall(rf"(\d+) of {tokens}", notice)}
     assert said == {used}, (notice, spend[-1])
+
+
+def test_the_commands_name_the_recipes_own_store_when_no_flag_does(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    own = tmp_path / "own.db"
+    recipe = tmp_path / "recipe.py"
+    recipe.write_text(APPROVAL_RECIPE.replace(
+        "policy=AskFirst())", f"policy=AskFirst(), store={f'sqlite:///{own}'!r})"))
+    assert main(["run", f"{recipe}:agent", "2 * 3?"]) == 1
+    lines = [line.split(None, 1)[1] for line in capsys.readouterr().out.splitlines()
+             if line.split()[0] == "next"]
+    assert len(lines) == 3 and all(line.endswith(f"--store sqlite:///{own}") for line in lines)
+    assert main(lines[0].replace("NAME", "maria").split()[1:]) == 0  # found where it waits
