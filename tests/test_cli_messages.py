@@ -114,3 +114,24 @@ def test_the_commands_name_the_recipes_own_store_when_no_flag_does(
              if line.split()[0] == "next"]
     assert len(lines) == 3 and all(line.endswith(f"--store sqlite:///{own}") for line in lines)
     assert main(lines[0].replace("NAME", "maria").split()[1:]) == 0  # found where it waits
+
+
+def test_a_resume_that_pauses_again_prints_commands_for_the_recipes_store(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    own = tmp_path / "own.db"
+    recipe = tmp_path / "recipe.py"
+    recipe.write_text(APPROVAL_RECIPE.replace(
+        "policy=AskFirst())", f"policy=AskFirst(), store={f'sqlite:///{own}'!r})"))
+    assert main(["run", f"{recipe}:agent", "2 * 3?"]) == 1
+    capsys.readouterr()
+    session_id = SQLiteStore(own).sessions()[0].session_id
+    assert main(["resume", session_id, "--agent", f"{recipe}:agent"]) == 0  # still waiting
+    lines = [line.removeprefix("next: ") for line in capsys.readouterr().out.splitlines()
+             if line.startswith("next: ")]
+    [request] = SQLiteStore(own).list_approvals(status="pending")
+    assert lines[0] == (f"tether approvals approve {request['id']} --approver NAME "
+                        f"--store sqlite:///{own}")
+    assert lines[-1] == f"tether resume {session_id} --agent {recipe}:agent --store sqlite:///{own}"
+    assert main(lines[0].replace("NAME", "maria").split()[1:]) == 0
+    assert main(lines[-1].split()[1:]) == 0
+    assert "stop reason: finished" in capsys.readouterr().out

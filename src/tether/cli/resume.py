@@ -35,6 +35,7 @@ from tether.cli.common import (
     store_url,
 )
 from tether.cli.interrupts import Interrupts, report
+from tether.cli.next_steps import continue_commands
 from tether.urls import redact_url
 
 if TYPE_CHECKING:
@@ -151,13 +152,14 @@ def _print_result(result: Result, session: Session, args: argparse.Namespace) ->
     if result.notice:
         print(f"notice: {result.notice}")
     reason = result.stop_reason.value
-    store = store_hint(args.store)
+    own = session.agent.journal_store  # where the approvals wait: the recipe's store, if it has one
+    store = store_hint(own.url if own is not None else args.store)
     if reason == "needs_approval":
         for request in session.pending_approvals():
             print(f"waiting: {request.id} {request.tool} (call {request.call_id}): "
                   f"{request.reason}")
-        print(f"decide with `tether approvals approve|deny ID --approver NAME{store}`, then "
-              f"run this command again")
+        for command in continue_commands(session, args.agent, store):  # ids, store filled in
+            print(f"next: {command}")
     elif reason == "interrupted":
         print(f"continue with: tether resume {session.id} --agent {args.agent}{store}")
     elif reason == "uncertain_effect":
