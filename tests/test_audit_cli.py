@@ -241,7 +241,8 @@ def test_resume_of_an_unknown_session_and_a_recipe_with_its_own_store(
     recipe.write_text(f"import audit_app\nagent = audit_app.build({sqlite_url!r})\n")
     other = f"sqlite:///{tmp_path / 'other.db'}"
     code, _, err = run(capsys, "resume", "nope", "--agent", f"{recipe}:agent", "--store", other)
-    assert code == 1 and f"the recipe has its own store ({sqlite_url})" in err
+    assert code == 2 and f"the recipe has its own store ({sqlite_url})" in err  # refused
+    assert "drop --store" in err and not Path(tmp_path / "other.db").exists()
 
 
 # -- show, list, export -------------------------------------------------------------------------

@@ -15,6 +15,7 @@ import importlib
 import importlib.util
 import os
 import sys
+import traceback
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -51,15 +52,37 @@ def _import(target: str) -> ModuleType:
     except BadReference:
         raise
     except ModuleNotFoundError as exc:
-        raise BadReference(f"cannot import {target!r} ({exc}); run from the directory that holds "
-                           "it, or name a file: --agent path/to/file.py:agent") from None
-    except Exception as exc:
-        raise BadReference(f"importing {target!r} failed: {type(exc).__name__}: {exc}") from None
+        if is_file or not _is_or_holds(exc.name, target):  # the module's own import failed
+            raise BadReference(_failed(target, exc)) from None
+        raise BadReference(f"cannot import {target!r}: there is no module {exc.name!r} on the "
+                           f"import path (run from {os.getcwd()}); run from the directory that "
+                           "holds it, or name its file instead: path/to/file.py:ATTRIBUTE"
+                           ) from None
+    except Exception as exc:  # a SyntaxError, or anything the module raised as it was imported
+        raise BadReference(_failed(target, exc)) from None
+
+
+def _is_or_holds(missing: str | None, target: str) -> bool:
+    """Whether the module found missing is ``target`` or a package on its way to it."""
+    return missing is not None and (target == missing or target.startswith(missing + "."))
+
+
+def _failed(target: str, exc: BaseException) -> str:
+    """The import error as it is: its type, its words, and where it was raised."""
+    where = ""
+    if not isinstance(exc, SyntaxError):  # a SyntaxError's words name its file and line
+        frames = [f for f in traceback.extract_tb(exc.__traceback__)
+                  if not f.filename.startswith("<frozen")]  # not importlib's own machinery
+        where = f" (at {frames[-1].filename}, line {frames[-1].lineno})" if frames else ""
+    fix = (f"; install {exc.name!r} where tether runs, or fix the import"
+           if isinstance(exc, ModuleNotFoundError) and exc.name else
+           "; fix the module: it fails whenever it is imported")
+    return f"importing {target!r} failed: {type(exc).__name__}: {exc}{where}{fix}"
 
 
 def _import_file(path: Path) -> ModuleType:
     if not path.is_file():
-        raise BadReference(f"no file {path}; --agent path/to/file.py:ATTRIBUTE needs an existing "
+        raise BadReference(f"no file {path}; path/to/file.py:ATTRIBUTE must name an existing "
                            "Python file")
     resolved = path.resolve()
     name = f"_tether_recipe_{resolved.stem}_{abs(hash(str(resolved))):x}"

@@ -55,7 +55,8 @@ def register(commands: Any) -> None:
     run.add_argument("--workers", type=int, default=1, help="worker processes")
     run.add_argument("--dask", metavar="ADDRESS",
                      help="run on Dask: 'local' (a LocalCluster on loopback) or tcp://host:port")
-    run.add_argument("--no-progress", action="store_true", help="no progress bar")
+    run.add_argument("--no-progress", action="store_true",
+                     help="no progress bar (there is none unless stderr is a terminal)")
     _outputs(run)
     add_store_option(run)
     run.set_defaults(run=run_eval)
@@ -147,7 +148,8 @@ def _finish(report: Any, args: argparse.Namespace, baseline: dict[str, Any] | No
 
 
 def run_eval(args: argparse.Namespace) -> int:
-    from tether.evals.runner import ProgressBar, evaluate, load_reference
+    from tether.cli.progress import trial_progress
+    from tether.evals.runner import evaluate, load_reference
     from tether.evals.tasks import SuiteError, load_suite
     from tether.store.base import StoreError, open_store
 
@@ -161,10 +163,11 @@ def run_eval(args: argparse.Namespace) -> int:
         return EXIT_USAGE
     perturb = [p.strip() for p in args.perturb.split(",") if p.strip()]
     try:
-        report = evaluate(args.agent, suite.tasks, k=args.k, perturbations=perturb,
-                          seed=args.seed, name=args.name or suite.name, suite=suite.name,
-                          store=store, concurrency=args.concurrency, workers=args.workers,
-                          dask=args.dask, progress=None if args.no_progress else ProgressBar())
+        with trial_progress() as bar:  # a rich bar on a terminal only (tether.cli.progress)
+            report = evaluate(args.agent, suite.tasks, k=args.k, perturbations=perturb,
+                              seed=args.seed, name=args.name or suite.name, suite=suite.name,
+                              store=store, concurrency=args.concurrency, workers=args.workers,
+                              dask=args.dask, progress=None if args.no_progress else bar)
     except (ValueError, TypeError, ImportError) as exc:
         error(str(exc))
         return EXIT_USAGE

@@ -9,8 +9,10 @@ one.
 Decision: a recipe built without a store is given the command's store (``--store``, else
 ``TETHER_STORE``, else the default), together with approvals kept in that store — a recipe's
 default in-memory approvals could never see a decision made from another process. A recipe that
-has its own store keeps it: the journal lives where the recipe writes, and a different
-``--store`` is reported rather than silently used.
+has its own store keeps it, and a ``--store`` naming another store is refused (exit 2), not
+ignored and not obeyed: the recipe's sessions and approvals live in its store, so obeying the
+flag would journal where the recipe's own code never looks, and ignoring it would journal where
+the operator did not ask.
 """
 
 from __future__ import annotations

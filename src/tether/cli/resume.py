@@ -30,12 +30,12 @@ from tether.cli.common import (
     add_store_option,
     error,
     full_session_id,
-    note,
     open_existing,
     store_hint,
     store_url,
 )
 from tether.cli.interrupts import Interrupts, report
+from tether.cli.next_steps import continue_commands
 from tether.urls import redact_url
 
 if TYPE_CHECKING:
@@ -89,8 +89,10 @@ def bound_recipe(args: argparse.Namespace, *, create: bool = False) -> Agent | N
     own = agent.journal_store
     if own is not None:
         if args.store is not None and redact_url(args.store) != own.url:
-            note(f"the recipe has its own store ({own.url}); --store {redact_url(args.store)} "
-                 "is not used")
+            error(f"the recipe has its own store ({own.url}) and --store names another "
+                  f"({redact_url(args.store)}); refusing rather than choosing one: drop --store "
+                  "to use the recipe's, or build the recipe without a store so --store decides")
+            return None
         return agent
     if create:
         try:
@@ -150,13 +152,14 @@ def _print_result(result: Result, session: Session, args: argparse.Namespace) ->
     if result.notice:
         print(f"notice: {result.notice}")
     reason = result.stop_reason.value
-    store = store_hint(args.store)
+    own = session.agent.journal_store  # where the approvals wait: the recipe's store, if it has one
+    store = store_hint(own.url if own is not None else args.store)
     if reason == "needs_approval":
         for request in session.pending_approvals():
             print(f"waiting: {request.id} {request.tool} (call {request.call_id}): "
                   f"{request.reason}")
-        print(f"decide with `tether approvals approve|deny ID --approver NAME{store}`, then "
-              f"run this command again")
+        for command in continue_commands(session, args.agent, store):  # ids, store filled in
+            print(f"next: {command}")
     elif reason == "interrupted":
         print(f"continue with: tether resume {session.id} --agent {args.agent}{store}")
     elif reason == "uncertain_effect":

@@ -29,8 +29,16 @@ from collections.abc import Callable, Mapping
 from decimal import Decimal
 from typing import TYPE_CHECKING, Any
 
-from tether.cli.common import EXIT_FINDING, EXIT_OK, EXIT_USAGE, add_store_option, error
+from tether.cli.common import (
+    EXIT_FINDING,
+    EXIT_OK,
+    EXIT_USAGE,
+    add_store_option,
+    error,
+    store_hint,
+)
 from tether.cli.interrupts import Interrupts, report
+from tether.cli.next_steps import continue_commands
 
 if TYPE_CHECKING:
     from tether.runtime.budget import Budget
@@ -109,6 +117,11 @@ def _run_agent(args: argparse.Namespace, interrupts: Interrupts) -> int:
                          f"{result.answer.strip() or '(the model gave no answer)'}")
     if result.notice:
         watch.line("notice", result.notice)
+    if session.paused:  # the commands to type, filled in (tether.cli.next_steps)
+        store = agent.journal_store
+        for command in continue_commands(session, args.agent,
+                                         store_hint(store.url if store else None)):
+            watch.line("next", command)
     watch.line("session", f"{result.session_id}  (tether audit show {result.session_id[:8]})")
     return EXIT_OK if result.ok else EXIT_FINDING
 
@@ -138,15 +151,7 @@ class Watch:
             self.line("spend", self.spend())
 
     def spend(self) -> str:
-        spent, budget = self.session.spend(), self.session.budget
-        parts = []
-        for name, used, limit in (("tokens", spent.tokens, budget.max_tokens),
-                                  ("cost $", spent.cost_usd, budget.max_cost_usd),
-                                  ("steps", spent.steps, budget.max_steps),
-                                  ("tool calls", spent.tool_calls, budget.max_tool_calls),
-                                  ("seconds", round(spent.seconds, 1), budget.max_seconds)):
-            parts.append(f"{name} {used}" + (f" of {limit}" if limit is not None else ""))
-        return ", ".join(parts)
+        return self.session.spend().against(self.session.budget)
 
 
 def _call(data: Mapping[str, Any]) -> str:

@@ -18,6 +18,14 @@ if TYPE_CHECKING:
 COLOURS = ("#2563eb", "#dc2626", "#16a34a", "#9333ea", "#ea580c", "#0891b2", "#4b5563",
            "#ca8a04")
 W, H, PAD = 520, 260, 40
+LEGEND_FONT = 11  # px
+LEGEND_CHAR = 0.7 * LEGEND_FONT  # a generous average glyph width: a label never runs past
+LEGEND_SWATCH = 16  # the coloured line before a label, and the gap after it
+
+
+def legend_width(names: Sequence[str]) -> float:
+    """The width the chart's legend needs beside the plot: its longest label whole."""
+    return LEGEND_SWATCH + LEGEND_CHAR * max((len(n) for n in names), default=0) + 8
 
 
 def _curves(report: Report) -> str:
@@ -31,7 +39,8 @@ def _curves(report: Report) -> str:
     def y(v: float) -> float:
         return H - PAD - (H - 2 * PAD) * v
 
-    parts = [f'<svg viewBox="0 0 {W} {H}" width="{W}" height="{H}" role="img" '
+    width = W + legend_width(list(report.slices))  # the legend sits right of the plot
+    parts = [f'<svg viewBox="0 0 {width:.0f} {H}" width="{width:.0f}" height="{H}" role="img" '
              'aria-label="pass^k against k">',
              f'<line x1="{PAD}" y1="{H - PAD}" x2="{W - PAD}" y2="{H - PAD}" stroke="#999"/>',
              f'<line x1="{PAD}" y1="{PAD}" x2="{PAD}" y2="{H - PAD}" stroke="#999"/>']
@@ -50,8 +59,11 @@ def _curves(report: Report) -> str:
         parts.append(f'<polygon points="{" ".join(band)}" fill="{colour}" opacity="0.08"/>')
         parts.append(f'<polyline points="{points}" fill="none" stroke="{colour}" '
                      'stroke-width="2"/>')
-        parts.append(f'<text x="{W - PAD + 4}" y="{PAD + 14 * n}" font-size="11" '
-                     f'fill="{colour}">{escape(name)}</text>')
+        row = PAD + 14 * n
+        parts.append(f'<line x1="{W - PAD + 4}" y1="{row - 4}" x2="{W - PAD + 14}" '
+                     f'y2="{row - 4}" stroke="{colour}" stroke-width="2"/>')
+        parts.append(f'<text class="legend" x="{W - PAD + 4 + LEGEND_SWATCH}" y="{row}" '
+                     f'font-size="{LEGEND_FONT}" fill="{colour}">{escape(name)}</text>')
     parts.append(f'<text x="{W / 2}" y="{H - 6}" text-anchor="middle" font-size="11">k</text>')
     parts.append("</svg>")
     return "".join(parts)
@@ -112,7 +124,7 @@ tasks, 95% bootstrap intervals over tasks on hover and as bands).</p>
 <h2>Cost and latency</h2>
 {_histogram(costs, "cost per trial, USD")}{_histogram(latency, "latency per trial, s")}
 <h2>Failing trials ({len(report.failing())})</h2>
-<p>Open one with <code>tether audit show --session ID</code>.</p>
+<p>Open one with <code>tether audit show ID</code>.</p>
 <table><tr><th>task</th><th>perturbation</th><th>#</th><th>session</th><th>why</th></tr>
 {failing}</table>
 """)

@@ -109,7 +109,7 @@ class Report:
         failing = self.failing()
         if failing:
             lines.append(f"  failing trials ({len(failing)}; open one with "
-                         "`tether audit show --session ID`):")
+                         "`tether audit show ID`):")
             for r in failing[:10]:
                 lines.append(f"    {r.key.task} [{r.key.perturbation} #{r.key.repetition}] "
                              f"{r.session_id}: {r.grade.why[:100]}")

@@ -15,8 +15,6 @@ from __future__ import annotations
 
 import asyncio
 import inspect
-import sys
-import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -186,23 +184,3 @@ def pass_at_k_with_perturbations(session_factory: Callable[[str], Any], task: Ta
     result: Report = run_sync(aevaluate(agent, [task], k=k, perturbations=perturbations,
                                         seed=seed, name=f"pass-at-k-{task.id}"))
     return result
-
-
-class ProgressBar:
-    """A one-line progress bar on stderr: done/total, rate and time left."""
-
-    def __init__(self, stream: Any = None) -> None:
-        self.stream = stream or sys.stderr
-        self.started = time.monotonic()
-
-    def __call__(self, done: int, total: int) -> None:
-        elapsed = time.monotonic() - self.started
-        rate = done / elapsed if elapsed > 0 else 0.0
-        left = (total - done) / rate if rate > 0 else 0.0
-        width = 30
-        filled = int(width * done / total) if total else width
-        self.stream.write(f"\r[{'#' * filled}{'.' * (width - filled)}] {done}/{total} trials "
-                          f"{rate:.1f}/s, {left:.0f}s left ")
-        if done == total:
-            self.stream.write("\n")
-        self.stream.flush()

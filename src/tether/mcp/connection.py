@@ -52,12 +52,18 @@ def describe(exc: BaseException) -> str:
     return text if type(exc).__name__ in text else f"{type(exc).__name__}: {text}"
 
 
+#: What a library user can do about a connection that is gone (a proxy says what its clients can).
+RECONNECT_ADVICE = ("Reconnect with toolset.reconnect() (or open a new toolset) once the server "
+                    "runs again")
+
+
 class Connection:
     __slots__ = ("_closing", "_failure", "_processes", "_ready", "_session", "_stderr", "_task",
-                 "server", "stale")
+                 "advice", "server", "stale")
 
-    def __init__(self, server: MCPServer) -> None:
+    def __init__(self, server: MCPServer, advice: str = RECONNECT_ADVICE) -> None:
         self.server = server
+        self.advice = advice  # what the reader of a "not connected" error can do about it
         self.stale = False  # the server said its tool list changed
         self._session: Any = None
         self._stderr: StderrTail | None = None
@@ -89,8 +95,7 @@ class Connection:
             what = f"{what} ({describe(self._failure)})"
         return MCPConnectionError(self._with_stderr(
             f"MCP server {server.name!r} ({server.where()}) is not connected: {what}; the call "
-            "was not completed. Reconnect with toolset.reconnect() (or open a new toolset) "
-            "once the server runs again"))
+            f"was not completed. {self.advice}"))
 
     # -- lifecycle (on the private loop) -----------------------------------------------------
 

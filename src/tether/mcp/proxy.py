@@ -64,6 +64,9 @@ UPSTREAM = "upstream"
 UPSTREAM_TOOLS = "the upstream's tools"
 CHANGED_ADVICE = ("Restart the proxy with a policy that names the upstream's tools as they are "
                   "now, or bring the upstream back to the tools the policy names")
+#: What the proxy's MCP clients are told when a call finds the upstream gone (it is restarting).
+RESTART_ADVICE = ("tether's proxy is restarting the server: call the tool again in a few seconds "
+                  "if repeating it is safe (the proxy never repeats a call by itself)")
 
 
 def upstream_server(argv: Sequence[str], *, name: str = UPSTREAM,
@@ -141,7 +144,8 @@ async def proxy(upstream: MCPServer, governance: Governance, *,
                                                                      guard.advice))
 
     async with MCPToolset(upstream, pins=pins, require_approval_for_new=require_approval_for_new,
-                          on_relisted=relisted if check_policy_names else None) as toolset:
+                          on_relisted=relisted if check_policy_names else None,
+                          advice=RESTART_ADVICE) as toolset:
         served = frozenset(toolset.names)
         if check_policy_names and guard.check(served_specs(toolset, served)):
             raise PolicyNameError(names_message(guard.problems, (

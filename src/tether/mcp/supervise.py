@@ -8,7 +8,8 @@ Decision: a watchdog looks at the upstream every ``check_every`` seconds (the co
 closed, or the stdio server's process exited). When it is gone, the watchdog says so on the
 log, with the server's last stderr lines, and reconnects — a new process, the tools listed and
 checked against their pins again — waiting ``backoff * 2**n`` before attempt ``n``, at most
-``restarts`` attempts. Calls that arrive meanwhile fail with the toolset's "not connected" error
+``restarts`` attempts. Calls that arrive meanwhile fail with the toolset's "not connected" error,
+whose advice is the proxy's to its MCP clients (``proxy.RESTART_ADVICE``: call again shortly)
 (they are not queued or retried: a call that may have reached the dead server is not repeated
 behind anyone's back). When every attempt fails, ``UpstreamLost`` ends the proxy, so its exit
 code is non-zero and its supervisor (systemd, a container runtime) can act.

@@ -39,10 +39,13 @@ class MCPToolset:
 
     def __init__(self, server: MCPServer, *, pins: PinStore | None = None,
                  require_approval_for_new: bool = False,
-                 on_relisted: Callable[[], None] | None = None) -> None:
+                 on_relisted: Callable[[], None] | None = None,
+                 advice: str | None = None) -> None:
         """``on_relisted`` is called when a call finds the tool list announced as changed and
         lists it again, before the call is sent: raising MCPError there stops the call (the
-        proxy re-checks its policy against the new list)."""
+        proxy re-checks its policy against the new list). ``advice``: what a call that finds
+        the server gone is told to do, in place of the Python API's advice (the proxy tells its
+        MCP clients to call again once it has restarted the server)."""
         if not isinstance(server, MCPServer):
             raise TypeError(f"expected an MCPServer, got {server!r}; build one with "
                             "MCPServer.stdio(...) or MCPServer.http(...)")
@@ -50,6 +53,7 @@ class MCPToolset:
         self.pins: PinStore = MemoryPinStore() if pins is None else pins
         self.require_approval_for_new = require_approval_for_new
         self.on_relisted = on_relisted
+        self.advice = advice
         self._loop: LoopThread | None = None
         self._conn: Connection | None = None
         self._tools: dict[str, MCPTool] = {}  # by the server's tool name
@@ -150,7 +154,8 @@ class MCPToolset:
         return self
 
     async def _open(self) -> None:
-        conn = Connection(self.server)
+        conn = Connection(self.server) if self.advice is None else Connection(self.server,
+                                                                              self.advice)
         await conn.open()
         try:
             await self._list(conn)
@@ -225,6 +230,9 @@ class MCPToolset:
         await self.aclose()
 
     def _require_open(self) -> tuple[LoopThread, Connection]:
+        if (self._loop is None or self._conn is None) and self.advice is not None:
+            raise MCPConnectionError(f"MCP server {self.server.name!r} is not connected; the "
+                                     f"call was not sent. {self.advice}")
         if self._loop is None or self._conn is None:
             raise MCPConnectionError(
                 f"the toolset of MCP server {self.server.name!r} is not open; use "

@@ -119,6 +119,18 @@ class Spend:
         return {"tokens": self.tokens, "cost_usd": str(self.cost_usd), "steps": self.steps,
                 "tool_calls": self.tool_calls, "seconds": round(self.seconds, 6)}
 
+    def against(self, budget: Budget) -> str:
+        """This spend against each limit, in words: ``tokens 108 of 150, cost $ 0, ...`` (the
+        same words wherever a person reads it: ``tether run``'s live line, a stop's notice)."""
+        parts = []
+        for name, used, limit in (("tokens", self.tokens, budget.max_tokens),
+                                  ("cost $", self.cost_usd, budget.max_cost_usd),
+                                  ("steps", self.steps, budget.max_steps),
+                                  ("tool calls", self.tool_calls, budget.max_tool_calls),
+                                  ("seconds", round(self.seconds, 1), budget.max_seconds)):
+            parts.append(f"{name} {used}" + (f" of {limit}" if limit is not None else ""))
+        return ", ".join(parts)
+
 
 @fast_init
 @dataclass(frozen=True, slots=True)
@@ -294,9 +306,8 @@ class Accountant:
                 max_out = min(max_out - self._hold_tokens, (left - 2 * input_tokens - _WRAP) // 2)
             bound_by = StopReason.TOKEN_BUDGET
             if max_out < MIN_OUTPUT_TOKENS:
-                raise Stop(StopReason.TOKEN_BUDGET, f"{t.usage.total_tokens} of "
-                           f"{b.max_tokens} tokens used; the next call needs ~{input_tokens} "
-                           "input tokens")
+                raise Stop(StopReason.TOKEN_BUDGET, f"the next call, ~{input_tokens} input "
+                           f"tokens, does not fit the {b.max_tokens} limit")  # no stale count
         cost = Decimal(0)
         if self._price is not None and b.max_cost_usd is not None:
             money = b.max_cost_usd - t.cost
@@ -306,8 +317,8 @@ class Accountant:
                 if max_out is None or affordable < max_out:
                     max_out, bound_by = affordable, StopReason.COST_BUDGET
             if max_out < MIN_OUTPUT_TOKENS:
-                raise Stop(StopReason.COST_BUDGET, f"${t.cost} of ${b.max_cost_usd} "
-                           "spent; the next call would not fit")
+                raise Stop(StopReason.COST_BUDGET,
+                           f"the next call does not fit the ${b.max_cost_usd} limit")
         if ceiling is not None and (max_out is None or ceiling < max_out):
             max_out, bound_by = ceiling, None  # the model's own cap, not a limit, binds
         if self._price is not None:

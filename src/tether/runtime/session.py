@@ -339,8 +339,9 @@ class Session:
             return self._pause(stop)
         answer = await self._wrap_up(env, stop)
         why = f"{stop.reason.value} ({stop.detail})"
-        notice = (f"[tether] The run stopped: {why}; the answer is the model's wrap-up."
-                  if answer else f"[tether] The run stopped before an answer: {why}.")
+        spent = f"Spent in all: {self.spend().against(self.budget)}."  # the wrap-up included
+        notice = (f"[tether] The run stopped: {why}; the answer is the model's wrap-up. {spent}"
+                  if answer else f"[tether] The run stopped before an answer: {why}. {spent}")
         return self._end(stop.reason, stop.detail, answer, notice)
 
     def _interrupted(self) -> Result:

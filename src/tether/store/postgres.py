@@ -44,6 +44,7 @@ from tether.store.postgres_outage import (
     lost_connection,
     riding,
 )
+from tether.store.postgres_probe import probe
 from tether.store.postgres_schema import MIGRATIONS, SCHEMA_VERSION
 from tether.store.postgres_steps import Append, Statements, arun, run
 from tether.types import Event
@@ -82,6 +83,7 @@ class PostgresStore:
         self._statements = Statements(schema, audit_key())
         self._ride = RideThrough(bound, self.url, dsn, recover=self._recover)
         self._unreleased: dict[str, int] = {}  # session -> lease token a lost database kept
+        probe(dsn, self.url)  # a bad URL fails now, with its cause (tether.store.postgres_probe)
         self._pool_of = functools.partial(ConnectionPool, dsn, min_size=min_size,
                                           max_size=max_size, open=False,
                                           kwargs={"autocommit": False})
