@@ -173,7 +173,8 @@ def test_a_crash_mid_effect_is_settled_and_resumed_from_the_cli(
     code, out, _ = run(capsys, "resume", sid, "--agent", AGENT, "--store", url)
     assert code == 0
     assert "stop reason: uncertain_effect" in out
-    assert f"interrupted: c1: settle with `tether settle {sid} c1 retry|skip" in out
+    assert "interrupted: c1: may or may not have taken effect" in out
+    assert f"next: tether settle {sid} c1 retry|skip --operator NAME --agent {AGENT}" in out
     assert effects() == ["INV-1"]  # not silently repeated
     code, out, _ = run(capsys, "audit", "show", sid, "--store", url)
     assert "paused (uncertain_effect): interrupted calls c1" in out

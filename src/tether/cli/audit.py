@@ -38,6 +38,7 @@ from tether.cli.common import (
     parse_time,
     usage,
 )
+from tether.cli.next_steps import uncertain
 
 if TYPE_CHECKING:
     from tether.journal.tamper import Break
@@ -312,22 +313,11 @@ def _status(events: Sequence[Event]) -> str:
         if reason == "interrupted":  # nothing uncertain: it waits for nobody
             return (f"paused (interrupted): nothing was left uncertain; `tether resume {sid} "
                     "--agent MODULE:ATTR` continues it")
-        calls = ", ".join(last.data.get("uncertain") or _interrupted(events)) or "?"
+        calls = ", ".join(uncertain(events)) or "?"
         return (f"paused ({reason}): interrupted calls {calls}; decide each with `tether settle "
                 f"{sid} CALL_ID retry|skip --operator NAME --agent MODULE:ATTR`, then resume")
     return (f"open: no end recorded (still running, or its process died: `tether resume {sid} "
             "--agent MODULE:ATTR` continues it)")
-
-
-def _interrupted(events: Sequence[Event]) -> list[str]:
-    """Call ids of side-effecting calls that started and have no result."""
-    from tether.runtime.state import fold
-
-    try:
-        state = fold(events)
-    except Exception:  # a journal that does not fold (tampered) has no reliable answer
-        return []
-    return sorted(state.started - set(state.results))
 
 
 # -- list and export ----------------------------------------------------------------------------

@@ -29,7 +29,7 @@ from collections.abc import Awaitable, Callable
 from types import FrameType
 from typing import TYPE_CHECKING, TypeVar
 
-from tether.cli.common import store_hint
+from tether.cli.next_steps import continue_commands, session_store, uncertain
 
 if TYPE_CHECKING:
     from tether.runtime.session import Session
@@ -91,26 +91,22 @@ class Interrupts:
 def report(caught: signal.Signals, session: Session, args: argparse.Namespace) -> int:
     """Say in one line on stderr what the signal did to a session that paused (or never
     started) and the exact commands that continue it; the exit code."""
-    agent, store = args.agent, store_hint(args.store)
-    resume = f"`tether resume {session.id} --agent {agent}{store}`"
-    if not session.replay():
+    events = session.replay()
+    if not events:
         say(f"interrupted by {caught.name} before the session started; nothing was journaled")
+        return 128 + caught.value
+    commands = "; then ".join(f"`{command}`" for command in continue_commands(
+        session, args.agent, session_store(session, args.store)))
+    reason = events[-1].data.get("reason")
+    calls = uncertain(events)
+    if reason == "uncertain_effect" and calls:
+        what = (f"paused with call(s) {', '.join(calls)} in flight, which may or may not have "
+                "taken effect; check, then settle each")
+    elif reason == "needs_approval":
+        what = "paused waiting for approval; decide"
     else:
-        pause = session.replay()[-1].data
-        uncertain = list(pause.get("uncertain") or ())
-        settle = ", ".join(f"`tether settle {session.id} {call_id} retry|skip --operator NAME "
-                           f"--agent {agent}{store}`" for call_id in uncertain)
-        if uncertain:
-            say(f"interrupted by {caught.name}: session {session.id} paused with call(s) "
-                f"{', '.join(uncertain)} in flight, which may or may not have taken effect; "
-                f"check, settle each with {settle}, then continue with {resume}")
-        elif pause.get("reason") == "needs_approval":
-            say(f"interrupted by {caught.name}: session {session.id} paused waiting for "
-                f"approval; decide with `tether approvals list --session {session.id}"
-                f"{store}`, then continue with {resume}")
-        else:
-            say(f"interrupted by {caught.name}: session {session.id} paused with nothing "
-                f"uncertain; continue with {resume}")
+        what = "paused with nothing uncertain; continue"
+    say(f"interrupted by {caught.name}: session {session.id} {what}: {commands}")
     return 128 + caught.value
 
 

@@ -8,17 +8,40 @@ say the same thing about the same pause, so it is worked out once here.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
+
+from tether.cli.common import store_hint
 
 if TYPE_CHECKING:
     from tether.runtime.session import Session
+    from tether.types import Event
+
+
+def session_store(session: Session, given: str | None) -> str:
+    """The `` --store URL`` hint for the store ``session`` is journaled in: the recipe's own
+    store when it names one (its approvals wait there), else the one the command was given."""
+    own = session.agent.journal_store
+    return store_hint(own.url if own is not None else given)
+
+
+def uncertain(events: Sequence[Event]) -> list[str]:
+    """The calls a paused journal waits on an operator for: those its pause lists or, in a
+    journal written before pauses listed them, the calls that started and left no result."""
+    from tether.runtime.state import fold
+
+    if events and events[-1].type == "session.paused" and "uncertain" in events[-1].data:
+        return list(events[-1].data["uncertain"])
+    try:
+        state = fold(events)
+    except Exception:  # a journal that does not fold (tampered) has no reliable answer
+        return []
+    return sorted(state.started - set(state.results) - set(state.settled))
 
 
 def continue_commands(session: Session, agent: str, store: str) -> list[str]:
     """The commands, in the order to type them, that decide what ``session`` paused for and
     continue it; ``agent`` is the recipe reference, ``store`` the `` --store URL`` hint or ""."""
-    from tether.runtime.state import fold
-
     events = session.replay()
     reason = events[-1].data.get("reason") if events and events[-1].type == "session.paused" \
         else None
@@ -28,10 +51,8 @@ def continue_commands(session: Session, agent: str, store: str) -> list[str]:
             steps += [f"tether approvals {verb} {request.id} --approver NAME{store}"
                       for verb in ("approve", "deny")]
     elif reason == "uncertain_effect":
-        state = fold(events)
-        uncertain = sorted(state.started - set(state.results))
         steps += [f"tether settle {session.id} {call_id} retry|skip --operator NAME "
-                  f"--agent {agent}{store}" for call_id in uncertain]
+                  f"--agent {agent}{store}" for call_id in uncertain(events)]
     if reason is not None:
         steps.append(f"tether resume {session.id} --agent {agent}{store}")
     return steps

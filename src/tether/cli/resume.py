@@ -31,11 +31,10 @@ from tether.cli.common import (
     error,
     full_session_id,
     open_existing,
-    store_hint,
     store_url,
 )
 from tether.cli.interrupts import Interrupts, report
-from tether.cli.next_steps import continue_commands
+from tether.cli.next_steps import continue_commands, session_store, uncertain
 from tether.urls import redact_url
 
 if TYPE_CHECKING:
@@ -151,29 +150,15 @@ def _print_result(result: Result, session: Session, args: argparse.Namespace) ->
     print(f"answer: {result.answer}")
     if result.notice:
         print(f"notice: {result.notice}")
-    reason = result.stop_reason.value
-    own = session.agent.journal_store  # where the approvals wait: the recipe's store, if it has one
-    store = store_hint(own.url if own is not None else args.store)
-    if reason == "needs_approval":
+    if result.stop_reason.value == "needs_approval":
         for request in session.pending_approvals():
             print(f"waiting: {request.id} {request.tool} (call {request.call_id}): "
                   f"{request.reason}")
-        for command in continue_commands(session, args.agent, store):  # ids, store filled in
-            print(f"next: {command}")
-    elif reason == "interrupted":
-        print(f"continue with: tether resume {session.id} --agent {args.agent}{store}")
-    elif reason == "uncertain_effect":
-        for call_id in interrupted(session):
-            print(f"interrupted: {call_id}: settle with `tether settle {session.id} {call_id} "
-                  f"retry|skip --operator NAME --agent {args.agent}{store}`")
-
-
-def interrupted(session: Session) -> list[str]:
-    """Call ids of side-effecting calls that started and left no result."""
-    from tether.runtime.state import fold
-
-    state = fold(session.replay())
-    return sorted(state.started - set(state.results))
+    elif result.stop_reason.value == "uncertain_effect":
+        for call_id in uncertain(session.replay()):
+            print(f"interrupted: {call_id}: may or may not have taken effect")
+    for command in continue_commands(session, args.agent, session_store(session, args.store)):
+        print(f"next: {command}")  # ids, recipe and store filled in
 
 
 def run_settle(args: argparse.Namespace) -> int:
@@ -194,12 +179,12 @@ def run_settle(args: argparse.Namespace) -> int:
         error(str(exc))
         return EXIT_FINDING
     except ValueError as exc:
-        waiting = interrupted(session)
+        waiting = uncertain(session.replay())
         hint = (f"interrupted calls of this session: {', '.join(waiting)}" if waiting
                 else "this session has no interrupted calls to settle")
         error(f"{exc}; {hint}")
         return EXIT_FINDING
-    store = store_hint(args.store)
     print(f"settled {args.call_id}: {args.action} by {args.operator}")
-    print(f"continue with: tether resume {session.id} --agent {args.agent}{store}")
+    print(f"next: tether resume {session.id} --agent {args.agent}"
+          f"{session_store(session, args.store)}")
     return EXIT_OK
