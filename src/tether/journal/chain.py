@@ -263,7 +263,7 @@ class Journal:
         and nothing done to it later changes the journal. JournalValueError (nothing appended)
         for data JSON cannot carry faithfully."""
         text = canonical_text(data)
-        seq = len(self) + 1
+        seq = self._dropped + len(self._sealed) + len(self._pending) + 1  # len(self), inlined
         self._pending.append((seq, type, time.time(), text))
         if self._on_append is not None:
             self._on_append(type, data)
