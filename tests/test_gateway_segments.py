@@ -392,3 +392,23 @@ async def test_every_store_keeps_a_rolled_gateway_whole(store: Store) -> None:
     assert len(sessions) >= 3
     assert all(verify_chain(events) is None for events in sessions.values())
     assert check_segments(sessions) == []
+
+
+async def test_a_subscriber_hears_every_segment_of_a_rolled_journal(tmp_path: Path) -> None:
+    """What subscribed to a gateway's journal (telemetry, a live view) keeps hearing it across a
+    roll: every event of every segment, each once, in order."""
+    store = SQLiteStore(tmp_path / "g.db")
+    gateway = Gateway([echo], policy=PaymentsNeedAPerson(), client="c", store=store,
+                      roll_calls=2)
+    heard: list[tuple[str, int, str]] = []
+    gateway.journal.bus.subscribe(lambda e: heard.append((e.session_id, e.seq, e.type)))
+    ids = [gateway.id]
+    for i in range(7):
+        await gateway.call("echo", {"n": i})
+        if gateway.id != ids[-1]:
+            ids.append(gateway.id)
+    gateway.close()
+    assert len(ids) == 4
+    stored = [(sid, e.seq, e.type) for sid in ids for e in store.read(sid)]
+    assert heard == stored
+    store.close()

@@ -117,6 +117,7 @@ class Gateway:
         journal = Journal(session_id, on_append=self._state.apply, store=self._store)
         if previous is not None:
             journal.inherit_redactions(previous)
+            journal.bus = previous.bus  # subscribers hear every segment, as one journal
         self._journal = journal
         client = self.subject.user_id
         gate = PolicyGate(self._policy, self.subject, session_id, journal, self._state,
@@ -162,8 +163,8 @@ class Gateway:
 
     @property
     def journal(self) -> Journal:
-        """The journal of the current segment (``id`` names its session): a roll replaces it,
-        and what subscribed to the last one's bus hears nothing more."""
+        """The journal of the current segment (``id`` names its session): a roll replaces it;
+        its bus is handed on, so what subscribed hears every segment's events, in order."""
         return self._journal
 
     async def call(self, name: str, arguments: Mapping[str, Any] | str) -> ToolResult:
