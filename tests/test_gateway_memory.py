@@ -16,8 +16,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tether import Decision, Effect, tool
+from tether.credentials import CredentialBroker, ScopedToken
 from tether.journal.chain import verify_chain
-from tether.policy import Action, Context, Resource, Subject
+from tether.policy import Action, AllowAll, Context, Resource, Subject
 from tether.runtime.chokepoint.gateway import Gateway
 from tether.runtime.forgotten import ForgottenTokens
 from tether.runtime.limits import Limits
@@ -309,4 +310,34 @@ async def test_masked_arguments_stay_out_of_the_journal_while_it_lets_go(tmp_pat
         await gateway.call("echo", {"n": i})
     text = "\n".join(e.json_text or json.dumps(e.data) for e in store.read(gateway.id))
     assert "secret-" not in text and "[masked]" in text
+    store.close()
+
+
+async def test_a_credential_used_on_every_call_is_scrubbed_by_one_scrubber(tmp_path: Path) -> None:
+    """A gateway that issues a token per call for weeks keeps one scrubber per secret, not one
+    per call (each applied to every later event: memory and time growing with the calls), and
+    the secret still reaches no event; a second secret gets a scrubber of its own."""
+    @tool(egress=True)
+    def charge(amount: int, credentials: ScopedToken) -> str:
+        """Charge a card; echoes its key, carelessly."""
+        return f"charged {amount} with {credentials.reveal()}"
+
+    @tool(egress=True)
+    def refund(amount: int, credentials: ScopedToken) -> str:
+        """Refund a card; echoes its key, carelessly."""
+        return f"refunded {amount} with {credentials.reveal()}"
+
+    broker = CredentialBroker()
+    broker.register("charge", "sk-live-charge-0a1b2c3d4e5f")
+    broker.register("refund", "sk-live-refund-9f8e7d6c5b4a")
+    store = SQLiteStore(tmp_path / "c.db")
+    gateway = Gateway([charge, refund], policy=AllowAll(), client="c", store=store,
+                      credentials=broker)
+    for i in range(60):
+        assert (await gateway.call("charge", {"amount": i})).status == "ok"
+        assert (await gateway.call("refund", {"amount": i})).status == "ok"
+    assert len(gateway.journal._secrets) == 2
+    text = "\n".join(e.json_text or json.dumps(e.data) for e in store.read(gateway.id))
+    assert "sk-live" not in text and text.count("[secret redacted]") >= 120
+    gateway.close()
     store.close()

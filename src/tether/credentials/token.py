@@ -16,6 +16,8 @@ from __future__ import annotations
 
 import base64
 import binascii
+import hashlib
+import hmac
 import json
 import math
 import re
@@ -30,6 +32,9 @@ from tether.credentials.errors import CredentialError
 from tether.credentials.secret import Secret
 
 REDACTED = "[secret redacted]"
+# keys this process's secret digests (``ScopedToken.scrubs``): a digest is never written anywhere,
+# and keyed it is no help in guessing a low-entropy secret even if it were
+_DIGEST_KEY = secrets.token_bytes(32)
 
 
 def check_ttl(ttl: object) -> float:
@@ -107,7 +112,7 @@ class ScopedToken:
     """A secret for one tool in one session, for ``ttl`` seconds and ``max_uses`` reveals."""
 
     __slots__ = ("_clock", "_cores", "_expires_at", "_forms", "_id", "_lock", "_max_uses",
-                 "_revoked", "_secret", "_session_id", "_tool", "_ttl", "_uses")
+                 "_revoked", "_scrubs", "_secret", "_session_id", "_tool", "_ttl", "_uses")
 
     def __init__(self, secret: str | Secret, *, session_id: str, tool: str, ttl: float = 60.0,
                  max_uses: int = 1, clock: Callable[[], float] = time.monotonic) -> None:
@@ -124,6 +129,8 @@ class ScopedToken:
         self._forms = _forms(self._secret.get())
         self._cores = _cores(self._secret.get().encode())
         self._expires_at = clock() + self._ttl
+        self._scrubs = hmac.new(_DIGEST_KEY, self._secret.get().encode(),
+                                hashlib.sha256).hexdigest()
 
     # -- the one way to the secret -------------------------------------------------------------
 
@@ -254,6 +261,12 @@ class ScopedToken:
                 "expired": self.expired, "revoked": self._revoked}
 
     # -- every accidental route to text is closed ----------------------------------------------
+
+    @property
+    def scrubs(self) -> str:
+        """Which secret ``redact`` hides, as a keyed digest (never the secret): tokens of one
+        secret redact alike, so a journal keeps one scrubber per secret, not one per call."""
+        return self._scrubs
 
     def __repr__(self) -> str:
         state = "revoked" if self._revoked else "expired" if self.expired else (

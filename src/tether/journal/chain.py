@@ -239,7 +239,8 @@ class Journal:
     """
 
     __slots__ = ("_dropped", "_flushed", "_json", "_notified", "_on_append", "_pending",
-                 "_redactions", "_sealed", "_secrets", "bus", "lease", "session_id", "store")
+                 "_redactions", "_scrubbing", "_sealed", "_secrets", "bus", "lease", "session_id",
+                 "store")
 
     def __init__(self, session_id: str,
                  on_append: Callable[[str, Mapping[str, Any]], None] | None = None, *,
@@ -255,6 +256,7 @@ class Journal:
         self._notified = len(self._sealed)  # how many events subscribers have been told of
         self._redactions = Redactions()
         self._secrets: list[Scrubber] = []  # scrubbers of secrets: for live text too
+        self._scrubbing: set[str] = set()  # the keys of those scrubbers (scrub_with)
         self._on_append = on_append
         self.bus = EventBus()
 
@@ -340,11 +342,17 @@ class Journal:
         """Keep argument ``name`` of call ``call_id`` out of the journal, whatever its type."""
         self._redactions.arguments.setdefault(call_id, set()).add(name)
 
-    def scrub_with(self, scrubber: Scrubber) -> None:
+    def scrub_with(self, scrubber: Scrubber, key: str | None = None) -> None:
         """Apply ``scrubber`` to every string of every event sealed from now on (e.g. a
         credential token's ``redact``, which knows every encoded form of its secret), and
         through ``hide_secrets`` to the text the runtime records: a secret is then kept out of
-        what the model is sent and the trajectory, whichever tool or turn it arrives by."""
+        what the model is sent and the trajectory, whichever tool or turn it arrives by.
+        ``key`` names what it hides (a token's ``scrubs``): a scrubber whose key the journal
+        has already is not added again, so a secret used on every call costs one scrubber."""
+        if key is not None:
+            if key in self._scrubbing:
+                return
+            self._scrubbing.add(key)
         self._redactions.scrubbers.append(scrubber)
         self._secrets.append(scrubber)
 
@@ -387,6 +395,7 @@ class Journal:
         self._redactions.scrubbers.extend(earlier._redactions.scrubbers)
         self._redactions.values = earlier._redactions.values  # the same values, still hidden
         self._secrets.extend(earlier._secrets)
+        self._scrubbing |= earlier._scrubbing
 
     def events(self) -> list[Event]:
         """All events, sealed into the hash chain."""

@@ -402,7 +402,7 @@ class ToolCalls:
                 return ToolResult(call.id, call.name, f"Error: {tool.name!r} timed out waiting "
                                   "for its credentials; it did not run.", "timeout"), is_budget
             scrubbers.append(token.redact)
-            self._journal.scrub_with(token.redact)
+            self._journal.scrub_with(token.redact, token.scrubs)
         def charge(spend: Spend) -> None:
             check_charge(spend)
             self._accountant.release(call.id)
