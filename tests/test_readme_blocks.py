@@ -1,5 +1,5 @@
 """A newcomer follows the README top to bottom: the Python blocks of the sections on agents,
-tools, budgets, effects, strategies, streaming, sub-agents and replay run as written, in order,
+tools, budgets, policies (Python and YAML), effects, strategies, streaming, sub-agents and replay run as written, in order,
 each building on the ones before (as in one notebook), from the repository's root. (Sections
 that need a server, a key or a store have tests of their own, named in test_readme.py's
 neighbours.)"""
@@ -12,8 +12,9 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-SECTIONS = ["Quickstart", "Agents, sessions, results", "Tools", "Budgets",
-            "The six effects, approvals and taint", "Writing a reasoning strategy",
+SECTIONS = ["Quickstart", "Agents, sessions, results", "Tools", "Budgets", "Policies",
+            "YAML policies and the policy CLI", "The six effects, approvals and taint",
+            "Writing a reasoning strategy",
             "Streaming, sub-agents and replay"]
 
 
