@@ -36,7 +36,8 @@ unit: $(VENV)/.installed-dev $(VENV)/.installed-local mcp-deps
 	$(BIN)/pytest
 
 # The local model (tests/real_model/, make demo-local). llama-cpp-python builds from source the
-# first time (about 8 minutes on 2 cores), portable (no -march=native), then comes from pip's cache.
+# first time (about 8 minutes on 2 idle cores, up to about 20 on a loaded machine), portable (no
+# -march=native), then comes from pip's cache.
 $(VENV)/.installed-local: $(VENV)/.installed-dev
 	CMAKE_ARGS="-DGGML_NATIVE=OFF" $(BIN)/python -m pip install --quiet -e '.[dev,local]'
 	touch $@
