@@ -5,7 +5,7 @@ PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
 
-.PHONY: demo demo-local test lint unit bench bench-policy bench-journal bench-instructions bench-evals bench-security clean mcp-deps
+.PHONY: demo demo-local test lint docs unit bench bench-policy bench-journal bench-instructions bench-evals bench-security clean mcp-deps
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -23,14 +23,21 @@ demo: $(VENV)/.installed
 	$(BIN)/python examples/quickstart.py
 
 lint: $(VENV)/.installed-dev
-	$(BIN)/ruff check src tests examples bench
+	$(BIN)/ruff check src tests examples bench docs/hooks
 	$(BIN)/mypy
+	$(MAKE) docs
+
+# The documentation site (mkdocs.yml): strict, so a broken link, a missing page or an API
+# docstring that does not render fails `make test`; built offline into build/site (git-ignored)
+docs: $(VENV)/.installed-dev
+	$(BIN)/mkdocs build --strict --site-dir build/site
 
 unit: $(VENV)/.installed-dev $(VENV)/.installed-local mcp-deps
 	$(BIN)/pytest
 
 # The local model (tests/real_model/, make demo-local). llama-cpp-python builds from source the
-# first time (about 8 minutes on 2 cores), portable (no -march=native), then comes from pip's cache.
+# first time (about 8 minutes on 2 idle cores, up to about 20 on a loaded machine), portable (no
+# -march=native), then comes from pip's cache.
 $(VENV)/.installed-local: $(VENV)/.installed-dev
 	CMAKE_ARGS="-DGGML_NATIVE=OFF" $(BIN)/python -m pip install --quiet -e '.[dev,local]'
 	touch $@

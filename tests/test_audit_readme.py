@@ -1,4 +1,4 @@
-"""The README's "Durable sessions, audit and the CLI" section runs as written: its Python block,
+"""The guide's "Durable sessions, audit and the CLI" section runs as written: its Python block,
 and its shell commands in order (with the real session and approval ids for the placeholders)."""
 
 from __future__ import annotations
@@ -10,14 +10,13 @@ import subprocess
 import sys
 from pathlib import Path
 
+from doc_pages import section as doc_section
+
 ROOT = Path(__file__).resolve().parents[1]
 
 
 def section() -> str:
-    text = (ROOT / "README.md").read_text()
-    match = re.search(r"^## Durable sessions, audit and the CLI\n(.*?)^## ", text, re.S | re.M)
-    assert match, "README.md has no 'Durable sessions, audit and the CLI' section"
-    return match.group(1)
+    return doc_section("docs/guide/journal.md", "Durable sessions, audit and the CLI")
 
 
 def blocks(language: str) -> list[str]:
@@ -31,8 +30,10 @@ def commands() -> list[str]:
 
 def test_the_python_block_runs(tmp_path: Path) -> None:
     (block,) = blocks("python")
-    env = {**os.environ, "TETHER_STORE": f"sqlite:///{tmp_path / 'py.db'}"}
-    out = subprocess.run([sys.executable, "-c", block], cwd=ROOT / "examples", env=env,
+    assert "`PYTHONPATH=examples python`" in section()  # what the text tells the reader to do
+    path = os.pathsep.join(["examples", *filter(None, [os.environ.get("PYTHONPATH")])])
+    env = {**os.environ, "TETHER_STORE": f"sqlite:///{tmp_path / 'py.db'}", "PYTHONPATH": path}
+    out = subprocess.run([sys.executable, "-c", block], cwd=ROOT, env=env,
                          capture_output=True, text=True, timeout=60, check=True).stdout
     assert out.splitlines() == ["needs_approval", "Paid INV-1 and INV-2 for order A1."]
 

@@ -92,7 +92,7 @@ def test_the_readme_run_command_runs(tmp_path: Path, monkeypatch: pytest.MonkeyP
     import shlex
 
     root = Path(__file__).resolve().parents[1]
-    (command,) = [line for line in (root / "README.md").read_text().splitlines()
+    (command,) = [line for line in (root / "docs" / "guide" / "agents.md").read_text().splitlines()
                   if line.startswith("tether run ")]
     monkeypatch.chdir(root)
     monkeypatch.setenv("TETHER_STORE", f"sqlite:///{tmp_path / 'readme.db'}")

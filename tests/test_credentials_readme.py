@@ -1,4 +1,4 @@
-"""The README's Credentials example runs and prints what its comments say."""
+"""The guide's Credentials example runs and prints what its comments say."""
 
 from __future__ import annotations
 
@@ -7,14 +7,13 @@ from pathlib import Path
 
 import pytest
 
+from doc_pages import section
+
 ROOT = Path(__file__).resolve().parents[1]
 
 
 def _section() -> str:
-    text = (ROOT / "README.md").read_text()
-    match = re.search(r"^## Credentials\n(.*?)(?=^## )", text, re.S | re.M)
-    assert match, "README.md has no '## Credentials' section"
-    return match.group(1)
+    return section("docs/guide/credentials.md", "Credentials")
 
 
 def test_credentials_example_runs_as_commented(capsys: pytest.CaptureFixture[str]) -> None:

@@ -1,4 +1,4 @@
-"""The README's evaluation section: its example prints what the README shows, and its command
+"""The guide's evaluation section: its example prints what the README shows, and its command
 lines are ones the CLI accepts."""
 
 from __future__ import annotations
@@ -9,14 +9,14 @@ import subprocess
 import sys
 from pathlib import Path
 
+from doc_pages import section as doc_section
 from tether.cli import build_parser
 
 ROOT = Path(__file__).resolve().parents[1]
 
 
 def section() -> str:
-    text = (ROOT / "README.md").read_text()
-    return text.split("\n## Evaluating reliability (pass^k)\n", 1)[1].split("\n## ", 1)[0]
+    return doc_section("docs/guide/evaluations.md", "Evaluating reliability (pass^k)")
 
 
 def test_the_example_prints_what_the_readme_shows(tmp_path: Path) -> None:

@@ -1,4 +1,4 @@
-"""The README's "Serving tools over MCP" example runs as written, and the files its commands
+"""The guide's "Serving tools over MCP" example runs as written, and the files its commands
 name are valid (the served tools load, both example policies pass the linter)."""
 
 from __future__ import annotations
@@ -7,14 +7,13 @@ import re
 import subprocess
 import sys
 
+from doc_pages import section as doc_section
 from mcp_peers import ROOT
 from tether.cli.mcp import load_tools
 
 
 def section() -> str:
-    text = (ROOT / "README.md").read_text()
-    start = text.index("## Serving tools over MCP, and a governing MCP proxy")
-    return text[start:text.index("\n## ", start + 1)]
+    return doc_section("docs/guide/mcp.md", "Serving tools over MCP, and a governing MCP proxy")
 
 
 def test_readme_serve_example_runs() -> None:

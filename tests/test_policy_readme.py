@@ -1,4 +1,4 @@
-"""The README's "YAML policies and the policy CLI" section runs as written and says what happens."""
+"""The guide's "YAML policies and the policy CLI" section runs as written and says what happens."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from doc_pages import section as doc_section
 from tether.cli import main
 from tether.policy import PolicyLoadError, YamlPolicy, load_policy
 from tether.policy.cases import load_cases, run_cases
@@ -18,9 +19,7 @@ EXAMPLE = ROOT / "examples" / "policies"
 
 
 def section() -> str:
-    text = (ROOT / "README.md").read_text()
-    start = text.index("## YAML policies and the policy CLI")
-    return text[start:text.index("\n## ", start + 1)]
+    return doc_section("docs/guide/policies.md", "YAML policies and the policy CLI")
 
 
 def blocks(language: str) -> list[str]:

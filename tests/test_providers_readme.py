@@ -1,13 +1,13 @@
-"""The README's "Model providers" examples run as written, against the fake server (keys and base
+"""The guide's "Model providers" examples run as written, against the fake server (keys and base
 URLs come from the environment, as the README says they may)."""
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
 
 import pytest
 
+from doc_pages import blocks
 from fake_llm_server import (
     OPENAI_PATH,
     FakeLLMServer,
@@ -22,9 +22,7 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 def section_blocks() -> list[str]:
-    text = (ROOT / "README.md").read_text()
-    section = text.split("## Model providers\n", 1)[1].split("\n## ", 1)[0]
-    return re.findall(r"```python\n(.*?)```", section, re.S)
+    return blocks("docs/guide/providers.md", "Model providers")
 
 
 def brain(rec: Recorded) -> Reply:

@@ -1,21 +1,43 @@
-"""The README's quickstart and the example it names run as written."""
+"""The README's tour and the example it names run as written: its Python block, then its shell
+commands in order against one store, each exiting 0 with what its comment says."""
 
 from __future__ import annotations
 
-import re
+import os
+import shlex
 import subprocess
 import sys
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+from doc_pages import ROOT, blocks
 
 
 def test_readme_quickstart_block_runs(capsys: object) -> None:
-    blocks = re.findall(r"```python\n(.*?)```", (ROOT / "README.md").read_text(), re.S)
+    (block,) = blocks("README.md", "A 30-line tour")
     namespace: dict[str, object] = {}
-    exec(blocks[0], namespace)
+    exec(block, namespace)
     result = namespace["result"]
     assert result.answer == "391"  # type: ignore[attr-defined]
+    assert result.stop_reason == "finished"  # type: ignore[attr-defined]
+    assert result.usage.total_tokens == 278  # type: ignore[attr-defined]
+
+
+def test_readme_tour_commands_run_in_order(tmp_path: Path) -> None:
+    (script,) = blocks("README.md", "A 30-line tour", "bash")
+    env = {**os.environ, "TETHER_STORE": f"sqlite:///{tmp_path / 'tour.db'}"}
+    outputs = []
+    for line in script.splitlines():
+        argv = shlex.split(line, comments=True)
+        assert argv[0] == "tether", line
+        done = subprocess.run([sys.executable, "-m", "tether", *argv[1:]], cwd=ROOT, env=env,
+                              capture_output=True, text=True, timeout=60)
+        assert done.returncode == 0, (line, done.stdout, done.stderr)
+        outputs.append(done.stdout)
+    run, listed, verified = outputs
+    assert "result finished: 391" in run
+    session = run.split("session ", 1)[1].split()[0].rstrip(".")
+    assert session[:8] in listed and " ended " in listed and "1 session" in listed
+    assert "ok" in verified
 
 
 def test_quickstart_example_runs() -> None:

@@ -14,7 +14,7 @@ import pytest
 from tether.cli import build_parser
 
 ROOT = Path(__file__).resolve().parent.parent
-SOURCES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md")),
+SOURCES = [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md")),
            *sorted((ROOT / "examples").glob("*.py")), *sorted((ROOT / "src").rglob("*.py"))]
 INLINE = re.compile(r"`(tether [^`\n]+)`|<code>(tether [^<\n]+)</code>")
 FENCE = re.compile(r"^```[^\n]*\n(.*?)^```", re.M | re.S)

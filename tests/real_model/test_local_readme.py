@@ -1,19 +1,18 @@
-"""The README's local-model block and `make demo-local`'s example run as written."""
+"""The getting-started page's local-model block and `make demo-local`'s example run as written."""
 
 from __future__ import annotations
 
-import re
 import subprocess
 import sys
 from pathlib import Path
+
+from doc_pages import blocks
 
 ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_the_readme_local_model_block_runs(capsys: object) -> None:
-    text = (ROOT / "README.md").read_text()
-    section = text.split("## A real model with no API key\n", 1)[1].split("\n## ", 1)[0]
-    (block,) = re.findall(r"```python\n(.*?)```", section, re.S)
+    (block,) = blocks("docs/getting-started.md", "A real model with no API key")
     namespace: dict[str, object] = {}
     exec(block, namespace)
     result = namespace["result"]
