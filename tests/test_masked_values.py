@@ -185,7 +185,8 @@ def test_a_journal_written_with_the_old_marker_still_verifies_and_reads_as_maske
     events, _ = _run("737", "737", "charge")
     monkeypatch.undo()
     text = json.dumps([e.data for e in events])
-    assert "[redacted]" in text and "[masked]" not in text and "737" not in text
+    assert "[redacted]" in text and "[masked]" not in text
+    assert all(shows("737", e.data) == [] for e in events)  # a timing float may hold "737"
     assert verify_chain(events) is None
 
     class DenyCharges:

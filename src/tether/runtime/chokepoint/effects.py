@@ -12,10 +12,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from tether.journal.redaction import HIDDEN_MARKERS
+from tether.journal.redaction import HIDDEN_MARKERS, MASKED
 from tether.policy.base import MASK_TARGETS, Decision, Effect
 from tether.records import fast_init
-from tether.runtime.chokepoint.executor import MASKED, Rejected
+from tether.runtime.chokepoint.executor import Rejected
 from tether.runtime.result import ToolResult
 from tether.tools.base import Tool
 from tether.types import ToolCall

@@ -17,6 +17,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from tether.journal.redaction import MASKED
 from tether.runtime.eager import start
 from tether.runtime.result import ToolResult, ToolStatus
 from tether.runtime.stop import Stop
@@ -146,8 +147,6 @@ def check_not_cancelled() -> None:
     if task is not None and task.cancelling():
         raise asyncio.CancelledError
 
-
-MASKED = "[masked]"
 
 
 def mask_structure(value: Any, fields: frozenset[str]) -> Any:
