@@ -8,7 +8,7 @@ from dataclasses import replace
 from decimal import Decimal
 from typing import Any
 
-from hypothesis import HealthCheck, given, settings, target
+from hypothesis import HealthCheck, example, given, settings, target
 from hypothesis import strategies as st
 
 from tether import (
@@ -132,6 +132,11 @@ def test_spend_never_exceeds_any_limit(script: list[ModelResponse], budget: Budg
 
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(script=st.lists(responses, min_size=1, max_size=8), budget=budgets(), price=prices)
+@example(  # issue 30: a repeated call's loop warning overflowed results cut to their floor
+    script=[ModelResponse("", tuple(ToolCall("", "cheap", {"n": 0, "pad": pad})
+                                    for pad in (0, 0, 1)), Usage(output_tokens=1))],
+    budget=Budget(max_cost_usd=Decimal("0.000572"), final_turn_share=0),
+    price=Price(Decimal(2), Decimal(0)))
 def test_a_budget_stop_after_work_always_gets_its_wrap_up_turn(
         script: list[ModelResponse], budget: Budget, price: Price) -> None:
     """DESIGN, budget point 5: the wrap-up's cost was held back inside the budget — each normal

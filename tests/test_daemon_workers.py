@@ -276,3 +276,31 @@ def test_the_wait_in_place_keeps_to_what_the_budget_left_the_call(
         return waited
 
     assert asyncio.run(scenario()) < 0.3  # not QUICK's 0.5 s
+
+
+def test_a_forked_child_runs_its_calls_on_workers_of_its_own() -> None:
+    """A process forked while the pool had idle workers (an evaluation's worker processes,
+    forked after a local run) inherits the count but not the threads: its calls must start
+    workers of its own, not wait forever in a queue no thread of the child reads."""
+    import os
+
+    workers = DaemonWorkers()
+    asyncio.run(run_on_daemon_thread(threading.get_ident, workers))
+    assert workers.idle == 1  # the parent's worker waits for its next call
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: one call, reported through the pipe
+        code = 1
+        try:
+            ran = threading.Event()
+            workers.submit(ran.set)
+            code = 0 if ran.wait(30) else 2  # 30 s: a bound for a failure, never reached on a pass
+            os.write(write, b"ran" if code == 0 else b"never ran")
+        finally:
+            os._exit(code)
+    os.close(write)
+    with os.fdopen(read, "rb") as pipe:
+        said = pipe.read()
+    _, status = os.waitpid(pid, 0)
+    assert said == b"ran" and os.waitstatus_to_exitcode(status) == 0
+    assert workers.idle == 1  # the parent's own worker is untouched

@@ -18,13 +18,18 @@ past the store's bound, every caller in the batch gets a StoreUnavailable naming
 Any other database error fails its batch and every caller in it is told. Each caller awaits its
 own append before going on, so a step is durable before the side effect that follows it and a
 session's appends stay in order. The connection is opened on first use and closed when the loop
-ends or the store closes.
+ends or the store closes; the close waits until the server has ended its side (its backend has
+left ``pg_stat_activity`` and freed its connection slot), because PostgreSQL ends a backend
+after the client has gone: a process that opens loop after loop would otherwise hold more
+slots than it has connections, and "closed" would be true only later on a loaded server.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import os
+import socket
 import threading
 from collections.abc import Awaitable, Callable
 from typing import Any
@@ -33,6 +38,8 @@ from tether.store.base import StoreError, StoreUnavailable
 from tether.store.postgres_outage import RideThrough, lost_connection
 
 BATCH = 256  # appends in one commit, at most
+GOODBYE_SECONDS = 10.0  # a server that has not ended the connection by then (gone from the
+# network) is left to notice on its own, rather than hold up the end of the loop
 
 # (db, batch, retried): each append's refusal or None, in a transaction; ``retried`` when an
 # earlier try of the batch may have been committed before its connection dropped
@@ -105,7 +112,7 @@ class _Committer:
         finally:
             if self.db is not None:
                 with contextlib.suppress(Exception):
-                    await self.db.close()
+                    await _close_and_see_it_end(self.db)
 
     def _ended(self, _: object) -> None:
         """The committer stopped (the store closed, the loop ended), perhaps before it began:
@@ -150,6 +157,27 @@ class _Committer:
                 future.set_result(None)
             else:
                 future.set_exception(result)
+
+
+async def _close_and_see_it_end(db: Any) -> None:
+    """Close ``db`` (psycopg sends the server its Terminate message) and wait for the server to
+    close its end of the socket, which its backend does after leaving ``pg_stat_activity``."""
+    if db.closed:
+        return
+    try:
+        watch = socket.socket(fileno=os.dup(db.pgconn.socket))  # outlives psycopg's descriptor
+    except Exception:  # no socket left to watch (a broken connection): closing is all there is
+        await db.close()
+        return
+    try:
+        watch.setblocking(False)
+        await db.close()
+        loop = asyncio.get_running_loop()
+        async with asyncio.timeout(GOODBYE_SECONDS):
+            while await loop.sock_recv(watch, 4096):  # until the server's end-of-file
+                pass
+    finally:
+        watch.close()
 
 
 def _fail(future: asyncio.Future[None], unknown: str = "it was not stored") -> None:

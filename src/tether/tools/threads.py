@@ -11,7 +11,11 @@ to a new daemon thread; a worker whose call is done waits for the next one, and 
 ``IDLE_SECONDS`` without work. A hung call keeps its worker forever, and is simply never counted
 idle again: later calls get other workers, nobody waits for it, and being a daemon it never
 holds up exit. The pool is one per process, like the interpreter's threads themselves — the
-workers it holds are the only state, and a worker belongs to no run.
+workers it holds are the only state, and a worker belongs to no run. A forked child inherits
+the pool's count of idle workers but none of their threads (``fork`` copies only the thread
+that called it): the child starts with no workers, else its first calls would be queued for
+threads that do not exist there and time out (an evaluation's worker processes, forked after a
+local run, did).
 
 And the caller of a function that has been quick waits for its result in place (``Pace``), for
 at most ``QUICK``: the call then returns without suspending the caller's coroutine or waking
@@ -23,9 +27,11 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import os
 import queue
 import threading
 import time
+import weakref
 from collections.abc import Callable
 from typing import Any
 
@@ -43,6 +49,14 @@ class DaemonWorkers:
         self.idle_seconds = idle_seconds
         self._jobs: queue.SimpleQueue[Job] = queue.SimpleQueue()
         self._idle = 0  # workers waiting for a job (each put job is taken by exactly one)
+        self._lock = threading.Lock()
+        alive = weakref.WeakMethod(self._forget_the_parents_workers)
+        os.register_at_fork(after_in_child=lambda: (forget := alive()) and forget())
+
+    def _forget_the_parents_workers(self) -> None:
+        """In a forked child: the parent's workers (and any lock one held) did not come along."""
+        self._jobs = queue.SimpleQueue()
+        self._idle = 0
         self._lock = threading.Lock()
 
     @property

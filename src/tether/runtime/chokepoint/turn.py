@@ -356,11 +356,16 @@ class ToolCalls:
         else:
             self._journal.publish()
         limit = self._result_chars(len(batch))
+        # a share at its floor has no room for the loop warning (the overhead it is counted in
+        # is spent): it is left out, so the results stay inside the wrap-up's held-back room;
+        # a further repeat stops the run all the same
+        warning_fits = limit is None or limit > MIN_RESULT_CHARS
         runs = [self._execute(a, limit) for a in batch]
         outcomes = await asyncio.gather(*runs) if len(runs) > 1 else [await runs[0]]
         for admitted, (result, budget_timeout) in zip(batch, outcomes, strict=True):
-            if admitted.prefix or (admitted.warn and result.status == "ok"):
-                content = admitted.prefix + result.content + (WARNING if admitted.warn else "")
+            warn = admitted.warn and warning_fits
+            if admitted.prefix or (warn and result.status == "ok"):
+                content = admitted.prefix + result.content + (WARNING if warn else "")
                 result = ToolResult(result.call_id, result.name, content, result.status)
             meta = admitted.tool.meta
             self.record(result, meta.output_trust == "untrusted", meta.trusted_fields)
