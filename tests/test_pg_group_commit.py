@@ -178,10 +178,22 @@ def test_closing_the_store_mid_commit_tells_the_caller_to_read_back(pg: Postgres
 
     blocker = psycopg.connect(PG_URL)  # holds the session's row: the commit waits on it
     blocker.execute(f"SELECT 1 FROM {pg.schema}.sessions WHERE session_id = 'mid' FOR UPDATE")
+    row = blocker.execute("SELECT pg_current_xact_id()::text").fetchone()
+    assert row is not None
+    holder = row[0]
+    watcher = psycopg.connect(PG_URL, autocommit=True)  # sees each query's own view of the waits
 
     async def close_mid_commit() -> BaseException | None:
         flush = asyncio.ensure_future(journal.aflush())
-        await asyncio.sleep(0.5)  # the committer is waiting for the row
+        for _ in range(3000):  # until the committer waits for the blocker's row lock
+            waiting = watcher.execute(
+                "SELECT count(*) FROM pg_locks WHERE NOT granted AND locktype = "
+                "'transactionid' AND transactionid::text = %s", (holder,)).fetchone()
+            if waiting and waiting[0]:
+                break
+            await asyncio.sleep(0.01)
+        else:
+            raise AssertionError("the commit never waited for the row")
         pg._committers.close()
         done = await asyncio.wait_for(asyncio.gather(flush, return_exceptions=True), 10)
         return done[0]
@@ -191,6 +203,7 @@ def test_closing_the_store_mid_commit_tells_the_caller_to_read_back(pg: Postgres
     finally:
         blocker.rollback()
         blocker.close()
+        watcher.close()
     assert isinstance(result, StoreError) and "read the session back" in str(result)
     assert journal.flushed == 1
     with pytest.raises(StoreError, match="closed"):  # nothing is taken after the close
