@@ -187,6 +187,9 @@ class ModelRequest:
     max_output_tokens: int | None = None
     input_tokens_estimate: int | None = None
     tool_choice: str | None = None
+    # the call's span as a W3C traceparent (tether.tracing), sent as the HTTP header of that
+    # name by the providers that speak HTTP; "" when the recipe has no telemetry
+    traceparent: str = ""
 
 
 TOOL_CHOICES = ("auto", "required", "none")  # else a tool's name

@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import math
-from collections.abc import AsyncIterator, Iterable, Mapping
+from collections.abc import AsyncIterator, Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -30,7 +30,7 @@ from tether.store.base import Store, open_store
 from tether.store.memory import MemoryStore
 from tether.tools.base import Tool
 from tether.tools.registry import ToolRegistry
-from tether.types import TOOL_CHOICES
+from tether.types import TOOL_CHOICES, Event
 
 if TYPE_CHECKING:
     from tether.credentials import CredentialBroker
@@ -81,6 +81,10 @@ class Agent:
     # (another tenant's session or approval is "not found"); None serves every tenant, each
     # session naming its own
     tenant_id: str | None = None
+    # subscribers told of every event of this recipe's sessions (tether.observe: OTelSink,
+    # SIEMSink, or any callable taking an Event); with any, model and tool calls also carry
+    # their W3C traceparent (tether.tracing) to providers, MCP servers and sub-agents
+    telemetry: Iterable[Callable[[Event], object]] = field(default=(), compare=False)
     registry: ToolRegistry = field(init=False, repr=False, compare=False)
     fingerprint: str = field(init=False, repr=False, compare=False)  # tether.runtime.fingerprint
 
@@ -116,6 +120,12 @@ class Agent:
             approvals = StoredApprovals(self.journal_store or MemoryStore(), scope)
             object.__setattr__(self, "approvals", approvals)
         object.__setattr__(self, "approver", as_approver(self.approver))
+        telemetry = (self.telemetry,) if callable(self.telemetry) else tuple(self.telemetry)
+        for sink in telemetry:
+            if not callable(sink):
+                raise TypeError(f"telemetry {sink!r} is not callable: give sinks that take an "
+                                "Event, e.g. Agent(..., telemetry=[tether.observe.OTelSink()])")
+        object.__setattr__(self, "telemetry", telemetry)
         registry = ToolRegistry(self.tools)
         choice = self.first_tool_choice
         if choice is not None and choice not in TOOL_CHOICES and choice not in registry.names:

@@ -32,6 +32,7 @@ from tether.runtime.eager import start
 from tether.runtime.result import ToolResult
 from tether.runtime.state import SessionState
 from tether.runtime.stop import Stop, StopReason
+from tether.tracing import Segment
 from tether.types import Message, ModelRequest, ModelResponse, ToolCall, ToolSpec, detached
 
 # the model.unmetered error of a call the time budget cancelled (rerun replays it as such)
@@ -42,13 +43,14 @@ class Environment:
     __slots__ = ("_accountant", "_answered", "_ceiling", "_first_tool_choice", "_journal",
                  "_min_seconds", "_model", "_on_delta", "_pending", "_seen_ids", "_sent_estimate",
                  "_show_budget", "_specs", "_state", "_tool_names", "_tools", "_tools_estimate",
-                 "stopped")
+                 "_trace", "stopped")
 
     def __init__(self, *, model: Model, specs: Sequence[ToolSpec], tools: ToolCalls,
                  accountant: Accountant, journal: Journal, state: SessionState,
                  show_budget: bool, on_delta: Callable[[str], None] | None = None,
-                 first_tool_choice: str | None = None) -> None:
+                 first_tool_choice: str | None = None, trace: Segment | None = None) -> None:
         self._model = model
+        self._trace = trace  # the run's trace segment, when the recipe has telemetry
         self._ceiling = output_ceiling(model)  # the cap the model sends at most
         self._min_seconds = min_answer_seconds(model)  # no call with less time left than this
         self._specs = tuple(specs)
@@ -117,7 +119,7 @@ class Environment:
                                                               min_seconds=self._min_seconds)
         step = self._state.tally.steps + 1
         choice = self._first_tool_choice if step == 1 and specs else None
-        self._journal.append("model.request", {
+        seq = self._journal.append("model.request", {
             "step": step, "ref": len(self._state.conversation),
             "new": new, "tools": self._tool_names if specs else (),
             "max_output_tokens": reservation.max_output_tokens, "final": final,
@@ -128,7 +130,8 @@ class Environment:
         await self._journal.aflush()  # the step so far is durable before the next model call
         self._sent_estimate += new_estimate
         request = ModelRequest(tuple(self._state.conversation), specs,
-                               reservation.max_output_tokens, input_estimate, choice)
+                               reservation.max_output_tokens, input_estimate, choice,
+                               self._trace.model_call(seq).header() if self._trace else "")
         response = self._record(await self._call(request, reservation, step), reservation,
                                 step, final)
         cap = reservation.max_output_tokens

@@ -35,6 +35,7 @@ from tether.runtime.result import Result, Trajectory
 from tether.runtime.state import fold
 from tether.runtime.stop import Stop, StopReason
 from tether.store.base import StoreUnavailable
+from tether.tracing import Segment, TraceParent
 from tether.types import Event
 
 if TYPE_CHECKING:
@@ -96,6 +97,8 @@ class Session:
         self._state = fold(history)
         self._journal = Journal(self.id, on_append=self._state.apply, store=agent.journal_store,
                                 history=history)
+        for sink in agent.telemetry:
+            self._journal.bus.subscribe(sink)
         self._accountant = Accountant(budget, agent.effective_price, self._state.tally)
         self._result: Result | None = None
         self._running = False
@@ -279,31 +282,19 @@ class Session:
             if self.agent.credentials is not None:  # no token outlives the activation
                 self.agent.credentials.revoke_session(self.id)
 
-    async def _drive(self) -> Result:
+    def _begin(self, resuming: bool) -> Segment | None:
+        """Journal this run's first event (the session's start, or its resumption and the model
+        call a crash lost); returns the run's trace segment when the recipe has telemetry."""
         agent, journal, state = self.agent, self._journal, self._state
-        resuming = len(journal) > 0
-        self._accountant.start_clock()
-        private = agent.journal_store if agent.keep_hidden_arguments else None
-        gate = PolicyGate(agent.policy, self.subject, self.id, journal, state, self._accountant,
-                          self.context,
-                          keep=None if private is None else partial(private.put_private, self.id),
-                          timeout=agent.policy_timeout, request=self.request)
-        tools = ToolCalls(session_id=self.id,
-                          executor=ToolExecutor(agent.registry, agent.max_result_chars),
-                          gate=gate, accountant=self._accountant, journal=journal, state=state,
-                          limits=agent.limits, approvals=agent.approval_store,
-                          approval_ttl=agent.approval_ttl, credentials=agent.credentials,
-                          approver=agent.decides_approvals,
-                          kept=None if private is None else partial(private.get_private, self.id))
-        env = Environment(model=agent.model, specs=agent.registry.specs, tools=tools,
-                          accountant=self._accountant, journal=journal, state=state,
-                          show_budget=agent.show_budget, on_delta=self._on_delta,
-                          first_tool_choice=agent.first_tool_choice)
         if resuming:
-            journal.append("session.resumed", {"after": "pause" if state.paused else "crash"})
+            previous = next(e.seq for e in reversed(journal.events())
+                            if e.type in ("session.start", "session.resumed"))
+            seq = journal.append("session.resumed", {
+                "after": "pause" if state.paused else "crash", "segment": previous})
             lost = state.in_flight
             if lost is not None:  # the process died waiting for the model: assume it was billed
                 journal.append("model.lost", lost_call_charge(lost))
+            parent = None
         else:
             start = {
                 "task": self.task, "system_prompt": agent.system_prompt, "agent": agent.name,
@@ -318,7 +309,32 @@ class Session:
                 start["request"] = self.request
             if self.metadata:
                 start["metadata"] = self.metadata
-            journal.append("session.start", start)
+            seq = journal.append("session.start", start)
+            parent = TraceParent.parse(self.context.get("traceparent"))
+        return Segment(self.id, seq, parent) if agent.telemetry else None
+
+    async def _drive(self) -> Result:
+        agent, journal, state = self.agent, self._journal, self._state
+        resuming = len(journal) > 0
+        self._accountant.start_clock()
+        trace = self._begin(resuming)
+        private = agent.journal_store if agent.keep_hidden_arguments else None
+        gate = PolicyGate(agent.policy, self.subject, self.id, journal, state, self._accountant,
+                          self.context,
+                          keep=None if private is None else partial(private.put_private, self.id),
+                          timeout=agent.policy_timeout, request=self.request)
+        tools = ToolCalls(session_id=self.id,
+                          executor=ToolExecutor(agent.registry, agent.max_result_chars),
+                          gate=gate, accountant=self._accountant, journal=journal, state=state,
+                          limits=agent.limits, approvals=agent.approval_store,
+                          approval_ttl=agent.approval_ttl, credentials=agent.credentials,
+                          approver=agent.decides_approvals, trace=trace,
+                          telemetry=tuple(agent.telemetry),
+                          kept=None if private is None else partial(private.get_private, self.id))
+        env = Environment(model=agent.model, specs=agent.registry.specs, tools=tools,
+                          accountant=self._accountant, journal=journal, state=state,
+                          show_budget=agent.show_budget, on_delta=self._on_delta,
+                          first_tool_choice=agent.first_tool_choice, trace=trace)
         handle = Handle(env.ask_model, env.call_tools, env.remaining_budget)
         answer = ""
         try:

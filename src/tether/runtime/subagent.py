@@ -64,6 +64,8 @@ class AgentAsTool:
                     f"{policy_id_of(context.policy)}")
             agent = replace(agent, check_policy_names=False, policy=DenyOverrides(
                 agent.policy, context.policy, policy_id=both))
+        if context.telemetry and not agent.telemetry:  # its spans go where its caller's go
+            agent = replace(agent, telemetry=context.telemetry)
         try:
             budget = agent.budget  # its own limits hold, never more than the caller has
             if context.sub_budget is not None:
@@ -71,7 +73,9 @@ class AgentAsTool:
             session = agent.session(arguments["task"], budget=budget,
                                          user_id=context.user_id, tenant_id=context.tenant_id,
                                          context={"parent_session": context.session_id,
-                                                  "parent_call": context.call_id},
+                                                  "parent_call": context.call_id,
+                                                  **({"traceparent": context.traceparent}
+                                                     if context.traceparent else {})},
                                          request=context.request)
             try:
                 result = await session.arun()

@@ -99,6 +99,10 @@ class ToolContext:
     policy: Any = None  # the caller's policy: a sub-agent's calls must pass it too
     timeout: float | None = None  # seconds this call may take: its own, or what the budget left
     request: str = ""  # what the user asked the calling session: a sub-agent's request too
+    # this call's span as a W3C traceparent (tether.tracing) when the recipe has telemetry:
+    # a sub-agent runs under it, an MCP tool sends it in the request's _meta
+    traceparent: str = ""
+    telemetry: tuple[Callable[[Any], object], ...] = ()  # the caller's sinks: a sub-agent's too
 
 
 class ToolArgumentError(ValueError):

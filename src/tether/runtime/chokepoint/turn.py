@@ -51,6 +51,7 @@ from tether.runtime.result import ToolResult
 from tether.runtime.state import SessionState, call_signature
 from tether.runtime.stop import Stop, StopReason
 from tether.tools.base import Tool, ToolContext
+from tether.tracing import Segment
 from tether.types import ToolCall, detached
 
 if TYPE_CHECKING:  # the credentials package is loaded when a tool first needs a token
@@ -91,6 +92,8 @@ class ToolCalls:
         "_limits",
         "_session_id",
         "_state",
+        "_telemetry",
+        "_trace",
         "room",
     )
 
@@ -99,8 +102,12 @@ class ToolCalls:
                  approvals: ApprovalStore, approval_ttl: float,
                  credentials: CredentialBroker | None = None,
                  kept: Callable[[str], Mapping[str, Any] | None] | None = None,
-                 bound_to: str | None = None, approver: Approver | None = None) -> None:
+                 bound_to: str | None = None, approver: Approver | None = None,
+                 trace: Segment | None = None,
+                 telemetry: tuple[Callable[[Any], object], ...] = ()) -> None:
         self._session_id = session_id
+        self._trace = trace  # the run's trace segment, when the recipe has telemetry
+        self._telemetry = telemetry
         # whose approvals these are: the session's, or for a gateway its client's, so a call
         # the client retries in a new session finds the approval a person gave
         self._bound_to = bound_to or session_id
@@ -422,7 +429,10 @@ class ToolCalls:
                               subject.user_id, subject.tenant_id, credentials=token,
                               sub_budget=lambda: self._accountant.lease(call.id),
                               charge=charge, policy=self._gate.policy, timeout=timeout,
-                              request=self._gate.request)
+                              request=self._gate.request,
+                              traceparent=self._trace.tool_call(call.id).header()
+                              if self._trace is not None else "",
+                              telemetry=self._telemetry)
 
         def scrub(text: str) -> str:
             for fn in scrubbers:

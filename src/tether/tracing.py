@@ -1,0 +1,91 @@
+"""Trace identity derived from the journal: W3C ``traceparent`` values and deterministic ids.
+
+Why: tether's telemetry is a view over the journal (``tether.observe``), produced live by a
+subscriber and again, after the fact, from the store — and the two must agree. So no span id is
+random: every id is a digest of where its event sits in the journal (the session, the seq at
+which this run of it began, the model request's seq or the tool call's id). The
+runtime needs the same ids for what it propagates (a provider request's ``traceparent`` header,
+an MCP request's ``_meta``, a sub-agent's session), which is why they live here, in a leaf
+module both can import.
+
+Decision: a session's trace is one *run segment* — from its ``session.start`` or
+``session.resumed`` to its end or pause in one process. A resumed session starts a new trace
+that links to the one before (the ``session.resumed`` event names where that segment began);
+a session started with a parent ``traceparent`` (a sub-agent, an MCP client's request, a
+caller's own trace) joins its parent's trace. A ``traceparent`` that is not exactly the W3C
+format is ignored, never trusted in part.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from dataclasses import dataclass
+
+_TRACEPARENT = re.compile(r"00-([0-9a-f]{32})-([0-9a-f]{16})-([0-9a-f]{2})")
+
+
+@dataclass(frozen=True, slots=True)
+class TraceParent:
+    """A span in a trace, as W3C Trace Context carries it between processes."""
+
+    trace_id: str  # 32 lowercase hex digits, not all zero
+    span_id: str  # 16 lowercase hex digits, not all zero
+    sampled: bool = True
+
+    def header(self) -> str:
+        """The ``traceparent`` header value (version 00)."""
+        return f"00-{self.trace_id}-{self.span_id}-{'01' if self.sampled else '00'}"
+
+    @classmethod
+    def parse(cls, text: object) -> TraceParent | None:
+        """The span ``text`` names, or None when it is not a version-00 ``traceparent``
+        (wrong type, shape, case or length, or an all-zero id)."""
+        if not isinstance(text, str):
+            return None
+        match = _TRACEPARENT.fullmatch(text)
+        if match is None:
+            return None
+        trace_id, span_id, flags = match.groups()
+        if trace_id == "0" * 32 or span_id == "0" * 16:
+            return None
+        return cls(trace_id, span_id, bool(int(flags, 16) & 1))
+
+
+def _digest(size: int, *parts: object) -> str:
+    text = "\x1f".join(str(p) for p in parts)
+    return hashlib.blake2b(text.encode(), digest_size=size, person=b"tether-trace").hexdigest()
+
+
+@dataclass(frozen=True, slots=True)
+class Segment:
+    """One run of a session in one process, from the event at ``start_seq`` (its
+    ``session.start`` or ``session.resumed``); ``parent`` is the span it runs under, if any."""
+
+    session_id: str
+    start_seq: int
+    parent: TraceParent | None = None
+
+    @property
+    def trace_id(self) -> str:
+        return self.parent.trace_id if self.parent else _digest(16, self.session_id,
+                                                                 self.start_seq)
+
+    @property
+    def root_span_id(self) -> str:
+        """The ``invoke_agent`` span of this segment."""
+        return _digest(8, self.session_id, self.start_seq, "agent")
+
+    def root(self) -> TraceParent:
+        return TraceParent(self.trace_id, self.root_span_id)
+
+    def model_call(self, request_seq: int) -> TraceParent:
+        """The ``chat`` span of the model call journaled as ``model.request`` at that seq."""
+        return TraceParent(self.trace_id, _digest(8, self.session_id, self.start_seq, "model",
+                                                  request_seq))
+
+    def tool_call(self, call_id: str) -> TraceParent:
+        """The ``execute_tool`` span of the call ``call_id`` (unique in its session: the
+        runtime renames a model's repeated ids, a gateway numbers its clients' calls)."""
+        return TraceParent(self.trace_id, _digest(8, self.session_id, self.start_seq, "tool",
+                                                  call_id))
