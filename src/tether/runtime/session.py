@@ -289,8 +289,14 @@ class Session:
         if resuming:
             previous = next(e.seq for e in reversed(journal.events())
                             if e.type in ("session.start", "session.resumed"))
+            before = Segment(self.id, previous, TraceParent.parse(
+                self.context.get("traceparent")) if previous == 1 else None)
+            # who runs this segment, and the trace of the one before: what a telemetry view
+            # that sees only this process's events needs (tether.observe)
             seq = journal.append("session.resumed", {
-                "after": "pause" if state.paused else "crash", "segment": previous})
+                "after": "pause" if state.paused else "crash", "agent": agent.name,
+                "model": agent.model.name, **_provider(agent),
+                "budget": self.budget.to_dict(), "link": before.root().header()})
             lost = state.in_flight
             if lost is not None:  # the process died waiting for the model: assume it was billed
                 journal.append("model.lost", lost_call_charge(lost))
@@ -299,7 +305,8 @@ class Session:
             start = {
                 "task": self.task, "system_prompt": agent.system_prompt, "agent": agent.name,
                 "recipe": agent.fingerprint,
-                "model": agent.model.name, "tools": list(agent.registry.names),
+                "model": agent.model.name, **_provider(agent),
+                "tools": list(agent.registry.names),
                 "budget": self.budget.to_dict(), "context": self.context,
                 "subject": {"user_id": self.subject.user_id,
                             "tenant_id": self.subject.tenant_id,
@@ -436,3 +443,9 @@ class Session:
         return Result(state.answer, state.stop_reason, state.tally.usage,
                       Trajectory(state.trajectory_steps()), self.id, spend, state.stop_detail,
                       state.notice)
+
+
+def _provider(agent: Agent) -> dict[str, str]:
+    """The model's provider (``openai``, ``anthropic``), for the journal, when it names one."""
+    provider = getattr(agent.model, "provider", None)
+    return {"provider": provider} if isinstance(provider, str) and provider else {}

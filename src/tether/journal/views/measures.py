@@ -1,0 +1,84 @@
+"""Metric points derived from the journal: the GenAI client histograms and tether's counters.
+
+Why: metrics, like spans, are a view over the record. The conventions' two client histograms
+(token usage, operation duration) are read off the finished ``chat`` spans, so a duration is
+exactly its span's; tether's counters (decisions by effect, stops by reason, approvals by
+outcome, budget overruns, the input estimate's error) are read off the events that record
+them. ``tether.observe`` records the points into OpenTelemetry instruments; nothing here
+imports OpenTelemetry.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from tether.journal.views import genai as g
+from tether.journal.views.spans import SpanRecord
+from tether.types import Event
+
+
+@dataclass(frozen=True, slots=True)
+class Point:
+    """One measurement: add ``value`` to counter ``name``, or record it in histogram ``name``."""
+
+    name: str
+    value: float
+    attributes: Mapping[str, Any]
+
+
+def span_points(span: SpanRecord) -> list[Point]:
+    """The client histograms' points of a finished ``chat`` span (none for other spans)."""
+    a = span.attributes
+    if a.get(g.OPERATION) != g.CHAT:
+        return []
+    common = {g.OPERATION: g.CHAT, g.PROVIDER: a.get(g.PROVIDER, g.OTHER_PROVIDER),
+              g.REQUEST_MODEL: a.get(g.REQUEST_MODEL, "")}
+    if g.RESPONSE_MODEL in a:
+        common[g.RESPONSE_MODEL] = a[g.RESPONSE_MODEL]
+    duration = {**common, g.ERROR_TYPE: a[g.ERROR_TYPE]} if g.ERROR_TYPE in a else common
+    points = [Point(g.OPERATION_DURATION, (span.end_ns - span.start_ns) / 1e9, duration)]
+    if g.INPUT_TOKENS in a:
+        points.append(Point(g.TOKEN_USAGE, a[g.INPUT_TOKENS], {**common, g.TOKEN_TYPE: "input"}))
+        points.append(Point(g.TOKEN_USAGE, a[g.OUTPUT_TOKENS],
+                            {**common, g.TOKEN_TYPE: "output"}))
+    return points
+
+
+def event_points(event: Event) -> list[Point]:
+    """tether's counters for one event (none for most events)."""
+    kind = event.type
+    if kind not in _COUNTED:
+        return []
+    data = event.data
+    if kind == "tool.decision":
+        decision = data.get("decision") or {}
+        return [Point(g.DECISIONS, 1, {g.DECISION_EFFECT: str(decision.get("effect", "")),
+                                       g.TOOL_NAME: str(data.get("tool", ""))})]
+    if kind in ("session.end", "session.paused"):
+        return [Point(g.STOPS, 1, {g.STOP_REASON: str(data.get("reason", "")),
+                                   g.PAUSED: kind == "session.paused"})]
+    if kind == "model.overrun":
+        return [Point(g.OVERRUNS, 1, {g.LIMIT: str(data.get("limit", ""))})]
+    if kind == "model.response":
+        return _estimate_error(data)
+    return [Point(g.APPROVALS, 1, {g.APPROVAL_OUTCOME: kind.rsplit(".", 1)[1]})]
+
+
+def _estimate_error(data: Mapping[str, Any]) -> list[Point]:
+    """How far the runtime's input estimate was from the provider's count, as a fraction of
+    the count (+0.1: the estimate was 10% high), for calls the provider counted."""
+    response = data.get("response") or {}
+    usage = response.get("usage") or {}
+    reported, estimated = usage.get("input_tokens"), data.get("reserved_input")
+    if usage.get("estimated") or not isinstance(reported, int) or reported <= 0 \
+            or not isinstance(estimated, int) or estimated <= 0:
+        return []
+    return [Point(g.ESTIMATE_ERROR, (estimated - reported) / reported,
+                  {g.REQUEST_MODEL: str(response.get("model", ""))})]
+
+
+_COUNTED = frozenset({"tool.decision", "session.end", "session.paused", "model.overrun",
+                      "model.response", "approval.requested", "approval.granted",
+                      "approval.refused"})

@@ -1,0 +1,279 @@
+"""OpenTelemetry export of a session's spans and metrics, derived from its journal.
+
+Why: operators already run collectors; tether should appear in them as any GenAI client does
+(``invoke_agent``, ``chat`` and ``execute_tool`` spans, the conventions' client histograms),
+with what only tether knows — decisions, approvals, budgets, the chain head — under ``tether.*``.
+
+Decision: the sink is a journal subscriber whose call only queues the event; one worker thread
+derives spans and metric points (``tether.journal.views.spans`` / ``.measures``: the same
+derivation ``tether audit export --format otlp`` runs on stored events) and hands the spans to
+the exporter in batches. Spans are built as SDK ``ReadableSpan`` records with the journal's
+own ids and times, never through a tracer: a tracer would invent ids and read the clock. A
+failing exporter, a full queue or a bug in derivation is counted (``failures``, ``dropped``)
+and logged once, never raised into the run.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import queue
+import threading
+from collections.abc import Iterable, Sequence
+from typing import TYPE_CHECKING, Any
+
+from tether.journal.views import genai as g
+from tether.journal.views.measures import Point, event_points, span_points
+from tether.journal.views.spans import SpanDeriver, SpanRecord
+from tether.tracing import TraceParent
+from tether.types import Event
+
+if TYPE_CHECKING:
+    from opentelemetry.metrics import MeterProvider
+    from opentelemetry.sdk.resources import Resource
+    from opentelemetry.sdk.trace import ReadableSpan
+    from opentelemetry.sdk.trace.export import SpanExporter
+
+log = logging.getLogger("tether.observe")
+BATCH = 512  # spans per export at most
+
+
+def content_enabled(content: bool | None) -> bool:
+    """``content`` as given, else the conventions' opt-in environment variable."""
+    if content is not None:
+        return content
+    return os.environ.get(g.CAPTURE_CONTENT_ENV, "").strip().lower() in g.CAPTURE_CONTENT_ON
+
+
+def tether_resource(service_name: str | None = None) -> Resource:
+    """The resource spans are reported under: ``service.name`` (``OTEL_SERVICE_NAME`` or
+    "tether" unless given) and the SDK's own attributes."""
+    from opentelemetry.sdk.resources import Resource
+
+    name = service_name or os.environ.get("OTEL_SERVICE_NAME") or "tether"
+    return Resource.create({"service.name": name})
+
+
+def to_sdk_spans(records: Iterable[SpanRecord], resource: Resource) -> list[ReadableSpan]:
+    """Span records as SDK spans, ready for any ``SpanExporter``."""
+    from opentelemetry.sdk.trace import Event as SpanEvent
+    from opentelemetry.sdk.trace import ReadableSpan
+    from opentelemetry.sdk.util.instrumentation import InstrumentationScope
+    from opentelemetry.trace import Link, SpanKind, Status, StatusCode
+
+    from tether import __version__
+
+    scope = InstrumentationScope("tether", __version__, g.SCHEMA_URL)
+    spans = []
+    for r in records:
+        status = Status(StatusCode.ERROR, r.error) if r.error else Status(StatusCode.UNSET)
+        spans.append(ReadableSpan(
+            name=r.name, context=_context(r.context), resource=resource,
+            parent=_context(r.parent) if r.parent is not None else None,
+            attributes=dict(r.attributes), kind=SpanKind[r.kind], status=status,
+            events=[SpanEvent(name, dict(a), timestamp=t) for name, t, a in r.events],
+            links=[Link(_context(link)) for link in r.links],
+            start_time=r.start_ns, end_time=r.end_ns, instrumentation_scope=scope))
+    return spans
+
+
+def _context(parent: TraceParent) -> Any:
+    from opentelemetry.trace import SpanContext, TraceFlags
+
+    return SpanContext(int(parent.trace_id, 16), int(parent.span_id, 16), is_remote=False,
+                       trace_flags=TraceFlags(TraceFlags.SAMPLED if parent.sampled else 0))
+
+
+class _Instruments:
+    """The metric instruments, made once from a meter provider."""
+
+    def __init__(self, provider: MeterProvider) -> None:
+        from tether import __version__
+
+        meter = provider.get_meter("tether", __version__, schema_url=g.SCHEMA_URL)
+        self._by_name: dict[str, Any] = {
+            g.TOKEN_USAGE: meter.create_histogram(
+                g.TOKEN_USAGE, unit="{token}", description="Number of input and output tokens "
+                "used.", explicit_bucket_boundaries_advisory=g.TOKEN_BUCKETS),
+            g.OPERATION_DURATION: meter.create_histogram(
+                g.OPERATION_DURATION, unit="s", description="GenAI operation duration.",
+                explicit_bucket_boundaries_advisory=g.DURATION_BUCKETS),
+            g.ESTIMATE_ERROR: meter.create_histogram(
+                g.ESTIMATE_ERROR, unit="1", description="(estimated - reported) / reported "
+                "input tokens of a model call"),
+            g.DECISIONS: meter.create_counter(g.DECISIONS, unit="{decision}",
+                                              description="Tool call decisions by effect."),
+            g.STOPS: meter.create_counter(g.STOPS, unit="{run}",
+                                          description="Runs ended or paused, by reason."),
+            g.APPROVALS: meter.create_counter(g.APPROVALS, unit="{approval}",
+                                              description="Approvals by outcome."),
+            g.OVERRUNS: meter.create_counter(g.OVERRUNS, unit="{call}",
+                                             description="Model calls past their budget."),
+        }
+
+    def record(self, points: Iterable[Point]) -> None:
+        for p in points:
+            instrument = self._by_name[p.name]
+            if hasattr(instrument, "add"):
+                instrument.add(p.value, dict(p.attributes))
+            else:
+                instrument.record(p.value, dict(p.attributes))
+
+
+class OTelSink:
+    """Send a session's spans (and, given a meter provider, its metrics) to OpenTelemetry.
+
+    Attach it to a recipe (``Agent(telemetry=[OTelSink(...)])``, which also propagates trace
+    context) or to one session (``session.events.subscribe(sink)``). ``exporter`` is any SDK
+    ``SpanExporter``; with none, ``endpoint`` (or ``OTEL_EXPORTER_OTLP_TRACES_ENDPOINT`` /
+    ``OTEL_EXPORTER_OTLP_ENDPOINT``) names an OTLP/HTTP collector. ``content`` puts the
+    conversation on the spans (default: the conventions' opt-in environment variable).
+    """
+
+    def __init__(self, exporter: SpanExporter | None = None, *, endpoint: str | None = None,
+                 meter_provider: MeterProvider | None = None, content: bool | None = None,
+                 service_name: str | None = None, max_queue: int = 10_000) -> None:
+        if exporter is None:
+            exporter = _otlp_exporter(endpoint)
+        self.exporter = exporter
+        self.resource = tether_resource(service_name)
+        self.content = content_enabled(content)
+        self._instruments = _Instruments(meter_provider) if meter_provider is not None else None
+        self._queue: queue.Queue[Event | threading.Event | None] = queue.Queue(max_queue)
+        self._derivers: dict[str, SpanDeriver] = {}
+        self._lock = threading.Lock()
+        self._worker: threading.Thread | None = None
+        self._closed = False
+        self._warned = False
+        self.failures = 0  # exports and derivations that failed
+        self.dropped = 0  # events not queued because the queue was full (or the sink closed)
+        self.exported = 0  # spans the exporter accepted
+
+    def __repr__(self) -> str:
+        return (f"OTelSink({type(self.exporter).__name__}, exported={self.exported}, "
+                f"failures={self.failures}, dropped={self.dropped})")
+
+    def __call__(self, event: Event) -> None:
+        if self._closed:
+            self.dropped += 1
+            return
+        if self._worker is None:
+            self._start()
+        try:
+            self._queue.put_nowait(event)
+        except queue.Full:
+            self.dropped += 1
+            self._warn("its queue is full; events are being dropped")
+
+    def _start(self) -> None:
+        with self._lock:
+            if self._worker is None:
+                self._worker = threading.Thread(target=self._work, name="tether-otel",
+                                                daemon=True)
+                self._worker.start()
+
+    def flush(self, timeout: float | None = 30.0) -> bool:
+        """Wait until every event queued so far is exported; False if ``timeout`` ran out."""
+        if self._worker is None:
+            return True
+        done = threading.Event()
+        self._queue.put(done)
+        return done.wait(timeout)
+
+    def close(self, timeout: float | None = 30.0) -> None:
+        """Export what is queued, stop the worker and shut the exporter down."""
+        if self._closed:
+            return
+        self.flush(timeout)
+        self._closed = True
+        if self._worker is not None:
+            self._queue.put(None)
+            self._worker.join(timeout)
+        try:
+            self.exporter.shutdown()
+        except Exception:  # a telemetry failure never fails its caller
+            self.failures += 1
+
+    def __enter__(self) -> OTelSink:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # -- the worker ---------------------------------------------------------------------------
+
+    def _work(self) -> None:
+        batch: list[SpanRecord] = []
+        while True:
+            item = self._queue.get()
+            if item is None:
+                self._export(batch)
+                return
+            if isinstance(item, threading.Event):
+                self._export(batch)
+                batch = []
+                item.set()
+                continue
+            try:
+                batch.extend(self._derive(item))
+            except Exception as exc:
+                self.failures += 1
+                self._warn(f"deriving spans failed ({type(exc).__name__}: {exc})")
+            if len(batch) >= BATCH or (batch and self._queue.empty()):
+                self._export(batch)
+                batch = []
+
+    def _derive(self, event: Event) -> list[SpanRecord]:
+        deriver = self._derivers.get(event.session_id)
+        if deriver is None:
+            deriver = self._derivers[event.session_id] = SpanDeriver(event.session_id,
+                                                                     content=self.content)
+        spans = deriver.feed(event)
+        if not deriver.open:
+            del self._derivers[event.session_id]
+        if self._instruments is not None:
+            self._instruments.record(event_points(event))
+            for span in spans:
+                self._instruments.record(span_points(span))
+        return spans
+
+    def _export(self, batch: Sequence[SpanRecord]) -> None:
+        if not batch:
+            return
+        from opentelemetry.sdk.trace.export import SpanExportResult
+
+        try:
+            result = self.exporter.export(to_sdk_spans(batch, self.resource))
+        except Exception as exc:
+            self.failures += 1
+            self._warn(f"its exporter raised {type(exc).__name__}: {exc}")
+            return
+        if result is SpanExportResult.SUCCESS:
+            self.exported += len(batch)
+        else:
+            self.failures += 1
+            self._warn(f"its exporter failed to export {len(batch)} spans")
+
+    def _warn(self, what: str) -> None:
+        if not self._warned:
+            self._warned = True
+            log.warning("tether telemetry: %s (counted in OTelSink.failures / .dropped; the "
+                        "run goes on)", what)
+
+
+def _otlp_exporter(endpoint: str | None) -> SpanExporter:
+    traces = os.environ.get("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT")
+    base = os.environ.get("OTEL_EXPORTER_OTLP_ENDPOINT")
+    if endpoint is None and traces is None and base is None:
+        raise ValueError("OTelSink needs somewhere to send spans: give exporter=... (any "
+                         "OpenTelemetry SpanExporter), endpoint='http://collector:4318', or set "
+                         "OTEL_EXPORTER_OTLP_ENDPOINT")
+    try:
+        from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
+    except ImportError as exc:
+        raise ImportError("OTelSink needs OpenTelemetry: pip install 'tether[otel]'") from exc
+    if endpoint is not None:
+        endpoint = endpoint.rstrip("/")
+        if not endpoint.endswith("/v1/traces"):
+            endpoint += "/v1/traces"
+    return OTLPSpanExporter(endpoint=endpoint)
