@@ -96,8 +96,13 @@ def register(commands: Any) -> None:
                             "be verified offline with `tether audit verify --file`.")
     add_store_option(export)
     add_tenant_option(export)
-    export.add_argument("--format", choices=["jsonl"], default="jsonl",
-                        help="the output format (default: jsonl)")
+    export.add_argument("--format", choices=["jsonl", "otlp"], default="jsonl",
+                        help="jsonl: the events with their hashes (default); otlp: the "
+                        "sessions' OpenTelemetry spans as OTLP/JSON lines, the same spans a live "
+                        "OTelSink sends")
+    export.add_argument("--endpoint", metavar="URL",
+                        help="with --format otlp: post the spans to this OTLP/HTTP collector "
+                        "(e.g. http://127.0.0.1:4318) instead of writing them")
     export.add_argument("--session", metavar="ID", help="only this session")
     export.add_argument("--since", metavar="WHEN", type=parse_time,
                         help="only sessions written since: 7d, 12h, 2025-01-31, ...")
@@ -368,6 +373,8 @@ def run_export(args: argparse.Namespace) -> int:
                 return EXIT_FINDING
         else:
             ids = [i.session_id for i in _sessions(store, args.tenant, args.since)]
+        if args.endpoint is not None:
+            return _post_otlp(store, ids, args)
         try:
             out = sys.stdout if args.output is None else \
                 open(args.output, "w", encoding="utf-8")  # noqa: SIM115 (closed below)
@@ -375,13 +382,45 @@ def run_export(args: argparse.Namespace) -> int:
             error(f"cannot write {args.output} ({exc.strerror or exc}); check the path")
             return EXIT_USAGE
         try:
-            count = sum(write_jsonl(store.read(sid), out) for sid in ids)
+            if args.format == "otlp":
+                from tether.observe.otel import content_enabled
+                from tether.observe.otlp_json import write_otlp
+
+                count = write_otlp((store.read(sid) for sid in ids), out,
+                                   content=content_enabled(None))
+            else:
+                count = sum(write_jsonl(store.read(sid), out) for sid in ids)
         finally:
             if out is not sys.stdout:
                 out.close()
     finally:
         store.close()
     where = "stdout" if args.output is None else str(Path(args.output))
-    print(f"exported {count} events of {len(ids)} session{'' if len(ids) == 1 else 's'} to "
+    what = "spans" if args.format == "otlp" else "events"
+    print(f"exported {count} {what} of {len(ids)} session{'' if len(ids) == 1 else 's'} to "
           f"{where}", file=sys.stderr)
+    return EXIT_OK
+
+
+def _post_otlp(store: Store, ids: list[str], args: argparse.Namespace) -> int:
+    """``export --format otlp --endpoint URL``: the sessions' spans sent to a collector."""
+    if args.format != "otlp":
+        error("--endpoint sends spans to a collector: use it with --format otlp")
+        return EXIT_USAGE
+    from tether.journal.views.spans import derive_spans
+    from tether.observe.otel import OTelSink, content_enabled, to_sdk_spans
+
+    sink = OTelSink(endpoint=args.endpoint)
+    spans = [s for sid in ids for s in derive_spans(store.read(sid),
+                                                    content=content_enabled(None))]
+    try:
+        result = sink.exporter.export(to_sdk_spans(spans, sink.resource))
+    finally:
+        sink.close()
+    if result.name != "SUCCESS":
+        error(f"the collector at {args.endpoint} did not accept the spans; check that it "
+              "listens for OTLP/HTTP there")
+        return EXIT_FINDING
+    print(f"sent {len(spans)} spans of {len(ids)} session{'' if len(ids) == 1 else 's'} to "
+          f"{args.endpoint}", file=sys.stderr)
     return EXIT_OK
