@@ -1,4 +1,5 @@
 """Instructions per step, counted (not timed): python bench/instructions.py [--store URL]
+[--telemetry]
 
 Wall-clock figures on a shared 2-vCPU machine move by 30% from one minute to the next; the
 number of machine instructions a step executes does not. This runs the scripted 20-tool-call
@@ -37,10 +38,18 @@ if "budget" in without:
     budget = Budget()
 if "policy" in without:
     agent = dataclasses.replace(agent, policy=AllowAll())
+if {telemetry!r}:  # spans derived and exported to memory, metrics recorded, off the hot path
+    from opentelemetry.sdk.metrics import MeterProvider
+    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+    from tether.observe import OTelSink
+    sink = OTelSink(InMemorySpanExporter(), meter_provider=MeterProvider())
+    agent = dataclasses.replace(agent, telemetry=[sink])
 async def main() -> None:
     for _ in range({runs}):
         await agent.arun("compute", budget=budget)
 asyncio.run(main())
+if {telemetry!r}:
+    sink.close()  # every queued event derived and exported: all of its work is counted
 """
 
 # What --breakdown takes away, one more part each time.
@@ -50,9 +59,10 @@ BREAKDOWN = (("as measured", ()),
              ("... and an allow-all policy", ("calculator", "budget", "policy")))
 
 
-def instructions(runs: int, store: str, without: tuple[str, ...] = ()) -> int:
+def instructions(runs: int, store: str, without: tuple[str, ...] = (),
+                 telemetry: bool = False) -> int:
     code = CHILD.format(bench=str(Path(__file__).parent), store=store, runs=runs,
-                        without=without)
+                        without=without, telemetry=telemetry)
     done = subprocess.run(
         ["valgrind", "--tool=cachegrind", "--cache-sim=no", "--cachegrind-out-file=/dev/null",
          sys.executable, "-c", code],
@@ -69,15 +79,21 @@ def main() -> None:
                         help="e.g. memory:// or sqlite:///{tmp}/x.db ({tmp}: a scratch dir)")
     parser.add_argument("--breakdown", action="store_true",
                         help="also count with the tool, the budget and the policy taken away")
+    parser.add_argument("--telemetry", action="store_true",
+                        help="also count with an OTelSink (in-memory exporter, metrics on)")
     args = parser.parse_args()
     if shutil.which("valgrind") is None:
         raise SystemExit("valgrind is not installed (apt-get install valgrind)")
     print(f"python {sys.version.split()[0]}, store {args.store or 'none'}")
-    for label, without in BREAKDOWN if args.breakdown else BREAKDOWN[:1]:
+    rows = [(label, without, False) for label, without in
+            (BREAKDOWN if args.breakdown else BREAKDOWN[:1])]
+    if args.telemetry:
+        rows.append(("with telemetry (OTelSink, in-memory exporter)", (), True))
+    for label, without, telemetry in rows:
         with tempfile.TemporaryDirectory() as scratch:
             store = args.store.replace("{tmp}", scratch)
-            base = instructions(5, store, without)
-            more = instructions(5 + RUNS, store, without)
+            base = instructions(5, store, without, telemetry)
+            more = instructions(5 + RUNS, store, without, telemetry)
         per_step = (more - base) / (RUNS * STEPS_PER_RUN) / 1000
         print(f"  {label:<50} {per_step:7.1f} k instructions per step")
 
