@@ -38,11 +38,12 @@ if "budget" in without:
     budget = Budget()
 if "policy" in without:
     agent = dataclasses.replace(agent, policy=AllowAll())
-if {telemetry!r}:  # spans derived and exported to memory, metrics recorded, off the hot path
+if {telemetry!r}:  # spans derived and exported to memory (and metrics recorded), on a thread
     from opentelemetry.sdk.metrics import MeterProvider
     from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
     from tether.observe import OTelSink
-    sink = OTelSink(InMemorySpanExporter(), meter_provider=MeterProvider())
+    sink = OTelSink(InMemorySpanExporter(),
+                    meter_provider=MeterProvider() if {telemetry!r} == "metrics" else None)
     agent = dataclasses.replace(agent, telemetry=[sink])
 async def main() -> None:
     for _ in range({runs}):
@@ -59,18 +60,36 @@ BREAKDOWN = (("as measured", ()),
              ("... and an allow-all policy", ("calculator", "budget", "policy")))
 
 
-def instructions(runs: int, store: str, without: tuple[str, ...] = (),
-                 telemetry: bool = False) -> int:
+def instructions(runs: int, store: str, without: tuple[str, ...] = ()) -> int:
+    return _counted(["valgrind", "--tool=cachegrind", "--cache-sim=no",
+                     "--cachegrind-out-file=/dev/null"], runs, store, without, "")
+
+
+def _counted(valgrind: list[str], runs: int, store: str, without: tuple[str, ...],
+             telemetry: str) -> int:
     code = CHILD.format(bench=str(Path(__file__).parent), store=store, runs=runs,
                         without=without, telemetry=telemetry)
-    done = subprocess.run(
-        ["valgrind", "--tool=cachegrind", "--cache-sim=no", "--cachegrind-out-file=/dev/null",
-         sys.executable, "-c", code],
-        capture_output=True, text=True, check=True, env={**os.environ, "PYTHONHASHSEED": "0"})
+    done = subprocess.run([*valgrind, sys.executable, "-c", code], capture_output=True,
+                          text=True, check=True, env={**os.environ, "PYTHONHASHSEED": "0"})
     match = re.search(r"I\s+refs:\s+([\d,]+)", done.stderr)
     if match is None:
         raise SystemExit(f"no instruction count in valgrind's output:\n{done.stderr[-2000:]}")
     return int(match.group(1).replace(",", ""))
+
+
+def threads(runs: int, store: str, telemetry: str) -> tuple[int, int]:
+    """Instructions of the main thread (the run's: its event loop) and of all threads, counted
+    by callgrind per thread: telemetry derives and exports on a thread of its own."""
+    with tempfile.TemporaryDirectory() as out:
+        _counted(["valgrind", "--tool=callgrind", "--separate-threads=yes",
+                  f"--callgrind-out-file={out}/cg.%p"], runs, store, (), telemetry)
+        totals = {}
+        for path in Path(out).iterdir():
+            match = re.search(r"^totals:\s+(\d+)", path.read_text(errors="replace"), re.M)
+            if match is not None:
+                totals[path.name] = int(match.group(1))
+    main = next(count for name, count in totals.items() if name.endswith("-01"))
+    return main, sum(totals.values())
 
 
 def main() -> None:
@@ -85,17 +104,26 @@ def main() -> None:
     if shutil.which("valgrind") is None:
         raise SystemExit("valgrind is not installed (apt-get install valgrind)")
     print(f"python {sys.version.split()[0]}, store {args.store or 'none'}")
-    rows = [(label, without, False) for label, without in
-            (BREAKDOWN if args.breakdown else BREAKDOWN[:1])]
-    if args.telemetry:
-        rows.append(("with telemetry (OTelSink, in-memory exporter)", (), True))
-    for label, without, telemetry in rows:
+    for label, without in BREAKDOWN if args.breakdown else BREAKDOWN[:1]:
         with tempfile.TemporaryDirectory() as scratch:
             store = args.store.replace("{tmp}", scratch)
-            base = instructions(5, store, without, telemetry)
-            more = instructions(5 + RUNS, store, without, telemetry)
-        per_step = (more - base) / (RUNS * STEPS_PER_RUN) / 1000
-        print(f"  {label:<50} {per_step:7.1f} k instructions per step")
+            base = instructions(5, store, without)
+            more = instructions(5 + RUNS, store, without)
+        print(f"  {label:<50} {per_step(more - base):7.1f} k instructions per step")
+    if args.telemetry:  # callgrind, per thread: the run's own thread, and all of them
+        print(f"  {'telemetry (OTelSink, in-memory exporter)':<50} run's thread  all threads")
+        for label, telemetry in (("off", ""), ("traces", "traces"),
+                                 ("traces and metrics", "metrics")):
+            with tempfile.TemporaryDirectory() as scratch:
+                store = args.store.replace("{tmp}", scratch)
+                base_main, base_all = threads(5, store, telemetry)
+                main_more, all_more = threads(5 + RUNS, store, telemetry)
+            print(f"    {label:<48} {per_step(main_more - base_main):7.1f} k     "
+                  f"{per_step(all_more - base_all):7.1f} k")
+
+
+def per_step(instructions: int) -> float:
+    return instructions / (RUNS * STEPS_PER_RUN) / 1000
 
 
 if __name__ == "__main__":

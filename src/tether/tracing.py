@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import hashlib
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 _TRACEPARENT = re.compile(r"00-([0-9a-f]{32})-([0-9a-f]{16})-([0-9a-f]{2})")
 
@@ -52,9 +52,13 @@ class TraceParent:
         return cls(trace_id, span_id, bool(int(flags, 16) & 1))
 
 
+_HASHERS = {size: hashlib.blake2b(digest_size=size, person=b"tether-trace") for size in (8, 16)}
+
+
 def _digest(size: int, *parts: object) -> str:
-    text = "\x1f".join(str(p) for p in parts)
-    return hashlib.blake2b(text.encode(), digest_size=size, person=b"tether-trace").hexdigest()
+    hasher = _HASHERS[size].copy()  # keyed once; a copy is cheaper than a new one
+    hasher.update("\x1f".join(map(str, parts)).encode())
+    return hasher.hexdigest()
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,16 +69,15 @@ class Segment:
     session_id: str
     start_seq: int
     parent: TraceParent | None = None
+    trace_id: str = field(init=False, repr=False, compare=False)
+    root_span_id: str = field(init=False, repr=False, compare=False)  # its invoke_agent span
 
-    @property
-    def trace_id(self) -> str:
-        return self.parent.trace_id if self.parent else _digest(16, self.session_id,
-                                                                 self.start_seq)
-
-    @property
-    def root_span_id(self) -> str:
-        """The ``invoke_agent`` span of this segment."""
-        return _digest(8, self.session_id, self.start_seq, "agent")
+    def __post_init__(self) -> None:
+        trace_id = self.parent.trace_id if self.parent else _digest(16, self.session_id,
+                                                                    self.start_seq)
+        object.__setattr__(self, "trace_id", trace_id)
+        object.__setattr__(self, "root_span_id", _digest(8, self.session_id, self.start_seq,
+                                                         "agent"))
 
     def root(self) -> TraceParent:
         return TraceParent(self.trace_id, self.root_span_id)

@@ -17,8 +17,8 @@ from __future__ import annotations
 
 import logging
 import os
-import queue
 import threading
+from collections import deque
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -59,29 +59,34 @@ def to_sdk_spans(records: Iterable[SpanRecord], resource: Resource) -> list[Read
     from opentelemetry.sdk.trace import Event as SpanEvent
     from opentelemetry.sdk.trace import ReadableSpan
     from opentelemetry.sdk.util.instrumentation import InstrumentationScope
-    from opentelemetry.trace import Link, SpanKind, Status, StatusCode
+    from opentelemetry.trace import Link, SpanContext, SpanKind, Status, StatusCode, TraceFlags
 
     from tether import __version__
 
     scope = InstrumentationScope("tether", __version__, g.SCHEMA_URL)
+    kinds = {"INTERNAL": SpanKind.INTERNAL, "CLIENT": SpanKind.CLIENT}
+    unset = Status(StatusCode.UNSET)
+    contexts: dict[TraceParent, SpanContext] = {}  # a batch's parents repeat: convert once
+
+    def context(parent: TraceParent) -> SpanContext:
+        found = contexts.get(parent)
+        if found is None:
+            found = contexts[parent] = SpanContext(
+                int(parent.trace_id, 16), int(parent.span_id, 16), is_remote=False,
+                trace_flags=TraceFlags(TraceFlags.SAMPLED if parent.sampled else 0))
+        return found
+
     spans = []
     for r in records:
-        status = Status(StatusCode.ERROR, r.error) if r.error else Status(StatusCode.UNSET)
         spans.append(ReadableSpan(
-            name=r.name, context=_context(r.context), resource=resource,
-            parent=_context(r.parent) if r.parent is not None else None,
-            attributes=dict(r.attributes), kind=SpanKind[r.kind], status=status,
+            name=r.name, context=context(r.context), resource=resource,
+            parent=context(r.parent) if r.parent is not None else None,
+            attributes=dict(r.attributes), kind=kinds[r.kind],
+            status=Status(StatusCode.ERROR, r.error) if r.error else unset,
             events=[SpanEvent(name, dict(a), timestamp=t) for name, t, a in r.events],
-            links=[Link(_context(link)) for link in r.links],
+            links=[Link(context(link)) for link in r.links],
             start_time=r.start_ns, end_time=r.end_ns, instrumentation_scope=scope))
     return spans
-
-
-def _context(parent: TraceParent) -> Any:
-    from opentelemetry.trace import SpanContext, TraceFlags
-
-    return SpanContext(int(parent.trace_id, 16), int(parent.span_id, 16), is_remote=False,
-                       trace_flags=TraceFlags(TraceFlags.SAMPLED if parent.sampled else 0))
 
 
 class _Instruments:
@@ -139,7 +144,11 @@ class OTelSink:
         self.resource = tether_resource(service_name)
         self.content = content_enabled(content)
         self._instruments = _Instruments(meter_provider) if meter_provider is not None else None
-        self._queue: queue.Queue[Event | threading.Event | None] = queue.Queue(max_queue)
+        # events for the worker: a deque (appends are atomic) and a wake-up, so queuing an
+        # event takes no lock unless the worker sleeps
+        self._pending: deque[Event | threading.Event | None] = deque()
+        self._max_queue = max_queue
+        self._wake = threading.Event()
         self._derivers: dict[str, SpanDeriver] = {}
         self._lock = threading.Lock()
         self._worker: threading.Thread | None = None
@@ -154,16 +163,16 @@ class OTelSink:
                 f"failures={self.failures}, dropped={self.dropped})")
 
     def __call__(self, event: Event) -> None:
-        if self._closed:
+        if self._closed or len(self._pending) >= self._max_queue:
             self.dropped += 1
+            if not self._closed:
+                self._warn("its queue is full; events are being dropped")
             return
         if self._worker is None:
             self._start()
-        try:
-            self._queue.put_nowait(event)
-        except queue.Full:
-            self.dropped += 1
-            self._warn("its queue is full; events are being dropped")
+        self._pending.append(event)
+        if not self._wake.is_set():
+            self._wake.set()
 
     def _start(self) -> None:
         with self._lock:
@@ -177,7 +186,8 @@ class OTelSink:
         if self._worker is None:
             return True
         done = threading.Event()
-        self._queue.put(done)
+        self._pending.append(done)
+        self._wake.set()
         return done.wait(timeout)
 
     def close(self, timeout: float | None = 30.0) -> None:
@@ -187,7 +197,8 @@ class OTelSink:
         self.flush(timeout)
         self._closed = True
         if self._worker is not None:
-            self._queue.put(None)
+            self._pending.append(None)
+            self._wake.set()
             self._worker.join(timeout)
         try:
             self.exporter.shutdown()
@@ -204,24 +215,30 @@ class OTelSink:
 
     def _work(self) -> None:
         batch: list[SpanRecord] = []
+        pending, wake = self._pending, self._wake
         while True:
-            item = self._queue.get()
-            if item is None:
-                self._export(batch)
-                return
-            if isinstance(item, threading.Event):
-                self._export(batch)
-                batch = []
-                item.set()
-                continue
-            try:
-                batch.extend(self._derive(item))
-            except Exception as exc:
-                self.failures += 1
-                self._warn(f"deriving spans failed ({type(exc).__name__}: {exc})")
-            if len(batch) >= BATCH or (batch and self._queue.empty()):
-                self._export(batch)
-                batch = []
+            wake.wait()
+            wake.clear()
+            while pending:
+                item = pending.popleft()
+                if item is None:
+                    self._export(batch)
+                    return
+                if isinstance(item, threading.Event):
+                    self._export(batch)
+                    batch = []
+                    item.set()
+                    continue
+                try:
+                    batch.extend(self._derive(item))
+                except Exception as exc:
+                    self.failures += 1
+                    self._warn(f"deriving spans failed ({type(exc).__name__}: {exc})")
+                if len(batch) >= BATCH:
+                    self._export(batch)
+                    batch = []
+            self._export(batch)
+            batch = []
 
     def _derive(self, event: Event) -> list[SpanRecord]:
         deriver = self._derivers.get(event.session_id)

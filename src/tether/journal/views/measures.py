@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from tether.journal.views import genai as g
-from tether.journal.views.spans import SpanRecord
+from tether.journal.views.spans import SpanRecord, data_of
 from tether.types import Event
 
 
@@ -51,7 +51,7 @@ def event_points(event: Event) -> list[Point]:
     kind = event.type
     if kind not in _COUNTED:
         return []
-    data = event.data
+    data = data_of(event)
     if kind == "tool.decision":
         decision = data.get("decision") or {}
         return [Point(g.DECISIONS, 1, {g.DECISION_EFFECT: str(decision.get("effect", "")),

@@ -26,9 +26,15 @@ from tether.journal.views import genai as g
 from tether.tracing import Segment, TraceParent
 from tether.types import Event
 
+try:
+    import orjson as _orjson
+except ImportError:  # pragma: no cover (an optional speed-up)
+    _orjson = None
+
 Attributes = Mapping[str, Any]
 _LIMITS = (("tokens", "max_tokens"), ("cost_usd", "max_cost_usd"), ("steps", "max_steps"),
            ("tool_calls", "max_tool_calls"), ("seconds", "max_seconds"))
+_FRACTIONAL = frozenset({"cost_usd", "seconds"})
 _ERROR_STATUSES = frozenset({"error", "timeout"})
 
 
@@ -67,6 +73,32 @@ class _Open:
                           end_ns, self.attributes, error, self.links, tuple(self.events))
 
 
+def _limits(budget: object) -> tuple[tuple[str, str, float], ...]:
+    """The limits a journaled budget sets, as (spend key, attribute, cap)."""
+    if not isinstance(budget, Mapping):
+        return ()
+    out = []
+    for name, limit in _LIMITS:
+        try:
+            out.append((name, g.BUDGET_LEFT + name, float(budget[limit])))
+        except (KeyError, TypeError, ValueError):  # not set (None), or not a number
+            continue
+    return tuple(out)
+
+
+def data_of(event: Event) -> Any:
+    """An event's data, decoded from the JSON text it carries with ``orjson`` when that is
+    installed (``tether[otel]``: about four times faster than the standard library on events
+    this size), else as ``event.data``; both give the same values."""
+    text = event.json_text
+    if text and _orjson is not None:
+        try:
+            return _orjson.loads(text)
+        except _orjson.JSONDecodeError:  # an integer past 64 bits: the standard library's
+            pass
+    return event.data
+
+
 def _ns(event: Event) -> int:
     return int(event.timestamp * 1e9)
 
@@ -75,7 +107,7 @@ class SpanDeriver:
     """Spans of one session's events, fed in journal order; ``feed`` returns the spans each
     event finishes. ``content`` adds the conversation (opt-in, as the conventions say)."""
 
-    __slots__ = ("_agent", "_budget", "_calls", "_chats", "_content", "_model", "_provider",
+    __slots__ = ("_agent", "_calls", "_chats", "_content", "_limits", "_model", "_provider",
                  "_root", "_segment", "session_id")
 
     def __init__(self, session_id: str, *, content: bool = False) -> None:
@@ -86,7 +118,7 @@ class SpanDeriver:
         self._chats: dict[int, _Open] = {}  # model.request seq -> its open chat span
         self._calls: dict[str, _Open] = {}  # call id -> its open execute_tool span
         self._agent = self._model = self._provider = ""
-        self._budget: Mapping[str, Any] = {}
+        self._limits: tuple[tuple[str, str, float], ...] = ()  # (spend key, attribute, cap)
 
     @property
     def open(self) -> bool:
@@ -97,7 +129,7 @@ class SpanDeriver:
         handler = _HANDLERS.get(event.type)
         if handler is None or (self._root is None and event.type not in _OPENERS):
             return []
-        return handler(self, event, event.data) or []
+        return handler(self, event, data_of(event)) or []
 
     def finish(self, end: Event | None = None) -> list[SpanRecord]:
         """End what is still open (a segment cut short by a crash), marked unfinished."""
@@ -124,8 +156,7 @@ class SpanDeriver:
         self._agent = str(data.get("agent", ""))
         self._model = str(data.get("model", ""))
         self._provider = str(data.get("provider") or g.OTHER_PROVIDER)
-        budget = data.get("budget")
-        self._budget = budget if isinstance(budget, Mapping) else {}
+        self._limits = _limits(data.get("budget"))
         attributes: dict[str, Any] = {
             g.OPERATION: g.INVOKE_AGENT, g.PROVIDER: self._provider, g.AGENT_NAME: self._agent,
             g.CONVERSATION_ID: self.session_id, g.REQUEST_MODEL: self._model,
@@ -167,16 +198,13 @@ class SpanDeriver:
     def _left(self, spend: Mapping[str, Any]) -> dict[str, Any]:
         """What each of the budget's limits has left after ``spend``."""
         left: dict[str, Any] = {}
-        for name, limit in _LIMITS:
-            cap, used = self._budget.get(limit), spend.get(name)
-            if cap is None or used is None:
-                continue
-            try:
-                remaining = float(cap) - float(used)
-            except (TypeError, ValueError):
-                continue
-            left[g.BUDGET_LEFT + name] = max(remaining, 0.0) if name in (
-                "cost_usd", "seconds") else max(int(remaining), 0)
+        for name, attribute, cap in self._limits:
+            used = spend.get(name)
+            if isinstance(used, (int, float)):
+                left[attribute] = max(cap - used, 0.0) if name in _FRACTIONAL \
+                    else max(int(cap - used), 0)
+            elif isinstance(used, str):  # a Decimal, as the journal writes one
+                left[attribute] = max(cap - float(used), 0.0)
         return left
 
     # -- model calls --------------------------------------------------------------------------
