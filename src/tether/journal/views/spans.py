@@ -17,17 +17,20 @@ unless asked for, and what goes in is the journal's text — already masked and 
 
 from __future__ import annotations
 
+import importlib
 import json
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from types import ModuleType
 from typing import Any
 
 from tether.journal.views import genai as g
 from tether.tracing import Segment, TraceParent
 from tether.types import Event
 
+_orjson: ModuleType | None
 try:
-    import orjson as _orjson
+    _orjson = importlib.import_module("orjson")
 except ImportError:  # pragma: no cover (an optional speed-up)
     _orjson = None
 
