@@ -213,7 +213,7 @@ class Accountant:
     """Budget decisions for one session, over its Tally. Not shared; one event loop."""
 
     __slots__ = ("_budget", "_clock", "_hold_cost", "_hold_seconds", "_hold_tokens", "_leases",
-                 "_per_token", "_price", "_started", "tally")
+                 "_per_token", "_price", "_started", "output_rate", "tally")
 
     def __init__(self, budget: Budget, price: Price | None, tally: Tally,
                  clock: Any = time.monotonic) -> None:
@@ -228,6 +228,9 @@ class Accountant:
         self._hold_seconds = (budget.max_seconds or 0.0) * share
         self.tally = tally
         self._leases: dict[str, Budget] = {}  # what running sub-agents may still spend
+        # output tokens per second the model's last answer came at, under a time budget: a
+        # call is sent no larger a cap than it can produce in the time left (learn_rate)
+        self.output_rate: float | None = None
         # float USD per input and output token, and the held-back cost: for the quick checks
         worst = None if price is None else price.worst()  # for the quick checks: any tier
         self._per_token = (0.0, 0.0, 0.0) if worst is None else (
@@ -247,6 +250,18 @@ class Accountant:
 
     def activation_seconds(self) -> float:
         return float(self._clock() - self._started)
+
+    def now(self) -> float:
+        return float(self._clock())
+
+    def learn_rate(self, output_tokens: int, started: float) -> None:
+        """Note the pace of an answer of ``output_tokens`` to a call sent at ``started``
+        (``now()``), all of its time counted: so the next cap under a time budget is what the
+        model can produce before the deadline, and a server that keeps generating an answer
+        the deadline abandoned stops about when the deadline passes."""
+        seconds = self._clock() - started
+        if output_tokens >= MIN_OUTPUT_TOKENS and seconds > 0:
+            self.output_rate = output_tokens / seconds
 
     def spend(self) -> Spend:
         t = self.tally
@@ -319,6 +334,14 @@ class Accountant:
             if max_out < MIN_OUTPUT_TOKENS:
                 raise Stop(StopReason.COST_BUDGET,
                            f"the next call does not fit the ${b.max_cost_usd} limit")
+        if deadline is not None and self.output_rate is not None:
+            in_time = int(self.output_rate * (deadline - self._clock()))
+            if in_time < MIN_OUTPUT_TOKENS:
+                raise Stop(StopReason.TIME_BUDGET, f"at the {self.output_rate:.1f} output "
+                           "tokens per second the model answered at last, the time left is "
+                           "too short for an answer: the call was not started")
+            if max_out is None or in_time < max_out:
+                max_out, bound_by = in_time, StopReason.TIME_BUDGET
         if ceiling is not None and (max_out is None or ceiling < max_out):
             max_out, bound_by = ceiling, None  # the model's own cap, not a limit, binds
         if self._price is not None:

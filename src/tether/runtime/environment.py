@@ -132,8 +132,11 @@ class Environment:
         request = ModelRequest(tuple(self._state.conversation), specs,
                                reservation.max_output_tokens, input_estimate, choice,
                                self._trace.model_call(seq).header() if self._trace else "")
+        sent = self._accountant.now()
         response = self._record(await self._call(request, reservation, step), reservation,
                                 step, final)
+        if reservation.deadline is not None:
+            self._accountant.learn_rate(response.usage.output_tokens, sent)
         cap = reservation.max_output_tokens
         if (not final and reservation.bound_by is not None and cap is not None
                 and response.finish_reason == "length" and response.usage.output_tokens >= cap):
