@@ -12,7 +12,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
+from doc_pages import blocks
 from mcp import Client
 from mcp_peers import (
     NOTES_POLICY,
@@ -31,6 +34,7 @@ from tether.mcp.clients import ClientGateways, Governance
 from tether.mcp.proxy import proxy
 from tether.mcp.server import build_server, listing_of
 from tether.policy import AllowAll
+from tether.runtime.chokepoint.gateway import Gateway
 from tether.store.memory import MemoryStore
 from tether.tools.base import ToolContext
 from tether.tracing import Segment, TraceParent
@@ -201,3 +205,39 @@ async def test_the_proxy_with_telemetry_sends_its_own_call_span_upstream() -> No
 async def test_the_proxy_with_telemetry_and_no_client_span_starts_its_own_trace() -> None:
     seen_upstream, gateway, call_id = await proxied_meta((sink,), None)
     assert seen_upstream["traceparent"] == Segment(gateway.id, 1).tool_call(call_id).header()
+
+
+HEX = "0123456789abcdef"
+valid = st.builds(lambda t, s, f: f"00-{t}-{s}-{f}", st.text(HEX, min_size=32, max_size=32),
+                  st.text(HEX, min_size=16, max_size=16), st.text(HEX, min_size=2, max_size=2))
+traceparents = st.one_of(valid, st.builds(
+    lambda v, t, s, f: f"{v}-{t}-{s}-{f}",
+    st.sampled_from(["00", "01", "ff", "0A"]), st.text(HEX + "A", min_size=31, max_size=33),
+    st.text(HEX + "G", min_size=15, max_size=17), st.sampled_from(["00", "01", "03", "1"])))
+anything = st.one_of(valid, traceparents, valid.map(str.upper), valid.map(lambda v: v + " "),
+                     st.text(max_size=80), st.integers(), st.none(), st.binary(max_size=40),
+                     st.lists(st.text(max_size=5), max_size=2))
+
+
+@settings(max_examples=150, deadline=None)
+@given(sent=anything)
+def test_the_client_call_records_exactly_the_canonical_form_of_a_valid_traceparent(
+        sent: Any) -> None:
+    gateway = Gateway([echo], policy=AllowAll())
+    result = asyncio.run(gateway.call("echo", {"text": "x"}, traceparent=sent))
+    assert result.status == "ok"
+    (event,) = [e for e in gateway.journal.events() if e.type == "client.call"]
+    parsed = TraceParent.parse(sent)
+    if parsed is None:
+        assert "traceparent" not in event.data
+    else:
+        assert event.data["traceparent"] == parsed.header() == TraceParent.parse(
+            event.data["traceparent"]).header()  # type: ignore[union-attr]
+        assert sent[:53] == parsed.header()[:53]  # the ids are the client's, unchanged
+
+
+def test_the_guides_gateway_example_runs_as_written(capsys: pytest.CaptureFixture[str]) -> None:
+    (block,) = blocks("docs/guide/telemetry-propagation.md",
+                      "Accepting a client's trace: `tether mcp serve`")
+    exec(compile(block, "telemetry-propagation.md", "exec"), {})
+    assert capsys.readouterr().out.splitlines() == [PARENT, "False"]
