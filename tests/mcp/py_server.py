@@ -15,11 +15,14 @@ Run: ``python py_server.py`` (stdio) or ``python py_server.py --http PORT`` (str
   offered (an upstream that comes back from a restart with other tools).
 - ``TETHER_TEST_RETIRE``: adds a tool ``retire(name)`` that removes the tool ``name`` and tells
   the client its tool list changed (an upstream whose tools change under a proxy).
+- ``TETHER_TEST_META``: adds a tool ``meta()`` that answers with the ``_meta`` of its own
+  ``tools/call`` request, as JSON (what a client propagated, e.g. its ``traceparent``).
 """
 
 from __future__ import annotations
 
 import base64
+import json
 import os
 import sys
 import time
@@ -162,6 +165,13 @@ if os.environ.get("TETHER_TEST_RETIRE"):
         server.remove_tool(name)
         await ctx.session.send_tool_list_changed()
         return f"retired {name}"
+
+
+if os.environ.get("TETHER_TEST_META"):
+    @server.tool(annotations=READ_ONLY)
+    def meta(ctx: Context) -> str:
+        """Answers with the _meta its tools/call request carried, as JSON."""
+        return json.dumps(dict(ctx.request_context.meta or {}), sort_keys=True)
 
 
 if os.environ.get("TETHER_TEST_DROP_IF"):

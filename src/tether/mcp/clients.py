@@ -22,6 +22,8 @@ Decisions:
   the transport has ended that session) is released and its key remembered, so a later call
   under the same key is refused with advice instead of silently getting a fresh budget. Keys in
   ``lasting`` (the shared sessionless one) are never released: there is no session to renew.
+- A call may carry the client's span (a W3C ``traceparent``, from the request's ``_meta``); it
+  is handed to the gateway as sent, which trusts it only if it parses (``Gateway.call``).
 """
 
 from __future__ import annotations
@@ -41,6 +43,7 @@ if TYPE_CHECKING:
     from tether.runtime.result import ToolResult
     from tether.store.base import Store
     from tether.tools.base import Tool
+    from tether.types import Event
 
 SWEEP_EVERY = 1.0  # seconds between looks for idle gateways
 
@@ -68,6 +71,9 @@ class Governance:
     # (``Gateway``; None: one session per client, however long it lives)
     roll_calls: int | None = None
     roll_seconds: float | None = None
+    # sinks told of every client's events (tether.observe); with any, each call's span also
+    # goes to the tool, and from a proxied tool to the upstream server (``Gateway``)
+    telemetry: tuple[Callable[[Event], object], ...] = ()
 
 
 class ClientExpired(Exception):
@@ -122,21 +128,23 @@ class ClientGateways:
     def gateways(self) -> tuple[Gateway, ...]:
         return tuple(c.gateway for c in self._clients.values())
 
-    async def call(self, key: str, name: str, arguments: Mapping[str, Any]) -> Outcome:
-        """Run one call of client ``key`` through its gateway. Raises ClientExpired for a
-        released client."""
+    async def call(self, key: str, name: str, arguments: Mapping[str, Any], *,
+                   traceparent: object = None) -> Outcome:
+        """Run one call of client ``key`` through its gateway (``traceparent``: the client's
+        span as it sent it, unchecked). Raises ClientExpired for a released client."""
         client = self._client(key)
         client.busy += 1
-        task = asyncio.ensure_future(self._run(client, name, arguments))
+        task = asyncio.ensure_future(self._run(client, name, arguments, traceparent))
         self._running.add(task)
         task.add_done_callback(self._running.discard)
         return await asyncio.shield(task)
 
-    async def _run(self, client: _Client, name: str, arguments: Mapping[str, Any]) -> Outcome:
+    async def _run(self, client: _Client, name: str, arguments: Mapping[str, Any],
+                   traceparent: object) -> Outcome:
         gateway = client.gateway
         try:
             async with client.lock:
-                result = await gateway.call(name, arguments)
+                result = await gateway.call(name, arguments, traceparent=traceparent)
         finally:
             client.busy -= 1
             client.last_used = self._clock()
@@ -168,6 +176,7 @@ class ClientGateways:
                           store=g.store, roles=g.roles, tenant_id=g.tenant_id,
                           approval_ttl=g.approval_ttl, max_result_chars=g.max_result_chars,
                           roll_calls=g.roll_calls, roll_seconds=g.roll_seconds,
+                          telemetry=g.telemetry,
                           check_policy_names=False)  # serve() checked the served tools; the
         # proxy checks the upstream's current definitions, which a pinned spec may not show
         if self._on_new is not None:

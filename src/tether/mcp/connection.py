@@ -11,21 +11,50 @@ caller's timeout (and a backstop just after ``call_timeout``), shutdown by ``clo
 past that the owner task is cancelled and abandoned. A server that exits fails the pending and
 all later calls at once (``CONNECTION_CLOSED``), never leaves them hanging. Runs only on the
 connection's private loop (``tether.mcp.loop``); imports the SDK only when a connection opens.
+
+A call sends exactly the trace context tether gives it (``propagating``): its own span in
+``_meta.traceparent`` when telemetry is on, and none otherwise — never an ambient one.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+from collections.abc import Iterator
 from typing import Any
 
 from tether.mcp.config import MCPServer
 from tether.mcp.errors import MCPConnectionError, MCPError
 from tether.mcp.spawned import kill_group, record_spawns, stop_recording
 from tether.mcp.stderr import StderrTail
+from tether.tracing import TraceParent
 
 MAX_PAGES = 1000  # a server whose cursors never end is broken, not large
 BACKSTOP = 1.0  # seconds past call_timeout before the SDK gives up on its own
+
+
+@contextlib.contextmanager
+def propagating(parent: TraceParent | None) -> Iterator[None]:
+    """Make ``parent`` (or no span at all) the OpenTelemetry context the SDK sees while it sends.
+
+    The SDK injects the *ambient* OpenTelemetry context into every request's ``_meta`` (SEP-414),
+    and the ambient context is not always tether's: a proxied call runs under the span the SDK's
+    server middleware extracted from the proxy's own client, ``tracestate`` and all. So tether
+    decides what goes out: the call's own span (the SDK's client span, when an OpenTelemetry
+    SDK is installed, is made its child) or, with telemetry off, nothing."""
+    from opentelemetry import context, trace
+
+    ctx = context.Context()
+    if parent is not None:
+        ctx = trace.set_span_in_context(trace.NonRecordingSpan(trace.SpanContext(
+            int(parent.trace_id, 16), int(parent.span_id, 16), is_remote=True,
+            trace_flags=trace.TraceFlags(trace.TraceFlags.SAMPLED if parent.sampled
+                                         else trace.TraceFlags.DEFAULT))), ctx)
+    token = context.attach(ctx)
+    try:
+        yield
+    finally:
+        context.detach(token)
 
 
 def require_sdk() -> None:
@@ -261,12 +290,19 @@ class Connection:
         raise MCPError(f"MCP server {self.server.name!r} sent more than {MAX_PAGES} pages of "
                        "tools; its pagination is broken")
 
-    async def call(self, name: str, arguments: dict[str, Any]) -> dict[str, Any]:
-        """Call tool ``name`` (the server's name); the result in wire (camelCase) form."""
+    async def call(self, name: str, arguments: dict[str, Any], *,
+                   traceparent: str = "") -> dict[str, Any]:
+        """Call tool ``name`` (the server's name); the result in wire (camelCase) form. A valid
+        ``traceparent`` rides in the request's ``_meta`` (W3C Trace Context's key, as MCP's
+        tracing convention uses it); without one, the request carries no ``_meta`` of tether's."""
         session = self._live()
+        parent = TraceParent.parse(traceparent) if traceparent else None
+        meta = None if parent is None else {"traceparent": parent.header()}
         try:
-            result = await session.call_tool(
-                name, arguments, read_timeout_seconds=self.server.call_timeout + BACKSTOP)
+            with propagating(parent):
+                result = await session.call_tool(
+                    name, arguments, read_timeout_seconds=self.server.call_timeout + BACKSTOP,
+                    meta=meta)
         except Exception as exc:
             raise self._translate(exc, f"the call of {name!r}") from None
         return result.model_dump(by_alias=True, mode="json", exclude_none=True)  # type: ignore[no-any-return]

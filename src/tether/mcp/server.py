@@ -18,6 +18,10 @@ Decisions:
   waits for a person), so a program can tell them apart.
 - The policy must name the tools served (``tether.policy.names``): ``serve`` refuses one whose
   rules name a tool or an argument none of them has (PolicyNameError), before answering anyone.
+- A client's span rides in as ``_meta.traceparent`` (W3C Trace Context, the key MCP tracing
+  uses): only that one key is read, and only the gateway's strict parse decides whether it is
+  trusted (journaled on the call's ``client.call``); anything malformed is ignored, never an
+  error. Nothing else of a client's ``_meta`` is kept.
 - Streamable HTTP listens on 127.0.0.1 only, with the SDK's DNS-rebinding protection: the
   server does not authenticate clients, so it must not be reachable from other machines.
 """
@@ -90,6 +94,13 @@ def call_result(outcome: Outcome) -> types.CallToolResult:
                                 is_error=result.status != "ok", meta=meta)
 
 
+def client_traceparent(params: types.CallToolRequestParams) -> object:
+    """What the client sent as ``_meta.traceparent`` (unchecked: ``Gateway.call`` parses it
+    strictly), or None."""
+    meta = params.meta
+    return meta.get("traceparent") if isinstance(meta, dict) else None
+
+
 def client_key(ctx: ServerRequestContext[Any, Any]) -> str:
     """Which client sent a request: the MCP session of an HTTP request, else the stdio peer.
 
@@ -127,7 +138,8 @@ def build_server(gateways: ClientGateways, listing: Sequence[types.Tool], *,
                     content=[types.TextContent(text=f"the call was not made: {exc}")],
                     is_error=True, meta={"tether/status": "error"})
         try:
-            outcome = await gateways.call(client_key(ctx), params.name, params.arguments or {})
+            outcome = await gateways.call(client_key(ctx), params.name, params.arguments or {},
+                                          traceparent=client_traceparent(params))
         except ClientExpired as exc:
             return types.CallToolResult(content=[types.TextContent(text=str(exc))],
                                         is_error=True, meta={"tether/status": "rejected"})

@@ -10,6 +10,8 @@ definition changed since it was pinned, the model is shown the pinned descriptio
 (with a note that the tool is blocked), never the new text — a changed description is exactly
 where a tool-poisoning instruction would be. A new tool that awaits approval shows no server
 text at all. Validation and calls use the server's current definition through the toolset.
+A call carries its span (``ToolContext.traceparent``, set when the recipe has telemetry) to the
+server in the request's ``_meta``, so the server's work joins the caller's trace.
 """
 
 from __future__ import annotations
@@ -66,4 +68,5 @@ class MCPTool:
         return self._toolset.schema_of(self.mcp_name).validate(arguments)
 
     async def invoke(self, arguments: dict[str, Any], context: ToolContext) -> Any:
-        return await self._toolset.invoke(self.mcp_name, arguments)
+        return await self._toolset.invoke(self.mcp_name, arguments,
+                                          traceparent=context.traceparent)

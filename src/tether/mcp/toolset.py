@@ -265,12 +265,14 @@ class MCPToolset:
                 visible_spec(name, self.server.name, definition, verdict))
         self._current = current
 
-    async def invoke(self, mcp_name: str, arguments: dict[str, Any]) -> str:
-        """Call a tool from any loop or thread; runs on the connection's private loop."""
+    async def invoke(self, mcp_name: str, arguments: dict[str, Any], *,
+                     traceparent: str = "") -> str:
+        """Call a tool from any loop or thread; runs on the connection's private loop.
+        ``traceparent``, the call's span when telemetry is on, goes in the request's ``_meta``."""
         loop, _ = self._require_open()
-        return await loop.run(self._call(mcp_name, arguments))
+        return await loop.run(self._call(mcp_name, arguments, traceparent))
 
-    async def _call(self, mcp_name: str, arguments: dict[str, Any]) -> str:
+    async def _call(self, mcp_name: str, arguments: dict[str, Any], traceparent: str) -> str:
         _, conn = self._require_open()
         if conn.stale and conn.connected:  # the server announced a changed tool list
             await self._list(conn)
@@ -285,7 +287,7 @@ class MCPToolset:
                           how_to_approve=self._how_to_approve(mcp_name))
         if not verdict.allowed:
             raise MCPToolBlocked(verdict.reason, server=self.server.name, tool=mcp_name)
-        result = await conn.call(mcp_name, arguments)
+        result = await conn.call(mcp_name, arguments, traceparent=traceparent)
         content = result.get("content")
         text = render(content if isinstance(content, list) else [],
                       result.get("structuredContent"))

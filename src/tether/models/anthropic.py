@@ -9,6 +9,8 @@ files. ``max_tokens`` is required by the API: the runtime's clamped ``max_output
 capped by ``max_output_tokens=`` (default 4096, which also applies when the runtime sets no
 limit). Streaming reads the raw event stream rather than the SDK's accumulating helper, which
 raises on tool input JSON it cannot parse; tether keeps such input as raw text for its gate.
+With telemetry on, each request carries its span as the W3C ``traceparent`` header
+(``provider.trace_headers``); without, no header is added.
 """
 
 from __future__ import annotations
@@ -27,7 +29,12 @@ from tether.models.clients import PerLoop
 from tether.models.errors import ErrorKind, ProviderError, classify
 from tether.models.keys import ApiKey, EnvFile, require_extra, setting, split_spec
 from tether.models.pricing import Price
-from tether.models.provider import ProviderModel, checked_min_answer_seconds, past_cap
+from tether.models.provider import (
+    ProviderModel,
+    checked_min_answer_seconds,
+    past_cap,
+    trace_headers,
+)
 from tether.types import ModelRequest, ModelResponse
 
 if TYPE_CHECKING:
@@ -141,7 +148,8 @@ class AnthropicModel(ProviderModel):
 
         client = self._clients.get()
         try:
-            message = await client.messages.create(**self.request_params(request))
+            message = await client.messages.create(**self.request_params(request),
+                                                   **trace_headers(request))
         except AnthropicError as exc:
             raise self._error(exc) from None  # the SDK's own text may hold the key
         return from_message(message)
@@ -157,7 +165,8 @@ class AnthropicModel(ProviderModel):
         assembler = StreamAssembler()
         params = self.request_params(request)
         try:
-            stream = await client.messages.create(**params, stream=True)
+            stream = await client.messages.create(**params, stream=True,
+                                                  **trace_headers(request))
             async with stream:
                 async for event in stream:
                     delta = assembler.feed(event)

@@ -10,7 +10,9 @@ file and never appears in a repr or an error; the base URL from ``base_url=`` or
 ``OPENAI_BASE_URL``, which is how any OpenAI-compatible server (vLLM, Ollama, LiteLLM, ...) is
 used; ``compat=`` names the server's kind (``openai_compat``: the fields it reads for the output
 cap, the tool choice it needs). ``tool_choice`` and ``parallel_tool_calls`` go out only with
-tools: OpenAI refuses them on the tool-less wrap-up turn.
+tools: OpenAI refuses them on the tool-less wrap-up turn. With telemetry on, each request
+carries its span as the W3C ``traceparent`` header (``provider.trace_headers``); without, no
+header is added.
 """
 
 from __future__ import annotations
@@ -34,6 +36,7 @@ from tether.models.provider import (
     checked_chars_per_token,
     checked_min_answer_seconds,
     past_cap,
+    trace_headers,
 )
 from tether.types import ModelRequest, ModelResponse
 
@@ -156,7 +159,8 @@ class OpenAIModel(ProviderModel):
 
         client = self._clients.get()
         try:
-            completion = await client.chat.completions.create(**self.request_params(request))
+            completion = await client.chat.completions.create(**self.request_params(request),
+                                                              **trace_headers(request))
         except OpenAIError as exc:
             raise self._error(exc) from None  # the SDK's own text may hold the key
         try:
@@ -177,7 +181,7 @@ class OpenAIModel(ProviderModel):
         try:
             stream = await client.chat.completions.create(
                 **self.request_params(request), stream=True,
-                stream_options={"include_usage": True})
+                stream_options={"include_usage": True}, **trace_headers(request))
             async with stream:
                 async for chunk in stream:
                     delta = assembler.feed(chunk)

@@ -2,18 +2,21 @@
 
 Decision: the adapters differ in wire format and SDK, not in how they present themselves to the
 runtime, so that part is written once. The repr never shows a key, and shows a base URL without
-its credentials or query.
+its credentials or query. The W3C ``traceparent`` header a request carries with telemetry on is
+built here too (``trace_headers``): re-serialized from a strict parse, so nothing but a valid
+header value ever reaches the wire, and nothing at all when the request has none.
 """
 
 from __future__ import annotations
 
 import math
-from typing import ClassVar
+from typing import Any, ClassVar
 
 from tether.models.base import CHARS_PER_TOKEN
 from tether.models.estimate import provider_message_tokens
 from tether.models.pricing import Price, price_for
-from tether.types import Message
+from tether.tracing import TraceParent
+from tether.types import Message, ModelRequest
 from tether.urls import redact_url
 
 
@@ -23,6 +26,14 @@ def past_cap(output_chars: int, cap: int | None) -> bool:
     rate, plus slack) so an honest server whose tokens are long is never cut short; the runtime
     still sees the overrun in the usage and stops the run."""
     return cap is not None and output_chars > (2 * cap + 16) * CHARS_PER_TOKEN
+
+
+def trace_headers(request: ModelRequest) -> dict[str, Any]:
+    """The SDK keyword that sends ``request``'s span as the ``traceparent`` HTTP header
+    (``extra_headers``, per request), or nothing when it has none: telemetry off costs nothing
+    and sends nothing. A value that is not a valid W3C traceparent is not sent either."""
+    parent = TraceParent.parse(request.traceparent) if request.traceparent else None
+    return {} if parent is None else {"extra_headers": {"traceparent": parent.header()}}
 
 
 class ProviderModel:

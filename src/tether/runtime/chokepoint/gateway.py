@@ -15,6 +15,14 @@ With ``roll_calls`` or ``roll_seconds`` its journal rolls into linked segments
 segment's id and head hash, so an auditor verifies them as one chain. Budget, window and
 redactions carry across a roll; approvals are the client's, in the approval store, so one
 pending across a roll stays pending, and is used once, by the same call, in a later segment.
+
+A client may name the span its call runs under (a W3C ``traceparent``; ``tether mcp serve``
+takes it from the request's ``_meta``). It is parsed strictly (``TraceParent.parse``): a valid
+one is journaled, re-serialized, on that call's ``client.call`` event, so telemetry — live or
+re-derived from the store — parents the call's span under the client's; anything else is
+dropped without a word, and the call runs all the same. With ``telemetry`` sinks, the gateway's
+calls also carry their own span to the tool (``ToolContext.traceparent``: an MCP tool, as the
+proxy's are, sends it on to its server), in the client's trace when it named one.
 """
 
 from __future__ import annotations
@@ -49,7 +57,8 @@ from tether.store.base import Store
 from tether.store.memory import MemoryStore
 from tether.tools.base import Tool
 from tether.tools.registry import ToolRegistry
-from tether.types import ToolCall
+from tether.tracing import Segment, TraceParent
+from tether.types import Event, ToolCall
 
 if TYPE_CHECKING:
     from tether.credentials import CredentialBroker
@@ -74,7 +83,8 @@ class Gateway:
                  check_policy_names: bool = True,
                  window: int = DEFAULT_WINDOW, roll_calls: int | None = None,
                  roll_seconds: float | None = None,
-                 clock: Callable[[], float] = time.monotonic) -> None:
+                 clock: Callable[[], float] = time.monotonic,
+                 telemetry: Iterable[Callable[[Event], object]] = ()) -> None:
         if roll_calls is not None and roll_calls < 1:
             raise ValueError(f"roll_calls must be at least 1, or None (no roll); got {roll_calls}")
         if roll_seconds is not None and not roll_seconds > 0:
@@ -105,6 +115,8 @@ class Gateway:
         self._roll_calls, self._roll_seconds, self._clock = roll_calls, roll_seconds, clock
         self._rolls = roll_calls is not None or roll_seconds is not None
         self._count = 0
+        # sinks told of every event; with any, calls carry their span (tether.tracing)
+        self._telemetry = tuple(telemetry)
         self._lock = asyncio.Lock()  # one call at a time: the budget is checked, then charged
         self._closed = False
         self._open(session_id or os.urandom(16).hex(), 1, None)
@@ -118,6 +130,9 @@ class Gateway:
         if previous is not None:
             journal.inherit_redactions(previous)
             journal.bus = previous.bus  # subscribers hear every segment, as one journal
+        else:
+            for sink in self._telemetry:
+                journal.bus.subscribe(sink)
         self._journal = journal
         client = self.subject.user_id
         gate = PolicyGate(self._policy, self.subject, session_id, journal, self._state,
@@ -125,7 +140,8 @@ class Gateway:
         self._calls = ToolCalls(bound_to=self._bound_to, session_id=session_id,
             executor=self._executor, gate=gate, accountant=self._accountant, journal=journal,
             state=self._state, limits=self._limits, approvals=self._approvals,
-            approval_ttl=self._approval_ttl, credentials=self._credentials)
+            approval_ttl=self._approval_ttl, credentials=self._credentials,
+            telemetry=self._telemetry)
         start: dict[str, Any] = {
             "task": f"tool calls from {client}", "system_prompt": "", "agent": "gateway",
             "model": "", "tools": list(self.registry.names), "budget": self.budget.to_dict(),
@@ -135,7 +151,7 @@ class Gateway:
         }
         if self._rolls:
             start[SEGMENT] = link_to(segment, previous, self._accountant.spend().to_dict())
-        journal.append("session.start", start)
+        self._start_seq = journal.append("session.start", start)
         journal.flush()
         self._segment_calls, self._segment_opened = 0, self._clock()
 
@@ -167,13 +183,15 @@ class Gateway:
         its bus is handed on, so what subscribed hears every segment's events, in order."""
         return self._journal
 
-    async def call(self, name: str, arguments: Mapping[str, Any] | str) -> ToolResult:
+    async def call(self, name: str, arguments: Mapping[str, Any] | str, *,
+                   traceparent: object = None) -> ToolResult:
         """Decide and run one call; always returns a result (refusals and errors included).
-        Calls of one gateway run one at a time, in the order they arrive."""
+        Calls of one gateway run one at a time, in the order they arrive. ``traceparent``,
+        the client's span as it sent it, is used only if it is a valid W3C traceparent."""
         async with self._lock:
             if self._closed:
                 raise RuntimeError(f"gateway {self.id} is closed; open a new one")
-            return await self._call(name, arguments)
+            return await self._call(name, arguments, TraceParent.parse(traceparent))
 
     def close(self, reason: str = "client disconnected") -> None:
         """End the gateway's session: journal its end and spend, revoke its credentials."""
@@ -187,14 +205,18 @@ class Gateway:
         if self._credentials is not None:
             self._credentials.revoke_session(self.id)
 
-    async def _call(self, name: str, arguments: Mapping[str, Any] | str) -> ToolResult:
+    async def _call(self, name: str, arguments: Mapping[str, Any] | str,
+                    parent: TraceParent | None) -> ToolResult:
         if self._rolls and self._roll_due():
             await self._roll()
         self._count += 1
         self._segment_calls += 1
         call = ToolCall(f"{self.id[:8]}-{self._count}", name, arguments)
         earlier = self._approved_earlier(call)
-        self._journal.append("client.call", {"call": call})
+        if self._telemetry:  # this call's span: in the client's trace, if it named one
+            self._calls.trace_under(Segment(self.id, self._start_seq, parent))
+        self._journal.append("client.call", {"call": call, **(
+            {"traceparent": parent.header()} if parent is not None else {})})
         if earlier is not None:
             self._attach(call, earlier)
         try:

@@ -125,6 +125,11 @@ class ToolCalls:
         # tokens results may still add so the wrap-up fits (bound by the Environment)
         self.room: Callable[[int], int | None] = lambda wanted: None
 
+    def trace_under(self, trace: Segment | None) -> None:
+        """The trace segment the next calls' spans belong to (a gateway's calls each join the
+        trace their client named)."""
+        self._trace = trace
+
     async def run(self, calls: Sequence[ToolCall]) -> tuple[ToolResult, ...]:
         """Resolve ``calls`` (unresolved calls of the open turn), in order."""
         turn = _Turn()
