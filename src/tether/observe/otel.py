@@ -36,6 +36,8 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("tether.observe")
 BATCH = 512  # spans per export at most
+WAKE_AT = 64  # queued events that wake the worker
+_LAST = frozenset({"session.end", "session.paused"})  # a run's last event: exported at once
 
 
 def content_enabled(content: bool | None) -> bool:
@@ -137,7 +139,8 @@ class OTelSink:
 
     def __init__(self, exporter: SpanExporter | None = None, *, endpoint: str | None = None,
                  meter_provider: MeterProvider | None = None, content: bool | None = None,
-                 service_name: str | None = None, max_queue: int = 10_000) -> None:
+                 service_name: str | None = None, max_queue: int = 10_000,
+                 linger: float = 1.0) -> None:
         if exporter is None:
             exporter = _otlp_exporter(endpoint)
         self.exporter = exporter
@@ -148,6 +151,7 @@ class OTelSink:
         # event takes no lock unless the worker sleeps
         self._pending: deque[Event | threading.Event | None] = deque()
         self._max_queue = max_queue
+        self._linger = linger  # seconds an event waits for its batch at most
         self._wake = threading.Event()
         self._derivers: dict[str, SpanDeriver] = {}
         self._lock = threading.Lock()
@@ -170,8 +174,11 @@ class OTelSink:
             return
         if self._worker is None:
             self._start()
-        self._pending.append(event)
-        if not self._wake.is_set():
+        pending = self._pending
+        pending.append(event)
+        # the worker is woken per batch, not per event (a wake-up is a thread switch), and at
+        # a run's end or pause; what is left waits at most ``linger`` seconds
+        if (len(pending) >= WAKE_AT or event.type in _LAST) and not self._wake.is_set():
             self._wake.set()
 
     def _start(self) -> None:
@@ -217,7 +224,7 @@ class OTelSink:
         batch: list[SpanRecord] = []
         pending, wake = self._pending, self._wake
         while True:
-            wake.wait()
+            wake.wait(self._linger)
             wake.clear()
             while pending:
                 item = pending.popleft()
