@@ -7,6 +7,7 @@ never fails a run: what it cannot export is counted and logged. OpenTelemetry it
 imported only when a sink is built (``pip install 'tether[otel]'``).
 """
 
+from tether.observe.configure import Telemetry, configure
 from tether.observe.otel import OTelSink, to_sdk_spans
 
-__all__ = ["OTelSink", "to_sdk_spans"]
+__all__ = ["OTelSink", "Telemetry", "configure", "to_sdk_spans"]

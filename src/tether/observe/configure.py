@@ -1,0 +1,96 @@
+"""``tether.observe.configure()``: the telemetry sinks an operator's settings ask for.
+
+Why: operators configure OpenTelemetry through its standard environment variables
+(``OTEL_EXPORTER_OTLP_ENDPOINT``, ``OTEL_SERVICE_NAME``, the GenAI content switch) and a SIEM
+through a file or a syslog address; a deployment should get tether's telemetry from the same
+settings without code per sink. ``configure()`` reads arguments first, then the environment.
+
+Decision: it builds and returns a ``Telemetry`` bundle — the sinks to hand to
+``Agent(telemetry=...)`` and whatever they own (a meter provider) — and installs nothing
+process-wide: no global tracer provider, no hidden default that a second agent in the same
+process would inherit. With nothing configured the bundle is empty and telemetry is off, at
+no cost.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from tether.types import Event
+
+if TYPE_CHECKING:
+    from opentelemetry.sdk.trace.export import SpanExporter
+
+Sink = Callable[[Event], object]
+
+
+@dataclass(frozen=True, slots=True)
+class Telemetry:
+    """Configured sinks (iterate it, or pass it as ``Agent(telemetry=...)``) and what they own."""
+
+    sinks: tuple[Sink, ...] = ()
+    meter_provider: Any = None  # an SDK MeterProvider this bundle made and must shut down
+
+    def __iter__(self) -> Iterator[Sink]:
+        return iter(self.sinks)
+
+    def __bool__(self) -> bool:
+        return bool(self.sinks)
+
+    def flush(self, timeout: float = 30.0) -> bool:
+        """Wait until every sink has exported what it was given; False if one timed out."""
+        done = all([getattr(sink, "flush", lambda _t: True)(timeout) for sink in self.sinks])
+        if self.meter_provider is not None:
+            done = bool(self.meter_provider.force_flush(int(timeout * 1000))) and done
+        return done
+
+    def close(self, timeout: float = 30.0) -> None:
+        """Flush and shut every sink (and the meter provider) down."""
+        for sink in self.sinks:
+            close = getattr(sink, "close", None)
+            if close is not None:
+                close(timeout)
+        if self.meter_provider is not None:
+            self.meter_provider.shutdown(int(timeout * 1000))
+
+    def __enter__(self) -> Telemetry:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def configure(*, endpoint: str | None = None, exporter: SpanExporter | None = None,
+              metrics: bool | None = None, content: bool | None = None,
+              service_name: str | None = None,
+              environ: Mapping[str, str] | None = None) -> Telemetry:
+    """Sinks from the arguments, else from the environment.
+
+    Spans go to ``exporter``, or over OTLP/HTTP to ``endpoint`` (else
+    ``OTEL_EXPORTER_OTLP_TRACES_ENDPOINT`` / ``OTEL_EXPORTER_OTLP_ENDPOINT``); with an endpoint,
+    metrics go there too (``/v1/metrics``) unless ``metrics=False``. ``content`` and
+    ``service_name`` are as for ``OTelSink``. With no destination at all the result is empty:
+    telemetry off."""
+    env = os.environ if environ is None else environ
+    base = endpoint or env.get("OTEL_EXPORTER_OTLP_ENDPOINT")
+    traces = endpoint or env.get("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT") or base
+    if exporter is None and not traces:
+        return Telemetry()
+    from tether.observe.otel import OTelSink, tether_resource
+
+    provider = None
+    if base and metrics is not False:
+        from opentelemetry.exporter.otlp.proto.http.metric_exporter import OTLPMetricExporter
+        from opentelemetry.sdk.metrics import MeterProvider
+        from opentelemetry.sdk.metrics.export import PeriodicExportingMetricReader
+
+        reader = PeriodicExportingMetricReader(OTLPMetricExporter(
+            endpoint=base.rstrip("/") + "/v1/metrics"))
+        provider = MeterProvider(metric_readers=[reader],
+                                 resource=tether_resource(service_name))
+    sink = OTelSink(exporter, endpoint=None if exporter is not None else traces,
+                    meter_provider=provider, content=content, service_name=service_name)
+    return Telemetry((sink,), provider)

@@ -1,0 +1,83 @@
+"""``tether.observe.configure()``: sinks from the standard OpenTelemetry environment, spans and
+metrics to a real OTLP/HTTP receiver on loopback; nothing configured is telemetry off."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+import pytest
+from opentelemetry.proto.collector.metrics.v1.metrics_service_pb2 import (
+    ExportMetricsServiceRequest,
+)
+from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
+
+from tether import Agent, ReAct, ScriptedModel
+from tether.observe import Telemetry, configure
+from tether.tools import Calculator
+
+
+class Collector:
+    def __init__(self) -> None:
+        self.spans: list[Any] = []
+        self.metrics: list[str] = []
+        outer = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self) -> None:
+                body = self.rfile.read(int(self.headers["Content-Length"]))
+                if self.path == "/v1/traces":
+                    request = ExportTraceServiceRequest()
+                    request.ParseFromString(body)
+                    outer.spans += [s for rs in request.resource_spans
+                                    for ss in rs.scope_spans for s in ss.spans]
+                elif self.path == "/v1/metrics":
+                    metrics = ExportMetricsServiceRequest()
+                    metrics.ParseFromString(body)
+                    outer.metrics += [m.name for rm in metrics.resource_metrics
+                                      for sm in rm.scope_metrics for m in sm.metrics]
+                self.send_response(200)
+                self.end_headers()
+
+            def log_message(self, *args: Any) -> None:
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+
+
+@pytest.fixture
+def collector() -> Iterator[Collector]:
+    c = Collector()
+    c.thread.start()
+    yield c
+    c.server.shutdown()
+    c.server.server_close()
+    c.thread.join()
+
+
+def test_the_standard_environment_sends_spans_and_metrics(collector: Collector) -> None:
+    telemetry = configure(environ={"OTEL_EXPORTER_OTLP_ENDPOINT": collector.url})
+    with telemetry:
+        model = ScriptedModel.tool_then_answer("calculator", {"expression": "2 + 2"}, "4")
+        agent = Agent(model=model, reasoning=ReAct(), tools=[Calculator()],
+                      telemetry=telemetry)
+        assert agent.run("2 + 2?").answer == "4"
+        assert telemetry.flush(60)
+    assert sorted(s.name for s in collector.spans) == [
+        "chat scripted", "chat scripted", "execute_tool calculator", "invoke_agent agent"]
+    assert {"gen_ai.client.token.usage", "gen_ai.client.operation.duration",
+            "tether.decisions", "tether.stops"} <= set(collector.metrics)
+
+
+def test_nothing_configured_is_telemetry_off() -> None:
+    telemetry = configure(environ={})
+    assert telemetry == Telemetry() and not telemetry and list(telemetry) == []
+    agent = Agent(model=ScriptedModel(["hi"]), reasoning=ReAct(), telemetry=telemetry)
+    assert agent.telemetry == ()
+    session = agent.session("hello")
+    session.run()
+    assert not session.events  # no subscriber: events are not even sealed for one
