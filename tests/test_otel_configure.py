@@ -3,9 +3,12 @@ metrics to a real OTLP/HTTP receiver on loopback; nothing configured is telemetr
 
 from __future__ import annotations
 
+import subprocess
+import sys
 import threading
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -17,6 +20,8 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTrace
 from tether import Agent, ReAct, ScriptedModel
 from tether.observe import Telemetry, configure
 from tether.tools import Calculator
+
+SRC = str(Path(__file__).resolve().parents[1] / "src")
 
 
 class Collector:
@@ -81,3 +86,29 @@ def test_nothing_configured_is_telemetry_off() -> None:
     session = agent.session("hello")
     session.run()
     assert not session.events  # no subscriber: events are not even sealed for one
+
+
+RECIPE = '''
+from tether import Agent, ReAct, ScriptedModel
+from tether.tools import Calculator
+
+
+def agent():
+    model = ScriptedModel.tool_then_answer("calculator", {"expression": "2 * 3"}, "6")
+    return Agent(model=model, reasoning=ReAct(), tools=[Calculator()], name="cli")
+'''
+
+
+def test_tether_run_reports_to_the_collector_the_environment_names(
+        collector: Collector, tmp_path: Path) -> None:
+    (tmp_path / "recipe.py").write_text(RECIPE)
+    env = {"PYTHONPATH": SRC, "OTEL_EXPORTER_OTLP_ENDPOINT": collector.url,
+           "OTEL_SERVICE_NAME": "cli-test"}
+    done = subprocess.run([sys.executable, "-m", "tether", "run",
+                           f"{tmp_path / 'recipe.py'}:agent", "2 * 3?", "--store",
+                           f"sqlite:///{tmp_path / 'r.db'}"],
+                          capture_output=True, text=True, env=env, timeout=120)
+    assert done.returncode == 0, done.stderr
+    # the process flushed its sink before it exited
+    assert "invoke_agent cli" in {s.name for s in collector.spans}
+    assert "tether.stops" in collector.metrics

@@ -143,6 +143,7 @@ def register(commands: Any) -> None:
 
 def _governance(args: argparse.Namespace, policy: Policy) -> Governance | None:
     from tether.cli.common import store_url
+    from tether.cli.telemetry import environment_sinks
     from tether.mcp.clients import Governance
     from tether.runtime.budget import Budget
     from tether.store.base import StoreError, open_store
@@ -161,7 +162,8 @@ def _governance(args: argparse.Namespace, policy: Policy) -> Governance | None:
     return Governance(policy=policy, store=store,
                       budget=Budget(max_tool_calls=args.budget_tool_calls),
                       client=args.client, roles=tuple(args.role), tenant_id=args.tenant,
-                      roll_calls=args.roll_calls, roll_seconds=args.roll_after)
+                      roll_calls=args.roll_calls, roll_seconds=args.roll_after,
+                      telemetry=environment_sinks())
 
 
 def _load_policy(path: str) -> Policy | None:

@@ -78,10 +78,11 @@ def bound_recipe(args: argparse.Namespace, *, create: bool = False) -> Agent | N
     its own; None after saying why not. ``create``: a SQLite store that does not exist yet is
     made (a run writes a journal; the other commands only read or continue one)."""
     from tether.cli.recipe import RecipeError, load_recipe
+    from tether.cli.telemetry import with_environment_telemetry
     from tether.store.base import StoreError, open_store
 
     try:
-        agent = load_recipe(args.agent)
+        agent = with_environment_telemetry(load_recipe(args.agent))
     except RecipeError as exc:
         error(str(exc))
         return None

@@ -132,7 +132,7 @@ class Environment:
         request = ModelRequest(tuple(self._state.conversation), specs,
                                reservation.max_output_tokens, input_estimate, choice,
                                self._trace.model_call(seq).header() if self._trace else "")
-        sent = self._accountant.now()
+        sent = self._accountant.now() if reservation.deadline is not None else 0.0
         response = self._record(await self._call(request, reservation, step), reservation,
                                 step, final)
         if reservation.deadline is not None:

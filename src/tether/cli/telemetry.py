@@ -1,0 +1,44 @@
+"""The CLI's telemetry: what the standard OpenTelemetry environment asks for.
+
+Why: ``tether run``, ``resume``, ``mcp serve`` and ``mcp proxy`` run in deployments whose
+collector is named the way OpenTelemetry names it (``OTEL_EXPORTER_OTLP_ENDPOINT``); they
+should report there with no flag of their own. Decision: only when such a variable is set is
+``tether.observe`` imported at all (a CLI without telemetry pays nothing), the sinks are made
+once per process and flushed when it exits, so a short command's spans are not lost.
+"""
+
+from __future__ import annotations
+
+import atexit
+import dataclasses
+import os
+from collections.abc import Callable
+from functools import cache
+from typing import TYPE_CHECKING
+
+from tether.types import Event
+
+if TYPE_CHECKING:
+    from tether.runtime.agent import Agent
+
+ENDPOINTS = ("OTEL_EXPORTER_OTLP_ENDPOINT", "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT")
+
+
+@cache
+def environment_sinks() -> tuple[Callable[[Event], object], ...]:
+    """The sinks the environment configures (none without an OTLP endpoint), closed at exit."""
+    if not any(os.environ.get(name) for name in ENDPOINTS):
+        return ()
+    from tether.observe import configure
+
+    telemetry = configure()
+    atexit.register(telemetry.close)
+    return telemetry.sinks
+
+
+def with_environment_telemetry(agent: Agent) -> Agent:
+    """``agent`` with the environment's sinks added to its own."""
+    sinks = environment_sinks()
+    if not sinks:
+        return agent
+    return dataclasses.replace(agent, telemetry=(*agent.telemetry, *sinks))
