@@ -5,6 +5,7 @@ and a sink that fails without failing the run."""
 from __future__ import annotations
 
 import json
+import socket
 import threading
 from collections.abc import Iterator
 from decimal import Decimal
@@ -274,11 +275,21 @@ def test_a_full_queue_drops_events_and_counts_them_without_blocking_the_run() ->
     s.close()
 
 
-def test_the_sink_is_refused_without_a_destination(monkeypatch: pytest.MonkeyPatch) -> None:
-    for name in ("OTEL_EXPORTER_OTLP_ENDPOINT", "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"):
-        monkeypatch.delenv(name, raising=False)
-    with pytest.raises(ValueError, match="endpoint="):
-        OTelSink()
+def test_the_seeds_face_a_bare_sink_subscribed_to_one_session(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    # OTelSink() sends where OpenTelemetry's exporter does by default; here nothing listens
+    # there, which costs the run nothing (counted), and session.events.subscribe attaches it
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        monkeypatch.setenv("OTEL_EXPORTER_OTLP_ENDPOINT",
+                           f"http://127.0.0.1:{probe.getsockname()[1]}")
+    sink = OTelSink()
+    model = ScriptedModel.tool_then_answer("calculator", {"expression": "17 * 23"}, "391")
+    session = Agent(model=model, reasoning=ReAct(), tools=[Calculator()]).session("17 * 23?")
+    session.events.subscribe(sink)
+    assert session.run().answer == "391"
+    assert sink.flush(120) and sink.failures >= 1
+    sink.close()
     with pytest.raises(TypeError, match="not callable"):
         Agent(model=ScriptedModel(["hi"]), reasoning=ReAct(), telemetry=["otel"])  # type: ignore[list-item]
 

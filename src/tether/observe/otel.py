@@ -132,8 +132,9 @@ class OTelSink:
 
     Attach it to a recipe (``Agent(telemetry=[OTelSink(...)])``, which also propagates trace
     context) or to one session (``session.events.subscribe(sink)``). ``exporter`` is any SDK
-    ``SpanExporter``; with none, ``endpoint`` (or ``OTEL_EXPORTER_OTLP_TRACES_ENDPOINT`` /
-    ``OTEL_EXPORTER_OTLP_ENDPOINT``) names an OTLP/HTTP collector. ``content`` puts the
+    ``SpanExporter``; with none, spans go over OTLP/HTTP to ``endpoint``, else where
+    OpenTelemetry's exporter sends by default (``OTEL_EXPORTER_OTLP_TRACES_ENDPOINT``,
+    ``OTEL_EXPORTER_OTLP_ENDPOINT``, then http://localhost:4318). ``content`` puts the
     conversation on the spans (default: the conventions' opt-in environment variable).
     """
 
@@ -286,12 +287,8 @@ class OTelSink:
 
 
 def _otlp_exporter(endpoint: str | None) -> SpanExporter:
-    traces = os.environ.get("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT")
-    base = os.environ.get("OTEL_EXPORTER_OTLP_ENDPOINT")
-    if endpoint is None and traces is None and base is None:
-        raise ValueError("OTelSink needs somewhere to send spans: give exporter=... (any "
-                         "OpenTelemetry SpanExporter), endpoint='http://collector:4318', or set "
-                         "OTEL_EXPORTER_OTLP_ENDPOINT")
+    """OTLP/HTTP to ``endpoint``, else where OpenTelemetry's own exporter sends by default (its
+    environment variables, then http://localhost:4318)."""
     try:
         from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
     except ImportError as exc:
