@@ -318,8 +318,8 @@ class SpanDeriver:
 
     def _result(self, event: Event, data: Attributes) -> list[SpanRecord]:
         call_id = str(data["call_id"])
-        span = self._calls.pop(call_id, None) or self._call(event, call_id, str(data["tool"]))
-        self._calls.pop(call_id, None)
+        span = self._call(event, call_id, str(data["tool"]))
+        del self._calls[call_id]
         status = str(data.get("status", ""))
         span.attributes[g.TOOL_STATUS] = status
         if self._content:
