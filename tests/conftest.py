@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import contextlib
 import importlib
+import json
 import os
 import signal
 import uuid
@@ -146,3 +147,14 @@ def command_of(pid: int) -> str:
             errors="replace")
     except OSError:
         return "?"
+
+
+def comparable(span: Any) -> tuple[Any, ...]:
+    """Everything a collector would see of an OpenTelemetry SDK span (tests of tether.observe)."""
+    return (span.name, span.context.trace_id, span.context.span_id,
+            span.parent.span_id if span.parent else None, span.kind, span.start_time,
+            span.end_time, json.dumps(dict(span.attributes or {}), sort_keys=True, default=str),
+            span.status.status_code, span.status.description,
+            tuple((link.context.trace_id, link.context.span_id) for link in span.links),
+            tuple((e.name, e.timestamp, json.dumps(dict(e.attributes or {}), sort_keys=True))
+                  for e in span.events))

@@ -28,7 +28,7 @@ from tether.store.sqlite import SQLiteStore
 from tether.tools import Calculator
 from tether.tracing import Segment, TraceParent
 
-from conftest import call
+from conftest import call, comparable
 
 paid: list[dict[str, Any]] = []
 
@@ -58,17 +58,6 @@ def by_name(spans: list[ReadableSpan]) -> dict[str, list[ReadableSpan]]:
     for s in spans:
         out.setdefault(s.name, []).append(s)
     return out
-
-
-def comparable(span: ReadableSpan) -> tuple[Any, ...]:
-    """Everything a collector would see of a span."""
-    return (span.name, span.context.trace_id, span.context.span_id,
-            span.parent.span_id if span.parent else None, span.kind, span.start_time,
-            span.end_time, json.dumps(dict(span.attributes or {}), sort_keys=True, default=str),
-            span.status.status_code, span.status.description,
-            tuple((link.context.trace_id, link.context.span_id) for link in span.links),
-            tuple((e.name, e.timestamp, json.dumps(dict(e.attributes or {}), sort_keys=True))
-                  for e in span.events))
 
 
 @pytest.fixture
