@@ -82,7 +82,9 @@ class _Context:
 
 class OCSFView:
     """A fold over the events of one or more sessions, each in journal order: ``apply`` returns
-    the OCSF records an event stands for (none for most events)."""
+    the OCSF records an event stands for (none for most events). Per session it keeps what the
+    session's start said and the current run's calls and tools (cleared at a pause: the next
+    run records its tools' metadata again)."""
 
     def __init__(self, version: str | None = None) -> None:
         self._version = product_version() if version is None else version
@@ -95,7 +97,11 @@ class OCSFView:
     def apply(self, event: Event) -> list[dict[str, Any]]:
         ctx = self._sessions.setdefault(event.session_id, _Context())
         build = _BUILDERS.get(event.type)
-        return [] if build is None else build(_Record(self._version, ctx, event))
+        records = [] if build is None else build(_Record(self._version, ctx, event))
+        if event.type == "session.paused":  # the next run records its tools' metadata again
+            ctx.calls.clear()
+            ctx.resources.clear()
+        return records
 
 
 def ocsf_events(events: Iterable[Event], version: str | None = None) -> list[dict[str, Any]]:

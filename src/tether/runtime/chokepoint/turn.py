@@ -420,6 +420,10 @@ class ToolCalls:
                                   "for its credentials; it did not run.", "timeout"), is_budget
             scrubbers.append(token.redact)
             self._journal.scrub_with(token.redact, token.scrubs)
+            # the token's random id and limits, for audits: never its value (ScopedToken.to_dict)
+            self._journal.append("credential.issued", {
+                "call_id": call.id, "tool": tool.name, "token_id": token.id,
+                "ttl": token.ttl, "max_uses": token.max_uses})
         def charge(spend: Spend) -> None:
             check_charge(spend)
             self._accountant.release(call.id)
