@@ -23,7 +23,6 @@ already masked and scrubbed.
 
 from __future__ import annotations
 
-import json
 import logging
 import os
 import queue
@@ -34,7 +33,7 @@ from logging.handlers import RotatingFileHandler
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from tether.journal.views.ocsf import OCSFView, redact
+from tether.journal.views.ocsf import OCSFView, record_json, redact
 from tether.observe.syslog import SyslogTarget, SyslogWriter, frame
 
 if TYPE_CHECKING:
@@ -44,11 +43,6 @@ if TYPE_CHECKING:
     from tether.types import Event
 
 log = logging.getLogger("tether.observe")
-
-
-def record_json(record: dict[str, Any]) -> str:
-    """One OCSF record as the single line of JSON both the sink and the export write."""
-    return json.dumps(record, sort_keys=True, separators=(",", ":"))
 
 
 class _RaisingRotatingFileHandler(RotatingFileHandler):

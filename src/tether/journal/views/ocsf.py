@@ -22,6 +22,7 @@ agent, the user, the model) is then missing unless the fold is primed with the e
 
 from __future__ import annotations
 
+import json
 from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -34,6 +35,7 @@ MASKED = "[masked]"
 
 API_ACTIVITY, DETECTION_FINDING = 6003, 2004
 _ACTIVITIES = {1: "Create", 2: "Read", 3: "Update", 4: "Delete", 0: "Unknown", 99: "Other"}
+_TYPES = {0: "Unknown", 99: "Other"}  # type_name's caption where activity_name is our own
 _SEVERITIES = {0: "Unknown", 1: "Informational", 2: "Low", 3: "Medium", 4: "High",
                5: "Critical", 6: "Fatal", 99: "Other"}
 _ACTIONS = {0: "Unknown", 1: "Allowed", 2: "Denied", 3: "Observed", 4: "Modified", 99: "Other"}
@@ -83,8 +85,9 @@ class _Context:
 class OCSFView:
     """A fold over the events of one or more sessions, each in journal order: ``apply`` returns
     the OCSF records an event stands for (none for most events). Per session it keeps what the
-    session's start said and the current run's calls and tools (cleared at a pause: the next
-    run records its tools' metadata again)."""
+    session's start said, its calls' tools and policies (an approval or a settlement after a
+    pause refers back to them) and the current run's tool metadata (cleared at a pause: the
+    next run records it again)."""
 
     def __init__(self, version: str | None = None) -> None:
         self._version = product_version() if version is None else version
@@ -99,7 +102,6 @@ class OCSFView:
         build = _BUILDERS.get(event.type)
         records = [] if build is None else build(_Record(self._version, ctx, event))
         if event.type == "session.paused":  # the next run records its tools' metadata again
-            ctx.calls.clear()
             ctx.resources.clear()
         return records
 
@@ -108,6 +110,11 @@ def ocsf_events(events: Iterable[Event], version: str | None = None) -> list[dic
     """The OCSF records of ``events`` (one or more sessions, each in journal order)."""
     view = OCSFView(version)
     return [record for event in events for record in view.apply(event)]
+
+
+def record_json(record: Mapping[str, Any]) -> str:
+    """One OCSF record as the single line of JSON the sink and the export both write."""
+    return json.dumps(record, sort_keys=True, separators=(",", ":"))
 
 
 def redact(value: Any, keys: Collection[str]) -> Any:
@@ -172,7 +179,8 @@ class _Record:
             "class_uid": class_uid, "class_name": class_name, "category_uid": category_uid,
             "category_name": category_name, "activity_id": activity_id,
             "activity_name": activity_name, "type_uid": class_uid * 100 + activity_id,
-            "type_name": f"{class_name}: {activity_name}", "severity_id": severity_id,
+            "type_name": f"{class_name}: {_TYPES.get(activity_id, activity_name)}",
+            "severity_id": severity_id,
             "severity": _SEVERITIES[severity_id], "time": round(event.timestamp * 1000),
             "metadata": metadata,
             "unmapped": {"journal": {"seq": event.seq, "type": event.type,

@@ -351,7 +351,7 @@ class ToolCalls:
                 told: str | None = None) -> NoReturn:
         """Journal why an approval cannot be used for ``call``, and refuse the call."""
         self._journal.append("approval.refused", {
-            "approval_id": request.id, "call_id": call.id, "why": why,
+            "approval_id": request.id, "call_id": call.id, "tool": request.tool, "why": why,
             "approver": request.approver, "note": request.note})
         raise Rejected(refusal(call, told or why))
 
