@@ -105,7 +105,7 @@ class SIEMSink:
 
     def __call__(self, event: Event) -> None:
         """Queue ``event`` for the writer; never blocks, never raises."""
-        if self._thread is None and not self._start():
+        if self._closed or (self._thread is None and not self._start()):
             self._drop("the sink is closed")
             return
         try:
