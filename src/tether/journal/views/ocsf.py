@@ -328,7 +328,7 @@ def _stop(r: _Record) -> list[dict[str, Any]]:
     reason = str(r.data.get("reason") or "")
     if reason not in CONTROL_STOPS:
         return []
-    record = r.api_activity(4, "session.stop", 2)
+    record = r.api_activity(99, "session.stop", 2, activity_name="Stop")
     record["policy"] = _policy(f"budget.{reason}" if reason.endswith("budget") else reason,
                                type="budget" if reason.endswith("budget") else "loop")
     detail = str(r.data.get("detail") or "")
