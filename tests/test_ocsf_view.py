@@ -20,11 +20,10 @@ from tether.journal.views.ocsf import (
     MASKED,
     OCSFView,
     ocsf_events,
-    pin_events,
     record_json,
     redact,
-    tamper_finding,
 )
+from tether.journal.views.ocsf_findings import pin_events, tamper_finding
 from tether.types import Event
 
 

@@ -54,13 +54,18 @@ def export(store: str, *argv: str) -> str:
     return done.stdout
 
 
-def test_live_records_equal_the_export_of_the_stored_sessions(tmp_path: Path,
-                                                              store: str) -> None:
+@pytest.mark.parametrize("reads_store", [False, True], ids=["keeps-paused", "rereads-store"])
+def test_live_records_equal_the_export_of_the_stored_sessions(tmp_path: Path, store: str,
+                                                              reads_store: bool) -> None:
     out = tmp_path / "siem.jsonl"
-    with SIEMSink(out) as sink:
+    opened = open_store(store) if reads_store else None
+    with SIEMSink(out, store=opened) as sink:
         run_all([sink], store)
         assert sink.flush(60)
         assert (sink.failures, sink.dropped) == (0, 0)
+        assert not sink._view._sessions and not sink._seen  # every session ended: nothing kept
+    if opened is not None:
+        opened.close()
     assert no_writer_left()
     live = out.read_text()
     exported = export(store)

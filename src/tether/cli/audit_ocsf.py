@@ -27,11 +27,10 @@ def write_ocsf(store: Store, session_ids: Sequence[str], out: IO[str], *,
     from tether.journal.tamper import diagnose
     from tether.journal.views.ocsf import (
         ocsf_events,
-        pin_events,
         record_json,
         redact,
-        tamper_finding,
     )
+    from tether.journal.views.ocsf_findings import pin_events, tamper_finding
 
     keys = frozenset(redact_keys)
     recorded = {info.session_id: info.events for info in store.sessions()}

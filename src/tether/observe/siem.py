@@ -13,10 +13,12 @@ waits until what was queued is written; ``close()`` (or leaving a ``with`` block
 stops the writer. The derivation is the same pure view ``tether audit export --format ocsf``
 uses, so the file a live run wrote and the export of its stored journal agree record for record.
 
-Memory stays bounded: per session, the writer keeps what its ``session.start`` said and the
-current run's calls — the calls are dropped at a pause, everything at the end. A sink that first
-sees a session at ``session.resumed`` (resumed in another process) reads its earlier events from
-``store``, when one is given, so the records carry the same actor as the export does.
+Memory stays bounded: per session, the writer keeps what its ``session.start`` said and its
+calls' tools and policies, and drops them at the session's end — or at a pause, when it has a
+``store`` to read them back from. A sink that first sees a session at ``session.resumed``
+(resumed in another process, or after such a pause) reads the earlier events from ``store``, so
+its records carry the same actor and policies as the export's; without a store, a paused
+session's small context is kept until it ends.
 ``redact_keys`` masks the values of those keys anywhere in a record, on top of what the journal
 already masked and scrubbed.
 """
@@ -203,7 +205,9 @@ class SIEMSink:
                         break
                     self._view.apply(earlier)
         records = self._view.apply(event)
-        if event.type == "session.end":
+        # at a pause too when the store can give the context back at the resumption
+        if event.type == "session.end" or (event.type == "session.paused"
+                                           and self._store is not None):
             self._view.forget(sid)
             self._seen.discard(sid)
         return records

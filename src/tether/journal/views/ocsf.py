@@ -6,7 +6,8 @@ denial, budget overrun, credential issuance and policy load becomes one OCSF **A
 (class 6003) with the ``security_control`` profile (``action_id`` / ``disposition_id`` /
 ``policy``) and the ``ai_operation`` profile (``ai_model``, ``message_context``). A broken hash
 chain becomes a **Detection Finding** (class 2004): it is not an activity anybody performed but
-something a control (chain verification) detected, which is what that class is for.
+something a control (chain verification) detected, which is what that class is for
+(``ocsf_findings``, with the MCP pin records: both come from outside a session's events).
 
 Decision: this is a pure fold over a session's events — no clock, no randomness, no I/O — so a
 live subscriber (``tether.observe.SIEMSink``) and ``tether audit export --format ocsf`` produce
@@ -354,78 +355,3 @@ _BUILDERS: dict[str, Any] = {
     "credential.issued": _credential, "model.overrun": _overrun,
     "session.end": _stop, "session.paused": _stop, "effect.settled": _settled,
 }
-
-
-# -- findings and pins: records from outside a session's fold ----------------------------------
-
-def tamper_finding(session_id: str, seq: int, kind: str, detail: str, time_ms: int,
-                   version: str | None = None) -> dict[str, Any]:
-    """A broken hash chain (``tether.journal.tamper.Break``'s fields) as a Detection Finding:
-    ``time_ms`` is when the chain was last known good (the break's neighbour's timestamp), so
-    the same journal always yields the same finding."""
-    version = product_version() if version is None else version
-    ctx = _Context()
-    stub = Event(seq, "audit.tamper", session_id, time_ms / 1000, {}, "", "")
-    record = _Record(version, ctx, stub)._common(DETECTION_FINDING, "Detection Finding", 2,
-                                                 "Findings", 1, "Create", 5,
-                                                 ("security_control",))
-    record["metadata"]["uid"] = f"{session_id}/tamper/{seq}"
-    record["metadata"]["event_code"] = "audit.tamper"
-    record["time"] = time_ms
-    del record["unmapped"]["journal"]["hash"], record["unmapped"]["journal"]["prev_hash"]
-    record["unmapped"]["journal"]["type"] = kind
-    record["finding_info"] = {
-        "uid": f"{session_id}/tamper/{seq}", "title": f"journal hash chain broken: {kind}",
-        "desc": detail, "types": ["tamper"],
-        "analytic": {"name": "tether journal hash chain verification", "type_id": 1,
-                     "type": "Rule"}}
-    record["message"] = f"session {session_id}: seq {seq}: {kind}: {detail}"
-    record["status_id"], record["status"] = 1, "New"
-    return _control(record, 3, 15, alert=True)
-
-
-def pin_events(pinned: Mapping[str, Any] | None, pending: Mapping[str, Any] | None,
-               version: str | None = None) -> list[dict[str, Any]]:
-    """An MCP tool's pin record (``Pin.to_dict()``: the definition pinned, and the changed one
-    waiting for approval) as API Activity: a pin is an allowed definition; a pending change is
-    a blocked one, an alert."""
-    version = product_version() if version is None else version
-    out = []
-    for pin, waiting in ((pinned, False), (pending, True)):
-        if pin is None:
-            continue
-        server, tool = str(pin.get("server")), str(pin.get("tool"))
-        ms = _iso_ms(str(pin.get("pinned_at") or ""))
-        stub = Event(0, "mcp.pin", f"mcp:{server}", ms / 1000, {}, "", "")
-        activity = 3 if waiting and pinned is not None else 1
-        r = _Record(version, _Context(), stub)
-        approver = pin.get("approved_by")
-        user = {"name": str(approver), "type_id": 1, "type": "User"} if approver else None
-        record = r.api_activity(activity, "mcp.pin", 3 if waiting else 1, user=user)
-        record["time"] = ms
-        del record["metadata"]["sequence"], record["unmapped"]["journal"]
-        record["metadata"]["uid"] = f"mcp:{server}/{tool}/{pin.get('fingerprint')}"
-        record["metadata"]["correlation_uid"] = f"mcp:{server}/{tool}"
-        record["metadata"]["event_code"] = "mcp.pin.pending" if waiting else "mcp.pin"
-        record["actor"] = {"app_name": f"mcp:{server}", **({"user": user} if user else {})}
-        record["src_endpoint"] = {"name": server, "svc_name": "mcp"}
-        record["resources"] = [{"name": tool, "type": "mcp tool definition",
-                                "uid": str(pin.get("fingerprint"))}]
-        record["policy"] = _policy("mcp.pins", type="pin")
-        record["message"] = (f"{server}/{tool}: definition changed, blocked until approved"
-                             if waiting else f"{server}/{tool}: definition pinned"
-                             + (f", approved by {approver}" if approver else " on first use"))
-        record["unmapped"] = {"pin": {"server": server, "tool": tool,
-                                      "fingerprint": pin.get("fingerprint")}}
-        out.append(_control(record, 2 if waiting else 1, 2 if waiting else
-                            (8 if approver else 1), alert=waiting))
-    return out
-
-
-def _iso_ms(text: str) -> int:
-    from datetime import datetime
-
-    try:
-        return round(datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp() * 1000)
-    except ValueError:
-        return 0
