@@ -110,7 +110,8 @@ def run_all(sinks: Sequence[Sink], store: str | None = None) -> list[str]:
                  reasoning=ReAct(), telemetry=list(sinks), store=store, name="liar")
     ids.append(liar.run("write a lot", budget=Budget(max_tokens=800)).session_id)
 
-    child = agent([call("calculator", {"expression": "1+1"}), "2"], sinks, store, name="child")
+    # the child has no sinks of its own: it inherits its caller's (AgentAsTool)
+    child = agent([call("calculator", {"expression": "1+1"}), "2"], [], store, name="child")
     parent = Agent(model=_scripted([call("child", {"task": "add"}), "it is 2"]),
                    reasoning=ReAct(), tools=[AgentAsTool(child)], telemetry=list(sinks),
                    store=store, name="parent")

@@ -216,3 +216,43 @@ def test_the_schema_file_is_small_and_regenerable() -> None:
     here = Path(__file__).parent / "ocsf"
     assert (here / "schema-1.8.0.json").stat().st_size < 300_000
     assert "build(" in (here / "build_schema.py").read_text()
+
+
+texts = st.text(max_size=12)
+effects = st.sampled_from(["allow", "deny", "require_approval", "partial_allow", "mask",
+                           "degrade", "something-new"])
+
+
+@given(user=st.none() | texts, tenant=st.none() | texts, roles=st.lists(texts, max_size=2),
+       model=texts, tool=texts, effect=effects, policy=texts, reason=texts,
+       arguments=st.dictionaries(texts, json_values, max_size=3),
+       side_effect=st.none() | st.booleans(), tags=st.lists(texts, max_size=2),
+       approver=st.none() | texts, limit=texts)
+def test_any_decision_approval_or_overrun_makes_valid_records(
+        user: str | None, tenant: str | None, roles: list[str], model: str, tool: str,
+        effect: str, policy: str, reason: str, arguments: dict[str, Any],
+        side_effect: bool | None, tags: list[str], approver: str | None, limit: str) -> None:
+    resource = {"side_effect": side_effect, "tags": tags, "risk": "high"}
+    data: list[tuple[str, dict[str, Any]]] = [
+        ("session.start", {"agent": "a", "model": model, "recipe": "r", "tools": [tool],
+                           "subject": {"user_id": user, "tenant_id": tenant, "roles": roles}}),
+        ("tool.decision", {"call_id": "c1", "tool": tool, "arguments": arguments,
+                           "decision": {"effect": effect, "policy_id": policy,
+                                        "reason": reason}, "resource": resource}),
+        ("approval.granted", {"approval_id": "apr_1", "call_id": "c1", "tool": tool,
+                              "approver": approver, "note": reason}),
+        ("approval.refused", {"approval_id": "apr_1", "call_id": "c1", "why": reason,
+                              "approver": approver}),
+        ("credential.issued", {"call_id": "c1", "tool": tool, "token_id": "t1", "ttl": 30.0,
+                               "max_uses": 1}),
+        ("model.overrun", {"step": 1, "limit": limit, "detail": reason, "reserved": {},
+                           "reported": {"input_tokens": 5, "output_tokens": 7}}),
+        ("effect.settled", {"call_id": "c1", "action": "skip", "operator": "op", "note": ""}),
+        ("session.end", {"reason": "cost_budget", "detail": reason}),
+    ]
+    events = [Event(i, kind, "s1", 1_700_000_000.5 + i, d, "0" * 64, f"{i:064x}")
+              for i, (kind, d) in enumerate(data, 1)]
+    records = ocsf_events(events, version="0.1.0")
+    assert len(records) == len(events)
+    for record in records:
+        assert validate(record) == [], record
