@@ -172,6 +172,7 @@ class SIEMSink:
             while True:
                 item = self._queue.get()
                 if item is _STOP:
+                    self._drain()
                     return
                 if isinstance(item, _Flush):
                     item.done.set()
@@ -179,6 +180,18 @@ class SIEMSink:
                 self._handle(item)  # type: ignore[arg-type]
         finally:
             self._close_outputs()
+
+    def _drain(self) -> None:
+        """What raced past ``close()`` into the queue: counted as dropped, flushes released."""
+        while True:
+            try:
+                item = self._queue.get_nowait()
+            except queue.Empty:
+                return
+            if isinstance(item, _Flush):
+                item.done.set()
+            elif item is not _STOP:
+                self._drop("the sink is closed")
 
     def _handle(self, event: Event) -> None:
         try:
