@@ -68,7 +68,7 @@ def build(repo: Path) -> dict[str, Any]:
     for name in CLASSES:
         cls = schema["classes"][name]
         classes[name] = {"caption": cls["caption"], "name": name, "uid": cls["uid"],
-                         "category": cls["category"], "profiles": cls["profiles"],
+                         "category": cls["category"], "profiles": sorted(cls["profiles"]),
                          "attributes": _trim(cls["attributes"], _own(repo, "events", name))}
     objects: dict[str, Any] = {}
     def refs(attrs: dict[str, Any]) -> list[str]:
