@@ -190,7 +190,7 @@ json_values = st.recursive(
         st.sampled_from(["a", "b", "secret", "token"]), inner, max_size=3), max_leaves=12)
 
 
-def _keys_with_values(value: Any, path: str = "") -> Iterator[tuple[str, Any]]:
+def _keys_with_values(value: Any) -> Iterator[tuple[str, Any]]:
     if isinstance(value, dict):
         for key, item in value.items():
             yield key, item
