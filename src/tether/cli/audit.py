@@ -96,13 +96,20 @@ def register(commands: Any) -> None:
                             "be verified offline with `tether audit verify --file`.")
     add_store_option(export)
     add_tenant_option(export)
-    export.add_argument("--format", choices=["jsonl", "otlp"], default="jsonl",
+    export.add_argument("--format", choices=["jsonl", "otlp", "ocsf"], default="jsonl",
                         help="jsonl: the events with their hashes (default); otlp: the "
                         "sessions' OpenTelemetry spans as OTLP/JSON lines, the same spans a live "
-                        "OTelSink sends")
+                        "OTelSink sends; ocsf: OCSF 1.8.0 security events, one JSON object per "
+                        "line, the same a live SIEMSink writes, with a Detection Finding where "
+                        "a chain is broken")
     export.add_argument("--endpoint", metavar="URL",
                         help="with --format otlp: post the spans to this OTLP/HTTP collector "
                         "(e.g. http://127.0.0.1:4318) instead of writing them")
+    export.add_argument("--redact-key", metavar="KEY", action="append", default=[],
+                        help="with --format ocsf: mask this key's values anywhere in a record "
+                        "(repeatable)")
+    export.add_argument("--pins", metavar="FILE",
+                        help="with --format ocsf: add the records of this MCP pin file")
     export.add_argument("--session", metavar="ID", help="only this session")
     export.add_argument("--since", metavar="WHEN", type=parse_time,
                         help="only sessions written since: 7d, 12h, 2025-01-31, ...")
@@ -360,8 +367,12 @@ def run_list(args: argparse.Namespace) -> int:
 
 
 def run_export(args: argparse.Namespace) -> int:
+    from tether.cli.audit_ocsf import write_ocsf
     from tether.journal.views.export import write_jsonl
 
+    if args.format != "ocsf" and (args.redact_key or args.pins):
+        error("--redact-key and --pins go with --format ocsf")
+        return EXIT_USAGE
     store = open_existing(args.store)
     if store is None:
         return EXIT_USAGE
@@ -388,6 +399,9 @@ def run_export(args: argparse.Namespace) -> int:
 
                 count = write_otlp((store.read(sid) for sid in ids), out,
                                    content=content_enabled(None))
+            elif args.format == "ocsf":
+                count = write_ocsf(store, ids, out, redact_keys=args.redact_key,
+                                   pins=args.pins)
             else:
                 count = sum(write_jsonl(store.read(sid), out) for sid in ids)
         finally:
@@ -396,7 +410,7 @@ def run_export(args: argparse.Namespace) -> int:
     finally:
         store.close()
     where = "stdout" if args.output is None else str(Path(args.output))
-    what = "spans" if args.format == "otlp" else "events"
+    what = {"otlp": "spans", "ocsf": "OCSF records"}.get(args.format, "events")
     print(f"exported {count} {what} of {len(ids)} session{'' if len(ids) == 1 else 's'} to "
           f"{where}", file=sys.stderr)
     return EXIT_OK

@@ -228,6 +228,11 @@ def _result(d: Mapping[str, Any]) -> list[str]:
             f"\"{excerpt(d.get('content', ''), 80)}\""]
 
 
+def _credential(d: Mapping[str, Any]) -> list[str]:
+    return [f"credential {d.get('token_id')} issued to {d.get('call_id')} {d.get('tool')} "
+            f"(ttl {d.get('ttl')} s, {d.get('max_uses')} use(s))"]
+
+
 def _rerun(d: Mapping[str, Any]) -> list[str]:
     return [f"runs {d.get('call_id')} {d.get('tool')} again: {excerpt(d.get('why', ''), 80)}"]
 
@@ -288,6 +293,7 @@ _RENDER: dict[str, Renderer] = {
     "approval.granted": _approval_granted,
     "approval.refused": _approval_refused,
     "tool.started": _started,
+    "credential.issued": _credential,
     "tool.result": _result,
     "effect.settled": _settled,
     "effect.rerun": _rerun,

@@ -351,7 +351,7 @@ class ToolCalls:
                 told: str | None = None) -> NoReturn:
         """Journal why an approval cannot be used for ``call``, and refuse the call."""
         self._journal.append("approval.refused", {
-            "approval_id": request.id, "call_id": call.id, "why": why,
+            "approval_id": request.id, "call_id": call.id, "tool": request.tool, "why": why,
             "approver": request.approver, "note": request.note})
         raise Rejected(refusal(call, told or why))
 
@@ -420,6 +420,10 @@ class ToolCalls:
                                   "for its credentials; it did not run.", "timeout"), is_budget
             scrubbers.append(token.redact)
             self._journal.scrub_with(token.redact, token.scrubs)
+            # the token's random id and limits, for audits: never its value (ScopedToken.to_dict)
+            self._journal.append("credential.issued", {
+                "call_id": call.id, "tool": tool.name, "token_id": token.id,
+                "ttl": token.ttl, "max_uses": token.max_uses})
         def charge(spend: Spend) -> None:
             check_charge(spend)
             self._accountant.release(call.id)
