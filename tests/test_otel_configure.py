@@ -3,6 +3,7 @@ metrics to a real OTLP/HTTP receiver on loopback; nothing configured is telemetr
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 import threading
@@ -112,3 +113,17 @@ def test_tether_run_reports_to_the_collector_the_environment_names(
     # the process flushed its sink before it exited
     assert "invoke_agent cli" in {s.name for s in collector.spans}
     assert "tether.stops" in collector.metrics
+
+
+def test_the_environment_names_a_siem_file_with_keys_to_mask(tmp_path: Path) -> None:
+    path = tmp_path / "siem.jsonl"
+    telemetry = configure(environ={"TETHER_SIEM_PATH": str(path),
+                                   "TETHER_SIEM_REDACT_KEYS": "expression, other"})
+    with telemetry:
+        model = ScriptedModel.tool_then_answer("calculator", {"expression": "2 + 2"}, "4")
+        Agent(model=model, reasoning=ReAct(), tools=[Calculator()],
+              telemetry=telemetry).run("2 + 2?")
+    records = [json.loads(line) for line in path.read_text().splitlines()]
+    decision = next(r for r in records if r.get("api", {}).get("operation") == "calculator")
+    assert decision["class_uid"] == 6003
+    assert "2 + 2" not in path.read_text() and "[masked]" in path.read_text()

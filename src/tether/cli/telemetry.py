@@ -1,8 +1,9 @@
 """The CLI's telemetry: what the standard OpenTelemetry environment asks for.
 
 Why: ``tether run``, ``resume``, ``mcp serve`` and ``mcp proxy`` run in deployments whose
-collector is named the way OpenTelemetry names it (``OTEL_EXPORTER_OTLP_ENDPOINT``); they
-should report there with no flag of their own. Decision: only when such a variable is set is
+collector is named the way OpenTelemetry names it (``OTEL_EXPORTER_OTLP_ENDPOINT``) and whose
+SIEM reads a file or a syslog port (``TETHER_SIEM_PATH``, ``TETHER_SIEM_SYSLOG``); they should
+report there with no flag of their own. Decision: only when such a variable is set is
 ``tether.observe`` imported at all (a CLI without telemetry pays nothing), the sinks are made
 once per process and flushed when it exits, so a short command's spans are not lost.
 """
@@ -21,12 +22,14 @@ from tether.types import Event
 if TYPE_CHECKING:
     from tether.runtime.agent import Agent
 
-ENDPOINTS = ("OTEL_EXPORTER_OTLP_ENDPOINT", "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT")
+ENDPOINTS = ("OTEL_EXPORTER_OTLP_ENDPOINT", "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT",
+             "TETHER_SIEM_PATH", "TETHER_SIEM_SYSLOG")
 
 
 @cache
 def environment_sinks() -> tuple[Callable[[Event], object], ...]:
-    """The sinks the environment configures (none without an OTLP endpoint), closed at exit."""
+    """The sinks the environment configures (none without an OTLP endpoint or a SIEM
+    destination), closed at exit."""
     if not any(os.environ.get(name) for name in ENDPOINTS):
         return ()
     from tether.observe import configure

@@ -2,8 +2,9 @@
 
 Why: operators configure OpenTelemetry through its standard environment variables
 (``OTEL_EXPORTER_OTLP_ENDPOINT``, ``OTEL_SERVICE_NAME``, the GenAI content switch) and a SIEM
-through a file or a syslog address; a deployment should get tether's telemetry from the same
-settings without code per sink. ``configure()`` reads arguments first, then the environment.
+through a file or a syslog address (``TETHER_SIEM_PATH``, ``TETHER_SIEM_SYSLOG``); a
+deployment should get tether's telemetry from the same settings without code per sink.
+``configure()`` reads arguments first, then the environment.
 
 Decision: it builds and returns a ``Telemetry`` bundle — the sinks to hand to
 ``Agent(telemetry=...)`` and whatever they own (a meter provider) — and installs nothing
@@ -15,7 +16,7 @@ no cost.
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Collection, Iterator, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -65,20 +66,33 @@ class Telemetry:
 
 def configure(*, endpoint: str | None = None, exporter: SpanExporter | None = None,
               metrics: bool | None = None, content: bool | None = None,
-              service_name: str | None = None,
+              service_name: str | None = None, siem_path: str | None = None,
+              syslog: str | None = None, redact_keys: Collection[str] = (),
               environ: Mapping[str, str] | None = None) -> Telemetry:
     """Sinks from the arguments, else from the environment.
 
     Spans go to ``exporter``, or over OTLP/HTTP to ``endpoint`` (else
     ``OTEL_EXPORTER_OTLP_TRACES_ENDPOINT`` / ``OTEL_EXPORTER_OTLP_ENDPOINT``); with an endpoint,
     metrics go there too (``/v1/metrics``) unless ``metrics=False``. ``content`` and
-    ``service_name`` are as for ``OTelSink``. With no destination at all the result is empty:
+    ``service_name`` are as for ``OTelSink``. OCSF security events go to the JSON-lines file
+    ``siem_path`` (else ``TETHER_SIEM_PATH``) and/or ``syslog`` (else ``TETHER_SIEM_SYSLOG``:
+    ``udp://host:port`` or ``tcp://host:port``), with ``redact_keys`` (else the comma-separated
+    ``TETHER_SIEM_REDACT_KEYS``) masked. With no destination at all the result is empty:
     telemetry off."""
     env = os.environ if environ is None else environ
+    sinks: list[Sink] = []
+    siem_path = siem_path or env.get("TETHER_SIEM_PATH") or None
+    syslog = syslog or env.get("TETHER_SIEM_SYSLOG") or None
+    if siem_path or syslog:
+        from tether.observe.siem import SIEMSink
+
+        keys = redact_keys or [k.strip() for k in env.get("TETHER_SIEM_REDACT_KEYS", "").split(",")
+                               if k.strip()]
+        sinks.append(SIEMSink(siem_path, syslog=syslog, redact_keys=list(keys)))
     base = endpoint or env.get("OTEL_EXPORTER_OTLP_ENDPOINT")
     traces = endpoint or env.get("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT") or base
     if exporter is None and not traces:
-        return Telemetry()
+        return Telemetry(tuple(sinks))
     from tether.observe.otel import OTelSink, tether_resource
 
     provider = None
@@ -91,6 +105,6 @@ def configure(*, endpoint: str | None = None, exporter: SpanExporter | None = No
             endpoint=base.rstrip("/") + "/v1/metrics"))
         provider = MeterProvider(metric_readers=[reader],
                                  resource=tether_resource(service_name))
-    sink = OTelSink(exporter, endpoint=None if exporter is not None else traces,
-                    meter_provider=provider, content=content, service_name=service_name)
-    return Telemetry((sink,), provider)
+    sinks.append(OTelSink(exporter, endpoint=None if exporter is not None else traces,
+                          meter_provider=provider, content=content, service_name=service_name))
+    return Telemetry(tuple(sinks), provider)

@@ -295,7 +295,7 @@ class Session:
             # that sees only this process's events needs (tether.observe)
             seq = journal.append("session.resumed", {
                 "after": "pause" if state.paused else "crash", "agent": agent.name,
-                "model": agent.model.name, **_provider(agent),
+                "model": agent.model.name, **_provider(agent), "subject": self._subject(),
                 "budget": self.budget.to_dict(), "link": before.root().header()})
             lost = state.in_flight
             if lost is not None:  # the process died waiting for the model: assume it was billed
@@ -308,9 +308,7 @@ class Session:
                 "model": agent.model.name, **_provider(agent),
                 "tools": list(agent.registry.names),
                 "budget": self.budget.to_dict(), "context": self.context,
-                "subject": {"user_id": self.subject.user_id,
-                            "tenant_id": self.subject.tenant_id,
-                            "roles": sorted(self.subject.roles)},
+                "subject": self._subject(),
             }
             if self.request != self.task:
                 start["request"] = self.request
@@ -319,6 +317,10 @@ class Session:
             seq = journal.append("session.start", start)
             parent = TraceParent.parse(self.context.get("traceparent"))
         return Segment(self.id, seq, parent) if agent.telemetry else None
+
+    def _subject(self) -> dict[str, Any]:
+        return {"user_id": self.subject.user_id, "tenant_id": self.subject.tenant_id,
+                "roles": sorted(self.subject.roles)}
 
     async def _drive(self) -> Result:
         agent, journal, state = self.agent, self._journal, self._state

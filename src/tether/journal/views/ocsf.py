@@ -17,8 +17,9 @@ the event's own timestamp. OCSF 1.8.0 has no attribute for a record's integrity 
 ``metadata.sequence`` and its hash chain (``hash``, ``prev_hash``, SHA-256 over canonical JSON)
 to ``unmapped.journal``. Values are those the journal holds — masked arguments stay masked and
 secrets were scrubbed before sealing; ``redact`` masks further keys on top. A session resumed in
-another process starts its fold at ``session.resumed``: what only ``session.start`` says (the
-agent, the user, the model) is then missing unless the fold is primed with the earlier events.
+another process starts its fold at ``session.resumed``, which names the segment's agent, model
+and user; the policy loaded at the start (its recipe fingerprint) is known only from the
+earlier events, so a sink given the store primes its fold with them.
 """
 
 from __future__ import annotations
@@ -62,7 +63,8 @@ def product_version() -> str:
 
 
 def provider_of(model: str) -> str:
-    """The model's provider as far as its name tells (OCSF requires one); else "unknown"."""
+    """The model's provider as far as its name tells (OCSF requires one), for journals whose
+    ``session.start`` does not name it; else "unknown"."""
     head, sep, _ = model.partition(":")
     if sep and head.isidentifier():
         return head
@@ -76,6 +78,7 @@ class _Context:
 
     agent: str = ""
     model: str = ""
+    provider: str = ""  # as session.start journaled it; older journals do not say
     user_id: str | None = None
     tenant_id: str | None = None
     roles: list[str] = field(default_factory=list)
@@ -161,7 +164,8 @@ class _Record:
         record["src_endpoint"] = {"name": self.ctx.agent or "tether", "svc_name": "tether"}
         if self.ctx.model:
             record["ai_model"] = {"name": self.ctx.model,
-                                  "ai_provider": provider_of(self.ctx.model)}
+                                  "ai_provider": self.ctx.provider or provider_of(
+                                      self.ctx.model)}
         return record
 
     def _common(self, class_uid: int, class_name: str, category_uid: int, category_name: str,
@@ -228,6 +232,7 @@ def _start(r: _Record) -> list[dict[str, Any]]:
     d, ctx = r.data, r.ctx
     subject = d.get("subject") or {}
     ctx.agent, ctx.model = str(d.get("agent") or ""), str(d.get("model") or "")
+    ctx.provider = str(d.get("provider") or "")
     ctx.user_id, ctx.tenant_id = subject.get("user_id"), subject.get("tenant_id")
     ctx.roles = [str(role) for role in subject.get("roles") or []]
     record = r.api_activity(1, "session.start", 1)
@@ -349,8 +354,22 @@ def _settled(r: _Record) -> list[dict[str, Any]]:
                     str(d.get("note") or ""))]
 
 
+def _resumed(r: _Record) -> list[dict[str, Any]]:
+    """``session.resumed``: who runs this segment (journals since it says so), so a sink that
+    first sees the session here knows its agent, model and user; it makes no record."""
+    d, ctx = r.data, r.ctx
+    if "agent" in d:
+        ctx.agent, ctx.model = str(d.get("agent") or ""), str(d.get("model") or "")
+        ctx.provider = str(d.get("provider") or "")
+    subject = d.get("subject")
+    if isinstance(subject, Mapping):
+        ctx.user_id, ctx.tenant_id = subject.get("user_id"), subject.get("tenant_id")
+        ctx.roles = [str(role) for role in subject.get("roles") or []]
+    return []
+
+
 _BUILDERS: dict[str, Any] = {
-    "session.start": _start, "tool.decision": _decision,
+    "session.start": _start, "session.resumed": _resumed, "tool.decision": _decision,
     "approval.granted": _approval(True), "approval.refused": _approval(False),
     "credential.issued": _credential, "model.overrun": _overrun,
     "session.end": _stop, "session.paused": _stop, "effect.settled": _settled,
