@@ -22,9 +22,12 @@ import hashlib
 import re
 from dataclasses import dataclass, field
 
+from tether.records import fast_init
+
 _TRACEPARENT = re.compile(r"00-([0-9a-f]{32})-([0-9a-f]{16})-([0-9a-f]{2})")
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class TraceParent:
     """A span in a trace, as W3C Trace Context carries it between processes."""

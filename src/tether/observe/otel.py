@@ -79,14 +79,15 @@ def to_sdk_spans(records: Iterable[SpanRecord], resource: Resource) -> list[Read
         return found
 
     spans = []
-    for r in records:
+    for r in records:  # a record's attributes are final once it is made: no copy
         spans.append(ReadableSpan(
             name=r.name, context=context(r.context), resource=resource,
             parent=context(r.parent) if r.parent is not None else None,
-            attributes=dict(r.attributes), kind=kinds[r.kind],
+            attributes=r.attributes, kind=kinds[r.kind],
             status=Status(StatusCode.ERROR, r.error) if r.error else unset,
-            events=[SpanEvent(name, dict(a), timestamp=t) for name, t, a in r.events],
-            links=[Link(context(link)) for link in r.links],
+            events=[SpanEvent(name, dict(a), timestamp=t) for name, t, a in r.events]
+            if r.events else (),
+            links=[Link(context(link)) for link in r.links] if r.links else (),
             start_time=r.start_ns, end_time=r.end_ns, instrumentation_scope=scope))
     return spans
 

@@ -25,6 +25,7 @@ from types import ModuleType
 from typing import Any
 
 from tether.journal.views import genai as g
+from tether.records import fast_init
 from tether.tracing import Segment, TraceParent
 from tether.types import Event
 
@@ -41,6 +42,7 @@ _FRACTIONAL = frozenset({"cost_usd", "seconds"})
 _ERROR_STATUSES = frozenset({"error", "timeout"})
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class SpanRecord:
     """A finished span. Times are in nanoseconds since the epoch; ``parent`` and links are
@@ -203,11 +205,15 @@ class SpanDeriver:
         left: dict[str, Any] = {}
         for name, attribute, cap in self._limits:
             used = spend.get(name)
-            if isinstance(used, (int, float)):
-                left[attribute] = max(cap - used, 0.0) if name in _FRACTIONAL \
-                    else max(int(cap - used), 0)
-            elif isinstance(used, str):  # a Decimal, as the journal writes one
-                left[attribute] = max(cap - float(used), 0.0)
+            if used is None:
+                continue
+            try:
+                remaining = cap - float(used)  # a Decimal is journaled as a string
+            except (TypeError, ValueError):
+                continue
+            if remaining < 0:
+                remaining = 0.0
+            left[attribute] = remaining if name in _FRACTIONAL else int(remaining)
         return left
 
     # -- model calls --------------------------------------------------------------------------
