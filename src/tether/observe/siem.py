@@ -16,9 +16,10 @@ uses, so the file a live run wrote and the export of its stored journal agree re
 Memory stays bounded: per session, the writer keeps what its ``session.start`` said and its
 calls' tools and policies, and drops them at the session's end — or at a pause, when it has a
 ``store`` to read them back from. A sink that first sees a session at ``session.resumed``
-(resumed in another process, or after such a pause) reads the earlier events from ``store``, so
-its records carry the same actor and policies as the export's; without a store, a paused
-session's small context is kept until it ends.
+(resumed in another process, or after such a pause) learns the segment's agent, model and user
+from that event, and reads the earlier events from ``store`` for the rest (its calls' tools and
+policies, the recipe loaded at the start), so its records are the export's; without a store, a
+paused session's small context is kept until it ends.
 ``redact_keys`` masks the values of those keys anywhere in a record, on top of what the journal
 already masked and scrubbed.
 """
