@@ -315,7 +315,8 @@ class Session:
             if self.metadata:
                 start["metadata"] = self.metadata
             seq = journal.append("session.start", start)
-            parent = TraceParent.parse(self.context.get("traceparent"))
+            parent = TraceParent.parse(self.context.get("traceparent")) if agent.telemetry \
+                else None
         return Segment(self.id, seq, parent) if agent.telemetry else None
 
     def _subject(self) -> dict[str, Any]:
