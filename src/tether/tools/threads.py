@@ -106,16 +106,20 @@ class Pace:
     the function, not about any run.
     """
 
-    __slots__ = ("quick",)
+    __slots__ = ("quick", "window")
 
-    def __init__(self) -> None:
+    def __init__(self, window: float | None = None) -> None:
         self.quick = True
+        # how long a quick call is waited for in place, at most (default: QUICK)
+        self.window = QUICK if window is None else window
 
     def wait(self, limit: float) -> float:
-        return min(QUICK, limit) if self.quick else 0.0
+        """Seconds to wait for the call in place: none for a slow function, else the window
+        or the caller's ``limit``, whichever is shorter."""
+        return min(self.window, limit) if self.quick else 0.0
 
     def record(self, took: float) -> None:
-        self.quick = took <= QUICK
+        self.quick = took <= self.window
 
     def overran(self) -> None:
         """A wait in place ran out (the call is slow, or hung and may never be recorded)."""
