@@ -10,7 +10,7 @@ module both can import.
 
 Decision: a session's trace is one *run segment* — from its ``session.start`` or
 ``session.resumed`` to its end or pause in one process. A resumed session starts a new trace
-that links to the one before (the ``session.resumed`` event names where that segment began);
+that links to the one before (the ``session.resumed`` event carries that segment's traceparent);
 a session started with a parent ``traceparent`` (a sub-agent, an MCP client's request, a
 caller's own trace) joins its parent's trace. A ``traceparent`` that is not exactly the W3C
 format is ignored, never trusted in part.

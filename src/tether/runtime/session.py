@@ -31,11 +31,11 @@ from tether.runtime.environment import Environment
 from tether.runtime.handle import Handle
 from tether.runtime.interrupt import interruption, lost_call_charge, uncertain_calls
 from tether.runtime.lease import leased, leased_briefly
+from tether.runtime.opening import open_run
 from tether.runtime.result import Result, Trajectory
 from tether.runtime.state import fold
 from tether.runtime.stop import Stop, StopReason
 from tether.store.base import StoreUnavailable
-from tether.tracing import Segment, TraceParent
 from tether.types import Event
 
 if TYPE_CHECKING:
@@ -282,52 +282,11 @@ class Session:
             if self.agent.credentials is not None:  # no token outlives the activation
                 self.agent.credentials.revoke_session(self.id)
 
-    def _begin(self, resuming: bool) -> Segment | None:
-        """Journal this run's first event (the session's start, or its resumption and the model
-        call a crash lost); returns the run's trace segment when the recipe has telemetry."""
-        agent, journal, state = self.agent, self._journal, self._state
-        if resuming:
-            previous = next(e.seq for e in reversed(journal.events())
-                            if e.type in ("session.start", "session.resumed"))
-            before = Segment(self.id, previous, TraceParent.parse(
-                self.context.get("traceparent")) if previous == 1 else None)
-            # who runs this segment, and the trace of the one before: what a telemetry view
-            # that sees only this process's events needs (tether.observe)
-            seq = journal.append("session.resumed", {
-                "after": "pause" if state.paused else "crash", "agent": agent.name,
-                "model": agent.model.name, **_provider(agent), "subject": self._subject(),
-                "budget": self.budget.to_dict(), "link": before.root().header()})
-            lost = state.in_flight
-            if lost is not None:  # the process died waiting for the model: assume it was billed
-                journal.append("model.lost", lost_call_charge(lost))
-            parent = None
-        else:
-            start = {
-                "task": self.task, "system_prompt": agent.system_prompt, "agent": agent.name,
-                "recipe": agent.fingerprint,
-                "model": agent.model.name, **_provider(agent),
-                "tools": list(agent.registry.names),
-                "budget": self.budget.to_dict(), "context": self.context,
-                "subject": self._subject(),
-            }
-            if self.request != self.task:
-                start["request"] = self.request
-            if self.metadata:
-                start["metadata"] = self.metadata
-            seq = journal.append("session.start", start)
-            parent = TraceParent.parse(self.context.get("traceparent")) if agent.telemetry \
-                else None
-        return Segment(self.id, seq, parent) if agent.telemetry else None
-
-    def _subject(self) -> dict[str, Any]:
-        return {"user_id": self.subject.user_id, "tenant_id": self.subject.tenant_id,
-                "roles": sorted(self.subject.roles)}
-
     async def _drive(self) -> Result:
         agent, journal, state = self.agent, self._journal, self._state
         resuming = len(journal) > 0
         self._accountant.start_clock()
-        trace = self._begin(resuming)
+        trace = open_run(self, journal, state, resuming)
         private = agent.journal_store if agent.keep_hidden_arguments else None
         gate = PolicyGate(agent.policy, self.subject, self.id, journal, state, self._accountant,
                           self.context,
@@ -446,9 +405,3 @@ class Session:
         return Result(state.answer, state.stop_reason, state.tally.usage,
                       Trajectory(state.trajectory_steps()), self.id, spend, state.stop_detail,
                       state.notice)
-
-
-def _provider(agent: Agent) -> dict[str, str]:
-    """The model's provider (``openai``, ``anthropic``), for the journal, when it names one."""
-    provider = getattr(agent.model, "provider", None)
-    return {"provider": provider} if isinstance(provider, str) and provider else {}

@@ -1,0 +1,63 @@
+"""How a run of a session opens its journal: the session's start, or its resumption.
+
+Why its own module: the first event of a run is what every view that sees only that run's
+events starts from — a live telemetry sink in a resumed process has nothing else — so it carries
+who runs the run (agent, model, provider, budget, user) and, on resumption, the trace of the run
+before (``tether.tracing``); and the run's trace segment, which the chokepoint stamps on every
+model and tool call when the recipe has telemetry, is made from it.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from tether.journal.chain import Journal
+from tether.runtime.interrupt import lost_call_charge
+from tether.runtime.state import SessionState
+from tether.tracing import Segment, TraceParent
+
+if TYPE_CHECKING:
+    from tether.runtime.agent import Agent
+    from tether.runtime.session import Session
+
+
+def open_run(session: Session, journal: Journal, state: SessionState,
+             resuming: bool) -> Segment | None:
+    """Journal this run's first event (the session's start, or its resumption and the model
+    call a crash lost); returns the run's trace segment when the recipe has telemetry."""
+    agent = session.agent
+    who: dict[str, Any] = {
+        "agent": agent.name, "model": agent.model.name, **_provider(agent),
+        "budget": session.budget.to_dict(), "subject": {
+            "user_id": session.subject.user_id, "tenant_id": session.subject.tenant_id,
+            "roles": sorted(session.subject.roles)}}
+    if resuming:
+        previous = next(e.seq for e in reversed(journal.events())
+                        if e.type in ("session.start", "session.resumed"))
+        before = Segment(session.id, previous, TraceParent.parse(
+            session.context.get("traceparent")) if previous == 1 else None)
+        seq = journal.append("session.resumed", {
+            "after": "pause" if state.paused else "crash", **who,
+            "link": before.root().header()})  # the trace of the run before
+        lost = state.in_flight
+        if lost is not None:  # the process died waiting for the model: assume it was billed
+            journal.append("model.lost", lost_call_charge(lost))
+        parent = None
+    else:
+        start = {"task": session.task, "system_prompt": agent.system_prompt,
+                 "recipe": agent.fingerprint, "tools": list(agent.registry.names),
+                 "context": session.context, **who}
+        if session.request != session.task:
+            start["request"] = session.request
+        if session.metadata:
+            start["metadata"] = session.metadata
+        seq = journal.append("session.start", start)
+        parent = TraceParent.parse(session.context.get("traceparent")) if agent.telemetry \
+            else None
+    return Segment(session.id, seq, parent) if agent.telemetry else None
+
+
+def _provider(agent: Agent) -> dict[str, str]:
+    """The model's provider (``openai``, ``anthropic``), for the journal, when it names one."""
+    provider = getattr(agent.model, "provider", None)
+    return {"provider": provider} if isinstance(provider, str) and provider else {}
