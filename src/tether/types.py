@@ -190,6 +190,11 @@ class ModelRequest:
     # the call's span as a W3C traceparent (tether.tracing), sent as the HTTP header of that
     # name by the providers that speak HTTP; "" when the recipe has no telemetry
     traceparent: str = ""
+    # the JSON schema the answer must validate against when the agent has an output_type
+    # (tether.runtime.output), and its name: each adapter sends it in its provider's native
+    # form (a strict response format, a forced tool, a grammar), or nothing where there is none
+    output_schema: Mapping[str, JSONValue] | None = None
+    output_name: str = ""
 
 
 TOOL_CHOICES = ("auto", "required", "none")  # else a tool's name

@@ -29,6 +29,7 @@ from tether.runtime.budget import Accountant, Reservation
 from tether.runtime.chokepoint.effects import skipped
 from tether.runtime.chokepoint.turn import ToolCalls
 from tether.runtime.eager import start
+from tether.runtime.output import OutputCheck
 from tether.runtime.result import ToolResult
 from tether.runtime.state import SessionState
 from tether.runtime.stop import Stop, StopReason
@@ -41,15 +42,17 @@ CANCELLED_BY_TIME = "the time budget ran out during the call; it was cancelled"
 
 class Environment:
     __slots__ = ("_accountant", "_answered", "_ceiling", "_first_tool_choice", "_journal",
-                 "_min_seconds", "_model", "_on_delta", "_pending", "_seen_ids", "_sent_estimate",
-                 "_show_budget", "_specs", "_state", "_tool_names", "_tools", "_tools_estimate",
-                 "_trace", "stopped")
+                 "_min_seconds", "_model", "_on_delta", "_output", "_pending", "_seen_ids",
+                 "_sent_estimate", "_show_budget", "_specs", "_state", "_tool_names", "_tools",
+                 "_tools_estimate", "_trace", "stopped")
 
     def __init__(self, *, model: Model, specs: Sequence[ToolSpec], tools: ToolCalls,
                  accountant: Accountant, journal: Journal, state: SessionState,
                  show_budget: bool, on_delta: Callable[[str], None] | None = None,
-                 first_tool_choice: str | None = None, trace: Segment | None = None) -> None:
+                 first_tool_choice: str | None = None, trace: Segment | None = None,
+                 output: OutputCheck | None = None) -> None:
         self._model = model
+        self._output = output  # the recipe's output type, when it has one
         self._trace = trace  # the run's trace segment, when the recipe has telemetry
         self._ceiling = output_ceiling(model)  # the cap the model sends at most
         self._min_seconds = min_answer_seconds(model)  # no call with less time left than this
@@ -63,7 +66,8 @@ class Environment:
         self._on_delta = on_delta  # set when the caller streams: text deltas go there
         estimate = model.estimate_message_tokens
         self._sent_estimate = sum(estimate(m) for m in state.conversation)
-        self._tools_estimate = estimate_tools_tokens(self._specs)
+        self._tools_estimate = estimate_tools_tokens(self._specs) + (
+            output.request_estimate if output is not None else 0)
         self._seen_ids = {c.id for m in state.conversation for c in m.tool_calls}
         self._pending: tuple[tuple[Message, ...], int] = ((), 0)
         tools.room = self._result_room
@@ -102,8 +106,9 @@ class Environment:
         new_estimate = self._pending_estimate() + sum(map(estimate, extra))
         new = [*self._state.outbox(), *extra]
         specs = () if final else self._specs
+        output = None if final else self._output
         input_estimate = self._sent_estimate + new_estimate + (
-            self._tools_estimate if specs else 0)
+            self._tools_estimate if specs or output else 0)
         counted = self._state.counted
         if counted is None:
             reservation = self._accountant.reserve_model_call(input_estimate, final,
@@ -131,7 +136,9 @@ class Environment:
         self._sent_estimate += new_estimate
         request = ModelRequest(tuple(self._state.conversation), specs,
                                reservation.max_output_tokens, input_estimate, choice,
-                               self._trace.model_call(seq).header() if self._trace else "")
+                               self._trace.model_call(seq).header() if self._trace else "",
+                               *(() if output is None else (output.spec.schema,
+                                                            output.spec.name)))
         sent = self._accountant.now() if reservation.deadline is not None else 0.0
         response = self._record(await self._call(request, reservation, step), reservation,
                                 step, final)
@@ -290,6 +297,22 @@ class Environment:
 
     def remaining_budget(self) -> dict[str, Any]:
         return self._accountant.remaining()
+
+    def check_output(self, answer: str) -> bool:
+        """Whether ``answer`` validates as the recipe's output type, journaled either way. One
+        that does not gets a repair note for the next turn while repairs are left, else the
+        run stops (``output_invalid``)."""
+        if self.stopped is not None:
+            raise self.stopped
+        output = self._output
+        assert output is not None
+        if output.check(answer, self._journal, self._state):
+            return True
+        stop = output.exhausted(self._state)
+        if stop is not None:
+            self.stopped = stop
+            raise stop
+        return False
 
     # -- tool calls ----------------------------------------------------------------------------
 

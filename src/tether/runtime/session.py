@@ -20,6 +20,7 @@ from functools import partial
 from typing import TYPE_CHECKING, Any, NoReturn
 
 from tether.journal.chain import EventBus, Journal, verify_chain
+from tether.models.base import native_output
 from tether.policy.base import Subject
 from tether.runtime.agent import run_sync
 from tether.runtime.budget import Accountant, Budget, Spend
@@ -31,6 +32,7 @@ from tether.runtime.environment import Environment
 from tether.runtime.handle import Handle
 from tether.runtime.interrupt import interruption, lost_call_charge, uncertain_calls
 from tether.runtime.lease import leased, leased_briefly
+from tether.runtime.output import OutputCheck, instructions
 from tether.runtime.result import Result, Trajectory
 from tether.runtime.state import fold
 from tether.runtime.stop import Stop, StopReason
@@ -303,7 +305,7 @@ class Session:
             parent = None
         else:
             start = {
-                "task": self.task, "system_prompt": agent.system_prompt, "agent": agent.name,
+                "task": self.task, "system_prompt": self._system_prompt(), "agent": agent.name,
                 "recipe": agent.fingerprint,
                 "model": agent.model.name, **_provider(agent),
                 "tools": list(agent.registry.names),
@@ -314,9 +316,30 @@ class Session:
                 start["request"] = self.request
             if self.metadata:
                 start["metadata"] = self.metadata
+            if agent.output_spec is not None:
+                start["output"] = {"type": agent.output_spec.name,
+                                   "retries": agent.output_retries,
+                                   "native": self._output_check().native}
             seq = journal.append("session.start", start)
             parent = TraceParent.parse(self.context.get("traceparent"))
         return Segment(self.id, seq, parent) if agent.telemetry else None
+
+    def _output_check(self) -> OutputCheck | None:
+        """The chokepoint's check of the recipe's output type (None without one)."""
+        agent = self.agent
+        spec = agent.output_spec
+        if spec is None:
+            return None
+        return OutputCheck(spec, agent.output_retries,
+                           native_output(agent.model, bool(agent.registry.specs)))
+
+    def _system_prompt(self) -> str:
+        """The recipe's system prompt, and the output schema as instructions when the recipe
+        has an output type its model does not follow natively."""
+        check = self._output_check()
+        if check is None or check.native:
+            return self.agent.system_prompt
+        return f"{self.agent.system_prompt}\n\n{instructions(check.spec)}"
 
     def _subject(self) -> dict[str, Any]:
         return {"user_id": self.subject.user_id, "tenant_id": self.subject.tenant_id,
@@ -343,13 +366,17 @@ class Session:
         env = Environment(model=agent.model, specs=agent.registry.specs, tools=tools,
                           accountant=self._accountant, journal=journal, state=state,
                           show_budget=agent.show_budget, on_delta=self._on_delta,
-                          first_tool_choice=agent.first_tool_choice, trace=trace)
+                          first_tool_choice=agent.first_tool_choice, trace=trace,
+                          output=self._output_check())
         handle = Handle(env.ask_model, env.call_tools, env.remaining_budget)
         answer = ""
         try:
             if resuming:
                 await env.resolve_open_turn()
             answer = str(await agent.reasoning.run(handle))
+            if agent.output_spec is not None:  # each repair: the strategy again, on the note
+                while not env.check_output(answer):
+                    answer = str(await agent.reasoning.run(handle))
         except Stop as raised:
             if raised is not env.stopped:  # only the chokepoint stops a run
                 self._fail(TypeError(f"the strategy raised a Stop of its own ({raised}); a "
@@ -362,6 +389,10 @@ class Session:
             return self._end(StopReason.FINISHED, "", answer)
         if stop.reason.pauses:
             return self._pause(stop)
+        if stop.reason is StopReason.OUTPUT_INVALID:  # the answer is the last invalid one
+            return self._end(stop.reason, stop.detail, answer,
+                             f"[tether] The run stopped: {stop.detail}. The answer is the "
+                             "model's last output, which is not valid; result.output is None.")
         answer = await self._wrap_up(env, stop)
         why = f"{stop.reason.value} ({stop.detail})"
         spent = f"Spent in all: {self.spend().against(self.budget)}."  # the wrap-up included
@@ -442,9 +473,12 @@ class Session:
         """The Result as the journal now stands, with the spend the journal recorded."""
         state = self._state
         assert state.stop_reason is not None and state.answer is not None
+        output = state.output
+        if output is not None and self.agent.output_spec is not None:
+            output = self.agent.output_spec.revive(output)
         return Result(state.answer, state.stop_reason, state.tally.usage,
                       Trajectory(state.trajectory_steps()), self.id, spend, state.stop_detail,
-                      state.notice)
+                      state.notice, output)
 
 
 def _provider(agent: Agent) -> dict[str, str]:
