@@ -316,10 +316,10 @@ class Session:
                 start["request"] = self.request
             if self.metadata:
                 start["metadata"] = self.metadata
-            if agent.output_spec is not None:
-                start["output"] = {"type": agent.output_spec.name,
-                                   "retries": agent.output_retries,
-                                   "native": self._output_check().native}
+            check = self._output_check()
+            if check is not None:
+                start["output"] = {"type": check.spec.name, "retries": check.retries,
+                                   "native": check.native}
             seq = journal.append("session.start", start)
             parent = TraceParent.parse(self.context.get("traceparent"))
         return Segment(self.id, seq, parent) if agent.telemetry else None
