@@ -48,15 +48,19 @@ class OutputSpec:
     name: str = "output"
 
     def check(self, text: str) -> tuple[Any, list[dict[str, Any]]]:
-        """(the validated instance, []) for a valid answer; (None, the errors) otherwise."""
+        """(the validated instance, []) for a valid answer; (None, the errors) otherwise. NaN
+        and infinities (which pydantic reads) are refused: they are not JSON numbers, and the
+        journal could not keep the output."""
         from pydantic import ValidationError
 
         try:
-            return self.adapter.validate_json(json_text(text), strict=True), []
+            instance = self.adapter.validate_json(json_text(text), strict=True)
+            json.dumps(self.dump(instance), allow_nan=False)
         except ValidationError as exc:
             return None, compact_errors(exc.errors(include_input=False, include_url=False))
         except (ValueError, RecursionError) as exc:  # what jiter or pydantic-core may raise
             return None, [{"loc": [], "msg": f"not valid JSON: {exc}"[:200], "type": "json"}]
+        return instance, []
 
     def dump(self, instance: Any) -> Any:
         """The instance as plain JSON, as journaled."""
