@@ -10,6 +10,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
+from doc_pages import blocks
 from tether import Agent, Budget, ReAct
 from tether.journal.chain import verify_chain
 from tether.store.memory import MemoryStore
@@ -66,3 +67,9 @@ def test_without_a_grammar_the_repairs_stay_bounded_and_in_budget(local_server: 
     start = kinds(store, result.session_id, "session.start")[0]
     assert start["output"]["native"] is False and "JSON schema" in start["system_prompt"]
     assert verify_chain(store.read(result.session_id)) is None
+
+
+def test_the_guides_real_model_block_runs_as_written(capsys: Any) -> None:
+    (block,) = blocks("docs/guide/structured-output.md", "A real model held by a grammar")
+    exec(block, {"__name__": "structured_output_guide"})
+    assert capsys.readouterr().out.split() == ["finished", "Weather"]
