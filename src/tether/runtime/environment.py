@@ -15,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import operator
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 from typing import Any
 
 from tether.journal.chain import Journal, JournalValueError
@@ -136,9 +137,10 @@ class Environment:
         self._sent_estimate += new_estimate
         request = ModelRequest(tuple(self._state.conversation), specs,
                                reservation.max_output_tokens, input_estimate, choice,
-                               self._trace.model_call(seq).header() if self._trace else "",
-                               *(() if output is None else (output.spec.schema,
-                                                            output.spec.name)))
+                               self._trace.model_call(seq).header() if self._trace else "")
+        if output is not None:  # (built apart: a run without one pays for no extra argument)
+            request = replace(request, output_schema=output.spec.schema,
+                              output_name=output.spec.name)
         sent = self._accountant.now() if reservation.deadline is not None else 0.0
         response = self._record(await self._call(request, reservation, step), reservation,
                                 step, final)
