@@ -312,3 +312,14 @@ def test_an_evaluation_grades_on_result_output() -> None:
     report = evaluate(recipe, [Task("bill it", expected={"number": "INV-7"},
                                     grader=output_fields())], k=2)
     assert report.pass_hat_k(2).value == 1.0 and not report.failing()
+
+
+def test_the_audit_timeline_shows_each_verdict() -> None:
+    from tether.journal.views.timeline import timeline
+
+    session = agent(['{"number": 7}', VALID]).session("x")
+    session.run()
+    text = "\n".join(timeline(session.replay()))
+    assert "output invalid (Invoice, attempt 1, 2 repairs left): number: Input should be a " \
+           "valid string" in text
+    assert "note to the model:" in text and 'output valid (Invoice): {"number": "INV-7"' in text
