@@ -264,7 +264,7 @@ def test_without_an_output_type_nothing_is_added() -> None:
     assert result.output is None and result.answer == "plain"
     start = data(session, "session.start")[0]
     assert "output" not in start and start["system_prompt"] == recipe.system_prompt
-    assert seen[0].output_schema is None and seen[0].output_name == ""
+    assert seen[0].output_schema is None
     assert not [e for e in session.replay() if e.type.startswith("output.")]
 
 

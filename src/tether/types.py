@@ -191,10 +191,10 @@ class ModelRequest:
     # name by the providers that speak HTTP; "" when the recipe has no telemetry
     traceparent: str = ""
     # the JSON schema the answer must validate against when the agent has an output_type
-    # (tether.runtime.output), and its name: each adapter sends it in its provider's native
-    # form (a strict response format, a forced tool, a grammar), or nothing where there is none
+    # (tether.runtime.output; its ``title`` names it): each adapter sends it in its provider's
+    # native form (a strict response format, a forced tool, a grammar), or nothing where there
+    # is none
     output_schema: Mapping[str, JSONValue] | None = None
-    output_name: str = ""
 
 
 TOOL_CHOICES = ("auto", "required", "none")  # else a tool's name

@@ -155,7 +155,7 @@ class AnthropicModel(ProviderModel):
                                 provider=self.name, kind=ErrorKind.BAD_REQUEST)
         assert request.output_schema is not None
         params["tools"] = [*to_tools(request.tools),
-                           output_tool(request.output_schema, request.output_name or "output")]
+                           output_tool(request.output_schema)]
         choice = request.tool_choice
         if choice is not None:
             params["tool_choice"] = TOOL_CHOICE.get(choice) or {"type": "tool", "name": choice}

@@ -104,8 +104,9 @@ def placeholder_tools(messages: Iterable[Mapping[str, Any]]) -> list[dict[str, A
 OUTPUT_TOOL = "final_output"
 
 
-def output_tool(schema: Mapping[str, Any], name: str) -> dict[str, Any]:
-    """The declaration of the output tool for ``schema``."""
+def output_tool(schema: Mapping[str, Any]) -> dict[str, Any]:
+    """The declaration of the output tool for ``schema`` (named by its title)."""
+    name = schema.get("title") or "output"
     return {"name": OUTPUT_TOOL, "description": f"Give your final answer ({name}) by calling "
             "this tool with it; do not answer in plain text.", "input_schema": dict(schema)}
 

@@ -136,8 +136,7 @@ class OpenAIModel(ProviderModel):
             params.update(dict.fromkeys(self._compat.cap_fields, limit))
         form = self._compat.output
         if request.output_schema is not None and form is not None:
-            params["response_format"] = response_format(request.output_schema,
-                                                        request.output_name or "output", form)
+            params["response_format"] = response_format(request.output_schema, form)
         return params
 
     def native_output(self, tools: bool) -> bool:

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import copy
 import json
+import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -64,13 +65,14 @@ def to_tools(specs: Iterable[ToolSpec]) -> list[dict[str, Any]]:
             for s in specs]
 
 
-def response_format(schema: Mapping[str, Any], name: str, form: str) -> dict[str, Any]:
-    """The ``response_format`` for an output schema: OpenAI's ``json_schema`` (strict when
-    every object of the schema can be, see ``strict_schema``) or llama.cpp's ``json_object``
-    with the schema, which its server compiles to a grammar."""
+def response_format(schema: Mapping[str, Any], form: str) -> dict[str, Any]:
+    """The ``response_format`` for an output schema: OpenAI's ``json_schema`` named by the
+    schema's title (strict when every object of the schema can be, see ``strict_schema``) or
+    llama.cpp's ``json_object`` with the schema, which its server compiles to a grammar."""
     if form == "json_object":
         return {"type": "json_object", "schema": dict(schema)}
     strict = strict_schema(schema)
+    name = re.sub(r"[^a-zA-Z0-9_-]", "_", str(schema.get("title") or "output"))[:64]
     body: dict[str, Any] = {"name": name, "schema": strict if strict is not None
                             else dict(schema), "strict": strict is not None}
     return {"type": "json_schema", "json_schema": body}

@@ -67,8 +67,9 @@ class Environment:
         self._on_delta = on_delta  # set when the caller streams: text deltas go there
         estimate = model.estimate_message_tokens
         self._sent_estimate = sum(estimate(m) for m in state.conversation)
-        self._tools_estimate = estimate_tools_tokens(self._specs) + (
-            output.request_estimate if output is not None else 0)
+        self._tools_estimate = estimate_tools_tokens(self._specs)
+        if output is not None:  # every request but the wrap-up carries the schema: counted
+            self._sent_estimate += output.request_estimate  # always, erring high
         self._seen_ids = {c.id for m in state.conversation for c in m.tool_calls}
         self._pending: tuple[tuple[Message, ...], int] = ((), 0)
         tools.room = self._result_room
@@ -107,9 +108,8 @@ class Environment:
         new_estimate = self._pending_estimate() + sum(map(estimate, extra))
         new = [*self._state.outbox(), *extra]
         specs = () if final else self._specs
-        output = None if final else self._output
         input_estimate = self._sent_estimate + new_estimate + (
-            self._tools_estimate if specs or output else 0)
+            self._tools_estimate if specs else 0)
         counted = self._state.counted
         if counted is None:
             reservation = self._accountant.reserve_model_call(input_estimate, final,
@@ -138,9 +138,8 @@ class Environment:
         request = ModelRequest(tuple(self._state.conversation), specs,
                                reservation.max_output_tokens, input_estimate, choice,
                                self._trace.model_call(seq).header() if self._trace else "")
-        if output is not None:  # (built apart: a run without one pays for no extra argument)
-            request = replace(request, output_schema=output.spec.schema,
-                              output_name=output.spec.name)
+        if self._output is not None and not final:  # the wrap-up is free text
+            request = replace(request, output_schema=self._output.spec.schema)
         sent = self._accountant.now() if reservation.deadline is not None else 0.0
         response = self._record(await self._call(request, reservation, step), reservation,
                                 step, final)
