@@ -323,3 +323,21 @@ def test_the_audit_timeline_shows_each_verdict() -> None:
     assert "output invalid (Invoice, attempt 1, 2 repairs left): number: Input should be a " \
            "valid string" in text
     assert "note to the model:" in text and 'output valid (Invoice): {"number": "INV-7"' in text
+
+
+def test_tether_run_shows_each_verdict(tmp_path: Any, capsys: Any) -> None:
+    from tether.cli import main
+
+    (tmp_path / "recipe.py").write_text(
+        "from pydantic import BaseModel\n"
+        "from tether import Agent, ReAct, ScriptedModel\n"
+        "class Point(BaseModel):\n    x: int\n"
+        "agent = Agent(model=ScriptedModel(['{\"x\": \"a\"}', '{\"x\": 1}']), reasoning=ReAct(),"
+        " output_type=Point)\n")
+    code = main(["run", f"{tmp_path / 'recipe.py'}:agent", "go", "--store",
+                 f"sqlite:///{tmp_path / 'runs.db'}"])
+    out = [line.strip() for line in capsys.readouterr().out.splitlines()]
+    assert code == 0
+    assert "output invalid Point (attempt 1, 2 repairs left): x: Input should be a valid " \
+           "integer" in out
+    assert "output valid Point" in out
