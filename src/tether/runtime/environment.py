@@ -15,7 +15,6 @@ from __future__ import annotations
 import asyncio
 import operator
 from collections.abc import Callable, Sequence
-from dataclasses import replace
 from typing import Any
 
 from tether.journal.chain import Journal, JournalValueError
@@ -35,7 +34,15 @@ from tether.runtime.result import ToolResult
 from tether.runtime.state import SessionState
 from tether.runtime.stop import Stop, StopReason
 from tether.tracing import Segment
-from tether.types import Message, ModelRequest, ModelResponse, ToolCall, ToolSpec, detached
+from tether.types import (
+    Message,
+    ModelRequest,
+    ModelResponse,
+    StructuredRequest,
+    ToolCall,
+    ToolSpec,
+    detached,
+)
 
 # the model.unmetered error of a call the time budget cancelled (rerun replays it as such)
 CANCELLED_BY_TIME = "the time budget ran out during the call; it was cancelled"
@@ -135,11 +142,16 @@ class Environment:
         })
         await self._journal.aflush()  # the step so far is durable before the next model call
         self._sent_estimate += new_estimate
-        request = ModelRequest(tuple(self._state.conversation), specs,
-                               reservation.max_output_tokens, input_estimate, choice,
-                               self._trace.model_call(seq).header() if self._trace else "")
-        if self._output is not None and not final:  # the wrap-up is free text
-            request = replace(request, output_schema=self._output.spec.schema)
+        if self._output is None or final:  # (the wrap-up is free text)
+            request = ModelRequest(tuple(self._state.conversation), specs,
+                                   reservation.max_output_tokens, input_estimate, choice,
+                                   self._trace.model_call(seq).header() if self._trace else "")
+        else:
+            request = StructuredRequest(
+                tuple(self._state.conversation), specs, reservation.max_output_tokens,
+                input_estimate, choice,
+                self._trace.model_call(seq).header() if self._trace else "",
+                self._output.spec.schema)
         sent = self._accountant.now() if reservation.deadline is not None else 0.0
         response = self._record(await self._call(request, reservation, step), reservation,
                                 step, final)

@@ -284,7 +284,7 @@ class Session:
             if self.agent.credentials is not None:  # no token outlives the activation
                 self.agent.credentials.revoke_session(self.id)
 
-    def _begin(self, resuming: bool) -> Segment | None:
+    def _begin(self, resuming: bool, check: OutputCheck | None) -> Segment | None:
         """Journal this run's first event (the session's start, or its resumption and the model
         call a crash lost); returns the run's trace segment when the recipe has telemetry."""
         agent, journal, state = self.agent, self._journal, self._state
@@ -305,7 +305,9 @@ class Session:
             parent = None
         else:
             start = {
-                "task": self.task, "system_prompt": self._system_prompt(), "agent": agent.name,
+                "task": self.task, "agent": agent.name,
+                "system_prompt": agent.system_prompt if check is None
+                else self._system_prompt(check),
                 "recipe": agent.fingerprint,
                 "model": agent.model.name, **_provider(agent),
                 "tools": list(agent.registry.names),
@@ -316,7 +318,6 @@ class Session:
                 start["request"] = self.request
             if self.metadata:
                 start["metadata"] = self.metadata
-            check = self._output_check()
             if check is not None:
                 start["output"] = {"type": check.spec.name, "retries": check.retries,
                                    "native": check.native}
@@ -333,10 +334,9 @@ class Session:
         return OutputCheck(spec, agent.output_retries,
                            native_output(agent.model, bool(agent.registry.specs)))
 
-    def _system_prompt(self) -> str:
+    def _system_prompt(self, check: OutputCheck | None) -> str:
         """The recipe's system prompt, and the output schema as instructions when the recipe
         has an output type its model does not follow natively."""
-        check = self._output_check()
         if check is None or check.native:
             return self.agent.system_prompt
         return f"{self.agent.system_prompt}\n\n{instructions(check.spec)}"
@@ -349,7 +349,8 @@ class Session:
         agent, journal, state = self.agent, self._journal, self._state
         resuming = len(journal) > 0
         self._accountant.start_clock()
-        trace = self._begin(resuming)
+        check = self._output_check()
+        trace = self._begin(resuming, check)
         private = agent.journal_store if agent.keep_hidden_arguments else None
         gate = PolicyGate(agent.policy, self.subject, self.id, journal, state, self._accountant,
                           self.context,
@@ -367,7 +368,7 @@ class Session:
                           accountant=self._accountant, journal=journal, state=state,
                           show_budget=agent.show_budget, on_delta=self._on_delta,
                           first_tool_choice=agent.first_tool_choice, trace=trace,
-                          output=self._output_check())
+                          output=check)
         handle = Handle(env.ask_model, env.call_tools, env.remaining_budget)
         answer = ""
         try:
