@@ -198,6 +198,7 @@ class ModelRequest:
         return None
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class StructuredRequest(ModelRequest):
     """A ModelRequest of a run whose agent has an output type (tether.runtime.output): the
