@@ -37,7 +37,8 @@ def main() -> None:
             store = MemoryStore()
             agent = Agent(model=server.model(max_output_tokens=120, compat=compat),
                           reasoning=ReAct(), output_type=Weather, output_retries=2, store=store)
-            first = repairs = failed = other = 0
+            first = repairs = failed = 0
+            other: list[str] = []
             for i in range(args.runs):
                 result = agent.run(f"Describe today's weather in {CITIES[i % len(CITIES)]}.",
                                    budget=Budget(max_steps=4, max_seconds=120))
@@ -45,10 +46,11 @@ def main() -> None:
                 first += result.ok and invalid == 0
                 repairs += min(invalid, 2)
                 failed += result.stop_reason == "output_invalid"
-                other += not result.ok and result.stop_reason != "output_invalid"
+                if not result.ok and result.stop_reason != "output_invalid":
+                    other.append(f"{result.stop_reason} ({result.stop_detail[:80]})")
             print(f"{compat:>10}: {args.runs} runs, valid at the first attempt {first}, "
                   f"repair turns {repairs} ({repairs / args.runs:.2f} per run), "
-                  f"output_invalid {failed}, other stops {other}")
+                  f"output_invalid {failed}, other stops {len(other)} {other}")
 
 
 if __name__ == "__main__":
