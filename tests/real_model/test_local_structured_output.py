@@ -71,5 +71,7 @@ def test_without_a_grammar_the_repairs_stay_bounded_and_in_budget(local_server: 
 
 def test_the_guides_real_model_block_runs_as_written(capsys: Any) -> None:
     (block,) = blocks("docs/guide/structured-output.md", "A real model held by a grammar")
-    exec(block, {"__name__": "structured_output_guide"})
+    # compiled apart from this module's __future__ import: as a script of its own would be
+    exec(compile(block, "structured-output.md", "exec", dont_inherit=True),
+         {"__name__": "structured_output_guide"})
     assert capsys.readouterr().out.split() == ["finished", "Weather"]
