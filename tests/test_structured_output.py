@@ -341,3 +341,17 @@ def test_tether_run_shows_each_verdict(tmp_path: Any, capsys: Any) -> None:
     assert "output invalid Point (attempt 1, 2 repairs left): x: Input should be a valid " \
            "integer" in out
     assert "output valid Point" in out
+
+
+def test_a_suite_names_the_output_grader(tmp_path: Any) -> None:
+    from tether.evals import evaluate, load_suite
+
+    path = tmp_path / "suite.yaml"
+    path.write_text("suite: bills\ntasks:\n"
+                    "  - prompt: bill it\n    grader: {output_fields: {fields: {number: INV-7}}}\n"
+                    "  - prompt: bill it again\n"
+                    "    grader: {output_fields: {fields: {paid: true}}}\n")
+    suite = load_suite(path)
+    report = evaluate(agent([VALID]), suite.tasks, k=1)
+    grades = sorted((r.grade.passed, r.grade.why) for r in report.records)
+    assert grades == [(False, "paid: expected True, got False"), (True, "")]
