@@ -1,5 +1,5 @@
 """Instructions per step, counted (not timed): python bench/instructions.py [--store URL]
-[--telemetry]
+[--telemetry] [--output]
 
 Wall-clock figures on a shared 2-vCPU machine move by 30% from one minute to the next; the
 number of machine instructions a step executes does not. This runs the scripted 20-tool-call
@@ -38,6 +38,17 @@ if "budget" in without:
     budget = Budget()
 if "policy" in without:
     agent = dataclasses.replace(agent, policy=AllowAll())
+if "+output" in without:  # structured output on: the last answer validates as Done
+    from pydantic import BaseModel
+    from overhead import TOOL_CALLS
+    from tether import ModelResponse, ScriptedModel, ToolCall
+    class Done(BaseModel):
+        done: bool
+    script = [ModelResponse(tool_calls=(ToolCall("c%d" % i, "calculator",
+                                                 dict(expression="%d * 3" % i)),))
+              for i in range(TOOL_CALLS)]
+    agent = dataclasses.replace(agent, model=ScriptedModel([*script, '{{"done": true}}']),
+                                output_type=Done)
 if {telemetry!r}:  # spans derived and exported to memory (and metrics recorded), on a thread
     from opentelemetry.sdk.metrics import MeterProvider
     from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
@@ -100,6 +111,9 @@ def main() -> None:
                         help="also count with the tool, the budget and the policy taken away")
     parser.add_argument("--telemetry", action="store_true",
                         help="also count with an OTelSink (in-memory exporter, metrics on)")
+    parser.add_argument("--output", action="store_true",
+                        help="also count with structured output on (an output_type, the last "
+                             "answer valid JSON)")
     args = parser.parse_args()
     if shutil.which("valgrind") is None:
         raise SystemExit("valgrind is not installed (apt-get install valgrind)")
@@ -109,6 +123,13 @@ def main() -> None:
             store = args.store.replace("{tmp}", scratch)
             base = instructions(5, store, without)
             more = instructions(5 + RUNS, store, without)
+        print(f"  {label:<50} {per_step(more - base):7.1f} k instructions per step")
+    if args.output:
+        with tempfile.TemporaryDirectory() as scratch:
+            store = args.store.replace("{tmp}", scratch)
+            base = instructions(5, store, ("+output",))
+            more = instructions(5 + RUNS, store, ("+output",))
+        label = "structured output on (output_type=Done)"
         print(f"  {label:<50} {per_step(more - base):7.1f} k instructions per step")
     if args.telemetry:  # callgrind, per thread: the run's own thread, and all of them
         print(f"  {'telemetry (OTelSink, in-memory exporter)':<50} run's thread  all threads")

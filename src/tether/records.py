@@ -35,7 +35,9 @@ def fast_init(cls: type[T]) -> type[T]:
             raise TypeError(f"fast_init cannot rebuild {cls.__qualname__}.__init__: field "
                             f"{f.name!r} is keyword-only")
         name = f.name
-        namespace[f"set_{name}"] = cls.__dict__[name].__set__
+        # the field's slot: the class's own, or (a subclass adding fields) a base class's
+        slot = next(k.__dict__[name] for k in cls.__mro__ if name in k.__dict__)
+        namespace[f"set_{name}"] = slot.__set__
         fallback = None  # the expression for the field's default, if it has one
         if f.default is not dataclasses.MISSING:
             namespace[f"default_{name}"] = f.default

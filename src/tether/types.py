@@ -191,6 +191,23 @@ class ModelRequest:
     # name by the providers that speak HTTP; "" when the recipe has no telemetry
     traceparent: str = ""
 
+    @property
+    def output_schema(self) -> Mapping[str, JSONValue] | None:
+        """The JSON schema the answer must validate against: None here (a StructuredRequest
+        has one), so a run without an output type builds no field more per step."""
+        return None
+
+
+@fast_init
+@dataclass(frozen=True, slots=True)
+class StructuredRequest(ModelRequest):
+    """A ModelRequest of a run whose agent has an output type (tether.runtime.output): the
+    answer must validate against ``output_schema`` (its ``title`` names it). Each adapter sends
+    the schema in its provider's native form (a strict response format, a forced tool, a
+    grammar), or nothing where there is none."""
+
+    output_schema: Mapping[str, JSONValue] | None = None
+
 
 TOOL_CHOICES = ("auto", "required", "none")  # else a tool's name
 

@@ -182,6 +182,11 @@ RENDER: dict[str, Callable[[Mapping[str, Any]], str]] = {
     "model.overrun": lambda d: f"overrun: {d.get('detail')}",
     "approval.requested": lambda d: f"waits for approval {d.get('approval_id')}",
     "session.wrap_up_skipped": lambda d: f"no wrap-up: {d.get('detail')}",
+    "output.invalid": lambda d: (f"invalid {d.get('type')} (attempt {d.get('attempt')}, "
+                                 f"{d.get('repairs_left')} repairs left): " + "; ".join(
+                                     f"{'.'.join(map(str, e.get('loc') or [])) or '(answer)'}: "
+                                     f"{e.get('msg')}" for e in d.get("errors") or [])[:200]),
+    "output.valid": lambda d: f"valid {d.get('type')}",
 }
 STYLES = {"model": "cyan", "tool": "yellow", "spend": "dim", "result": "bold green",
           "notice": "bold red", "session": "bold", "approval": "magenta"}

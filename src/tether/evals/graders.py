@@ -48,6 +48,8 @@ class Outcome:
     environment: Any = None  # the trial's own environment object, when the task has one
     session_id: str = ""
     metadata: Mapping[str, Any] = field(default_factory=dict)
+    # the answer validated as the agent's output_type (result.output), None without one
+    output: Any = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -201,6 +203,42 @@ def matches_model(model: type[Any]) -> Grader:
             return Grade(False, f"not a valid {model.__name__}: {str(exc)[:300]}")
         return Grade(True)
     return _named(check, "matches_model")
+
+
+_MISSING = object()
+
+
+def _field(value: Any, name: str) -> Any:
+    """A field of a validated output: a TypedDict's key, a model's or dataclass's attribute."""
+    if isinstance(value, Mapping):
+        return value.get(name, _MISSING)
+    return getattr(value, name, _MISSING)
+
+
+def output_fields(expected: Mapping[str, Any] | None = None, **fields: Any) -> Grader:
+    """The run's validated output (``result.output``, with ``Agent(output_type=...)``) has
+    these fields with these values — given as a mapping, as keywords, or the task's
+    ``expected`` mapping; a dotted name (``"address.city"``) reaches into a nested field.
+    No validated output fails the trial, saying why."""
+    def check(outcome: Outcome) -> Grade:
+        want = {**(_expected(expected, outcome, "output_fields") if expected is not None
+                   or not fields else {}), **fields}
+        if not isinstance(want, Mapping):
+            raise ValueError("output_fields() compares fields: give it a mapping of field "
+                             "names to values")
+        if outcome.output is None:
+            return Grade(False, f"no validated output (the run stopped: {outcome.stop_reason})")
+        wrong = []
+        for name, value in want.items():
+            got = outcome.output
+            for part in str(name).split("."):
+                got = _field(got, part) if got is not _MISSING else got
+            if got is _MISSING:
+                wrong.append(f"{name}: missing")
+            elif got != value:
+                wrong.append(f"{name}: expected {value!r}, got {got!r}"[:200])
+        return Grade(not wrong, "; ".join(wrong))
+    return _named(check, "output_fields")
 
 
 def state(predicate: Callable[[Any], bool], name: str = "state") -> Grader:

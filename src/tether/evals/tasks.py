@@ -166,7 +166,7 @@ def _task(node: Node) -> Task:
 
 
 GRADERS = ("exact_match", "numeric", "regex", "contains", "json_schema", "called",
-           "not_called", "finished", "python")
+           "not_called", "finished", "output_fields", "python")
 
 
 def _grader(node: Node) -> Grader:
@@ -197,7 +197,7 @@ _ARGS: dict[str, tuple[str, ...]] = {
     "exact_match": ("expected",), "numeric": ("expected", "tolerance", "relative"),
     "regex": ("pattern", "ignore_case"), "contains": ("texts", "ignore_case"),
     "json_schema": ("schema",), "called": ("tool", "arguments"), "not_called": ("tool",),
-    "finished": (),
+    "finished": (), "output_fields": ("fields",),
 }
 _REQUIRED: dict[str, tuple[str, ...]] = {
     "regex": ("pattern",), "json_schema": ("schema",), "called": ("tool",),
@@ -236,6 +236,11 @@ def _build(name: str, args: Mapping[str, Node]) -> Grader:
         return g.called(text("tool"), **{k: v.value for k, v in arguments.items()})
     if name == "not_called":
         return g.not_called(text("tool"))
+    if name == "output_fields":
+        fields = args["fields"].entries("a mapping of field names to values") \
+            if "fields" in args else None
+        return g.output_fields(None if fields is None
+                               else {k: v.value for k, v in fields.items()})
     return g.finished()
 
 

@@ -109,7 +109,7 @@ class TrialRunner:
             result = await session.arun()
             outcome = Outcome(task.prompt, task.expected, result.answer,
                               result.stop_reason.value, _calls(result), environment, session_id,
-                              labels)
+                              labels, result.output)
             verdict = await grade(task.judge, outcome)
         except StoreError:
             raise

@@ -10,7 +10,8 @@ capped by ``max_output_tokens=`` (default 4096, which also applies when the runt
 limit). Streaming reads the raw event stream rather than the SDK's accumulating helper, which
 raises on tool input JSON it cannot parse; tether keeps such input as raw text for its gate.
 With telemetry on, each request carries its span as the W3C ``traceparent`` header
-(``provider.trace_headers``); without, no header is added.
+(``provider.trace_headers``); without, no header is added. An output schema goes out as a
+forced tool (``anthropic_format.output_tool``), whose call comes back as the answer's text.
 """
 
 from __future__ import annotations
@@ -19,8 +20,11 @@ from collections.abc import AsyncIterator, Mapping
 from typing import TYPE_CHECKING, Any
 
 from tether.models.anthropic_format import (
+    OUTPUT_TOOL,
     StreamAssembler,
+    answer_of_output_tool,
     from_message,
+    output_tool,
     placeholder_tools,
     to_native,
     to_tools,
@@ -128,7 +132,9 @@ class AnthropicModel(ProviderModel):
         }
         if system is not None:
             params["system"] = system
-        if request.tools:
+        if request.output_schema is not None:
+            self._with_output_tool(request, params)
+        elif request.tools:
             params["tools"] = to_tools(request.tools)
             if request.tool_choice is not None:
                 params["tool_choice"] = TOOL_CHOICE.get(request.tool_choice) or {
@@ -138,6 +144,28 @@ class AnthropicModel(ProviderModel):
         else:
             params.pop("tool_choice", None)  # only with tools
         return params
+
+    def _with_output_tool(self, request: ModelRequest, params: dict[str, Any]) -> None:
+        """Declare the output schema as a tool the model must call: the only tool, named in
+        ``tool_choice``; with the agent's tools, ``any`` (a tool, the output one included),
+        unless the run asked for a choice of its own."""
+        if any(t.name == OUTPUT_TOOL for t in request.tools):
+            raise ProviderError(f"a tool is named {OUTPUT_TOOL!r}, the name tether gives the "
+                                "output schema's tool on Anthropic; rename the tool",
+                                provider=self.name, kind=ErrorKind.BAD_REQUEST)
+        assert request.output_schema is not None
+        params["tools"] = [*to_tools(request.tools),
+                           output_tool(request.output_schema)]
+        choice = request.tool_choice
+        if choice is not None:
+            params["tool_choice"] = TOOL_CHOICE.get(choice) or {"type": "tool", "name": choice}
+        else:
+            params["tool_choice"] = ({"type": "any"} if request.tools
+                                     else {"type": "tool", "name": OUTPUT_TOOL})
+
+    def native_output(self, tools: bool) -> bool:
+        """An output schema is a forced tool here, with or without other tools."""
+        return True
 
     def _error(self, exc: Exception) -> ProviderError:
         return classify(exc, provider=self.name,
@@ -152,7 +180,8 @@ class AnthropicModel(ProviderModel):
                                                    **trace_headers(request))
         except AnthropicError as exc:
             raise self._error(exc) from None  # the SDK's own text may hold the key
-        return from_message(message)
+        response = from_message(message)
+        return response if request.output_schema is None else answer_of_output_tool(response)
 
     async def stream(self, request: ModelRequest) -> AsyncIterator[str | ModelResponse]:
         """Yield text deltas as they arrive, then the complete ModelResponse (tool input
@@ -180,7 +209,8 @@ class AnthropicModel(ProviderModel):
         if not assembler.done:
             raise ProviderError("the stream ended before the model finished its turn",
                                 provider=self.name, kind=ErrorKind.CONNECTION)
-        yield assembler.response()
+        response = assembler.response()
+        yield response if request.output_schema is None else answer_of_output_tool(response)
 
     async def aclose(self) -> None:
         """Close this event loop's client (a client passed in is the caller's to close)."""

@@ -11,7 +11,8 @@ and tether's wrap-up turn after a budget stop is exactly that: such a request de
 its history used, with an empty schema, and ``tool_choice: none``, so none can be called.
 Incoming: text and tool_use blocks are both kept; tool input that is not an object (possible in a
 stream, whose JSON arrives in fragments) is kept as raw text for the executor's malformed-JSON
-gate, never guessed at.
+gate, never guessed at. An output schema is declared as one more tool, ``final_output``, which
+the model is made to call (a forced tool); its call comes back as the answer's text.
 
 Usage mapping: Anthropic's ``input_tokens`` counts only the uncached part of the prompt, so
 ``Usage.input_tokens = input_tokens + cache_read_input_tokens + cache_creation_input_tokens``
@@ -97,6 +98,32 @@ def placeholder_tools(messages: Iterable[Mapping[str, Any]]) -> list[dict[str, A
                           for b in m["content"] if b["type"] == "tool_use")
     return [{"name": n, "description": "Not available in this turn.",
              "input_schema": {"type": "object"}} for n in names]
+
+
+# the tool an output schema is declared as: the model answers by calling it (a forced tool)
+OUTPUT_TOOL = "final_output"
+
+
+def output_tool(schema: Mapping[str, Any]) -> dict[str, Any]:
+    """The declaration of the output tool for ``schema`` (named by its title)."""
+    name = schema.get("title") or "output"
+    return {"name": OUTPUT_TOOL, "description": f"Give your final answer ({name}) by calling "
+            "this tool with it; do not answer in plain text.", "input_schema": dict(schema)}
+
+
+def answer_of_output_tool(response: ModelResponse) -> ModelResponse:
+    """A response whose output-tool call becomes its answer: the call's input as JSON text
+    (raw input text as it came), the other calls kept — the runtime sees the answer as text,
+    whatever the provider's mechanism, and no call of a tool that does not exist is run."""
+    output = [c for c in response.tool_calls if c.name == OUTPUT_TOOL]
+    if not output:
+        return response
+    args = output[-1].arguments
+    text = args if isinstance(args, str) else json.dumps(dict(args), ensure_ascii=False)
+    rest = tuple(c for c in response.tool_calls if c.name != OUTPUT_TOOL)
+    finish: FinishReason = "tool_calls" if rest else (
+        "stop" if response.finish_reason == "tool_calls" else response.finish_reason)
+    return ModelResponse(text, rest, response.usage, response.model, finish)
 
 
 def finish_reason(raw: str | None, has_calls: bool) -> FinishReason:

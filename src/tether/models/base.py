@@ -83,6 +83,15 @@ def min_answer_seconds(model: object) -> float:
     return float(floor) if isinstance(floor, int | float) and floor > 0 else 0.0
 
 
+def native_output(model: object, tools: bool) -> bool:
+    """Whether ``model`` makes its answer follow a request's ``output_schema`` itself (a
+    strict response format, a forced tool, a grammar) — for a request with tools when
+    ``tools``. A model that says nothing does not: the schema then goes into the system
+    prompt as instructions, and validation catches what the model gets wrong either way."""
+    native = getattr(model, "native_output", None)
+    return bool(native(tools)) if callable(native) else False
+
+
 class StreamingModel(Model, Protocol):
     def stream(self, request: ModelRequest) -> AsyncIterator[str | ModelResponse]:
         """Yield text deltas, then the complete ModelResponse last."""

@@ -12,7 +12,8 @@ used; ``compat=`` names the server's kind (``openai_compat``: the fields it read
 cap, the tool choice it needs). ``tool_choice`` and ``parallel_tool_calls`` go out only with
 tools: OpenAI refuses them on the tool-less wrap-up turn. With telemetry on, each request
 carries its span as the W3C ``traceparent`` header (``provider.trace_headers``); without, no
-header is added.
+header is added. A request with an output schema carries it as ``response_format`` where the
+server kind takes one (``openai_compat``).
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from tether.models.openai_compat import profile, tool_choice
 from tether.models.openai_format import (
     StreamAssembler,
     from_completion,
+    response_format,
     to_messages,
     to_tools,
 )
@@ -132,7 +134,14 @@ class OpenAIModel(ProviderModel):
         limit = self._limit(request)
         if limit is not None:
             params.update(dict.fromkeys(self._compat.cap_fields, limit))
+        form = self._compat.output
+        if request.output_schema is not None and form is not None:
+            params["response_format"] = response_format(request.output_schema, form)
         return params
+
+    def native_output(self, tools: bool) -> bool:
+        """Whether this server follows an output schema itself (``openai_compat``)."""
+        return self._compat.native_output(tools)
 
     @property
     def output_ceiling(self) -> int | None:

@@ -10,7 +10,12 @@ reasoning models refuse ``max_tokens``). llama.cpp's server (``chatml-function-c
 there and comes back as HTTP 500. Its ``"auto"`` path generates with no cap at all
 (``max_tokens=None`` inside the handler), so with tools offered the cap is not kept: an answer
 past it is caught as an overrun. It notices a closed connection only while streaming: a
-cancelled non-streamed request runs to its end there.
+cancelled non-streamed request runs to its end there. For an output schema, OpenAI and vLLM take
+``response_format`` ``json_schema`` (strict when the schema allows it); llama.cpp's server takes
+``{"type": "json_object", "schema": ...}`` and turns it into a grammar — in its
+``chatml-function-calling`` handler only when no tool is offered (with ``tool_choice`` "auto" it
+ignores the format), so with tools the schema goes to the model as instructions instead. Ollama and
+servers of unknown kind get instructions: validation and repair turns hold the line everywhere.
 
 Decision: a profile per server kind names the fields that carry the output cap and the
 ``tool_choice`` to send with tools when the run asks for none, and whether the server knows
@@ -39,12 +44,21 @@ class Compat:
     cap_fields: tuple[str, ...]  # the request fields that carry the output cap
     tool_choice: str | None = None  # sent with tools when the run asks for no choice
     knows_required: bool = True  # whether the server accepts tool_choice "required"
+    # how the server takes an output schema (openai_format.response_format): "json_schema"
+    # (OpenAI's strict structured outputs), "json_object" (llama.cpp: a JSON-schema grammar,
+    # applied only to a request without tools), None (none: instructions and validation)
+    output: str | None = None
+
+    def native_output(self, tools: bool) -> bool:
+        """Whether the server makes an answer follow the schema (with tools: ``tools``)."""
+        return self.output == "json_schema" or (self.output == "json_object" and not tools)
 
 
 PROFILES = {profile.name: profile for profile in (
-    Compat("openai", ("max_completion_tokens",)),
-    Compat("llama.cpp", ("max_tokens",), tool_choice="auto", knows_required=False),
-    Compat("vllm", ("max_completion_tokens", "max_tokens")),
+    Compat("openai", ("max_completion_tokens",), output="json_schema"),
+    Compat("llama.cpp", ("max_tokens",), tool_choice="auto", knows_required=False,
+           output="json_object"),
+    Compat("vllm", ("max_completion_tokens", "max_tokens"), output="json_schema"),
     Compat("ollama", ("max_tokens",)),
     Compat("generic", ("max_completion_tokens", "max_tokens")),
 )}

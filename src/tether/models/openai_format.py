@@ -16,8 +16,10 @@ usage is marked ``estimated`` in the journal.
 
 from __future__ import annotations
 
+import copy
 import json
-from collections.abc import Iterable
+import re
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -61,6 +63,44 @@ def to_tools(specs: Iterable[ToolSpec]) -> list[dict[str, Any]]:
     return [{"type": "function", "function": {"name": s.name, "description": s.description,
                                               "parameters": dict(s.parameters)}}
             for s in specs]
+
+
+def response_format(schema: Mapping[str, Any], form: str) -> dict[str, Any]:
+    """The ``response_format`` for an output schema: OpenAI's ``json_schema`` named by the
+    schema's title (strict when every object of the schema can be, see ``strict_schema``) or
+    llama.cpp's ``json_object`` with the schema, which its server compiles to a grammar."""
+    if form == "json_object":
+        return {"type": "json_object", "schema": dict(schema)}
+    strict = strict_schema(schema)
+    name = re.sub(r"[^a-zA-Z0-9_-]", "_", str(schema.get("title") or "output"))[:64]
+    body: dict[str, Any] = {"name": name, "schema": strict if strict is not None
+                            else dict(schema), "strict": strict is not None}
+    return {"type": "json_schema", "json_schema": body}
+
+
+def strict_schema(schema: Mapping[str, Any]) -> dict[str, Any] | None:
+    """``schema`` as OpenAI's strict mode takes it — every object closed
+    (``additionalProperties: false``) — or None when strict mode cannot take it: an object with
+    an optional property (strict mode requires them all) or open to extra ones. The answer is
+    validated by tether either way; strict only makes the provider enforce it too."""
+    out = copy.deepcopy(dict(schema))
+
+    def close(node: Any) -> bool:
+        if isinstance(node, list):
+            return all(close(n) for n in node)
+        if not isinstance(node, dict):
+            return True
+        if node.get("type") == "object" or "properties" in node:
+            props = node.get("properties", {})
+            if node.get("additionalProperties", False) is not False:
+                return False
+            if set(node.get("required", ())) != set(props):
+                return False
+            node["additionalProperties"] = False
+        return all(close(v) for k, v in node.items()
+                   if k not in ("required", "enum", "const", "default", "examples"))
+
+    return out if close(out) else None
 
 
 def finish_reason(raw: str | None, has_calls: bool) -> FinishReason:

@@ -28,7 +28,7 @@ from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, 
 from dataclasses import dataclass
 from typing import TypeVar
 
-from tether.models.base import Model, min_answer_seconds, output_ceiling
+from tether.models.base import Model, min_answer_seconds, native_output, output_ceiling
 from tether.models.breaker import CircuitBreaker
 from tether.models.errors import ErrorKind, ProviderError, classify
 from tether.models.pricing import Price
@@ -139,6 +139,9 @@ class Resilient:
     @property
     def min_answer_seconds(self) -> float:
         return min_answer_seconds(self._model)
+
+    def native_output(self, tools: bool) -> bool:
+        return native_output(self._model, tools)
 
     def estimate_message_tokens(self, message: Message) -> int:
         return self._model.estimate_message_tokens(message)
@@ -295,6 +298,10 @@ class Fallback:
     def min_answer_seconds(self) -> float:
         """The least of the models' floors: the fastest of them may be the one that answers."""
         return min(min_answer_seconds(m) for m in self._models)
+
+    def native_output(self, tools: bool) -> bool:
+        """Only when every model follows an output schema itself (any of them may answer)."""
+        return all(native_output(m, tools) for m in self._models)
 
     async def complete(self, request: ModelRequest) -> ModelResponse:
         failures: list[ProviderError] = []

@@ -34,6 +34,7 @@ from tether.types import TOOL_CHOICES, Event
 
 if TYPE_CHECKING:
     from tether.credentials import CredentialBroker
+    from tether.runtime.output import OutputSpec
     from tether.runtime.result import Result
     from tether.runtime.session import Session
     from tether.runtime.stream import StreamEvent
@@ -85,6 +86,13 @@ class Agent:
     # SIEMSink, or any callable taking an Event); with any, model and tool calls also carry
     # their W3C traceparent (tether.tracing) to providers, MCP servers and sub-agents
     telemetry: Iterable[Callable[[Event], object]] = field(default=(), compare=False)
+    # the type the final answer must validate as — a pydantic model, a dataclass or a
+    # TypedDict (tether.runtime.output): result.output is then the validated instance, and an
+    # answer that does not validate gets up to ``output_retries`` repair turns, each a governed
+    # model call; None (the default): the answer is text and nothing is added to a run
+    output_type: Any = None
+    output_retries: int = 2
+    output_spec: OutputSpec | None = field(init=False, repr=False, compare=False)
     registry: ToolRegistry = field(init=False, repr=False, compare=False)
     fingerprint: str = field(init=False, repr=False, compare=False)  # tether.runtime.fingerprint
 
@@ -109,6 +117,15 @@ class Agent:
         if self.policy_timeout is not None and not self.policy_timeout > 0:
             raise ValueError("policy_timeout must be a positive number of seconds (or None: "
                              "a policy that may block is then waited for without limit)")
+        if type(self.output_retries) is not int or self.output_retries < 0:
+            raise ValueError("output_retries must be a whole number >= 0 (the repair turns an "
+                             "answer that does not validate as output_type gets)")
+        spec = None
+        if self.output_type is not None:
+            from tether.runtime.output import output_spec
+
+            spec = output_spec(self.output_type)
+        object.__setattr__(self, "output_spec", spec)
         if isinstance(self.store, str):
             object.__setattr__(self, "store", open_store(self.store))
         if self.keep_hidden_arguments and self.store is None:

@@ -29,11 +29,20 @@ from tether.runtime.budget import Accountant, Reservation
 from tether.runtime.chokepoint.effects import skipped
 from tether.runtime.chokepoint.turn import ToolCalls
 from tether.runtime.eager import start
+from tether.runtime.output import OutputCheck
 from tether.runtime.result import ToolResult
 from tether.runtime.state import SessionState
 from tether.runtime.stop import Stop, StopReason
 from tether.tracing import Segment
-from tether.types import Message, ModelRequest, ModelResponse, ToolCall, ToolSpec, detached
+from tether.types import (
+    Message,
+    ModelRequest,
+    ModelResponse,
+    StructuredRequest,
+    ToolCall,
+    ToolSpec,
+    detached,
+)
 
 # the model.unmetered error of a call the time budget cancelled (rerun replays it as such)
 CANCELLED_BY_TIME = "the time budget ran out during the call; it was cancelled"
@@ -41,15 +50,17 @@ CANCELLED_BY_TIME = "the time budget ran out during the call; it was cancelled"
 
 class Environment:
     __slots__ = ("_accountant", "_answered", "_ceiling", "_first_tool_choice", "_journal",
-                 "_min_seconds", "_model", "_on_delta", "_pending", "_seen_ids", "_sent_estimate",
-                 "_show_budget", "_specs", "_state", "_tool_names", "_tools", "_tools_estimate",
-                 "_trace", "stopped")
+                 "_min_seconds", "_model", "_on_delta", "_output", "_pending", "_seen_ids",
+                 "_sent_estimate", "_show_budget", "_specs", "_state", "_tool_names", "_tools",
+                 "_tools_estimate", "_trace", "stopped")
 
     def __init__(self, *, model: Model, specs: Sequence[ToolSpec], tools: ToolCalls,
                  accountant: Accountant, journal: Journal, state: SessionState,
                  show_budget: bool, on_delta: Callable[[str], None] | None = None,
-                 first_tool_choice: str | None = None, trace: Segment | None = None) -> None:
+                 first_tool_choice: str | None = None, trace: Segment | None = None,
+                 output: OutputCheck | None = None) -> None:
         self._model = model
+        self._output = output  # the recipe's output type, when it has one
         self._trace = trace  # the run's trace segment, when the recipe has telemetry
         self._ceiling = output_ceiling(model)  # the cap the model sends at most
         self._min_seconds = min_answer_seconds(model)  # no call with less time left than this
@@ -64,6 +75,8 @@ class Environment:
         estimate = model.estimate_message_tokens
         self._sent_estimate = sum(estimate(m) for m in state.conversation)
         self._tools_estimate = estimate_tools_tokens(self._specs)
+        if output is not None:  # every request but the wrap-up carries the schema: counted
+            self._sent_estimate += output.request_estimate  # always, erring high
         self._seen_ids = {c.id for m in state.conversation for c in m.tool_calls}
         self._pending: tuple[tuple[Message, ...], int] = ((), 0)
         tools.room = self._result_room
@@ -129,9 +142,16 @@ class Environment:
         })
         await self._journal.aflush()  # the step so far is durable before the next model call
         self._sent_estimate += new_estimate
-        request = ModelRequest(tuple(self._state.conversation), specs,
-                               reservation.max_output_tokens, input_estimate, choice,
-                               self._trace.model_call(seq).header() if self._trace else "")
+        if self._output is None or final:  # (the wrap-up is free text)
+            request = ModelRequest(tuple(self._state.conversation), specs,
+                                   reservation.max_output_tokens, input_estimate, choice,
+                                   self._trace.model_call(seq).header() if self._trace else "")
+        else:
+            request = StructuredRequest(
+                tuple(self._state.conversation), specs, reservation.max_output_tokens,
+                input_estimate, choice,
+                self._trace.model_call(seq).header() if self._trace else "",
+                self._output.spec.schema)
         sent = self._accountant.now() if reservation.deadline is not None else 0.0
         response = self._record(await self._call(request, reservation, step), reservation,
                                 step, final)
@@ -290,6 +310,22 @@ class Environment:
 
     def remaining_budget(self) -> dict[str, Any]:
         return self._accountant.remaining()
+
+    def check_output(self, answer: str) -> bool:
+        """Whether ``answer`` validates as the recipe's output type, journaled either way. One
+        that does not gets a repair note for the next turn while repairs are left, else the
+        run stops (``output_invalid``)."""
+        if self.stopped is not None:
+            raise self.stopped
+        output = self._output
+        assert output is not None
+        if output.check(answer, self._journal, self._state):
+            return True
+        stop = output.exhausted(self._state)
+        if stop is not None:
+            self.stopped = stop
+            raise stop
+        return False
 
     # -- tool calls ----------------------------------------------------------------------------
 

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from tether.journal.chain import Journal
 from tether.runtime.interrupt import lost_call_charge
+from tether.runtime.output import OutputCheck, instructions
 from tether.runtime.state import SessionState
 from tether.tracing import Segment, TraceParent
 
@@ -21,10 +22,12 @@ if TYPE_CHECKING:
     from tether.runtime.session import Session
 
 
-def open_run(session: Session, journal: Journal, state: SessionState,
-             resuming: bool) -> Segment | None:
+def open_run(session: Session, journal: Journal, state: SessionState, resuming: bool,
+             check: OutputCheck | None = None) -> Segment | None:
     """Journal this run's first event (the session's start, or its resumption and the model
-    call a crash lost); returns the run's trace segment when the recipe has telemetry."""
+    call a crash lost); returns the run's trace segment when the recipe has telemetry.
+    ``check``: the recipe's output type, whose schema the start's system prompt carries as
+    instructions when the model does not follow it natively."""
     agent = session.agent
     who: dict[str, Any] = {
         "agent": agent.name, "model": agent.model.name, **_provider(agent),
@@ -44,13 +47,19 @@ def open_run(session: Session, journal: Journal, state: SessionState,
             journal.append("model.lost", lost_call_charge(lost))
         parent = None
     else:
-        start = {"task": session.task, "system_prompt": agent.system_prompt,
+        prompt = agent.system_prompt
+        if check is not None and not check.native:
+            prompt = f"{prompt}\n\n{instructions(check.spec)}"
+        start = {"task": session.task, "system_prompt": prompt,
                  "recipe": agent.fingerprint, "tools": list(agent.registry.names),
                  "context": session.context, **who}
         if session.request != session.task:
             start["request"] = session.request
         if session.metadata:
             start["metadata"] = session.metadata
+        if check is not None:
+            start["output"] = {"type": check.spec.name, "retries": check.retries,
+                               "native": check.native}
         seq = journal.append("session.start", start)
         parent = TraceParent.parse(session.context.get("traceparent")) if agent.telemetry \
             else None

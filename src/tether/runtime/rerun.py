@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from tether.journal.redaction import HIDDEN_MARKERS
-from tether.models.base import CallCancelled, Model, ModelError
+from tether.models.base import CallCancelled, Model, ModelError, native_output
 from tether.models.pricing import Price
 from tether.runtime.chokepoint.approvals import StoredApprovals
 from tether.runtime.environment import CANCELLED_BY_TIME
@@ -84,6 +84,11 @@ class _RecordedModel:
     def __init__(self, record: _Record, model: Model, price: Price | None) -> None:
         self._record, self._name, self._price = record, model.name, price
         self.estimate_message_tokens = model.estimate_message_tokens
+        self._model = model
+
+    def native_output(self, tools: bool) -> bool:
+        """As the recorded model: whether the output schema went out natively or as words."""
+        return native_output(self._model, tools)
 
     @property
     def name(self) -> str:

@@ -7,7 +7,7 @@ keeping thousands of them costs little and none of them keeps a run alive.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
 
 from tether.records import fast_init
 from tether.runtime.budget import Spend
@@ -67,6 +67,9 @@ class Result:
     # tether's own words when the run stopped or paused (why, what to do next); the answer
     # holds only the model's words, "" when it gave none
     notice: str = ""
+    # the answer validated as the agent's output_type (tether.runtime.output); None without
+    # one, or when no answer validated
+    output: Any = None
 
     def __repr__(self) -> str:
         answer = self.answer if len(self.answer) <= 60 else self.answer[:57] + "..."

@@ -20,6 +20,7 @@ from functools import partial
 from typing import TYPE_CHECKING, Any, NoReturn
 
 from tether.journal.chain import EventBus, Journal, verify_chain
+from tether.models.base import native_output
 from tether.policy.base import Subject
 from tether.runtime.agent import run_sync
 from tether.runtime.budget import Accountant, Budget, Spend
@@ -32,6 +33,7 @@ from tether.runtime.handle import Handle
 from tether.runtime.interrupt import interruption, lost_call_charge, uncertain_calls
 from tether.runtime.lease import leased, leased_briefly
 from tether.runtime.opening import open_run
+from tether.runtime.output import OutputCheck
 from tether.runtime.result import Result, Trajectory
 from tether.runtime.state import fold
 from tether.runtime.stop import Stop, StopReason
@@ -282,11 +284,21 @@ class Session:
             if self.agent.credentials is not None:  # no token outlives the activation
                 self.agent.credentials.revoke_session(self.id)
 
+    def _output_check(self) -> OutputCheck | None:
+        """The chokepoint's check of the recipe's output type (None without one)."""
+        agent = self.agent
+        spec = agent.output_spec
+        if spec is None:
+            return None
+        return OutputCheck(spec, agent.output_retries,
+                           native_output(agent.model, bool(agent.registry.specs)))
+
     async def _drive(self) -> Result:
         agent, journal, state = self.agent, self._journal, self._state
         resuming = len(journal) > 0
         self._accountant.start_clock()
-        trace = open_run(self, journal, state, resuming)
+        check = self._output_check()
+        trace = open_run(self, journal, state, resuming, check)
         private = agent.journal_store if agent.keep_hidden_arguments else None
         gate = PolicyGate(agent.policy, self.subject, self.id, journal, state, self._accountant,
                           self.context,
@@ -303,13 +315,17 @@ class Session:
         env = Environment(model=agent.model, specs=agent.registry.specs, tools=tools,
                           accountant=self._accountant, journal=journal, state=state,
                           show_budget=agent.show_budget, on_delta=self._on_delta,
-                          first_tool_choice=agent.first_tool_choice, trace=trace)
+                          first_tool_choice=agent.first_tool_choice, trace=trace,
+                          output=check)
         handle = Handle(env.ask_model, env.call_tools, env.remaining_budget)
         answer = ""
         try:
             if resuming:
                 await env.resolve_open_turn()
             answer = str(await agent.reasoning.run(handle))
+            if agent.output_spec is not None:  # each repair: the strategy again, on the note
+                while not env.check_output(answer):
+                    answer = str(await agent.reasoning.run(handle))
         except Stop as raised:
             if raised is not env.stopped:  # only the chokepoint stops a run
                 self._fail(TypeError(f"the strategy raised a Stop of its own ({raised}); a "
@@ -322,6 +338,10 @@ class Session:
             return self._end(StopReason.FINISHED, "", answer)
         if stop.reason.pauses:
             return self._pause(stop)
+        if stop.reason is StopReason.OUTPUT_INVALID:  # the answer is the last invalid one
+            return self._end(stop.reason, stop.detail, answer,
+                             f"[tether] The run stopped: {stop.detail}. The answer is the "
+                             "model's last output, which is not valid; result.output is None.")
         answer = await self._wrap_up(env, stop)
         why = f"{stop.reason.value} ({stop.detail})"
         spent = f"Spent in all: {self.spend().against(self.budget)}."  # the wrap-up included
@@ -402,6 +422,9 @@ class Session:
         """The Result as the journal now stands, with the spend the journal recorded."""
         state = self._state
         assert state.stop_reason is not None and state.answer is not None
+        output = state.output
+        if output is not None and self.agent.output_spec is not None:
+            output = self.agent.output_spec.revive(output)
         return Result(state.answer, state.stop_reason, state.tally.usage,
                       Trajectory(state.trajectory_steps()), self.id, spend, state.stop_detail,
-                      state.notice)
+                      state.notice, output)

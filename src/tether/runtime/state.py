@@ -47,7 +47,8 @@ class SessionState:
 
     __slots__ = ("_done", "_outbox", "_recent", "_steps_closed", "answer", "approvals",
                  "conversation", "counted", "decisions", "denial_streak", "error_streak",
-                 "granted", "in_flight", "notice", "paused", "ran", "results", "settled",
+                 "granted", "in_flight", "notice", "output", "output_invalid", "paused", "ran",
+                 "results", "settled",
                  "signatures", "started", "steps", "stop_detail", "stop_reason", "tainted",
                  "tally", "task", "turn", "turn_open", "turn_step", "turn_text", "unsent",
                  "window")
@@ -89,6 +90,10 @@ class SessionState:
         # the provider's own count of the last call's input, when it reported one, and where
         # that call's answer sits in the conversation: what came before it needs no estimate
         self.counted: tuple[int, int] | None = None
+        # the answer validated as the recipe's output type, as journaled JSON (None: none yet),
+        # and how many answers did not validate (tether.runtime.output)
+        self.output: Any = None
+        self.output_invalid = 0
         # derived views, read several times per step: kept up to date by the handlers
         self._done: list[ToolResult] = []  # the open turn's results, in call order
         self._outbox: tuple[Message, ...] | None = None  # None: build it again when read
@@ -268,6 +273,12 @@ class SessionState:
         self._done = [results[c.id] for c in self.turn if c.id in results]
         self._outbox = None
 
+    def _on_output_valid(self, data: Mapping[str, Any]) -> None:
+        self.output = data["output"]
+
+    def _on_output_invalid(self, data: Mapping[str, Any]) -> None:
+        self.output_invalid = data["attempt"]
+
     def _on_paused(self, data: Mapping[str, Any]) -> None:
         self.paused = True
         self.tally.active_seconds += data["active_seconds"]
@@ -314,6 +325,8 @@ _HANDLERS: dict[str, Callable[[SessionState, Mapping[str, Any]], None]] = {
     "subagent.charge": SessionState._on_charge,
     "effect.settled": SessionState._on_settled,
     "tool.result": SessionState._on_result,
+    "output.valid": SessionState._on_output_valid,
+    "output.invalid": SessionState._on_output_invalid,
     "session.paused": SessionState._on_paused,
     "session.resumed": SessionState._on_resumed,
     "session.end": SessionState._on_end,

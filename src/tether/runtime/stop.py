@@ -27,6 +27,9 @@ class StopReason(enum.StrEnum):
     UNCERTAIN_EFFECT = "uncertain_effect"  # a side effect may or may not have happened
     DENIED = "denied"
     MODEL_ERROR = "model_error"
+    # the answer never validated as the recipe's output_type, repairs included (no wrap-up:
+    # another turn would be one more attempt past the bound)
+    OUTPUT_INVALID = "output_invalid"
     # the run was interrupted from outside (a signal, Session.cancel(), a cancelled task) and
     # left no side effect uncertain: it pauses, waiting for nobody, and resume() goes on
     INTERRUPTED = "interrupted"
@@ -47,7 +50,7 @@ class StopReason(enum.StrEnum):
 _PAUSES = frozenset({StopReason.NEEDS_APPROVAL, StopReason.UNCERTAIN_EFFECT,
                      StopReason.INTERRUPTED})
 _NO_FINAL_TURN = frozenset({StopReason.FINISHED, StopReason.MODEL_ERROR, StopReason.CANCELLED,
-                            *_PAUSES})
+                            StopReason.OUTPUT_INVALID, *_PAUSES})
 
 
 class Stop(BaseException):

@@ -278,6 +278,23 @@ def _graded(d: Mapping[str, Any]) -> list[str]:
             f"#{d.get('repetition')}]) by {d.get('grader')}: {verdict}{why}"]
 
 
+def _output_valid(d: Mapping[str, Any]) -> list[str]:
+    return [f"output valid ({d.get('type')}): "
+            f"{excerpt(json.dumps(d.get('output'), ensure_ascii=False))}"]
+
+
+def _output_invalid(d: Mapping[str, Any]) -> list[str]:
+    errors = "; ".join(f"{'.'.join(map(str, e.get('loc') or [])) or '(answer)'}: {e.get('msg')}"
+                       for e in d.get("errors") or [])
+    return [f"output invalid ({d.get('type')}, attempt {d.get('attempt')}, "
+            f"{d.get('repairs_left')} repairs left): {excerpt(errors)}",
+            f"text: {excerpt(json.dumps(d.get('text', ''), ensure_ascii=False))}"]
+
+
+def _note(d: Mapping[str, Any]) -> list[str]:
+    return [f"note to the model: {excerpt(json.dumps(d.get('text', ''), ensure_ascii=False))}"]
+
+
 _RENDER: dict[str, Renderer] = {
     "session.start": _start,
     "model.request": _request,
@@ -303,4 +320,7 @@ _RENDER: dict[str, Renderer] = {
     "session.error": _error,
     "session.wrap_up_skipped": _wrap_up_skipped,
     "eval.graded": _graded,
+    "output.valid": _output_valid,
+    "output.invalid": _output_invalid,
+    "session.note": _note,
 }
