@@ -142,16 +142,15 @@ class Environment:
         })
         await self._journal.aflush()  # the step so far is durable before the next model call
         self._sent_estimate += new_estimate
+        traceparent = self._trace.model_call(seq).header() if self._trace else ""
         if self._output is None or final:  # (the wrap-up is free text)
             request = ModelRequest(tuple(self._state.conversation), specs,
                                    reservation.max_output_tokens, input_estimate, choice,
-                                   self._trace.model_call(seq).header() if self._trace else "")
+                                   traceparent)
         else:
             request = StructuredRequest(
                 tuple(self._state.conversation), specs, reservation.max_output_tokens,
-                input_estimate, choice,
-                self._trace.model_call(seq).header() if self._trace else "",
-                self._output.spec.schema)
+                input_estimate, choice, traceparent, self._output.spec.schema)
         sent = self._accountant.now() if reservation.deadline is not None else 0.0
         response = self._record(await self._call(request, reservation, step), reservation,
                                 step, final)

@@ -100,7 +100,7 @@ def data_of(event: Event) -> Any:
         try:
             return _orjson.loads(text)
         except _orjson.JSONDecodeError:  # an integer past 64 bits: the standard library's
-            pass
+            return event.data
     return event.data
 
 
