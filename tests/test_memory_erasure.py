@@ -198,3 +198,31 @@ def test_audit_verify_passes_after_an_erasure_and_fails_after_an_edit(tmp_path,
     assert main(["audit", "verify", "--store", url]) != 0
     out = capsys.readouterr().out
     assert ids["u2"][0] in out and "BROKEN" in out
+
+
+def test_the_memory_commands_list_search_and_forget(tmp_path, capsys) -> None:  # type: ignore[no-untyped-def]
+    from tether.cli import main
+    from tether.store.sqlite import SQLiteStore
+
+    path = tmp_path / "m.db"
+    store = SQLiteStore(path)
+    populate(store)
+    store.close()
+    url = ["--store", f"sqlite:///{path}", "--tenant", "acme", "--user", "u1"]
+    assert main(["memory", "threads", *url]) == 0
+    out = capsys.readouterr().out
+    assert "thread t: 2 session(s)" in out and "passport" in out
+    assert main(["memory", "search", "passport", *url]) == 0
+    assert "thread t turn 1" in capsys.readouterr().out
+    assert main(["memory", "forget", *url]) == 0  # without --yes: says what would go
+    assert "would erase" in capsys.readouterr().out
+    assert main(["memory", "threads", *url]) == 0
+    capsys.readouterr()
+    assert main(["memory", "forget", *url, "--yes"]) == 0
+    assert "erasure record erasure-" in capsys.readouterr().out
+    assert main(["memory", "threads", *url]) == 1
+    assert main(["memory", "search", "passport", *url]) == 1
+    assert main(["audit", "verify", "--store", f"sqlite:///{path}"]) == 0
+    other = ["--store", f"sqlite:///{path}", "--tenant", "acme", "--user", "u2"]
+    capsys.readouterr()
+    assert main(["memory", "threads", *other]) == 0 and "u2 says" in capsys.readouterr().out

@@ -223,7 +223,8 @@ class SessionInfo:
 
     @property
     def status(self) -> str:
-        return {"session.end": "ended", "session.paused": "paused"}.get(self.last_type, "open")
+        return {"session.end": "ended", "session.paused": "paused",
+                ERASURE_TYPE: "erasure"}.get(self.last_type, "open")
 
 
 class Store(Protocol):
