@@ -61,13 +61,16 @@ def test_a_thread_continues_the_users_conversation_and_no_one_elses(store: Store
 def test_a_thread_needs_a_store_and_a_sane_id() -> None:
     agent = Agent(model=ScriptedModel(["x"]), reasoning=ReAct())
     with pytest.raises(ValueError, match="a thread lives in a store"):
-        agent.session("hi", thread="t")
+        agent.session("hi", user_id="u", thread="t")
     from tether.store.memory import MemoryStore
 
     stored = Agent(model=ScriptedModel(["x"]), reasoning=ReAct(), store=MemoryStore())
     for bad in ("", "  ", "x" * 201, 7):
         with pytest.raises(ValueError, match="thread must be"):
-            stored.session("hi", thread=bad)  # type: ignore[arg-type]
+            stored.session("hi", user_id="u", thread=bad)  # type: ignore[arg-type]
+    # without a user, every anonymous session of the tenant would share the thread
+    with pytest.raises(ValueError, match="belongs to a user"):
+        stored.session("hi", tenant_id="acme", thread="t")
 
 
 def test_sessions_joining_one_thread_at_once_get_distinct_places(store: Store) -> None:

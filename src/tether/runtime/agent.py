@@ -233,6 +233,8 @@ class Agent:
             from tether.runtime.thread import check_thread_id
 
             check_thread_id(thread)
+            if not user_id:  # else every anonymous session of the tenant would share it
+                raise ValueError("a thread belongs to a user: pass user_id=... with thread=")
             if self.journal_store is None:
                 raise ValueError("a thread lives in a store, and this agent has none: give it "
                                  "one, e.g. Agent(..., store='sqlite:///tether.db')")
