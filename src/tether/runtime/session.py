@@ -325,7 +325,8 @@ class Session:
                           show_budget=agent.show_budget, on_delta=self._on_delta,
                           first_tool_choice=agent.first_tool_choice, trace=trace,
                           output=check)
-        handle = Handle(env.ask_model, env.call_tools, env.remaining_budget)
+        handle = Handle(env.ask_model, env.call_tools, env.remaining_budget, env.record_note,
+                        self.task)
         answer = ""
         try:
             if resuming:
@@ -343,6 +344,7 @@ class Session:
                 self._fail(exc)
         stop = env.stopped  # whatever the strategy did with it, the chokepoint's stop stands
         if stop is None:
+            env.skip_unresolved("the strategy ended the run without running this call")
             return self._end(StopReason.FINISHED, "", answer)
         if stop.reason.pauses:
             return self._pause(stop)

@@ -301,8 +301,15 @@ def _note(d: Mapping[str, Any]) -> list[str]:
     return [f"note to the model: {excerpt(json.dumps(d.get('text', ''), ensure_ascii=False))}"]
 
 
+def _strategy_note(d: Mapping[str, Any]) -> list[str]:
+    data = d.get("data") or {}
+    said = ", ".join(f"{k}={json.dumps(v, ensure_ascii=False)}" for k, v in sorted(data.items()))
+    return [f"strategy {d.get('kind')}: {excerpt(said, 160)}"]
+
+
 _RENDER: dict[str, Renderer] = {
     "session.start": _start,
+    "strategy.note": _strategy_note,
     "model.request": _request,
     "model.response": _response,
     "model.error": _model_error,
