@@ -273,6 +273,24 @@ class SessionState:
         self._done = [results[c.id] for c in self.turn if c.id in results]
         self._outbox = None
 
+    def _on_summary_request(self, data: Mapping[str, Any]) -> None:
+        """A compaction's summary call (tether.runtime.compactor): in flight until answered,
+        so a crash or an interruption during it charges its reservation like any lost call."""
+        self.in_flight = data
+
+    def _on_summary_charge(self, data: Mapping[str, Any]) -> None:
+        """A summary call's outcome, charged (tokens and cost; it is not a step)."""
+        self.in_flight = None
+        t = self.tally
+        t.usage = t.usage + Usage(data["input_tokens"], data["output_tokens"],
+                                  data["cached_input_tokens"], data.get("cache_write_tokens", 0))
+        t.cost += Decimal(data["cost_usd"])
+
+    def _on_compacted(self, data: Mapping[str, Any]) -> None:
+        """Turns replaced by a summary or a note: what every later request is sent."""
+        self.conversation[data["start"]:data["end"]] = data["replacement"]
+        self.counted = None  # the provider counted a conversation that is no longer sent
+
     def _on_output_valid(self, data: Mapping[str, Any]) -> None:
         self.output = data["output"]
 
@@ -325,6 +343,10 @@ _HANDLERS: dict[str, Callable[[SessionState, Mapping[str, Any]], None]] = {
     "subagent.charge": SessionState._on_charge,
     "effect.settled": SessionState._on_settled,
     "tool.result": SessionState._on_result,
+    "compaction.request": SessionState._on_summary_request,
+    "compaction.response": SessionState._on_summary_charge,
+    "compaction.error": SessionState._on_summary_charge,
+    "context.compacted": SessionState._on_compacted,
     "output.valid": SessionState._on_output_valid,
     "output.invalid": SessionState._on_output_invalid,
     "session.paused": SessionState._on_paused,
@@ -339,6 +361,8 @@ def revive(type: str, data: Mapping[str, Any]) -> Mapping[str, Any]:
         return {**data, "new": [Message.from_dict(m) for m in data["new"]]}
     if type == "model.response":
         return {**data, "response": ModelResponse.from_dict(data["response"])}
+    if type == "context.compacted":
+        return {**data, "replacement": [Message.from_dict(m) for m in data["replacement"]]}
     if type == "client.call":
         c = data["call"]
         return {**data, "call": ToolCall(c["id"], c["name"], c["arguments"])}
