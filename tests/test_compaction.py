@@ -265,3 +265,32 @@ def test_a_cut_never_splits_a_call_from_its_result(conversation: list[Message],
     # a second compaction counts the turns the first one replaced
     again = plan([*after, Message.assistant("a"), Message.assistant("b")], keep_last)
     assert again is not None and again.turns == cut.turns + 2
+
+
+def test_a_list_script_carries_on_where_it_was_after_a_compaction() -> None:
+    model = ScriptedModel(_script())
+    agent = Agent(model=model, reasoning=ReAct(), tools=[lookup],
+                  compaction=Compaction(strategy="drop", context_window=1200))
+    session = agent.session("read the records")
+    result = session.run()
+    assert result.answer == "all records read" and result.spend.steps == TURNS + 1
+    assert _of(session.replay(), "context.compacted")
+
+
+def test_providers_declare_their_window_and_wrappers_pass_it_on() -> None:
+    from tether.models.anthropic import AnthropicModel
+    from tether.models.openai import OpenAIModel
+    from tether.models.resilient import Fallback, Resilient
+
+    openai = OpenAIModel("m", base_url="http://127.0.0.1:9/v1", api_key="unused",
+                         env_file=None, context_window=8192)
+    anthropic = AnthropicModel("claude-3-5-haiku-latest", api_key="unused", env_file=None,
+                               context_window=200_000)
+    assert Compaction().window(openai) == 8192 and Compaction().window(anthropic) == 200_000
+    assert Compaction(context_window=100).window(openai) == 100  # the recipe's own wins
+    assert Compaction().window(Resilient(openai)) == 8192
+    assert Compaction().window(Fallback([openai, anthropic])) == 8192
+    assert Compaction().window(Fallback([openai, ScriptedModel(["x"])])) is None
+    with pytest.raises(ValueError, match="context_window"):
+        OpenAIModel("m", base_url="http://127.0.0.1:9/v1", api_key="unused", env_file=None,
+                    context_window=0)

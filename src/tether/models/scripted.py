@@ -1,12 +1,11 @@
 """ScriptedModel: a deterministic model for tests and the zero-cost quickstart.
 
 Decision: the recipe is stateless. The script cursor is derived from the request itself (the
-number of assistant turns already in the conversation, those a compaction summarised
-included), so one ScriptedModel can serve any number
-of sessions, concurrently, each seeing the script from the start. It behaves like a real provider
-where the budget depends on it: input tokens are counted with the estimator the runtime reserves
-with, and output never exceeds ``max_output_tokens`` (longer responses are cut, finish reason
-``length``, as a provider would).
+number of assistant turns already in the conversation, those a compaction replaced included),
+so one ScriptedModel can serve any number of sessions, concurrently, each seeing the script from
+the start. It behaves like a real provider where the budget depends on it: input tokens are
+counted with the estimator the runtime reserves with, and output never exceeds
+``max_output_tokens`` (longer responses are cut, finish reason ``length``, as a provider would).
 """
 
 from __future__ import annotations
@@ -28,7 +27,6 @@ from tether.models.pricing import ZERO_PRICE, Price
 from tether.types import Message, ModelRequest, ModelResponse, ToolCall, Usage
 
 _ROLE = operator.attrgetter("role")
-_USER = ["user"]
 
 ScriptItem = ModelResponse | str
 Responder = Callable[[ModelRequest], ScriptItem]
@@ -83,7 +81,7 @@ class ScriptedModel:
         messages = request.messages
         roles = list(map(_ROLE, messages))
         turn = roles.count("assistant")
-        if roles[2:3] == _USER:  # the turns a compaction replaced still count
+        if len(roles) > 2 and roles[2] == "user":  # the turns a compaction replaced count
             turn += compacted_turns(messages[2])
         if turn < len(self._prepared):
             prepared = self._prepared[turn]
