@@ -77,7 +77,9 @@ class CompactingEnvironment(Environment):
         if counted is None:
             return math.ceil((self._sent_estimate + new) * scale)
         tokens, answer = counted
-        rest = sum(map(estimate, self._state.conversation[answer:]))
+        known = self._answered  # the answer's estimate, made when it was recorded
+        rest = known[1] if known[0] == answer else sum(map(
+            estimate, self._state.conversation[answer:]))
         return tokens + math.ceil((rest + new) * scale)
 
     def _trigger(self, need: int) -> str | None:
@@ -85,9 +87,10 @@ class CompactingEnvironment(Environment):
         c = self._compaction
         if self._window is not None and need > c.threshold * self._window:
             return "context_window"
-        left = self._accountant.remaining()["tokens"]
-        if c.budget_share is not None and left is not None and need > c.budget_share * left:
-            return "token_budget"
+        if c.budget_share is not None:
+            left = self._accountant.remaining()["tokens"]
+            if left is not None and need > c.budget_share * left:
+                return "token_budget"
         return None
 
     # -- how --------------------------------------------------------------------------------
