@@ -205,6 +205,10 @@ def test_audit_views_show_it_and_do_not_break_on_it() -> None:
     assert derive_spans(events)
     for event in events:
         event_points(event)
+    from tether.cli.run import RENDER
+
+    (compacted, *_) = [e.data for e in events if e.type == "context.compacted"]
+    assert RENDER["context.compacted"](compacted).startswith("turns 1-")
 
 
 def test_a_recipe_that_cannot_trigger_or_cannot_price_is_refused_where_built() -> None:
