@@ -29,8 +29,9 @@ from conftest import call
 
 def test_handle_exposes_only_the_narrow_door() -> None:
     public = {name for name in dir(Handle) if not name.startswith("_")}
-    assert public == {"ask_model", "call_tools", "remaining_budget"}
-    assert Handle.__slots__ == ("_ask", "_call", "_left")
+    # the three doors through the chokepoint, a note to the journal, and the task as text
+    assert public == {"ask_model", "call_tools", "remaining_budget", "record", "task"}
+    assert Handle.__slots__ == ("_ask", "_call", "_left", "_record", "_task")
 
 
 def test_custom_strategy_reaches_tools_only_through_the_handle() -> None:
@@ -51,6 +52,7 @@ def test_custom_strategy_reaches_tools_only_through_the_handle() -> None:
                 if not name.startswith("_"):
                     seen[name] = getattr(handle, name)
             # the handle's public surface holds no tool, policy, journal or environment
+            assert isinstance(seen.pop("task"), str)
             for value in seen.values():
                 owner = getattr(value, "__self__", None)
                 assert owner is handle

@@ -298,3 +298,30 @@ def test_providers_declare_their_window_and_wrappers_pass_it_on() -> None:
     with pytest.raises(ValueError, match="context_window"):
         OpenAIModel("m", base_url="http://127.0.0.1:9/v1", api_key="unused", env_file=None,
                     context_window=0)
+
+
+def test_a_thread_keeps_its_earlier_turns_and_the_task_whole() -> None:
+    from tether.store.memory import MemoryStore
+
+    store = MemoryStore()
+    first = Agent(model=ScriptedModel(["noted"]), reasoning=ReAct(), store=store)
+    first.run("read the records", user_id="u1", thread="chat")  # the same words, asked before
+    sent: list[ModelRequest] = []
+    script = _script()
+
+    def respond(request: ModelRequest) -> ModelResponse | str:
+        sent.append(request)
+        own = request.messages[3:]  # after the system prompt and the thread's one turn
+        return script[sum(m.role == "assistant" for m in own)
+                      + sum(compacted_turns(m) for m in own)]
+
+    agent = Agent(model=ScriptedModel(respond), reasoning=ReAct(), tools=[lookup], store=store,
+                  compaction=Compaction(context_window=1200, model=_summariser(Recorder())))
+    session = agent.session("read the records", user_id="u1", thread="chat")
+    assert session.run().answer == "all records read"
+    compacted = _of(session.replay(), "context.compacted")
+    assert compacted and compacted[0]["start"] == 4  # after the system prompt, the thread, task
+    after = sent[int(compacted[0]["step"]) - 1].messages  # type: ignore[call-overload]
+    assert [(m.role, m.content) for m in after[1:4]] == [
+        ("user", "read the records"), ("assistant", "noted"), ("user", "read the records")]
+    assert after[4].content.startswith("[tether] Turns 1-")

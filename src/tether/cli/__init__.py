@@ -2,7 +2,8 @@
 
 Why: people run agents (``run``), operators check policies, audit journals (``audit``), decide
 approvals (``approvals``), continue sessions (``resume``, ``settle``), keep stores tidy
-(``store``), try policy changes on recorded traffic (``what-if``) and measure reliability
+(``store``), list and forget a user's conversations (``memory``), try policy changes on
+recorded traffic (``what-if``) and measure reliability
 (``eval``, ``metrics``) from a shell and from CI, so
 every command is a plain function of its arguments that returns an exit code: 0 success, 1 the
 thing checked is wrong (a policy does not load, a case fails, a hash chain is broken, a request
@@ -26,6 +27,7 @@ from tether.cli.audit import register as register_audit
 from tether.cli.common import EXIT_FINDING, EXIT_USAGE, AmbiguousId, error, usage
 from tether.cli.evals import register as register_evals
 from tether.cli.mcp import register as register_mcp
+from tether.cli.memory import register as register_memory
 from tether.cli.policy import register as register_policy
 from tether.cli.prices import register as register_prices
 from tether.cli.resume import register as register_resume
@@ -53,6 +55,7 @@ def build_parser() -> argparse.ArgumentParser:
     register_prices(commands)
     register_evals(commands)
     register_tools(commands)
+    register_memory(commands)
     return parser
 
 

@@ -166,6 +166,7 @@ UNLISTED = ("its events are stored but the store's index does not list the sessi
 
 
 def _verify_store(store: Store, only: str | None, tenant: str | None) -> int:
+    from tether.journal.erasure import vouched
     from tether.journal.tamper import Break, diagnose
 
     infos = _sessions(store, tenant)
@@ -187,7 +188,8 @@ def _verify_store(store: Store, only: str | None, tenant: str | None) -> int:
         events = store.read(info.session_id)
         results.append((info.session_id, events,
                         diagnose(info.session_id, events, recorded=info.events,
-                                 unverifiable=store.unverifiable(info.session_id))))
+                                 unverifiable=store.unverifiable(info.session_id),
+                                 erased=vouched(events, store.read))))
     for stray in store.unlisted() if only is None else ():  # events no index row accounts for
         events = [] if stray.startswith("key ") else _read(store, stray, tenant)
         if tenant is None or events:
@@ -218,6 +220,7 @@ def _report_segments(results: Sequence[tuple[str, Sequence[Event], Break | None]
 
 
 def _verify_file(path: str, only: str | None) -> int:
+    from tether.journal.erasure import vouched
     from tether.journal.tamper import Break, diagnose
     from tether.journal.views.export import ExportFormatError, check_trailer, read_export
     from tether.store.base import audit_key
@@ -246,7 +249,7 @@ def _verify_file(path: str, only: str | None) -> int:
     key = audit_key()
     results = []
     for sid, events in sessions.items():
-        found = diagnose(sid, events)
+        found = diagnose(sid, events, erased=vouched(events, lambda s: exported.get(s, [])))
         if found is None:
             problem = check_trailer(sid, events, trailers.get(sid), key)
             if problem is not None:
@@ -277,6 +280,7 @@ def _report(results: Sequence[tuple[str, Sequence[Event], Break | None]]) -> int
 # -- show ---------------------------------------------------------------------------------------
 
 def run_show(args: argparse.Namespace) -> int:
+    from tether.journal.erasure import vouched
     from tether.journal.tamper import diagnose
     from tether.journal.views.export import event_json
     from tether.journal.views.timeline import header, timeline
@@ -287,12 +291,13 @@ def run_show(args: argparse.Namespace) -> int:
     try:
         args.session = full_session_id(store, args.session, args.tenant)
         events = _read(store, args.session, args.tenant)
+        erased = vouched(events, store.read)
     finally:
         store.close()
     if not events:
         error(f"no session {args.session!r} in {store.url}; `tether audit list` shows them")
         return EXIT_FINDING
-    found = diagnose(args.session, events)
+    found = diagnose(args.session, events, erased=erased)
     lines = header(events)
     if found is None:
         lines.append(f"  chain: verified, head {events[-1].hash[:16]}")

@@ -24,6 +24,7 @@ def write_ocsf(store: Store, session_ids: Sequence[str], out: IO[str], *,
                redact_keys: Iterable[str] = (), pins: str | None = None) -> int:
     """Write the OCSF records of ``session_ids`` (and of the pin file ``pins``); returns how
     many records were written."""
+    from tether.journal.erasure import vouched
     from tether.journal.tamper import diagnose
     from tether.journal.views.ocsf import (
         ocsf_events,
@@ -39,7 +40,8 @@ def write_ocsf(store: Store, session_ids: Sequence[str], out: IO[str], *,
         events = store.read(sid)
         records = ocsf_events(events)
         found = diagnose(sid, events, recorded=recorded.get(sid),
-                         unverifiable=store.unverifiable(sid))
+                         unverifiable=store.unverifiable(sid),
+                         erased=vouched(events, store.read))
         if found is not None:
             near = events[min(max(found.seq, 1), len(events)) - 1] if events else None
             when = round(near.timestamp * 1000) if near is not None else 0

@@ -86,6 +86,7 @@ def load_any_policy(spec: str) -> Policy:
 
 
 def run_what_if(args: argparse.Namespace) -> int:
+    from tether.journal.erasure import vouched
     from tether.journal.tamper import diagnose
     from tether.journal.views.timeline import when
     from tether.journal.views.whatif import describe, replay_decisions
@@ -112,7 +113,8 @@ def run_what_if(args: argparse.Namespace) -> int:
                 return EXIT_FINDING
         for info in infos:
             events = store.read(info.session_id)
-            broken = diagnose(info.session_id, events, recorded=info.events)
+            broken = diagnose(info.session_id, events, recorded=info.events,
+                              erased=vouched(events, store.read))
             if broken is not None:
                 skipped.append(info.session_id)
                 print(f"skipped {broken}; run `tether audit verify`", file=sys.stderr)

@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from tether.journal.chain import GENESIS, hash_holds, seal, verify_chain
+from tether.store.base import ERASED_TYPE
 from tether.types import Event
 
 Kind = Literal["edited", "missing", "reordered", "inserted", "unverifiable", "cut"]
@@ -42,19 +43,22 @@ class Break:
 
 
 def diagnose(session_id: str, events: Sequence[Event], *, recorded: int | None = None,
-             unverifiable: Collection[int] = frozenset()) -> Break | None:
+             unverifiable: Collection[int] = frozenset(),
+             erased: Collection[int] = frozenset()) -> Break | None:
     """The first broken link of ``events`` (one session, in stored order), or None if the chain
     holds. ``recorded`` is how many events the store's index says the session has, when known;
     without it a cut-off tail cannot be told from a session that simply ended there.
     ``unverifiable`` (``Store.unverifiable``) names events whose content cannot be re-hashed:
     their links are checked, and if the chain holds otherwise the answer is an "unverifiable"
-    Break listing them — never a clean bill, and never mistaken for tampering."""
+    Break listing them — never a clean bill, and never mistaken for tampering. ``erased``
+    (``tether.journal.erasure.vouched``) names erased events an erasure record vouches for:
+    their links are checked, and they are no finding."""
     if not events:
         if recorded:
             return Break(session_id, 1, "missing", f"the index records {recorded} events but "
                          "none are stored; they were deleted")
         return None
-    broken = verify_chain(events, unverifiable)
+    broken = verify_chain(events, {*unverifiable, *erased} if erased else unverifiable)
     if broken is not None:
         return _explain(session_id, events, broken - 1, recorded)
     count = len(events)
@@ -116,6 +120,10 @@ def _explain(session_id: str, events: Sequence[Event], i: int, recorded: int | N
             return found("reordered", f"seq {e.seq} is stored before seq {at}")
         gap = f"seq {at}" if e.seq == at + 1 else f"seqs {at}-{e.seq - 1}"
         return found("missing", f"{gap} not stored; the chain jumps to seq {e.seq}")
+    if e.prev_hash == prev and e.type == ERASED_TYPE:
+        return found("edited", f"it is marked erased (by {e.data.get('erasure')!r}) but no "
+                     "erasure record that verifies lists it with this hash: its content was "
+                     "removed outside tether's erasure")
     if e.prev_hash == prev:
         if nxt is not None and nxt.prev_hash == prev:
             return found("inserted", f"the next event links straight to seq {at - 1}, so "

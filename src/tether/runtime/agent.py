@@ -225,12 +225,15 @@ class Agent:
         session_id: str | None = None,
         metadata: Mapping[str, Any] | None = None,
         request: str | None = None,
+        thread: str | None = None,
     ) -> Session:
         """A new run of this recipe on ``task``. Fails here if the budget cannot be enforced.
         ``metadata`` labels the session in its journal (e.g. an evaluation trial's identity);
         neither the model nor the policy sees it. ``request`` is what the user asked, for the
         policy (``context.request``), when the task is not the user's own words (a sub-agent's
-        task, written by its caller's model): by default the task."""
+        task, written by its caller's model): by default the task. ``thread`` continues a
+        conversation of this tenant's user across sessions (``tether.runtime.thread``): the
+        model sees its earlier questions and answers before the task."""
         from tether.runtime.session import Session
 
         if self.tenant_id is not None:
@@ -238,9 +241,18 @@ class Agent:
                 raise ValueError(f"this agent serves tenant {self.tenant_id!r}; it cannot start "
                                  f"a session for tenant {tenant_id!r}")
             tenant_id = self.tenant_id
+        if thread is not None:
+            from tether.runtime.thread import check_thread_id
+
+            check_thread_id(thread)
+            if not user_id:  # else every anonymous session of the tenant would share it
+                raise ValueError("a thread belongs to a user: pass user_id=... with thread=")
+            if self.journal_store is None:
+                raise ValueError("a thread lives in a store, and this agent has none: give it "
+                                 "one, e.g. Agent(..., store='sqlite:///tether.db')")
         return Session(self, task, budget=budget or self.budget, user_id=user_id,
                        tenant_id=tenant_id, roles=roles, context=context, session_id=session_id,
-                       metadata=metadata, request=request)
+                       metadata=metadata, request=request, thread=thread)
 
     def run_stream(self, task: str, **kwargs: Any) -> AsyncIterator[StreamEvent]:
         """``async for event in agent.run_stream(task)``: TextDelta, ToolCallEvent,

@@ -117,12 +117,18 @@ class Cut:
     turns: int
 
 
-def plan(conversation: Sequence[Message], keep_last: int) -> Cut | None:
-    """The cut that keeps the head (every message through the task: the system prompt and the
-    user's first message) and the last ``keep_last`` model turns, or None when there is not a
+def plan(conversation: Sequence[Message], keep_last: int, task: str | None = None) -> Cut | None:
+    """The cut that keeps the head (every message through the task: the system prompt, the
+    earlier turns of a thread the session continues, the user's message ``task`` — without it,
+    the first user message) and the last ``keep_last`` model turns, or None when there is not a
     turn to replace. A turn starts at a model (assistant) message and runs to the next one, so
     a tool call and its results, and any note sent with them, are always on the same side."""
-    head = next((i + 1 for i, m in enumerate(conversation) if m.role == "user"), None)
+    if task is None:
+        head = next((i + 1 for i, m in enumerate(conversation) if m.role == "user"), None)
+    else:  # the last such message: a thread's earlier turn may have asked the same
+        head = next((i + 1 for i in range(len(conversation) - 1, -1, -1)
+                     if conversation[i].role == "user" and conversation[i].content == task),
+                    None)
     if head is None or keep_last < 1:
         return None
     turns = [i for i in range(head, len(conversation)) if conversation[i].role == "assistant"]

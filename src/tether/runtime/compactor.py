@@ -53,12 +53,13 @@ class CompactingEnvironment(Environment):
             self._summariser = summariser
             self._summary_accountant = self._accountant.at_price(summariser.price)
 
-    async def _ask(self, final: bool, note: str | None) -> ModelResponse:
+    async def _ask(self, final: bool, note: str | None, tool_choice: str | None = None,
+                   cap: int | None = None) -> ModelResponse:
         need = self._next_input(final, note)
         why = self._trigger(need)
         if why is not None:
             await self._compact(final, need, why)
-        return await super()._ask(final, note)
+        return await super()._ask(final, note, tool_choice, cap)
 
     # -- when -------------------------------------------------------------------------------
 
@@ -97,7 +98,7 @@ class CompactingEnvironment(Environment):
 
     async def _compact(self, final: bool, need: int, why: str) -> None:
         state = self._state
-        cut = plan(state.conversation, self._compaction.keep_last)
+        cut = plan(state.conversation, self._compaction.keep_last, state.task)
         if cut is None:  # nothing old enough to replace: the request goes as it is
             return
         replaced = state.conversation[cut.start:cut.end]

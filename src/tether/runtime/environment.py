@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import operator
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from tether.journal.chain import Journal, JournalValueError
@@ -35,6 +35,7 @@ from tether.runtime.state import SessionState
 from tether.runtime.stop import Stop, StopReason
 from tether.tracing import Segment
 from tether.types import (
+    TOOL_CHOICES,
     Message,
     ModelRequest,
     ModelResponse,
@@ -89,23 +90,48 @@ class Environment:
 
     # -- model calls ---------------------------------------------------------------------------
 
-    async def ask_model(self, *, note: str | None = None) -> ModelResponse:
-        """Make one governed model call; raise Stop if the budget does not allow it."""
+    async def ask_model(self, *, note: str | None = None, tool_choice: str | None = None,
+                        cap: int | None = None) -> ModelResponse:
+        """Make one governed model call; raise Stop if the budget does not allow it.
+        ``tool_choice`` and ``cap`` (a lower output cap for this call): see ``Handle``."""
         if self.stopped is not None:
             raise self.stopped
+        if tool_choice is not None and tool_choice not in TOOL_CHOICES \
+                and tool_choice not in self._tool_names:
+            raise ValueError(f"tool_choice {tool_choice!r} is neither one of {TOOL_CHOICES} "
+                             f"nor a tool of this agent ({', '.join(self._tool_names)})")
+        if cap is not None and (type(cap) is not int or cap < 1):
+            raise ValueError(f"max_output_tokens must be a whole number >= 1; got {cap!r}")
         try:
-            return await self._ask(False, note)
+            return await self._ask(False, note, tool_choice, cap)
         except Stop as stop:
             self.stopped = stop
             raise
+
+    def skip_unresolved(self, why: str) -> None:
+        """Give each call of the open turn that has no result one (``skipped``): a strategy
+        that moved on, or ended the run, without running them still owes the model results."""
+        for call in self._state.unresolved():
+            self._tools.record(skipped(call, why))
+
+    def record_note(self, kind: str, data: Mapping[str, Any]) -> None:
+        """Journal a strategy's note (``Handle.record``); refused after a stop."""
+        if self.stopped is not None:
+            raise self.stopped
+        if not isinstance(kind, str) or not kind:
+            raise ValueError("a strategy note needs a kind, e.g. record('route', {...})")
+        try:
+            self._journal.append("strategy.note", {"kind": kind, "data": dict(data)})
+        except JournalValueError as exc:
+            raise ValueError(f"the strategy note cannot be journaled: {exc}") from None
 
     async def wrap_up(self, note: str) -> ModelResponse:
         """The model's last turn, without tools, after the run was stopped (the session's)."""
         return await self._ask(True, note)
 
-    async def _ask(self, final: bool, note: str | None) -> ModelResponse:
-        for call in self._state.unresolved():  # a strategy that skipped calls still owes results
-            self._tools.record(skipped(call, "the strategy did not run this call"))
+    async def _ask(self, final: bool, note: str | None, tool_choice: str | None = None,
+                   cap: int | None = None) -> ModelResponse:
+        self.skip_unresolved("the strategy did not run this call")
         extra = []
         if note:
             extra.append(Message.user(note))
@@ -118,9 +144,10 @@ class Environment:
         input_estimate = self._sent_estimate + new_estimate + (
             self._tools_estimate if specs else 0)
         counted = self._state.counted
+        ceiling = self._ceiling if cap is None else min(cap, self._ceiling or cap)
         if counted is None:
             reservation = self._accountant.reserve_model_call(input_estimate, final,
-                                                              ceiling=self._ceiling,
+                                                              ceiling=ceiling,
                                                               min_seconds=self._min_seconds)
         else:  # the provider counted everything before its last answer: estimate only the rest
             input_tokens, answer = counted
@@ -128,10 +155,11 @@ class Environment:
             rest = new_estimate + (known[1] if known[0] == answer else sum(map(
                 estimate, self._state.conversation[answer:])))
             reservation = self._accountant.reserve_model_call(rest, final, known=input_tokens,
-                                                              ceiling=self._ceiling,
+                                                              ceiling=ceiling,
                                                               min_seconds=self._min_seconds)
         step = self._state.tally.steps + 1
-        choice = self._first_tool_choice if step == 1 and specs else None
+        choice = tool_choice if tool_choice is not None and specs else (
+            self._first_tool_choice if step == 1 and specs else None)
         seq = self._journal.append("model.request", {
             "step": step, "ref": len(self._state.conversation),
             "new": new, "tools": self._tool_names if specs else (),

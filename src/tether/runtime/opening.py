@@ -15,6 +15,7 @@ from tether.journal.chain import Journal
 from tether.runtime.interrupt import lost_call_charge
 from tether.runtime.output import OutputCheck, instructions
 from tether.runtime.state import SessionState
+from tether.runtime.thread import turns_before
 from tether.tracing import Segment, TraceParent
 
 if TYPE_CHECKING:
@@ -57,6 +58,10 @@ def open_run(session: Session, journal: Journal, state: SessionState, resuming: 
             start["request"] = session.request
         if session.metadata:
             start["metadata"] = session.metadata
+        if session.thread_start is not None:  # a rerun: the turns as recorded
+            start["thread"] = dict(session.thread_start)
+        elif session.thread is not None:
+            start["thread"] = _join(session, session.thread)
         if check is not None:
             start["output"] = {"type": check.spec.name, "retries": check.retries,
                                "native": check.native}
@@ -64,6 +69,17 @@ def open_run(session: Session, journal: Journal, state: SessionState, resuming: 
         parent = TraceParent.parse(session.context.get("traceparent")) if agent.telemetry \
             else None
     return Segment(session.id, seq, parent) if agent.telemetry else None
+
+
+def _join(session: Session, thread_id: str) -> dict[str, Any]:
+    """Take the session's place in its thread and read the turns before it (journaled in the
+    start, so nothing later depends on the thread index)."""
+    store = session.agent.journal_store
+    assert store is not None  # Agent.session refuses a thread without a store
+    user, tenant = session.subject.user_id, session.subject.tenant_id
+    place = store.join_thread(tenant, user, thread_id, session.id)
+    turns = turns_before(store, tenant, user, thread_id, place)
+    return {"id": thread_id, "position": place, "history": [t.to_dict() for t in turns]}
 
 
 def _provider(agent: Agent) -> dict[str, str]:

@@ -37,7 +37,7 @@ from tether.runtime.output import OutputCheck
 from tether.runtime.result import Result, Trajectory
 from tether.runtime.state import fold
 from tether.runtime.stop import Stop, StopReason
-from tether.store.base import StoreUnavailable
+from tether.store.base import ERASED_TYPE, StoreUnavailable
 from tether.types import Event
 
 if TYPE_CHECKING:
@@ -75,13 +75,14 @@ class Checkpoint:
 class Session:
     __slots__ = ("_accountant", "_activation", "_interrupt", "_journal", "_on_delta", "_result",
                  "_running", "_state", "agent", "budget", "context", "id", "metadata", "request",
-                 "subject", "task")
+                 "subject", "task", "thread", "thread_start")
 
     def __init__(self, agent: Agent, task: str, *, budget: Budget, user_id: str | None,
                  tenant_id: str | None, roles: Iterable[str],
                  context: Mapping[str, Any] | None, session_id: str | None,
                  history: Sequence[Event] = (),
-                 metadata: Mapping[str, Any] | None = None, request: str | None = None) -> None:
+                 metadata: Mapping[str, Any] | None = None, request: str | None = None,
+                 thread: str | None = None) -> None:
         if not isinstance(task, str) or not task.strip():
             raise ValueError("task must be a non-empty string")
         self.agent = agent
@@ -96,6 +97,9 @@ class Session:
         # labels for whoever reads the journal later (an evaluation's trial identity, a
         # ticket number): journaled at the start, never shown to the model or the policy
         self.metadata = dict(metadata or {})
+        self.thread = thread  # the conversation this session continues (tether.runtime.thread)
+        # a rerun's: the thread's place and turns as the recorded session started with them
+        self.thread_start: Mapping[str, Any] | None = None
         self._state = fold(history)
         self._journal = Journal(self.id, on_append=self._state.apply, store=agent.journal_store,
                                 history=history)
@@ -122,6 +126,10 @@ class Session:
             raise RuntimeError("this agent has no store to load sessions from; build it with "
                                "Agent(..., store='sqlite:///tether.db')")
         events = store.read(session_id)
+        if events and events[0].type == ERASED_TYPE and (
+                agent.tenant_id in (None, events[0].data["subject"].get("tenant_id"))):
+            raise LookupError(f"session {session_id}'s content was erased (by "
+                              f"{events[0].data.get('erasure')}); there is nothing to load")
         if not events or events[0].type != "session.start" or (
                 agent.tenant_id is not None
                 and events[0].data["subject"].get("tenant_id") != agent.tenant_id):
@@ -149,7 +157,7 @@ class Session:
                    user_id=subject["user_id"], tenant_id=subject["tenant_id"],
                    roles=subject["roles"], context=start.get("context"), session_id=session_id,
                    history=events, metadata=start.get("metadata"),
-                   request=start.get("request"))
+                   request=start.get("request"), thread=(start.get("thread") or {}).get("id"))
 
     def __repr__(self) -> str:
         return f"<Session {self.id} agent={self.agent.name!r}>"
@@ -318,12 +326,12 @@ class Session:
 
             make = partial(CompactingEnvironment, compaction=agent.compaction)
         env = make(model=agent.model, specs=agent.registry.specs, tools=tools,
-                          accountant=self._accountant, journal=journal, state=state,
-                          show_budget=agent.show_budget, on_delta=self._on_delta,
-                          first_tool_choice=agent.first_tool_choice, trace=trace,
-                          output=check)
+                   accountant=self._accountant, journal=journal, state=state,
+                   show_budget=agent.show_budget, on_delta=self._on_delta,
+                   first_tool_choice=agent.first_tool_choice, trace=trace, output=check)
         assert isinstance(env, Environment)
-        handle = Handle(env.ask_model, env.call_tools, env.remaining_budget)
+        handle = Handle(env.ask_model, env.call_tools, env.remaining_budget, env.record_note,
+                        self.task)
         answer = ""
         try:
             if resuming:
@@ -341,6 +349,7 @@ class Session:
                 self._fail(exc)
         stop = env.stopped  # whatever the strategy did with it, the chokepoint's stop stands
         if stop is None:
+            env.skip_unresolved("the strategy ended the run without running this call")
             return self._end(StopReason.FINISHED, "", answer)
         if stop.reason.pauses:
             return self._pause(stop)

@@ -159,7 +159,15 @@ class SessionState:
 
     def _on_start(self, data: Mapping[str, Any]) -> None:
         self.task = data["task"]
-        self.unsent = [Message.system(data["system_prompt"]), Message.user(data["task"])]
+        history = []
+        thread = data.get("thread")
+        for turn in thread["history"] if thread else ():  # a thread's earlier turns
+            history.append(Message.user(turn["user"]))
+            if turn["assistant"]:
+                history.append(Message.assistant(turn["assistant"]))
+            self.tainted = self.tainted or bool(turn.get("tainted"))
+        self.unsent = [Message.system(data["system_prompt"]), *history,
+                       Message.user(data["task"])]
         self._outbox = None
 
     def _on_request(self, data: Mapping[str, Any]) -> None:

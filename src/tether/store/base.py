@@ -110,7 +110,12 @@ class Lease:
 # does not yield a history that verifies.
 
 ANCHOR_GENESIS = "0" * 64
-HEAD_TYPES = frozenset({"session.start", "session.paused", "session.end"})
+# an erasure record (tether.journal.erasure) is anchored too: a forged one has no anchor
+ERASURE_TYPE = "erasure.recorded"
+HEAD_TYPES = frozenset({"session.start", "session.paused", "session.end", ERASURE_TYPE})
+# the type an event takes when its content is erased (tether.journal.erasure): its hash and
+# link stay, its data becomes {"erasure": <the erasure record's id>, "type": <its type>, ...}
+ERASED_TYPE = "content.erased"
 AUDIT_KEY_VARIABLE = "TETHER_AUDIT_KEY"
 
 
@@ -196,6 +201,17 @@ def holder_is_gone(holder: str | None) -> bool:
 
 
 @dataclass(frozen=True, slots=True)
+class ThreadEntry:
+    """One session of a conversation thread, at its place in the thread (1, 2, ...)."""
+
+    thread_id: str
+    position: int
+    session_id: str
+    user_id: str | None
+    created_at: float
+
+
+@dataclass(frozen=True, slots=True)
 class SessionInfo:
     session_id: str
     created_at: float
@@ -207,7 +223,8 @@ class SessionInfo:
 
     @property
     def status(self) -> str:
-        return {"session.end": "ended", "session.paused": "paused"}.get(self.last_type, "open")
+        return {"session.end": "ended", "session.paused": "paused",
+                ERASURE_TYPE: "erasure"}.get(self.last_type, "open")
 
 
 class Store(Protocol):
@@ -287,15 +304,49 @@ class Store(Protocol):
 
     def drop_private(self, session_id: str) -> None: ...
 
+    def join_thread(self, tenant_id: str | None, user_id: str | None, thread_id: str,
+                    session_id: str) -> int:
+        """Put a session at the end of a thread of (tenant, user) — created by its first
+        session — and return its place (1, 2, ...). Two sessions joining at once get two
+        places. Threads of another tenant or user with the same id are other threads."""
+        ...
+
+    def thread_entries(self, tenant_id: str | None, user_id: str | None,
+                       thread_id: str | None = None, *,
+                       every_user: bool = False) -> list[ThreadEntry]:
+        """The sessions of one thread of (tenant, user) in order, or of all that user's threads
+        (``thread_id`` None), or of every user of the tenant (``every_user``)."""
+        ...
+
+    def leave_threads(self, tenant_id: str | None, user_id: str | None) -> int:
+        """Remove every thread of (tenant, user) from the index; return how many sessions were
+        listed. The sessions themselves stay."""
+        ...
+
+    def erase(self, session_id: str, erased: Sequence[tuple[int, str]]) -> None:
+        """Replace the data of events ``(seq, data as JSON)`` of a session with an erasure
+        marker and their type with ``ERASED_TYPE``, keeping each event's hash and link
+        (``tether.journal.erasure`` decides what is written and vouches for it); also drops the
+        session's private arguments. One transaction."""
+        ...
+
     def close(self) -> None: ...
+
+
+def thread_key(tenant_id: str | None, user_id: str | None) -> tuple[str, str]:
+    """How a thread's owner is stored: no tenant or no user is the empty string (stores key
+    threads by (tenant, user, thread), and NULL never equals NULL in SQL)."""
+    return tenant_id or "", user_id or ""
 
 
 def session_info(session_id: str, events: Sequence[Event]) -> SessionInfo:
     """Listing facts of a session from its events (used by stores that keep no index)."""
-    start = events[0].data if events and events[0].type == "session.start" else {}
+    first, last = events[0], events[-1]
+    start = first.data if first.type in ("session.start", ERASED_TYPE) else {}
     subject = start.get("subject") or {}
-    return SessionInfo(session_id, events[0].timestamp, events[-1].timestamp, len(events),
-                       events[-1].type, subject.get("tenant_id"), start.get("agent"))
+    last_type = last.data.get("type", last.type) if last.type == ERASED_TYPE else last.type
+    return SessionInfo(session_id, first.timestamp, last.timestamp, len(events),
+                       last_type, subject.get("tenant_id"), start.get("agent"))
 
 
 def open_store(url: str | None = None) -> Store:

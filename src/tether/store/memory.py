@@ -11,17 +11,20 @@ from typing import Any
 
 from tether.store.base import (
     ANCHOR_GENESIS,
+    ERASED_TYPE,
     Anchor,
     ConflictError,
     Lease,
     SessionBusy,
     SessionInfo,
+    ThreadEntry,
     approval_anchor,
     audit_key,
     head_anchor,
     holder_is_gone,
     seal_anchor,
     session_info,
+    thread_key,
 )
 from tether.types import Event
 
@@ -35,6 +38,8 @@ class MemoryStore:
         self._private: dict[tuple[str, str], str] = {}  # (session, call) -> arguments as JSON
         self._leases: dict[str, tuple[str | None, int, float]] = {}  # holder, token, expires
         self._anchors: list[Anchor] = []
+        # (tenant, user) -> the index of their threads: (thread id, place, session, created)
+        self._threads: dict[tuple[str, str], list[tuple[str, int, str, float]]] = {}
         self._audit_key = audit_key()
         self._lock = threading.Lock()
 
@@ -122,7 +127,42 @@ class MemoryStore:
                     del self._approvals[aid]
                 self._drop_private(sid)
                 self._leases.pop(sid, None)
+            doomed_set = set(doomed)
+            for owner, rows in self._threads.items():
+                self._threads[owner] = [r for r in rows if r[2] not in doomed_set]
             return len(doomed)
+
+    def join_thread(self, tenant_id: str | None, user_id: str | None, thread_id: str,
+                    session_id: str) -> int:
+        with self._lock:
+            rows = self._threads.setdefault(thread_key(tenant_id, user_id), [])
+            place = 1 + max((r[1] for r in rows if r[0] == thread_id), default=0)
+            rows.append((thread_id, place, session_id, time.time()))
+            return place
+
+    def thread_entries(self, tenant_id: str | None, user_id: str | None,
+                       thread_id: str | None = None, *,
+                       every_user: bool = False) -> list[ThreadEntry]:
+        tenant, user = thread_key(tenant_id, user_id)
+        with self._lock:
+            found = [ThreadEntry(t, place, sid, owner[1] or None, created)
+                     for owner, rows in self._threads.items()
+                     if owner[0] == tenant and (every_user or owner[1] == user)
+                     for t, place, sid, created in rows if thread_id in (None, t)]
+        return sorted(found, key=lambda e: (e.user_id or "", e.thread_id, e.position))
+
+    def leave_threads(self, tenant_id: str | None, user_id: str | None) -> int:
+        with self._lock:
+            return len(self._threads.pop(thread_key(tenant_id, user_id), []))
+
+    def erase(self, session_id: str, erased: Sequence[tuple[int, str]]) -> None:
+        with self._lock:
+            stored = self._events.get(session_id, [])
+            for seq, data_json in erased:
+                e = stored[seq - 1]
+                stored[seq - 1] = Event.from_json(e.seq, ERASED_TYPE, session_id, e.timestamp,
+                                                  data_json, e.prev_hash, e.hash)
+            self._drop_private(session_id)
 
     def put_private(self, session_id: str, call_id: str, arguments: Mapping[str, Any]) -> None:
         # kept as JSON, like the durable stores: the caller's dict may change, values round-trip

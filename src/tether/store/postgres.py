@@ -47,6 +47,7 @@ from tether.store.postgres_outage import (
 from tether.store.postgres_probe import probe
 from tether.store.postgres_schema import MIGRATIONS, SCHEMA_VERSION
 from tether.store.postgres_steps import Append, Statements, arun, run
+from tether.store.postgres_threads import PostgresThreads
 from tether.types import Event
 from tether.urls import redact_text, redact_url
 
@@ -54,7 +55,7 @@ DEFAULT_SCHEMA = "tether"
 RENEW_BOUND = 2.0  # seconds a lease renewal (on the event loop) waits out a lost database
 
 
-class PostgresStore:
+class PostgresStore(PostgresThreads):
     """``url`` is a libpq URL; the store's tables live in ``schema``, which may also be named in
     the URL as ``?schema=NAME`` or libpq's ``?options=-csearch_path%3DNAME``. A lost database
     (a restart, a failover) is waited out for ``ride_through`` seconds (30 by default, or
@@ -322,7 +323,7 @@ class PostgresStore:
                 (before,)).fetchall()]
             for sid in doomed:
                 self._anchor(db, "prune", sid, {"session_id": sid, "before": before})
-            for table in ("events", "approvals", "private_arguments", "sessions"):
+            for table in ("events", "approvals", "private_arguments", "threads", "sessions"):
                 db.execute(self._sql(f"DELETE FROM {{s}}.{table} WHERE session_id = ANY(%s)"),
                            (doomed,))
         return len(doomed)

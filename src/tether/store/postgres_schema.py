@@ -54,5 +54,15 @@ MIGRATIONS: dict[int, list[str]] = {
             seq BIGSERIAL PRIMARY KEY, kind TEXT NOT NULL, session_id TEXT NOT NULL,
             body TEXT NOT NULL, prev TEXT NOT NULL, hash TEXT NOT NULL, mac TEXT)""",
     ],
+    # Conversation threads (agent.session(task, thread=...)): which sessions continue which
+    # conversation of a tenant's user, in order. No tenant or user is stored as ''.
+    6: [
+        """CREATE TABLE {s}.threads (
+            tenant_id TEXT NOT NULL, user_id TEXT NOT NULL, thread_id TEXT NOT NULL,
+            position BIGINT NOT NULL, session_id TEXT NOT NULL,
+            created_at DOUBLE PRECISION NOT NULL,
+            PRIMARY KEY (tenant_id, user_id, thread_id, position))""",
+        "CREATE INDEX threads_by_session ON {s}.threads (session_id)",
+    ],
 }
 SCHEMA_VERSION = max(MIGRATIONS)

@@ -48,6 +48,7 @@ from tether.store.sqlite_open import (
     transaction,
 )
 from tether.store.sqlite_schema import MIGRATIONS, SCHEMA_VERSION
+from tether.store.sqlite_threads import SQLiteThreads
 from tether.types import Event
 
 # the sessions row is the writers' check: it moves on only from the seq the writer read (and,
@@ -77,7 +78,7 @@ def path_of(url: str) -> str:
     return path
 
 
-class SQLiteStore:
+class SQLiteStore(SQLiteThreads):
     def __init__(self, path: str | Path, *, synchronous: str = "NORMAL") -> None:
         if synchronous.upper() not in ("NORMAL", "FULL", "EXTRA"):
             raise StoreError(f"synchronous must be NORMAL, FULL or EXTRA, got {synchronous!r}")
@@ -339,6 +340,7 @@ class SQLiteStore:
                     db.execute("DELETE FROM events WHERE session_key = ?", (key,))
                     db.execute("DELETE FROM approvals WHERE session_id = ?", (sid,))
                     db.execute("DELETE FROM private_arguments WHERE session_id = ?", (sid,))
+                    db.execute("DELETE FROM threads WHERE session_id = ?", (sid,))
                     db.execute("DELETE FROM sessions WHERE session_id = ?", (sid,))
         return len(doomed)
 

@@ -89,5 +89,14 @@ MIGRATIONS: dict[int, str] = {
         seq INTEGER PRIMARY KEY AUTOINCREMENT, kind TEXT NOT NULL, session_id TEXT NOT NULL,
         body TEXT NOT NULL, prev TEXT NOT NULL, hash TEXT NOT NULL, mac TEXT);
     """,
+    # Conversation threads (agent.session(task, thread=...)): which sessions continue which
+    # conversation of a tenant's user, in order. No tenant or user is stored as ''.
+    7: """
+    CREATE TABLE threads (
+        tenant_id TEXT NOT NULL, user_id TEXT NOT NULL, thread_id TEXT NOT NULL,
+        position INTEGER NOT NULL, session_id TEXT NOT NULL, created_at REAL NOT NULL,
+        PRIMARY KEY (tenant_id, user_id, thread_id, position)) WITHOUT ROWID;
+    CREATE INDEX threads_by_session ON threads (session_id);
+    """,
 }
 SCHEMA_VERSION = max(MIGRATIONS)

@@ -21,6 +21,7 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+from tether.store.base import ERASED_TYPE
 from tether.types import Event
 
 EXCERPT = 100
@@ -69,6 +70,9 @@ def header(events: Sequence[Event]) -> list[str]:
         return []
     first = events[0]
     lines = [f"session {first.session_id}"]
+    if first.type == ERASED_TYPE:
+        return [*lines, f"  content erased by {first.data.get('erasure')} (tether.journal."
+                "erasure): what remains is each event's former type, hash and link"]
     if first.type != "session.start":
         return [*lines, f"  (the first event is {first.type!r}, not session.start)"]
     d = first.data
@@ -105,6 +109,8 @@ def spend_line(events: Sequence[Event]) -> str:
             return (f"spend ({status}): {spend.get('tokens')} tokens, ${spend.get('cost_usd')}, "
                     f"{spend.get('steps')} steps, {spend.get('tool_calls')} tool calls, "
                     f"{spend.get('seconds')} s")
+        if event.type == ERASED_TYPE and event.data.get("type") == "session.end":
+            return "spend: erased with the session's content"
     return "spend: not recorded (the session has neither ended nor paused)"
 
 
@@ -324,8 +330,15 @@ def _note(d: Mapping[str, Any]) -> list[str]:
     return [f"note to the model: {excerpt(json.dumps(d.get('text', ''), ensure_ascii=False))}"]
 
 
+def _strategy_note(d: Mapping[str, Any]) -> list[str]:
+    data = d.get("data") or {}
+    said = ", ".join(f"{k}={json.dumps(v, ensure_ascii=False)}" for k, v in sorted(data.items()))
+    return [f"strategy {d.get('kind')}: {excerpt(said, 160)}"]
+
+
 _RENDER: dict[str, Renderer] = {
     "session.start": _start,
+    "strategy.note": _strategy_note,
     "model.request": _request,
     "model.response": _response,
     "model.error": _model_error,

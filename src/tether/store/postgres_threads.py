@@ -1,0 +1,93 @@
+"""The PostgreSQL store's conversation threads and content erasure.
+
+Why apart from ``store.postgres``: threads (which sessions continue which conversation, for
+whom) and erasure (a user's content removed, hashes kept) are an index and a rewrite beside the
+journal, not part of appending and reading it; the store class mixes them in.
+
+Decision: joining a thread takes a transaction-scoped advisory lock on the thread, so workers
+joining at once get consecutive places; a join is idempotent (a retry after a lost commit reply
+finds the session already placed and returns its place). Erasure updates an event's type and
+data in place, never its hash or link, which ``tether.journal.erasure`` vouches for.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import time
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+from tether.store.base import ERASED_TYPE, ThreadEntry, thread_key
+from tether.store.postgres_outage import RideThrough, riding
+
+
+class PostgresThreads:
+    """Mixed into ``PostgresStore``: the thread index and erasure, on its pool."""
+
+    url: str
+    _ride: RideThrough
+
+    if TYPE_CHECKING:  # the store's own, which it mixes this into
+        def _sql(self, statement: str) -> str: ...
+
+        def _connection(self) -> contextlib.AbstractContextManager[Any]: ...
+
+    @riding
+    def join_thread(self, tenant_id: str | None, user_id: str | None, thread_id: str,
+                    session_id: str) -> int:
+        tenant, user = thread_key(tenant_id, user_id)
+        with self._connection() as db:
+            db.execute("SELECT pg_advisory_xact_lock(hashtext(%s))",
+                       (json.dumps(["tether-thread", tenant, user, thread_id]),))
+            where = "WHERE tenant_id = %s AND user_id = %s AND thread_id = %s"
+            row = db.execute(self._sql(f"SELECT position FROM {{s}}.threads {where} AND "
+                                       "session_id = %s"),
+                             (tenant, user, thread_id, session_id)).fetchone()
+            if row is None:
+                row = db.execute(self._sql(
+                    "INSERT INTO {s}.threads SELECT %s, %s, %s, coalesce(max(position), 0) + 1, "
+                    f"%s, %s FROM {{s}}.threads {where} RETURNING position"),
+                    (tenant, user, thread_id, session_id, time.time(), tenant, user,
+                     thread_id)).fetchone()
+        return int(row[0])
+
+    @riding
+    def thread_entries(self, tenant_id: str | None, user_id: str | None,
+                       thread_id: str | None = None, *,
+                       every_user: bool = False) -> list[ThreadEntry]:
+        tenant, user = thread_key(tenant_id, user_id)
+        query, args = ("SELECT thread_id, position, session_id, user_id, created_at FROM "
+                       "{s}.threads WHERE tenant_id = %s"), [tenant]
+        if not every_user:
+            query, args = query + " AND user_id = %s", [*args, user]
+        if thread_id is not None:
+            query, args = query + " AND thread_id = %s", [*args, thread_id]
+        with self._connection() as db:
+            rows = db.execute(self._sql(query + " ORDER BY user_id, thread_id, position"),
+                              args).fetchall()
+        return [ThreadEntry(t, int(p), s, u or None, float(c)) for t, p, s, u, c in rows]
+
+    @riding
+    def leave_threads(self, tenant_id: str | None, user_id: str | None) -> int:
+        with self._connection() as db:
+            cursor = db.execute(self._sql("DELETE FROM {s}.threads WHERE tenant_id = %s AND "
+                                          "user_id = %s"), thread_key(tenant_id, user_id))
+            return int(cursor.rowcount)
+
+    @riding
+    def erase(self, session_id: str, erased: Sequence[tuple[int, str]]) -> None:
+        with self._connection() as db:
+            found = db.execute(self._sql("SELECT 1 FROM {s}.sessions WHERE session_id = %s "
+                                         "FOR UPDATE"), (session_id,)).fetchone()
+            if found is None:
+                raise LookupError(f"no session {session_id!r} in {self.url}")
+            with db.cursor() as cursor:
+                cursor.executemany(self._sql(
+                    "UPDATE {s}.events SET type = %s, data = %s, jsonb_era = FALSE "
+                    "WHERE session_id = %s AND seq = %s"),
+                    [(ERASED_TYPE, data, session_id, seq) for seq, data in erased])
+            db.execute(self._sql("DELETE FROM {s}.private_arguments WHERE session_id = %s"),
+                       (session_id,))
+
+

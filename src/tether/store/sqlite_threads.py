@@ -1,0 +1,84 @@
+"""The SQLite store's conversation threads and content erasure.
+
+Why apart from ``store.sqlite``: threads (which sessions continue which conversation, for whom)
+and erasure (a user's content removed, hashes kept) are an index and a rewrite beside the
+journal, not part of appending and reading it; the store class mixes them in.
+
+Decision: a thread's place is taken with one ``INSERT ... SELECT max + 1`` inside the store's
+``BEGIN IMMEDIATE`` transaction, so two sessions joining at once get two places; erasure updates
+an event's type and data in place and never its hash or link, which ``tether.journal.erasure``
+vouches for from the erasure record.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import threading
+import time
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+from tether.store.base import ERASED_TYPE, ThreadEntry, thread_key
+from tether.store.sqlite_open import transaction
+
+
+class SQLiteThreads:
+    """Mixed into ``SQLiteStore``: the thread index and erasure, on its connection and lock."""
+
+    path: str
+    url: str
+    _db: sqlite3.Connection
+    _lock: threading.RLock
+
+    if TYPE_CHECKING:  # the store's own, which it mixes this into
+        def _writable(self, session_id: str | None = None) -> None: ...
+
+    def join_thread(self, tenant_id: str | None, user_id: str | None, thread_id: str,
+                    session_id: str) -> int:
+        tenant, user = thread_key(tenant_id, user_id)
+        with self._lock:
+            self._writable(session_id)
+            with transaction(self._db, self.path, self.url, session_id):
+                row = self._db.execute(
+                    "INSERT INTO threads SELECT ?, ?, ?, coalesce(max(position), 0) + 1, ?, ? "
+                    "FROM threads WHERE tenant_id = ? AND user_id = ? AND thread_id = ? "
+                    "RETURNING position",
+                    (tenant, user, thread_id, session_id, time.time(), tenant, user,
+                     thread_id)).fetchone()
+        return int(row[0])
+
+    def thread_entries(self, tenant_id: str | None, user_id: str | None,
+                       thread_id: str | None = None, *,
+                       every_user: bool = False) -> list[ThreadEntry]:
+        tenant, user = thread_key(tenant_id, user_id)
+        query, args = "SELECT thread_id, position, session_id, user_id, created_at FROM " \
+                      "threads WHERE tenant_id = ?", [tenant]
+        if not every_user:
+            query, args = query + " AND user_id = ?", [*args, user]
+        if thread_id is not None:
+            query, args = query + " AND thread_id = ?", [*args, thread_id]
+        with self._lock:
+            rows = self._db.execute(query + " ORDER BY user_id, thread_id, position",
+                                    args).fetchall()
+        return [ThreadEntry(t, p, s, u or None, c) for t, p, s, u, c in rows]
+
+    def leave_threads(self, tenant_id: str | None, user_id: str | None) -> int:
+        with self._lock:
+            self._writable()
+            with transaction(self._db, self.path, self.url):
+                return self._db.execute("DELETE FROM threads WHERE tenant_id = ? AND user_id = ?",
+                                        thread_key(tenant_id, user_id)).rowcount
+
+    def erase(self, session_id: str, erased: Sequence[tuple[int, str]]) -> None:
+        with self._lock:
+            self._writable(session_id)
+            db = self._db
+            with transaction(db, self.path, self.url, session_id):
+                row = db.execute("SELECT key FROM sessions WHERE session_id = ?",
+                                 (session_id,)).fetchone()
+                if row is None:
+                    raise LookupError(f"no session {session_id!r} in {self.url}")
+                db.executemany("UPDATE events SET type = ?, data = ? WHERE session_key = ? "
+                               "AND seq = ?",
+                               [(ERASED_TYPE, data, row[0], seq) for seq, data in erased])
+                db.execute("DELETE FROM private_arguments WHERE session_id = ?", (session_id,))
