@@ -30,7 +30,7 @@ def test_the_example_runs_and_its_reruns_match() -> None:
                          timeout=120, check=True).stdout
     lines = out.splitlines()
     assert lines[0] == "without compaction: 26148 tokens"
-    assert "summarise: The report is lorem ipsum throughout. (18818 tokens)" in lines
+    assert "summarise: The report is lorem ipsum throughout. (18938 tokens)" in lines
     assert any("compacted: turns 1-6 summarised (messages 2-14" in line for line in lines)
     assert any("compacted: turns 1-6 dropped" in line for line in lines)
     assert lines.count("  rerun matches: True") == 2
