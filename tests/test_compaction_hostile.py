@@ -237,3 +237,46 @@ def test_a_value_from_a_compacted_away_result_keeps_its_untrusted_origin() -> No
     compacted = _of(session.replay(), "context.compacted")
     assert compacted and compacted[0]["start"] == 2  # the turn that read the IBAN is gone
     assert seen == [{"recipient": frozenset({"untrusted"}), "amount": frozenset({"untrusted"})}]
+
+
+def test_after_resume_a_model_repeating_a_compacted_calls_id_gets_a_new_one() -> None:
+    """Call ids are unique within a session; a resumed chokepoint no longer sees a compacted
+    call in the conversation, and must still refuse its id to a new call."""
+    from tether import Decision, Effect
+    from tether.policy import Action, Context, Resource, Subject
+    from tether.store.memory import MemoryStore
+
+    @tool
+    def lookup(n: int) -> str:
+        """Look up record n."""
+        return f"record {n}: " + "x" * 400
+
+    @tool(side_effect=True)
+    def pay(amount: int) -> str:
+        """Pay an amount."""
+        return f"paid {amount}"
+
+    class PaymentsWait:
+        def evaluate(self, subject: Subject, action: Action, resource: Resource,
+                     context: Context) -> Decision:
+            if resource.side_effect:
+                return Decision(Effect.REQUIRE_APPROVAL, "a person decides", "wait")
+            return Decision(Effect.ALLOW, "ok", "wait")
+
+    script: list[ModelResponse | str] = [
+        ModelResponse(tool_calls=(ToolCall(f"c{i}", "lookup", {"n": i}),)) for i in range(6)]
+    script += [ModelResponse(tool_calls=(ToolCall("p1", "pay", {"amount": 5}),)),
+               ModelResponse(tool_calls=(ToolCall("c0", "lookup", {"n": 99}),)), "done"]
+    store = MemoryStore()
+    agent = Agent(model=ScriptedModel(script), reasoning=ReAct(), tools=[lookup, pay],
+                  policy=PaymentsWait(), store=store,
+                  compaction=Compaction(strategy="drop", context_window=1000))
+    paused = agent.run("look up, then pay")
+    assert paused.stop_reason is StopReason.NEEDS_APPROVAL
+    assert _of(store.read(paused.session_id), "context.compacted")
+    (waiting,) = agent.approval_store.pending(paused.session_id)
+    agent.approval_store.approve(waiting.id, approver="ops")
+    assert agent.resume(paused.session_id).answer == "done"
+    ids = [c["id"] for e in store.read(paused.session_id) if e.type == "model.response"
+           for c in e.data["response"]["tool_calls"]]
+    assert len(ids) == len(set(ids)) == 8 and ids[-1] != "c0"

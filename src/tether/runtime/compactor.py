@@ -45,6 +45,7 @@ class CompactingEnvironment(Environment):
         super().__init__(**kwargs)
         self._compaction = compaction
         self._window = compaction.window(self._model)
+        self._seen_ids |= self._state.compacted_ids  # (resumed: no longer in the conversation)
         summariser = compaction.model
         if summariser is None:
             self._summariser: Model = self._model

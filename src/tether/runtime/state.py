@@ -46,9 +46,9 @@ class SessionState:
     store, never here. What is forgotten is in the journal, which a replay folds whole."""
 
     __slots__ = ("_done", "_outbox", "_recent", "_steps_closed", "answer", "approvals",
-                 "conversation", "counted", "decisions", "denial_streak", "error_streak",
-                 "granted", "in_flight", "notice", "output", "output_invalid", "paused", "ran",
-                 "results", "settled",
+                 "compacted_ids", "conversation", "counted", "decisions", "denial_streak",
+                 "error_streak", "granted", "in_flight", "notice", "output", "output_invalid",
+                 "paused", "ran", "results", "settled",
                  "signatures", "started", "steps", "stop_detail", "stop_reason", "tainted",
                  "tally", "task", "turn", "turn_open", "turn_step", "turn_text", "unsent",
                  "window")
@@ -94,6 +94,9 @@ class SessionState:
         # and how many answers did not validate (tether.runtime.output)
         self.output: Any = None
         self.output_invalid = 0
+        # the ids of the calls a compaction took out of the conversation: still used, so a
+        # resumed chokepoint gives a model that repeats one another (tether.runtime.compactor)
+        self.compacted_ids: set[str] = set()
         # derived views, read several times per step: kept up to date by the handlers
         self._done: list[ToolResult] = []  # the open turn's results, in call order
         self._outbox: tuple[Message, ...] | None = None  # None: build it again when read
@@ -296,7 +299,9 @@ class SessionState:
 
     def _on_compacted(self, data: Mapping[str, Any]) -> None:
         """Turns replaced by a summary or a note: what every later request is sent."""
-        self.conversation[data["start"]:data["end"]] = data["replacement"]
+        start, end = data["start"], data["end"]
+        self.compacted_ids.update(c.id for m in self.conversation[start:end] for c in m.tool_calls)
+        self.conversation[start:end] = data["replacement"]
         self.counted = None  # the provider counted a conversation that is no longer sent
 
     def _on_output_valid(self, data: Mapping[str, Any]) -> None:
