@@ -1,11 +1,11 @@
 """ScriptedModel: a deterministic model for tests and the zero-cost quickstart.
 
 Decision: the recipe is stateless. The script cursor is derived from the request itself (the
-number of assistant turns already in the conversation), so one ScriptedModel can serve any number
-of sessions, concurrently, each seeing the script from the start. It behaves like a real provider
-where the budget depends on it: input tokens are counted with the estimator the runtime reserves
-with, and output never exceeds ``max_output_tokens`` (longer responses are cut, finish reason
-``length``, as a provider would).
+number of assistant turns already in the conversation, those a compaction replaced included),
+so one ScriptedModel can serve any number of sessions, concurrently, each seeing the script from
+the start. It behaves like a real provider where the budget depends on it: input tokens are
+counted with the estimator the runtime reserves with, and output never exceeds
+``max_output_tokens`` (longer responses are cut, finish reason ``length``, as a provider would).
 """
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ from typing import Any
 
 from tether.models.base import (
     ModelError,
+    compacted_turns,
     estimate_message_tokens,
     estimate_text_tokens,
     estimate_tools_tokens,
@@ -77,7 +78,11 @@ class ScriptedModel:
     async def complete(self, request: ModelRequest) -> ModelResponse:
         if self._latency:
             await asyncio.sleep(self._latency)
-        turn = list(map(_ROLE, request.messages)).count("assistant")
+        messages = request.messages
+        roles = list(map(_ROLE, messages))
+        turn = roles.count("assistant")
+        if len(roles) > 2 and roles[2] == "user":  # the turns a compaction replaced count
+            turn += compacted_turns(messages[2])
         if turn < len(self._prepared):
             prepared = self._prepared[turn]
         else:

@@ -34,6 +34,7 @@ from tether.types import TOOL_CHOICES, Event
 
 if TYPE_CHECKING:
     from tether.credentials import CredentialBroker
+    from tether.runtime.compaction import Compaction
     from tether.runtime.output import OutputSpec
     from tether.runtime.result import Result
     from tether.runtime.session import Session
@@ -92,6 +93,10 @@ class Agent:
     # model call; None (the default): the answer is text and nothing is added to a run
     output_type: Any = None
     output_retries: int = 2
+    # context compaction (tether.runtime.compaction): when a request would not fit the model's
+    # context window (or a share of the token budget left), older turns are summarised by a
+    # governed model call or dropped, journaled; None (the default): nothing is added to a run
+    compaction: Compaction | None = None
     output_spec: OutputSpec | None = field(init=False, repr=False, compare=False)
     registry: ToolRegistry = field(init=False, repr=False, compare=False)
     fingerprint: str = field(init=False, repr=False, compare=False)  # tether.runtime.fingerprint
@@ -120,6 +125,13 @@ class Agent:
         if type(self.output_retries) is not int or self.output_retries < 0:
             raise ValueError("output_retries must be a whole number >= 0 (the repair turns an "
                              "answer that does not validate as output_type gets)")
+        if self.compaction is not None:
+            from tether.runtime.compaction import Compaction as _Compaction
+
+            if not isinstance(self.compaction, _Compaction):
+                raise TypeError(f"compaction {self.compaction!r} is not a tether Compaction; "
+                                "give Compaction(...) or None")
+            self.compaction.check(self.model, self.budget.max_cost_usd is not None)
         spec = None
         if self.output_type is not None:
             from tether.runtime.output import output_spec

@@ -320,11 +320,16 @@ class Session:
                           approver=agent.decides_approvals, trace=trace,
                           telemetry=tuple(agent.telemetry),
                           kept=None if private is None else partial(private.get_private, self.id))
-        env = Environment(model=agent.model, specs=agent.registry.specs, tools=tools,
-                          accountant=self._accountant, journal=journal, state=state,
-                          show_budget=agent.show_budget, on_delta=self._on_delta,
-                          first_tool_choice=agent.first_tool_choice, trace=trace,
-                          output=check)
+        make: Any = Environment
+        if agent.compaction is not None:  # (a recipe without compaction pays nothing for it)
+            from tether.runtime.compactor import CompactingEnvironment
+
+            make = partial(CompactingEnvironment, compaction=agent.compaction)
+        env = make(model=agent.model, specs=agent.registry.specs, tools=tools,
+                   accountant=self._accountant, journal=journal, state=state,
+                   show_budget=agent.show_budget, on_delta=self._on_delta,
+                   first_tool_choice=agent.first_tool_choice, trace=trace, output=check)
+        assert isinstance(env, Environment)
         handle = Handle(env.ask_model, env.call_tools, env.remaining_budget, env.record_note,
                         self.task)
         answer = ""

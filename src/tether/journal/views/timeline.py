@@ -191,7 +191,8 @@ def _unmetered(d: Mapping[str, Any]) -> list[str]:
 
 
 def _overrun(d: Mapping[str, Any]) -> list[str]:
-    return [f"OVERRUN at step {d.get('step')} ({d.get('limit')}): "
+    what = " of the summary call" if d.get("purpose") == "compaction" else ""
+    return [f"OVERRUN{what} at step {d.get('step')} ({d.get('limit')}): "
             f"{excerpt(d.get('detail', ''), 100)}"]
 
 
@@ -297,6 +298,34 @@ def _output_invalid(d: Mapping[str, Any]) -> list[str]:
             f"text: {excerpt(json.dumps(d.get('text', ''), ensure_ascii=False))}"]
 
 
+def _summary_request(d: Mapping[str, Any]) -> list[str]:
+    return [f"step {d.get('step')}: summary call to {d.get('model')} for messages "
+            f"{d.get('start')}-{d.get('end')} (at most {d.get('max_output_tokens')} out tokens)"]
+
+
+def _summary_response(d: Mapping[str, Any]) -> list[str]:
+    return [f"summary call answered: \"{excerpt(d.get('text') or '', 80)}\" "
+            f"({d.get('input_tokens')} in, {d.get('output_tokens')} out tokens, "
+            f"${d.get('cost_usd')})"]
+
+
+def _summary_error(d: Mapping[str, Any]) -> list[str]:
+    tokens = (d.get("input_tokens") or 0) + (d.get("output_tokens") or 0)
+    return [f"summary call failed: {excerpt(d.get('error', ''), 80)} (charged {tokens} "
+            f"tokens, ${d.get('cost_usd')})"]
+
+
+def _compacted(d: Mapping[str, Any]) -> list[str]:
+    how = "summarised" if d.get("strategy") == "summarise" else "dropped"
+    lines = [f"compacted: turns 1-{d.get('turns')} {how} (messages {d.get('start')}-"
+             f"{d.get('end')}, {d.get('replaced')} replaced, digest {d.get('digest')}; "
+             f"{d.get('reason')}: ~{d.get('tokens_before')} -> ~{d.get('tokens_after')} "
+             "tokens of conversation)"]
+    if d.get("fallback"):
+        lines.append(f"  no summary: {excerpt(d['fallback'], 100)}")
+    return lines
+
+
 def _note(d: Mapping[str, Any]) -> list[str]:
     return [f"note to the model: {excerpt(json.dumps(d.get('text', ''), ensure_ascii=False))}"]
 
@@ -336,4 +365,8 @@ _RENDER: dict[str, Renderer] = {
     "output.valid": _output_valid,
     "output.invalid": _output_invalid,
     "session.note": _note,
+    "compaction.request": _summary_request,
+    "compaction.response": _summary_response,
+    "compaction.error": _summary_error,
+    "context.compacted": _compacted,
 }
