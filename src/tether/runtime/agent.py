@@ -30,6 +30,7 @@ from tether.store.base import Store, open_store
 from tether.store.memory import MemoryStore
 from tether.tools.base import Tool
 from tether.tools.registry import ToolRegistry
+from tether.tools.selection import ToolIndex, ToolSelection
 from tether.types import TOOL_CHOICES, Event
 
 if TYPE_CHECKING:
@@ -92,6 +93,10 @@ class Agent:
     # model call; None (the default): the answer is text and nothing is added to a run
     output_type: Any = None
     output_retries: int = 2
+    # offer each model turn only the tools ranked best for it (tether.tools.selection): for
+    # catalogs of hundreds of tools; None (the default): every turn is offered every tool
+    tool_selection: ToolSelection | None = None
+    tool_index: ToolIndex | None = field(init=False, repr=False, compare=False)
     output_spec: OutputSpec | None = field(init=False, repr=False, compare=False)
     registry: ToolRegistry = field(init=False, repr=False, compare=False)
     fingerprint: str = field(init=False, repr=False, compare=False)  # tether.runtime.fingerprint
@@ -150,9 +155,28 @@ class Agent:
                              f"a tool of this agent ({', '.join(sorted(registry.names))})")
         if self.check_policy_names:
             check_names(self.policy, registry.specs)
+        object.__setattr__(self, "tool_index", self._index_tools(registry))
         object.__setattr__(self, "tools", tuple(registry))
         object.__setattr__(self, "registry", registry)
         object.__setattr__(self, "fingerprint", recipe_fingerprint(self))
+
+    def _index_tools(self, registry: ToolRegistry) -> ToolIndex | None:
+        """The tool selection's index of the tools, once (None without selection)."""
+        selection = self.tool_selection
+        if selection is None:
+            return None
+        if not isinstance(selection, ToolSelection):
+            raise TypeError("tool_selection must be a tether.tools.selection.ToolSelection, "
+                            "e.g. ToolSelection(k=8)")
+        missing = [n for n in selection.always if registry.get(n) is None]
+        if missing:
+            raise ValueError(f"ToolSelection(always=...) names {missing}, not tools of this "
+                             f"agent ({', '.join(sorted(registry.names))})")
+        choice = self.first_tool_choice
+        if choice is not None and choice not in TOOL_CHOICES and choice not in selection.always:
+            raise ValueError(f"first_tool_choice={choice!r} must be offered on the first turn: "
+                             "with tool_selection, put it in ToolSelection(always=...)")
+        return selection.ranker.index(registry.specs)
 
     @property
     def journal_store(self) -> Store | None:

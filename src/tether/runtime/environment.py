@@ -52,7 +52,7 @@ class Environment:
     __slots__ = ("_accountant", "_answered", "_ceiling", "_first_tool_choice", "_journal",
                  "_min_seconds", "_model", "_on_delta", "_output", "_pending", "_seen_ids",
                  "_sent_estimate", "_show_budget", "_specs", "_state", "_tool_names", "_tools",
-                 "_tools_estimate", "_trace", "stopped")
+                 "_tools_added", "_tools_estimate", "_trace", "stopped")
 
     def __init__(self, *, model: Model, specs: Sequence[ToolSpec], tools: ToolCalls,
                  accountant: Accountant, journal: Journal, state: SessionState,
@@ -75,6 +75,7 @@ class Environment:
         estimate = model.estimate_message_tokens
         self._sent_estimate = sum(estimate(m) for m in state.conversation)
         self._tools_estimate = estimate_tools_tokens(self._specs)
+        self._tools_added = 0  # tools offered now, not before (tether.runtime.selecting)
         if output is not None:  # every request but the wrap-up carries the schema: counted
             self._sent_estimate += output.request_estimate  # always, erring high
         self._seen_ids = {c.id for m in state.conversation for c in m.tool_calls}
@@ -127,6 +128,7 @@ class Environment:
             known = self._answered  # the answer's estimate, made when it was recorded
             rest = new_estimate + (known[1] if known[0] == answer else sum(map(
                 estimate, self._state.conversation[answer:])))
+            rest += self._tools_added  # (tools new to this request: not in the count)
             reservation = self._accountant.reserve_model_call(rest, final, known=input_tokens,
                                                               ceiling=self._ceiling,
                                                               min_seconds=self._min_seconds)
