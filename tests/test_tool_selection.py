@@ -273,3 +273,46 @@ def test_rerun_reproduces_the_offer_and_reports_a_selection_that_would_differ() 
     assert [d.what for d in report.divergences][:1] == ["the tools offered differ"]
     off = dataclasses.replace(agent, tool_selection=None)
     assert not rerun(off, events).matches
+
+
+# -- resume judges the open turn by its own offer --------------------------------------------
+
+
+def test_after_a_crash_the_open_turn_is_judged_by_the_offer_it_was_made_under() -> None:
+    from tether.store.memory import MemoryStore
+
+    ran.clear()
+    two = ModelResponse(tool_calls=(ToolCall("c1", "get_weather", {"text": "Paris"}),
+                                    ToolCall("c2", "send_email", {})))
+    agent, _ = agent_with([two, "done"], selection=ToolSelection(k=1))
+    store = MemoryStore()
+    agent = agent.with_store(store)
+    session = agent.session("What is the weather in Paris?")
+    session.run()
+    events = store.read(session.id)
+    cut = next(i for i, e in enumerate(events) if e.type == "model.response") + 1
+    crashed = MemoryStore()  # the process died after the answer, before any call ran
+    crashed.append(session.id, events[:cut])
+    ran.clear()
+    result = agent.with_store(crashed).resume(session.id)
+    weather, email = result.trajectory.steps[0].results
+    assert (weather.status, email.status) == ("ok", "rejected")
+    assert email.content == "Error: unknown tool 'send_email'. Available tools: get_weather."
+    assert ran == ["get_weather"]
+
+
+# -- the reservation covers tools new to a turn --------------------------------------------------
+
+
+def test_a_counted_input_plus_newly_offered_tools_is_never_under_reserved() -> None:
+    agent, seen = agent_with([one_call("get_weather", text="Paris"), one_call("send_email"),
+                              "done"], selection=ToolSelection(k=2))
+    session = agent.session("What is the weather in Paris?")
+    session.run()
+    events = session.replay()
+    requests, responses = events_of(events, "model.request"), events_of(events,
+                                                                        "model.response")
+    assert set(offered(seen[1])) - set(offered(seen[0]))  # the second turn offers new tools
+    for request, response in zip(requests, responses, strict=True):
+        assert response["response"]["usage"]["input_tokens"] <= request["reserved_input"]
+    assert events_of(events, "model.overrun") == []

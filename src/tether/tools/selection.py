@@ -40,7 +40,7 @@ from tether.types import ToolSpec
 K1 = 1.5
 B = 0.75
 NAME_WEIGHT = 2  # a tool's name counts this many times in its document
-_WORD = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|\d+")
+_WORD = re.compile(r"[A-Z]+s?(?![a-z])|[A-Z]?[a-z]+|\d+")  # URLs, HTTPServer, readFile, 2
 _STOP = frozenset((
     "a", "an", "and", "are", "as", "at", "be", "by", "can", "do", "does", "for", "from", "has",
     "have", "how", "i", "if", "in", "into", "is", "it", "its", "me", "my", "no", "not", "of",
