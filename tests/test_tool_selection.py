@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 
 from tether import Agent, Decision, Effect, ModelResponse, ReAct, ScriptedModel, ToolCall
+from tether.journal.views.timeline import timeline
 from tether.policy import Action, Context, Resource, Subject
 from tether.policy.yaml_policy import YamlPolicy
 from tether.runtime.rerun import rerun
@@ -142,6 +143,8 @@ def test_a_tool_the_policy_denies_outright_is_never_offered_even_when_always() -
     selected = events_of(session.replay(), "tools.selected")
     assert selected[0]["denied"] == ["delete_all_files"]  # the operator sees why
     assert ran == []
+    shown = "\n".join(timeline(session.replay()))
+    assert "not offered, denied by policy whatever the call: delete_all_files" in shown
 
 
 def test_a_tool_denied_only_for_some_arguments_is_offered_and_decided_per_call() -> None:
@@ -204,6 +207,7 @@ def test_a_ranker_that_raises_or_returns_garbage_offers_the_always_tools_only(
     assert offered(seen[0]) == ["calendar_add"]
     (selected,) = events_of(session.replay(), "tools.selected")
     assert selected["error"]
+    assert "the ranker failed" in "\n".join(timeline(session.replay()))
 
 
 # -- what a turn is offered ------------------------------------------------------------------

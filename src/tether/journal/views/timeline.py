@@ -301,6 +301,20 @@ def _note(d: Mapping[str, Any]) -> list[str]:
     return [f"note to the model: {excerpt(json.dumps(d.get('text', ''), ensure_ascii=False))}"]
 
 
+def _selected(d: Mapping[str, Any]) -> list[str]:
+    """A turn's tool selection (tether.runtime.selecting): what ranked, what the policy hid."""
+    scores = d.get("scores") or {}
+    ranked = ", ".join(f"{name} {score:g}" for name, score in scores.items()) or "none"
+    lines = [f"step {d.get('step')}: tools selected by rank: {excerpt(ranked, 160)}"]
+    if d.get("denied"):
+        lines.append(f"not offered, denied by policy whatever the call: "
+                     f"{', '.join(d['denied'])}")
+    if d.get("error"):
+        lines.append(f"the ranker failed ({excerpt(d['error'], 120)}); only the always tools "
+                     "were offered")
+    return lines
+
+
 _RENDER: dict[str, Renderer] = {
     "session.start": _start,
     "model.request": _request,
@@ -329,4 +343,5 @@ _RENDER: dict[str, Renderer] = {
     "output.valid": _output_valid,
     "output.invalid": _output_invalid,
     "session.note": _note,
+    "tools.selected": _selected,
 }
