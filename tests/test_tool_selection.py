@@ -320,3 +320,45 @@ def test_a_counted_input_plus_newly_offered_tools_is_never_under_reserved() -> N
     for request, response in zip(requests, responses, strict=True):
         assert response["response"]["usage"]["input_tokens"] <= request["reserved_input"]
     assert events_of(events, "model.overrun") == []
+
+
+class ReadsAmounts:
+    inline = True
+
+    def evaluate(self, subject: Subject, action: Action, resource: Resource,
+                 context: Context) -> Decision | None:
+        if action.arguments.get("amount", 0) > 100:
+            return Decision(Effect.DENY, "too much", "amounts")
+        return None if action.tool == "calendar_add" else Decision(Effect.ALLOW, "ok", "amounts")
+
+
+class NoDeleting:
+    inline = True
+
+    def evaluate(self, subject: Subject, action: Action, resource: Resource,
+                 context: Context) -> Decision | None:
+        if action.tool == "delete_all_files":
+            return Decision(Effect.DENY, "never", "no-deleting")
+        if action.tool == "send_email":
+            raise RuntimeError("mail policy unavailable")
+        return None
+
+
+def test_a_member_that_alone_denies_a_tool_hides_it_though_another_read_the_arguments() -> None:
+    from tether.policy.combinators import DenyOverrides
+
+    # a sub-agent's policy with its caller's: the first member reads arguments, the second
+    # refuses one tool outright and fails on another; abstaining is not denying
+    policy = DenyOverrides(ReadsAmounts(), NoDeleting())
+    agent, seen = agent_with(["done"], policy=policy, selection=ToolSelection(
+        k=8, always=("delete_all_files", "send_email", "calendar_add", "refund")))
+    session = agent.session("delete files, send an email, add a calendar event, refund")
+    session.run()
+    names = offered(seen[0])
+    assert "delete_all_files" not in names and "send_email" not in names
+    assert "refund" in names
+    # every member abstains on calendar_add, so every call to it is denied at the gate; but
+    # the first member read the arguments to abstain, so no denial is proven: offered
+    assert "calendar_add" in names
+    assert events_of(session.replay(), "tools.selected")[0]["denied"] == [
+        "delete_all_files", "send_email"]

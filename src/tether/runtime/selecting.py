@@ -20,8 +20,12 @@ Decisions:
   tool is offered and each call is decided at the gate as always. Asking with empty arguments
   instead would hide a tool whose rule only denies large amounts (a YAML rule on a missing
   argument denies); reading only YAML deny rules would miss code policies. A policy that raises
-  or times out without reading the arguments denies (fail closed) and hides the tool. The probe
-  is journaled only through its outcome (``denied``); the gate's decisions are unaffected.
+  or times out without reading the arguments denies (fail closed) and hides the tool. When
+  the whole read the arguments, a member whose denial alone decides (of a ``DenyOverrides``,
+  as a sub-agent's policy is combined with its caller's, or a ``DefaultDeny``) is asked on its
+  own the same way. What cannot be proven this way is offered, and the gate still decides every
+  call: the probe can only hide tools, never grant a call. It is journaled only through its
+  outcome (``denied``); a policy that counts its evaluations sees one per candidate per turn.
 - **A call outside the offer is a call to an unknown tool.** The model is told exactly what it
   is told of a tool that does not exist, listing only what this turn offered: a hidden tool's
   name never reaches it, the policy is not asked, nothing runs. A fallback the policy degrades
@@ -42,7 +46,8 @@ from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from tether.models.base import estimate_tools_tokens
-from tether.policy.base import Effect
+from tether.policy.base import Decision, Effect
+from tether.policy.deadline import runs_inline
 from tether.runtime.chokepoint.effects import skipped
 from tether.runtime.chokepoint.executor import Rejected, ToolExecutor, unknown_tool
 from tether.runtime.chokepoint.gate import PolicyGate
@@ -146,10 +151,36 @@ class _Watched(dict[str, Any]):
 
 
 def denied_outright(gate: PolicyGate, tool: Any) -> bool:
-    """Whether the policy denies ``tool`` now without looking at any argument."""
+    """Whether the policy denies ``tool`` now without looking at any argument — itself, or
+    one member whose denial alone decides (a ``DenyOverrides`` member, a ``DefaultDeny``'s
+    inner policy: a sub-agent's policy with its caller's, where one member reads arguments
+    and the other refuses the tool outright)."""
     seen = [False]
     decision = gate.probe(tool, _Watched(seen), _Watched(seen))
-    return decision.effect is Effect.DENY and not seen[0]
+    if decision.effect is not Effect.DENY:
+        return False
+    return not seen[0] or any(_member_denies(gate, tool, m) for m in _overriding(gate.policy))
+
+
+def _overriding(policy: object) -> Iterator[Any]:
+    """The members of ``policy`` whose DENY (or error) alone makes the whole deny."""
+    from tether.policy.combinators import DefaultDeny, DenyOverrides
+
+    if isinstance(policy, DenyOverrides | DefaultDeny):
+        for member in policy.members:
+            yield member
+            yield from _overriding(member)
+
+
+def _member_denies(gate: PolicyGate, tool: Any, member: Any) -> bool:
+    if not runs_inline(member):  # asked as it is, it would have no deadline: not asked
+        return False
+    seen = [False]
+    try:
+        decision = gate.probe(tool, _Watched(seen), _Watched(seen), member)
+    except Exception:  # the whole denies when a member fails
+        return not seen[0]
+    return isinstance(decision, Decision) and decision.effect is Effect.DENY and not seen[0]
 
 
 def ranking(index: ToolIndex, query: str, limit: int,

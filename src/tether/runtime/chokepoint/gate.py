@@ -121,13 +121,16 @@ class PolicyGate:
         return min(self._timeout, max(left, 0.0))
 
     def probe(self, tool: Tool, arguments: Mapping[str, Any],
-              provenance: Mapping[str, frozenset[str]]) -> Decision:
+              provenance: Mapping[str, frozenset[str]], member: Policy | None = None) -> Any:
         """The policy's decision on ``tool`` with stand-in ``arguments`` and ``provenance``,
         in the session's live context, journaled nowhere: tool selection asks it before a
         turn which tools the policy refuses whatever the call (``tether.runtime.selecting``).
-        A policy that fails denies, as at the gate."""
+        A policy that fails denies, as at the gate. ``member``: one of the policy's members
+        (deciding inline), asked as it is — its answer or its exception, unchecked."""
         context = self._context(provenance)
         action = Action(tool.name, arguments)
+        if member is not None:
+            return member.evaluate(self.subject, action, resource_of(tool), context)
         if self._inline:
             return decide(self._policy, self.subject, action, resource_of(tool), context)
         return decide_within(self._policy, self._deadline(context), self.subject, action,
