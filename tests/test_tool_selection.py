@@ -249,12 +249,19 @@ def test_off_offers_every_tool_and_journals_no_selection() -> None:
     assert events_of(session.replay(), "tools.selected") == []
 
 
+class Unranked:
+    def index(self, specs: Sequence[ToolSpec]) -> object:
+        return object()
+
+
 def test_the_recipe_refuses_always_names_it_does_not_have() -> None:
     with pytest.raises(ValueError, match="wether"):
         agent_with(["done"], selection=ToolSelection(always=("wether",)))
     with pytest.raises(ValueError, match="first_tool_choice"):
         Agent(model=ScriptedModel(["done"]), reasoning=ReAct(), tools=CATALOG,
               tool_selection=ToolSelection(), first_tool_choice="get_weather")
+    with pytest.raises(TypeError, match="no rank"):
+        agent_with(["done"], selection=ToolSelection(ranker=Unranked()))
     with pytest.raises(ValueError, match="k is how many"):
         ToolSelection(k=0)
     with pytest.raises(TypeError, match="tool names"):

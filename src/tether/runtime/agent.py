@@ -176,7 +176,11 @@ class Agent:
         if choice is not None and choice not in TOOL_CHOICES and choice not in selection.always:
             raise ValueError(f"first_tool_choice={choice!r} must be offered on the first turn: "
                              "with tool_selection, put it in ToolSelection(always=...)")
-        return selection.ranker.index(registry.specs)
+        index = selection.ranker.index(registry.specs)
+        if not callable(getattr(index, "rank", None)):
+            raise TypeError(f"{selection.ranker!r}.index(specs) returned {index!r}, which has no "
+                            "rank(query, limit) method (see tether.tools.selection.ToolIndex)")
+        return index
 
     @property
     def journal_store(self) -> Store | None:

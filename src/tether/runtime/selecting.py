@@ -41,7 +41,7 @@ Decisions:
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
@@ -276,7 +276,7 @@ class SelectingEnvironment(Environment):
 
 
 def selecting_parts(agent: Agent, journal: Journal, gate: PolicyGate) -> tuple[
-        ToolExecutor, Any]:
+        ToolExecutor, Callable[..., Environment]]:
     """The executor and the Environment factory of a session whose recipe selects tools."""
     assert agent.tool_selection is not None and agent.tool_index is not None
     offer = recorded_offer(journal)
