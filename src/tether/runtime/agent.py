@@ -30,7 +30,6 @@ from tether.store.base import Store, open_store
 from tether.store.memory import MemoryStore
 from tether.tools.base import Tool
 from tether.tools.registry import ToolRegistry
-from tether.tools.selection import ToolIndex, ToolSelection
 from tether.types import TOOL_CHOICES, Event
 
 if TYPE_CHECKING:
@@ -39,6 +38,7 @@ if TYPE_CHECKING:
     from tether.runtime.result import Result
     from tether.runtime.session import Session
     from tether.runtime.stream import StreamEvent
+    from tether.tools.selection import ToolIndex, ToolSelection
 
 DEFAULT_SYSTEM_PROMPT = (
     "You are a careful assistant. Use the tools when they help; answer plainly when done."
@@ -165,6 +165,8 @@ class Agent:
         selection = self.tool_selection
         if selection is None:
             return None
+        from tether.tools.selection import ToolSelection
+
         if not isinstance(selection, ToolSelection):
             raise TypeError("tool_selection must be a tether.tools.selection.ToolSelection, "
                             "e.g. ToolSelection(k=8)")
