@@ -154,7 +154,7 @@ class ToolSelection:
     """
 
     k: int = 8
-    always: tuple[str, ...] = ()
+    always: Sequence[str] = ()  # kept as a tuple
     ranker: ToolRanker = field(default_factory=BM25)
 
     def __post_init__(self) -> None:
