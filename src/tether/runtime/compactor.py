@@ -27,7 +27,9 @@ on: a summary never carries a secret.
 from __future__ import annotations
 
 import asyncio
+import functools
 import math
+from collections.abc import Callable
 from typing import Any
 
 from tether.models.base import Model
@@ -39,7 +41,8 @@ from tether.types import Message, ModelRequest, ModelResponse
 
 
 class CompactingEnvironment(Environment):
-    __slots__ = ("_compaction", "_summariser", "_summary_accountant", "_window")
+    # no __slots__: so it can be combined with another Environment subclass that has them
+    # (with_compaction); the instance dict costs only a recipe that compacts
 
     def __init__(self, *, compaction: Compaction, **kwargs: Any) -> None:
         super().__init__(**kwargs)
@@ -212,4 +215,22 @@ class CompactingEnvironment(Environment):
             "reported": {"input_tokens": usage.input_tokens,
                          "output_tokens": usage.output_tokens, "cost_usd": cost}})
         raise Stop(reason, f"overrun of the summary call: {detail}", wrap_up=False)
+
+
+def with_compaction(factory: Callable[..., Environment],
+                    compaction: Compaction) -> Callable[..., Environment]:
+    """``factory`` (the Environment, or a ``partial`` of a subclass of it, such as tool
+    selection's) made to compact: the compaction runs first at each turn, then the base's own
+    turn (which builds and sends the request)."""
+    keywords = factory.keywords if isinstance(factory, functools.partial) else {}
+    base = factory.func if isinstance(factory, functools.partial) else factory
+    made: Callable[..., Environment] = _compacting(base)
+    return functools.partial(made, compaction=compaction, **keywords)
+
+
+@functools.cache
+def _compacting(base: Any) -> type[CompactingEnvironment]:
+    if base is Environment:
+        return CompactingEnvironment
+    return type(f"Compacting{base.__name__}", (CompactingEnvironment, base), {})
 

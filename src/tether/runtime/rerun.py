@@ -62,7 +62,11 @@ class _Record:
     def __init__(self, events: Sequence[Event]) -> None:
         live = [(e.type, revive(e.type, e.data)) for e in events]
         calls = _model_calls(live)
-        self.requests = [new for new, _ in calls]
+        self.requests = [request["new"] for request, _ in calls]
+        # the tools each request was offered, compared when the record or the rerun selects
+        # them (tether.runtime.selecting): without selection every request offers every tool
+        self.offered = [tuple(request.get("tools", ())) for request, _ in calls]
+        self.selected = any(t == "tools.selected" for t, _ in live)
         self.responses: list[ModelResponse | ModelError] = [outcome for _, outcome in calls]
         self.results = {d["call_id"]: d for t, d in live if t == "tool.result"}
         self.granted = {d["call_id"] for t, d in live if t == "approval.granted"}
@@ -86,8 +90,10 @@ class _RecordedModel:
     """The recorded responses, in order; it counts tokens as the recipe's model does, so the
     rerun reserves what the record reserved."""
 
-    def __init__(self, record: _Record, model: Model, price: Price | None) -> None:
+    def __init__(self, record: _Record, model: Model, price: Price | None,
+                 selects: bool = False) -> None:
         self._record, self._name, self._price = record, model.name, price
+        self._selects = selects or record.selected
         self.estimate_message_tokens = model.estimate_message_tokens
         self._model = model
 
@@ -115,6 +121,10 @@ class _RecordedModel:
         tail = [m.to_dict() for m in request.messages[-len(expected):]] if expected else []
         if tail != expected:
             record.diverge("the model request differs", expected, tail)
+        offered = tuple(t.name for t in request.tools)
+        if self._selects and offered != record.offered[index]:
+            record.diverge("the tools offered differ", list(record.offered[index]),
+                           list(offered))
         outcome = record.responses[index]
         if isinstance(outcome, ModelError):  # the recorded failure or cancellation, again
             raise outcome
@@ -250,7 +260,8 @@ async def arerun(agent: Agent, events: Sequence[Event]) -> RerunReport:
             compaction, model=_RecordedSummaries(record, summariser, price),
             context_window=compaction.window(agent.model))
     replica = dataclasses.replace(
-        agent, model=_RecordedModel(record, agent.model, agent.effective_price),
+        agent, model=_RecordedModel(record, agent.model, agent.effective_price,
+                                    agent.tool_selection is not None),
         tools=[_RecordedTool(t, record) for t in agent.registry], store=None,
         approvals=approvals, credentials=_stand_in(agent.credentials), compaction=compaction)
     subject = start["subject"]
@@ -280,16 +291,16 @@ async def arerun(agent: Agent, events: Sequence[Event]) -> RerunReport:
 
 
 def _model_calls(live: Sequence[tuple[str, Any]]) -> list[tuple[Any, ModelResponse | ModelError]]:
-    """Each recorded model request (what it added) and its outcome, in order: its response; or,
+    """Each recorded model request and its outcome, in order: its response; or,
     for a call that failed, the error (one the time budget cancelled: ``CallCancelled``, so the
     replay stops for time as the record did) — never the next call's response in its place. A
     request cut off by a crash (``model.lost``) or an interruption (charged, then the session
     paused) is left out: it was asked again on resume, and the rerun, never interrupted, asks
     once."""
-    calls: list[list[Any]] = []  # [new, outcome]; outcome None: none yet; _GONE: left out
+    calls: list[list[Any]] = []  # [request, outcome]; outcome None: none yet; _GONE: left out
     for kind, data in live:
         if kind == "model.request":
-            calls.append([data["new"], None])
+            calls.append([data, None])
         elif not calls:
             continue
         elif kind == "session.paused" and isinstance(calls[-1][1], _Unmetered):

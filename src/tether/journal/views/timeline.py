@@ -336,6 +336,20 @@ def _strategy_note(d: Mapping[str, Any]) -> list[str]:
     return [f"strategy {d.get('kind')}: {excerpt(said, 160)}"]
 
 
+def _selected(d: Mapping[str, Any]) -> list[str]:
+    """A turn's tool selection (tether.runtime.selecting): what ranked, what the policy hid."""
+    scores = d.get("scores") or {}
+    ranked = ", ".join(f"{name} {score:g}" for name, score in scores.items()) or "none"
+    lines = [f"step {d.get('step')}: tools selected by rank: {excerpt(ranked, 160)}"]
+    if d.get("denied"):
+        lines.append(f"not offered, denied by policy whatever the call: "
+                     f"{', '.join(d['denied'])}")
+    if d.get("error"):
+        lines.append(f"the ranker failed ({excerpt(d['error'], 120)}); only the always tools "
+                     "were offered")
+    return lines
+
+
 _RENDER: dict[str, Renderer] = {
     "session.start": _start,
     "strategy.note": _strategy_note,
@@ -369,4 +383,5 @@ _RENDER: dict[str, Renderer] = {
     "compaction.response": _summary_response,
     "compaction.error": _summary_error,
     "context.compacted": _compacted,
+    "tools.selected": _selected,
 }
