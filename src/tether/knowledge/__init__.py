@@ -1,9 +1,22 @@
-"""Knowledge under the chokepoint: conversation memory (threads, recall, erasure).
+"""Knowledge under the chokepoint: conversation memory (threads, recall, erasure) and retrieval
+over a corpus (BM25, dense embeddings, their hybrid).
 
-Everything here is read through the journal and offered to a model only as governed tools
-whose results are untrusted input.
+Everything here is read through the journal or a hashed index and offered to a model only as
+governed tools whose results are untrusted input.
 """
 
+from tether.knowledge.bm25 import BM25Retriever
 from tether.knowledge.memory import ConversationStore, Recalled, ThreadSummary
+from tether.knowledge.retrieval import (
+    Document,
+    HybridRetriever,
+    Passage,
+    RetrievalError,
+    Retriever,
+    reciprocal_rank_fusion,
+    retrieval_tool,
+)
 
-__all__ = ["ConversationStore", "Recalled", "ThreadSummary"]
+__all__ = ["BM25Retriever", "ConversationStore", "Document", "HybridRetriever", "Passage",
+           "Recalled", "RetrievalError", "Retriever", "ThreadSummary", "reciprocal_rank_fusion",
+           "retrieval_tool"]
