@@ -13,8 +13,10 @@ stopwords removed); a passage that shares no word with the query scores 0 and is
 from __future__ import annotations
 
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
+from tether.knowledge.index import read_index, write_index
 from tether.knowledge.retrieval import Document, Passage, check_corpus, check_request
 
 
@@ -76,3 +78,14 @@ class BM25Retriever:
         check_request(query, k)
         return [Passage(d.doc_id, d.text, d.source, score, self.name, self._tenant_id)
                 for d, score in ((self.documents[i], s) for i, s in self._index.rank(query, k))]
+
+    def save(self, path: str | Path) -> None:
+        """Write the corpus to ``path``, hashed; ``load`` rebuilds the index from it."""
+        write_index(path, kind="bm25", documents=self.documents, tenant_id=self._tenant_id)
+
+    @classmethod
+    def load(cls, path: str | Path, *, tenant_id: str | None) -> BM25Retriever:
+        """The retriever saved at ``path``; IndexRefused if the file was altered or belongs to
+        another tenant."""
+        return cls(read_index(path, kind="bm25", tenant_id=tenant_id).documents,
+                   tenant_id=tenant_id)
