@@ -146,3 +146,13 @@ def test_hostile_editing_the_tenant_or_a_document_is_refused(bm25_file: bytes,
         BM25Retriever.load(path, tenant_id="acme")
     with pytest.raises(IndexRefused, match=r"cannot read index.*build it"):
         BM25Retriever.load(tmp_path / "missing.index", tenant_id="acme")
+
+
+def test_gelu_is_the_exact_erf_one() -> None:
+    import math
+
+    from tether.knowledge.minilm import _gelu
+
+    x = np.linspace(-8, 8, 4001, dtype=np.float32)
+    exact = np.array([v * 0.5 * (1 + math.erf(v / math.sqrt(2))) for v in x.tolist()])
+    assert np.abs(_gelu(x.copy()) - exact).max() < 1e-6

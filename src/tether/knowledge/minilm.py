@@ -97,20 +97,27 @@ def _layer_norm(x: Vectors, ln: tuple[Vectors, Vectors], eps: float = 1e-12) -> 
     return out
 
 
-def _erf(x: Vectors) -> Vectors:
-    # Abramowitz & Stegun 7.1.26 (absolute error below 1.5e-7, under float32's resolution
-    # here): BERT's gelu is the exact, erf-based one, and numpy has no vectorised erf
-    sign = np.sign(x)
-    a = np.abs(x)
-    t = 1.0 / (1.0 + 0.3275911 * a)
-    poly = t * (0.254829592 + t * (-0.284496736 + t * (1.421413741 + t * (-1.453152027
-                                                                           + t * 1.061405429))))
-    out: Vectors = (sign * (1.0 - poly * np.exp(-a * a))).astype(np.float32)
-    return out
-
-
 def _gelu(x: Vectors) -> Vectors:
-    return (0.5 * x * (1.0 + _erf(x / np.float32(np.sqrt(2.0))))).astype(np.float32)
+    """BERT's exact gelu, x * (1 + erf(x / sqrt 2)) / 2, in place on ``x``. numpy has no
+    vectorised erf: this is Abramowitz & Stegun 7.1.26 (absolute error below 1.5e-7, under
+    float32's resolution here), computed in a few float32 buffers."""
+    a = np.abs(x) * np.float32(1 / np.sqrt(2.0))
+    t = a * np.float32(0.3275911)
+    t += 1
+    np.reciprocal(t, out=t)
+    poly = t * np.float32(1.061405429)
+    for c in (-1.453152027, 1.421413741, -0.284496736, 0.254829592):
+        poly += np.float32(c)
+        poly *= t
+    np.square(a, out=a)
+    np.negative(a, out=a)
+    np.exp(a, out=a)
+    poly *= a  # 1 - erf(|x| / sqrt 2)
+    # x * (1 + erf) / 2 = x - x * (1 - erf(|x|)) / 2 for x >= 0, and x * (1 - erf(|x|)) / 2 below
+    poly *= x
+    poly *= np.float32(0.5)
+    out: Vectors = np.where(x >= 0, x - poly, poly).astype(np.float32, copy=False)
+    return out
 
 
 class MiniLM:
@@ -186,20 +193,28 @@ class MiniLM:
         for row, seq in enumerate(batch):
             ids[row, :len(seq)] = seq
             mask[row, :len(seq)] = 1.0
-        x = _layer_norm(self._words[ids] + self._positions[:length] + self._type0, self._ln)
-        bias = ((1.0 - mask) * np.float32(-1e9))[:, None, None, :]  # padding gets no attention
         n, h, d = len(batch), self.heads, self.dim // self.heads
+        # tokens as rows of one 2-D matrix for the dense layers (BLAS's fastest case)
+        x = _layer_norm((self._words[ids] + self._positions[:length] + self._type0)
+                        .reshape(n * length, self.dim), self._ln)
+        bias = ((1.0 - mask) * np.float32(-1e9))[:, None, None, :]  # padding gets no attention
         scale = np.float32(1.0 / np.sqrt(d))
         for layer in self._layers:
             qkv = (x @ layer.qkv + layer.qkv_bias).reshape(n, length, 3, h, d)
-            q, k, v = (qkv[:, :, i].transpose(0, 2, 1, 3) for i in range(3))
-            scores = q @ k.transpose(0, 1, 3, 2) * scale + bias
-            scores = np.exp(scores - scores.max(axis=-1, keepdims=True))
+            # contiguous (batch, head, token, dim) blocks: matmul on strided views skips BLAS
+            q, k, v = (np.ascontiguousarray(qkv[:, :, i].transpose(0, 2, 1, 3))
+                       for i in range(3))
+            scores = q @ np.ascontiguousarray(k.transpose(0, 1, 3, 2))
+            scores *= scale
+            scores += bias
+            scores -= scores.max(axis=-1, keepdims=True)
+            np.exp(scores, out=scores)
             scores /= scores.sum(axis=-1, keepdims=True)
-            context = (scores @ v).transpose(0, 2, 1, 3).reshape(n, length, self.dim)
+            context = (scores @ v).transpose(0, 2, 1, 3).reshape(n * length, self.dim)
             x = _layer_norm(x + context @ layer.out + layer.out_bias, layer.ln1)
             x = _layer_norm(x + _gelu(x @ layer.up + layer.up_bias) @ layer.down
                             + layer.down_bias, layer.ln2)
+        x = x.reshape(n, length, self.dim)
         summed = (x * mask[:, :, None]).sum(axis=1)
         pooled: Vectors = (summed / np.maximum(mask.sum(axis=1, keepdims=True), 1e-9)
                            ).astype(np.float32)
