@@ -194,14 +194,19 @@ class MiniLM:
             ids[row, :len(seq)] = seq
             mask[row, :len(seq)] = 1.0
         n, h, d = len(batch), self.heads, self.dim // self.heads
-        # tokens as rows of one 2-D matrix for the dense layers (BLAS's fastest case)
+        # the real tokens (no padding) as rows of one 2-D matrix: the dense layers, most of the
+        # work, run on them alone (BLAS's fastest case); attention scatters them into the
+        # padded (batch, head, token, dim) blocks it needs and gathers its output back
+        real = np.flatnonzero(mask.reshape(-1))
         x = _layer_norm((self._words[ids] + self._positions[:length] + self._type0)
-                        .reshape(n * length, self.dim), self._ln)
+                        .reshape(n * length, self.dim)[real], self._ln)
         bias = ((1.0 - mask) * np.float32(-1e9))[:, None, None, :]  # padding gets no attention
         scale = np.float32(1.0 / np.sqrt(d))
+        padded = np.zeros((n * length, 3 * self.dim), dtype=np.float32)
         for layer in self._layers:
-            qkv = (x @ layer.qkv + layer.qkv_bias).reshape(n, length, 3, h, d)
-            # contiguous (batch, head, token, dim) blocks: matmul on strided views skips BLAS
+            padded[real] = x @ layer.qkv + layer.qkv_bias
+            qkv = padded.reshape(n, length, 3, h, d)
+            # contiguous blocks: matmul on strided views skips BLAS
             q, k, v = (np.ascontiguousarray(qkv[:, :, i].transpose(0, 2, 1, 3))
                        for i in range(3))
             scores = q @ np.ascontiguousarray(k.transpose(0, 1, 3, 2))
@@ -210,12 +215,13 @@ class MiniLM:
             scores -= scores.max(axis=-1, keepdims=True)
             np.exp(scores, out=scores)
             scores /= scores.sum(axis=-1, keepdims=True)
-            context = (scores @ v).transpose(0, 2, 1, 3).reshape(n * length, self.dim)
+            context = (scores @ v).transpose(0, 2, 1, 3).reshape(n * length, self.dim)[real]
             x = _layer_norm(x + context @ layer.out + layer.out_bias, layer.ln1)
             x = _layer_norm(x + _gelu(x @ layer.up + layer.up_bias) @ layer.down
                             + layer.down_bias, layer.ln2)
-        x = x.reshape(n, length, self.dim)
-        summed = (x * mask[:, :, None]).sum(axis=1)
+        rows = np.repeat(np.arange(n), mask.sum(axis=1).astype(np.int64))  # each token's text
+        summed = np.zeros((n, self.dim), dtype=np.float32)
+        np.add.at(summed, rows, x)
         pooled: Vectors = (summed / np.maximum(mask.sum(axis=1, keepdims=True), 1e-9)
                            ).astype(np.float32)
         return pooled
