@@ -215,7 +215,8 @@ class MiniLM:
             scores -= scores.max(axis=-1, keepdims=True)
             np.exp(scores, out=scores)
             scores /= scores.sum(axis=-1, keepdims=True)
-            context = (scores @ v).transpose(0, 2, 1, 3).reshape(n * length, self.dim)[real]
+            context: Vectors = (scores @ v).transpose(0, 2, 1, 3).reshape(
+                n * length, self.dim)[real]
             x = _layer_norm(x + context @ layer.out + layer.out_bias, layer.ln1)
             x = _layer_norm(x + _gelu(x @ layer.up + layer.up_bias) @ layer.down
                             + layer.down_bias, layer.ln2)
