@@ -223,3 +223,14 @@ def test_a_value_copied_from_a_passage_has_untrusted_provenance() -> None:
                   store=MemoryStore())
     agent.run("refund order 12 of 12.5 EUR", tenant_id="acme")
     assert "untrusted" in seen["iban"] and "user" in seen["amount"]
+
+
+def test_importing_knowledge_loads_no_numpy_nor_bm25s() -> None:
+    import subprocess
+    import sys
+
+    code = ("import sys, tether.knowledge; "
+            "print(sorted(m for m in ('numpy', 'bm25s', 'tokenizers') if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True, timeout=60).stdout
+    assert out.strip() == "[]"
