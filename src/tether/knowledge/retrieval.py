@@ -223,7 +223,9 @@ def _chooser(corpora: Corpora) -> Callable[[str | None], Retriever]:
 
         def pick(tenant_id: str | None) -> Retriever:
             if tenant_id not in table:
-                raise RetrievalError("there is no corpus for this session's tenant")
+                raise RetrievalError(
+                    "there is no corpus for this session's tenant; the tool searches only the "
+                    "tenants mapped to a retriever in retrieval_tool({...})")
             return table[tenant_id]
 
         return pick
@@ -235,7 +237,7 @@ def _chooser(corpora: Corpora) -> Callable[[str | None], Retriever]:
     def single(tenant_id: str | None) -> Retriever:
         if only.tenant_id is not None and only.tenant_id != tenant_id:
             raise RetrievalError("this corpus belongs to another tenant; the session's tenant "
-                                 "cannot search it")
+                                 "cannot search it (give each tenant its own retriever)")
         return only
 
     return single
