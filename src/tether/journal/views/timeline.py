@@ -231,8 +231,29 @@ def _started(d: Mapping[str, Any]) -> list[str]:
 
 def _result(d: Mapping[str, Any]) -> list[str]:
     untrusted = " (untrusted output: taints the session)" if d.get("untrusted") else ""
+    passages = _passages(d.get("content")) if d.get("status") == "ok" else []
+    if passages:  # retrieved text (tether.knowledge.retrieval): each passage and its document
+        trust = "untrusted" if d.get("untrusted") else "trusted"
+        docs = ", ".join(str(p["doc_id"]) for p in passages)
+        return [f"result {d.get('call_id')} {d.get('tool')}: {d.get('status')}{untrusted}: "
+                f"{len(passages)} passage(s) retrieved from {excerpt(docs, 80)}",
+                *(f"  {trust} passage {p['doc_id']} ({p.get('source') or 'no source'}, score "
+                  f"{p.get('score')}): \"{excerpt(p.get('text', ''), 80)}\"" for p in passages)]
     return [f"result {d.get('call_id')} {d.get('tool')}: {d.get('status')}{untrusted}: "
             f"\"{excerpt(d.get('content', ''), 80)}\""]
+
+
+def _passages(content: object) -> list[Mapping[str, Any]]:
+    """The passages of a retrieval result: a JSON list of objects that each cite a doc_id."""
+    if not isinstance(content, str) or not content.startswith("[{"):
+        return []
+    try:
+        found = json.loads(content)
+    except ValueError:
+        return []
+    if all(isinstance(p, dict) and isinstance(p.get("doc_id"), str) for p in found):
+        return list(found)
+    return []
 
 
 def _credential(d: Mapping[str, Any]) -> list[str]:
