@@ -98,17 +98,21 @@ class Environment:
         ``tool_choice`` and ``cap`` (a lower output cap for this call): see ``Handle``."""
         if self.stopped is not None:
             raise self.stopped
+        if tool_choice is not None or cap is not None:
+            self._check_turn(tool_choice, cap)
+        try:
+            return await self._ask(False, note, tool_choice, cap)
+        except Stop as stop:
+            self.stopped = stop
+            raise
+
+    def _check_turn(self, tool_choice: str | None, cap: int | None) -> None:
         if tool_choice is not None and tool_choice not in TOOL_CHOICES \
                 and tool_choice not in self._choosable:
             raise ValueError(f"tool_choice {tool_choice!r} is neither one of {TOOL_CHOICES} "
                              f"nor a tool of this agent ({', '.join(sorted(self._choosable))})")
         if cap is not None and (type(cap) is not int or cap < 1):
             raise ValueError(f"max_output_tokens must be a whole number >= 1; got {cap!r}")
-        try:
-            return await self._ask(False, note, tool_choice, cap)
-        except Stop as stop:
-            self.stopped = stop
-            raise
 
     def skip_unresolved(self, why: str) -> None:
         """Give each call of the open turn that has no result one (``skipped``): a strategy
@@ -133,7 +137,8 @@ class Environment:
 
     async def _ask(self, final: bool, note: str | None, tool_choice: str | None = None,
                    cap: int | None = None) -> ModelResponse:
-        self.skip_unresolved("the strategy did not run this call")
+        for call in self._state.unresolved():  # a strategy that skipped calls still owes results
+            self._tools.record(skipped(call, "the strategy did not run this call"))
         extra = []
         if note:
             extra.append(Message.user(note))
