@@ -11,7 +11,6 @@ with, and output never exceeds ``max_output_tokens`` (longer responses are cut, 
 from __future__ import annotations
 
 import asyncio
-import operator
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
@@ -23,9 +22,7 @@ from tether.models.base import (
     estimate_tools_tokens,
 )
 from tether.models.pricing import ZERO_PRICE, Price
-from tether.types import Message, ModelRequest, ModelResponse, ToolCall, Usage
-
-_ROLE = operator.attrgetter("role")
+from tether.types import Message, ModelRequest, ModelResponse, ToolCall, Usage, is_planned_turn
 
 ScriptItem = ModelResponse | str
 Responder = Callable[[ModelRequest], ScriptItem]
@@ -77,7 +74,8 @@ class ScriptedModel:
     async def complete(self, request: ModelRequest) -> ModelResponse:
         if self._latency:
             await asyncio.sleep(self._latency)
-        turn = list(map(_ROLE, request.messages)).count("assistant")
+        # a strategy's planned calls (LLM+P) are no model turn: they do not move the script on
+        turn = sum(m.role == "assistant" and not is_planned_turn(m) for m in request.messages)
         if turn < len(self._prepared):
             prepared = self._prepared[turn]
         else:
