@@ -311,6 +311,13 @@ def _note(d: Mapping[str, Any]) -> list[str]:
 
 def _strategy_note(d: Mapping[str, Any]) -> list[str]:
     data = d.get("data") or {}
+    if d.get("kind") == "plan" and isinstance(data.get("actions"), list):  # LLM+P: in full
+        check = data.get("validation") or {}
+        steps = " ".join(f"({' '.join(map(str, a))})" for a in data["actions"])
+        return [f"strategy plan {data.get('plan')} for domain {data.get('domain')} "
+                f"({len(data['actions'])} steps; {check.get('validator')}: "
+                f"{check.get('status')}): {steps or '(nothing to do)'}",
+                f"  problem: {excerpt(' '.join(str(data.get('problem', '')).split()), 400)}"]
     said = ", ".join(f"{k}={json.dumps(v, ensure_ascii=False)}" for k, v in sorted(data.items()))
     return [f"strategy {d.get('kind')}: {excerpt(said, 160)}"]
 
