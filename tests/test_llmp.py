@@ -228,3 +228,17 @@ def test_problem_text_and_domain_binding_checks() -> None:
         blocksworld().call_for(PlanAction("fly", ("a",)))
     with pytest.raises(ValueError):
         LLMP(blocksworld(), max_problems=0)
+
+
+def test_concurrent_sessions_plan_and_validate_safely() -> None:
+    import asyncio
+
+    worlds = [blocks() for _ in range(6)]
+
+    async def all_of_them() -> list[Any]:
+        return await asyncio.gather(*(agent(w, [PROBLEM, "Done."]).session(TASK).arun()
+                                      for w in worlds))
+
+    results = asyncio.run(all_of_them())
+    assert all(r.stop_reason is StopReason.FINISHED for r in results)
+    assert all(w.satisfies(GOAL) for w in worlds)

@@ -12,8 +12,11 @@ Decision: both are protocols (``Planner``, ``Validator``) so a test or an operat
 another behind the seam (pyperplan is GPL: it can only ever be an optional extra). Every
 problem the model wrote that cannot be used comes back as ``PlanningError`` with words the model
 can act on (the parser's line and column, "no plan exists", a wrong domain name). The heavy
-imports happen on first use, each solve in a fresh unified-planning environment (nothing shared
-between sessions), in a worker thread so the event loop is never blocked.
+imports happen on first use, each solve in a fresh unified-planning environment, in a worker
+thread so the event loop is never blocked. pddl-pyvalidator reads problems through
+unified-planning's process-wide default environment, which is not safe to use from two threads at
+once (concurrent sessions crashed in it), so one plan-and-validate runs at a time per process
+(``_ONE_AT_A_TIME``, a lock: it holds no data). A validator that raises is a plan not validated.
 """
 
 from __future__ import annotations
@@ -21,10 +24,12 @@ from __future__ import annotations
 import asyncio
 import re
 import tempfile
+import threading
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
+_ONE_AT_A_TIME = threading.Lock()
 MISSING = ("LLM+P needs the planning extra: pip install 'tether[planning]' (unified-planning, "
            "up-fast-downward, pddl-pyvalidator)")
 
@@ -108,8 +113,12 @@ class FastDownward:
             raise PlanningError(f"the PDDL problem does not parse: {_one_line(exc)}. Use only "
                                 "the domain's predicates, with their arity, on declared "
                                 "objects") from None
-        with env.factory.OneshotPlanner(name="fast-downward") as engine:
-            result: Any = engine.solve(parsed, timeout=self.timeout)
+        try:
+            with env.factory.OneshotPlanner(name="fast-downward") as engine:
+                result: Any = engine.solve(parsed, timeout=self.timeout)
+        except Exception as exc:  # e.g. a feature of the problem the engine does not support
+            raise PlanningError(f"the planner could not take this problem: {_one_line(exc)}")\
+                from None
         if result.status in (Status.UNSOLVABLE_PROVEN, Status.UNSOLVABLE_INCOMPLETELY):
             raise PlanningError("the planner proved no plan reaches the goal from the initial "
                                 "state: check that :init describes the state as it is (every "
@@ -135,7 +144,10 @@ class PyVal:
             for path, text in zip(paths, (domain, problem, "\n".join(map(str, plan))),
                                   strict=True):
                 path.write_text(text + "\n", encoding="utf-8")
-            result = PDDLValidator().validate(*(str(p) for p in paths))
+            try:
+                result = PDDLValidator().validate(*(str(p) for p in paths))
+            except Exception as exc:  # it could not check the plan: not validated
+                return Validation(False, "VALIDATOR_ERROR", _one_line(exc))
         return Validation(bool(result.is_valid), str(result.status), result.report()[:4000])
 
 
@@ -143,8 +155,9 @@ async def solve_and_validate(planner: Planner, validator: Validator, domain: str
                              problem: str) -> tuple[tuple[PlanAction, ...], Validation]:
     """Plan, then validate, off the event loop."""
     def work() -> tuple[tuple[PlanAction, ...], Validation]:
-        plan = planner.solve(domain, problem)
-        return plan, validator.validate(domain, problem, plan)
+        with _ONE_AT_A_TIME:
+            plan = planner.solve(domain, problem)
+            return plan, validator.validate(domain, problem, plan)
 
     return await asyncio.to_thread(work)
 
