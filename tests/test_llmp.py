@@ -242,3 +242,25 @@ def test_concurrent_sessions_plan_and_validate_safely() -> None:
     results = asyncio.run(all_of_them())
     assert all(r.stop_reason is StopReason.FINISHED for r in results)
     assert all(w.satisfies(GOAL) for w in worlds)
+
+
+def test_reflexion_around_llmp_plans_each_attempt_afresh() -> None:
+    from tether.evals.graders import state
+    from tether.reasoning.reflexion import GraderCheck, Reflexion
+
+    world = blocks()
+    misread = PROBLEM.replace("(:goal (and (on b c) (on c a)))", "(:goal (on a c))")
+    again = """(define (problem again) (:domain blocksworld) (:objects a b c)
+      (:init (on a c) (ontable c) (ontable b) (clear a) (clear b) (handempty))
+      (:goal (and (on b c) (on c a))))"""
+    check = GraderCheck(state(lambda w: w.satisfies(GOAL)), environment=world)
+    recipe = Agent(model=ScriptedModel([misread, "Done.", "I misread the goal.", again,
+                                        "Done now."]),
+                   reasoning=Reflexion(actor=LLMP(blocksworld()), evaluator=check),
+                   tools=world.tools())
+    session = recipe.session(TASK)
+    assert session.run().answer == "Done now."
+    assert world.satisfies(GOAL)
+    events = session.replay()
+    assert [n["passed"] for n in notes(events, "evaluation")] == [False, True]
+    assert [n["plan"] for n in notes(events, "plan")] == [1, 1]  # each attempt its own plan

@@ -27,7 +27,7 @@ from typing import Any, Protocol
 from tether.evals.graders import CallRecord, Grade, Grader, Outcome, grade
 from tether.reasoning.react import ReAct
 from tether.runtime.handle import Handle, Strategy
-from tether.runtime.planned import Note
+from tether.runtime.planned import Entry, Note
 from tether.runtime.result import ToolResult
 from tether.types import ModelResponse, ToolCall
 
@@ -93,7 +93,15 @@ class _Attempt:
         self.steps_left, self.calls_left = steps, tool_calls
         self.calls: list[CallRecord] = []
         self.handle = Handle(self._ask, self._call, outer.remaining_budget, outer.record,
-                             outer.task, planned=self._planned, history=outer.history)
+                             outer.task, planned=self._planned, history=self._history)
+
+    def _history(self) -> tuple[Entry, ...]:
+        """What the actor journaled in this attempt only: an actor that resumes from its
+        history (LLM+P) starts each attempt afresh, not from the last attempt's plan."""
+        entries = self.outer.history()
+        start = max((i for i, e in enumerate(entries)
+                     if isinstance(e, Note) and e.kind == "attempt"), default=-1)
+        return entries[start + 1:]
 
     async def _ask(self, note: str | None = None, tool_choice: str | None = None,
                    cap: int | None = None) -> ModelResponse:
