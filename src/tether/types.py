@@ -77,6 +77,17 @@ class ToolCall:
         return {"id": self.id, "name": self.name, "arguments": self.arguments}
 
 
+# the id prefix of a call a strategy ran from its own validated plan (``Handle.call_planned``),
+# not one a model asked for: the assistant message carrying such calls is the strategy's turn
+PLANNED_CALL_PREFIX = "planned_"
+
+
+def is_planned_turn(message: Message) -> bool:
+    """Whether an assistant message carries a strategy's planned calls (no model wrote it)."""
+    return (message.role == "assistant" and bool(message.tool_calls) and not message.content
+            and all(c.id.startswith(PLANNED_CALL_PREFIX) for c in message.tool_calls))
+
+
 @fast_init
 @dataclass(frozen=True, slots=True)
 class Message:

@@ -131,6 +131,8 @@ def hide_arguments(type: str, plain: Any, hidden: Mapping[str, set[str]]) -> Non
         calls = plain["response"]["tool_calls"]
     elif type == "client.call":
         calls = [plain["call"]]
+    elif type == "strategy.calls":
+        calls = plain["calls"]
     else:
         return
     for call in calls:

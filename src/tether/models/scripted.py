@@ -24,10 +24,9 @@ from tether.models.base import (
     estimate_tools_tokens,
 )
 from tether.models.pricing import ZERO_PRICE, Price
-from tether.types import Message, ModelRequest, ModelResponse, ToolCall, Usage
+from tether.types import Message, ModelRequest, ModelResponse, ToolCall, Usage, is_planned_turn
 
 _ROLE = operator.attrgetter("role")
-
 ScriptItem = ModelResponse | str
 Responder = Callable[[ModelRequest], ScriptItem]
 
@@ -81,7 +80,9 @@ class ScriptedModel:
         messages = request.messages
         roles = list(map(_ROLE, messages))
         turn = roles.count("assistant")
-        if len(roles) > 2 and roles[2] == "user":  # the turns a compaction replaced count
+        if turn:  # a strategy's planned calls (LLM+P) are no model turn: they do not move it on
+            turn -= sum(map(is_planned_turn, messages))
+        if len(messages) > 2 and messages[2].role == "user":  # the turns a compaction replaced
             turn += compacted_turns(messages[2])
         if turn < len(self._prepared):
             prepared = self._prepared[turn]

@@ -1,5 +1,34 @@
-"""Reasoning strategies. Each drives a run only through the Handle it is given."""
+"""Reasoning strategies. Each drives a run only through the Handle it is given.
 
-from tether.reasoning.react import ReAct
+ReAct (think, act, observe), Reflexion (attempt, evaluate, reflect, retry), LLM+P (the model
+writes a PDDL problem, a real planner solves it: ``tether.reasoning.llmp``, needs the
+``planning`` extra) and Router (one of them per task). Imported lazily: an agent that runs
+ReAct loads none of the others."""
 
-__all__ = ["ReAct"]
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from tether.reasoning.react import ReAct
+    from tether.reasoning.reflexion import GraderCheck, Reflexion, SelfCritique
+    from tether.reasoning.router import Router, RouteRule
+
+_WHERE = {
+    "ReAct": "tether.reasoning.react",
+    "GraderCheck": "tether.reasoning.reflexion",
+    "Reflexion": "tether.reasoning.reflexion",
+    "SelfCritique": "tether.reasoning.reflexion",
+    "Router": "tether.reasoning.router",
+    "RouteRule": "tether.reasoning.router",
+}
+__all__ = ["GraderCheck", "ReAct", "Reflexion", "RouteRule", "Router", "SelfCritique"]
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _WHERE:
+        raise AttributeError(f"module 'tether.reasoning' has no attribute {name!r}")
+    value = getattr(importlib.import_module(_WHERE[name]), name)
+    globals()[name] = value
+    return value

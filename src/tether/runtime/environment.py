@@ -30,11 +30,13 @@ from tether.runtime.chokepoint.effects import skipped
 from tether.runtime.chokepoint.turn import ToolCalls
 from tether.runtime.eager import start
 from tether.runtime.output import OutputCheck
+from tether.runtime.planned import planned_turn
 from tether.runtime.result import ToolResult
 from tether.runtime.state import SessionState
 from tether.runtime.stop import Stop, StopReason
 from tether.tracing import Segment
 from tether.types import (
+    PLANNED_CALL_PREFIX,
     TOOL_CHOICES,
     Message,
     ModelRequest,
@@ -296,12 +298,15 @@ class Environment:
         seen = self._seen_ids
         calls = response.tool_calls
         ids = [c.id for c in calls]
-        if all(ids) and seen.isdisjoint(ids) and len(set(ids)) == len(ids):
+        # (an id of a strategy's planned calls is never the model's: it could pass for one)
+        if all(ids) and seen.isdisjoint(ids) and len(set(ids)) == len(ids) and not any(
+                i.startswith(PLANNED_CALL_PREFIX) for i in ids):
             seen.update(ids)
             return response
         fixed = []
         for i, c in enumerate(calls):
-            new_id = c.id if c.id and c.id not in seen else f"tether_{step}_{i + 1}"
+            new_id = c.id if c.id and c.id not in seen and not c.id.startswith(
+                PLANNED_CALL_PREFIX) else f"tether_{step}_{i + 1}"
             seen.add(new_id)
             fixed.append(ToolCall(new_id, c.name, c.arguments))
         return ModelResponse(response.text, tuple(fixed), response.usage, response.model,
@@ -395,6 +400,37 @@ class Environment:
                 f"as the model asked for them; {foreign} are not among them (pass "
                 "turn.tool_calls from ask_model, unchanged)")
         return [open_calls[c.id] for c in calls]
+
+    # -- a strategy's planned calls (Handle.call_planned) --------------------------------------
+
+    async def call_planned(self, calls: Sequence[tuple[str, Mapping[str, Any]]],
+                           reason: str) -> tuple[ToolResult, ...]:
+        """Run calls the strategy derived from its own validated plan through the same gate as
+        a model's (see ``Handle.call_planned``)."""
+        if self.stopped is not None:
+            raise self.stopped
+        try:
+            return await self._call_planned(calls, reason)
+        except Stop as stop:
+            self.stopped = stop
+            raise
+
+    async def _call_planned(self, calls: Sequence[tuple[str, Mapping[str, Any]]],
+                            reason: str) -> tuple[ToolResult, ...]:
+        turn = planned_turn(calls, reason, self._state)
+        self.skip_unresolved("the strategy ran planned calls instead")
+        flushed = self._state.outbox()
+        try:
+            self._journal.append("strategy.calls", {"reason": reason, "flushed": flushed,
+                                                    "calls": turn})
+        except JournalValueError as exc:
+            raise ValueError(f"the planned calls cannot be journaled: {exc}") from None
+        estimate = self._model.estimate_message_tokens
+        self._sent_estimate += sum(map(estimate, flushed)) + estimate(
+            self._state.conversation[-1])
+        self._answered = (-1, 0)  # the conversation grew past the last answer
+        self._seen_ids.update(c.id for c in turn)
+        return await self._tools.run(turn)
 
     async def resolve_open_turn(self) -> None:
         """On resume: finish the calls of the open turn (approved, refused or still waiting)."""

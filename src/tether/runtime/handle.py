@@ -1,9 +1,11 @@
 """The only door a reasoning strategy has: ask the model, call tools, see the budget left.
 
 Decision: a strategy never holds the Environment, a tool, the policy or the journal. It gets this
-handle, whose three methods each go through the chokepoint (and a fourth, ``record``, that only
-journals what the strategy decided), and which exposes nothing else: it
-has no public attribute, and its private slots hold only those three entry points. (Python cannot
+handle, whose methods each go through the chokepoint (``record`` only journals what the strategy
+decided, ``history`` only reads it back), and which exposes nothing else: it has no public
+attribute, and its private slots hold only those entry points. ``call_planned`` is how a
+planning strategy runs the actions of a plan it validated: journaled as the strategy's own turn,
+then through the very gate a model's call passes (``tether.runtime.planned``). (Python cannot
 stop code that digs through private internals on purpose; strategies are code the operator
 installs, and the threat the handle closes is the accidental or model-steered path around the
 gate.) Stops are raised from inside these methods, so a strategy cannot overrun a budget by
@@ -15,12 +17,13 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any, Protocol
 
+from tether.runtime.planned import Entry
 from tether.runtime.result import ToolResult
-from tether.types import ModelResponse, ToolCall
+from tether.types import ModelResponse, ToolCall, detached
 
 
 class Handle:
-    __slots__ = ("_ask", "_call", "_left", "_record", "_task")
+    __slots__ = ("_ask", "_call", "_history", "_left", "_planned", "_record", "_task")
 
     def __init__(
         self,
@@ -29,8 +32,13 @@ class Handle:
         left: Callable[[], dict[str, Any]],
         record: Callable[[str, Mapping[str, Any]], None] | None = None,
         task: str = "",
+        planned: Callable[[Sequence[tuple[str, Mapping[str, Any]]], str],
+                          Awaitable[tuple[ToolResult, ...]]] | None = None,
+        history: Callable[[], tuple[Entry, ...]] | None = None,
     ) -> None:
         self._task = task
+        self._planned = planned
+        self._history = history
         self._ask = ask
         self._call = call
         self._left = left
@@ -58,6 +66,28 @@ class Handle:
     async def call_tools(self, calls: Sequence[ToolCall]) -> tuple[ToolResult, ...]:
         """Run tool calls through the gate; one result per call, in order."""
         return await self._call(tuple(calls))
+
+    def call_planned(self, calls: Sequence[tuple[str, Mapping[str, Any]]], *,
+                     reason: str) -> Awaitable[tuple[ToolResult, ...]]:
+        """Run calls the strategy derived from a plan it validated — ``(tool name, arguments)``
+        pairs — through the same gate as a model's calls (policy, approval, budget, effect
+        ledger, journal, provenance); one result per call, in order. The arguments are copied
+        here, at the call (what runs is what was planned, whatever happens to the objects
+        later); the calls are journaled first (``strategy.calls``, with ``reason``) as the
+        strategy's own turn: the model sees them as calls it did not write, each followed by
+        its result."""
+        if self._planned is None:
+            raise RuntimeError("this handle runs no planned calls")
+        frozen = tuple((c[0], detached(dict(c[1])))
+                       if isinstance(c, tuple) and len(c) == 2 and isinstance(c[1], Mapping)
+                       else c for c in calls)
+        return self._planned(frozen, reason)
+
+    def history(self) -> tuple[Entry, ...]:
+        """What the strategy journaled in this session so far — its notes and planned calls
+        with their results — in order: what a strategy resumed after a pause or a crash
+        continues from, so it never repeats a step that ran."""
+        return () if self._history is None else self._history()
 
     def remaining_budget(self) -> dict[str, Any]:
         """What is left of each limit (``None`` for an unlimited one)."""

@@ -34,6 +34,7 @@ from tether.runtime.interrupt import interruption, lost_call_charge, uncertain_c
 from tether.runtime.lease import leased, leased_briefly
 from tether.runtime.opening import open_run
 from tether.runtime.output import OutputCheck
+from tether.runtime.planned import history
 from tether.runtime.result import Result, Trajectory
 from tether.runtime.state import fold
 from tether.runtime.stop import Stop, StopReason
@@ -335,7 +336,7 @@ class Session:
                           first_tool_choice=agent.first_tool_choice, trace=trace,
                           output=check)
         handle = Handle(env.ask_model, env.call_tools, env.remaining_budget, env.record_note,
-                        self.task)
+                        self.task, planned=env.call_planned, history=partial(history, state))
         answer = ""
         try:
             if resuming:

@@ -22,7 +22,7 @@ from tether.runtime.budget import Tally
 from tether.runtime.provenance import Sighting, SightingLog
 from tether.runtime.result import Step, ToolResult
 from tether.runtime.stop import StopReason
-from tether.types import Event, Message, ModelResponse, ToolCall, Usage
+from tether.types import PLANNED_CALL_PREFIX, Event, Message, ModelResponse, ToolCall, Usage
 
 ERROR_STATUSES = frozenset({"error", "timeout", "rejected"})
 # a named tuple built in C: its generated __new__ is a Python call, on every tool result
@@ -48,10 +48,9 @@ class SessionState:
     __slots__ = ("_done", "_outbox", "_recent", "_steps_closed", "answer", "approvals",
                  "compacted_ids", "conversation", "counted", "decisions", "denial_streak",
                  "error_streak", "granted", "in_flight", "notice", "output", "output_invalid",
-                 "paused", "ran", "results", "settled",
-                 "signatures", "started", "steps", "stop_detail", "stop_reason", "tainted",
-                 "tally", "task", "turn", "turn_open", "turn_step", "turn_text", "unsent",
-                 "window")
+                 "paused", "planned", "ran", "results", "settled", "signatures", "started",
+                 "steps", "stop_detail", "stop_reason", "strategy_log", "tainted", "tally",
+                 "task", "turn", "turn_open", "turn_step", "turn_text", "unsent", "window")
 
     def __init__(self, window: int | None = None) -> None:
         if window is not None and window < 1:
@@ -97,6 +96,11 @@ class SessionState:
         # the ids of the calls a compaction took out of the conversation: still used, so a
         # resumed chokepoint gives a model that repeats one another (tether.runtime.compactor)
         self.compacted_ids: set[str] = set()
+        # what the strategy journaled, in order — ("note", (kind, data)) and ("calls", (reason,
+        # calls)) for its planned calls — and the results of those calls: what a strategy that
+        # resumes continues from (``Handle.history``)
+        self.strategy_log: list[tuple[str, Any]] = []
+        self.planned: dict[str, ToolResult] = {}
         # derived views, read several times per step: kept up to date by the handlers
         self._done: list[ToolResult] = []  # the open turn's results, in call order
         self._outbox: tuple[Message, ...] | None = None  # None: build it again when read
@@ -210,6 +214,23 @@ class SessionState:
         call: ToolCall = data["call"]
         self._open_turn((call,), "", self._steps_closed + 1)
 
+    def _on_planned(self, data: Mapping[str, Any]) -> None:
+        """A strategy's calls from its own validated plan (``Handle.call_planned``): the open
+        turn's results and unsent notes go into the conversation first, then an assistant
+        message carrying the calls, so the provider sees each call before its result."""
+        if self.turn_open:
+            self.error_streak, self.denial_streak = self.streaks()
+            self.turn_open = False
+        calls: tuple[ToolCall, ...] = data["calls"]
+        self.conversation.extend(data["flushed"])
+        self.conversation.append(Message.assistant("", calls))
+        self.unsent = []
+        self.strategy_log.append(("calls", (data["reason"], calls)))
+        self._open_turn(calls, "", self._steps_closed + 1)
+
+    def _on_strategy_note(self, data: Mapping[str, Any]) -> None:
+        self.strategy_log.append(("note", (data["kind"], data["data"])))
+
     def _on_model_error(self, data: Mapping[str, Any]) -> None:
         self.in_flight = None
         self.tally.steps += 1
@@ -274,8 +295,10 @@ class SessionState:
         if data.get("untrusted"):
             self.tainted = True
         results = self.results
-        results[data["call_id"]] = ToolResult(data["call_id"], data["tool"], data["content"],
-                                              data["status"])
+        result = results[data["call_id"]] = ToolResult(data["call_id"], data["tool"],
+                                                       data["content"], data["status"])
+        if data["call_id"].startswith(PLANNED_CALL_PREFIX):
+            self.planned[data["call_id"]] = result
         if data["status"] in ("ok", "error", "timeout"):
             call_id = data["call_id"]
             sent = self.decisions[call_id].get("arguments") if call_id in self.started else None
@@ -348,6 +371,8 @@ _HANDLERS: dict[str, Callable[[SessionState, Mapping[str, Any]], None]] = {
     "model.lost": SessionState._on_lost,
     "model.unmetered": SessionState._on_lost,
     "client.call": SessionState._on_client_call,
+    "strategy.calls": SessionState._on_planned,
+    "strategy.note": SessionState._on_strategy_note,
     "session.note": SessionState._on_note,
     "tool.decision": SessionState._on_decision,
     "approval.requested": SessionState._on_approval_requested,
@@ -379,6 +404,10 @@ def revive(type: str, data: Mapping[str, Any]) -> Mapping[str, Any]:
     if type == "client.call":
         c = data["call"]
         return {**data, "call": ToolCall(c["id"], c["name"], c["arguments"])}
+    if type == "strategy.calls":
+        return {**data, "flushed": [Message.from_dict(m) for m in data["flushed"]],
+                "calls": tuple(ToolCall(c["id"], c["name"], c["arguments"])
+                               for c in data["calls"])}
     if type == "tool.decision":
         d = data["decision"]
         decision = Decision(Effect(d["effect"]), d["reason"], d["policy_id"],

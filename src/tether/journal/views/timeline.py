@@ -174,6 +174,14 @@ def _client_call(d: Mapping[str, Any]) -> list[str]:
     return [f"client call (no model asked): {text} [{call.get('id')}]"]
 
 
+def _planned_calls(d: Mapping[str, Any]) -> list[str]:
+    lines = [f"strategy's planned calls (no model asked): {excerpt(str(d.get('reason')), 120)}"]
+    for call in d.get("calls") or []:
+        lines.append(f"  calls {call_text(call.get('name'), call.get('arguments'))} "
+                     f"[{call.get('id')}]")
+    return lines
+
+
 def _subagent_charge(d: Mapping[str, Any]) -> list[str]:
     tokens = sum(d.get(k) or 0 for k in ("input_tokens", "output_tokens"))
     return [f"sub-agent of {d.get('call_id')} charged: {tokens} tokens, ${d.get('cost_usd')}, "
@@ -353,6 +361,13 @@ def _note(d: Mapping[str, Any]) -> list[str]:
 
 def _strategy_note(d: Mapping[str, Any]) -> list[str]:
     data = d.get("data") or {}
+    if d.get("kind") == "plan" and isinstance(data.get("actions"), list):  # LLM+P: in full
+        check = data.get("validation") or {}
+        steps = " ".join(f"({' '.join(map(str, a))})" for a in data["actions"])
+        return [f"strategy plan {data.get('plan')} for domain {data.get('domain')} "
+                f"({len(data['actions'])} steps; {check.get('validator')}: "
+                f"{check.get('status')}): {steps or '(nothing to do)'}",
+                f"  problem: {excerpt(' '.join(str(data.get('problem', '')).split()), 400)}"]
     said = ", ".join(f"{k}={json.dumps(v, ensure_ascii=False)}" for k, v in sorted(data.items()))
     return [f"strategy {d.get('kind')}: {excerpt(said, 160)}"]
 
@@ -381,6 +396,7 @@ _RENDER: dict[str, Renderer] = {
     "model.lost": _unmetered,
     "model.overrun": _overrun,
     "client.call": _client_call,
+    "strategy.calls": _planned_calls,
     "subagent.charge": _subagent_charge,
     "tool.decision": _decision,
     "approval.requested": _approval_requested,

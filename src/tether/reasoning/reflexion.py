@@ -1,0 +1,200 @@
+"""Reflexion: attempt, evaluate, reflect in words, and try again with the reflections in context.
+
+Why: a model whose first attempt is wrong often knows why once it is told *that* it is wrong
+(Shinn et al., 2023): a verbal reflection on the failed attempt, kept in context, steers the next
+one where a plain retry repeats the mistake. The signal must come from somewhere honest: a
+grader from ``tether.evals.graders`` (an exact answer, a check of the environment, of the calls
+made) or, without one, the model's own critique.
+
+Decision: the attempt is any strategy (ReAct by default) run on a handle scoped to the attempt:
+the same chokepoint, plus caps of its own (``attempt_steps``, ``attempt_tool_calls``) so one
+attempt cannot spend what the next ones need; the run's budget still holds over everything.
+The critique and the reflection are tool-less turns with small output caps of their own. Each
+attempt, evaluation and reflection is journaled (``strategy.note``), and the attempts are counted
+from the journal, so ``max_attempts`` holds across a resume and a resumed run keeps its
+reflections; an attempt that a pause or a crash cut goes on after the resume (its own caps
+start again; the run's budget does not). The earlier attempts stay in the conversation (they
+are the session's record); the reflections are added as a note at the start of the next one.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from tether.evals.graders import CallRecord, Grade, Grader, Outcome, grade
+from tether.reasoning.react import ReAct
+from tether.runtime.handle import Handle, Strategy
+from tether.runtime.planned import Entry, Note
+from tether.runtime.result import ToolResult
+from tether.types import ModelResponse, ToolCall
+
+CRITIQUE_NOTE = ("Check the answer you just gave against the task. Reply PASS if it is right "
+                 "and complete, otherwise FAIL followed by what is wrong, in one line.")
+REFLECT_NOTE = ("That attempt failed: {why}. In two or three sentences, reflect: what went "
+                "wrong, and what will you do differently on the next attempt? Do not answer "
+                "the task yet.")
+RETRY_NOTE = ("Reflections on your earlier attempts at this task — use them, do not repeat the "
+              "mistakes:\n{reflections}\nNow try the task again from the start.")
+
+
+class Evaluator(Protocol):
+    """Judges one attempt; may use the handle (a tool-less model turn) but runs no tool."""
+
+    async def evaluate(self, handle: Handle, answer: str,
+                       calls: Sequence[CallRecord]) -> Grade: ...
+
+
+@dataclass(frozen=True, slots=True)
+class SelfCritique:
+    """The model judges its own answer in one tool-less turn of at most ``max_output_tokens``;
+    anything but a leading PASS is a fail (an unreadable critique included)."""
+
+    max_output_tokens: int = 64
+
+    async def evaluate(self, handle: Handle, answer: str,
+                       calls: Sequence[CallRecord]) -> Grade:
+        said = (await handle.ask_model(note=CRITIQUE_NOTE, tool_choice="none",
+                                       max_output_tokens=self.max_output_tokens)).text
+        word = next(iter(re.findall(r"[A-Za-z]+", said)), "").upper()
+        if word == "PASS":
+            return Grade(True, "the model's critique: PASS")
+        return Grade(False, said.strip()[:300] or "the critique was empty")
+
+
+@dataclass(frozen=True, slots=True)
+class GraderCheck:
+    """A grader from ``tether.evals.graders`` judges the attempt (no model call): its answer,
+    the calls it made and, when given, ``environment`` (what the tools act on)."""
+
+    grader: Grader
+    expected: Any = None
+    environment: Any = None
+
+    async def evaluate(self, handle: Handle, answer: str,
+                       calls: Sequence[CallRecord]) -> Grade:
+        return await grade(self.grader, Outcome(handle.task, self.expected, answer, "finished",
+                                                tuple(calls), self.environment))
+
+
+class AttemptOver(Exception):
+    """An attempt reached its own cap (not the run's budget): it ends, and is evaluated."""
+
+
+class _Attempt:
+    """The handle one attempt gets: the run's, with the attempt's caps, the reflections as
+    the first turn's note, and a record of the calls it made."""
+
+    def __init__(self, outer: Handle, note: str | None, steps: int | None,
+                 tool_calls: int | None) -> None:
+        self.outer, self.note = outer, note
+        self.steps_left, self.calls_left = steps, tool_calls
+        self.calls: list[CallRecord] = []
+        self.handle = Handle(self._ask, self._call, outer.remaining_budget, outer.record,
+                             outer.task, planned=self._planned, history=self._history)
+
+    def _history(self) -> tuple[Entry, ...]:
+        """What the actor journaled in this attempt only: an actor that resumes from its
+        history (LLM+P) starts each attempt afresh, not from the last attempt's plan."""
+        entries = self.outer.history()
+        start = max((i for i, e in enumerate(entries)
+                     if isinstance(e, Note) and e.kind == "attempt"), default=-1)
+        return entries[start + 1:]
+
+    async def _ask(self, note: str | None = None, tool_choice: str | None = None,
+                   cap: int | None = None) -> ModelResponse:
+        if self.steps_left is not None:
+            if self.steps_left < 1:
+                raise AttemptOver("the attempt used all its model turns")
+            self.steps_left -= 1
+        if self.note is not None:
+            note, self.note = (self.note if note is None else f"{self.note}\n\n{note}"), None
+        return await self.outer.ask_model(note=note, tool_choice=tool_choice,
+                                          max_output_tokens=cap)
+
+    def _spend_calls(self, n: int) -> None:
+        if self.calls_left is not None:
+            if n > self.calls_left:
+                raise AttemptOver("the attempt used all its tool calls")
+            self.calls_left -= n
+
+    def _keep(self, calls: Sequence[ToolCall],
+              results: Sequence[ToolResult]) -> tuple[ToolResult, ...]:
+        for c, r in zip(calls, results, strict=True):
+            arguments = c.arguments if isinstance(c.arguments, Mapping) else {}
+            self.calls.append(CallRecord(c.name, arguments, r.status, r.content))
+        return tuple(results)
+
+    async def _call(self, calls: Sequence[ToolCall]) -> tuple[ToolResult, ...]:
+        self._spend_calls(len(calls))
+        return self._keep(calls, await self.outer.call_tools(calls))
+
+    async def _planned(self, calls: Sequence[tuple[str, Mapping[str, Any]]],
+                       reason: str) -> tuple[ToolResult, ...]:
+        self._spend_calls(len(calls))
+        results = await self.outer.call_planned(calls, reason=reason)
+        return self._keep([ToolCall("", n, a) for n, a in calls], results)
+
+
+@dataclass(frozen=True, slots=True)
+class Reflexion:
+    """A strategy: ``Agent(reasoning=Reflexion(evaluator=GraderCheck(numeric("42"))))``."""
+
+    actor: Strategy = field(default_factory=ReAct)
+    evaluator: Evaluator = field(default_factory=SelfCritique)
+    max_attempts: int = 3
+    attempt_steps: int | None = 8  # model turns per attempt (None: only the run's budget)
+    attempt_tool_calls: int | None = None  # tool calls per attempt
+    reflection_tokens: int = 256
+
+    def __post_init__(self) -> None:
+        for name in ("max_attempts", "reflection_tokens", "attempt_steps",
+                     "attempt_tool_calls"):
+            value = getattr(self, name)
+            if value is None and name.startswith("attempt_"):
+                continue
+            if type(value) is not int or value < 1:
+                raise ValueError(f"{name} must be a whole number >= 1")
+
+    async def run(self, handle: Handle) -> str:
+        notes = [e for e in handle.history() if isinstance(e, Note)]
+        attempt = sum(n.kind == "attempt" for n in notes)
+        # resumed inside an attempt (a pause, a crash): it goes on, it is not a new one
+        unfinished = attempt > sum(n.kind == "evaluation" for n in notes)
+        reflections = [str(n.data["text"]) for n in notes if n.kind == "reflection"]
+        answer = ""
+        while attempt < self.max_attempts or unfinished:
+            note = None
+            if unfinished:
+                unfinished = False
+            else:
+                attempt += 1
+                handle.record("attempt", {"attempt": attempt, "of": self.max_attempts,
+                                          "reflections": len(reflections)})
+                note = RETRY_NOTE.format(reflections="\n".join(
+                    f"{i}. {r}" for i, r in enumerate(reflections, 1))) if reflections else None
+            scoped = _Attempt(handle, note, self.attempt_steps, self.attempt_tool_calls)
+            over = ""
+            try:
+                answer = str(await self.actor.run(scoped.handle))
+            except AttemptOver as exc:
+                answer, over = "", str(exc)
+            verdict = Grade(False, over) if over else await self.evaluator.evaluate(
+                handle, answer, scoped.calls)
+            handle.record("evaluation", {"attempt": attempt, "passed": verdict.passed,
+                                         "why": verdict.why,
+                                         "evaluator": type(self.evaluator).__name__})
+            if verdict.passed:
+                return answer
+            if attempt == self.max_attempts:
+                break
+            said = await handle.ask_model(note=REFLECT_NOTE.format(why=verdict.why or "no "
+                                                                   "reason given"),
+                                          tool_choice="none",
+                                          max_output_tokens=self.reflection_tokens)
+            handle.record("reflection", {"attempt": attempt, "text": said.text})
+            reflections.append(said.text)
+        handle.record("attempts.exhausted", {"attempts": attempt})
+        return answer

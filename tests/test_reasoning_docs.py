@@ -1,0 +1,27 @@
+"""The reasoning guide's blocks run as written and print what their comments say."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from doc_pages import blocks
+
+PAGE = "docs/guide/reasoning.md"
+
+
+def expected(block: str) -> list[str]:
+    """The lines a block's trailing comments say it prints."""
+    return [line[2:] for line in block.splitlines() if line.startswith("# ")]
+
+
+@pytest.mark.parametrize("heading", [
+    "Reflexion: attempt, evaluate, reflect, retry",
+    "LLM+P: the model writes the problem, a real planner plans",
+    "Router: one strategy per task",
+])
+def test_each_block_prints_what_it_says(heading: str, capsys: Any) -> None:
+    (block,) = blocks(PAGE, heading)
+    exec(compile(block, PAGE, "exec", dont_inherit=True), {"__name__": "reasoning_guide"})
+    assert [line.rstrip() for line in capsys.readouterr().out.splitlines()] == expected(block)
