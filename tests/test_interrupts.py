@@ -362,3 +362,27 @@ def test_an_interrupted_run_pauses_on_every_store(tmp_path: Path, backend: str) 
         resumed = _tether(tmp_path, "resume", sid, *common)
         assert "stop reason: finished" in resumed.stdout, resumed.stdout + resumed.stderr
     assert _effects(tmp_path) == ["ran 500"]
+
+
+LATE = """
+import os, signal, sys
+from tether.cli.interrupts import Interrupts
+with Interrupts(process_exits={exits}) as interrupts:
+    os.kill(os.getpid(), signal.SIGINT)  # the first signal: pauses (here: only noted)
+assert interrupts.signal is signal.SIGINT
+os.kill(os.getpid(), signal.SIGTERM)  # a second one, on the way out
+print("alive", flush=True)
+"""
+
+
+@pytest.mark.parametrize("exits", [True, False])
+def test_a_signal_on_the_way_out_of_a_paused_command_line_is_ignored(exits: bool) -> None:
+    """A command line a signal paused ignores later signals until its process exits (they may
+    come late on a loaded machine); called in-process, the handlers are put back as found."""
+    done = subprocess.run([sys.executable, "-c", LATE.format(exits=exits)], capture_output=True,
+                          text=True, timeout=60,
+                          env={**os.environ, "PYTHONPATH": str(Path(__file__).parents[1] / "src")})
+    if exits:
+        assert done.returncode == 0 and done.stdout == "alive\n", done.stderr
+    else:
+        assert done.returncode == -signal.SIGTERM and "alive" not in done.stdout

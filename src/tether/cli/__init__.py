@@ -77,6 +77,9 @@ def main(argv: list[str] | None = None) -> int:
         args = parser.parse_args(argv)
     except SystemExit as exc:  # argparse exits for --help (0) and for bad usage (2)
         return exc.code if isinstance(exc.code, int) else 2
+    # run as the process's own command line (the script, ``python -m tether``): a command a
+    # signal paused then ignores later signals until the process exits (tether.cli.interrupts)
+    args.process_exits = argv is None
     try:
         code: int = args.run(args)
     except AmbiguousId as exc:

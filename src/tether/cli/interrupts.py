@@ -7,13 +7,13 @@ ended, losing track of a side effect in flight and refusing to resume.
 
 Decision: while the command runs, the first of these signals asks the session to pause
 (``Session.cancel``: resumable, a side effect in flight left ``uncertain_effect`` for an operator
-exactly as after a crash); later ones are ignored, so a second Ctrl-C cannot cut the pause in
-half — unless the run has not even begun to pause because something holds its event loop (a
-hung ``inline`` tool): then a third signal ends the process at once, leaving exactly what
-``kill -9`` leaves (every write is one transaction). A signal before the session started stops
-the command before anything is journaled. The command then prints one line — what happened,
-and the exact commands that continue — and exits 128 + the signal's number, as a shell expects
-of a process a signal stopped.
+exactly as after a crash); later ones are ignored (in the command line's own process, until it
+exits), so a second Ctrl-C cannot cut the pause in half — unless the run has not even begun to
+pause because something holds its event loop (a hung ``inline`` tool): then a third signal ends
+the process at once, leaving exactly what ``kill -9`` leaves (every write is one transaction). A
+signal before the session started stops the command before anything is journaled. The command
+then prints one line — what happened, and the exact commands that continue — and exits 128 +
+the signal's number, as a shell expects of a process a signal stopped.
 """
 
 from __future__ import annotations
@@ -43,7 +43,12 @@ SIGNALS = tuple(getattr(signal, name) for name in ("SIGINT", "SIGTERM", "SIGHUP"
 class Interrupts:
     """The first SIGINT/SIGTERM/SIGHUP while installed (``with``) pauses the attached session."""
 
-    def __init__(self) -> None:
+    def __init__(self, *, process_exits: bool = False) -> None:
+        # the process ends when the command does (the CLI's own, not main() called in-process):
+        # once a signal paused the run, later ones stay ignored until it exits, so one arriving
+        # on the way out (after the handlers are put back, or during the interpreter's shutdown,
+        # which resets Python handlers to the default) cannot end it by a second signal
+        self._process_exits = process_exits
         self.signal: signal.Signals | None = None
         self._count = 0
         self._asked = False  # whether the run's loop took the request to pause
@@ -57,8 +62,9 @@ class Interrupts:
         return self
 
     def __exit__(self, *exc: object) -> None:
+        ignore = self._process_exits and self.signal is not None
         for number, handler in self._previous.items():
-            signal.signal(number, handler)
+            signal.signal(number, signal.SIG_IGN if ignore else handler)
 
     async def run(self, session: Session, running: Callable[[], Awaitable[T]]) -> T | None:
         """``running()`` (which runs ``session``), paused by a signal; None when a signal came

@@ -129,7 +129,8 @@ def run_resume(args: argparse.Namespace) -> int:
         return EXIT_FINDING
     from tether.store.base import SessionBusy
 
-    with Interrupts() as interrupts:  # a signal pauses the resumed run again
+    # a signal pauses the resumed run again
+    with Interrupts(process_exits=getattr(args, "process_exits", False)) as interrupts:
         try:
             result = asyncio.run(interrupts.run(session, session.aresume))
         except (RuntimeError, SessionBusy) as exc:  # not resumable now, or running elsewhere

@@ -92,7 +92,8 @@ def parse_budget(text: str) -> Budget:
 
 
 def run_agent(args: argparse.Namespace) -> int:
-    with Interrupts() as interrupts:  # a signal pauses the run (tether.cli.interrupts)
+    # a signal pauses the run (tether.cli.interrupts)
+    with Interrupts(process_exits=getattr(args, "process_exits", False)) as interrupts:
         return _run_agent(args, interrupts)
 
 
