@@ -20,7 +20,7 @@ from tether.runtime.budget import Accountant
 from tether.runtime.provenance import ArgumentProvenance, Sightings
 from tether.runtime.state import SessionState
 from tether.tools.base import Tool
-from tether.types import detached
+from tether.types import PLANNED_CALL_PREFIX, detached
 
 CHARGED = frozenset({Effect.ALLOW, Effect.PARTIAL_ALLOW, Effect.MASK})
 Shown = Callable[[Mapping[str, Any], Decision], Mapping[str, Any]]
@@ -75,7 +75,8 @@ class PolicyGate:
         remaining = acc.remaining(elapsed)
         provenance = ArgumentProvenance(arguments, self._sightings)
         context = Context(self._session_id, t.steps, spend, remaining, self._state.tainted,
-                          time.time(), self._extra, self.request, provenance)
+                          time.time(), self._extra, self.request, provenance,
+                          call_id.startswith(PLANNED_CALL_PREFIX))
         action = Action(tool.name, arguments)
         if self._inline:
             decision = decide(self._policy, self.subject, action, resource, context)
