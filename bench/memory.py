@@ -23,8 +23,9 @@ from tether import Agent, ReAct, ScriptedModel
 from tether.knowledge import ConversationStore
 from tether.store.sqlite import SQLiteStore
 
-WORDS = ("refund order invoice shipping delay passport flight hotel booking payment card "
-         "address password account email weather meeting lunch").split()
+WORDS = ("refund", "order", "invoice", "shipping", "delay", "passport", "flight", "hotel",
+         "booking", "payment", "card", "address", "password", "account", "email", "weather",
+         "meeting", "lunch")
 
 
 def said(i: int) -> str:

@@ -17,7 +17,7 @@ from typing import Any, NoReturn
 
 import pytest
 
-from tether import ModelResponse, ToolCall
+from tether import Decision, Effect, ModelResponse, ToolCall
 from tether.store.base import Store, StoreError
 from tether.store.memory import MemoryStore
 from tether.store.sqlite import SQLiteStore
@@ -26,6 +26,19 @@ from tether.store.sqlite import SQLiteStore
 def call(name: str, args: dict[str, Any] | str, id: str = "") -> ModelResponse:
     """A scripted model turn that calls one tool."""
     return ModelResponse(tool_calls=(ToolCall(id, name, args),))
+
+
+class TaintWatch:
+    """A policy that allows every call and records, per call, whether the session was tainted."""
+
+    inline = True
+
+    def __init__(self) -> None:
+        self.tainted: list[bool] = []
+
+    def evaluate(self, subject: Any, action: Any, resource: Any, context: Any) -> Decision:
+        self.tainted.append(context.tainted)
+        return Decision(Effect.ALLOW, "watched", "watch")
 
 
 def calls(*pairs: tuple[str, dict[str, Any]]) -> ModelResponse:

@@ -27,4 +27,5 @@ def test_the_readme_block_prints_what_its_comments_say(capsys: Any) -> None:
     (block,) = blocks("README.md", "Answers as data, conversations that remember")
     exec(compile(block, "README.md", "exec", dont_inherit=True), {"__name__": "readme"})
     assert capsys.readouterr().out.splitlines() == [
-        "number='INV-7' total=12.5", "4 messages so far", "What is my name?", "2"]
+        "number='INV-7' total=12.5", "4 messages so far", "What is my name?", "2",
+        "It is lorem ipsum.", "[6]"]

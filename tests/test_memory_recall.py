@@ -7,11 +7,11 @@ import json
 
 import pytest
 
-from tether import Agent, Decision, Effect, ReAct, ScriptedModel
+from tether import Agent, ReAct, ScriptedModel
 from tether.knowledge import ConversationStore
 from tether.store.base import Store
 
-from conftest import call
+from conftest import TaintWatch, call
 
 
 def converse(store: Store, tenant: str, user: str, thread: str, said: str,
@@ -68,21 +68,15 @@ def test_the_recall_tool_is_governed_scoped_server_side_and_untrusted(
     memory = ConversationStore(conversations)
     recall = memory.recall_tool()
     assert set(recall.spec.parameters["properties"]) == {"query"}  # no tenant, no user
-    tainted: list[bool] = []
-
-    class Watch:
-        inline = True
-
-        def evaluate(self, subject, action, resource, context):  # type: ignore[no-untyped-def]
-            tainted.append(context.tainted)
-            return Decision(Effect.ALLOW, "watched", "watch")
+    watch = TaintWatch()
+    tainted = watch.tainted
 
     model = ScriptedModel([
         call("recall_conversations", {"query": "Lisbon flight", "tenant_id": "globex"}),
         call("recall_conversations", {"query": "Lisbon flight"}),
         call("recall_conversations", {"query": "Lisbon flight"}),
         "You flew to Lisbon."])
-    agent = Agent(model=model, reasoning=ReAct(), tools=[recall], policy=Watch(),
+    agent = Agent(model=model, reasoning=ReAct(), tools=[recall], policy=watch,
                   store=conversations)
     result = agent.run("where did I fly?", user_id="ada", tenant_id="acme")
     results = [e.data for e in conversations.read(result.session_id) if e.type == "tool.result"]

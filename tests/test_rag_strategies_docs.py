@@ -23,3 +23,9 @@ def test_the_adaptive_rag_and_crag_blocks_print_what_they_say(capsys: Any) -> No
     assert capsys.readouterr().out.splitlines() == expected(adaptive)
     exec(compile(crag, PAGE, "exec", dont_inherit=True), namespace)
     assert [line.rstrip() for line in capsys.readouterr().out.splitlines()] == expected(crag)
+
+
+def test_the_readme_block_prints_what_its_comments_say(capsys: Any) -> None:
+    (block,) = blocks("README.md", "Retrieval, routing and tool selection")
+    exec(compile(block, "README.md", "exec", dont_inherit=True), {"__name__": "readme"})
+    assert capsys.readouterr().out.splitlines() == expected(block)

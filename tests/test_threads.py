@@ -7,14 +7,14 @@ import threading
 
 import pytest
 
-from tether import Agent, Decision, Effect, ModelRequest, ModelResponse, ReAct, ScriptedModel, tool
+from tether import Agent, ModelRequest, ModelResponse, ReAct, ScriptedModel, tool
 from tether.journal.chain import verify_chain
 from tether.knowledge import ConversationStore
 from tether.runtime.rerun import rerun
 from tether.runtime.thread import ThreadTampered
 from tether.store.base import Store
 
-from conftest import call
+from conftest import TaintWatch, call
 
 
 class Recorder:
@@ -136,14 +136,8 @@ def test_a_turn_that_read_untrusted_content_taints_the_thread(store: Store) -> N
     first = Agent(model=ScriptedModel([call("fetch_page", {"url": "https://x"}), "done"]),
                   reasoning=ReAct(), tools=[fetch_page], store=store)
     first.run("summarise x", user_id="u1", tenant_id="acme", thread="t")
-    seen: list[bool] = []
-
-    class Watch:
-        inline = True
-
-        def evaluate(self, subject, action, resource, context):  # type: ignore[no-untyped-def]
-            seen.append(context.tainted)
-            return Decision(Effect.ALLOW, "watched", "watch")
+    watch = TaintWatch()
+    seen = watch.tainted
 
     @tool
     def note(text: str) -> str:
@@ -152,11 +146,11 @@ def test_a_turn_that_read_untrusted_content_taints_the_thread(store: Store) -> N
 
     # (a scripted model picks its answer by the assistant turns it sees: one is the history's)
     later = Agent(model=ScriptedModel(["-", call("note", {"text": "hi"}), "ok"]),
-                  reasoning=ReAct(), tools=[note], policy=Watch(), store=store)
+                  reasoning=ReAct(), tools=[note], policy=watch, store=store)
     later.run("go on", user_id="u1", tenant_id="acme", thread="t")
     assert seen == [True]  # the continuing session starts tainted, as the first one ended
     seen.clear()
     Agent(model=ScriptedModel([call("note", {"text": "hi"}), "ok"]), reasoning=ReAct(),
-          tools=[note], policy=Watch(), store=store).run(
+          tools=[note], policy=watch, store=store).run(
         "go on", user_id="u1", tenant_id="acme", thread="another")
     assert seen == [False]

@@ -19,6 +19,7 @@ if TYPE_CHECKING:
     from tether.runtime.agent import Agent
     from tether.runtime.budget import Budget, Spend
     from tether.runtime.chokepoint.gateway import Gateway
+    from tether.runtime.compaction import Compaction
     from tether.runtime.handle import Handle, Strategy
     from tether.runtime.limits import Limits
     from tether.runtime.result import Result, Step, ToolResult, Trajectory
@@ -34,6 +35,7 @@ _WHERE = {
     "Agent": "tether.runtime.agent",
     "Budget": "tether.runtime.budget",
     "Spend": "tether.runtime.budget",
+    "Compaction": "tether.runtime.compaction",
     "Limits": "tether.runtime.limits",
     "Handle": "tether.runtime.handle",
     "Strategy": "tether.runtime.handle",
@@ -66,6 +68,7 @@ __all__ = [
     "Agent",
     "AgentAsTool",
     "Budget",
+    "Compaction",
     "Decision",
     "Effect",
     "Event",

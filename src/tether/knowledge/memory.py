@@ -18,11 +18,11 @@ the session's server-side context, never from the model's arguments.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
 from tether.journal.erasure import Erasure, erase_sessions
+from tether.knowledge.bm25 import bm25_rank
 from tether.runtime.thread import Turn, latest_turns
 from tether.store.base import Store, ThreadEntry, open_store
 from tether.tools.base import Tool, ToolContext
@@ -99,8 +99,7 @@ class ConversationStore:
                  if turn.session_id != exclude_session and (turn.user or turn.assistant)]
         if not found:
             return []
-        ranked = _bm25([f"{t.user}\n{t.assistant}" for _, t in found], query,
-                       min(k, len(found)))
+        ranked = bm25_rank([f"{t.user}\n{t.assistant}" for _, t in found], query, k)
         return [Recalled(thread, t.session_id, t.position, user, t.user, t.assistant, score)
                 for ((user, thread), t), score in ((found[i], s) for i, s in ranked)]
 
@@ -141,19 +140,3 @@ class ConversationStore:
 
         return recall
 
-
-def _bm25(documents: Sequence[str], query: str, k: int) -> list[tuple[int, float]]:
-    """Indexes of the ``k`` best documents for ``query`` by BM25 with a positive score."""
-    try:
-        import bm25s
-    except ImportError:
-        raise ImportError("conversation search needs bm25s: pip install 'tether[knowledge]'") \
-            from None
-    retriever = bm25s.BM25()
-    retriever.index(bm25s.tokenize(list(documents), stopwords="en", show_progress=False),
-                    show_progress=False)
-    tokens = bm25s.tokenize([query], stopwords="en", show_progress=False, return_ids=False)
-    if not tokens or not tokens[0]:
-        return []
-    found, scores = retriever.retrieve(tokens, k=k, show_progress=False)
-    return [(int(i), float(s)) for i, s in zip(found[0], scores[0], strict=True) if s > 0]

@@ -35,6 +35,7 @@ from tether.models.keys import ApiKey, EnvFile, require_extra, setting, split_sp
 from tether.models.pricing import Price
 from tether.models.provider import (
     ProviderModel,
+    checked_context_window,
     checked_min_answer_seconds,
     past_cap,
     trace_headers,
@@ -80,9 +81,11 @@ class AnthropicModel(ProviderModel):
         params: Mapping[str, Any] | None = None,
         env_file: EnvFile = ".env",
         min_answer_seconds: float = 0.0,
+        context_window: int | None = None,
     ) -> None:
         self._model = split_spec(model, PROVIDER)
         self.min_answer_seconds = checked_min_answer_seconds(min_answer_seconds)
+        self.context_window = checked_context_window(context_window)
         if max_output_tokens < 1:
             raise ValueError("max_output_tokens must be >= 1: the Messages API requires a "
                              "max_tokens for every call")

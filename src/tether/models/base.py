@@ -75,6 +75,30 @@ def output_ceiling(model: object) -> int | None:
     return ceiling if type(ceiling) is int and ceiling >= 1 else None
 
 
+def context_window(model: object) -> int | None:
+    """The most input tokens ``model`` takes (its ``context_window``, when it declares one), or
+    None: what conversation compaction (``tether.runtime.compaction``) measures a request
+    against when the recipe declares no window of its own."""
+    window = getattr(model, "context_window", None)
+    return window if type(window) is int and window >= 1 else None
+
+
+# The message a compaction puts in place of the turns it replaced begins with these words and
+# says how many turns it stands for, so a count of the model's turns stays right after it (the
+# scripted model's cursor is that count).
+COMPACTED = "[tether] Turns 1-"
+
+
+def compacted_turns(message: Message) -> int:
+    """How many turns of the conversation ``message`` stands for: N for the message a
+    compaction left (``[tether] Turns 1-N ...``), else 0."""
+    text = message.content
+    if message.role != "user" or not text.startswith(COMPACTED):
+        return 0
+    digits = text[len(COMPACTED):].split(" ", 1)[0]
+    return int(digits) if digits.isdigit() else 0
+
+
 def min_answer_seconds(model: object) -> float:
     """The least time ``model`` takes to answer (its ``min_answer_seconds``, else 0): a call
     with less time left than this before its deadline is not started, since it could only be

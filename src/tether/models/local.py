@@ -51,6 +51,7 @@ class LocalServer:
     model_path: Path
     pid: int
     min_answer_seconds: float = 0.0  # the fastest one-token answer measured at start
+    context_window: int | None = None  # the server's context (its --n_ctx), in tokens
 
     def model(self, **kwargs: Any) -> OpenAIModel:
         """An ``OpenAIModel`` on this server (``compat="llama.cpp"``, price zero)."""
@@ -60,6 +61,7 @@ class LocalServer:
         kwargs.setdefault("price", Price(Decimal(0), Decimal(0)))
         kwargs.setdefault("compat", "llama.cpp")
         kwargs.setdefault("min_answer_seconds", self.min_answer_seconds)
+        kwargs.setdefault("context_window", self.context_window)
         # SmolLM2's 49k-token vocabulary, counted inside its chat template, ran at 3.5
         # characters per token on a story it wrote (651 characters: 184 tokens); at the default
         # four, a re-sent answer was under-reserved and the run stopped on an overrun
@@ -92,7 +94,7 @@ def local_model_server(*, model_path: Path | None = None, context: int = 4096,
         try:
             base_url = f"http://127.0.0.1:{port}/v1"
             _wait_until_up(process, log, base_url, startup_timeout)
-            yield LocalServer(base_url, path, process.pid, _fastest_answer(base_url))
+            yield LocalServer(base_url, path, process.pid, _fastest_answer(base_url), context)
         finally:
             _stop(process)
 

@@ -36,6 +36,7 @@ from tether.models.pricing import Price
 from tether.models.provider import (
     ProviderModel,
     checked_chars_per_token,
+    checked_context_window,
     checked_min_answer_seconds,
     past_cap,
     trace_headers,
@@ -76,10 +77,12 @@ class OpenAIModel(ProviderModel):
         params: Mapping[str, Any] | None = None,
         env_file: EnvFile = ".env",
         min_answer_seconds: float = 0.0,
+        context_window: int | None = None,
         chars_per_token: float | None = None,
     ) -> None:
         self._model = split_spec(model, PROVIDER)
         self.min_answer_seconds = checked_min_answer_seconds(min_answer_seconds)
+        self.context_window = checked_context_window(context_window)
         self._chars_per_token = checked_chars_per_token(chars_per_token)
         if max_output_tokens is not None and max_output_tokens < 1:
             raise ValueError("max_output_tokens must be >= 1 (or None for no ceiling)")

@@ -51,6 +51,9 @@ class ProviderModel:
     # the least time a call takes to answer (``models.base.min_answer_seconds``): set per model
     # from what was measured; 0 makes no claim
     min_answer_seconds: float = 0.0
+    # the most input tokens the model takes (``models.base.context_window``), when given: what
+    # compaction measures requests against; None makes no claim
+    context_window: int | None = None
 
     def __repr__(self) -> str:
         where = f", base_url={redact_url(self._base_url)!r}" if self._base_url else ""
@@ -87,6 +90,14 @@ def checked_min_answer_seconds(value: float) -> float:
             0 <= value < math.inf):
         raise ValueError(f"min_answer_seconds must be a finite number >= 0, got {value!r}")
     return float(value)
+
+
+def checked_context_window(value: int | None) -> int | None:
+    """A model's ``context_window=`` checked: a whole number of tokens >= 1, or None."""
+    if value is not None and (type(value) is not int or value < 1):
+        raise ValueError(f"context_window must be a whole number of tokens >= 1 (or None), "
+                         f"got {value!r}")
+    return value
 
 
 def checked_chars_per_token(value: float | None) -> float:

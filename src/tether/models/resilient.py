@@ -28,7 +28,13 @@ from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, 
 from dataclasses import dataclass
 from typing import TypeVar
 
-from tether.models.base import Model, min_answer_seconds, native_output, output_ceiling
+from tether.models.base import (
+    Model,
+    context_window,
+    min_answer_seconds,
+    native_output,
+    output_ceiling,
+)
 from tether.models.breaker import CircuitBreaker
 from tether.models.errors import ErrorKind, ProviderError, classify
 from tether.models.pricing import Price
@@ -139,6 +145,10 @@ class Resilient:
     @property
     def min_answer_seconds(self) -> float:
         return min_answer_seconds(self._model)
+
+    @property
+    def context_window(self) -> int | None:
+        return context_window(self._model)
 
     def native_output(self, tools: bool) -> bool:
         return native_output(self._model, tools)
@@ -298,6 +308,13 @@ class Fallback:
     def min_answer_seconds(self) -> float:
         """The least of the models' floors: the fastest of them may be the one that answers."""
         return min(min_answer_seconds(m) for m in self._models)
+
+    @property
+    def context_window(self) -> int | None:
+        """The smallest of the models' windows (any of them may be sent the request), None
+        if one declares none."""
+        windows = [context_window(m) for m in self._models]
+        return None if None in windows else min(w for w in windows if w is not None)
 
     def native_output(self, tools: bool) -> bool:
         """Only when every model follows an output schema itself (any of them may answer)."""

@@ -1,22 +1,24 @@
 """ScriptedModel: a deterministic model for tests and the zero-cost quickstart.
 
 Decision: the recipe is stateless. The script cursor is derived from the request itself (the
-number of assistant turns already in the conversation), so one ScriptedModel can serve any number
-of sessions, concurrently, each seeing the script from the start. It behaves like a real provider
-where the budget depends on it: input tokens are counted with the estimator the runtime reserves
-with, and output never exceeds ``max_output_tokens`` (longer responses are cut, finish reason
-``length``, as a provider would).
+number of assistant turns already in the conversation, those a compaction replaced included),
+so one ScriptedModel can serve any number of sessions, concurrently, each seeing the script from
+the start. It behaves like a real provider where the budget depends on it: input tokens are
+counted with the estimator the runtime reserves with, and output never exceeds
+``max_output_tokens`` (longer responses are cut, finish reason ``length``, as a provider would).
 """
 
 from __future__ import annotations
 
 import asyncio
+import operator
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
 from tether.models.base import (
     ModelError,
+    compacted_turns,
     estimate_message_tokens,
     estimate_text_tokens,
     estimate_tools_tokens,
@@ -24,6 +26,7 @@ from tether.models.base import (
 from tether.models.pricing import ZERO_PRICE, Price
 from tether.types import Message, ModelRequest, ModelResponse, ToolCall, Usage, is_planned_turn
 
+_ROLE = operator.attrgetter("role")
 ScriptItem = ModelResponse | str
 Responder = Callable[[ModelRequest], ScriptItem]
 
@@ -74,8 +77,13 @@ class ScriptedModel:
     async def complete(self, request: ModelRequest) -> ModelResponse:
         if self._latency:
             await asyncio.sleep(self._latency)
-        # a strategy's planned calls (LLM+P) are no model turn: they do not move the script on
-        turn = sum(m.role == "assistant" and not is_planned_turn(m) for m in request.messages)
+        messages = request.messages
+        roles = list(map(_ROLE, messages))
+        turn = roles.count("assistant")
+        if turn:  # a strategy's planned calls (LLM+P) are no model turn: they do not move it on
+            turn -= sum(map(is_planned_turn, messages))
+        if len(messages) > 2 and messages[2].role == "user":  # the turns a compaction replaced
+            turn += compacted_turns(messages[2])
         if turn < len(self._prepared):
             prepared = self._prepared[turn]
         else:

@@ -34,10 +34,12 @@ from tether.types import TOOL_CHOICES, Event
 
 if TYPE_CHECKING:
     from tether.credentials import CredentialBroker
+    from tether.runtime.compaction import Compaction
     from tether.runtime.output import OutputSpec
     from tether.runtime.result import Result
     from tether.runtime.session import Session
     from tether.runtime.stream import StreamEvent
+    from tether.tools.selection import ToolIndex, ToolSelection
 
 DEFAULT_SYSTEM_PROMPT = (
     "You are a careful assistant. Use the tools when they help; answer plainly when done."
@@ -92,6 +94,14 @@ class Agent:
     # model call; None (the default): the answer is text and nothing is added to a run
     output_type: Any = None
     output_retries: int = 2
+    # context compaction (tether.runtime.compaction): when a request would not fit the model's
+    # context window (or a share of the token budget left), older turns are summarised by a
+    # governed model call or dropped, journaled; None (the default): nothing is added to a run
+    compaction: Compaction | None = None
+    # offer each model turn only the tools ranked best for it (tether.tools.selection): for
+    # catalogs of hundreds of tools; None (the default): every turn is offered every tool
+    tool_selection: ToolSelection | None = None
+    tool_index: ToolIndex | None = field(init=False, repr=False, compare=False)
     output_spec: OutputSpec | None = field(init=False, repr=False, compare=False)
     registry: ToolRegistry = field(init=False, repr=False, compare=False)
     fingerprint: str = field(init=False, repr=False, compare=False)  # tether.runtime.fingerprint
@@ -120,6 +130,13 @@ class Agent:
         if type(self.output_retries) is not int or self.output_retries < 0:
             raise ValueError("output_retries must be a whole number >= 0 (the repair turns an "
                              "answer that does not validate as output_type gets)")
+        if self.compaction is not None:
+            from tether.runtime.compaction import Compaction as _Compaction
+
+            if not isinstance(self.compaction, _Compaction):
+                raise TypeError(f"compaction {self.compaction!r} is not a tether Compaction; "
+                                "give Compaction(...) or None")
+            self.compaction.check(self.model, self.budget.max_cost_usd is not None)
         spec = None
         if self.output_type is not None:
             from tether.runtime.output import output_spec
@@ -150,9 +167,34 @@ class Agent:
                              f"a tool of this agent ({', '.join(sorted(registry.names))})")
         if self.check_policy_names:
             check_names(self.policy, registry.specs)
+        object.__setattr__(self, "tool_index", self._index_tools(registry))
         object.__setattr__(self, "tools", tuple(registry))
         object.__setattr__(self, "registry", registry)
         object.__setattr__(self, "fingerprint", recipe_fingerprint(self))
+
+    def _index_tools(self, registry: ToolRegistry) -> ToolIndex | None:
+        """The tool selection's index of the tools, once (None without selection)."""
+        selection = self.tool_selection
+        if selection is None:
+            return None
+        from tether.tools.selection import ToolSelection
+
+        if not isinstance(selection, ToolSelection):
+            raise TypeError("tool_selection must be a tether.tools.selection.ToolSelection, "
+                            "e.g. ToolSelection(k=8)")
+        missing = [n for n in selection.always if registry.get(n) is None]
+        if missing:
+            raise ValueError(f"ToolSelection(always=...) names {missing}, not tools of this "
+                             f"agent ({', '.join(sorted(registry.names))})")
+        choice = self.first_tool_choice
+        if choice is not None and choice not in TOOL_CHOICES and choice not in selection.always:
+            raise ValueError(f"first_tool_choice={choice!r} must be offered on the first turn: "
+                             "with tool_selection, put it in ToolSelection(always=...)")
+        index = selection.ranker.index(registry.specs)
+        if not callable(getattr(index, "rank", None)):
+            raise TypeError(f"{selection.ranker!r}.index(specs) returned {index!r}, which has no "
+                            "rank(query, limit) method (see tether.tools.selection.ToolIndex)")
+        return index
 
     @property
     def journal_store(self) -> Store | None:

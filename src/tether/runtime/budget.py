@@ -240,6 +240,14 @@ class Accountant:
     def budget(self) -> Budget:
         return self._budget
 
+    def at_price(self, price: Price | None) -> Accountant:
+        """An accountant over the same budget, spend and clock that prices calls at ``price``:
+        for calls to another model than the run's (a compaction's summariser). ValueError when
+        the budget has a cost limit and ``price`` is None (fail closed)."""
+        other = Accountant(self._budget, price, self.tally, self._clock)
+        other._started = self._started
+        return other
+
     def start_clock(self) -> None:
         """Time budgets count from here (the run's start), not from when the session was made."""
         self._started = self._clock()

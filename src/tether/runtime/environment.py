@@ -52,10 +52,10 @@ CANCELLED_BY_TIME = "the time budget ran out during the call; it was cancelled"
 
 
 class Environment:
-    __slots__ = ("_accountant", "_answered", "_ceiling", "_first_tool_choice", "_journal",
-                 "_min_seconds", "_model", "_on_delta", "_output", "_pending", "_seen_ids",
-                 "_sent_estimate", "_show_budget", "_specs", "_state", "_tool_names", "_tools",
-                 "_tools_estimate", "_trace", "stopped")
+    __slots__ = ("_accountant", "_answered", "_ceiling", "_choosable", "_first_tool_choice",
+                 "_journal", "_min_seconds", "_model", "_on_delta", "_output", "_pending",
+                 "_seen_ids", "_sent_estimate", "_show_budget", "_specs", "_state", "_tool_names",
+                 "_tools", "_tools_added", "_tools_estimate", "_trace", "stopped")
 
     def __init__(self, *, model: Model, specs: Sequence[ToolSpec], tools: ToolCalls,
                  accountant: Accountant, journal: Journal, state: SessionState,
@@ -69,6 +69,7 @@ class Environment:
         self._min_seconds = min_answer_seconds(model)  # no call with less time left than this
         self._specs = tuple(specs)
         self._tool_names = tuple(s.name for s in specs)
+        self._choosable = frozenset(self._tool_names)  # every tool, whatever a turn offers
         self._tools = tools
         self._accountant = accountant
         self._journal = journal
@@ -78,6 +79,7 @@ class Environment:
         estimate = model.estimate_message_tokens
         self._sent_estimate = sum(estimate(m) for m in state.conversation)
         self._tools_estimate = estimate_tools_tokens(self._specs)
+        self._tools_added = 0  # tools offered now, not before (tether.runtime.selecting)
         if output is not None:  # every request but the wrap-up carries the schema: counted
             self._sent_estimate += output.request_estimate  # always, erring high
         self._seen_ids = {c.id for m in state.conversation for c in m.tool_calls}
@@ -98,17 +100,21 @@ class Environment:
         ``tool_choice`` and ``cap`` (a lower output cap for this call): see ``Handle``."""
         if self.stopped is not None:
             raise self.stopped
-        if tool_choice is not None and tool_choice not in TOOL_CHOICES \
-                and tool_choice not in self._tool_names:
-            raise ValueError(f"tool_choice {tool_choice!r} is neither one of {TOOL_CHOICES} "
-                             f"nor a tool of this agent ({', '.join(self._tool_names)})")
-        if cap is not None and (type(cap) is not int or cap < 1):
-            raise ValueError(f"max_output_tokens must be a whole number >= 1; got {cap!r}")
+        if tool_choice is not None or cap is not None:
+            self._check_turn(tool_choice, cap)
         try:
             return await self._ask(False, note, tool_choice, cap)
         except Stop as stop:
             self.stopped = stop
             raise
+
+    def _check_turn(self, tool_choice: str | None, cap: int | None) -> None:
+        if tool_choice is not None and tool_choice not in TOOL_CHOICES \
+                and tool_choice not in self._choosable:
+            raise ValueError(f"tool_choice {tool_choice!r} is neither one of {TOOL_CHOICES} "
+                             f"nor a tool of this agent ({', '.join(sorted(self._choosable))})")
+        if cap is not None and (type(cap) is not int or cap < 1):
+            raise ValueError(f"max_output_tokens must be a whole number >= 1; got {cap!r}")
 
     def skip_unresolved(self, why: str) -> None:
         """Give each call of the open turn that has no result one (``skipped``): a strategy
@@ -133,7 +139,8 @@ class Environment:
 
     async def _ask(self, final: bool, note: str | None, tool_choice: str | None = None,
                    cap: int | None = None) -> ModelResponse:
-        self.skip_unresolved("the strategy did not run this call")
+        for call in self._state.unresolved():  # a strategy that skipped calls still owes results
+            self._tools.record(skipped(call, "the strategy did not run this call"))
         extra = []
         if note:
             extra.append(Message.user(note))
@@ -156,6 +163,7 @@ class Environment:
             known = self._answered  # the answer's estimate, made when it was recorded
             rest = new_estimate + (known[1] if known[0] == answer else sum(map(
                 estimate, self._state.conversation[answer:])))
+            rest += self._tools_added  # (tools new to this request: not in the count)
             reservation = self._accountant.reserve_model_call(rest, final, known=input_tokens,
                                                               ceiling=ceiling,
                                                               min_seconds=self._min_seconds)

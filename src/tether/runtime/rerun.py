@@ -28,7 +28,7 @@ from tether.runtime.environment import CANCELLED_BY_TIME
 from tether.runtime.state import revive
 from tether.store.memory import MemoryStore
 from tether.tools.base import Tool, ToolArgumentError, ToolContext, ToolFailure, ToolMeta
-from tether.types import Event, ModelRequest, ModelResponse, ToolSpec
+from tether.types import Event, ModelRequest, ModelResponse, ToolSpec, Usage
 
 if TYPE_CHECKING:
     from tether.credentials import CredentialBroker
@@ -62,13 +62,22 @@ class _Record:
     def __init__(self, events: Sequence[Event]) -> None:
         live = [(e.type, revive(e.type, e.data)) for e in events]
         calls = _model_calls(live)
-        self.requests = [new for new, _ in calls]
+        self.requests = [request["new"] for request, _ in calls]
+        # the tools each request was offered, compared when the record or the rerun selects
+        # them (tether.runtime.selecting): without selection every request offers every tool
+        self.offered = [tuple(request.get("tools", ())) for request, _ in calls]
+        self.selected = any(t == "tools.selected" for t, _ in live)
         self.responses: list[ModelResponse | ModelError] = [outcome for _, outcome in calls]
         self.results = {d["call_id"]: d for t, d in live if t == "tool.result"}
         self.granted = {d["call_id"] for t, d in live if t == "approval.granted"}
         self.ran = self.granted | {d["call_id"] for t, d in live
                                    if t == "tool.decision" and d["charged"]}
         self.refused = {d["call_id"]: d for t, d in live if t == "approval.refused"}
+        # the summary calls' outcomes and the compactions, in order (tether.runtime.compactor)
+        self.summaries = [(t, d) for t, d in live if t in ("compaction.response",
+                                                           "compaction.error")]
+        self.compactions = [d for t, d in live if t == "context.compacted"]
+        self.summarised = 0
         self.divergences: list[Divergence] = []
         self.asked = 0
         self.called: list[str] = []
@@ -81,8 +90,10 @@ class _RecordedModel:
     """The recorded responses, in order; it counts tokens as the recipe's model does, so the
     rerun reserves what the record reserved."""
 
-    def __init__(self, record: _Record, model: Model, price: Price | None) -> None:
+    def __init__(self, record: _Record, model: Model, price: Price | None,
+                 selects: bool = False) -> None:
         self._record, self._name, self._price = record, model.name, price
+        self._selects = selects or record.selected
         self.estimate_message_tokens = model.estimate_message_tokens
         self._model = model
 
@@ -110,10 +121,66 @@ class _RecordedModel:
         tail = [m.to_dict() for m in request.messages[-len(expected):]] if expected else []
         if tail != expected:
             record.diverge("the model request differs", expected, tail)
+        offered = tuple(t.name for t in request.tools)
+        if self._selects and offered != record.offered[index]:
+            record.diverge("the tools offered differ", list(record.offered[index]),
+                           list(offered))
         outcome = record.responses[index]
         if isinstance(outcome, ModelError):  # the recorded failure or cancellation, again
             raise outcome
         return outcome
+
+
+class _RecordedSummaries:
+    """The recorded summary calls' outcomes, in order, for a rerun's compactions: the summary
+    the record got is the one the rerun gets (no summariser is called again)."""
+
+    def __init__(self, record: _Record, model: Model, price: Price | None) -> None:
+        self._record, self._name, self._price = record, model.name, price
+        self.estimate_message_tokens = model.estimate_message_tokens
+
+    @property
+    def name(self) -> str:
+        return self._name
+
+    @property
+    def price(self) -> Price | None:
+        return self._price
+
+    async def complete(self, request: ModelRequest) -> ModelResponse:
+        record = self._record
+        index = record.summarised
+        record.summarised += 1
+        if index >= len(record.summaries):
+            record.diverge("the rerun asked for a summary the record did not",
+                           len(record.summaries), index + 1)
+            raise ModelError("no recorded summary left")
+        kind, data = record.summaries[index]
+        if kind == "compaction.error":
+            raise ModelError(f"recorded: {data['error']}")
+        usage = Usage(data["input_tokens"], data["output_tokens"], data["cached_input_tokens"],
+                      data.get("cache_write_tokens", 0))
+        return ModelResponse(data["text"], (), usage, data["model"], data["finish_reason"])
+
+
+def _compared(record: _Record, replayed: Sequence[Event]) -> None:
+    """Report each compaction of the rerun that is not the recorded one — another range,
+    other turns replaced, another summary or note in their place — and a count that differs."""
+    ours = [e.data for e in replayed if e.type == "context.compacted"]
+    for recorded, rerun in zip(record.compactions, ours, strict=False):
+        left, right = _compaction(recorded), _compaction(rerun)
+        if left != right:
+            record.divergences.append(Divergence(int(recorded.get("step", 0)),
+                                                 "the compaction differs", left, right))
+    if len(ours) != len(record.compactions):
+        record.diverge("the rerun compacted the conversation another number of times",
+                       len(record.compactions), len(ours))
+
+
+def _compaction(data: Mapping[str, Any]) -> dict[str, Any]:
+    replacement = [m if isinstance(m, Mapping) else m.to_dict() for m in data["replacement"]]
+    return {"strategy": data["strategy"], "start": data["start"], "end": data["end"],
+            "digest": data["digest"], "replacement": replacement}
 
 
 class _RecordedTool:
@@ -185,10 +252,18 @@ async def arerun(agent: Agent, events: Sequence[Event]) -> RerunReport:
     from tether.runtime.budget import Budget
 
     approvals = StoredApprovals(MemoryStore())
+    compaction = agent.compaction
+    if compaction is not None:  # the recorded summaries, against the window the record had
+        summariser = compaction.model or agent.model
+        price = agent.effective_price if compaction.model is None else summariser.price
+        compaction = dataclasses.replace(
+            compaction, model=_RecordedSummaries(record, summariser, price),
+            context_window=compaction.window(agent.model))
     replica = dataclasses.replace(
-        agent, model=_RecordedModel(record, agent.model, agent.effective_price),
+        agent, model=_RecordedModel(record, agent.model, agent.effective_price,
+                                    agent.tool_selection is not None),
         tools=[_RecordedTool(t, record) for t in agent.registry], store=None,
-        approvals=approvals, credentials=_stand_in(agent.credentials))
+        approvals=approvals, credentials=_stand_in(agent.credentials), compaction=compaction)
     subject = start["subject"]
     session = replica.session(start["task"], budget=Budget.from_dict(start["budget"]),
                               user_id=subject["user_id"], tenant_id=subject["tenant_id"],
@@ -207,6 +282,7 @@ async def arerun(agent: Agent, events: Sequence[Event]) -> RerunReport:
     missing = sorted(record.ran & set(record.results) - set(record.called) - same)
     if missing:  # (a call refused before its tool, as recorded — no credential — is no miss)
         record.diverge("calls ran in the record but not in the rerun", missing, [])
+    _compared(record, replayed)
     if record.asked < len(record.responses):
         record.diverge("the rerun asked the model fewer times than the record",
                        len(record.responses), record.asked)
@@ -215,16 +291,16 @@ async def arerun(agent: Agent, events: Sequence[Event]) -> RerunReport:
 
 
 def _model_calls(live: Sequence[tuple[str, Any]]) -> list[tuple[Any, ModelResponse | ModelError]]:
-    """Each recorded model request (what it added) and its outcome, in order: its response; or,
+    """Each recorded model request and its outcome, in order: its response; or,
     for a call that failed, the error (one the time budget cancelled: ``CallCancelled``, so the
     replay stops for time as the record did) — never the next call's response in its place. A
     request cut off by a crash (``model.lost``) or an interruption (charged, then the session
     paused) is left out: it was asked again on resume, and the rerun, never interrupted, asks
     once."""
-    calls: list[list[Any]] = []  # [new, outcome]; outcome None: none yet; _GONE: left out
+    calls: list[list[Any]] = []  # [request, outcome]; outcome None: none yet; _GONE: left out
     for kind, data in live:
         if kind == "model.request":
-            calls.append([data["new"], None])
+            calls.append([data, None])
         elif not calls:
             continue
         elif kind == "session.paused" and isinstance(calls[-1][1], _Unmetered):

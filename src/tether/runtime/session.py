@@ -313,15 +313,24 @@ class Session:
                           self.context,
                           keep=None if private is None else partial(private.put_private, self.id),
                           timeout=agent.policy_timeout, request=self.request)
-        tools = ToolCalls(session_id=self.id,
-                          executor=ToolExecutor(agent.registry, agent.max_result_chars),
+        executor = ToolExecutor(agent.registry, agent.max_result_chars)
+        environment: Callable[..., Environment] = Environment
+        if agent.tool_selection is not None:  # each turn offered a few tools
+            from tether.runtime.selecting import selecting_parts
+
+            executor, environment = selecting_parts(agent, journal, gate)
+        tools = ToolCalls(session_id=self.id, executor=executor,
                           gate=gate, accountant=self._accountant, journal=journal, state=state,
                           limits=agent.limits, approvals=agent.approval_store,
                           approval_ttl=agent.approval_ttl, credentials=agent.credentials,
                           approver=agent.decides_approvals, trace=trace,
                           telemetry=tuple(agent.telemetry),
                           kept=None if private is None else partial(private.get_private, self.id))
-        env = Environment(model=agent.model, specs=agent.registry.specs, tools=tools,
+        if agent.compaction is not None:  # (a recipe without compaction pays nothing for it)
+            from tether.runtime.compactor import with_compaction
+
+            environment = with_compaction(environment, agent.compaction)
+        env = environment(model=agent.model, specs=agent.registry.specs, tools=tools,
                           accountant=self._accountant, journal=journal, state=state,
                           show_budget=agent.show_budget, on_delta=self._on_delta,
                           first_tool_choice=agent.first_tool_choice, trace=trace,

@@ -45,44 +45,12 @@ class SessionState:
     are cleared at every turn whatever the window, and approval requests live in the approval
     store, never here. What is forgotten is in the journal, which a replay folds whole."""
 
-    __slots__ = (
-        "_done",
-        "_outbox",
-        "_recent",
-        "_steps_closed",
-        "answer",
-        "approvals",
-        "conversation",
-        "counted",
-        "decisions",
-        "denial_streak",
-        "error_streak",
-        "granted",
-        "in_flight",
-        "notice",
-        "output",
-        "output_invalid",
-        "paused",
-        "planned",
-        "ran",
-        "results",
-        "settled",
-        "signatures",
-        "started",
-        "steps",
-        "stop_detail",
-        "stop_reason",
-        "strategy_log",
-        "tainted",
-        "tally",
-        "task",
-        "turn",
-        "turn_open",
-        "turn_step",
-        "turn_text",
-        "unsent",
-        "window",
-    )
+    __slots__ = ("_done", "_outbox", "_recent", "_steps_closed", "answer", "approvals",
+                 "compacted_ids", "conversation", "counted", "decisions", "denial_streak",
+                 "error_streak", "granted", "in_flight", "notice", "output", "output_invalid",
+                 "paused", "planned", "ran", "results", "settled", "signatures", "started",
+                 "steps", "stop_detail", "stop_reason", "strategy_log", "tainted", "tally",
+                 "task", "turn", "turn_open", "turn_step", "turn_text", "unsent", "window")
 
     def __init__(self, window: int | None = None) -> None:
         if window is not None and window < 1:
@@ -125,6 +93,9 @@ class SessionState:
         # and how many answers did not validate (tether.runtime.output)
         self.output: Any = None
         self.output_invalid = 0
+        # the ids of the calls a compaction took out of the conversation: still used, so a
+        # resumed chokepoint gives a model that repeats one another (tether.runtime.compactor)
+        self.compacted_ids: set[str] = set()
         # what the strategy journaled, in order — ("note", (kind, data)) and ("calls", (reason,
         # calls)) for its planned calls — and the results of those calls: what a strategy that
         # resumes continues from (``Handle.history``)
@@ -336,6 +307,26 @@ class SessionState:
         self._done = [results[c.id] for c in self.turn if c.id in results]
         self._outbox = None
 
+    def _on_summary_request(self, data: Mapping[str, Any]) -> None:
+        """A compaction's summary call (tether.runtime.compactor): in flight until answered,
+        so a crash or an interruption during it charges its reservation like any lost call."""
+        self.in_flight = data
+
+    def _on_summary_charge(self, data: Mapping[str, Any]) -> None:
+        """A summary call's outcome, charged (tokens and cost; it is not a step)."""
+        self.in_flight = None
+        t = self.tally
+        t.usage = t.usage + Usage(data["input_tokens"], data["output_tokens"],
+                                  data["cached_input_tokens"], data.get("cache_write_tokens", 0))
+        t.cost += Decimal(data["cost_usd"])
+
+    def _on_compacted(self, data: Mapping[str, Any]) -> None:
+        """Turns replaced by a summary or a note: what every later request is sent."""
+        start, end = data["start"], data["end"]
+        self.compacted_ids.update(c.id for m in self.conversation[start:end] for c in m.tool_calls)
+        self.conversation[start:end] = data["replacement"]
+        self.counted = None  # the provider counted a conversation that is no longer sent
+
     def _on_output_valid(self, data: Mapping[str, Any]) -> None:
         self.output = data["output"]
 
@@ -390,6 +381,10 @@ _HANDLERS: dict[str, Callable[[SessionState, Mapping[str, Any]], None]] = {
     "subagent.charge": SessionState._on_charge,
     "effect.settled": SessionState._on_settled,
     "tool.result": SessionState._on_result,
+    "compaction.request": SessionState._on_summary_request,
+    "compaction.response": SessionState._on_summary_charge,
+    "compaction.error": SessionState._on_summary_charge,
+    "context.compacted": SessionState._on_compacted,
     "output.valid": SessionState._on_output_valid,
     "output.invalid": SessionState._on_output_invalid,
     "session.paused": SessionState._on_paused,
@@ -404,6 +399,8 @@ def revive(type: str, data: Mapping[str, Any]) -> Mapping[str, Any]:
         return {**data, "new": [Message.from_dict(m) for m in data["new"]]}
     if type == "model.response":
         return {**data, "response": ModelResponse.from_dict(data["response"])}
+    if type == "context.compacted":
+        return {**data, "replacement": [Message.from_dict(m) for m in data["replacement"]]}
     if type == "client.call":
         c = data["call"]
         return {**data, "call": ToolCall(c["id"], c["name"], c["arguments"])}

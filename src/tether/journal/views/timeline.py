@@ -199,7 +199,8 @@ def _unmetered(d: Mapping[str, Any]) -> list[str]:
 
 
 def _overrun(d: Mapping[str, Any]) -> list[str]:
-    return [f"OVERRUN at step {d.get('step')} ({d.get('limit')}): "
+    what = " of the summary call" if d.get("purpose") == "compaction" else ""
+    return [f"OVERRUN{what} at step {d.get('step')} ({d.get('limit')}): "
             f"{excerpt(d.get('detail', ''), 100)}"]
 
 
@@ -238,8 +239,29 @@ def _started(d: Mapping[str, Any]) -> list[str]:
 
 def _result(d: Mapping[str, Any]) -> list[str]:
     untrusted = " (untrusted output: taints the session)" if d.get("untrusted") else ""
+    passages = _passages(d.get("content")) if d.get("status") == "ok" else []
+    if passages:  # retrieved text (tether.knowledge.retrieval): each passage and its document
+        trust = "untrusted" if d.get("untrusted") else "trusted"
+        docs = ", ".join(str(p["doc_id"]) for p in passages)
+        return [f"result {d.get('call_id')} {d.get('tool')}: {d.get('status')}{untrusted}: "
+                f"{len(passages)} passage(s) retrieved from {excerpt(docs, 80)}",
+                *(f"  {trust} passage {p['doc_id']} ({p.get('source') or 'no source'}, score "
+                  f"{p.get('score')}): \"{excerpt(p.get('text', ''), 80)}\"" for p in passages)]
     return [f"result {d.get('call_id')} {d.get('tool')}: {d.get('status')}{untrusted}: "
             f"\"{excerpt(d.get('content', ''), 80)}\""]
+
+
+def _passages(content: object) -> list[Mapping[str, Any]]:
+    """The passages of a retrieval result: a JSON list of objects that each cite a doc_id."""
+    if not isinstance(content, str) or not content.startswith("[{"):
+        return []
+    try:
+        found = json.loads(content)
+    except ValueError:
+        return []
+    if all(isinstance(p, dict) and isinstance(p.get("doc_id"), str) for p in found):
+        return list(found)
+    return []
 
 
 def _credential(d: Mapping[str, Any]) -> list[str]:
@@ -305,6 +327,34 @@ def _output_invalid(d: Mapping[str, Any]) -> list[str]:
             f"text: {excerpt(json.dumps(d.get('text', ''), ensure_ascii=False))}"]
 
 
+def _summary_request(d: Mapping[str, Any]) -> list[str]:
+    return [f"step {d.get('step')}: summary call to {d.get('model')} for messages "
+            f"{d.get('start')}-{d.get('end')} (at most {d.get('max_output_tokens')} out tokens)"]
+
+
+def _summary_response(d: Mapping[str, Any]) -> list[str]:
+    return [f"summary call answered: \"{excerpt(d.get('text') or '', 80)}\" "
+            f"({d.get('input_tokens')} in, {d.get('output_tokens')} out tokens, "
+            f"${d.get('cost_usd')})"]
+
+
+def _summary_error(d: Mapping[str, Any]) -> list[str]:
+    tokens = (d.get("input_tokens") or 0) + (d.get("output_tokens") or 0)
+    return [f"summary call failed: {excerpt(d.get('error', ''), 80)} (charged {tokens} "
+            f"tokens, ${d.get('cost_usd')})"]
+
+
+def _compacted(d: Mapping[str, Any]) -> list[str]:
+    how = "summarised" if d.get("strategy") == "summarise" else "dropped"
+    lines = [f"compacted: turns 1-{d.get('turns')} {how} (messages {d.get('start')}-"
+             f"{d.get('end')}, {d.get('replaced')} replaced, digest {d.get('digest')}; "
+             f"{d.get('reason')}: ~{d.get('tokens_before')} -> ~{d.get('tokens_after')} "
+             "tokens of conversation)"]
+    if d.get("fallback"):
+        lines.append(f"  no summary: {excerpt(d['fallback'], 100)}")
+    return lines
+
+
 def _note(d: Mapping[str, Any]) -> list[str]:
     return [f"note to the model: {excerpt(json.dumps(d.get('text', ''), ensure_ascii=False))}"]
 
@@ -320,6 +370,20 @@ def _strategy_note(d: Mapping[str, Any]) -> list[str]:
                 f"  problem: {excerpt(' '.join(str(data.get('problem', '')).split()), 400)}"]
     said = ", ".join(f"{k}={json.dumps(v, ensure_ascii=False)}" for k, v in sorted(data.items()))
     return [f"strategy {d.get('kind')}: {excerpt(said, 160)}"]
+
+
+def _selected(d: Mapping[str, Any]) -> list[str]:
+    """A turn's tool selection (tether.runtime.selecting): what ranked, what the policy hid."""
+    scores = d.get("scores") or {}
+    ranked = ", ".join(f"{name} {score:g}" for name, score in scores.items()) or "none"
+    lines = [f"step {d.get('step')}: tools selected by rank: {excerpt(ranked, 160)}"]
+    if d.get("denied"):
+        lines.append(f"not offered, denied by policy whatever the call: "
+                     f"{', '.join(d['denied'])}")
+    if d.get("error"):
+        lines.append(f"the ranker failed ({excerpt(d['error'], 120)}); only the always tools "
+                     "were offered")
+    return lines
 
 
 _RENDER: dict[str, Renderer] = {
@@ -352,4 +416,9 @@ _RENDER: dict[str, Renderer] = {
     "output.valid": _output_valid,
     "output.invalid": _output_invalid,
     "session.note": _note,
+    "compaction.request": _summary_request,
+    "compaction.response": _summary_response,
+    "compaction.error": _summary_error,
+    "context.compacted": _compacted,
+    "tools.selected": _selected,
 }

@@ -14,7 +14,7 @@ from __future__ import annotations
 import asyncio
 import json
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from tether.journal.redaction import MASKED
@@ -36,6 +36,12 @@ class Rejected(Exception):
         self.result = result
 
 
+def unknown_tool(call: ToolCall, visible: Sequence[str]) -> ToolResult:
+    """What a call to a tool the model may not name is told: the tools it may."""
+    return ToolResult(call.id, call.name, f"Error: unknown tool {call.name!r}. Available "
+                      f"tools: {', '.join(visible) or '(none)'}.", "rejected")
+
+
 class ToolExecutor:
     __slots__ = ("max_result_chars", "registry")
 
@@ -47,9 +53,7 @@ class ToolExecutor:
         """Run the gates: the tool exists, the arguments are a JSON object matching its schema."""
         tool = self.registry.get(call.name)
         if tool is None:
-            visible = ", ".join(self.registry.names) or "(none)"
-            raise Rejected(ToolResult(call.id, call.name, f"Error: unknown tool {call.name!r}. "
-                                      f"Available tools: {visible}.", "rejected"))
+            raise Rejected(unknown_tool(call, self.registry.names))
         return tool, self.validate(tool, call)
 
     def validate(self, tool: Tool, call: ToolCall) -> dict[str, Any]:

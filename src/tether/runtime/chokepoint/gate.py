@@ -67,24 +67,15 @@ class PolicyGate:
         first = resource is None  # the first decision on this tool in this activation
         if resource is None:
             resource = self._resources[tool.name] = resource_of(tool)
-        acc = self._accountant
-        t = acc.tally
-        elapsed = acc.elapsed()
-        spend = {"tokens": t.usage.total_tokens, "cost_usd": t.cost, "steps": t.steps,
-                 "tool_calls": t.tool_calls, "seconds": elapsed}
-        remaining = acc.remaining(elapsed)
         provenance = ArgumentProvenance(arguments, self._sightings)
-        context = Context(self._session_id, t.steps, spend, remaining, self._state.tainted,
-                          time.time(), self._extra, self.request, provenance,
-                          call_id.startswith(PLANNED_CALL_PREFIX))
+        context = self._context(provenance, call_id.startswith(PLANNED_CALL_PREFIX))
         action = Action(tool.name, arguments)
         if self._inline:
             decision = decide(self._policy, self.subject, action, resource, context)
         else:  # it may block: bounded by its deadline and by the time budget, and given its
-            left = remaining["seconds"]  # own copy (a thread left running past its deadline
-            timeout = self._timeout if left is None or self._timeout is None else min(
-                self._timeout, max(left, 0.0))  # must not reach what the tool will run with)
-            decision = decide_within(self._policy, timeout, self.subject,
+            # own copy (a thread left running past its deadline must not reach what the tool
+            # will run with)
+            decision = decide_within(self._policy, self._deadline(context), self.subject,
                                      Action(tool.name, detached(arguments)), resource, context,
                                      inline=False)
         visible = shown(arguments, decision)
@@ -101,7 +92,8 @@ class PolicyGate:
             "decision": decision, "signature": signature,
             "charged": decision.effect in CHARGED,
             # what the policy saw, so a stored decision can be re-asked of another policy
-            "context": {"step": t.steps, "tainted": context.tainted, "spend": spend},
+            "context": {"step": context.step, "tainted": context.tainted,
+                        "spend": context.spend},
         }
         if first:  # a tool's metadata cannot change within an activation: recorded once
             record["resource"] = resource.to_dict()
@@ -110,3 +102,39 @@ class PolicyGate:
             record["provenance"] = seen
         self._journal.append("tool.decision", record)
         return decision
+
+    def _context(self, provenance: Mapping[str, frozenset[str]],
+                 planned: bool = False) -> Context:
+        """The live context of a decision: step, spend, budget left, taint, time, and whether
+        the call is a strategy's planned one."""
+        acc = self._accountant
+        t = acc.tally
+        elapsed = acc.elapsed()
+        spend = {"tokens": t.usage.total_tokens, "cost_usd": t.cost, "steps": t.steps,
+                 "tool_calls": t.tool_calls, "seconds": elapsed}
+        return Context(self._session_id, t.steps, spend, acc.remaining(elapsed),
+                       self._state.tainted, time.time(), self._extra, self.request, provenance,
+                       planned)
+
+    def _deadline(self, context: Context) -> float | None:
+        """Seconds a policy that may block has to decide: its own limit, or the time left."""
+        left: float | None = context.budget_left["seconds"]
+        if left is None or self._timeout is None:
+            return self._timeout
+        return min(self._timeout, max(left, 0.0))
+
+    def probe(self, tool: Tool, arguments: Mapping[str, Any],
+              provenance: Mapping[str, frozenset[str]], member: Policy | None = None) -> Any:
+        """The policy's decision on ``tool`` with stand-in ``arguments`` and ``provenance``,
+        in the session's live context, journaled nowhere: tool selection asks it before a
+        turn which tools the policy refuses whatever the call (``tether.runtime.selecting``).
+        A policy that fails denies, as at the gate. ``member``: one of the policy's members
+        (deciding inline), asked as it is — its answer or its exception, unchecked."""
+        context = self._context(provenance)
+        action = Action(tool.name, arguments)
+        if member is not None:
+            return member.evaluate(self.subject, action, resource_of(tool), context)
+        if self._inline:
+            return decide(self._policy, self.subject, action, resource_of(tool), context)
+        return decide_within(self._policy, self._deadline(context), self.subject, action,
+                             resource_of(tool), context, inline=False)

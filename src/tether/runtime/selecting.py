@@ -1,0 +1,293 @@
+"""Tool selection at the chokepoint: each model turn is offered a few tools, chosen and recorded.
+
+Why: ``Agent(tool_selection=ToolSelection(...))`` (``tether.tools.selection``) keeps a catalog of
+hundreds of tools out of every request. This module is the runtime's side of it; with selection
+off none of it is loaded and a step costs what it did.
+
+Decisions:
+
+- **What a turn is offered.** Before each model turn (not the tool-less wrap-up) the recipe's
+  index ranks the catalog for a query made of the task and what the turn adds (the latest tool
+  results and notes, the last few thousand characters). Offered: the ``always`` tools, then the
+  ``k`` best-ranked others, minus what the policy denies outright. The offer is journaled as a
+  ``tools.selected`` event (the ranked tools' scores, the tools the policy hid, a ranker error)
+  and, as without selection, as the ``tools`` of the ``model.request``.
+- **What "the policy denies" means: a deny that no arguments could change.** Each candidate is
+  put to the policy with the session's live subject and context and with stand-in arguments
+  (and argument provenance) that record whether they were read. If the decision is DENY and the
+  policy never looked at the arguments, no call to that tool could be allowed now: it is not
+  offered. If the policy read them, the decision depends on what the model would send, so the
+  tool is offered and each call is decided at the gate as always. Asking with empty arguments
+  instead would hide a tool whose rule only denies large amounts (a YAML rule on a missing
+  argument denies); reading only YAML deny rules would miss code policies. A policy that raises
+  or times out without reading the arguments denies (fail closed) and hides the tool. When
+  the whole read the arguments, a member whose denial alone decides (of a ``DenyOverrides``,
+  as a sub-agent's policy is combined with its caller's, or a ``DefaultDeny``) is asked on its
+  own the same way. What cannot be proven this way is offered, and the gate still decides every
+  call: the probe can only hide tools, never grant a call. It is journaled only through its
+  outcome (``denied``); a policy that counts its evaluations sees one per candidate per turn.
+- **A call outside the offer is a call to an unknown tool.** The model is told exactly what it
+  is told of a tool that does not exist, listing only what this turn offered: a hidden tool's
+  name never reaches it, the policy is not asked, nothing runs. A fallback the policy degrades
+  a call to is the policy's choice and is not held to the offer.
+- **A ranker that fails offers the ``always`` tools only.** One that raises, or returns anything
+  but ``(name, finite score)`` pairs naming catalog tools, is not trusted in part: the turn gets
+  the ``always`` tools (still minus denials) and the error is journaled; the run goes on.
+- **Reproducible.** The open turn's offer is read back from the journal when a session resumes,
+  so a call is judged against the turn it was made in; ranking is deterministic, so a resume or
+  a rerun ranks as the recorded run did, and rerun reports an offer that would differ.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Iterator, Sequence
+from functools import partial
+from typing import TYPE_CHECKING, Any
+
+from tether.models.base import estimate_tools_tokens
+from tether.policy.base import Decision, Effect
+from tether.policy.deadline import runs_inline
+from tether.runtime.chokepoint.executor import Rejected, ToolExecutor, unknown_tool
+from tether.runtime.chokepoint.gate import PolicyGate
+from tether.runtime.environment import Environment
+from tether.tools.registry import ToolRegistry
+from tether.tools.selection import ToolIndex, ToolSelection
+from tether.types import TOOL_CHOICES, ModelResponse, ToolCall
+
+if TYPE_CHECKING:
+    from tether.journal.chain import Journal
+    from tether.runtime.agent import Agent
+
+QUERY_CHARS = 4_000  # of what the turn adds, the last this many characters join the query
+SELECTED = "tools.selected"
+
+
+class Offer:
+    """The tools the open turn was offered: one per activation, shared by the Environment (which
+    sets it each turn) and the executor (which holds calls to it)."""
+
+    __slots__ = ("names",)
+
+    def __init__(self, names: Sequence[str]) -> None:
+        self.names: tuple[str, ...] = tuple(names)
+
+
+def recorded_offer(journal: Journal) -> Offer:
+    """The offer of the journal's last model request (none yet: nothing)."""
+    for event in reversed(journal.events()):
+        if event.type == "model.request":
+            return Offer(event.data.get("tools", ()))
+    return Offer(())
+
+
+class OfferedExecutor(ToolExecutor):
+    """A ToolExecutor that resolves only tools the open turn was offered."""
+
+    __slots__ = ("_admitted", "offer")
+
+    def __init__(self, registry: ToolRegistry, max_result_chars: int, offer: Offer) -> None:
+        super().__init__(registry, max_result_chars)
+        self.offer = offer
+        self._admitted: set[str] = set()  # calls resolved once: a degrade re-resolves them
+
+    def resolve(self, call: ToolCall) -> tuple[Any, dict[str, Any]]:
+        if call.id not in self._admitted:
+            names = self.offer.names
+            if call.name not in names:
+                raise Rejected(unknown_tool(call, names))
+            self._admitted.add(call.id)
+        return super().resolve(call)
+
+
+class _Watched(dict[str, Any]):
+    """Stand-in arguments (or provenance): empty, and they remember being read at all."""
+
+    def __init__(self, seen: list[bool]) -> None:
+        super().__init__()
+        self._seen = seen
+
+    def _read(self) -> None:
+        self._seen[0] = True
+
+    def __getitem__(self, key: str) -> Any:
+        self._read()
+        raise KeyError(key)
+
+    def __contains__(self, key: object) -> bool:
+        self._read()
+        return False
+
+    def __iter__(self) -> Iterator[str]:
+        self._read()
+        return iter(())
+
+    def __len__(self) -> int:
+        self._read()
+        return 0
+
+    def get(self, key: str, default: Any = None) -> Any:
+        self._read()
+        return default
+
+    def keys(self) -> Any:
+        self._read()
+        return super().keys()
+
+    def values(self) -> Any:
+        self._read()
+        return super().values()
+
+    def items(self) -> Any:
+        self._read()
+        return super().items()
+
+    def __eq__(self, other: object) -> bool:
+        self._read()
+        return super().__eq__(other)
+
+    __hash__ = None
+
+
+def denied_outright(gate: PolicyGate, tool: Any) -> bool:
+    """Whether the policy denies ``tool`` now without looking at any argument — itself, or
+    one member whose denial alone decides (a ``DenyOverrides`` member, a ``DefaultDeny``'s
+    inner policy: a sub-agent's policy with its caller's, where one member reads arguments
+    and the other refuses the tool outright)."""
+    seen = [False]
+    decision = gate.probe(tool, _Watched(seen), _Watched(seen))
+    if decision.effect is not Effect.DENY:
+        return False
+    return not seen[0] or any(_member_denies(gate, tool, m) for m in _overriding(gate.policy))
+
+
+def _overriding(policy: object) -> Iterator[Any]:
+    """The members of ``policy`` whose DENY (or error) alone makes the whole deny."""
+    from tether.policy.combinators import DefaultDeny, DenyOverrides
+
+    if isinstance(policy, DenyOverrides | DefaultDeny):
+        for member in policy.members:
+            yield member
+            yield from _overriding(member)
+
+
+def _member_denies(gate: PolicyGate, tool: Any, member: Any) -> bool:
+    if not runs_inline(member):  # asked as it is, it would have no deadline: not asked
+        return False
+    seen = [False]
+    try:
+        decision = gate.probe(tool, _Watched(seen), _Watched(seen), member)
+    except Exception:  # the whole denies when a member fails
+        return not seen[0]
+    return isinstance(decision, Decision) and decision.effect is Effect.DENY and not seen[0]
+
+
+def ranking(index: ToolIndex, query: str, limit: int,
+            catalog: ToolRegistry) -> list[tuple[str, float]]:
+    """The index's ranking, checked: ValueError unless it is (catalog name, finite score)
+    pairs."""
+    ranked = index.rank(query, limit)
+    if isinstance(ranked, str | bytes) or not isinstance(ranked, Sequence):
+        raise ValueError(f"the ranker returned {type(ranked).__name__}, not a sequence of "
+                         "(tool name, score) pairs")
+    checked = []
+    for item in ranked:
+        if not (isinstance(item, tuple | list) and len(item) == 2):
+            raise ValueError(f"the ranker returned {item!r}, not a (tool name, score) pair")
+        name, score = item
+        if not isinstance(name, str) or catalog.get(name) is None:
+            raise ValueError(f"the ranker named {name!r}, which is not a tool of this agent")
+        if isinstance(score, bool) or not isinstance(score, int | float) or not math.isfinite(
+                score):
+            raise ValueError(f"the ranker scored {name!r} {score!r}, not a finite number")
+        checked.append((name, float(score)))
+    return checked
+
+
+class SelectingEnvironment(Environment):
+    """The Environment, offering each model turn the tools selected for it."""
+
+    __slots__ = ("_catalog", "_gate", "_index", "_offer", "_selection")
+
+    def __init__(self, *, selection: ToolSelection, index: ToolIndex, catalog: ToolRegistry,
+                 gate: PolicyGate, offer: Offer, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self._selection, self._index, self._catalog = selection, index, catalog
+        self._gate, self._offer = gate, offer
+
+    async def _ask(self, final: bool, note: str | None, tool_choice: str | None = None,
+                   cap: int | None = None) -> ModelResponse:
+        if not final:
+            self.skip_unresolved("the strategy did not run this call")  # (results: the query)
+            self._select(self._query(note), tool_choice)
+            if tool_choice not in (None, *TOOL_CHOICES, *self._tool_names):
+                tool_choice = None  # the tool a strategy forced is denied outright: not offered
+        else:
+            self._tools_added = 0  # the wrap-up is sent no tools
+        return await super()._ask(final, note, tool_choice, cap)
+
+    def _query(self, note: str | None) -> str:
+        state = self._state
+        added = [m.content for m in state.outbox() if m.role != "system"]
+        if note:
+            added.append(note)
+        return state.task + "\n" + "\n".join(added)[-QUERY_CHARS:]
+
+    def _select(self, query: str, forced: str | None = None) -> None:
+        """Choose this turn's offer: the ``always`` tools, a tool the strategy forces the turn
+        to call (``forced``), then the best-ranked others — each unless the policy denies it
+        outright."""
+        selection, catalog = self._selection, self._catalog
+        names: list[str] = []
+        denied: list[str] = []
+        record: dict[str, Any] = {"step": self._state.tally.steps + 1}
+
+        def offer(name: str) -> bool:
+            if name in names or name in denied:
+                return False
+            if denied_outright(self._gate, catalog.get(name)):
+                denied.append(name)
+                return False
+            names.append(name)
+            return True
+
+        for name in selection.always:
+            offer(name)
+        if forced is not None and forced not in TOOL_CHOICES and catalog.get(forced) is not None:
+            offer(forced)
+        scores: dict[str, float] = {}
+        try:
+            ranked = ranking(self._index, query, len(catalog), catalog)
+        except Exception as exc:  # a broken ranker: the always tools only
+            record["error"] = f"{type(exc).__name__}: {exc}"
+            ranked = []
+        for name, score in ranked:
+            if len(scores) >= selection.k:
+                break
+            if name not in selection.always and offer(name):
+                scores[name] = round(score, 4)
+        record["scores"] = scores
+        record["denied"] = denied
+        self._journal.append(SELECTED, record)
+        before = set(self._offer.names)
+        chosen = tuple(names)
+        self._offer.names = chosen
+        self._specs = tuple(catalog.get(n).spec for n in chosen)  # type: ignore[union-attr]
+        self._tool_names = chosen
+        self._tools_estimate = estimate_tools_tokens(self._specs)
+        if self._first_tool_choice not in (None, *TOOL_CHOICES, *chosen):
+            self._first_tool_choice = None  # the policy hid the tool it names
+        # a provider's count of the last input covered the last offer, not tools new to this one
+        self._tools_added = estimate_tools_tokens(s for s in self._specs if s.name not in before)
+
+
+def selecting_parts(agent: Agent, journal: Journal, gate: PolicyGate) -> tuple[
+        ToolExecutor, Callable[..., Environment]]:
+    """The executor and the Environment factory of a session whose recipe selects tools."""
+    assert agent.tool_selection is not None and agent.tool_index is not None
+    offer = recorded_offer(journal)
+    executor = OfferedExecutor(agent.registry, agent.max_result_chars, offer)
+    factory = partial(SelectingEnvironment, selection=agent.tool_selection,
+                      index=agent.tool_index, catalog=agent.registry, gate=gate, offer=offer)
+    return executor, factory
+
