@@ -8,6 +8,8 @@ from collections.abc import Sequence
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from test_planned_calls import Rule, allow
 from tether import Agent, Budget, ScriptedModel
@@ -264,3 +266,17 @@ def test_reflexion_around_llmp_plans_each_attempt_afresh() -> None:
     events = session.replay()
     assert [n["passed"] for n in notes(events, "evaluation")] == [False, True]
     assert [n["plan"] for n in notes(events, "plan")] == [1, 1]  # each attempt its own plan
+
+
+@settings(max_examples=10, deadline=None)
+@given(steps=st.integers(min_value=1, max_value=5), calls=st.integers(min_value=0, max_value=8))
+def test_the_budget_holds_across_replans(steps: int, calls: int) -> None:
+    world = BlocksWorld({"a": "b", "b": "table", "c": "table", "d": "c"})  # the first plan fails
+    fixed = """(define (problem again) (:domain blocksworld) (:objects a b c d)
+      (:init (ontable a) (ontable b) (on d c) (ontable c) (clear a) (clear b) (clear d)
+             (handempty))
+      (:goal (and (on b c) (on c a))))"""
+    result = agent(world, [PROBLEM, fixed, "Done."]).run(
+        TASK, budget=Budget(max_steps=steps, max_tool_calls=calls))
+    assert result.spend.steps <= steps and result.spend.tool_calls <= calls
+    assert world.moves <= calls

@@ -284,3 +284,62 @@ def test_a_value_masked_in_the_journal_is_hidden_in_the_planned_turn_too() -> No
     events = session.replay()
     assert "vault-7731" not in str([e.data for e in events])
     assert session.verify() is None
+
+
+def test_a_policy_can_hold_planned_calls_to_their_own_rule() -> None:
+    from tether.journal.views.whatif import what_if
+
+    ran, move = world()
+    seen: list[bool] = []
+
+    class PlannedNeedsAPerson:
+        def evaluate(self, subject: Subject, action: Action, resource: Resource,
+                     context: Context) -> Decision:
+            seen.append(context.planned)
+            if context.planned:
+                return Decision(Effect.DENY, "plans may not move blocks", "no-plans")
+            return Decision(Effect.ALLOW)
+
+    model_call = ModelResponse(tool_calls=(ToolCall("m1", "move", {"block": "z", "to": "y"}),),
+                               finish_reason="tool_calls")
+
+    class Both:
+        async def run(self, handle: Handle) -> str:
+            turn = await handle.ask_model()
+            await handle.call_tools(turn.tool_calls)  # the model's own: allowed
+            (result,) = await handle.call_planned([STEPS[0]], reason="step 1")
+            return result.status
+
+    agent = Agent(model=ScriptedModel([model_call]), reasoning=Both(), tools=[move],
+                  policy=PlannedNeedsAPerson())
+    session = agent.session("go")
+    assert session.run().answer == "denied"
+    assert seen == [False, True] and ran == [{"block": "z", "to": "y"}]
+    # a what-if over the record rebuilds the same context: the same two decisions
+    assert what_if(session.replay(), PlannedNeedsAPerson()) == []
+
+
+def test_a_yaml_policy_names_planned_calls() -> None:
+    from tether.policy.yaml_policy import YamlPolicy
+
+    policy = YamlPolicy.from_string("""
+version: 1
+policy_id: plans
+default: allow
+rules:
+  - id: plans-ask-first
+    effect: deny
+    when: {context: {planned: true}, tool: move}
+    reason: a plan's moves are refused here
+""")
+    ran, move = world()
+    result = agent_for(move, policy).run("stack them")
+    assert result.answer == "stopped at step 1: denied" and ran == []
+    with pytest.raises(ValueError, match="planned"):
+        YamlPolicy.from_string("""
+version: 1
+policy_id: p
+default: allow
+rules:
+  - {id: r, effect: deny, when: {context: {planned: maybe}}}
+""")

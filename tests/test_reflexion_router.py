@@ -229,3 +229,16 @@ def test_router_recipes_are_checked_when_built() -> None:
         Reflexion(max_attempts=0)
     rule = RouteRule("react", when=lambda task: len(task) > 10)
     assert rule.matches("a long enough task") and rule.matches("short") is None
+
+
+def test_a_rerun_of_a_reflexion_session_reproduces_it() -> None:
+    from tether.runtime.rerun import rerun
+
+    def make() -> Agent:
+        return Agent(model=ScriptedModel(FIRST_WRONG), tools=weather_tools([]),
+                     reasoning=Reflexion(evaluator=GraderCheck(numeric("77"))))
+
+    session = make().session(TASK)
+    session.run()
+    report = rerun(make(), session.replay())
+    assert report.matches, report.divergences

@@ -103,6 +103,9 @@ class Context:
     # where each argument's value could have come from: a set of "user", "trusted",
     # "untrusted", "nowhere" (tether.runtime.provenance); computed only if read
     provenance: Mapping[str, frozenset[str]] = field(default_factory=dict)
+    # a strategy's call from its own validated plan (``Handle.call_planned``: LLM+P's steps),
+    # not one a model asked for — a policy can hold a plan's side effects to its own rule
+    planned: bool = False
 
 
 @fast_init

@@ -26,8 +26,9 @@ Condition keys (several keys in one mapping must all hold):
                 or a value with no origin (a bool)
 ``resource``    ``side_effect`` / ``egress`` / ``idempotent``: bool; ``tags: {any: [..]}``
                 / ``{all: [..]}``; ``risk`` and ``output_trust``: name or ``{in: [..]}``
-``context``     ``tainted``: bool; ``step``: comparisons; ``spend`` / ``budget_left``:
-                ``{cost_usd: {gt: 0.5}}``; ``extra``: ``{channel: web}`` (equality)
+``context``     ``tainted``: bool; ``planned``: bool (a strategy's call from its validated
+                plan, e.g. LLM+P's steps); ``step``: comparisons; ``spend`` /
+                ``budget_left``: ``{cost_usd: {gt: 0.5}}``; ``extra``: ``{channel: web}``
 ``all``/``any`` a non-empty list of conditions; ``not``: one condition
 ==============  =====================================================================
 """
@@ -405,7 +406,7 @@ def _equals(node: Node, path: tuple[str, ...]) -> Condition:
 
 
 def _context(node: Node) -> Condition:
-    keys = node.mapping(("tainted", "step", "spend", "budget_left", "extra"),
+    keys = node.mapping(("tainted", "planned", "step", "spend", "budget_left", "extra"),
                         what="context conditions such as {tainted: true}")
     if not keys:
         node.fail("the context condition is empty", "give e.g. {tainted: true}")
@@ -413,6 +414,8 @@ def _context(node: Node) -> Condition:
     for key, child in keys.items():
         if key == "tainted":
             parts.append(_flag(child, lambda s, a, r, c: c.tainted))
+        elif key == "planned":
+            parts.append(_flag(child, lambda s, a, r, c: c.planned))
         elif key == "step":
             parts.append(Condition(_comparison(child, lambda s, a, r, c: c.step), None))
         elif key in ("spend", "budget_left"):

@@ -405,18 +405,10 @@ class Environment:
 
     async def call_planned(self, calls: Sequence[tuple[str, Mapping[str, Any]]],
                            reason: str) -> tuple[ToolResult, ...]:
-        """Run calls the strategy derived from its own validated plan through the same gate as
-        a model's (see ``Handle.call_planned``)."""
+        """Journal calls the strategy derived from its own validated plan as its turn, then run
+        them through the same gate as a model's (see ``Handle.call_planned``)."""
         if self.stopped is not None:
             raise self.stopped
-        try:
-            return await self._call_planned(calls, reason)
-        except Stop as stop:
-            self.stopped = stop
-            raise
-
-    async def _call_planned(self, calls: Sequence[tuple[str, Mapping[str, Any]]],
-                            reason: str) -> tuple[ToolResult, ...]:
         turn = planned_turn(calls, reason, self._state)
         self.skip_unresolved("the strategy ran planned calls instead")
         flushed = self._state.outbox()
@@ -430,7 +422,11 @@ class Environment:
             self._state.conversation[-1])
         self._answered = (-1, 0)  # the conversation grew past the last answer
         self._seen_ids.update(c.id for c in turn)
-        return await self._tools.run(turn)
+        try:
+            return await self._tools.run(turn)
+        except Stop as stop:
+            self.stopped = stop
+            raise
 
     async def resolve_open_turn(self) -> None:
         """On resume: finish the calls of the open turn (approved, refused or still waiting)."""

@@ -31,7 +31,7 @@ from typing import Any
 
 from tether.journal.redaction import HIDDEN_MARKERS
 from tether.policy.base import Action, Context, Decision, Effect, Policy, Resource, Subject, decide
-from tether.types import Event
+from tether.types import PLANNED_CALL_PREFIX, Event
 
 SHAPED = frozenset({Effect.PARTIAL_ALLOW, Effect.MASK, Effect.DEGRADE})
 
@@ -142,7 +142,7 @@ def context_of(event: Event, start: Mapping[str, Any]) -> Context:
                    _budget_left(start.get("budget") or {}, spend), bool(seen.get("tainted")),
                    event.timestamp, dict(start.get("context") or {}),
                    "" if gateway else str(start.get("request", start.get("task")) or ""),
-                   provenance)
+                   provenance, str(event.data.get("call_id", "")).startswith(PLANNED_CALL_PREFIX))
 
 
 def masked_fields(arguments: Mapping[str, Any]) -> tuple[str, ...]:

@@ -20,7 +20,7 @@ from tether.runtime.budget import Accountant
 from tether.runtime.provenance import ArgumentProvenance, Sightings
 from tether.runtime.state import SessionState
 from tether.tools.base import Tool
-from tether.types import detached
+from tether.types import PLANNED_CALL_PREFIX, detached
 
 CHARGED = frozenset({Effect.ALLOW, Effect.PARTIAL_ALLOW, Effect.MASK})
 Shown = Callable[[Mapping[str, Any], Decision], Mapping[str, Any]]
@@ -68,7 +68,7 @@ class PolicyGate:
         if resource is None:
             resource = self._resources[tool.name] = resource_of(tool)
         provenance = ArgumentProvenance(arguments, self._sightings)
-        context = self._context(provenance)
+        context = self._context(provenance, call_id.startswith(PLANNED_CALL_PREFIX))
         action = Action(tool.name, arguments)
         if self._inline:
             decision = decide(self._policy, self.subject, action, resource, context)
@@ -103,15 +103,18 @@ class PolicyGate:
         self._journal.append("tool.decision", record)
         return decision
 
-    def _context(self, provenance: Mapping[str, frozenset[str]]) -> Context:
-        """The live context of a decision: step, spend, budget left, taint, time."""
+    def _context(self, provenance: Mapping[str, frozenset[str]],
+                 planned: bool = False) -> Context:
+        """The live context of a decision: step, spend, budget left, taint, time, and whether
+        the call is a strategy's planned one."""
         acc = self._accountant
         t = acc.tally
         elapsed = acc.elapsed()
         spend = {"tokens": t.usage.total_tokens, "cost_usd": t.cost, "steps": t.steps,
                  "tool_calls": t.tool_calls, "seconds": elapsed}
         return Context(self._session_id, t.steps, spend, acc.remaining(elapsed),
-                       self._state.tainted, time.time(), self._extra, self.request, provenance)
+                       self._state.tainted, time.time(), self._extra, self.request, provenance,
+                       planned)
 
     def _deadline(self, context: Context) -> float | None:
         """Seconds a policy that may block has to decide: its own limit, or the time left."""
