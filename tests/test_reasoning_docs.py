@@ -25,3 +25,10 @@ def test_each_block_prints_what_it_says(heading: str, capsys: Any) -> None:
     (block,) = blocks(PAGE, heading)
     exec(compile(block, PAGE, "exec", dont_inherit=True), {"__name__": "reasoning_guide"})
     assert [line.rstrip() for line in capsys.readouterr().out.splitlines()] == expected(block)
+
+
+def test_the_readme_block_prints_what_its_comment_says(capsys: Any) -> None:
+    (block,) = blocks("README.md", "Strategies that plan and reflect")
+    exec(compile(block, "README.md", "exec", dont_inherit=True), {"__name__": "readme"})
+    assert capsys.readouterr().out.splitlines() == [
+        "Done. {'a': 'table', 'c': 'a', 'b': 'c'}"]
