@@ -130,6 +130,12 @@ class ToolCalls:
         trace their client named)."""
         self._trace = trace
 
+    def side_effecting(self, name: str) -> bool:
+        """Whether the tool named ``name`` declares side effects (an unknown one does not: the
+        gate refuses it)."""
+        tool = self._executor.registry.get(name)
+        return tool is not None and tool.meta.side_effect
+
     async def run(self, calls: Sequence[ToolCall]) -> tuple[ToolResult, ...]:
         """Resolve ``calls`` (unresolved calls of the open turn), in order."""
         turn = _Turn()
