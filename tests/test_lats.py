@@ -1,0 +1,234 @@
+"""LATS (tether.reasoning.lats): a real tree search where greedy ReAct fails, side effects only on
+the chosen path, the budget shared by every branch, the tree in `tether audit show`, and rerun
+and resume."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from test_planned_calls import Rule
+from tether import Agent, Budget, ReAct, ScriptedModel, tool
+from tether.evals.graders import all_of, called, contains
+from tether.journal.views.timeline import timeline
+from tether.policy.base import Action, Decision, Effect
+from tether.reasoning.lats import LATS, GraderValue, SelfEvaluation
+from tether.runtime.rerun import rerun
+from tether.runtime.session import Session
+from tether.runtime.stop import StopReason
+from tether.types import ModelRequest, ModelResponse, ToolCall
+
+TASK = "Find the drawer with the key and send the key to bob."
+RIGHT = all_of(contains("drawer 2"), called("send_key", to="bob"))
+
+
+def call(name: str, **arguments: Any) -> ModelResponse:
+    return ModelResponse(tool_calls=(ToolCall("", name, arguments),), finish_reason="tool_calls")
+
+
+def drawers(ran: list[str]) -> list[Any]:
+    @tool
+    def open_drawer(n: int) -> str:
+        """Look into drawer n (changes nothing)."""
+        ran.append(f"open {n}")
+        return f"drawer {n}: " + ("a key" if n == 2 else "empty")
+
+    @tool(side_effect=True)
+    def send_key(to: str) -> str:
+        """Send the key to someone (a side effect)."""
+        ran.append(f"send {to}")
+        return f"the key is on its way to {to}"
+
+    return [open_drawer, send_key]
+
+
+def model(request: ModelRequest) -> Any:
+    """A stand-in whose first idea at each step is wrong: a greedy agent opens drawer 1 and
+    answers from it; asked for another candidate, it opens drawer 2, then sends the key."""
+    last = request.messages[-1].content
+    other = "Other candidates" in last
+    seen = [m.content for m in request.messages if m.role == "tool"]
+    if "final answer" in last or "did not succeed" in last:
+        return "Sent bob the key from drawer 2." if "final answer" in last else "Not sent."
+    if "judged wrong" in last:
+        return "Drawer 1 was empty: look in another drawer before answering."
+    if "one number from 0 to 10" in last:
+        return "9 looks right" if any("on its way" in s or "not run" in s
+                                      for s in seen) else "3"
+    if not seen:
+        return call("open_drawer", n=2) if other else call("open_drawer", n=1)
+    if seen[-1] == "drawer 1: empty":
+        return call("send_key", to="alice") if other else "The key is in drawer 1."
+    if seen[-1] == "drawer 2: a key":
+        return "The key is in drawer 2." if other else call("send_key", to="bob")
+    return "Sent bob the key from drawer 2."
+
+
+def lats_agent(ran: list[str], **kwargs: Any) -> Agent:
+    options = {"value": GraderValue(RIGHT), "n": 2, **kwargs}
+    return Agent(model=ScriptedModel(model), tools=drawers(ran), reasoning=LATS(**options))
+
+
+def notes(events: Any, kind: str) -> list[Any]:
+    return [e.data["data"] for e in events if e.type == "strategy.note" and e.data["kind"] == kind]
+
+
+def test_greedy_react_fails_where_the_search_succeeds() -> None:
+    ran: list[str] = []
+    greedy = Agent(model=ScriptedModel(model), tools=drawers(ran), reasoning=ReAct())
+    assert greedy.run(TASK).answer == "The key is in drawer 1."
+    ran.clear()
+    session = lats_agent(ran).session(TASK)
+    result = session.run()
+    assert result.stop_reason is StopReason.FINISHED, result.notice
+    assert result.answer == "Sent bob the key from drawer 2."
+    assert ran.count("send bob") == 1 and "send alice" not in ran
+    events = session.replay()
+    (tree,) = notes(events, "lats.tree")
+    assert tree["solved"] is True
+    chosen = {n["id"]: n for n in tree["nodes"]}[tree["chosen"]]
+    assert chosen["terminal"] and chosen["value"] == 1.0
+    assert notes(events, "lats.reflection")  # the failed answer was reflected on
+    # the reflection is in the context of later expansions
+    later = [e.data for e in events if e.type == "branch.request"][-1]
+    assert any("Drawer 1 was empty" in m["content"] for m in later["messages"])
+
+
+def test_a_side_effect_never_runs_on_an_abandoned_branch() -> None:
+    ran: list[str] = []
+    consulted: list[tuple[str, bool]] = []
+
+    def deny_sending(action: Action) -> Decision:
+        consulted.append((action.tool, action.context.planned if hasattr(action, "context")
+                          else False))
+        if action.tool == "send_key":
+            return Decision(Effect.DENY, "no key leaves the house", "keys")
+        return Decision(Effect.ALLOW)
+
+    agent = Agent(model=ScriptedModel(model), tools=drawers(ran),
+                  reasoning=LATS(value=GraderValue(RIGHT), n=2), policy=Rule(deny_sending))
+    session = agent.session(TASK)
+    result = session.run()
+    events = session.replay()
+    simulated = [e.data["call"]["arguments"]["to"] for e in events
+                 if e.type == "branch.simulated"]
+    assert sorted(simulated) == ["alice", "bob"]  # both proposed on branches...
+    assert not any(r.startswith("send") for r in ran)  # ...neither ran: alice's was abandoned,
+    # bob's was the chosen path's, refused by the policy — asked once, on the real call only
+    assert [t for t, _ in consulted].count("send_key") == 1
+    (decision,) = [e.data for e in events if e.type == "tool.decision"
+                   and e.data["tool"] == "send_key"]
+    assert decision["call_id"].startswith("planned_")
+    assert result.answer == "Not sent."
+
+
+@settings(max_examples=20, deadline=None)
+@given(steps=st.integers(min_value=1, max_value=14), n=st.integers(1, 3))
+def test_the_step_budget_holds_across_every_branch(steps: int, n: int) -> None:
+    ran: list[str] = []
+    agent = Agent(model=ScriptedModel(model), tools=drawers(ran),
+                  reasoning=LATS(value=GraderValue(RIGHT), n=n))
+    result = agent.run(TASK, budget=Budget(max_steps=steps))
+    assert result.spend.steps <= steps
+    assert "send alice" not in ran and ran.count("send bob") <= 1
+
+
+@settings(max_examples=15, deadline=None)
+@given(tool_calls=st.integers(min_value=0, max_value=5))
+def test_the_tool_call_budget_holds_across_every_branch(tool_calls: int) -> None:
+    ran: list[str] = []
+    agent = Agent(model=ScriptedModel(model), tools=drawers(ran),
+                  reasoning=LATS(value=GraderValue(RIGHT), n=2))
+    result = agent.run(TASK, budget=Budget(max_tool_calls=tool_calls))
+    assert result.spend.tool_calls <= tool_calls and len(ran) <= tool_calls
+
+
+def test_out_of_budget_the_search_stops_cleanly_with_the_best_trajectory() -> None:
+    ran: list[str] = []
+    # room for the first expansion and one more candidate: no answer solved yet
+    result_session = lats_agent(ran).session(TASK, budget=Budget(max_steps=5))
+    result = result_session.run()
+    assert result.stop_reason is StopReason.FINISHED, result.notice
+    events = result_session.replay()
+    (tree,) = notes(events, "lats.tree")
+    assert tree["solved"] is False and tree["stopped"].startswith("the budget")
+    assert result.answer == "The key is in drawer 1."  # the best answer found, as it stands
+    assert not any(r.startswith("send") for r in ran)
+
+
+def test_self_evaluation_values_nodes_with_capped_tool_less_branch_calls() -> None:
+    ran: list[str] = []
+    agent = Agent(model=ScriptedModel(model), tools=drawers(ran),
+                  reasoning=LATS(value=SelfEvaluation(), n=2, solved_at=0.9))
+    session = agent.session(TASK)
+    result = session.run()
+    assert result.answer == "Sent bob the key from drawer 2.", result.notice
+    values = [e.data for e in session.replay() if e.type == "branch.request"
+              and e.data["key"].endswith(".v")]
+    assert values and all(v["tools"] == () or v["tools"] == [] for v in values)
+    assert all(v["max_output_tokens"] <= 48 for v in values)
+
+
+def test_the_tree_shows_in_audit_show() -> None:
+    ran: list[str] = []
+    session = lats_agent(ran).session(TASK)
+    session.run()
+    lines = timeline(session.replay())
+    start = next(i for i, line in enumerate(lines) if "search tree" in line)
+    assert "(9 nodes; solved; chosen n8;" in lines[start]
+    drawn = [line[9:] for line in lines[start + 1:start + 10]]  # (after the seq column)
+    assert drawn[0] == "* n0 start (value 0.0, visits 8)"
+    assert "    n1 open_drawer(n=1) (value 0.5, visits 4)" in drawn
+    assert "      n3 answer: The key is in drawer 1. (value 0.0, visits 1)" in drawn
+    assert "  * n2 open_drawer(n=2) (value 0.5, visits 4)" in drawn  # the chosen path, marked
+    assert "    * n5 send_key(to='bob') (value 0.5, visits 2)" in drawn
+    assert drawn.index("    * n5 send_key(to='bob') (value 0.5, visits 2)") > drawn.index(
+        "  * n2 open_drawer(n=2) (value 0.5, visits 4)")  # children under their parent
+    # what a branch only proposed is shown as such, and the chosen side effect as it ran
+    assert any("simulated, not run" in line and "alice" in line for line in lines)
+    assert any("lats: chosen path n8" in line for line in lines)
+
+
+def test_a_rerun_of_a_lats_session_matches_and_runs_nothing() -> None:
+    ran: list[str] = []
+    agent = lats_agent(ran)
+    session = agent.session(TASK)
+    session.run()
+    ran.clear()
+    report = rerun(agent, session.replay())
+    assert report.matches, report.divergences
+    assert ran == []
+
+
+def test_resume_continues_the_chosen_path_without_asking_or_running_again(tmp_path: Any) -> None:
+    ran: list[str] = []
+    asked: list[int] = []
+
+    def counting(request: ModelRequest) -> Any:
+        asked.append(1)
+        return model(request)
+
+    def hold(action: Action) -> Decision:
+        if action.tool == "send_key":
+            return Decision(Effect.REQUIRE_APPROVAL, "a person sends keys", "keys")
+        return Decision(Effect.ALLOW)
+
+    agent = Agent(model=ScriptedModel(counting), tools=drawers(ran),
+                  reasoning=LATS(value=GraderValue(RIGHT), n=2), policy=Rule(hold),
+                  store=f"sqlite:///{tmp_path / 'j.db'}")
+    session = agent.session(TASK)
+    assert session.run().stop_reason is StopReason.NEEDS_APPROVAL
+    before, searched = len(asked), list(ran)
+    (request,) = session.pending_approvals()
+    agent.approval_store.approve(request.id, approver="ops")
+    result = Session.restore(agent, session.id).resume()
+    assert result.stop_reason is StopReason.FINISHED, result.notice
+    assert result.answer == "Sent bob the key from drawer 2."
+    assert len(asked) == before + 1  # only the final answer: no branch call asked again
+    assert ran == [*searched, "send bob"]  # no branch call ran again; the send ran once
+    events = Session.restore(agent, session.id).replay()
+    assert len(notes(events, "lats.tree")) == 1
+    ids = [n["id"] for n in notes(events, "lats.node")]
+    assert len(ids) == len(set(ids))
