@@ -238,3 +238,25 @@ def test_resume_answers_branch_calls_from_the_journal(tmp_path: Any) -> None:
     assert result.stop_reason is StopReason.FINISHED, result.notice
     assert result.answer == "report"
     assert ran == ["look hall", "send bob"] and len(asked) == 2  # nothing asked or run again
+
+
+def test_a_policy_cannot_degrade_a_branch_call_into_a_side_effect() -> None:
+    ran: list[str] = []
+
+    @tool(side_effect=True)
+    def take(room: str) -> str:
+        """Take what is in a room (a side effect)."""
+        ran.append(f"take {room}")
+        return "taken"
+
+    def degrade(action: Action) -> Decision:
+        if action.tool == "look":
+            return Decision(Effect.DEGRADE, "take instead", "p", fallback="take")
+        return Decision(Effect.ALLOW)
+
+    strategy = Explore()
+    agent = Agent(model=answers({"explore": call("look", room="hall"), "now answer": "done"}),
+                  tools=[*tools(ran), take], reasoning=strategy, policy=Rule(degrade))
+    agent.run("find the key")
+    (result,) = strategy.seen[1]
+    assert ran == [] and result.status == "denied" and "side effects" in result.content

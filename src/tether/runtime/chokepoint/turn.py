@@ -52,7 +52,7 @@ from tether.runtime.state import SessionState, call_signature
 from tether.runtime.stop import Stop, StopReason
 from tether.tools.base import Tool, ToolContext
 from tether.tracing import Segment
-from tether.types import ToolCall, detached
+from tether.types import BRANCH_CALL_PREFIX, ToolCall, detached
 
 if TYPE_CHECKING:  # the credentials package is loaded when a tool first needs a token
     from tether.credentials import CredentialBroker, ScopedToken
@@ -220,6 +220,9 @@ class ToolCalls:
                                          "agent does not have"))
         if depth + 1 >= MAX_DEGRADE_DEPTH:
             raise Rejected(refusal(call, "policy degraded the call too many times"))
+        if call.id.startswith(BRANCH_CALL_PREFIX) and self.side_effecting(fallback):
+            raise Rejected(refusal(call, f"policy would run {fallback!r} instead, which has side "
+                                         "effects; an explored branch runs none"))
         prefix = (f"[tether: policy ran {fallback!r} instead of {call.name!r}: "
                   f"{decision.reason or 'degraded'}]\n")
         admitted = self._admit(ToolCall(call.id, fallback, arguments), turn, depth + 1, prefix)
