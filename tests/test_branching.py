@@ -5,6 +5,7 @@ rerun hold."""
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
@@ -260,3 +261,29 @@ def test_a_policy_cannot_degrade_a_branch_call_into_a_side_effect() -> None:
     agent.run("find the key")
     (result,) = strategy.seen[1]
     assert ran == [] and result.status == "denied" and "side effects" in result.content
+
+
+def test_an_argument_masked_in_the_journal_stays_out_of_every_branch_event() -> None:
+    ran: list[str] = []
+
+    def hide_room(action: Action) -> Decision:
+        return Decision(Effect.MASK, "rooms are private", "m", fields=("room",),
+                        mask_in=("journal",))
+
+    class Deeper:
+        async def run(self, handle: Handle) -> str:
+            first = await handle.ask_branch([Message.user("explore")], key="a")
+            results = await handle.call_branch(first.tool_calls)
+            path = [Message.user("explore"), Message.assistant(first.text, first.tool_calls),
+                    *(Message.tool(r.call_id, r.name, r.content) for r in results)]
+            await handle.ask_branch(path, key="b", tools=False)
+            return "ok"
+
+    agent = Agent(model=answers({"explore": call("look", room="vault-7731")}),
+                  tools=tools(ran), reasoning=Deeper(), policy=Rule(hide_room))
+    session = agent.session("x")
+    assert session.run().answer == "ok" and ran == ["look vault-7731"]
+    events = session.replay()
+    assert sum(e.type == "branch.request" for e in events) == 2
+    for e in events:
+        assert "7731" not in json.dumps(e.data), e.type

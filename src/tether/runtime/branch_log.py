@@ -8,9 +8,10 @@ from the conversation — so a resumed search is answered from this log (a branc
 answer is journaled is never asked again; a branch tool call whose result is journaled never
 runs again) and the session's conversation never sees a branch.
 
-Decision: a branch call is keyed by the strategy (``key``, unique in the session); the request's
-messages are kept as a digest, so a resumed search that asks the same key with other messages is
-told so instead of being given an answer to another question.
+Decision: a branch call is keyed by the strategy (``key``, unique in the session); the shape of
+the request's messages (roles, calls, the results they answer — no content, so a digest cannot
+give back a value the journal masked) is kept as a digest, so a resumed search that asks the same
+key on another path is told so instead of being given an answer to another question.
 """
 
 from __future__ import annotations
@@ -25,8 +26,10 @@ from tether.types import Message, ModelResponse, ToolCall
 
 
 def digest(messages: Sequence[Message]) -> str:
-    """The identity of a branch request's messages."""
-    text = canonical_json([m.to_dict() for m in messages])
+    """The shape of a branch request's messages: roles, the calls each turn made (id, tool) and
+    the call each result answers; never their content."""
+    text = canonical_json([[m.role, m.tool_call_id or "", [[c.id, c.name] for c in m.tool_calls]]
+                           for m in messages])
     return hashlib.blake2b(text.encode(), digest_size=16).hexdigest()
 
 
