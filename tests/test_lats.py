@@ -234,3 +234,15 @@ def test_resume_continues_the_chosen_path_without_asking_or_running_again(tmp_pa
     assert len(notes(events, "lats.tree")) == 1
     ids = [n["id"] for n in notes(events, "lats.node")]
     assert len(ids) == len(set(ids))
+
+
+def test_every_branch_call_is_a_chat_span() -> None:
+    from tether.journal.views.spans import derive_spans
+
+    ran: list[str] = []
+    session = lats_agent(ran).session(TASK)
+    session.run()
+    events = session.replay()
+    calls = sum(e.type in ("branch.response", "model.response") for e in events)
+    chats = [s for s in derive_spans(events) if s.name.startswith("chat")]
+    assert len(chats) == calls == session.spend().steps
