@@ -246,3 +246,20 @@ def test_every_branch_call_is_a_chat_span() -> None:
     calls = sum(e.type in ("branch.response", "model.response") for e in events)
     chats = [s for s in derive_spans(events) if s.name.startswith("chat")]
     assert len(chats) == calls == session.spend().steps
+
+
+def test_lats_as_a_reflexion_actor_searches_afresh_each_attempt() -> None:
+    from tether.reasoning.reflexion import GraderCheck, Reflexion
+
+    ran: list[str] = []
+    never = contains("drawer 9")  # no attempt passes: both search, each on keys of its own
+    agent = Agent(model=ScriptedModel(model), tools=drawers(ran),
+                  reasoning=Reflexion(actor=LATS(value=GraderValue(RIGHT), n=2, max_iterations=2),
+                                      evaluator=GraderCheck(never), max_attempts=2,
+                                      attempt_steps=None))
+    session = agent.session(TASK)
+    result = session.run()
+    assert result.stop_reason is StopReason.FINISHED, result.notice
+    keys = [e.data["key"] for e in session.replay() if e.type == "branch.request"]
+    assert keys and {k.split(".")[0] for k in keys} == {"a1", "a2"}
+    assert len(keys) == len(set(keys))
