@@ -232,8 +232,9 @@ def test_resume_continues_the_chosen_path_without_asking_or_running_again(tmp_pa
     assert ran == [*searched, "send bob"]  # no branch call ran again; the send ran once
     events = Session.restore(agent, session.id).replay()
     assert len(notes(events, "lats.tree")) == 1
-    ids = [n["id"] for n in notes(events, "lats.node")]
-    assert len(ids) == len(set(ids))
+    for kind in ("lats.node", "lats.reflection"):  # the re-walk wrote no note twice
+        ids = [n["id"] for n in notes(events, kind)]
+        assert ids and len(ids) == len(set(ids))
 
 
 def test_every_branch_call_is_a_chat_span() -> None:
@@ -263,3 +264,45 @@ def test_lats_as_a_reflexion_actor_searches_afresh_each_attempt() -> None:
     keys = [e.data["key"] for e in session.replay() if e.type == "branch.request"]
     assert keys and {k.split(".")[0] for k in keys} == {"a1", "a2"}
     assert len(keys) == len(set(keys))
+
+
+def test_resume_after_a_crash_mid_search_asks_and_runs_only_what_is_missing(
+        tmp_path: Any) -> None:
+    from test_planned_calls import _cut
+
+    ran: list[str] = []
+    asked: list[str] = []
+
+    def counting(request: ModelRequest) -> Any:
+        asked.append(request.messages[-1].content)
+        return model(request)
+
+    agent = Agent(model=ScriptedModel(counting), tools=drawers(ran),
+                  reasoning=LATS(value=GraderValue(RIGHT), n=2),
+                  store=f"sqlite:///{tmp_path / 'whole.db'}")
+    session = agent.session(TASK)
+    whole = session.run()
+    events = session.replay()
+    branch_results = [e.seq for e in events if e.type == "tool.result"
+                      and e.data["call_id"].startswith("branch_")]
+    upto = branch_results[1]  # died after two drawers were opened on branches
+    before = sum(e.type == "branch.response" and e.seq <= upto for e in events)
+    total, all_ran = len(asked), list(ran)
+    asked.clear()
+    ran.clear()
+    crashed = _cut(tmp_path, agent, events, upto, "a.db")
+    result = crashed.resume()
+    assert result.answer == whole.answer and result.stop_reason is StopReason.FINISHED
+    assert len(asked) == total - before  # the journaled answers were not asked again
+    assert ran == all_ran[2:]  # the two drawers opened before the crash: not again
+    notes_after = [e.data for e in crashed.replay() if e.type == "strategy.note"]
+    written = [(n["kind"], n["data"].get("id")) for n in notes_after]
+    assert len(written) == len(set(written))  # no note written twice
+    # died waiting for a branch answer: it is charged as lost and asked again, once
+    request = next(e.seq for e in events if e.type == "branch.request" and e.seq > upto)
+    asked.clear()
+    resumed = _cut(tmp_path, agent, events, request, "b.db")
+    result = resumed.resume()
+    assert result.answer == whole.answer
+    assert len(asked) == total - before
+    assert [e.type for e in resumed.replay()].count("model.lost") == 1

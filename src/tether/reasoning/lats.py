@@ -173,7 +173,8 @@ class _Search:
     def __init__(self, lats: LATS, handle: Handle) -> None:
         self.lats, self.handle = lats, handle
         notes = [e for e in handle.history() if isinstance(e, Note)]
-        self.journaled = {str(n.data.get("id")) for n in notes if n.kind == "lats.node"}
+        self.journaled = {str(n.data.get("id")) for n in notes if n.kind == "lats.node"} | {
+            f"{n.data.get('id')}.r" for n in notes if n.kind == "lats.reflection"}
         self.tree_journaled = any(n.kind == "lats.tree" for n in notes)
         self.root = _Node("n0", None, (), "start")
         self.nodes = [self.root]
