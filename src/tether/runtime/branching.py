@@ -86,7 +86,7 @@ async def ask_branch(env: Environment, key: str, messages: Sequence[Message],
     step = state.tally.steps + 1
     choice = tool_choice if specs else None
     try:
-        env._journal.append("branch.request", {
+        seq = env._journal.append("branch.request", {
             "step": step, "key": key, "messages": messages, "digest": wanted,
             "tools": tuple(s.name for s in specs),
             "max_output_tokens": reservation.max_output_tokens,
@@ -96,7 +96,9 @@ async def ask_branch(env: Environment, key: str, messages: Sequence[Message],
     except JournalValueError as exc:
         raise ValueError(f"the branch's messages cannot be journaled: {exc}") from None
     await env._journal.aflush()
-    request = ModelRequest(sent, specs, reservation.max_output_tokens, input_estimate, choice)
+    traceparent = env._trace.model_call(seq).header() if env._trace else ""  # (as a turn's)
+    request = ModelRequest(sent, specs, reservation.max_output_tokens, input_estimate, choice,
+                           traceparent)
     response = await env._call(request, reservation, step)
     response = _recorded(env, response, reservation, step, key)
     if (reservation.bound_by is not None and response.finish_reason == "length"
