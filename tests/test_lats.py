@@ -306,3 +306,26 @@ def test_resume_after_a_crash_mid_search_asks_and_runs_only_what_is_missing(
     assert result.answer == whole.answer
     assert len(asked) == total - before
     assert [e.type for e in resumed.replay()].count("model.lost") == 1
+
+
+def test_a_branch_call_that_needs_approval_pauses_and_resumes_the_search(tmp_path: Any) -> None:
+    ran: list[str] = []
+
+    def hold_drawer_2(action: Action) -> Decision:
+        if action.tool == "open_drawer" and action.arguments.get("n") == 2:
+            return Decision(Effect.REQUIRE_APPROVAL, "drawer 2 is the boss's", "boss")
+        return Decision(Effect.ALLOW)
+
+    agent = Agent(model=ScriptedModel(model), tools=drawers(ran),
+                  reasoning=LATS(value=GraderValue(RIGHT), n=2), policy=Rule(hold_drawer_2),
+                  store=f"sqlite:///{tmp_path / 'j.db'}")
+    session = agent.session(TASK)
+    assert session.run().stop_reason is StopReason.NEEDS_APPROVAL
+    assert ran == ["open 1"]
+    (request,) = session.pending_approvals()
+    assert request.call_id.startswith("branch_")
+    agent.approval_store.approve(request.id, approver="ops")
+    result = Session.restore(agent, session.id).resume()
+    assert result.stop_reason is StopReason.FINISHED, result.notice
+    assert result.answer == "Sent bob the key from drawer 2."
+    assert ran == ["open 1", "open 2", "send bob"]  # each once
