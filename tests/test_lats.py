@@ -329,3 +329,20 @@ def test_a_branch_call_that_needs_approval_pauses_and_resumes_the_search(tmp_pat
     assert result.stop_reason is StopReason.FINISHED, result.notice
     assert result.answer == "Sent bob the key from drawer 2."
     assert ran == ["open 1", "open 2", "send bob"]  # each once
+
+
+def test_tether_audit_show_draws_the_tree(tmp_path: Any, capsys: Any) -> None:
+    from tether.cli import main
+
+    ran: list[str] = []
+    url = f"sqlite:///{tmp_path / 'j.db'}"
+    agent = Agent(model=ScriptedModel(model), tools=drawers(ran),
+                  reasoning=LATS(value=GraderValue(RIGHT), n=2), store=url)
+    session = agent.session(TASK)
+    session.run()
+    capsys.readouterr()
+    assert main(["audit", "show", session.id, "--store", url]) == 0
+    out = capsys.readouterr().out
+    assert "search tree (9 nodes; solved; chosen n8;" in out
+    assert "    * n5 send_key(to='bob') (value 0.5, visits 2)" in out
+    assert "simulated, not run" in out
