@@ -287,3 +287,16 @@ def test_an_argument_masked_in_the_journal_stays_out_of_every_branch_event() -> 
     assert sum(e.type == "branch.request" for e in events) == 2
     for e in events:
         assert "7731" not in json.dumps(e.data), e.type
+
+
+def test_a_malformed_side_effecting_call_on_a_branch_gets_the_gate_s_refusal() -> None:
+    ran: list[str] = []
+    strategy = Explore()
+    agent = Agent(model=answers({"explore": call("send", recipient="eve"), "now answer": "ok"}),
+                  tools=tools(ran), reasoning=strategy)
+    session = agent.session("x")
+    session.run()
+    (result,) = strategy.seen[1]
+    assert ran == [] and result.status == "rejected"  # never "assume it succeeds"
+    (simulated,) = [e.data for e in session.replay() if e.type == "branch.simulated"]
+    assert simulated["invalid"] == result.content

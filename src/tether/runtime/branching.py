@@ -166,10 +166,13 @@ async def call_branch(env: Environment, calls: Sequence[ToolCall]) -> tuple[Tool
     for c in calls:
         if c.id in log.results:  # resumed: it ran (or was refused) already
             out[c.id] = log.results[c.id]
-        elif env._tools.side_effecting(c.name):
-            if c.id not in log.simulated:
-                env._journal.append("branch.simulated", {"call": c})
-            out[c.id] = ToolResult(c.id, c.name, SIMULATED.format(tool=c.name), "simulated")
+        elif env._tools.side_effecting(c.name):  # proposed, not run: but checked as the
+            invalid = env._tools.invalid(c)       # gate would, so no path counts on a call
+            if c.id not in log.simulated:         # that could never run
+                env._journal.append("branch.simulated", {
+                    "call": c, **({"invalid": invalid.content} if invalid else {})})
+            out[c.id] = invalid or ToolResult(c.id, c.name, SIMULATED.format(tool=c.name),
+                                              "simulated")
         else:
             run.append(c)
     if run:

@@ -72,8 +72,11 @@ def _branch_response(d: Mapping[str, Any]) -> list[str]:
 def _simulated(d: Mapping[str, Any]) -> list[str]:
     c = d.get("call") or {}
     args = json.dumps(c.get("arguments"), ensure_ascii=False, sort_keys=True)
-    return [f"simulated, not run (side effects, explored branch): {c.get('name')}"
-            f"({_short(args)}) [{c.get('id')}]"]
+    lines = [f"simulated, not run (side effects, explored branch): {c.get('name')}"
+             f"({_short(args)}) [{c.get('id')}]"]
+    if d.get("invalid"):
+        lines.append(f"  and malformed: {_short(d['invalid'], 120)}")
+    return lines
 
 
 BRANCH_RENDER: dict[str, Callable[[Mapping[str, Any]], list[str]]] = {

@@ -130,6 +130,15 @@ class ToolCalls:
         trace their client named)."""
         self._trace = trace
 
+    def invalid(self, call: ToolCall) -> ToolResult | None:
+        """The gate's refusal of a call whose tool is unknown or whose arguments do not match its
+        schema (None: it is well formed) — checked, not decided, not run, not journaled."""
+        try:
+            self._executor.resolve(call)
+        except Rejected as rejected:
+            return rejected.result
+        return None
+
     def side_effecting(self, name: str) -> bool:
         """Whether the tool named ``name`` declares side effects (an unknown one does not: the
         gate refuses it)."""
