@@ -134,6 +134,8 @@ def test_the_step_and_token_budgets_hold_across_every_branch(steps: int, n: int,
     result = agent.run(TASK, budget=Budget(max_steps=steps, max_tokens=tokens))
     assert result.spend.steps <= steps
     assert tokens is None or result.spend.tokens <= tokens
+    if steps >= 3 and tokens is None:  # room to search at all: the search ends, the run does not
+        assert result.stop_reason is StopReason.FINISHED, result.notice
     assert "send alice" not in ran and ran.count("send bob") <= 1
 
 
@@ -145,6 +147,8 @@ def test_the_tool_call_budget_holds_across_every_branch(tool_calls: int) -> None
                   reasoning=LATS(value=GraderValue(RIGHT), n=2))
     result = agent.run(TASK, budget=Budget(max_tool_calls=tool_calls))
     assert result.spend.tool_calls <= tool_calls and len(ran) <= tool_calls
+    assert result.stop_reason is StopReason.FINISHED  # the search ended; the run did not break
+    assert "send alice" not in ran
 
 
 def test_out_of_budget_the_search_stops_cleanly_with_the_best_trajectory() -> None:

@@ -51,7 +51,11 @@ FINISH_NOTE = ("[tether] The search chose a path; its side-effecting steps ran f
 FAILED_NOTE = ("[tether] The search chose a path, but its step {call} did not succeed "
                "({status}: {content}); the steps after it did not run. Tell the user plainly "
                "what was done and what was not, without tools.")
+UNSOLVED_NOTE = ("[tether] The search ended ({why}) without a path that can be carried out. The "
+                 "most promising one:\n{path}\nNone of its side-effecting steps ran. Tell the "
+                 "user plainly what is known and what was not done, without tools.")
 PLANNED_REASON = "lats: chosen path {node}, side effect {index}/{count}"
+FINISH_STEPS = 2  # steps the search leaves for finishing: a model turn needs one more held back
 
 
 @dataclass(frozen=True, slots=True)
@@ -150,7 +154,8 @@ class LATS:
     max_iterations: int = 10
     max_depth: int = 6
     exploration: float = 1.0  # UCT's constant
-    solved_at: float = 1.0  # a terminal node valued at least this ends the search
+    # a terminal node valued at least this ends the search; only such a path's side effects run
+    solved_at: float = 0.9
     reflection_tokens: int = 192
 
     def __post_init__(self) -> None:
@@ -164,7 +169,10 @@ class LATS:
     async def run(self, handle: Handle) -> str:
         search = _Search(self, handle)
         chosen = await search.run()
-        return await _finish(handle, chosen)
+        if chosen.answer is not None and (chosen.value >= self.solved_at or not chosen.effects):
+            return await _finish(handle, chosen)
+        return (await handle.ask_model(note=UNSOLVED_NOTE.format(
+            why=search.stopped or "unsolved", path=_transcript(chosen)), tool_choice="none")).text
 
 
 class _Search:
@@ -200,6 +208,8 @@ class _Search:
                 self.stopped = f"{self.lats.max_iterations} iterations"
         except BranchRefused as refused:
             self.stopped = f"the budget: {refused}"
+        except _Spent as spent:
+            self.stopped = str(spent)
         chosen = solved or self._best()
         if not self.tree_journaled:
             self.handle.record("lats.tree", {
@@ -238,6 +248,7 @@ class _Search:
             tail = (Message.user(OTHERS_NOTE.format(others="; ".join(actions))),) \
                 if actions else ()
             key = f"{node.id}.s{i}"
+            self._check_room()
             answer = await self.handle.ask_branch((*head, *node.messages, *tail), key=key)
             action = _action(answer)
             if action in actions:
@@ -254,6 +265,7 @@ class _Search:
                 if child.value >= self.lats.solved_at:
                     solved = solved or child
                     break
+                self._check_room()
                 await self._reflect(child)
         return solved
 
@@ -289,6 +301,15 @@ class _Search:
             self.handle.record("lats.reflection", {"id": child.id, "text": said.text})
             self.journaled.add(f"{child.id}.r")
 
+    def _check_room(self) -> None:
+        """Keep what finishing needs: the steps for one model turn, and a tool call per side
+        effect the best path so far would run."""
+        left = self.handle.remaining_budget()
+        if left.get("steps") is not None and left["steps"] <= FINISH_STEPS:
+            raise _Spent(f"the budget: {left['steps']} steps left are kept to finish")
+        if left.get("tool_calls") is not None and left["tool_calls"] < len(self._best().effects):
+            raise _Spent("the budget: the tool calls left are kept for the chosen path")
+
     def _backpropagate(self, node: _Node | None, value: float) -> None:
         while node is not None:
             node.visits += 1
@@ -311,6 +332,21 @@ class _Search:
         answers = [n for n in self.nodes if n.answer is not None]
         pool = answers or self.nodes
         return max(pool, key=lambda n: (n.value, n.q, -int(n.id[1:])))
+
+
+class _Spent(Exception):
+    """What the budget has left is kept for finishing: the search ends here."""
+
+
+def _transcript(node: _Node) -> str:
+    """A path's steps and what each observed, in a few lines."""
+    lines, at = [], node
+    while at.parent is not None:
+        lines.append(f"- {at.action}")
+        at = at.parent
+    observed = [f"  saw: {' '.join(m.content.split())[:160]}" for m in node.messages
+                if m.role == "tool"]
+    return "\n".join([*reversed(lines), *observed]) or "(no step was taken)"
 
 
 def _exhausted(node: _Node) -> bool:
@@ -338,6 +374,11 @@ async def _finish(handle: Handle, chosen: _Node) -> str:
     done = [e for e in handle.history()
             if isinstance(e, PlannedCalls) and e.reason.startswith("lats: chosen path")]
     count = len(chosen.effects)
+    left = handle.remaining_budget().get("tool_calls")
+    if left is not None and left < count - len(done):  # all of the path's side effects or none
+        return (await handle.ask_model(note=UNSOLVED_NOTE.format(
+            why=f"the path needs {count - len(done)} tool calls for its side effects and the "
+            f"budget has {left} left", path=_transcript(chosen)), tool_choice="none")).text
     for index, (name, arguments) in enumerate(chosen.effects, start=1):
         if index <= len(done):  # resumed: this one is journaled with its result
             (result,) = done[index - 1].results

@@ -9,8 +9,9 @@ charged by the Accountant, counted as a step, cut at its output cap, an overrun 
 journaled as ``branch.request`` (the strategy's key, the branch's messages after the session's
 opening, their digest) and ``branch.response``; it never folds into the conversation. A
 reservation the budget refuses does not stop the run: nothing was spent, and the search ends
-cleanly with what it found (``BranchRefused``); everything the strategy does after still
-reserves. The calls a branch answer asks for get ids ``branch_<key>_<i>`` (a model's own id never
+cleanly with what it found (``BranchRefused``; so too when a branch's calls would not fit the
+tool calls left — none of them runs); everything the strategy does after still reserves. The
+calls a branch answer asks for get ids ``branch_<key>_<i>`` (a model's own id never
 starts so). ``call_branch`` runs a branch's side-effect-free calls through the very gate a
 model's call passes (policy, budget, loop check, journal, provenance, taint); a side-effecting
 one (``ToolMeta.side_effect``) is *simulated*: journaled as proposed (``branch.simulated``), not
@@ -176,6 +177,10 @@ async def call_branch(env: Environment, calls: Sequence[ToolCall]) -> tuple[Tool
         else:
             run.append(c)
     if run:
+        left = env._accountant.remaining().get("tool_calls")
+        if left is not None and left < len(run):  # none runs: the search ends, the run goes on
+            raise BranchRefused(Stop(StopReason.TOOL_CALL_BUDGET,
+                                     f"{left} tool calls left, the branch needs {len(run)}"))
         for r in await env._tools.run(run):
             out[r.call_id] = r
     return tuple(out[c.id] for c in calls)
