@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -208,7 +209,9 @@ def test_a_rerun_of_a_lats_session_matches_and_runs_nothing() -> None:
     assert ran == []
 
 
-def test_resume_continues_the_chosen_path_without_asking_or_running_again(tmp_path: Any) -> None:
+@pytest.mark.parametrize("steps", [None, 14])  # 14: the resumed re-walk starts with 2 left
+def test_resume_continues_the_chosen_path_without_asking_or_running_again(
+        tmp_path: Any, steps: int | None) -> None:
     ran: list[str] = []
     asked: list[int] = []
 
@@ -224,7 +227,7 @@ def test_resume_continues_the_chosen_path_without_asking_or_running_again(tmp_pa
     agent = Agent(model=ScriptedModel(counting), tools=drawers(ran),
                   reasoning=LATS(value=GraderValue(RIGHT), n=2), policy=Rule(hold),
                   store=f"sqlite:///{tmp_path / 'j.db'}")
-    session = agent.session(TASK)
+    session = agent.session(TASK, budget=Budget(max_steps=steps))
     assert session.run().stop_reason is StopReason.NEEDS_APPROVAL
     before, searched = len(asked), list(ran)
     (request,) = session.pending_approvals()
@@ -233,6 +236,9 @@ def test_resume_continues_the_chosen_path_without_asking_or_running_again(tmp_pa
     assert result.stop_reason is StopReason.FINISHED, result.notice
     assert result.answer == "Sent bob the key from drawer 2."
     assert len(asked) == before + 1  # only the final answer: no branch call asked again
+    last = [e.data for e in Session.restore(agent, session.id).replay()
+            if e.type == "model.request"][-1]
+    assert "The search chose a path" in last["new"][-1]["content"]  # the same path, finished
     assert ran == [*searched, "send bob"]  # no branch call ran again; the send ran once
     events = Session.restore(agent, session.id).replay()
     assert len(notes(events, "lats.tree")) == 1

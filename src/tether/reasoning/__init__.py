@@ -12,15 +12,16 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from tether.reasoning.lats import LATS, GraderValue, SelfEvaluation
+    from tether.reasoning.lats import LATS
+    from tether.reasoning.lats_values import GraderValue, SelfEvaluation
     from tether.reasoning.react import ReAct
     from tether.reasoning.reflexion import GraderCheck, Reflexion, SelfCritique
     from tether.reasoning.router import Router, RouteRule
 
 _WHERE = {
     "LATS": "tether.reasoning.lats",
-    "GraderValue": "tether.reasoning.lats",
-    "SelfEvaluation": "tether.reasoning.lats",
+    "GraderValue": "tether.reasoning.lats_values",
+    "SelfEvaluation": "tether.reasoning.lats_values",
     "ReAct": "tether.reasoning.react",
     "GraderCheck": "tether.reasoning.reflexion",
     "Reflexion": "tether.reasoning.reflexion",

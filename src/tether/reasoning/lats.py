@@ -26,19 +26,25 @@ where it stands), and a snapshot/restore an environment could declare to explore
 from __future__ import annotations
 
 import math
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any
 
-from tether.evals.graders import CallRecord, Grader, Outcome, grade
+from tether.evals.graders import CallRecord
+from tether.reasoning.lats_values import (
+    GraderValue,
+    Judgement,
+    SelfEvaluation,
+    Trajectory,
+    ValueFunction,
+)
 from tether.runtime.branching import BranchRefused
 from tether.runtime.handle import Handle
 from tether.runtime.planned import Note, PlannedCalls
 from tether.types import Message, ModelResponse
 
-VALUE_NOTE = ("Judge the trajectory above: how likely is it to lead to a correct and complete "
-              "answer to the task? Reply with one number from 0 to 10 first, then a short reason.")
+__all__ = ["LATS", "GraderValue", "Judgement", "SelfEvaluation", "Trajectory", "ValueFunction"]
+
 REFLECT_NOTE = ("That answer was judged wrong ({why}). In two sentences: what went wrong, and "
                 "what should be done differently? Do not answer the task.")
 REFLECTIONS_NOTE = ("Reflections on earlier failed attempts at this task — do not repeat the "
@@ -58,66 +64,6 @@ PLANNED_REASON = "lats: chosen path {node}, side effect {index}/{count}"
 FINISH_STEPS = 2  # steps the search leaves for finishing: a model turn needs one more held back
 
 
-@dataclass(frozen=True, slots=True)
-class Trajectory:
-    """What a value function judges: a path from the root, as its branch context, its calls
-    (a simulated one is judged as if it ran: the path as it would be if chosen) and, at a
-    terminal node, the answer."""
-
-    key: str  # the node's id, for the keys of any branch call the judge makes
-    messages: tuple[Message, ...]
-    calls: tuple[CallRecord, ...]
-    answer: str | None
-
-
-@dataclass(frozen=True, slots=True)
-class Judgement:
-    value: float  # 0 (hopeless) to 1 (solved)
-    why: str = ""
-
-
-class ValueFunction(Protocol):
-    async def judge(self, handle: Handle, task: str, path: Trajectory) -> Judgement: ...
-
-
-@dataclass(frozen=True, slots=True)
-class SelfEvaluation:
-    """The model scores the path 0-10 in one tool-less branch call of at most
-    ``max_output_tokens``; an unreadable score is 0."""
-
-    max_output_tokens: int = 48
-
-    async def judge(self, handle: Handle, task: str, path: Trajectory) -> Judgement:
-        said = (await handle.ask_branch((*path.messages, Message.user(VALUE_NOTE)),
-                                        key=f"{path.key}.v", tools=False,
-                                        max_output_tokens=self.max_output_tokens)).text
-        number = re.search(r"\d+(?:\.\d+)?", said)
-        score = min(max(float(number.group()) / 10, 0.0), 1.0) if number else 0.0
-        return Judgement(score, " ".join(said.split())[:200])
-
-
-@dataclass(frozen=True, slots=True)
-class GraderValue:
-    """A grader from ``tether.evals.graders`` judges a terminal path (1 passed, 0 failed; no
-    model call); a path still under way gets ``estimate`` when given (e.g. ``SelfEvaluation()``),
-    else ``partial``."""
-
-    grader: Grader
-    expected: Any = None
-    environment: Any = None
-    estimate: ValueFunction | None = None
-    partial: float = 0.5
-
-    async def judge(self, handle: Handle, task: str, path: Trajectory) -> Judgement:
-        if path.answer is None:
-            if self.estimate is not None:
-                return await self.estimate.judge(handle, task, path)
-            return Judgement(self.partial, "under way")
-        verdict = await grade(self.grader, Outcome(task, self.expected, path.answer, "finished",
-                                                   path.calls, self.environment))
-        return Judgement(1.0 if verdict.passed else 0.0, verdict.why)
-
-
 @dataclass(eq=False, slots=True)
 class _Node:
     """One node of a run's tree (per run, never on the recipe)."""
@@ -135,6 +81,7 @@ class _Node:
     total: float = 0.0
     children: list[_Node] = field(default_factory=list)
     expanded: bool = False
+    key: str = ""  # the branch call that proposed it
 
     @property
     def depth(self) -> int:
@@ -181,9 +128,13 @@ class _Search:
     def __init__(self, lats: LATS, handle: Handle) -> None:
         self.lats, self.handle = lats, handle
         notes = [e for e in handle.history() if isinstance(e, Note)]
+        # what an earlier activation journaled (a pause, a crash): the re-walk writes it once,
+        # and a call it answered needs no room (it is answered from the journal)
         self.journaled = {str(n.data.get("id")) for n in notes if n.kind == "lats.node"} | {
             f"{n.data.get('id')}.r" for n in notes if n.kind == "lats.reflection"}
-        self.tree_journaled = any(n.kind == "lats.tree" for n in notes)
+        self.answered = {str(n.data.get("key")) for n in notes if n.kind == "lats.node"} | {
+            f"{n.data.get('id')}.r" for n in notes if n.kind == "lats.reflection"}
+        self.tree = next((n.data for n in notes if n.kind == "lats.tree"), None)
         self.root = _Node("n0", None, (), "start")
         self.nodes = [self.root]
         self.reflections: list[str] = []
@@ -211,14 +162,15 @@ class _Search:
         except _Spent as spent:
             self.stopped = str(spent)
         chosen = solved or self._best()
-        if not self.tree_journaled:
-            self.handle.record("lats.tree", {
-                "chosen": chosen.id, "solved": solved is not None,
-                "stopped": "" if solved else self.stopped,
-                "nodes": [{"id": n.id, "parent": n.parent.id if n.parent else None,
-                           "action": n.action, "value": round(n.value, 3),
-                           "visits": n.visits, "q": round(n.q, 3),
-                           "terminal": n.answer is not None} for n in self.nodes]})
+        if self.tree is not None:  # resumed after the search: the path it chose stands
+            return next((n for n in self.nodes if n.id == self.tree["chosen"]), chosen)
+        self.handle.record("lats.tree", {
+            "chosen": chosen.id, "solved": solved is not None,
+            "stopped": "" if solved else self.stopped,
+            "nodes": [{"id": n.id, "parent": n.parent.id if n.parent else None,
+                       "action": n.action, "value": round(n.value, 3),
+                       "visits": n.visits, "q": round(n.q, 3),
+                       "terminal": n.answer is not None} for n in self.nodes]})
         return chosen
 
     def _select(self) -> _Node | None:
@@ -248,13 +200,13 @@ class _Search:
             tail = (Message.user(OTHERS_NOTE.format(others="; ".join(actions))),) \
                 if actions else ()
             key = f"{node.id}.s{i}"
-            self._check_room()
+            self._check_room(key)
             answer = await self.handle.ask_branch((*head, *node.messages, *tail), key=key)
             action = _action(answer)
             if action in actions:
                 continue  # the same step again: nothing new to explore
             actions.append(action)
-            child = await self._child(node, answer, action)
+            child = await self._child(node, answer, action, key)
             judged = await self.lats.value.judge(self.handle, self.handle.task, Trajectory(
                 child.id, child.messages, child.calls, child.answer))
             child.value, child.why = judged.value, judged.why
@@ -265,11 +217,11 @@ class _Search:
                 if child.value >= self.lats.solved_at:
                     solved = solved or child
                     break
-                self._check_room()
+                self._check_room(f"{child.id}.r")
                 await self._reflect(child)
         return solved
 
-    async def _child(self, node: _Node, answer: ModelResponse, action: str) -> _Node:
+    async def _child(self, node: _Node, answer: ModelResponse, action: str, key: str) -> _Node:
         child_id = f"n{len(self.nodes)}"
         said = Message.assistant(answer.text, answer.tool_calls)
         if not answer.tool_calls:
@@ -287,6 +239,7 @@ class _Search:
             seen = tuple(Message.tool(r.call_id, r.name, r.content) for r in results)
             child = _Node(child_id, node, (*node.messages, said, *seen), action,
                           node.calls + records, node.effects + effects)
+        child.key = key
         node.children.append(child)
         self.nodes.append(child)
         return child
@@ -301,9 +254,11 @@ class _Search:
             self.handle.record("lats.reflection", {"id": child.id, "text": said.text})
             self.journaled.add(f"{child.id}.r")
 
-    def _check_room(self) -> None:
+    def _check_room(self, key: str) -> None:
         """Keep what finishing needs: the steps for one model turn, and a tool call per side
-        effect the best path so far would run."""
+        effect the best path so far would run (a call journaled already costs nothing)."""
+        if self.tree is not None or key in self.answered or _before_answered(key, self.answered):
+            return
         left = self.handle.remaining_budget()
         if left.get("steps") is not None and left["steps"] <= FINISH_STEPS:
             raise _Spent(f"the budget: {left['steps']} steps left are kept to finish")
@@ -322,7 +277,7 @@ class _Search:
         self.journaled.add(node.id)
         assert node.parent is not None
         self.handle.record("lats.node", {
-            "id": node.id, "parent": node.parent.id, "action": node.action,
+            "id": node.id, "parent": node.parent.id, "key": node.key, "action": node.action,
             "value": round(node.value, 3), "why": node.why[:200],
             "terminal": node.answer is not None,
             "simulated": [name for name, _ in node.effects[len(node.parent.effects):]]})
@@ -332,6 +287,15 @@ class _Search:
         answers = [n for n in self.nodes if n.answer is not None]
         pool = answers or self.nodes
         return max(pool, key=lambda n: (n.value, n.q, -int(n.id[1:])))
+
+
+def _before_answered(key: str, answered: set[str]) -> bool:
+    """Whether candidate ``key`` (``n3.s1``) came before one journaled (``n3.s2``): asked then
+    too, candidates being asked in order (one that repeated an earlier left no node)."""
+    node, _, index = key.rpartition(".s")
+    return index.isdigit() and any(
+        k.startswith(f"{node}.s") and k[len(node) + 2:].isdigit()
+        and int(k[len(node) + 2:]) > int(index) for k in answered)
 
 
 class _Spent(Exception):
