@@ -356,3 +356,43 @@ def test_tether_audit_show_draws_the_tree(tmp_path: Any, capsys: Any) -> None:
     assert "search tree (9 nodes; solved; chosen n8;" in out
     assert "    * n5 send_key(to='bob') (value 0.5, visits 2)" in out
     assert "simulated, not run" in out
+
+
+@settings(max_examples=40, deadline=None)
+@given(seed=st.integers(0, 10_000), n=st.integers(1, 3), steps=st.none() | st.integers(3, 30))
+def test_only_the_chosen_path_s_side_effects_ever_run(seed: int, n: int,
+                                                      steps: int | None) -> None:
+    """Whatever the model proposes, a side effect runs only as a planned call of the one path
+    the search chose, after the search — never on a branch."""
+    import hashlib
+    import random
+
+    ran: list[str] = []
+
+    def wild(request: ModelRequest) -> Any:
+        seen = repr([(m.role, m.content) for m in request.messages]).encode()
+        pick = random.Random(f"{seed}:{hashlib.blake2b(seen).hexdigest()}")
+        options = [call("open_drawer", n=pick.randint(1, 3)),
+                   call("send_key", to=pick.choice(["bob", "eve"])),
+                   f"answer {pick.randint(1, 3)} drawer 2", "7"]
+        return pick.choice(options)
+
+    agent = Agent(model=ScriptedModel(wild), tools=drawers(ran),
+                  reasoning=LATS(value=GraderValue(RIGHT), n=n, max_iterations=6))
+    session = agent.session(TASK, budget=Budget(max_steps=steps))
+    session.run()
+    events = session.replay()
+    sends = [e.data for e in events if e.type == "tool.decision" and e.data["tool"] == "send_key"]
+    assert all(d["call_id"].startswith("planned_") for d in sends)
+    trees = notes(events, "lats.tree")
+    planned = [e for e in events if e.type == "strategy.calls"]
+    if planned:
+        (tree,) = trees
+        assert tree["solved"] and all(f"path {tree['chosen']}," in e.data["reason"]
+                                      for e in planned)
+        assert all(e.seq > next(t.seq for t in events if t.type == "strategy.note"
+                                and t.data["kind"] == "lats.tree") for e in planned)
+    sent_ok = [e for e in events if e.type == "tool.result" and e.data["status"] == "ok"
+               and e.data["tool"] == "send_key"]
+    assert all(e.data["call_id"].startswith("planned_") for e in sent_ok)
+    assert sum(r.startswith("send") for r in ran) == len(sent_ok)
