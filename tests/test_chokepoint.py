@@ -30,11 +30,12 @@ from conftest import call
 def test_handle_exposes_only_the_narrow_door() -> None:
     public = {name for name in dir(Handle) if not name.startswith("_")}
     # the doors through the chokepoint (a planned call passes the same gate as the model's),
-    # a note to the journal, what the strategy journaled so far, and the task as text
-    assert public == {"ask_model", "call_tools", "call_planned", "remaining_budget", "record",
-                      "history", "task"}
-    assert Handle.__slots__ == ("_ask", "_call", "_history", "_left", "_planned", "_record",
-                                "_task")
+    # a tree search's branch call and branch calls (the same Accountant and gate; side effects
+    # only simulated), a note to the journal, what the strategy journaled so far, and the task
+    assert public == {"ask_model", "call_tools", "call_planned", "ask_branch", "call_branch",
+                      "remaining_budget", "record", "history", "task"}
+    assert Handle.__slots__ == ("_ask", "_branch", "_call", "_history", "_left", "_planned",
+                                "_record", "_task")
 
 
 def test_custom_strategy_reaches_tools_only_through_the_handle() -> None:

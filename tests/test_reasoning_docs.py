@@ -18,6 +18,7 @@ def expected(block: str) -> list[str]:
 
 @pytest.mark.parametrize("heading", [
     "Reflexion: attempt, evaluate, reflect, retry",
+    "LATS: a tree search where greedy fails",
     "LLM+P: the model writes the problem, a real planner plans",
     "Router: one strategy per task",
 ])

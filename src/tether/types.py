@@ -80,6 +80,9 @@ class ToolCall:
 # the id prefix of a call a strategy ran from its own validated plan (``Handle.call_planned``),
 # not one a model asked for: the assistant message carrying such calls is the strategy's turn
 PLANNED_CALL_PREFIX = "planned_"
+# the id prefix of a call a model asked for on an explored branch (``Handle.ask_branch``): never
+# in the session's conversation, and never a model's own id on the session's turns
+BRANCH_CALL_PREFIX = "branch_"
 
 
 def is_planned_turn(message: Message) -> bool:

@@ -127,8 +127,10 @@ def hide_arguments(type: str, plain: Any, hidden: Mapping[str, set[str]]) -> Non
     """Blank, in place, the named arguments of the named calls in an event's plain data."""
     if not hidden:
         return
-    if type == "model.response":
+    if type in ("model.response", "branch.response"):
         calls = plain["response"]["tool_calls"]
+    elif type == "branch.request":  # a branch's earlier turns, sent again
+        calls = [c for m in plain["messages"] for c in m.get("tool_calls") or ()]
     elif type == "client.call":
         calls = [plain["call"]]
     elif type == "strategy.calls":

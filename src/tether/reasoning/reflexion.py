@@ -29,7 +29,7 @@ from tether.reasoning.react import ReAct
 from tether.runtime.handle import Handle, Strategy
 from tether.runtime.planned import Entry, Note
 from tether.runtime.result import ToolResult
-from tether.types import ModelResponse, ToolCall
+from tether.types import Message, ModelResponse, ToolCall
 
 CRITIQUE_NOTE = ("Check the answer you just gave against the task. Reply PASS if it is right "
                  "and complete, otherwise FAIL followed by what is wrong, in one line.")
@@ -88,12 +88,13 @@ class _Attempt:
     the first turn's note, and a record of the calls it made."""
 
     def __init__(self, outer: Handle, note: str | None, steps: int | None,
-                 tool_calls: int | None) -> None:
-        self.outer, self.note = outer, note
+                 tool_calls: int | None, attempt: int = 1) -> None:
+        self.outer, self.note, self.attempt = outer, note, attempt
         self.steps_left, self.calls_left = steps, tool_calls
         self.calls: list[CallRecord] = []
         self.handle = Handle(self._ask, self._call, outer.remaining_budget, outer.record,
-                             outer.task, planned=self._planned, history=self._history)
+                             outer.task, planned=self._planned, history=self._history,
+                             branch=(self._ask_branch, self._call_branch))
 
     def _history(self) -> tuple[Entry, ...]:
         """What the actor journaled in this attempt only: an actor that resumes from its
@@ -103,12 +104,31 @@ class _Attempt:
                      if isinstance(e, Note) and e.kind == "attempt"), default=-1)
         return entries[start + 1:]
 
-    async def _ask(self, note: str | None = None, tool_choice: str | None = None,
-                   cap: int | None = None) -> ModelResponse:
+    def _spend_step(self) -> None:
         if self.steps_left is not None:
             if self.steps_left < 1:
                 raise AttemptOver("the attempt used all its model turns")
             self.steps_left -= 1
+
+    async def _ask_branch(self, key: str, messages: Sequence[Message], *,
+                          tool_choice: str | None = None, cap: int | None = None,
+                          tools: bool = True) -> ModelResponse:
+        """A search's branch call (an actor such as LATS): one of the attempt's model turns,
+        its key the attempt's own (each attempt searches afresh)."""
+        self._spend_step()
+        return await self.outer.ask_branch(messages, key=f"a{self.attempt}.{key}",
+                                           tool_choice=tool_choice, max_output_tokens=cap,
+                                           tools=tools)
+
+    async def _call_branch(self, calls: Sequence[ToolCall]) -> tuple[ToolResult, ...]:
+        """A branch's calls count against the attempt's tool calls; they are exploration, not
+        what the attempt did (only a chosen path's planned calls are graded)."""
+        self._spend_calls(len(calls))
+        return await self.outer.call_branch(calls)
+
+    async def _ask(self, note: str | None = None, tool_choice: str | None = None,
+                   cap: int | None = None) -> ModelResponse:
+        self._spend_step()
         if self.note is not None:
             note, self.note = (self.note if note is None else f"{self.note}\n\n{note}"), None
         return await self.outer.ask_model(note=note, tool_choice=tool_choice,
@@ -175,7 +195,8 @@ class Reflexion:
                                           "reflections": len(reflections)})
                 note = RETRY_NOTE.format(reflections="\n".join(
                     f"{i}. {r}" for i, r in enumerate(reflections, 1))) if reflections else None
-            scoped = _Attempt(handle, note, self.attempt_steps, self.attempt_tool_calls)
+            scoped = _Attempt(handle, note, self.attempt_steps, self.attempt_tool_calls,
+                              attempt)
             over = ""
             try:
                 answer = str(await self.actor.run(scoped.handle))

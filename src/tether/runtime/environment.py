@@ -15,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import operator
 from collections.abc import Callable, Mapping, Sequence
+from decimal import Decimal
 from typing import Any
 
 from tether.journal.chain import Journal, JournalValueError
@@ -36,6 +37,7 @@ from tether.runtime.state import SessionState
 from tether.runtime.stop import Stop, StopReason
 from tether.tracing import Segment
 from tether.types import (
+    BRANCH_CALL_PREFIX,
     PLANNED_CALL_PREFIX,
     TOOL_CHOICES,
     Message,
@@ -44,9 +46,11 @@ from tether.types import (
     StructuredRequest,
     ToolCall,
     ToolSpec,
+    Usage,
     detached,
 )
 
+_STRATEGY_PREFIXES = (PLANNED_CALL_PREFIX, BRANCH_CALL_PREFIX)
 # the model.unmetered error of a call the time budget cancelled (rerun replays it as such)
 CANCELLED_BY_TIME = "the time budget ran out during the call; it was cancelled"
 
@@ -257,7 +261,7 @@ class Environment:
             response = ModelResponse(text, response.tool_calls, usage, response.model,
                                      response.finish_reason)
         if response.tool_calls:
-            response = self._with_unique_ids(_without_cut_call(response), step)
+            response = self._with_unique_ids(without_cut_call(response), step)
         cost = self._accountant.cost_of(usage)
         try:
             self._journal.append("model.response", {
@@ -271,19 +275,25 @@ class Environment:
         answered = self._model.estimate_message_tokens(self._state.conversation[-1])
         self._sent_estimate += answered
         self._answered = (len(self._state.conversation) - 1, answered)
+        self.check_overrun(step, reservation, usage, cost)
+        return response
+
+    def check_overrun(self, step: int, reservation: Reservation, usage: Usage, cost: Decimal,
+                      **where: str) -> None:
+        """Journal and stop on a call whose reported usage went past its reservation."""
         over = self._accountant.overrun(reservation, usage, cost)
         if over is not None:
             reason, detail = over
             self._journal.append("model.overrun", {
-                "step": step, "limit": reason.value, "detail": detail,
+                "step": step, "limit": reason.value, "detail": detail, **where,
                 "reserved": {"input_tokens": reservation.input_tokens,
                              "output_tokens": reservation.max_output_tokens,
                              "cost_usd": reservation.cost_usd},
                 "reported": {"input_tokens": usage.input_tokens,
                              "output_tokens": usage.output_tokens, "cost_usd": cost}})
             # no wrap-up either: a model that ignored one cap can ignore the next
-            raise Stop(reason, f"overrun: {detail}", wrap_up=False)
-        return response
+            raise Stop(reason, f"overrun{' on a branch call' if where else ''}: {detail}",
+                       wrap_up=False)
 
     def _unmetered(self, step: int, reservation: Reservation, error: str) -> None:
         """Charge a call whose real usage is unknown at what was reserved for it."""
@@ -298,15 +308,16 @@ class Environment:
         seen = self._seen_ids
         calls = response.tool_calls
         ids = [c.id for c in calls]
-        # (an id of a strategy's planned calls is never the model's: it could pass for one)
+        # (an id of a strategy's planned or branch calls is never the model's: it could pass
+        # for one)
         if all(ids) and seen.isdisjoint(ids) and len(set(ids)) == len(ids) and not any(
-                i.startswith(PLANNED_CALL_PREFIX) for i in ids):
+                i.startswith(_STRATEGY_PREFIXES) for i in ids):
             seen.update(ids)
             return response
         fixed = []
         for i, c in enumerate(calls):
             new_id = c.id if c.id and c.id not in seen and not c.id.startswith(
-                PLANNED_CALL_PREFIX) else f"tether_{step}_{i + 1}"
+                _STRATEGY_PREFIXES) else f"tether_{step}_{i + 1}"
             seen.add(new_id)
             fixed.append(ToolCall(new_id, c.name, c.arguments))
         return ModelResponse(response.text, tuple(fixed), response.usage, response.model,
@@ -428,6 +439,36 @@ class Environment:
             self.stopped = stop
             raise
 
+    # -- explored branches (Handle.ask_branch, Handle.call_branch) ------------------------------
+
+    async def ask_branch(self, key: str, messages: Sequence[Message], *,
+                         tool_choice: str | None = None, cap: int | None = None,
+                         tools: bool = True) -> ModelResponse:
+        """One model call on a branch's own context (``tether.runtime.branching``)."""
+        from tether.runtime.branching import ask_branch
+
+        if self.stopped is not None:
+            raise self.stopped
+        if tool_choice is not None or cap is not None:
+            self._check_turn(tool_choice, cap)
+        try:
+            return await ask_branch(self, key, messages, tool_choice, cap, tools)
+        except Stop as stop:
+            self.stopped = stop
+            raise
+
+    async def call_branch(self, calls: Sequence[ToolCall]) -> tuple[ToolResult, ...]:
+        """A branch's calls: side-effect-free ones through the gate, the others simulated."""
+        from tether.runtime.branching import call_branch
+
+        if self.stopped is not None:
+            raise self.stopped
+        try:
+            return await call_branch(self, calls)
+        except Stop as stop:
+            self.stopped = stop
+            raise
+
     async def resolve_open_turn(self) -> None:
         """On resume: finish the calls of the open turn (approved, refused or still waiting)."""
         unresolved = self._state.unresolved()
@@ -447,7 +488,7 @@ def _whole(*counts: object) -> bool:
 CUT_OFF = "<cut off at the output limit before the arguments were complete>"
 
 
-def _without_cut_call(response: ModelResponse) -> ModelResponse:
+def without_cut_call(response: ModelResponse) -> ModelResponse:
     """When output stopped at its length limit, the last tool call may be cut short — even
     parse as ``{}`` if it was cut before its arguments began. It must never run with guessed
     arguments: it goes to the malformed-arguments gate instead, which tells the model so."""

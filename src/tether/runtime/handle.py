@@ -8,8 +8,11 @@ planning strategy runs the actions of a plan it validated: journaled as the stra
 then through the very gate a model's call passes (``tether.runtime.planned``). (Python cannot
 stop code that digs through private internals on purpose; strategies are code the operator
 installs, and the threat the handle closes is the accidental or model-steered path around the
-gate.) Stops are raised from inside these methods, so a strategy cannot overrun a budget by
-forgetting to check one.
+gate.) ``ask_branch`` and ``call_branch`` are how a tree search explores: a model call on a
+branch's own context, journaled apart from the conversation and budgeted like any other, and the
+branch's calls — side-effect-free ones through the gate, side-effecting ones only simulated
+(``tether.runtime.branching``). Stops are raised from inside these methods, so a strategy
+cannot overrun a budget by forgetting to check one.
 """
 
 from __future__ import annotations
@@ -19,11 +22,12 @@ from typing import Any, Protocol
 
 from tether.runtime.planned import Entry
 from tether.runtime.result import ToolResult
-from tether.types import ModelResponse, ToolCall, detached
+from tether.types import Message, ModelResponse, ToolCall, detached
 
 
 class Handle:
-    __slots__ = ("_ask", "_call", "_history", "_left", "_planned", "_record", "_task")
+    __slots__ = ("_ask", "_branch", "_call", "_history", "_left", "_planned", "_record",
+                 "_task")
 
     def __init__(
         self,
@@ -35,7 +39,11 @@ class Handle:
         planned: Callable[[Sequence[tuple[str, Mapping[str, Any]]], str],
                           Awaitable[tuple[ToolResult, ...]]] | None = None,
         history: Callable[[], tuple[Entry, ...]] | None = None,
+        branch: tuple[Callable[..., Awaitable[ModelResponse]],
+                      Callable[[Sequence[ToolCall]], Awaitable[tuple[ToolResult, ...]]]]
+        | None = None,
     ) -> None:
+        self._branch = branch
         self._task = task
         self._planned = planned
         self._history = history
@@ -82,6 +90,32 @@ class Handle:
                        if isinstance(c, tuple) and len(c) == 2 and isinstance(c[1], Mapping)
                        else c for c in calls)
         return self._planned(frozen, reason)
+
+    async def ask_branch(self, messages: Sequence[Message], *, key: str,
+                         tool_choice: str | None = None, max_output_tokens: int | None = None,
+                         tools: bool = True) -> ModelResponse:
+        """One model call on a branch's own context: the session's opening (system prompt,
+        task) followed by ``messages`` — not the session's conversation, which it never joins.
+        Budgeted, capped and journaled (``branch.request``/``branch.response``, under ``key``,
+        unique in the session: a resumed search is answered from the journal) like any model
+        call; an overrun stops the run. When the budget left does not allow the call, nothing is
+        asked and ``BranchRefused`` is raised: the run goes on, the search should end. The
+        calls of the answer have ids ``branch_<key>_<i>``; run them with ``call_branch``.
+        ``tools=False`` offers none (an evaluation, a reflection)."""
+        if self._branch is None:
+            raise RuntimeError("this handle explores no branches")
+        return await self._branch[0](key, tuple(messages), tool_choice=tool_choice,
+                                     cap=max_output_tokens, tools=tools)
+
+    async def call_branch(self, calls: Sequence[ToolCall]) -> tuple[ToolResult, ...]:
+        """Run calls a branch answer asked for: those without side effects through the gate
+        (policy, budget, loop check, journal, provenance), those with side effects only
+        *simulated* — journaled as proposed (``branch.simulated``), neither decided nor run,
+        their result a placeholder with status ``simulated``. One result per call, in order.
+        A path's side effects run for real only through ``call_planned``."""
+        if self._branch is None:
+            raise RuntimeError("this handle explores no branches")
+        return await self._branch[1](tuple(calls))
 
     def history(self) -> tuple[Entry, ...]:
         """What the strategy journaled in this session so far — its notes and planned calls

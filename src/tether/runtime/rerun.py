@@ -62,7 +62,9 @@ class _Record:
     def __init__(self, events: Sequence[Event]) -> None:
         live = [(e.type, revive(e.type, e.data)) for e in events]
         calls = _model_calls(live)
-        self.requests = [request["new"] for request, _ in calls]
+        # (a branch call's request: the branch's messages after the session's opening)
+        self.requests = [request["new"] if "new" in request else request["messages"]
+                         for request, _ in calls]
         # the tools each request was offered, compared when the record or the rerun selects
         # them (tether.runtime.selecting): without selection every request offers every tool
         self.offered = [tuple(request.get("tools", ())) for request, _ in calls]
@@ -299,7 +301,7 @@ def _model_calls(live: Sequence[tuple[str, Any]]) -> list[tuple[Any, ModelRespon
     once."""
     calls: list[list[Any]] = []  # [request, outcome]; outcome None: none yet; _GONE: left out
     for kind, data in live:
-        if kind == "model.request":
+        if kind in ("model.request", "branch.request"):
             calls.append([data, None])
         elif not calls:
             continue
@@ -307,7 +309,7 @@ def _model_calls(live: Sequence[tuple[str, Any]]) -> list[tuple[Any, ModelRespon
             calls[-1][1] = _GONE
         elif calls[-1][1] is not None:
             continue
-        elif kind == "model.response":
+        elif kind in ("model.response", "branch.response"):
             calls[-1][1] = data["response"]
         elif kind == "model.error":
             calls[-1][1] = ModelError(f"recorded: {data['error']}")

@@ -14,7 +14,9 @@ from tether.runtime.budget import Spend
 from tether.runtime.stop import StopReason
 from tether.types import ToolCall, Usage
 
-ToolStatus = Literal["ok", "error", "timeout", "rejected", "denied", "skipped"]
+# "simulated": a side-effecting call on an explored branch, proposed and not run
+# (tether.runtime.branching); never a result of the session's own turns
+ToolStatus = Literal["ok", "error", "timeout", "rejected", "denied", "skipped", "simulated"]
 
 
 @fast_init

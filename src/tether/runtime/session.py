@@ -336,7 +336,8 @@ class Session:
                           first_tool_choice=agent.first_tool_choice, trace=trace,
                           output=check)
         handle = Handle(env.ask_model, env.call_tools, env.remaining_budget, env.record_note,
-                        self.task, planned=env.call_planned, history=partial(history, state))
+                        self.task, planned=env.call_planned, history=partial(history, state),
+                        branch=(env.ask_branch, env.call_branch))
         answer = ""
         try:
             if resuming:

@@ -18,11 +18,20 @@ from typing import Any
 
 from tether.journal.chain import canonical_json
 from tether.policy.base import Decision, Effect
+from tether.runtime.branch_log import BranchLog
 from tether.runtime.budget import Tally
 from tether.runtime.provenance import Sighting, SightingLog
 from tether.runtime.result import Step, ToolResult
 from tether.runtime.stop import StopReason
-from tether.types import PLANNED_CALL_PREFIX, Event, Message, ModelResponse, ToolCall, Usage
+from tether.types import (
+    BRANCH_CALL_PREFIX,
+    PLANNED_CALL_PREFIX,
+    Event,
+    Message,
+    ModelResponse,
+    ToolCall,
+    Usage,
+)
 
 ERROR_STATUSES = frozenset({"error", "timeout", "rejected"})
 # a named tuple built in C: its generated __new__ is a Python call, on every tool result
@@ -46,11 +55,12 @@ class SessionState:
     store, never here. What is forgotten is in the journal, which a replay folds whole."""
 
     __slots__ = ("_done", "_outbox", "_recent", "_steps_closed", "answer", "approvals",
-                 "compacted_ids", "conversation", "counted", "decisions", "denial_streak",
-                 "error_streak", "granted", "in_flight", "notice", "output", "output_invalid",
-                 "paused", "planned", "ran", "results", "settled", "signatures", "started",
-                 "steps", "stop_detail", "stop_reason", "strategy_log", "tainted", "tally",
-                 "task", "turn", "turn_open", "turn_step", "turn_text", "unsent", "window")
+                 "branches", "compacted_ids", "conversation", "counted", "decisions",
+                 "denial_streak", "error_streak", "granted", "in_flight", "notice", "opening",
+                 "output", "output_invalid", "paused", "planned", "ran", "results", "settled",
+                 "signatures", "started", "steps", "stop_detail", "stop_reason", "strategy_log",
+                 "tainted", "tally", "task", "turn", "turn_open", "turn_step", "turn_text",
+                 "unsent", "window")
 
     def __init__(self, window: int | None = None) -> None:
         if window is not None and window < 1:
@@ -101,6 +111,10 @@ class SessionState:
         # resumes continues from (``Handle.history``)
         self.strategy_log: list[tuple[str, Any]] = []
         self.planned: dict[str, ToolResult] = {}
+        # what the session opened with (system prompt, thread, task): a branch's context starts
+        # there; and what explored branches asked and ran, apart from the conversation
+        self.opening: tuple[Message, ...] = ()
+        self.branches = BranchLog()
         # derived views, read several times per step: kept up to date by the handlers
         self._done: list[ToolResult] = []  # the open turn's results, in call order
         self._outbox: tuple[Message, ...] | None = None  # None: build it again when read
@@ -175,6 +189,7 @@ class SessionState:
             self.tainted = self.tainted or bool(turn.get("tainted"))
         self.unsent = [Message.system(data["system_prompt"]), *history,
                        Message.user(data["task"])]
+        self.opening = tuple(self.unsent)
         self._outbox = None
 
     def _on_request(self, data: Mapping[str, Any]) -> None:
@@ -187,9 +202,31 @@ class SessionState:
         self.in_flight = data
 
     def _on_response(self, data: Mapping[str, Any]) -> None:
+        r = self._charge(data)
+        self.conversation.append(Message.assistant(r.text, r.tool_calls))
+        t = self.tally
+        reported = not r.usage.estimated and r.usage.input_tokens > 0
+        self.counted = (r.usage.input_tokens, len(self.conversation) - 1) if reported else None
+        self._open_turn(r.tool_calls, r.text, t.steps)
+
+    def _on_branch_request(self, data: Mapping[str, Any]) -> None:
+        """A model call on an explored branch (``Handle.ask_branch``): in flight until answered,
+        so a crash or an interruption during it charges its reservation; never in the
+        conversation."""
+        self.in_flight = data
+        self.branches.on_request(data)
+
+    def _on_branch_response(self, data: Mapping[str, Any]) -> None:
+        """A branch call's answer: charged and counted as a step like any model turn; kept for
+        a resumed search, out of the conversation."""
+        self._charge(data)
+        self.branches.on_response(data)
+
+    def _charge(self, data: Mapping[str, Any]) -> ModelResponse:
+        """An answered model call (a turn's or a branch's): a step, its usage and cost, and
+        how far its input went past the estimate (later estimates are scaled by it)."""
         self.in_flight = None
         r: ModelResponse = data["response"]
-        self.conversation.append(Message.assistant(r.text, r.tool_calls))
         t = self.tally
         t.steps += 1
         t.usage = t.usage + r.usage
@@ -197,9 +234,7 @@ class SessionState:
         reserved = data["reserved_input"]
         if reserved and r.usage.input_tokens > reserved:
             t.input_scale *= r.usage.input_tokens / reserved
-        reported = not r.usage.estimated and r.usage.input_tokens > 0
-        self.counted = (r.usage.input_tokens, len(self.conversation) - 1) if reported else None
-        self._open_turn(r.tool_calls, r.text, t.steps)
+        return r
 
     def _open_turn(self, calls: tuple[ToolCall, ...], text: str, step: int) -> None:
         self._close_step()
@@ -299,6 +334,8 @@ class SessionState:
                                                        data["content"], data["status"])
         if data["call_id"].startswith(PLANNED_CALL_PREFIX):
             self.planned[data["call_id"]] = result
+        elif data["call_id"].startswith(BRANCH_CALL_PREFIX):
+            self.branches.on_result(result)
         if data["status"] in ("ok", "error", "timeout"):
             call_id = data["call_id"]
             sent = self.decisions[call_id].get("arguments") if call_id in self.started else None
@@ -373,6 +410,9 @@ _HANDLERS: dict[str, Callable[[SessionState, Mapping[str, Any]], None]] = {
     "client.call": SessionState._on_client_call,
     "strategy.calls": SessionState._on_planned,
     "strategy.note": SessionState._on_strategy_note,
+    "branch.request": SessionState._on_branch_request,
+    "branch.response": SessionState._on_branch_response,
+    "branch.simulated": lambda state, data: state.branches.on_simulated(data),
     "session.note": SessionState._on_note,
     "tool.decision": SessionState._on_decision,
     "approval.requested": SessionState._on_approval_requested,
@@ -397,8 +437,10 @@ def revive(type: str, data: Mapping[str, Any]) -> Mapping[str, Any]:
     """Stored plain-JSON event data → the live form the handlers take."""
     if type == "model.request":
         return {**data, "new": [Message.from_dict(m) for m in data["new"]]}
-    if type == "model.response":
+    if type in ("model.response", "branch.response"):
         return {**data, "response": ModelResponse.from_dict(data["response"])}
+    if type == "branch.request":
+        return {**data, "messages": [Message.from_dict(m) for m in data["messages"]]}
     if type == "context.compacted":
         return {**data, "replacement": [Message.from_dict(m) for m in data["replacement"]]}
     if type == "client.call":

@@ -229,7 +229,8 @@ class SpanDeriver:
         if data.get("final"):
             attributes[g.WRAP_UP] = True
         if self._content:
-            attributes[g.INPUT_MESSAGES] = json.dumps(_messages(data.get("new", ())))
+            attributes[g.INPUT_MESSAGES] = json.dumps(_messages(  # (a branch's: its messages)
+                data["new"] if "new" in data else data.get("messages", ())))
         self._chats[event.seq] = _Open(f"{g.CHAT} {self._model}",
                                        self._segment.model_call(event.seq),
                                        self._root.context, "CLIENT", _ns(event), attributes)
@@ -377,6 +378,8 @@ _HANDLERS: dict[str, Any] = {
     "session.paused": SpanDeriver._end,
     "model.request": SpanDeriver._request,
     "model.response": SpanDeriver._response,
+    "branch.request": SpanDeriver._request,  # a tree search's model call on a branch
+    "branch.response": SpanDeriver._response,
     "model.error": SpanDeriver._model_failed,
     "model.unmetered": SpanDeriver._model_failed,
     "model.overrun": SpanDeriver._overrun,

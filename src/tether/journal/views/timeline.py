@@ -21,6 +21,7 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+from tether.journal.views.branches import BRANCH_RENDER, tree_lines
 from tether.store.base import ERASED_TYPE
 from tether.types import Event
 
@@ -361,6 +362,8 @@ def _note(d: Mapping[str, Any]) -> list[str]:
 
 def _strategy_note(d: Mapping[str, Any]) -> list[str]:
     data = d.get("data") or {}
+    if d.get("kind") == "lats.tree" and isinstance(data.get("nodes"), list):  # LATS: drawn
+        return tree_lines(data)
     if d.get("kind") == "plan" and isinstance(data.get("actions"), list):  # LLM+P: in full
         check = data.get("validation") or {}
         steps = " ".join(f"({' '.join(map(str, a))})" for a in data["actions"])
@@ -421,4 +424,5 @@ _RENDER: dict[str, Renderer] = {
     "compaction.error": _summary_error,
     "context.compacted": _compacted,
     "tools.selected": _selected,
+    **BRANCH_RENDER,
 }

@@ -52,7 +52,7 @@ from tether.runtime.state import SessionState, call_signature
 from tether.runtime.stop import Stop, StopReason
 from tether.tools.base import Tool, ToolContext
 from tether.tracing import Segment
-from tether.types import ToolCall, detached
+from tether.types import BRANCH_CALL_PREFIX, ToolCall, detached
 
 if TYPE_CHECKING:  # the credentials package is loaded when a tool first needs a token
     from tether.credentials import CredentialBroker, ScopedToken
@@ -129,6 +129,21 @@ class ToolCalls:
         """The trace segment the next calls' spans belong to (a gateway's calls each join the
         trace their client named)."""
         self._trace = trace
+
+    def invalid(self, call: ToolCall) -> ToolResult | None:
+        """The gate's refusal of a call whose tool is unknown or whose arguments do not match its
+        schema (None: it is well formed) — checked, not decided, not run, not journaled."""
+        try:
+            self._executor.resolve(call)
+        except Rejected as rejected:
+            return rejected.result
+        return None
+
+    def side_effecting(self, name: str) -> bool:
+        """Whether the tool named ``name`` declares side effects (an unknown one does not: the
+        gate refuses it)."""
+        tool = self._executor.registry.get(name)
+        return tool is not None and tool.meta.side_effect
 
     async def run(self, calls: Sequence[ToolCall]) -> tuple[ToolResult, ...]:
         """Resolve ``calls`` (unresolved calls of the open turn), in order."""
@@ -214,6 +229,9 @@ class ToolCalls:
                                          "agent does not have"))
         if depth + 1 >= MAX_DEGRADE_DEPTH:
             raise Rejected(refusal(call, "policy degraded the call too many times"))
+        if call.id.startswith(BRANCH_CALL_PREFIX) and self.side_effecting(fallback):
+            raise Rejected(refusal(call, f"policy would run {fallback!r} instead, which has side "
+                                         "effects; an explored branch runs none"))
         prefix = (f"[tether: policy ran {fallback!r} instead of {call.name!r}: "
                   f"{decision.reason or 'degraded'}]\n")
         admitted = self._admit(ToolCall(call.id, fallback, arguments), turn, depth + 1, prefix)
