@@ -32,4 +32,4 @@ def test_the_readme_block_prints_what_its_comment_says(capsys: Any) -> None:
     (block,) = blocks("README.md", "Strategies that plan and reflect")
     exec(compile(block, "README.md", "exec", dont_inherit=True), {"__name__": "readme"})
     assert capsys.readouterr().out.splitlines() == [
-        "Done. {'a': 'table', 'c': 'a', 'b': 'c'}"]
+        "Done. {'a': 'table', 'c': 'a', 'b': 'c'}", "4 - 3 model calls"]
