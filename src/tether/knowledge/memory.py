@@ -23,6 +23,7 @@ from typing import Any, Literal
 
 from tether.journal.erasure import Erasure, erase_sessions
 from tether.knowledge.bm25 import bm25_rank
+from tether.knowledge.retrieval import check_request
 from tether.runtime.thread import Turn, latest_turns
 from tether.store.base import Store, ThreadEntry, open_store
 from tether.tools.base import Tool, ToolContext
@@ -85,10 +86,7 @@ class ConversationStore:
         among the threads of ``user_id`` (``scope="user"``) or of every user of the tenant
         (``scope="tenant"``); never another tenant's. Turns that share no word with the query
         are not returned."""
-        if not isinstance(query, str) or not query.strip():
-            raise ValueError("query must be a non-empty string")
-        if k < 1:
-            raise ValueError(f"k must be at least 1; got {k}")
+        check_request(query, k)
         if scope not in ("user", "tenant"):
             raise ValueError(f"scope must be 'user' or 'tenant'; got {scope!r}")
         threads: dict[tuple[str | None, str], list[ThreadEntry]] = {}
@@ -111,9 +109,11 @@ class ConversationStore:
         with nothing erased, when one of those sessions is running."""
         if not isinstance(user_id, str) or not user_id:
             raise ValueError("forget needs the user's id (user_id='...')")
-        sessions = [e.session_id for e in self.store.thread_entries(tenant_id, user_id)]
+        sessions = list(dict.fromkeys(e.session_id
+                                      for e in self.store.thread_entries(tenant_id, user_id)))
+        on_threads = set(sessions)
         for info in self.store.sessions():
-            if info.tenant_id == tenant_id and info.session_id not in sessions:
+            if info.tenant_id == tenant_id and info.session_id not in on_threads:
                 first = self.store.read(info.session_id)[:1]
                 if first and first[0].type == "session.start" and (
                         first[0].data.get("subject") or {}).get("user_id") == user_id:

@@ -88,20 +88,13 @@ class _Record:
         self.divergences.append(Divergence(self.asked, what, recorded, rerun))
 
 
-class _RecordedModel:
-    """The recorded responses, in order; it counts tokens as the recipe's model does, so the
-    rerun reserves what the record reserved."""
+class _Replayed:
+    """A model a rerun answers from the record: named, priced and counting tokens as the
+    recipe's own, so the rerun reserves what the record reserved."""
 
-    def __init__(self, record: _Record, model: Model, price: Price | None,
-                 selects: bool = False) -> None:
+    def __init__(self, record: _Record, model: Model, price: Price | None) -> None:
         self._record, self._name, self._price = record, model.name, price
-        self._selects = selects or record.selected
         self.estimate_message_tokens = model.estimate_message_tokens
-        self._model = model
-
-    def native_output(self, tools: bool) -> bool:
-        """As the recorded model: whether the output schema went out natively or as words."""
-        return native_output(self._model, tools)
 
     @property
     def name(self) -> str:
@@ -110,6 +103,20 @@ class _RecordedModel:
     @property
     def price(self) -> Price | None:
         return self._price
+
+
+class _RecordedModel(_Replayed):
+    """The recorded responses, in order."""
+
+    def __init__(self, record: _Record, model: Model, price: Price | None,
+                 selects: bool = False) -> None:
+        super().__init__(record, model, price)
+        self._selects = selects or record.selected
+        self._model = model
+
+    def native_output(self, tools: bool) -> bool:
+        """As the recorded model: whether the output schema went out natively or as words."""
+        return native_output(self._model, tools)
 
     async def complete(self, request: ModelRequest) -> ModelResponse:
         record = self._record
@@ -133,21 +140,9 @@ class _RecordedModel:
         return outcome
 
 
-class _RecordedSummaries:
+class _RecordedSummaries(_Replayed):
     """The recorded summary calls' outcomes, in order, for a rerun's compactions: the summary
     the record got is the one the rerun gets (no summariser is called again)."""
-
-    def __init__(self, record: _Record, model: Model, price: Price | None) -> None:
-        self._record, self._name, self._price = record, model.name, price
-        self.estimate_message_tokens = model.estimate_message_tokens
-
-    @property
-    def name(self) -> str:
-        return self._name
-
-    @property
-    def price(self) -> Price | None:
-        return self._price
 
     async def complete(self, request: ModelRequest) -> ModelResponse:
         record = self._record
