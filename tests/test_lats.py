@@ -126,12 +126,14 @@ def test_a_side_effect_never_runs_on_an_abandoned_branch() -> None:
 
 @settings(max_examples=20, deadline=None)
 @given(steps=st.integers(min_value=1, max_value=14), n=st.integers(1, 3),
-       tokens=st.none() | st.integers(min_value=200, max_value=4_000))
+       tokens=st.none() | st.integers(min_value=200, max_value=4_000),
+       rollout=st.integers(0, 3))
 def test_the_step_and_token_budgets_hold_across_every_branch(steps: int, n: int,
-                                                             tokens: int | None) -> None:
+                                                             tokens: int | None,
+                                                             rollout: int) -> None:
     ran: list[str] = []
     agent = Agent(model=ScriptedModel(model), tools=drawers(ran),
-                  reasoning=LATS(value=GraderValue(RIGHT), n=n))
+                  reasoning=LATS(value=GraderValue(RIGHT), n=n, rollout_depth=rollout))
     result = agent.run(TASK, budget=Budget(max_steps=steps, max_tokens=tokens))
     assert result.spend.steps <= steps
     assert tokens is None or result.spend.tokens <= tokens
@@ -163,6 +165,44 @@ def test_out_of_budget_the_search_stops_cleanly_with_the_best_trajectory() -> No
     assert tree["solved"] is False and tree["stopped"].startswith("the budget")
     assert result.answer == "The key is in drawer 1."  # the best answer found, as it stands
     assert not any(r.startswith("send") for r in ran)
+
+
+def counter(request: ModelRequest) -> Any:
+    """A stand-in that needs three ticks before it can answer."""
+    ticks = sum(m.role == "tool" for m in request.messages)
+    if "final answer" in request.messages[-1].content or ticks >= 3:
+        return "Three ticks."
+    return call("tick")
+
+
+@pytest.mark.parametrize("rollout_depth", [0, 3])
+def test_a_rollout_reaches_the_answer_that_valuing_in_place_does_not(rollout_depth: int) -> None:
+    ticked: list[int] = []
+
+    @tool
+    def tick() -> str:
+        """Tick once (changes nothing)."""
+        ticked.append(1)
+        return f"tick {len(ticked)}"
+
+    agent = Agent(model=ScriptedModel(counter), tools=[tick], reasoning=LATS(
+        value=GraderValue(contains("Three")), n=1, max_iterations=1,
+        rollout_depth=rollout_depth))
+    session = agent.session("Tick three times, then say so.")
+    result = session.run()
+    (tree,) = notes(session.replay(), "lats.tree")
+    depth = {n["id"]: n for n in tree["nodes"]}
+    if rollout_depth:  # one iteration: expand the root, then simulate down to the answer
+        assert tree["solved"] is True and result.answer == "Three ticks."
+        assert len(tree["nodes"]) == 5 and depth[tree["chosen"]]["terminal"]
+    else:  # one iteration values the first tick where it stands: no answer yet
+        assert tree["solved"] is False and len(tree["nodes"]) == 2
+
+
+def test_rollout_depth_must_be_a_whole_number() -> None:
+    for bad in (-1, 1.5, True):
+        with pytest.raises(ValueError, match="rollout_depth"):
+            LATS(rollout_depth=bad)  # type: ignore[arg-type]
 
 
 def test_self_evaluation_values_nodes_with_capped_tool_less_branch_calls() -> None:

@@ -19,8 +19,12 @@ the end: each node's parent, action, value and visits; ``tether audit show`` dra
 is deterministic given the model's answers, so a resumed run re-walks it from the journal (no call
 asked or run again, no note written twice) and a rerun reproduces it.
 
-Not in this version: Zhou et al.'s rollout from each new node to a terminal state (a node is valued
-where it stands), and a snapshot/restore an environment could declare to explore side effects.
+With ``rollout_depth`` > 0 the search also *simulates*, as Zhou et al. do: from the best new child
+it keeps expanding the best-valued child, up to that many steps or an answer, so an iteration can
+reach an answer the tree's value alone would have taken many iterations to find (every node on the
+way is in the tree, valued and journaled like any other). At 0 a new node is valued where it
+stands. Not in this version: a snapshot/restore an environment could declare to explore side
+effects (they are simulated).
 """
 
 from __future__ import annotations
@@ -104,12 +108,16 @@ class LATS:
     # a terminal node valued at least this ends the search; only such a path's side effects run
     solved_at: float = 0.9
     reflection_tokens: int = 192
+    # steps a rollout goes past a newly expanded node toward an answer (0: none)
+    rollout_depth: int = 0
 
     def __post_init__(self) -> None:
         for name in ("n", "max_iterations", "max_depth", "reflection_tokens"):
             value = getattr(self, name)
             if type(value) is not int or value < 1:
                 raise ValueError(f"{name} must be a whole number >= 1")
+        if type(self.rollout_depth) is not int or self.rollout_depth < 0:
+            raise ValueError("rollout_depth must be a whole number >= 0")
         if not 0 < self.solved_at <= 1 or self.exploration < 0:
             raise ValueError("solved_at must be in (0, 1] and exploration >= 0")
 
@@ -152,7 +160,7 @@ class _Search:
                     node.expanded = True
                     self._backpropagate(node, node.value)
                     continue
-                solved = await self._expand(node)
+                solved = await self._expand(node) or await self._rollout(node)
                 if solved is not None:
                     break
             else:
@@ -220,6 +228,20 @@ class _Search:
                 self._check_room(f"{child.id}.r")
                 await self._reflect(child)
         return solved
+
+    async def _rollout(self, node: _Node) -> _Node | None:
+        """Simulation: from ``node``'s best child, expand the best-valued open child again and
+        again, up to ``rollout_depth`` steps or an answer; a solved terminal node, if reached."""
+        for _ in range(self.lats.rollout_depth):
+            open_children = [c for c in node.children
+                             if c.answer is None and c.depth < self.lats.max_depth]
+            if not open_children:
+                return None
+            node = max(open_children, key=lambda c: (c.value, -int(c.id[1:])))
+            solved = await self._expand(node)
+            if solved is not None:
+                return solved
+        return None
 
     async def _child(self, node: _Node, answer: ModelResponse, action: str, key: str) -> _Node:
         child_id = f"n{len(self.nodes)}"
