@@ -300,3 +300,49 @@ def test_a_malformed_side_effecting_call_on_a_branch_gets_the_gate_s_refusal() -
     assert ran == [] and result.status == "rejected"  # never "assume it succeeds"
     (simulated,) = [e.data for e in session.replay() if e.type == "branch.simulated"]
     assert simulated["invalid"] == result.content
+
+
+class Siblings:
+    """Explores ``count`` sibling branches, each proposing the same look; then the session's
+    own model takes its turns."""
+
+    def __init__(self, count: int) -> None:
+        self.count = count
+
+    async def run(self, handle: Handle) -> str:
+        for i in range(1, self.count + 1):
+            answer = await handle.ask_branch([Message.user("explore")], key=f"n0.s{i}")
+            await handle.call_branch(answer.tool_calls)
+        turn = await handle.ask_model()
+        while turn.tool_calls:
+            await handle.call_tools(turn.tool_calls)
+            turn = await handle.ask_model()
+        return turn.text
+
+
+def test_identical_calls_on_sibling_branches_are_exploration_not_a_loop() -> None:
+    ran: list[str] = []
+    looks = iter([call("look", room="hall"), call("look", room="hall"), "done"])
+
+    def reply(request: Any) -> Any:
+        return call("look", room="hall") if request.messages[-1].content == "explore" \
+            else next(looks)
+
+    agent = Agent(model=ScriptedModel(reply), tools=tools(ran), reasoning=Siblings(5))
+    result = agent.run("find the key")
+    # five branches looked into the hall, and the session's own two looks were not counted as
+    # the sixth and seventh repeat: each branch is its own trajectory
+    assert result.stop_reason is StopReason.FINISHED, result.notice
+    assert result.answer == "done" and ran.count("look hall") == 7
+
+
+def test_the_session_s_own_loop_is_still_stopped_after_branch_calls() -> None:
+    ran: list[str] = []
+
+    def reply(request: Any) -> Any:
+        return call("look", room="hall")
+
+    agent = Agent(model=ScriptedModel(reply), tools=tools(ran), reasoning=Siblings(2))
+    result = agent.run("find the key")
+    assert result.stop_reason is StopReason.LOOP_DETECTED
+    assert ran.count("look hall") == 2 + 2  # two branch looks, then the session's third stops

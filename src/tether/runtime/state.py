@@ -285,6 +285,11 @@ class SessionState:
         self._outbox = None
 
     def _on_decision(self, data: Mapping[str, Any]) -> None:
+        if data["charged"]:
+            self.tally.tool_calls += 1
+        self.decisions[data["call_id"]] = data
+        if data["call_id"].startswith(BRANCH_CALL_PREFIX):
+            return  # an explored branch is its own trajectory: not a repeat of the session's
         sig = data["signature"]
         signatures = self.signatures
         signatures[sig] = signatures.get(sig, 0) + 1
@@ -297,9 +302,6 @@ class SessionState:
                     del signatures[old]
                 else:
                     signatures[old] -= 1
-        if data["charged"]:
-            self.tally.tool_calls += 1
-        self.decisions[data["call_id"]] = data
 
     def _on_approval_requested(self, data: Mapping[str, Any]) -> None:
         self.approvals[data["call_id"]] = data["approval_id"]

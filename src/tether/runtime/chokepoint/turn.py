@@ -208,7 +208,10 @@ class ToolCalls:
         """Gates in order: resolve and validate, loop, budget, policy."""
         tool, arguments = self._executor.resolve(call)
         signature = call_signature(call.name, arguments)
-        seen = self._state.signatures.get(signature, 0)
+        # a search's repeats across its branches are exploration, bounded by its own depth and
+        # the budget; the loop check counts the session's own trajectory
+        seen = 0 if call.id.startswith(BRANCH_CALL_PREFIX) else self._state.signatures.get(
+            signature, 0)
         if seen + 1 >= self._limits.loop_stop_at:
             raise Stop(StopReason.LOOP_DETECTED,
                        f"the identical call {call.name!r} was repeated {seen + 1} times")
