@@ -3,9 +3,10 @@
 Decision: nothing about a session changes except by appending an event; the live session applies
 each event to this projection as it is appended, and ``fold(events)`` rebuilds the same state from
 stored events. Handlers take the live form of event data (frozen records); ``fold`` first revives
-stored plain-JSON data into that form, so both paths run the same handlers and a resumed or
-audited session sees exactly what the live one saw: the conversation, what is still to be sent,
-spend, call signatures, the open turn's decisions, results and approvals, and the outcome.
+stored plain-JSON data into that form (``tether.runtime.revive``), so both paths run the same
+handlers and a resumed or audited session sees exactly what the live one saw: the conversation,
+what is still to be sent, spend, call signatures, the open turn's decisions, results and
+approvals, and the outcome.
 """
 
 from __future__ import annotations
@@ -17,11 +18,11 @@ from decimal import Decimal
 from typing import Any
 
 from tether.journal.chain import canonical_json
-from tether.policy.base import Decision, Effect
 from tether.runtime.branch_log import BranchLog
 from tether.runtime.budget import Tally
 from tether.runtime.provenance import Sighting, SightingLog
 from tether.runtime.result import Step, ToolResult
+from tether.runtime.revive import revive
 from tether.runtime.stop import StopReason
 from tether.types import (
     BRANCH_CALL_PREFIX,
@@ -431,32 +432,6 @@ _HANDLERS: dict[str, Callable[[SessionState, Mapping[str, Any]], None]] = {
     "session.resumed": SessionState._on_resumed,
     "session.end": SessionState._on_end,
 }
-
-
-def revive(type: str, data: Mapping[str, Any]) -> Mapping[str, Any]:
-    """Stored plain-JSON event data → the live form the handlers take."""
-    if type == "model.request":
-        return {**data, "new": [Message.from_dict(m) for m in data["new"]]}
-    if type in ("model.response", "branch.response"):
-        return {**data, "response": ModelResponse.from_dict(data["response"])}
-    if type == "branch.request":
-        return {**data, "messages": [Message.from_dict(m) for m in data["messages"]]}
-    if type == "context.compacted":
-        return {**data, "replacement": [Message.from_dict(m) for m in data["replacement"]]}
-    if type == "client.call":
-        c = data["call"]
-        return {**data, "call": ToolCall(c["id"], c["name"], c["arguments"])}
-    if type == "strategy.calls":
-        return {**data, "flushed": [Message.from_dict(m) for m in data["flushed"]],
-                "calls": tuple(ToolCall(c["id"], c["name"], c["arguments"])
-                               for c in data["calls"])}
-    if type == "tool.decision":
-        d = data["decision"]
-        decision = Decision(Effect(d["effect"]), d["reason"], d["policy_id"],
-                            tuple(d.get("fields", ())), tuple(d.get("mask_in", ())),
-                            d.get("fallback"))
-        return {**data, "decision": decision}
-    return data
 
 
 def fold(events: Iterable[Event]) -> SessionState:
