@@ -6,7 +6,8 @@ stored events. Handlers take the live form of event data (frozen records); ``fol
 stored plain-JSON data into that form (``tether.runtime.revive``), so both paths run the same
 handlers and a resumed or audited session sees exactly what the live one saw: the conversation,
 what is still to be sent, spend, call signatures, the open turn's decisions, results and
-approvals, and the outcome.
+approvals, and the outcome. The events that charge the session (model calls answered, failed,
+lost; summaries; sub-agents) have their handlers in ``tether.runtime.charges``.
 """
 
 from __future__ import annotations
@@ -14,10 +15,10 @@ from __future__ import annotations
 import hashlib
 from collections import deque
 from collections.abc import Callable, Iterable, Mapping
-from decimal import Decimal
 from typing import Any
 
 from tether.journal.chain import canonical_json
+from tether.runtime import charges
 from tether.runtime.branch_log import BranchLog
 from tether.runtime.budget import Tally
 from tether.runtime.provenance import Sighting, SightingLog
@@ -29,9 +30,7 @@ from tether.types import (
     PLANNED_CALL_PREFIX,
     Event,
     Message,
-    ModelResponse,
     ToolCall,
-    Usage,
 )
 
 ERROR_STATUSES = frozenset({"error", "timeout", "rejected"})
@@ -203,7 +202,7 @@ class SessionState:
         self.in_flight = data
 
     def _on_response(self, data: Mapping[str, Any]) -> None:
-        r = self._charge(data)
+        r = charges.answered(self, data)
         self.conversation.append(Message.assistant(r.text, r.tool_calls))
         t = self.tally
         reported = not r.usage.estimated and r.usage.input_tokens > 0
@@ -220,22 +219,8 @@ class SessionState:
     def _on_branch_response(self, data: Mapping[str, Any]) -> None:
         """A branch call's answer: charged and counted as a step like any model turn; kept for
         a resumed search, out of the conversation."""
-        self._charge(data)
+        charges.answered(self, data)
         self.branches.on_response(data)
-
-    def _charge(self, data: Mapping[str, Any]) -> ModelResponse:
-        """An answered model call (a turn's or a branch's): a step, its usage and cost, and
-        how far its input went past the estimate (later estimates are scaled by it)."""
-        self.in_flight = None
-        r: ModelResponse = data["response"]
-        t = self.tally
-        t.steps += 1
-        t.usage = t.usage + r.usage
-        t.cost += Decimal(data["cost_usd"])
-        reserved = data["reserved_input"]
-        if reserved and r.usage.input_tokens > reserved:
-            t.input_scale *= r.usage.input_tokens / reserved
-        return r
 
     def _open_turn(self, calls: tuple[ToolCall, ...], text: str, step: int) -> None:
         self._close_step()
@@ -267,20 +252,6 @@ class SessionState:
     def _on_strategy_note(self, data: Mapping[str, Any]) -> None:
         self.strategy_log.append(("note", (data["kind"], data["data"])))
 
-    def _on_model_error(self, data: Mapping[str, Any]) -> None:
-        self.in_flight = None
-        self.tally.steps += 1
-
-    def _on_lost(self, data: Mapping[str, Any]) -> None:
-        """A model call whose real usage is unknown — its answer died with its process, it was
-        cancelled by the time budget, or its reported usage was unusable: charged at its
-        reservation, since the provider may well have billed it."""
-        self.in_flight = None
-        t = self.tally
-        t.steps += 1
-        t.usage = t.usage + Usage(data["input_tokens"], data["output_tokens"], 0)
-        t.cost += Decimal(data["cost_usd"])
-
     def _on_note(self, data: Mapping[str, Any]) -> None:
         self.unsent.append(Message.user(data["text"]))
         self._outbox = None
@@ -310,15 +281,6 @@ class SessionState:
         if data["charged"]:
             self.tally.tool_calls += 1
 
-    def _on_charge(self, data: Mapping[str, Any]) -> None:
-        """A sub-agent's spend becomes this session's."""
-        t = self.tally
-        t.usage = t.usage + Usage(data["input_tokens"], data["output_tokens"],
-                                  data["cached_input_tokens"])
-        t.cost += Decimal(data["cost_usd"])
-        t.steps += data["steps"]
-        t.tool_calls += data["tool_calls"]
-
     def _on_started(self, data: Mapping[str, Any]) -> None:
         self.started.add(data["call_id"])
         # an operator's retry is used up by the run it allows: interrupted again, it waits again
@@ -344,19 +306,6 @@ class SessionState:
                                                  tuple(data.get("trusted_fields", ())), sent)))
         self._done = [results[c.id] for c in self.turn if c.id in results]
         self._outbox = None
-
-    def _on_summary_request(self, data: Mapping[str, Any]) -> None:
-        """A compaction's summary call (tether.runtime.compactor): in flight until answered,
-        so a crash or an interruption during it charges its reservation like any lost call."""
-        self.in_flight = data
-
-    def _on_summary_charge(self, data: Mapping[str, Any]) -> None:
-        """A summary call's outcome, charged (tokens and cost; it is not a step)."""
-        self.in_flight = None
-        t = self.tally
-        t.usage = t.usage + Usage(data["input_tokens"], data["output_tokens"],
-                                  data["cached_input_tokens"], data.get("cache_write_tokens", 0))
-        t.cost += Decimal(data["cost_usd"])
 
     def _on_compacted(self, data: Mapping[str, Any]) -> None:
         """Turns replaced by a summary or a note: what every later request is sent."""
@@ -405,9 +354,9 @@ _HANDLERS: dict[str, Callable[[SessionState, Mapping[str, Any]], None]] = {
     "session.start": SessionState._on_start,
     "model.request": SessionState._on_request,
     "model.response": SessionState._on_response,
-    "model.error": SessionState._on_model_error,
-    "model.lost": SessionState._on_lost,
-    "model.unmetered": SessionState._on_lost,
+    "model.error": charges.failed,
+    "model.lost": charges.lost,
+    "model.unmetered": charges.lost,
     "client.call": SessionState._on_client_call,
     "strategy.calls": SessionState._on_planned,
     "strategy.note": SessionState._on_strategy_note,
@@ -419,12 +368,12 @@ _HANDLERS: dict[str, Callable[[SessionState, Mapping[str, Any]], None]] = {
     "approval.requested": SessionState._on_approval_requested,
     "approval.granted": SessionState._on_approval_granted,
     "tool.started": SessionState._on_started,
-    "subagent.charge": SessionState._on_charge,
+    "subagent.charge": charges.subagent,
     "effect.settled": SessionState._on_settled,
     "tool.result": SessionState._on_result,
-    "compaction.request": SessionState._on_summary_request,
-    "compaction.response": SessionState._on_summary_charge,
-    "compaction.error": SessionState._on_summary_charge,
+    "compaction.request": charges.summary_asked,
+    "compaction.response": charges.summary_charged,
+    "compaction.error": charges.summary_charged,
     "context.compacted": SessionState._on_compacted,
     "output.valid": SessionState._on_output_valid,
     "output.invalid": SessionState._on_output_invalid,
