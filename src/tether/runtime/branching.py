@@ -28,6 +28,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from tether.journal.chain import JournalValueError
+from tether.runtime.answer_calls import usable, without_cut_call
 from tether.runtime.branch_log import digest
 from tether.runtime.budget import Reservation
 from tether.runtime.result import ToolResult
@@ -116,14 +117,10 @@ def _recorded(env: Environment, response: ModelResponse, reservation: Reservatio
     does a turn's (unusable usage is charged at the reservation, an overrun stops the run) —
     out of the conversation."""
     usage = response.usage
-    if not all(type(n) is int and n >= 0 for n in (
-            usage.input_tokens, usage.output_tokens, usage.cached_input_tokens,
-            usage.cache_write_tokens)):
+    if not usable(usage):
         error = "the model reported unusable usage on a branch call: charged at the reservation"
         env._unmetered(step, reservation, error)
         raise Stop(StopReason.MODEL_ERROR, error)
-    from tether.runtime.environment import without_cut_call
-
     text = env._journal.hide_secrets(response.text)
     response = branch_ids(without_cut_call(ModelResponse(
         text, response.tool_calls, usage, response.model, response.finish_reason)), key)

@@ -7,14 +7,17 @@ record the request, call within the deadline, check the reported usage against t
 (an overrun stops the run), record the response and its charge. What the next request adds
 comes from the journaled state, so an Environment rebuilt on resume picks up exactly where the
 last one stopped. The Environment remembers the Stop it raised and raises it again on every
-later call, so no strategy can go on, or end the run another way, after a stop.
+later call (``StopLatch``), so no strategy can go on, or end the run another way, after a stop.
+A strategy's doors beyond the model turn and the tool calls — planned calls, branches, notes —
+are ``tether.runtime.strategy_doors``; what of an answer may be charged and run (its usage, a
+call cut short, unique ids) is ``tether.runtime.answer_calls``.
 """
 
 from __future__ import annotations
 
 import asyncio
 import operator
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from decimal import Decimal
 from typing import Any
 
@@ -26,19 +29,17 @@ from tether.models.base import (
     min_answer_seconds,
     output_ceiling,
 )
+from tether.runtime.answer_calls import unique_ids, usable, without_cut_call
 from tether.runtime.budget import Accountant, Reservation
 from tether.runtime.chokepoint.effects import skipped
 from tether.runtime.chokepoint.turn import ToolCalls
 from tether.runtime.eager import start
 from tether.runtime.output import OutputCheck
-from tether.runtime.planned import planned_turn
 from tether.runtime.result import ToolResult
 from tether.runtime.state import SessionState
-from tether.runtime.stop import Stop, StopReason
+from tether.runtime.stop import Stop, StopLatch, StopReason
 from tether.tracing import Segment
 from tether.types import (
-    BRANCH_CALL_PREFIX,
-    PLANNED_CALL_PREFIX,
     TOOL_CHOICES,
     Message,
     ModelRequest,
@@ -50,7 +51,6 @@ from tether.types import (
     detached,
 )
 
-_STRATEGY_PREFIXES = (PLANNED_CALL_PREFIX, BRANCH_CALL_PREFIX)
 # the model.unmetered error of a call the time budget cancelled (rerun replays it as such)
 CANCELLED_BY_TIME = "the time budget ran out during the call; it was cancelled"
 
@@ -102,15 +102,10 @@ class Environment:
                         cap: int | None = None) -> ModelResponse:
         """Make one governed model call; raise Stop if the budget does not allow it.
         ``tool_choice`` and ``cap`` (a lower output cap for this call): see ``Handle``."""
-        if self.stopped is not None:
-            raise self.stopped
-        if tool_choice is not None or cap is not None:
-            self._check_turn(tool_choice, cap)
-        try:
+        with StopLatch(self):
+            if tool_choice is not None or cap is not None:
+                self._check_turn(tool_choice, cap)
             return await self._ask(False, note, tool_choice, cap)
-        except Stop as stop:
-            self.stopped = stop
-            raise
 
     def _check_turn(self, tool_choice: str | None, cap: int | None) -> None:
         if tool_choice is not None and tool_choice not in TOOL_CHOICES \
@@ -126,25 +121,13 @@ class Environment:
         for call in self._state.unresolved():
             self._tools.record(skipped(call, why))
 
-    def record_note(self, kind: str, data: Mapping[str, Any]) -> None:
-        """Journal a strategy's note (``Handle.record``); refused after a stop."""
-        if self.stopped is not None:
-            raise self.stopped
-        if not isinstance(kind, str) or not kind:
-            raise ValueError("a strategy note needs a kind, e.g. record('route', {...})")
-        try:
-            self._journal.append("strategy.note", {"kind": kind, "data": dict(data)})
-        except JournalValueError as exc:
-            raise ValueError(f"the strategy note cannot be journaled: {exc}") from None
-
     async def wrap_up(self, note: str) -> ModelResponse:
         """The model's last turn, without tools, after the run was stopped (the session's)."""
         return await self._ask(True, note)
 
     async def _ask(self, final: bool, note: str | None, tool_choice: str | None = None,
                    cap: int | None = None) -> ModelResponse:
-        for call in self._state.unresolved():  # a strategy that skipped calls still owes results
-            self._tools.record(skipped(call, "the strategy did not run this call"))
+        self.skip_unresolved("the strategy did not run this call")  # (it still owes results)
         extra = []
         if note:
             extra.append(Message.user(note))
@@ -246,8 +229,7 @@ class Environment:
         usage went past what was reserved is charged, journaled as an overrun, and stops the
         run at once with that limit's reason."""
         usage = response.usage
-        if not _whole(usage.input_tokens, usage.output_tokens, usage.cached_input_tokens,
-                      usage.cache_write_tokens):
+        if not usable(usage):
             error = (f"the model reported unusable usage ({usage.input_tokens!r} input, "
                      f"{usage.output_tokens!r} output, {usage.cached_input_tokens!r} cached "
                      "tokens): charged at the reservation")
@@ -261,7 +243,7 @@ class Environment:
             response = ModelResponse(text, response.tool_calls, usage, response.model,
                                      response.finish_reason)
         if response.tool_calls:
-            response = self._with_unique_ids(without_cut_call(response), step)
+            response = unique_ids(without_cut_call(response), step, self._seen_ids)
         cost = self._accountant.cost_of(usage)
         try:
             self._journal.append("model.response", {
@@ -301,27 +283,6 @@ class Environment:
             "step": step, "error": error, "input_tokens": reservation.input_tokens,
             "output_tokens": reservation.max_output_tokens or 0,
             "cost_usd": reservation.cost_usd})
-
-    def _with_unique_ids(self, response: ModelResponse, step: int) -> ModelResponse:
-        """Every call of a session gets its own id: an empty or repeated id (some providers and
-        stream assemblers produce them) would let one call pass for another at the gate."""
-        seen = self._seen_ids
-        calls = response.tool_calls
-        ids = [c.id for c in calls]
-        # (an id of a strategy's planned or branch calls is never the model's: it could pass
-        # for one)
-        if all(ids) and seen.isdisjoint(ids) and len(set(ids)) == len(ids) and not any(
-                i.startswith(_STRATEGY_PREFIXES) for i in ids):
-            seen.update(ids)
-            return response
-        fixed = []
-        for i, c in enumerate(calls):
-            new_id = c.id if c.id and c.id not in seen and not c.id.startswith(
-                _STRATEGY_PREFIXES) else f"tether_{step}_{i + 1}"
-            seen.add(new_id)
-            fixed.append(ToolCall(new_id, c.name, c.arguments))
-        return ModelResponse(response.text, tuple(fixed), response.usage, response.model,
-                             response.finish_reason)
 
     async def _streamed(self, request: ModelRequest,
                         on_delta: Callable[[str], None]) -> ModelResponse:
@@ -382,13 +343,8 @@ class Environment:
 
     async def call_tools(self, calls: Sequence[ToolCall]) -> tuple[ToolResult, ...]:
         """Run tool calls the model asked for in its last turn; one result per call, in order."""
-        if self.stopped is not None:
-            raise self.stopped
-        try:
+        with StopLatch(self):
             return await self._call_tools(calls)
-        except Stop as stop:
-            self.stopped = stop
-            raise
 
     async def _call_tools(self, calls: Sequence[ToolCall]) -> tuple[ToolResult, ...]:
         unresolved = self._state.unresolved()
@@ -412,89 +368,10 @@ class Environment:
                 "turn.tool_calls from ask_model, unchanged)")
         return [open_calls[c.id] for c in calls]
 
-    # -- a strategy's planned calls (Handle.call_planned) --------------------------------------
-
-    async def call_planned(self, calls: Sequence[tuple[str, Mapping[str, Any]]],
-                           reason: str) -> tuple[ToolResult, ...]:
-        """Journal calls the strategy derived from its own validated plan as its turn, then run
-        them through the same gate as a model's (see ``Handle.call_planned``)."""
-        if self.stopped is not None:
-            raise self.stopped
-        turn = planned_turn(calls, reason, self._state)
-        self.skip_unresolved("the strategy ran planned calls instead")
-        flushed = self._state.outbox()
-        try:
-            self._journal.append("strategy.calls", {"reason": reason, "flushed": flushed,
-                                                    "calls": turn})
-        except JournalValueError as exc:
-            raise ValueError(f"the planned calls cannot be journaled: {exc}") from None
-        estimate = self._model.estimate_message_tokens
-        self._sent_estimate += sum(map(estimate, flushed)) + estimate(
-            self._state.conversation[-1])
-        self._answered = (-1, 0)  # the conversation grew past the last answer
-        self._seen_ids.update(c.id for c in turn)
-        try:
-            return await self._tools.run(turn)
-        except Stop as stop:
-            self.stopped = stop
-            raise
-
-    # -- explored branches (Handle.ask_branch, Handle.call_branch) ------------------------------
-
-    async def ask_branch(self, key: str, messages: Sequence[Message], *,
-                         tool_choice: str | None = None, cap: int | None = None,
-                         tools: bool = True) -> ModelResponse:
-        """One model call on a branch's own context (``tether.runtime.branching``)."""
-        from tether.runtime.branching import ask_branch
-
-        if self.stopped is not None:
-            raise self.stopped
-        if tool_choice is not None or cap is not None:
-            self._check_turn(tool_choice, cap)
-        try:
-            return await ask_branch(self, key, messages, tool_choice, cap, tools)
-        except Stop as stop:
-            self.stopped = stop
-            raise
-
-    async def call_branch(self, calls: Sequence[ToolCall]) -> tuple[ToolResult, ...]:
-        """A branch's calls: side-effect-free ones through the gate, the others simulated."""
-        from tether.runtime.branching import call_branch
-
-        if self.stopped is not None:
-            raise self.stopped
-        try:
-            return await call_branch(self, calls)
-        except Stop as stop:
-            self.stopped = stop
-            raise
-
     async def resolve_open_turn(self) -> None:
         """On resume: finish the calls of the open turn (approved, refused or still waiting)."""
         unresolved = self._state.unresolved()
         if unresolved:
-            try:
+            with StopLatch(self):
                 await self._tools.run(unresolved)
-            except Stop as stop:
-                self.stopped = stop
-                raise
 
-
-def _whole(*counts: object) -> bool:
-    """Whether every count is a whole, non-negative number (a bool is not a count)."""
-    return all(type(n) is int and n >= 0 for n in counts)
-
-
-CUT_OFF = "<cut off at the output limit before the arguments were complete>"
-
-
-def without_cut_call(response: ModelResponse) -> ModelResponse:
-    """When output stopped at its length limit, the last tool call may be cut short — even
-    parse as ``{}`` if it was cut before its arguments began. It must never run with guessed
-    arguments: it goes to the malformed-arguments gate instead, which tells the model so."""
-    if response.finish_reason != "length" or not response.tool_calls:
-        return response
-    *whole, last = response.tool_calls
-    cut = ToolCall(last.id, last.name, CUT_OFF)
-    return ModelResponse(response.text, (*whole, cut), response.usage, response.model,
-                         response.finish_reason)

@@ -25,7 +25,7 @@ from tether.models.base import CallCancelled, Model, ModelError, native_output
 from tether.models.pricing import Price
 from tether.runtime.chokepoint.approvals import StoredApprovals
 from tether.runtime.environment import CANCELLED_BY_TIME
-from tether.runtime.state import revive
+from tether.runtime.revive import revive
 from tether.store.memory import MemoryStore
 from tether.tools.base import Tool, ToolArgumentError, ToolContext, ToolFailure, ToolMeta
 from tether.types import Event, ModelRequest, ModelResponse, ToolSpec, Usage

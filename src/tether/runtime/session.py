@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any, NoReturn
 from tether.journal.chain import EventBus, Journal, verify_chain
 from tether.models.base import native_output
 from tether.policy.base import Subject
+from tether.runtime import strategy_doors
 from tether.runtime.agent import run_sync
 from tether.runtime.budget import Accountant, Budget, Spend
 from tether.runtime.chokepoint.approvals import ApprovalRequest
@@ -29,12 +30,10 @@ from tether.runtime.chokepoint.executor import ToolExecutor
 from tether.runtime.chokepoint.gate import PolicyGate
 from tether.runtime.chokepoint.turn import ToolCalls
 from tether.runtime.environment import Environment
-from tether.runtime.handle import Handle
 from tether.runtime.interrupt import interruption, lost_call_charge, uncertain_calls
 from tether.runtime.lease import leased, leased_briefly
 from tether.runtime.opening import open_run
 from tether.runtime.output import OutputCheck
-from tether.runtime.planned import history
 from tether.runtime.result import Result, Trajectory
 from tether.runtime.state import fold
 from tether.runtime.stop import Stop, StopReason
@@ -335,9 +334,7 @@ class Session:
                           show_budget=agent.show_budget, on_delta=self._on_delta,
                           first_tool_choice=agent.first_tool_choice, trace=trace,
                           output=check)
-        handle = Handle(env.ask_model, env.call_tools, env.remaining_budget, env.record_note,
-                        self.task, planned=env.call_planned, history=partial(history, state),
-                        branch=(env.ask_branch, env.call_branch))
+        handle = strategy_doors.handle(env, self.task)
         answer = ""
         try:
             if resuming:

@@ -3,9 +3,11 @@
 Decision: nothing about a session changes except by appending an event; the live session applies
 each event to this projection as it is appended, and ``fold(events)`` rebuilds the same state from
 stored events. Handlers take the live form of event data (frozen records); ``fold`` first revives
-stored plain-JSON data into that form, so both paths run the same handlers and a resumed or
-audited session sees exactly what the live one saw: the conversation, what is still to be sent,
-spend, call signatures, the open turn's decisions, results and approvals, and the outcome.
+stored plain-JSON data into that form (``tether.runtime.revive``), so both paths run the same
+handlers and a resumed or audited session sees exactly what the live one saw: the conversation,
+what is still to be sent, spend, call signatures, the open turn's decisions, results and
+approvals, and the outcome. The events that charge the session (model calls answered, failed,
+lost; summaries; sub-agents) have their handlers in ``tether.runtime.charges``.
 """
 
 from __future__ import annotations
@@ -13,24 +15,22 @@ from __future__ import annotations
 import hashlib
 from collections import deque
 from collections.abc import Callable, Iterable, Mapping
-from decimal import Decimal
 from typing import Any
 
 from tether.journal.chain import canonical_json
-from tether.policy.base import Decision, Effect
+from tether.runtime import charges
 from tether.runtime.branch_log import BranchLog
 from tether.runtime.budget import Tally
 from tether.runtime.provenance import Sighting, SightingLog
 from tether.runtime.result import Step, ToolResult
+from tether.runtime.revive import revive
 from tether.runtime.stop import StopReason
 from tether.types import (
     BRANCH_CALL_PREFIX,
     PLANNED_CALL_PREFIX,
     Event,
     Message,
-    ModelResponse,
     ToolCall,
-    Usage,
 )
 
 ERROR_STATUSES = frozenset({"error", "timeout", "rejected"})
@@ -202,7 +202,7 @@ class SessionState:
         self.in_flight = data
 
     def _on_response(self, data: Mapping[str, Any]) -> None:
-        r = self._charge(data)
+        r = charges.answered(self, data)
         self.conversation.append(Message.assistant(r.text, r.tool_calls))
         t = self.tally
         reported = not r.usage.estimated and r.usage.input_tokens > 0
@@ -219,22 +219,8 @@ class SessionState:
     def _on_branch_response(self, data: Mapping[str, Any]) -> None:
         """A branch call's answer: charged and counted as a step like any model turn; kept for
         a resumed search, out of the conversation."""
-        self._charge(data)
+        charges.answered(self, data)
         self.branches.on_response(data)
-
-    def _charge(self, data: Mapping[str, Any]) -> ModelResponse:
-        """An answered model call (a turn's or a branch's): a step, its usage and cost, and
-        how far its input went past the estimate (later estimates are scaled by it)."""
-        self.in_flight = None
-        r: ModelResponse = data["response"]
-        t = self.tally
-        t.steps += 1
-        t.usage = t.usage + r.usage
-        t.cost += Decimal(data["cost_usd"])
-        reserved = data["reserved_input"]
-        if reserved and r.usage.input_tokens > reserved:
-            t.input_scale *= r.usage.input_tokens / reserved
-        return r
 
     def _open_turn(self, calls: tuple[ToolCall, ...], text: str, step: int) -> None:
         self._close_step()
@@ -265,20 +251,6 @@ class SessionState:
 
     def _on_strategy_note(self, data: Mapping[str, Any]) -> None:
         self.strategy_log.append(("note", (data["kind"], data["data"])))
-
-    def _on_model_error(self, data: Mapping[str, Any]) -> None:
-        self.in_flight = None
-        self.tally.steps += 1
-
-    def _on_lost(self, data: Mapping[str, Any]) -> None:
-        """A model call whose real usage is unknown — its answer died with its process, it was
-        cancelled by the time budget, or its reported usage was unusable: charged at its
-        reservation, since the provider may well have billed it."""
-        self.in_flight = None
-        t = self.tally
-        t.steps += 1
-        t.usage = t.usage + Usage(data["input_tokens"], data["output_tokens"], 0)
-        t.cost += Decimal(data["cost_usd"])
 
     def _on_note(self, data: Mapping[str, Any]) -> None:
         self.unsent.append(Message.user(data["text"]))
@@ -311,15 +283,6 @@ class SessionState:
         if data["charged"]:
             self.tally.tool_calls += 1
 
-    def _on_charge(self, data: Mapping[str, Any]) -> None:
-        """A sub-agent's spend becomes this session's."""
-        t = self.tally
-        t.usage = t.usage + Usage(data["input_tokens"], data["output_tokens"],
-                                  data["cached_input_tokens"])
-        t.cost += Decimal(data["cost_usd"])
-        t.steps += data["steps"]
-        t.tool_calls += data["tool_calls"]
-
     def _on_started(self, data: Mapping[str, Any]) -> None:
         self.started.add(data["call_id"])
         # an operator's retry is used up by the run it allows: interrupted again, it waits again
@@ -345,19 +308,6 @@ class SessionState:
                                                  tuple(data.get("trusted_fields", ())), sent)))
         self._done = [results[c.id] for c in self.turn if c.id in results]
         self._outbox = None
-
-    def _on_summary_request(self, data: Mapping[str, Any]) -> None:
-        """A compaction's summary call (tether.runtime.compactor): in flight until answered,
-        so a crash or an interruption during it charges its reservation like any lost call."""
-        self.in_flight = data
-
-    def _on_summary_charge(self, data: Mapping[str, Any]) -> None:
-        """A summary call's outcome, charged (tokens and cost; it is not a step)."""
-        self.in_flight = None
-        t = self.tally
-        t.usage = t.usage + Usage(data["input_tokens"], data["output_tokens"],
-                                  data["cached_input_tokens"], data.get("cache_write_tokens", 0))
-        t.cost += Decimal(data["cost_usd"])
 
     def _on_compacted(self, data: Mapping[str, Any]) -> None:
         """Turns replaced by a summary or a note: what every later request is sent."""
@@ -406,9 +356,9 @@ _HANDLERS: dict[str, Callable[[SessionState, Mapping[str, Any]], None]] = {
     "session.start": SessionState._on_start,
     "model.request": SessionState._on_request,
     "model.response": SessionState._on_response,
-    "model.error": SessionState._on_model_error,
-    "model.lost": SessionState._on_lost,
-    "model.unmetered": SessionState._on_lost,
+    "model.error": charges.failed,
+    "model.lost": charges.lost,
+    "model.unmetered": charges.lost,
     "client.call": SessionState._on_client_call,
     "strategy.calls": SessionState._on_planned,
     "strategy.note": SessionState._on_strategy_note,
@@ -420,12 +370,12 @@ _HANDLERS: dict[str, Callable[[SessionState, Mapping[str, Any]], None]] = {
     "approval.requested": SessionState._on_approval_requested,
     "approval.granted": SessionState._on_approval_granted,
     "tool.started": SessionState._on_started,
-    "subagent.charge": SessionState._on_charge,
+    "subagent.charge": charges.subagent,
     "effect.settled": SessionState._on_settled,
     "tool.result": SessionState._on_result,
-    "compaction.request": SessionState._on_summary_request,
-    "compaction.response": SessionState._on_summary_charge,
-    "compaction.error": SessionState._on_summary_charge,
+    "compaction.request": charges.summary_asked,
+    "compaction.response": charges.summary_charged,
+    "compaction.error": charges.summary_charged,
     "context.compacted": SessionState._on_compacted,
     "output.valid": SessionState._on_output_valid,
     "output.invalid": SessionState._on_output_invalid,
@@ -433,32 +383,6 @@ _HANDLERS: dict[str, Callable[[SessionState, Mapping[str, Any]], None]] = {
     "session.resumed": SessionState._on_resumed,
     "session.end": SessionState._on_end,
 }
-
-
-def revive(type: str, data: Mapping[str, Any]) -> Mapping[str, Any]:
-    """Stored plain-JSON event data → the live form the handlers take."""
-    if type == "model.request":
-        return {**data, "new": [Message.from_dict(m) for m in data["new"]]}
-    if type in ("model.response", "branch.response"):
-        return {**data, "response": ModelResponse.from_dict(data["response"])}
-    if type == "branch.request":
-        return {**data, "messages": [Message.from_dict(m) for m in data["messages"]]}
-    if type == "context.compacted":
-        return {**data, "replacement": [Message.from_dict(m) for m in data["replacement"]]}
-    if type == "client.call":
-        c = data["call"]
-        return {**data, "call": ToolCall(c["id"], c["name"], c["arguments"])}
-    if type == "strategy.calls":
-        return {**data, "flushed": [Message.from_dict(m) for m in data["flushed"]],
-                "calls": tuple(ToolCall(c["id"], c["name"], c["arguments"])
-                               for c in data["calls"])}
-    if type == "tool.decision":
-        d = data["decision"]
-        decision = Decision(Effect(d["effect"]), d["reason"], d["policy_id"],
-                            tuple(d.get("fields", ())), tuple(d.get("mask_in", ())),
-                            d.get("fallback"))
-        return {**data, "decision": decision}
-    return data
 
 
 def fold(events: Iterable[Event]) -> SessionState:

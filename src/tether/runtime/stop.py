@@ -6,12 +6,15 @@ sense, and records the reason. A strategy cannot forget to check a budget becaus
 to check one — nor swallow a stop: ``Stop`` derives from ``BaseException`` (like
 ``asyncio.CancelledError``), so an ordinary ``except Exception`` retry lets it through, and the
 chokepoint remembers it, so even a strategy that catches everything is refused every later call
-and the session still ends with the chokepoint's reason.
+and the session still ends with the chokepoint's reason. ``StopLatch`` is that memory, the one
+place every door of the chokepoint keeps it.
 """
 
 from __future__ import annotations
 
 import enum
+from types import TracebackType
+from typing import Protocol
 
 
 class StopReason(enum.StrEnum):
@@ -64,3 +67,29 @@ class Stop(BaseException):
         self.reason = reason
         self.detail = detail
         self.wrap_up = wrap_up
+
+
+class Stoppable(Protocol):
+    """What a ``StopLatch`` guards: the stop its chokepoint raised, if any."""
+
+    stopped: Stop | None
+
+
+class StopLatch:
+    """``with StopLatch(env):`` around each door of the chokepoint: on the way in it raises the
+    Stop ``env`` raised before, if any; a Stop raised inside is remembered in ``env.stopped`` and
+    goes on up. Written once, so no door can forget either half."""
+
+    __slots__ = ("_env",)
+
+    def __init__(self, env: Stoppable) -> None:
+        self._env = env
+
+    def __enter__(self) -> None:
+        if self._env.stopped is not None:
+            raise self._env.stopped
+
+    def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> None:  # (None: the exception goes on up)
+        if isinstance(exc, Stop):
+            self._env.stopped = exc

@@ -1,0 +1,81 @@
+"""The events that charge a session, folded: answered, failed and lost model calls, a compaction's
+summary call, a sub-agent's spend.
+
+Why its own module: what a session has spent (its ``Tally``) and which model call is still in
+flight (charged at its reservation if its process dies) is a concern apart from what the session
+said and did — the conversation, the open turn, the outcome — which ``tether.runtime.state``
+folds; kept together, the rules for charging a call read in one place.
+
+Decision: these are handlers of the one projection, ``SessionState``, as its own methods are —
+the same handlers for the live session and for ``fold`` — and they touch only its ``tally`` and
+``in_flight``. A tool call is counted where its decision or approval is folded (``state``): the
+charge belongs with the gate's decision, not with the money.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from decimal import Decimal
+from typing import TYPE_CHECKING, Any
+
+from tether.types import ModelResponse, Usage
+
+if TYPE_CHECKING:
+    from tether.runtime.state import SessionState
+
+
+def answered(state: SessionState, data: Mapping[str, Any]) -> ModelResponse:
+    """An answered model call (a turn's or a branch's): a step, its usage and cost, and
+    how far its input went past the estimate (later estimates are scaled by it)."""
+    state.in_flight = None
+    r: ModelResponse = data["response"]
+    t = state.tally
+    t.steps += 1
+    t.usage = t.usage + r.usage
+    t.cost += Decimal(data["cost_usd"])
+    reserved = data["reserved_input"]
+    if reserved and r.usage.input_tokens > reserved:
+        t.input_scale *= r.usage.input_tokens / reserved
+    return r
+
+
+def failed(state: SessionState, data: Mapping[str, Any]) -> None:
+    """A model call that raised: a step, with nothing reported to charge."""
+    state.in_flight = None
+    state.tally.steps += 1
+
+
+def lost(state: SessionState, data: Mapping[str, Any]) -> None:
+    """A model call whose real usage is unknown — its answer died with its process, it was
+    cancelled by the time budget, or its reported usage was unusable: charged at its
+    reservation, since the provider may well have billed it."""
+    state.in_flight = None
+    t = state.tally
+    t.steps += 1
+    t.usage = t.usage + Usage(data["input_tokens"], data["output_tokens"], 0)
+    t.cost += Decimal(data["cost_usd"])
+
+
+def subagent(state: SessionState, data: Mapping[str, Any]) -> None:
+    """A sub-agent's spend becomes this session's."""
+    t = state.tally
+    t.usage = t.usage + Usage(data["input_tokens"], data["output_tokens"],
+                              data["cached_input_tokens"])
+    t.cost += Decimal(data["cost_usd"])
+    t.steps += data["steps"]
+    t.tool_calls += data["tool_calls"]
+
+
+def summary_asked(state: SessionState, data: Mapping[str, Any]) -> None:
+    """A compaction's summary call (tether.runtime.compactor): in flight until answered,
+    so a crash or an interruption during it charges its reservation like any lost call."""
+    state.in_flight = data
+
+
+def summary_charged(state: SessionState, data: Mapping[str, Any]) -> None:
+    """A summary call's outcome, charged (tokens and cost; it is not a step)."""
+    state.in_flight = None
+    t = state.tally
+    t.usage = t.usage + Usage(data["input_tokens"], data["output_tokens"],
+                              data["cached_input_tokens"], data.get("cache_write_tokens", 0))
+    t.cost += Decimal(data["cost_usd"])
