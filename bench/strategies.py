@@ -1,41 +1,51 @@
-"""Strategies side by side: python bench/strategies.py [--k K] [--instances N] [--local N]
+"""Strategies side by side: python bench/strategies.py [--k K] [--games N] [--local-games N] ...
 
-Two comparisons, each an evaluation (``tether.evals.evaluate``: every trial a governed, journaled
-session, graded, pass^k with 95% bootstrap intervals over tasks), with cost, model steps and tool
-calls per trial from the run metrics:
+Every comparison is an evaluation (``tether.evals.evaluate``: every trial a governed, journaled
+session, graded, pass^k with 95% bootstrap intervals over tasks), with tokens, model steps and
+tool calls per trial from the run metrics:
 
 1. ReAct against Reflexion on a small tool-using task the scripted model gets wrong the first
    time (it answers a Fahrenheit question in Celsius): Reflexion's grader says so, the model
    reflects, the next attempt converts.
-2. LLM+P against the model planning directly, on seeded random Blocksworld instances (3 to 6
+2. ReAct, Reflexion, LATS and LATS with rollouts on the search tasks of ``search_tasks.py``:
+   seeded solvable games of 24 played one ``combine`` step at a time by a proposer whose first
+   move is greedy and noisy (seeded per trial, so the k trials differ), graded by evaluating the
+   answer's expression; and a drawer hunt whose stand-in answers after the first empty drawer,
+   where every ``send_key`` that ran is counted (an abandoned branch must never send).
+3. LLM+P against the model planning directly, on seeded random Blocksworld instances (3 to 6
    blocks), graded on the world the tools leave (goal reached), not on what the model says. The
    scripted stand-ins: for LLM+P, a model that translates the task into a PDDL problem
    faithfully (the planner does the rest); for direct planning, a model that plans the way
    models are reported to fail — building the goal towers bottom-up without first clearing the
    blocks in the way — and does not recover once a move is refused by the world.
 
-``--local N`` runs comparison 2 on N instances with the local SmolLM2-135M-Instruct model
-(llama.cpp, the ``local`` extra) instead of the stand-ins, one trial each. The scripted figures
-show the harness and the governance (plans validated before anything runs; every step through the
-gate); what a real model does is the local run and, at scale, the paper's figures (LLM+P, Liu et
-al. 2023: on Blocksworld a classical planner solved 85.3% against 63.7% for a model planning
-alone).
+``--local N`` runs comparison 3 on N instances with the local SmolLM2-135M-Instruct model
+(llama.cpp, the ``local`` extra) instead of the stand-ins, one trial each; ``--local-games N``
+runs ReAct and a small LATS with it on N games of 24. The scripted figures show the harness and
+the governance (every branch budgeted and journaled, side effects only on the chosen path, plans
+validated before anything runs); what a capable model gains is the papers' figures, printed
+beside them (Tree of Thoughts on Game of 24; LATS on HumanEval and WebShop; LLM+P on
+Blocksworld).
 """
 
 from __future__ import annotations
 
 import argparse
+import functools
 import random
 import re
 import statistics
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from search_tasks import Drawers, Proposer, combine, drawer_tasks, game_tasks, hunter
+
 from tether import Agent, Budget, ModelResponse, ReAct, ScriptedModel, ToolCall, tool
 from tether.evals import Task, evaluate, numeric
 from tether.evals.graders import state
 from tether.evals.report import Report
 from tether.reasoning import GraderCheck, Reflexion
+from tether.reasoning.lats import LATS, GraderValue, SelfEvaluation
 from tether.reasoning.llmp import LLMP
 from tether.reasoning.pddl import blocksworld
 from tether.reasoning.pddl.worlds import BlocksWorld
@@ -102,7 +112,56 @@ def _reflexion_eval(tasks: list[Task], k: int) -> Report:
     return Report.of("Reflexion (grader)", records)
 
 
-# -- 2. LLM+P against planning directly ----------------------------------------------------------
+# -- 2. ReAct, Reflexion and LATS on search tasks ------------------------------------------------
+
+# (name, the strategy for a task) — Reflexion and LATS grade with the task's own grader
+SEARCHERS: list[tuple[str, Callable[[Task], Any]]] = [
+    ("ReAct", lambda task: ReAct()),
+    ("Reflexion (grader)", lambda task: Reflexion(evaluator=GraderCheck(task.grader),
+                                                  max_attempts=3)),
+    ("LATS n=3", lambda task: LATS(value=GraderValue(task.grader, estimate=SelfEvaluation()),
+                                   n=3, max_iterations=12)),
+    ("LATS n=5 + rollouts", lambda task: LATS(value=GraderValue(
+        task.grader, estimate=SelfEvaluation()), n=5, max_iterations=12, rollout_depth=3)),
+]
+
+
+def searching(tasks: list[Task], k: int, agent: Callable[[Any, Any, Budget], Agent],
+              steps: int = 150, strategies: list[tuple[str, Callable[[Task], Any]]] = SEARCHERS,
+              concurrency: int = 4) -> list[tuple[str, Report, list[Any]]]:
+    """Each strategy on every task, k trials each, at most ``steps`` model calls a trial;
+    ``agent(environment, reasoning, budget)`` makes a trial's agent. With each report, the
+    trials' environments (what the tools did)."""
+    rows = []
+    for name, strategy in strategies:
+        records: list[Any] = []
+        environments: list[Any] = []
+        for task in tasks:
+            make = functools.partial(_trial, agent, strategy(task), Budget(max_steps=steps),
+                                     environments)
+            records += evaluate(make, [task], k=k, store=MemoryStore(), name=name,
+                                concurrency=concurrency).records
+        rows.append((name, Report.of(name, records), environments))
+    return rows
+
+
+def _trial(agent: Callable[[Any, Any, Budget], Agent], reasoning: Any, budget: Budget,
+           environments: list[Any], environment: Any) -> Agent:
+    environments.append(environment)
+    return agent(environment, reasoning, budget)
+
+
+def game24_agent(game: Any, reasoning: Any, budget: Budget) -> Agent:
+    return Agent(model=ScriptedModel(Proposer(game)), tools=[combine], reasoning=reasoning,
+                 budget=budget)
+
+
+def drawer_agent(drawers: Drawers, reasoning: Any, budget: Budget) -> Agent:
+    return Agent(model=ScriptedModel(hunter), tools=drawers.tools(), reasoning=reasoning,
+                 budget=budget)
+
+
+# -- 3. LLM+P against planning directly ----------------------------------------------------------
 
 
 def instance(rng: random.Random, blocks: int) -> tuple[dict[str, str], dict[str, str]]:
@@ -225,6 +284,21 @@ def show(title: str, rows: list[tuple[str, Report]]) -> None:
               f"{statistics.mean(f.tool_calls for f in facts):>10.1f}")
 
 
+def local_search(games: list[Task]) -> None:
+    """ReAct and a small LATS with SmolLM2-135M-Instruct on a few games, one trial each."""
+    from tether.models.local import local_model_server
+
+    with local_model_server() as server:
+        def agent(game: Any, reasoning: Any, budget: Budget) -> Agent:
+            return Agent(model=server.model(max_output_tokens=128), tools=[combine],
+                         reasoning=reasoning, budget=budget)
+        rows = searching(games, 1, agent, steps=16, concurrency=1, strategies=[
+            SEARCHERS[0], ("LATS", lambda task: LATS(value=GraderValue(
+                task.grader, estimate=SelfEvaluation()), n=2, max_iterations=3))])
+    show(f"Game of 24 with SmolLM2-135M-Instruct (llama.cpp, local), {len(games)} games × k=1",
+         [(n, r) for n, r, _ in rows])
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--k", type=int, default=3)
@@ -232,9 +306,30 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("--local", type=int, default=0, metavar="N",
                         help="also run the Blocksworld comparison with SmolLM2 on N instances")
+    parser.add_argument("--games", type=int, default=20)
+    parser.add_argument("--local-games", type=int, default=0, metavar="N",
+                        help="also run ReAct and LATS with SmolLM2 on N games of 24")
     args = parser.parse_args()
     show("ReAct vs Reflexion: Fahrenheit questions the model first answers in Celsius "
          f"(scripted, {len(CITIES)} tasks × k={args.k})", conversions(args.k))
+    games = game_tasks(args.games, args.seed)
+    rows = searching(games, args.k, game24_agent)
+    show(f"Game of 24: {args.games} solvable games, a proposer whose first move is greedy "
+         f"(scripted, seeded per trial, k={args.k})", [(n, r) for n, r, _ in rows])
+    hunts = searching(drawer_tasks(15, args.seed), args.k, drawer_agent)
+    show(f"Drawer hunt: 15 tasks, the key in drawer 2-6, sent to a named person (scripted, "
+         f"k={args.k})", [(n, r) for n, r, _ in hunts])
+    for name, report, drawers in hunts:
+        sent = [len(d.sent) for d in drawers]
+        wrong = sum(to != d.to for d in drawers for to in d.sent)
+        print(f"  {name:<22} send_key ran {sum(sent)} times in {len(drawers)} trials "
+              f"(at most once a trial: {max(sent, default=0) <= 1}; to the wrong person: "
+              f"{wrong}), passed {sum(r.passed for r in report.records)}")
+    if args.local_games:
+        local_search(games[:args.local_games])
+    print("papers: Tree of Thoughts (Yao et al. 2023), Game of 24 with GPT-4: chain of thought "
+          "4%, tree search (b=5) 74%; LATS (Zhou et al. 2023): HumanEval 92.7% pass@1, WebShop "
+          "score 75.9")
     tasks = blocks_tasks(args.instances, args.seed)
     show(f"LLM+P vs planning directly: {args.instances} Blocksworld instances, 3-6 blocks "
          f"(scripted stand-ins, k={args.k})",
