@@ -26,6 +26,7 @@ from tether.policy.base import (
 
 if TYPE_CHECKING:
     from tether.policy.combinators import DefaultDeny, DenyOverrides, FirstMatch, Voter
+    from tether.policy.containment import NoUnaskedRepeats, no_unasked_repeats
     from tether.policy.presets import (
         ContainUntrusted,
         ContainUntrustedFlows,
@@ -42,14 +43,15 @@ _WHERE = {
     "Voter": "combinators", "ContainUntrusted": "presets", "contain_untrusted": "presets",
     "ContainUntrustedFlows": "presets", "contain_untrusted_flows": "presets",
     "ScopeToRequest": "presets", "scope_to_request": "presets",
+    "NoUnaskedRepeats": "containment", "no_unasked_repeats": "containment",
     "YamlPolicy": "yaml_policy", "load_policy": "yaml_policy", "PolicyLoadError": "yaml_source",
 }
 
 __all__ = ["RESTRICTIVENESS", "Action", "AllowAll", "ContainUntrusted", "ContainUntrustedFlows",
            "Context", "Decision", "DefaultDeny", "DenyOverrides", "Effect", "FirstMatch",
-           "Policy", "PolicyLoadError", "Resource", "ScopeToRequest", "Subject", "Voter",
-           "YamlPolicy", "contain_untrusted", "contain_untrusted_flows", "decide", "load_policy",
-           "policy_id_of", "scope_to_request"]
+           "NoUnaskedRepeats", "Policy", "PolicyLoadError", "Resource", "ScopeToRequest",
+           "Subject", "Voter", "YamlPolicy", "contain_untrusted", "contain_untrusted_flows",
+           "decide", "load_policy", "no_unasked_repeats", "policy_id_of", "scope_to_request"]
 
 
 def __getattr__(name: str) -> Any:

@@ -87,6 +87,16 @@ class Resource:
                    frozenset(data.get("intents", ())))
 
 
+@dataclass(frozen=True, slots=True)
+class MadeEffect:
+    """A side effect this session already made: a side-effecting call that began to run (its
+    ``tool.started`` is journaled), with the arguments it was decided on."""
+
+    call_id: str
+    tool: str
+    arguments: Mapping[str, Any]
+
+
 @fast_init
 @dataclass(frozen=True, slots=True)
 class Context:
@@ -106,6 +116,9 @@ class Context:
     # a strategy's call from its own validated plan (``Handle.call_planned``: LLM+P's steps),
     # not one a model asked for — a policy can hold a plan's side effects to its own rule
     planned: bool = False
+    # the side effects this session already made, in order (folded from the journal, so a
+    # resumed run and a what-if see the same): a policy can tell a repeat from a first call
+    effects: tuple[MadeEffect, ...] = ()
 
 
 @fast_init

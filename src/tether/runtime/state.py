@@ -18,6 +18,7 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from tether.journal.chain import canonical_json
+from tether.policy.base import MadeEffect
 from tether.runtime import charges
 from tether.runtime.branch_log import BranchLog
 from tether.runtime.budget import Tally
@@ -56,7 +57,8 @@ class SessionState:
 
     __slots__ = ("_done", "_outbox", "_recent", "_steps_closed", "answer", "approvals",
                  "branches", "compacted_ids", "conversation", "counted", "decisions",
-                 "denial_streak", "error_streak", "granted", "in_flight", "notice", "opening",
+                 "denial_streak", "effects", "error_streak", "granted", "in_flight", "notice",
+                 "opening",
                  "output", "output_invalid", "paused", "planned", "ran", "results", "settled",
                  "signatures", "started", "steps", "stop_detail", "stop_reason", "strategy_log",
                  "tainted", "tally", "task", "turn", "turn_open", "turn_step", "turn_text",
@@ -86,6 +88,8 @@ class SessionState:
         self.approvals: dict[str, str] = {}  # call id -> approval id
         self.granted: set[str] = set()  # call ids whose approval was used to run them
         self.started: set[str] = set()  # call ids of side-effecting calls that began to run
+        # every side effect the session made, in order (with a window: the last ``window``)
+        self.effects: tuple[MadeEffect, ...] = ()
         self.settled: dict[str, Mapping[str, Any]] = {}  # call id -> an operator's decision
         self.error_streak = 0  # failed tool calls in a row, in call order, before this turn
         self.denial_streak = 0  # refused tool calls in a row, in call order, before this turn
@@ -285,6 +289,11 @@ class SessionState:
 
     def _on_started(self, data: Mapping[str, Any]) -> None:
         self.started.add(data["call_id"])
+        decided = self.decisions.get(data["call_id"])
+        if decided is not None:
+            made = (*self.effects, MadeEffect(data["call_id"], data["tool"],
+                                              decided.get("arguments") or {}))
+            self.effects = made if self.window is None else made[-self.window:]
         # an operator's retry is used up by the run it allows: interrupted again, it waits again
         self.settled.pop(data["call_id"], None)
 

@@ -30,7 +30,17 @@ from decimal import Decimal, InvalidOperation
 from typing import Any
 
 from tether.journal.redaction import HIDDEN_MARKERS
-from tether.policy.base import Action, Context, Decision, Effect, Policy, Resource, Subject, decide
+from tether.policy.base import (
+    Action,
+    Context,
+    Decision,
+    Effect,
+    MadeEffect,
+    Policy,
+    Resource,
+    Subject,
+    decide,
+)
 from tether.types import PLANNED_CALL_PREFIX, Event
 
 SHAPED = frozenset({Effect.PARTIAL_ALLOW, Effect.MASK, Effect.DEGRADE})
@@ -89,12 +99,20 @@ def replay_decisions(events: Iterable[Event], policy: Policy) -> WhatIf:
     resources: dict[tuple[str, str], Mapping[str, Any]] = {}  # (session, tool) -> last recorded
     asked = 0
     changes: list[Change] = []
+    decided: dict[str, Mapping[str, Any]] = {}  # call id -> its recorded arguments
+    effects: dict[str, tuple[MadeEffect, ...]] = {}  # session -> the side effects it made
     for event in events:
         if event.type == "session.start":
             starts[event.session_id] = event.data
             continue
+        if event.type == "tool.started":
+            call_id = event.data["call_id"]
+            effects[event.session_id] = (*effects.get(event.session_id, ()), MadeEffect(
+                call_id, event.data["tool"], decided.get(call_id, {})))
+            continue
         if event.type != "tool.decision":
             continue
+        decided[event.data.get("call_id", "")] = event.data.get("arguments") or {}
         start = starts.get(event.session_id)
         if start is None:
             raise ValueError(f"session {event.session_id}: a tool.decision (seq {event.seq}) "
@@ -108,7 +126,7 @@ def replay_decisions(events: Iterable[Event], policy: Policy) -> WhatIf:
             resources[key] = event.data["resource"]
         new = decide(policy, subject_of(start), Action(event.data["tool"], arguments),
                      resource_of(event.data["tool"], resources.get(key)),
-                     context_of(event, start))
+                     context_of(event, start, effects.get(event.session_id, ())))
         if _shape(new) != _shape(old):
             changes.append(Change(event.session_id, event.seq, event.data.get("call_id", ""),
                                   event.data["tool"], event.timestamp, old, new,
@@ -132,7 +150,8 @@ def resource_of(tool: str, recorded: Mapping[str, Any] | None) -> Resource:
     return Resource.from_dict(recorded) if recorded else Resource(tool)
 
 
-def context_of(event: Event, start: Mapping[str, Any]) -> Context:
+def context_of(event: Event, start: Mapping[str, Any],
+               effects: tuple[MadeEffect, ...] = ()) -> Context:
     seen = event.data.get("context") or {}
     spend = _numbers(seen.get("spend") or {})
     gateway = start.get("agent") == "gateway"  # a gateway's task is a label, not a request
@@ -142,7 +161,8 @@ def context_of(event: Event, start: Mapping[str, Any]) -> Context:
                    _budget_left(start.get("budget") or {}, spend), bool(seen.get("tainted")),
                    event.timestamp, dict(start.get("context") or {}),
                    "" if gateway else str(start.get("request", start.get("task")) or ""),
-                   provenance, str(event.data.get("call_id", "")).startswith(PLANNED_CALL_PREFIX))
+                   provenance, str(event.data.get("call_id", "")).startswith(PLANNED_CALL_PREFIX),
+                   effects)
 
 
 def masked_fields(arguments: Mapping[str, Any]) -> tuple[str, ...]:
