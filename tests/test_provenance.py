@@ -50,8 +50,9 @@ def test_whole_values_and_tokens_never_substrings() -> None:
     assert seen.origins("ATTACKER@evil.com") == {"untrusted"}  # case-insensitive, whole token
     assert seen.origins("evil.com") == {"nowhere"}  # not a substring of a token
     assert seen.origins("June 13") == {"user"}  # the whole date is a value the user gave
-    assert seen.origins("13 June") == {"nowhere"}
-    assert tokens("13th June, and") == ["13th june", "and"]
+    assert seen.origins("13 June") == {"user"}  # the same day, however it is written
+    assert seen.origins("2013-06-13") == {"user"} and seen.origins("2014-06-13") == {"nowhere"}
+    assert tokens("13th June, and") == ["june 13", "and"]
 
 
 def test_containers_are_the_union_of_their_leaves_and_flags_carry_none() -> None:

@@ -8,8 +8,11 @@ appears in: ``user``, ``trusted`` (a tool declared trusted), ``untrusted``, or `
 model made it up). Policies read it as ``context.provenance[arg]``.
 
 Decision: matching is on whole values and tokens, never substrings (``tether.tokens``: an
-e-mail address, an IBAN, a URL or an id stays one token, "June 13" is one date token, numbers
-match as numbers); a value matches a source when its tokens appear there as a contiguous run. A
+e-mail address, an IBAN, a URL or an id stays one token, numbers match as numbers, a date
+takes one form however it was written); a value matches a source when its tokens appear there as
+a contiguous run. A date with a year ("2025-01-11") also matches a day its source named without
+one ("January 11th") when that source gives no year, or gives that year elsewhere — never when
+the day there has another year (``tether.tokens.undated``). A
 text found nowhere (the model composed it) also carries the origins of the links inside it: a
 message the model wrote around a link a web page planted is where a phishing link travels. A
 list or mapping is the union of its leaves' origins; booleans and None carry none. A JSON
@@ -44,7 +47,7 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any, NamedTuple
 
 from tether.runtime.forgotten import Forgotten
-from tether.tokens import is_link, tokens
+from tether.tokens import is_link, is_year, tokens, undated
 from tether.vouched import leaves, split_vouched
 
 USER, TRUSTED, UNTRUSTED, NOWHERE = "user", "trusted", "untrusted", "nowhere"
@@ -116,6 +119,11 @@ class Ledger:
             if origin not in found and source[position:position + len(wanted)] == wanted:
                 found.add(origin)
         forgotten = set() if self.forgotten is None else self.forgotten.origins_of(wanted)
+        dated = undated(wanted)
+        if dated is not None:  # a day given without its year ("on January 11th")
+            found |= self._undated(*dated, found)
+            if self.forgotten is not None:
+                forgotten |= self.forgotten.origins_of(dated[0])
         if found:
             return frozenset(found | forgotten)
         # text the model composed: a link inside it still came from where the link was seen
@@ -123,6 +131,29 @@ class Ledger:
             if is_link(token):
                 found.update(self._sources[number][0] for number, _ in self._index.get(token, ()))
         return frozenset({NOWHERE, *found, *forgotten})
+
+    def _undated(self, run: list[str], years: list[tuple[int, str]],
+                 found: set[str]) -> set[str]:
+        """The origins (not in ``found``) of a source holding ``run`` — a value's tokens with the
+        years of its dates left out — where each of those dates is a day named without a year
+        (no year follows it) in a text that gives no year or gives that one elsewhere."""
+        more: set[str] = set()
+        for number, position in self._index.get(run[0], ()):
+            origin, source = self._sources[number]
+            if origin in found or origin in more or source[position:position + len(run)] != run:
+                continue
+            given: set[str] | None = None
+            for at, year in years:
+                after = position + at + 1
+                if after < len(source) and is_year(source[after]):
+                    break  # that day has a year of its own, and not this one
+                if given is None:
+                    given = {token for token in source if is_year(token)}
+                if given and year not in given:
+                    break  # the text gives a year, and not this one
+            else:
+                more.add(origin)
+        return more
 
     def origins(self, value: Any) -> frozenset[str]:
         """Where ``value`` could have come from: the union over its leaves."""
