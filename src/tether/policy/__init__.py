@@ -26,7 +26,12 @@ from tether.policy.base import (
 
 if TYPE_CHECKING:
     from tether.policy.combinators import DefaultDeny, DenyOverrides, FirstMatch, Voter
-    from tether.policy.containment import NoUnaskedRepeats, no_unasked_repeats
+    from tether.policy.containment import (
+        NoUnaskedRepeats,
+        ScopeToPlan,
+        no_unasked_repeats,
+        scope_to_plan,
+    )
     from tether.policy.presets import (
         ContainUntrusted,
         ContainUntrustedFlows,
@@ -44,14 +49,16 @@ _WHERE = {
     "ContainUntrustedFlows": "presets", "contain_untrusted_flows": "presets",
     "ScopeToRequest": "presets", "scope_to_request": "presets",
     "NoUnaskedRepeats": "containment", "no_unasked_repeats": "containment",
+    "ScopeToPlan": "containment", "scope_to_plan": "containment",
     "YamlPolicy": "yaml_policy", "load_policy": "yaml_policy", "PolicyLoadError": "yaml_source",
 }
 
 __all__ = ["RESTRICTIVENESS", "Action", "AllowAll", "ContainUntrusted", "ContainUntrustedFlows",
            "Context", "Decision", "DefaultDeny", "DenyOverrides", "Effect", "FirstMatch",
-           "NoUnaskedRepeats", "Policy", "PolicyLoadError", "Resource", "ScopeToRequest",
-           "Subject", "Voter", "YamlPolicy", "contain_untrusted", "contain_untrusted_flows",
-           "decide", "load_policy", "no_unasked_repeats", "policy_id_of", "scope_to_request"]
+           "NoUnaskedRepeats", "Policy", "PolicyLoadError", "Resource", "ScopeToPlan",
+           "ScopeToRequest", "Subject", "Voter", "YamlPolicy", "contain_untrusted",
+           "contain_untrusted_flows", "decide", "load_policy", "no_unasked_repeats",
+           "policy_id_of", "scope_to_plan", "scope_to_request"]
 
 
 def __getattr__(name: str) -> Any:

@@ -13,9 +13,12 @@ import enum
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from tether.records import fast_init
+
+if TYPE_CHECKING:
+    from tether.policy.plan import RequestPlan
 
 
 class Effect(enum.StrEnum):
@@ -119,6 +122,9 @@ class Context:
     # the side effects this session already made, in order (folded from the journal, so a
     # resumed run and a what-if see the same): a policy can tell a repeat from a first call
     effects: tuple[MadeEffect, ...] = ()
+    # what the request asks for, read once before anything untrusted (tether.policy.plan;
+    # journaled in the session's start); None where no plan was read (a gateway)
+    plan: RequestPlan | None = None
 
 
 @fast_init

@@ -7,9 +7,12 @@ colleague — with every value innocent and every word asked for. What tells suc
 the session's history: the side effects it already made (``Context.effects``, folded from the
 journal, so a resumed run, a rerun and a what-if see the same history).
 
-Decision: ``NoUnaskedRepeats`` makes a side effect that repeats one already made — the same
+Decision: ``ScopeToPlan`` checks a side effect against what the request asks for, read once
+before anything untrusted (``tether.policy.plan``): the tool, and the parties its clause names.
+``NoUnaskedRepeats`` makes a side effect that repeats one already made — the same
 tool to the same parties (for a tool that declares none, the same arguments) — wait for a
-person, unless the request asks for the repetition ("twice", "again", "three times"); an
+person, unless the request asks for the repetition ("twice", "again", "three times": the
+plan's count for the tool); an
 ``idempotent`` tool repeats harmlessly and is let be. It only answers ALLOW or
 REQUIRE_APPROVAL; stack it with the others (``contained`` in ``tether.evals.injection``).
 """
@@ -17,26 +20,11 @@ REQUIRE_APPROVAL; stack it with the others (``contained`` in ``tether.evals.inje
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Mapping
 from typing import Any
 
 from tether.policy.base import Action, Context, Decision, Effect, MadeEffect, Resource, Subject
-from tether.tokens import tokens
-
-COUNT_WORDS = {"twice": 2, "again": 2, "thrice": 3}
-NUMBERS = {"two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7, "eight": 8,
-           "nine": 9, "ten": 10}
-TIMES = re.compile(r"\b(\d+|" + "|".join(NUMBERS) + r")\s+times\b", re.IGNORECASE)
-
-
-def asked_count(request: str) -> int:
-    """How many times the request asks for an action at most: 1 unless it says so ("twice",
-    "again", "three times", "5 times")."""
-    words = set(tokens(request))
-    counts = [n for word, n in COUNT_WORDS.items() if word in words]
-    counts += [int(m) if m.isdigit() else NUMBERS[m.lower()] for m in TIMES.findall(request)]
-    return max(counts, default=1)
+from tether.policy.plan import RequestPlan, asked_count, read_request, unnamed_parties
 
 
 def _same(value: Any) -> str:
@@ -82,7 +70,10 @@ class NoUnaskedRepeats:
         earlier = repeats(resource, action.arguments, context.effects)
         if not earlier:
             return self._first
-        asked = asked_count(context.request)
+        plan = context.plan
+        entries = plan.asks(action.tool) if plan is not None else ()
+        asked = max((e.count for e in entries), default=1) if plan is not None \
+            else asked_count(context.request)
         ids = ", ".join(e.call_id for e in earlier)
         if len(earlier) < asked:
             return Decision(Effect.ALLOW, f"the request asks for this {asked} times; it ran "
@@ -96,3 +87,59 @@ class NoUnaskedRepeats:
 
 
 no_unasked_repeats = NoUnaskedRepeats()
+
+
+class ScopeToPlan:
+    """A side-effecting tool runs unasked only when the request plan asks for it, to the
+    parties its clause names (``tether.policy.plan``): "remind me to book a hotel" asks for a
+    reminder, not a booking; "book a room at 'Le Marais Boutique'" asks for that hotel, not the
+    one an injection names. A session without a plan is read from its request; one without a
+    request (a gateway) asks for nothing: the scope fails closed."""
+
+    __slots__ = ("_no_effect", "policy_id")
+    inline = True  # decides from the journaled plan and the arguments alone: no I/O
+
+    def __init__(self, policy_id: str = "scope-to-plan") -> None:
+        self.policy_id = policy_id
+        self._no_effect = Decision(Effect.ALLOW, "no side effect: nothing to scope", policy_id)
+
+    def __repr__(self) -> str:
+        return f"ScopeToPlan(policy_id={self.policy_id!r})"
+
+    def evaluate(self, subject: Subject, action: Action, resource: Resource,
+                 context: Context) -> Decision:
+        if not resource.side_effect:
+            return self._no_effect
+        plan = context.plan if context.plan is not None else read_request(context.request,
+                                                                           [resource])
+        entries = plan.asks(action.tool)
+        if not entries:
+            return Decision(Effect.REQUIRE_APPROVAL, _unasked(action.tool, resource, plan),
+                            self.policy_id)
+        unnamed = unnamed_parties(resource, action.arguments, entries)
+        if unnamed:
+            return Decision(Effect.REQUIRE_APPROVAL,
+                            f"the request asks for '{action.tool}' ({entries[0].clause!r}) but "
+                            f"not for {', '.join(unnamed)}; a person must approve this call",
+                            self.policy_id)
+        return Decision(Effect.ALLOW, f"the request asks for it: {entries[0].clause!r}",
+                        self.policy_id)
+
+
+def _unasked(tool: str, resource: Resource, plan: RequestPlan) -> str:
+    if not resource.intents:
+        return (f"'{tool}' has side effects and declares no intents (the words that ask for "
+                "it), so no request can ask for it; a person must approve this call, or "
+                "declare its intents")
+    mentioned = [(clause, why) for clause, why in plan.aside
+                 if read_request(clause, [resource]).aside]
+    if mentioned:
+        whys = " or ".join(dict.fromkeys(why for _, why in mentioned))
+        clauses = "; ".join(repr(clause) for clause, _ in mentioned)
+        return (f"'{tool}' is only {whys} in the user's request ({clauses}), which does not "
+                "ask for it; a person must approve this call")
+    return (f"the user's request asks for none of what '{tool}' does "
+            f"({', '.join(sorted(resource.intents))}); a person must approve this call")
+
+
+scope_to_plan = ScopeToPlan()

@@ -12,6 +12,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from tether.journal.chain import Journal
+from tether.policy.plan import read_request
+from tether.runtime.chokepoint.gate import resource_of
 from tether.runtime.interrupt import lost_call_charge
 from tether.runtime.output import OutputCheck, instructions
 from tether.runtime.state import SessionState
@@ -58,10 +60,15 @@ def open_run(session: Session, journal: Journal, state: SessionState, resuming: 
             start["request"] = session.request
         if session.metadata:
             start["metadata"] = session.metadata
-        if session.thread_start is not None:  # a rerun: the turns as recorded
-            start["thread"] = dict(session.thread_start)
-        elif session.thread is not None:
-            start["thread"] = _join(session, session.thread)
+        recorded = session.recorded_start  # a rerun's: the turns and the plan as recorded
+        if recorded is not None:
+            start.update({k: recorded[k] for k in ("thread", "plan") if k in recorded})
+        else:
+            if session.thread is not None:
+                start["thread"] = _join(session, session.thread)
+            plan = plan_of(session)
+            if plan is not None:
+                start["plan"] = plan
         if check is not None:
             start["output"] = {"type": check.spec.name, "retries": check.retries,
                                "native": check.native}
@@ -69,6 +76,15 @@ def open_run(session: Session, journal: Journal, state: SessionState, resuming: 
         parent = TraceParent.parse(session.context.get("traceparent")) if agent.telemetry \
             else None
     return Segment(session.id, seq, parent) if agent.telemetry else None
+
+
+def plan_of(session: Session) -> dict[str, Any] | None:
+    """What the session's request asks for (``tether.policy.plan``), read before anything else
+    runs — only when a tool could be asked for (a side-effecting one that declares intents)."""
+    resources = [resource_of(t) for t in session.agent.registry]
+    if not session.request or not any(r.side_effect and r.intents for r in resources):
+        return None
+    return read_request(session.request, resources).to_dict()
 
 
 def _join(session: Session, thread_id: str) -> dict[str, Any]:

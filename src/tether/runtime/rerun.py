@@ -266,7 +266,7 @@ async def arerun(agent: Agent, events: Sequence[Event]) -> RerunReport:
                               user_id=subject["user_id"], tenant_id=subject["tenant_id"],
                               roles=subject["roles"], context=start.get("context"),
                               request=start.get("request"))
-    session.thread_start = start.get("thread")  # the thread's turns as recorded
+    session.recorded_start = start  # the thread's turns and the request plan, as recorded
     result = await session.arun()
     for _ in range(len(record.responses) + 1):
         if not session.paused:

@@ -73,9 +73,26 @@ class Checkpoint:
 
 
 class Session:
-    __slots__ = ("_accountant", "_activation", "_interrupt", "_journal", "_on_delta", "_result",
-                 "_running", "_state", "agent", "budget", "context", "id", "metadata", "request",
-                 "subject", "task", "thread", "thread_start")
+    __slots__ = (
+        "_accountant",
+        "_activation",
+        "_interrupt",
+        "_journal",
+        "_on_delta",
+        "_result",
+        "_running",
+        "_state",
+        "agent",
+        "budget",
+        "context",
+        "id",
+        "metadata",
+        "recorded_start",
+        "request",
+        "subject",
+        "task",
+        "thread",
+    )
 
     def __init__(self, agent: Agent, task: str, *, budget: Budget, user_id: str | None,
                  tenant_id: str | None, roles: Iterable[str],
@@ -98,8 +115,9 @@ class Session:
         # ticket number): journaled at the start, never shown to the model or the policy
         self.metadata = dict(metadata or {})
         self.thread = thread  # the conversation this session continues (tether.runtime.thread)
-        # a rerun's: the thread's place and turns as the recorded session started with them
-        self.thread_start: Mapping[str, Any] | None = None
+        # a rerun's: the recorded session's start, whose thread turns and request plan the
+        # rerun starts with (not read again from a store or the request)
+        self.recorded_start: Mapping[str, Any] | None = None
         self._state = fold(history)
         self._journal = Journal(self.id, on_append=self._state.apply, store=agent.journal_store,
                                 history=history)

@@ -19,6 +19,7 @@ from typing import Any
 
 from tether.journal.chain import canonical_json
 from tether.policy.base import MadeEffect
+from tether.policy.plan import RequestPlan
 from tether.runtime import charges
 from tether.runtime.branch_log import BranchLog
 from tether.runtime.budget import Tally
@@ -58,8 +59,8 @@ class SessionState:
     __slots__ = ("_done", "_outbox", "_recent", "_steps_closed", "answer", "approvals",
                  "branches", "compacted_ids", "conversation", "counted", "decisions",
                  "denial_streak", "effects", "error_streak", "granted", "in_flight", "notice",
-                 "opening",
-                 "output", "output_invalid", "paused", "planned", "ran", "results", "settled",
+                 "opening", "output", "output_invalid", "paused", "plan", "planned", "ran",
+                 "results", "settled",
                  "signatures", "started", "steps", "stop_detail", "stop_reason", "strategy_log",
                  "tainted", "tally", "task", "turn", "turn_open", "turn_step", "turn_text",
                  "unsent", "window")
@@ -88,6 +89,7 @@ class SessionState:
         self.approvals: dict[str, str] = {}  # call id -> approval id
         self.granted: set[str] = set()  # call ids whose approval was used to run them
         self.started: set[str] = set()  # call ids of side-effecting calls that began to run
+        self.plan: RequestPlan | None = None  # what the request asks for (session.start)
         # every side effect the session made, in order (with a window: the last ``window``)
         self.effects: tuple[MadeEffect, ...] = ()
         self.settled: dict[str, Mapping[str, Any]] = {}  # call id -> an operator's decision
@@ -184,6 +186,7 @@ class SessionState:
 
     def _on_start(self, data: Mapping[str, Any]) -> None:
         self.task = data["task"]
+        self.plan = RequestPlan.from_dict(data["plan"]) if data.get("plan") else None
         history = []
         thread = data.get("thread")
         for turn in thread["history"] if thread else ():  # a thread's earlier turns

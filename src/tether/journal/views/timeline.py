@@ -142,7 +142,16 @@ Renderer = Callable[[Mapping[str, Any]], list[str]]
 
 
 def _start(d: Mapping[str, Any]) -> list[str]:
-    return [f"start: {excerpt(d.get('task', ''), 80)}"]
+    lines = [f"start: {excerpt(d.get('task', ''), 80)}"]
+    plan = d.get("plan")
+    if plan is not None:  # what the request asks for, read before anything untrusted
+        asks = [f"{e.get('tool')}" + (f" ×{e.get('count')}" if e.get("count", 1) != 1 else "")
+                + (f" (named: {', '.join(e['named'])})" if e.get("named") else "")
+                for e in plan.get("entries") or []]
+        lines.append(f"  the request asks for: {', '.join(asks) or 'no side effect'}")
+        lines += [f"  set aside ({why}): {excerpt(clause, 70)}"
+                  for clause, why in plan.get("aside") or []]
+    return lines
 
 
 def _request(d: Mapping[str, Any]) -> list[str]:

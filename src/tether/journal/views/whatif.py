@@ -41,6 +41,7 @@ from tether.policy.base import (
     Subject,
     decide,
 )
+from tether.policy.plan import RequestPlan
 from tether.types import PLANNED_CALL_PREFIX, Event
 
 SHAPED = frozenset({Effect.PARTIAL_ALLOW, Effect.MASK, Effect.DEGRADE})
@@ -162,7 +163,7 @@ def context_of(event: Event, start: Mapping[str, Any],
                    event.timestamp, dict(start.get("context") or {}),
                    "" if gateway else str(start.get("request", start.get("task")) or ""),
                    provenance, str(event.data.get("call_id", "")).startswith(PLANNED_CALL_PREFIX),
-                   effects)
+                   effects, RequestPlan.from_dict(start["plan"]) if start.get("plan") else None)
 
 
 def masked_fields(arguments: Mapping[str, Any]) -> tuple[str, ...]:

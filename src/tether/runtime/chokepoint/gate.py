@@ -114,7 +114,7 @@ class PolicyGate:
                  "tool_calls": t.tool_calls, "seconds": elapsed}
         return Context(self._session_id, t.steps, spend, acc.remaining(elapsed),
                        self._state.tainted, time.time(), self._extra, self.request, provenance,
-                       planned, self._state.effects)
+                       planned, self._state.effects, self._state.plan)
 
     def _deadline(self, context: Context) -> float | None:
         """Seconds a policy that may block has to decide: its own limit, or the time left."""

@@ -1,0 +1,189 @@
+"""What the user's request asks for, read once before anything untrusted: the request plan.
+
+Why: ``scope_to_request`` matches words anywhere in the request, so "remind me to book a hotel"
+asks for ``reserve_hotel``, "don't pay the second bill" asks for ``send_money``, and "book a room
+at 'Le Marais Boutique'" asks for a room at any hotel an injection names. The request is known
+before any tool result is read; what it asks for can be read from it then, once, and every later
+decision checked against that reading — the way Progent and CaMeL fix a task's privileges before
+untrusted data arrives.
+
+Decision: rules, no model. The request is cut into clauses (sentences, and "; "). In a clause, a
+cue ends what it asks for: a negation ("don't", "do not", "never", "no need to", "without")
+asks for nothing after it; a reminder ("remind me to", "reminder about") asks for the reminder,
+not for what it reminds of; the user's own future action ("I'll", "I will", "I'm going to", "I
+plan to", "before I") is theirs to take, not the agent's. In what is left, a side-effecting tool
+is asked for when the clause uses one of its ``intents``; its entry keeps the clause, the count
+it asks for ("twice", "3 times") and the values it names — quoted, or by shape: an e-mail
+address, a URL, an IBAN. A named value binds a party of the same shape: a call whose recipient
+is an e-mail address the clause did not name, when the clause named one, was not asked for. The
+plan is journaled in the session's start (``tether.runtime.opening``), so a resumed run, a
+what-if and a rerun decide against the same plan.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from tether.policy.base import Resource
+from tether.tokens import tokens
+
+CLAUSES = re.compile(r"(?<=[.!?;])\s+|\n+")
+# (cue, why, whether the cue's own words still ask for something: "remind" asks for a reminder)
+CUES: tuple[tuple[tuple[str, ...], str, bool], ...] = (
+    (("don't",), "negated", False), (("do", "not"), "negated", False),
+    (("dont",), "negated", False), (("never",), "negated", False),
+    (("no", "need", "to"), "negated", False), (("without",), "negated", False),
+    (("remind", "me", "to"), "what a reminder is about", True),
+    (("remind", "me", "about"), "what a reminder is about", True),
+    (("remind", "me", "of"), "what a reminder is about", True),
+    (("reminder", "to"), "what a reminder is about", True),
+    (("reminder", "about"), "what a reminder is about", True),
+    (("reminder", "for"), "what a reminder is about", True),
+    (("i'll",), "the user's own future action", False),
+    (("i", "will"), "the user's own future action", False),
+    (("i'm", "going", "to"), "the user's own future action", False),
+    (("i", "am", "going", "to"), "the user's own future action", False),
+    (("i", "plan", "to"), "the user's own future action", False),
+    (("before", "i"), "the user's own future action", False),
+)
+SHAPES = (("email", re.compile(r"^[^@\s]+@[^@\s]+\.[a-z]{2,}$")),
+          ("url", re.compile(r"^(?:[a-z]+://|www\.)\S+$")),
+          ("iban", re.compile(r"^[a-z]{2}\d{2}[a-z0-9]{8,30}$")))
+QUOTED = re.compile(r"(?:^|(?<=[\s(]))[\"'“‘]([^\"'“”‘’\n]{2,80})[\"'”’]")
+COUNT_WORDS = {"twice": 2, "again": 2, "thrice": 3}
+NUMBERS = {"two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7, "eight": 8,
+           "nine": 9, "ten": 10}
+TIMES = re.compile(r"\b(\d+|" + "|".join(NUMBERS) + r")\s+times\b", re.IGNORECASE)
+
+
+def asked_count(text: str) -> int:
+    """How many times ``text`` asks for an action at most: 1 unless it says so ("twice",
+    "again", "three times", "5 times")."""
+    words = set(tokens(text))
+    counts = [n for word, n in COUNT_WORDS.items() if word in words]
+    counts += [int(m) if m.isdigit() else NUMBERS[m.lower()] for m in TIMES.findall(text)]
+    return max(counts, default=1)
+
+
+def shape(value: str) -> str:
+    """A value's shape, for binding: ``email``, ``url``, ``iban`` or ``text``."""
+    flat = "".join(value.split()).casefold()
+    return next((name for name, pattern in SHAPES if pattern.match(flat)), "text")
+
+
+def same(value: Any) -> str:
+    """A value as compared with a named one: whole tokens, case and spacing aside."""
+    return " ".join(tokens(str(value)))
+
+
+@dataclass(frozen=True, slots=True)
+class PlanEntry:
+    """A side-effecting tool the request asks for, in one clause."""
+
+    tool: str
+    clause: str
+    count: int = 1
+    named: tuple[str, ...] = ()  # values the clause names (quoted, or an e-mail, URL, IBAN)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"tool": self.tool, "clause": self.clause, "count": self.count,
+                "named": list(self.named)}
+
+
+@dataclass(frozen=True, slots=True)
+class RequestPlan:
+    """What the request asks for (``entries``) and the clauses it mentions a tool's words in
+    without asking for it (``aside``: clause and why)."""
+
+    entries: tuple[PlanEntry, ...] = ()
+    aside: tuple[tuple[str, str], ...] = ()
+
+    def asks(self, tool: str) -> tuple[PlanEntry, ...]:
+        return tuple(e for e in self.entries if e.tool == tool)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"entries": [e.to_dict() for e in self.entries],
+                "aside": [list(a) for a in self.aside]}
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> RequestPlan:
+        return cls(tuple(PlanEntry(e["tool"], e["clause"], int(e.get("count", 1)),
+                                   tuple(e.get("named", ()))) for e in data.get("entries", ())),
+                   tuple((str(c), str(w)) for c, w in data.get("aside", ())))
+
+
+def read_request(request: str, resources: Iterable[Resource]) -> RequestPlan:
+    """The plan of ``request`` for the side-effecting tools among ``resources``."""
+    wanted = [r for r in resources if r.side_effect and r.intents]
+    entries: list[PlanEntry] = []
+    aside: list[tuple[str, str]] = []
+    for clause in (c.strip() for c in CLAUSES.split(request)):
+        if not clause:
+            continue
+        words = tokens(clause)
+        active, why = _active(words)
+        for resource in wanted:
+            if _asks(resource, active):
+                entries.append(PlanEntry(resource.name, clause, asked_count(clause),
+                                         _named(clause)))
+            elif why and _asks(resource, words):
+                aside.append((clause, why))
+    return RequestPlan(tuple(entries), tuple(dict.fromkeys(aside)))
+
+
+def _asks(resource: Resource, words: list[str]) -> bool:
+    have = set(words)
+    return any(have.issuperset(intent.split("+")) for intent in resource.intents)
+
+
+def _active(words: list[str]) -> tuple[list[str], str]:
+    """The words of a clause that ask for something (up to its first cue), and the cue's why."""
+    for at in range(len(words)):
+        for cue, why, keeps in CUES:
+            if tuple(words[at:at + len(cue)]) == cue:
+                return words[:at + (len(cue) if keeps else 0)], why
+    return words, ""
+
+
+def _named(clause: str) -> tuple[str, ...]:
+    """The values a clause names: quoted ones, and e-mail addresses, URLs and IBANs."""
+    found = [same(q) for q in QUOTED.findall(clause)]
+    found += [t for t in tokens(clause) if shape(t) != "text"]
+    return tuple(dict.fromkeys(v for v in found if v))
+
+
+def unnamed_parties(resource: Resource, arguments: Mapping[str, Any],
+                    entries: Iterable[PlanEntry]) -> list[str]:
+    """The call's party values its asking clauses do not contain, where a clause named a value
+    of that shape (a clause that names no e-mail address binds no e-mail recipient; one that
+    quotes a hotel's name binds the hotel to a name the clause contains)."""
+    entries = tuple(entries)
+    named = {_flat(v) for e in entries for v in e.named}
+    shapes = {shape(v) for e in entries for v in e.named}
+    clauses = [tokens(e.clause) for e in entries]
+    out = []
+    for party in sorted(resource.parties):
+        value = arguments.get(party)
+        for item in value if isinstance(value, list | tuple) else [value]:
+            text = "" if item is None else str(item)
+            kind = shape(text)
+            if not text.strip() or kind not in shapes:
+                continue
+            if kind != "text":  # an address or an account: as named, spacing and case aside
+                missing = _flat(text) not in named
+            else:  # a name: a run of the asking clause's words
+                missing = not any(_contains(words, tokens(text)) for words in clauses)
+            if missing:
+                out.append(f"{party}={text}")
+    return out
+
+
+def _flat(value: str) -> str:
+    return "".join(value.split()).casefold()
+
+
+def _contains(words: list[str], run: list[str]) -> bool:
+    return any(words[i:i + len(run)] == run for i in range(len(words) - len(run) + 1))
