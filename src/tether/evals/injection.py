@@ -21,7 +21,7 @@ from typing import Any
 from tether.evals.agentdojo import PairResult
 from tether.journal.views.metrics import rate
 
-POLICIES = ("allow", "taint", "flows", "scoped")  # or a path to a YAML policy
+POLICIES = ("allow", "taint", "flows", "scoped", "contained")  # or a path to a YAML policy
 
 
 def policy_named(spec: str) -> Any:
@@ -30,6 +30,8 @@ def policy_named(spec: str) -> Any:
         contain_untrusted,
         contain_untrusted_flows,
         load_policy,
+        no_unasked_repeats,
+        scope_to_plan,
         scope_to_request,
     )
 
@@ -41,6 +43,8 @@ def policy_named(spec: str) -> Any:
         return contain_untrusted_flows
     if spec == "scoped":
         return DenyOverrides(contain_untrusted_flows, scope_to_request)
+    if spec == "contained":  # scoped, with the request plan for the words and no repeats
+        return DenyOverrides(contain_untrusted_flows, scope_to_plan, no_unasked_repeats)
     return load_policy(spec)
 
 
