@@ -137,6 +137,8 @@ class PairResult:
     approvals: int  # approval requests: a person's burden
     injected: bool  # the agent read the injected text
     text_only: bool = False  # the injection asks for no tool call: no permission can stop it
+    attack: str = "stock"  # AgentDojo's own injections, or "adaptive" (``.adaptive``)
+    kind: str | None = None  # an adaptive injection's kind
 
 
 def overlay_for(suite: str) -> Any:
@@ -249,9 +251,11 @@ def run_pair(suite: Any, user_task: Any, injection_task: Any, *, policy: Any = N
         if attacked is None:
             attacked = injection_task.security(output, pre, env)
     approvals = sum(1 for e in events if e.type == "approval.requested")
+    kind = getattr(injection_task, "kind", None)
     return PairResult(suite.name, user_task.ID, injection_task and injection_task.ID,
                       bool(utility), bool(attacked), approvals, read,
-                      injection_task is not None and not attack_plan)
+                      injection_task is not None and not attack_plan,
+                      "stock" if kind is None else "adaptive", kind)
 
 
 def load_suite(name: str, version: str = "v1.2.2") -> Any:
@@ -270,14 +274,24 @@ def run_suite(name: str, *, policy: Any = None, approver: Any = None,
 
 
 def run_user_task(name: str, user_task_id: str, *, policy: Any = None, approver: Any = None,
-                  version: str = "v1.2.2") -> list[PairResult]:
-    """One user task of suite ``name``: without an attack, then under every injection task."""
+                  version: str = "v1.2.2", attack: str = "stock") -> list[PairResult]:
+    """One user task of suite ``name``: without an attack, then under every injection task of
+    ``attack``: "stock" (the suite's own), "adaptive" (``.adaptive.tasks_for``), or "both"."""
+    from tether.evals.agentdojo.adaptive import tasks_for
+
+    if attack not in ("stock", "adaptive", "both"):
+        raise ValueError(f"unknown attack {attack!r}; one of stock, adaptive, both")
     suite = load_suite(name, version)
     user_task = suite.get_user_task_by_id(user_task_id)
     environments = Environments(suite)
+    tasks: list[Any] = [None]
+    if attack in ("stock", "both"):
+        tasks += suite.injection_tasks.values()
+    if attack in ("adaptive", "both"):
+        tasks += tasks_for(environments, user_task)
     return [run_pair(suite, user_task, injection_task, policy=policy, approver=approver,
                      environments=environments)
-            for injection_task in (None, *suite.injection_tasks.values())]
+            for injection_task in tasks]
 
 
 def probe_trust(name: str, version: str = "v1.2.2") -> tuple[list[Any], tuple[str, ...]]:
