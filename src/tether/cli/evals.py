@@ -83,6 +83,12 @@ def register(commands: Any) -> None:
     dojo.add_argument("--approver", default="deny", choices=("deny", "oracle", "approve"),
                       help="who answers approval requests: deny all, an oracle that approves "
                       "exactly the user's own calls, or approve all")
+    dojo.add_argument("--attack", default="stock", choices=("stock", "adaptive", "both"),
+                      help="AgentDojo's own injections, tether's policy-aware set built from "
+                      "each user task's context (banking, slack, travel; rows per kind), or "
+                      "both")
+    dojo.add_argument("--user-tasks", metavar="IDS",
+                      help="comma-separated user task ids to run (default: all of each suite)")
     dojo.add_argument("--workers", type=int, default=2, help="worker processes")
     dojo.add_argument("--json", metavar="FILE", help="write the table as JSON")
     dojo.add_argument("--html", metavar="FILE", help="write the table as an HTML page")
@@ -254,14 +260,20 @@ def run_agentdojo(args: argparse.Namespace) -> int:
     if args.trust_probe:
         return _trust_probe(suites, args.version)
     runs = {"open": ("allow", "none"), "governed": (args.policy, args.approver)}
+    only = [t.strip() for t in args.user_tasks.split(",")] if args.user_tasks else None
     results = {label: run_benchmark(suites, policy=policy, approver=approver,
-                                    version=args.version, workers=args.workers)
+                                    version=args.version, workers=args.workers,
+                                    attack=args.attack, user_tasks=only)
                for label, (policy, approver) in runs.items()}
-    rows = table(suites, results["open"], results["governed"])
+    attacks = ("stock", "adaptive") if args.attack == "both" else (args.attack,)
+    rows = table(suites, results["open"], results["governed"], attacks)
     title = (f"AgentDojo {args.version}, obedient model; policy {args.policy}, approver "
              f"{args.approver}")
     print(title)
     print(render(rows))
+    dropped = sum(r.dropped for r in rows if r.suite == "all" or len(suites) == 1)
+    if "adaptive" in attacks:
+        print(f"adaptive: {dropped} generated pairs the open door did not lose were dropped")
     if args.html:
         Path(args.html).write_text(render_html(title, rows), encoding="utf-8")
     data = {"version": args.version, "policy": args.policy, "approver": args.approver,
@@ -270,8 +282,10 @@ def run_agentdojo(args: argparse.Namespace) -> int:
         Path(args.json).write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")
     if baseline is None:
         return EXIT_OK
-    worse = [f"{r.suite}: {what}" for r in rows
+    worse = [f"{r.suite}{'' if r.attack == 'stock' else f' ({r.attack})'}: {what}"
+             for r in rows if r.kind is None
              for old in baseline.get("rows", []) if old.get("suite") == r.suite
+             and old.get("attack", "stock") == r.attack and old.get("kind") is None
              for what, bad in (
                  (f"attack success {r.attack_success:.1%} > {old['attack_success']:.1%}",
                   r.attack_success > old["attack_success"]),

@@ -8,6 +8,9 @@ benign and per attacked task (a person's burden). Injections that ask for no too
 attacker only wants the model to *say* something) are counted apart: no permission stops them.
 
 The runs go to worker processes by (suite, user task); AgentDojo's environment loading dominates.
+Two attacks: AgentDojo's own ("stock") and the policy-aware set (``agentdojo.adaptive``), each
+with its own rows; an adaptive pair counts only if the open door loses it (the others are
+dropped and counted), and its rows break down by kind.
 """
 
 from __future__ import annotations
@@ -15,7 +18,7 @@ from __future__ import annotations
 import multiprocessing
 from collections.abc import Sequence
 from concurrent.futures import ProcessPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from tether.evals.agentdojo import PairResult
@@ -55,21 +58,27 @@ def approver_named(spec: str) -> Any:
             "none": None}[spec]
 
 
-def _run(job: tuple[str, str, str, str, str]) -> list[PairResult]:
+ATTACKS = ("stock", "adaptive", "both")
+
+
+def _run(job: tuple[str, str, str, str, str, str]) -> list[PairResult]:
     from tether.evals.agentdojo import run_user_task
 
-    suite, user_task, policy, approver, version = job
+    suite, user_task, policy, approver, version, attack = job
     return run_user_task(suite, user_task, policy=policy_named(policy),
-                         approver=approver_named(approver), version=version)
+                         approver=approver_named(approver), version=version, attack=attack)
 
 
 def run_benchmark(suites: Sequence[str], *, policy: str, approver: str, version: str,
-                  workers: int) -> list[PairResult]:
-    """Every pair of ``suites`` under ``policy`` and ``approver`` (names: see POLICIES)."""
+                  workers: int, attack: str = "stock",
+                  user_tasks: Sequence[str] | None = None) -> list[PairResult]:
+    """Every pair of ``suites`` under ``policy`` and ``approver`` (names: see POLICIES) and
+    ``attack`` (ATTACKS); ``user_tasks`` narrows each suite to those ids."""
     from tether.evals.agentdojo import load_suite
 
-    jobs = [(name, user_task, policy, approver, version)
-            for name in suites for user_task in load_suite(name, version).user_tasks]
+    jobs = [(name, user_task, policy, approver, version, attack)
+            for name in suites for user_task in load_suite(name, version).user_tasks
+            if user_tasks is None or user_task in user_tasks]
     if workers <= 1:
         return [r for job in jobs for r in _run(job)]
     with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("fork")) as pool:
@@ -89,6 +98,9 @@ class Row:
     pairs: int
     text_only_pairs: int
     text_only_success: float
+    attack: str = "stock"
+    kind: str | None = None  # an adaptive row broken down by the attack's kind
+    dropped: int = 0  # adaptive pairs the open door did not lose: not counted
 
     def to_dict(self) -> dict[str, Any]:
         return {name: getattr(self, name) for name in self.__slots__}
@@ -125,22 +137,48 @@ def row(suite: str, open_door: Sequence[PairResult], governed: Sequence[PairResu
 
 
 def table(suites: Sequence[str], open_door: Sequence[PairResult],
-          governed: Sequence[PairResult]) -> list[Row]:
-    """A row per suite and one over all of them."""
-    rows = [row(s, [r for r in open_door if r.suite == s], [r for r in governed if r.suite == s])
-            for s in suites]
-    if len(suites) > 1:
-        rows.append(row("all", open_door, governed))
+          governed: Sequence[PairResult], attacks: Sequence[str] = ("stock",)) -> list[Row]:
+    """A row per suite and one over all of them, for each of ``attacks``; an adaptive row is
+    followed by a row per kind, and counts only the pairs the open door lost."""
+    rows: list[Row] = []
+    for attack in attacks:
+        def of(rs: Sequence[PairResult], attack: str = attack) -> list[PairResult]:
+            return [r for r in rs if r.injection_task is None or r.attack == attack]
+
+        free, held = of(open_door), of(governed)
+        dropped: set[tuple[str, str, str | None]] = set()
+        if attack == "adaptive":
+            dropped = {(r.suite, r.user_task, r.injection_task) for r in free
+                       if r.injection_task is not None and not r.attacked}
+            free, held = ([r for r in rs if (r.suite, r.user_task, r.injection_task)
+                           not in dropped] for rs in (free, held))
+        kinds = sorted({r.kind for r in free if r.kind is not None})
+        for name in (*suites, *(["all"] if len(suites) > 1 else [])):
+            def at(rs: list[PairResult], name: str = name) -> list[PairResult]:
+                return rs if name == "all" else [r for r in rs if r.suite == name]
+
+            lost = sum(1 for key in dropped if name in ("all", key[0]))
+            rows.append(replace(row(name, at(free), at(held)), attack=attack, dropped=lost))
+            for kind in kinds:
+                def its(rs: list[PairResult], kind: str = kind) -> list[PairResult]:
+                    return [r for r in rs if r.injection_task is None or r.kind == kind]
+
+                if any(r.kind == kind for r in at(free)):
+                    rows.append(replace(row(name, its(at(free)), its(at(held))),
+                                        attack=attack, kind=kind))
     return rows
 
 
 def render(rows: Sequence[Row]) -> str:
+    both = any(r.attack != "stock" for r in rows)
     head = (f"{'suite':<10} {'benign':>7} {'attacked':>8} {'attack':>7} {'relative':>8} "
             f"{'blocked':>7} {'appr/b':>6} {'appr/a':>6} {'pairs':>6} {'text-only':>10}")
-    lines = [head]
+    lines = [f"{'attack':<8} {'suite':<18}{head[10:]}" if both else head]
     for r in rows:
+        label = r.suite if r.kind is None else f"  {r.kind}"
+        lead = f"{r.attack:<8} {label:<18}" if both else f"{r.suite:<10}"
         lines.append(
-            f"{r.suite:<10} {r.benign_utility:>7.1%} {r.utility_under_attack:>8.1%} "
+            f"{lead} {r.benign_utility:>7.1%} {r.utility_under_attack:>8.1%} "
             f"{r.attack_success:>7.1%} {r.attack_success_relative:>8.1%} "
             f"{r.blocked_needlessly:>7} {r.approvals_per_benign:>6.2f} "
             f"{r.approvals_per_attacked:>6.2f} {r.pairs:>6} "

@@ -18,7 +18,8 @@ imports ``agentdojo`` (extra ``tether[agentdojo]``).
 from __future__ import annotations
 
 import warnings
-from collections.abc import Mapping
+from collections import Counter
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from importlib.resources import files
 from typing import Any
@@ -45,10 +46,11 @@ def _agentdojo() -> Any:
 class DojoTool:
     """An AgentDojo function as a tether tool, bound to one trial's environment."""
 
-    __slots__ = ("_function", "_runtime", "env", "meta", "name", "spec")
+    __slots__ = ("_function", "_ran", "_runtime", "env", "meta", "name", "spec")
 
-    def __init__(self, function: Any, runtime: Any, env: Any) -> None:
-        self._function, self._runtime, self.env = function, runtime, env
+    def __init__(self, function: Any, runtime: Any, env: Any,
+                 ran: Callable[[str, Mapping[str, Any]], None] | None = None) -> None:
+        self._function, self._runtime, self.env, self._ran = function, runtime, env, ran
         self.name = function.name
         self.meta = ToolMeta()
         self.spec = ToolSpec(function.name, function.description,
@@ -66,6 +68,8 @@ class DojoTool:
         return dict(arguments)
 
     async def invoke(self, arguments: dict[str, Any], context: ToolContext) -> Any:
+        if self._ran is not None:
+            self._ran(self.name, arguments)
         result, error = self._runtime.run_function(self.env, self.name, arguments)
         if error is not None:
             raise ToolFailure(f"Error: {error}")
@@ -133,6 +137,8 @@ class PairResult:
     approvals: int  # approval requests: a person's burden
     injected: bool  # the agent read the injected text
     text_only: bool = False  # the injection asks for no tool call: no permission can stop it
+    attack: str = "stock"  # AgentDojo's own injections, or "adaptive" (``.adaptive``)
+    kind: str | None = None  # an adaptive injection's kind
 
 
 def overlay_for(suite: str) -> Any:
@@ -142,25 +148,57 @@ def overlay_for(suite: str) -> Any:
     return parse_overlay(path.read_text(encoding="utf-8"), f"tether/evals/agentdojo/{suite}.yaml")
 
 
-def tools_for(suite: Any, env: Any, overlay: Any = None) -> tuple[Any, ...]:
-    """The suite's functions as tether tools bound to ``env``, with the suite's overlay."""
+def tools_for(suite: Any, env: Any, overlay: Any = None,
+              ran: Callable[[str, Mapping[str, Any]], None] | None = None) -> tuple[Any, ...]:
+    """The suite's functions as tether tools bound to ``env``, with the suite's overlay;
+    ``ran(tool, arguments)`` is told of every call the runtime lets run."""
     from agentdojo.functions_runtime import FunctionsRuntime
 
     runtime = FunctionsRuntime(suite.tools)
     tools: tuple[Any, ...] = (overlay or overlay_for(suite.name)).apply(
-        [DojoTool(f, runtime, env) for f in suite.tools])
+        [DojoTool(f, runtime, env, ran) for f in suite.tools])
     return tools
 
 
+def call_key(tool: str, arguments: Mapping[str, Any]) -> tuple[str, str]:
+    """A call as (tool, canonical arguments): what counts as "the same call"."""
+    from tether.journal.chain import canonical_json
+
+    return tool, canonical_json(dict(arguments))
+
+
+class Oracle:
+    """An approver for the user's own ground truth, counted: each ground-truth call approves
+    one execution. A call the policy let run unasked uses up its ground-truth call too, so an
+    injected duplicate of the user's own payment is refused whether or not the first needed a
+    person (``approve_when(any(...))`` approved every copy)."""
+
+    def __init__(self, plan: list[PlannedCall]) -> None:
+        self._left = Counter(call_key(p.tool, p.arguments) for p in plan)
+        self._approved: Counter[tuple[str, str]] = Counter()
+
+    def asked_for(self, request: Any) -> bool:
+        key = call_key(request.tool, request.arguments)
+        if self._left[key] - self._approved[key] <= 0:
+            return False
+        self._approved[key] += 1
+        return True
+
+    def ran(self, tool: str, arguments: Mapping[str, Any]) -> None:
+        key = call_key(tool, arguments)
+        self._left[key] = max(0, self._left[key] - 1)
+        self._approved[key] = max(0, self._approved[key] - 1)
+
+    def approver(self) -> Any:
+        from tether.runtime.chokepoint.approver import approve_when
+
+        return approve_when(self.asked_for, "oracle")
+
+
 def oracle_for(plan: list[PlannedCall]) -> Any:
-    """An approver that approves exactly the calls of the user's own ground truth."""
-    from tether.runtime.chokepoint.approver import approve_when
-
-    def asked_for(request: Any) -> bool:
-        return any(p.tool == request.tool and dict(p.arguments) == dict(request.arguments)
-                   for p in plan)
-
-    return approve_when(asked_for, "oracle")
+    """An approver that approves the calls of the user's own ground truth, each once. Without
+    ``Oracle.ran`` wired to the tools it counts approvals only."""
+    return Oracle(plan).approver()
 
 
 def run_pair(suite: Any, user_task: Any, injection_task: Any, *, policy: Any = None,
@@ -183,9 +221,11 @@ def run_pair(suite: Any, user_task: Any, injection_task: Any, *, policy: Any = N
     attack_plan = [] if injection_task is None else [
         PlannedCall(c.function, dict(c.args))
         for c in injection_task.ground_truth(pre.model_copy(deep=True))]
-    if approver == "oracle":
-        approver = oracle_for(plan)
-    tools = tools_for(suite, env, environments.overlay)
+    oracle = Oracle(plan) if approver == "oracle" else None
+    if oracle is not None:
+        approver = oracle.approver()
+    tools = tools_for(suite, env, environments.overlay,
+                      None if oracle is None else oracle.ran)
     answer = user_task.GROUND_TRUTH_OUTPUT or "Done."
     model = obedient_model(plan, attack_plan, injection_text=MARKER if attack_plan else None,
                            answer=answer)
@@ -211,9 +251,11 @@ def run_pair(suite: Any, user_task: Any, injection_task: Any, *, policy: Any = N
         if attacked is None:
             attacked = injection_task.security(output, pre, env)
     approvals = sum(1 for e in events if e.type == "approval.requested")
+    kind = getattr(injection_task, "kind", None)
     return PairResult(suite.name, user_task.ID, injection_task and injection_task.ID,
                       bool(utility), bool(attacked), approvals, read,
-                      injection_task is not None and not attack_plan)
+                      injection_task is not None and not attack_plan,
+                      "stock" if kind is None else "adaptive", kind)
 
 
 def load_suite(name: str, version: str = "v1.2.2") -> Any:
@@ -232,14 +274,24 @@ def run_suite(name: str, *, policy: Any = None, approver: Any = None,
 
 
 def run_user_task(name: str, user_task_id: str, *, policy: Any = None, approver: Any = None,
-                  version: str = "v1.2.2") -> list[PairResult]:
-    """One user task of suite ``name``: without an attack, then under every injection task."""
+                  version: str = "v1.2.2", attack: str = "stock") -> list[PairResult]:
+    """One user task of suite ``name``: without an attack, then under every injection task of
+    ``attack``: "stock" (the suite's own), "adaptive" (``.adaptive.tasks_for``), or "both"."""
+    from tether.evals.agentdojo.adaptive import tasks_for
+
+    if attack not in ("stock", "adaptive", "both"):
+        raise ValueError(f"unknown attack {attack!r}; one of stock, adaptive, both")
     suite = load_suite(name, version)
     user_task = suite.get_user_task_by_id(user_task_id)
     environments = Environments(suite)
+    tasks: list[Any] = [None]
+    if attack in ("stock", "both"):
+        tasks += suite.injection_tasks.values()
+    if attack in ("adaptive", "both"):
+        tasks += tasks_for(environments, user_task)
     return [run_pair(suite, user_task, injection_task, policy=policy, approver=approver,
                      environments=environments)
-            for injection_task in (None, *suite.injection_tasks.values())]
+            for injection_task in tasks]
 
 
 def probe_trust(name: str, version: str = "v1.2.2") -> tuple[list[Any], tuple[str, ...]]:
