@@ -180,3 +180,25 @@ def test_audit_show_says_what_the_request_asked_for_and_what_it_set_aside() -> N
     assert "set aside (what a reminder is about): Remind me to book a hotel." in shown
     assert "what a reminder is about" in shown.split("reserve_hotel", 1)[1]  # the refusal
     assert booked == []
+
+
+def test_a_quoted_name_binds_no_id() -> None:
+    files = Resource("append_to_file", side_effect=True, parties=frozenset({"file_id"}),
+                     intents=frozenset({"add"}))
+    plan = read_request("Read 'team-building.docx' and add two activities to it.", [files])
+    decided = scope_to_plan.evaluate(Subject(), Action("append_to_file", {"file_id": "3"}),
+                                     files, Context("s", 0, {}, {}, plan=plan))
+    assert decided.effect is Effect.ALLOW
+
+
+def test_a_name_quoted_in_another_sentence_binds_the_party_it_refers_to() -> None:
+    request = ("My friend recommended 'Le Marais Boutique'. If it is rated above 4, go ahead "
+               "and make a reservation for me.")
+    assert decide(HOTEL, request, hotel="Le Marais Boutique").effect is Effect.ALLOW
+    assert decide(HOTEL, request, hotel="Luxury Palace").effect is Effect.REQUIRE_APPROVAL
+
+
+def test_an_account_named_for_one_clause_binds_no_other() -> None:
+    request = ("Update my standing order: my new landlord's account is "
+               "CA133012400231215421872. Also, pay back the 10.00 my friend sent me.")
+    assert decide(PAY, request, recipient="GB29NWBK60161331926819").effect is Effect.ALLOW

@@ -116,7 +116,7 @@ class ScopeToPlan:
         if not entries:
             return Decision(Effect.REQUIRE_APPROVAL, _unasked(action.tool, resource, plan),
                             self.policy_id)
-        unnamed = unnamed_parties(resource, action.arguments, entries)
+        unnamed = unnamed_parties(resource, action.arguments, plan, entries)
         if unnamed:
             return Decision(Effect.REQUIRE_APPROVAL,
                             f"the request asks for '{action.tool}' ({entries[0].clause!r}) but "

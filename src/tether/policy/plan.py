@@ -13,9 +13,15 @@ asks for nothing after it; a reminder ("remind me to", "reminder about") asks fo
 not for what it reminds of; the user's own future action ("I'll", "I will", "I'm going to", "I
 plan to", "before I") is theirs to take, not the agent's. In what is left, a side-effecting tool
 is asked for when the clause uses one of its ``intents``; its entry keeps the clause, the count
-it asks for ("twice", "3 times") and the values it names — quoted, or by shape: an e-mail
+it asks for ("twice", "3 times"); the plan keeps the values the request names — quoted, or by
+shape: an e-mail
 address, a URL, an IBAN. A named value binds a party of the same shape: a call whose recipient
-is an e-mail address the clause did not name, when the clause named one, was not asked for. The
+is an e-mail address its asking clause did not name, when that clause named one, was not asked
+for (an address binds within its clause: "my landlord's account is X. Refund my friend" does not
+bind the refund to X); a quoted name binds anywhere in the request, since a clause refers to
+the others ("my friend recommended 'Le Marais'. If it's rated above 4, make a reservation"),
+and only a party that is a name, never an id or a number (a listing's "file 3" is the file the
+user quoted, for all the plan can tell: provenance vets it). The
 plan is journaled in the session's start (``tether.runtime.opening``), so a resumed run, a
 what-if and a rerun decide against the same plan.
 """
@@ -52,6 +58,7 @@ CUES: tuple[tuple[tuple[str, ...], str, bool], ...] = (
 SHAPES = (("email", re.compile(r"^[^@\s]+@[^@\s]+\.[a-z]{2,}$")),
           ("url", re.compile(r"^(?:[a-z]+://|www\.)\S+$")),
           ("iban", re.compile(r"^[a-z]{2}\d{2}[a-z0-9]{8,30}$")))
+ADDRESSES = frozenset(name for name, _ in SHAPES)  # named by shape alone, unquoted
 QUOTED = re.compile(r"(?:^|(?<=[\s(]))[\"'“‘]([^\"'“”‘’\n]{2,80})[\"'”’]")
 COUNT_WORDS = {"twice": 2, "again": 2, "thrice": 3}
 NUMBERS = {"two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7, "eight": 8,
@@ -69,8 +76,11 @@ def asked_count(text: str) -> int:
 
 
 def shape(value: str) -> str:
-    """A value's shape, for binding: ``email``, ``url``, ``iban`` or ``text``."""
+    """A value's shape, for binding: ``email``, ``url``, ``iban``, ``number`` (an id, an
+    amount: a quoted name binds none) or ``text``."""
     flat = "".join(value.split()).casefold()
+    if not any(c.isalpha() for c in flat):
+        return "number"
     return next((name for name, pattern in SHAPES if pattern.match(flat)), "text")
 
 
@@ -86,33 +96,34 @@ class PlanEntry:
     tool: str
     clause: str
     count: int = 1
-    named: tuple[str, ...] = ()  # values the clause names (quoted, or an e-mail, URL, IBAN)
 
     def to_dict(self) -> dict[str, Any]:
-        return {"tool": self.tool, "clause": self.clause, "count": self.count,
-                "named": list(self.named)}
+        return {"tool": self.tool, "clause": self.clause, "count": self.count}
 
 
 @dataclass(frozen=True, slots=True)
 class RequestPlan:
-    """What the request asks for (``entries``) and the clauses it mentions a tool's words in
-    without asking for it (``aside``: clause and why)."""
+    """What the request asks for (``entries``), the clauses it mentions a tool's words in
+    without asking for it (``aside``: clause and why), and the values it names (``named``:
+    quoted, or an e-mail address, a URL, an IBAN)."""
 
     entries: tuple[PlanEntry, ...] = ()
     aside: tuple[tuple[str, str], ...] = ()
+    named: tuple[str, ...] = ()
 
     def asks(self, tool: str) -> tuple[PlanEntry, ...]:
         return tuple(e for e in self.entries if e.tool == tool)
 
     def to_dict(self) -> dict[str, Any]:
         return {"entries": [e.to_dict() for e in self.entries],
-                "aside": [list(a) for a in self.aside]}
+                "aside": [list(a) for a in self.aside], "named": list(self.named)}
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> RequestPlan:
-        return cls(tuple(PlanEntry(e["tool"], e["clause"], int(e.get("count", 1)),
-                                   tuple(e.get("named", ()))) for e in data.get("entries", ())),
-                   tuple((str(c), str(w)) for c, w in data.get("aside", ())))
+        return cls(tuple(PlanEntry(e["tool"], e["clause"], int(e.get("count", 1)))
+                         for e in data.get("entries", ())),
+                   tuple((str(c), str(w)) for c, w in data.get("aside", ())),
+                   tuple(str(v) for v in data.get("named", ())))
 
 
 def read_request(request: str, resources: Iterable[Resource]) -> RequestPlan:
@@ -127,11 +138,10 @@ def read_request(request: str, resources: Iterable[Resource]) -> RequestPlan:
         active, why = _active(words)
         for resource in wanted:
             if _asks(resource, active):
-                entries.append(PlanEntry(resource.name, clause, asked_count(clause),
-                                         _named(clause)))
+                entries.append(PlanEntry(resource.name, clause, asked_count(clause)))
             elif why and _asks(resource, words):
                 aside.append((clause, why))
-    return RequestPlan(tuple(entries), tuple(dict.fromkeys(aside)))
+    return RequestPlan(tuple(entries), tuple(dict.fromkeys(aside)), _named(request))
 
 
 def _asks(resource: Resource, words: list[str]) -> bool:
@@ -148,21 +158,23 @@ def _active(words: list[str]) -> tuple[list[str], str]:
     return words, ""
 
 
-def _named(clause: str) -> tuple[str, ...]:
-    """The values a clause names: quoted ones, and e-mail addresses, URLs and IBANs."""
-    found = [same(q) for q in QUOTED.findall(clause)]
-    found += [t for t in tokens(clause) if shape(t) != "text"]
+def _named(text: str) -> tuple[str, ...]:
+    """The values a text names: quoted ones, and e-mail addresses, URLs and IBANs."""
+    found = [same(q) for q in QUOTED.findall(text)]
+    found += [t for t in tokens(text) if shape(t) in ADDRESSES]
     return tuple(dict.fromkeys(v for v in found if v))
 
 
-def unnamed_parties(resource: Resource, arguments: Mapping[str, Any],
+def unnamed_parties(resource: Resource, arguments: Mapping[str, Any], plan: RequestPlan,
                     entries: Iterable[PlanEntry]) -> list[str]:
-    """The call's party values its asking clauses do not contain, where a clause named a value
-    of that shape (a clause that names no e-mail address binds no e-mail recipient; one that
-    quotes a hotel's name binds the hotel to a name the clause contains)."""
+    """The call's party values the request does not name, where it named a value of that
+    shape: an address or an account as its asking clause named it (spacing and case aside; a
+    clause that names no IBAN binds no recipient, whatever another sentence named); a name as
+    the request quoted it anywhere, or as words of an asking clause."""
     entries = tuple(entries)
-    named = {_flat(v) for e in entries for v in e.named}
-    shapes = {shape(v) for e in entries for v in e.named}
+    addresses = {_flat(v) for e in entries for v in _named(e.clause) if shape(v) in ADDRESSES}
+    names = {same(v) for v in plan.named if shape(v) == "text"}
+    shapes = {shape(v) for v in addresses} | ({"text"} if names else set())
     clauses = [tokens(e.clause) for e in entries]
     out = []
     for party in sorted(resource.parties):
@@ -172,10 +184,11 @@ def unnamed_parties(resource: Resource, arguments: Mapping[str, Any],
             kind = shape(text)
             if not text.strip() or kind not in shapes:
                 continue
-            if kind != "text":  # an address or an account: as named, spacing and case aside
-                missing = _flat(text) not in named
-            else:  # a name: a run of the asking clause's words
-                missing = not any(_contains(words, tokens(text)) for words in clauses)
+            if kind != "text":
+                missing = _flat(text) not in addresses
+            else:
+                missing = same(text) not in names and not any(
+                    _contains(words, tokens(text)) for words in clauses)
             if missing:
                 out.append(f"{party}={text}")
     return out

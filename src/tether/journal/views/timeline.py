@@ -146,9 +146,9 @@ def _start(d: Mapping[str, Any]) -> list[str]:
     plan = d.get("plan")
     if plan is not None:  # what the request asks for, read before anything untrusted
         asks = [f"{e.get('tool')}" + (f" ×{e.get('count')}" if e.get("count", 1) != 1 else "")
-                + (f" (named: {', '.join(e['named'])})" if e.get("named") else "")
                 for e in plan.get("entries") or []]
-        lines.append(f"  the request asks for: {', '.join(asks) or 'no side effect'}")
+        named = f"; it names {', '.join(plan['named'])}" if plan.get("named") else ""
+        lines.append(f"  the request asks for: {', '.join(asks) or 'no side effect'}{named}")
         lines += [f"  set aside ({why}): {excerpt(clause, 70)}"
                   for clause, why in plan.get("aside") or []]
     return lines
