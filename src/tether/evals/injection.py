@@ -32,6 +32,7 @@ def policy_named(spec: str) -> Any:
         DenyOverrides,
         contain_untrusted,
         contain_untrusted_flows,
+        keep_private,
         load_policy,
         no_unasked_repeats,
         scope_to_plan,
@@ -46,8 +47,9 @@ def policy_named(spec: str) -> Any:
         return contain_untrusted_flows
     if spec == "scoped":
         return DenyOverrides(contain_untrusted_flows, scope_to_request)
-    if spec == "contained":  # scoped, with the request plan for the words and no repeats
-        return DenyOverrides(contain_untrusted_flows, scope_to_plan, no_unasked_repeats)
+    if spec == "contained":  # scoped, with the request plan for the words, labels, no repeats
+        return DenyOverrides(contain_untrusted_flows, scope_to_plan, keep_private,
+                             no_unasked_repeats)
     return load_policy(spec)
 
 

@@ -27,8 +27,10 @@ from tether.policy.base import (
 if TYPE_CHECKING:
     from tether.policy.combinators import DefaultDeny, DenyOverrides, FirstMatch, Voter
     from tether.policy.containment import (
+        KeepPrivate,
         NoUnaskedRepeats,
         ScopeToPlan,
+        keep_private,
         no_unasked_repeats,
         scope_to_plan,
     )
@@ -50,15 +52,17 @@ _WHERE = {
     "ScopeToRequest": "presets", "scope_to_request": "presets",
     "NoUnaskedRepeats": "containment", "no_unasked_repeats": "containment",
     "ScopeToPlan": "containment", "scope_to_plan": "containment",
+    "KeepPrivate": "containment", "keep_private": "containment",
     "YamlPolicy": "yaml_policy", "load_policy": "yaml_policy", "PolicyLoadError": "yaml_source",
 }
 
 __all__ = ["RESTRICTIVENESS", "Action", "AllowAll", "ContainUntrusted", "ContainUntrustedFlows",
            "Context", "Decision", "DefaultDeny", "DenyOverrides", "Effect", "FirstMatch",
-           "NoUnaskedRepeats", "Policy", "PolicyLoadError", "Resource", "ScopeToPlan",
-           "ScopeToRequest", "Subject", "Voter", "YamlPolicy", "contain_untrusted",
-           "contain_untrusted_flows", "decide", "load_policy", "no_unasked_repeats",
-           "policy_id_of", "scope_to_plan", "scope_to_request"]
+           "KeepPrivate", "NoUnaskedRepeats", "Policy", "PolicyLoadError", "Resource",
+           "ScopeToPlan", "ScopeToRequest", "Subject", "Voter", "YamlPolicy",
+           "contain_untrusted", "contain_untrusted_flows", "decide", "keep_private",
+           "load_policy", "no_unasked_repeats", "policy_id_of", "scope_to_plan",
+           "scope_to_request"]
 
 
 def __getattr__(name: str) -> Any:

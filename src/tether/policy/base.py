@@ -125,6 +125,9 @@ class Context:
     # what the request asks for, read once before anything untrusted (tether.policy.plan;
     # journaled in the session's start); None where no plan was read (a gateway)
     plan: RequestPlan | None = None
+    # the kinds of private data each argument carries (tether.runtime.labels: "passport",
+    # "iban"), read from results whose tools declare private keys; computed only if read
+    labels: Mapping[str, frozenset[str]] = field(default_factory=dict)
 
 
 @fast_init

@@ -3,18 +3,21 @@
 Why: ``contain_untrusted_flows`` asks where each *party* came from, and ``scope_to_request``
 whether the request asks for the *kind* of action. An injection that knows both asks for the
 user's own side effect once more — the same payment again, the same message to the same
-colleague — with every value innocent and every word asked for. What tells such a call apart is
-the session's history: the side effects it already made (``Context.effects``, folded from the
-journal, so a resumed run, a rerun and a what-if see the same history).
+colleague — with every value innocent and every word asked for; or it has the user's private
+data sent to a party the user named. What tells such calls apart is read from the journal, so a
+resumed run, a rerun and a what-if see the same: what the request asked for (the plan, read
+before anything untrusted), what private data the session read, and the side effects it already
+made (``Context.plan``, ``Context.labels``, ``Context.effects``).
 
 Decision: ``ScopeToPlan`` checks a side effect against what the request asks for, read once
 before anything untrusted (``tether.policy.plan``): the tool, and the parties its clause names.
-``NoUnaskedRepeats`` makes a side effect that repeats one already made — the same
-tool to the same parties (for a tool that declares none, the same arguments) — wait for a
-person, unless the request asks for the repetition ("twice", "again", "three times": the
-plan's count for the tool); an
-``idempotent`` tool repeats harmlessly and is let be. It only answers ALLOW or
-REQUIRE_APPROVAL; stack it with the others (``contained`` in ``tether.evals.injection``).
+``KeepPrivate`` lets private data the session read (``Context.labels``) leave only where the
+request asks to send that kind of data with that tool. ``NoUnaskedRepeats`` makes a side effect
+that repeats one already made — the same tool to the same parties (for a tool that declares
+none, the same arguments) — wait for a person, unless the request asks for the repetition
+("twice", "again", "three times": the plan's count for the tool); an ``idempotent`` tool repeats
+harmlessly and is let be. Each only answers ALLOW or REQUIRE_APPROVAL; stack them with
+``contain_untrusted_flows`` (``contained`` in ``tether.evals.injection``).
 """
 
 from __future__ import annotations
@@ -25,6 +28,7 @@ from typing import Any
 
 from tether.policy.base import Action, Context, Decision, Effect, MadeEffect, Resource, Subject
 from tether.policy.plan import RequestPlan, asked_count, read_request, unnamed_parties
+from tether.tokens import tokens
 
 
 def _same(value: Any) -> str:
@@ -143,3 +147,47 @@ def _unasked(tool: str, resource: Resource, plan: RequestPlan) -> str:
 
 
 scope_to_plan = ScopeToPlan()
+
+
+class KeepPrivate:
+    """Private data the session read (``Context.labels``: an argument's kinds, from results
+    whose tools declare private keys) leaves through an egress or side-effecting call only when
+    the request asks to send that kind with that tool: a clause asking for the tool uses the
+    kind's word ("e-mail my wife my passport number" lets ``passport`` go with ``send_email``).
+    Anything else waits for a person, named in the reason: which argument, which kind."""
+
+    __slots__ = ("_clean", "policy_id")
+    inline = True  # decides from the journaled labels and plan alone: no I/O
+
+    def __init__(self, policy_id: str = "keep-private") -> None:
+        self.policy_id = policy_id
+        self._clean = Decision(Effect.ALLOW, "no private data the request did not ask to send",
+                               policy_id)
+
+    def __repr__(self) -> str:
+        return f"KeepPrivate(policy_id={self.policy_id!r})"
+
+    def evaluate(self, subject: Subject, action: Action, resource: Resource,
+                 context: Context) -> Decision:
+        if not (resource.egress or resource.side_effect) or not context.labels:
+            return self._clean
+        plan = context.plan if context.plan is not None else read_request(context.request,
+                                                                           [resource])
+        asked = {_singular(word) for e in plan.asks(action.tool) for word in tokens(e.clause)}
+        unasked = sorted(f"{name} carries {kind}" for name, kinds in context.labels.items()
+                         for kind in kinds if _singular(kind) not in asked)
+        if not unasked:
+            return self._clean
+        return Decision(Effect.REQUIRE_APPROVAL,
+                        f"private data the session read would leave with '{action.tool}' "
+                        f"({'; '.join(unasked)}) and the request does not ask to send it; a "
+                        "person must approve this call", self.policy_id)
+
+
+def _singular(word: str) -> str:
+    """A word as a kind is compared: "messages" asks for "message" data and the other way."""
+    return word[:-1] if len(word) > 3 and word.endswith("s") and not word.endswith("ss") \
+        else word
+
+
+keep_private = KeepPrivate()

@@ -35,7 +35,8 @@ from tether.policy.yaml_source import Node, PolicyLoadError, parse_yaml
 from tether.tools.base import RISKS, Tool, ToolMeta, ToolWrapper
 
 FLAGS = ("side_effect", "egress", "idempotent")
-KEYS = (*FLAGS, "output_trust", "risk", "tags", "parties", "intents", "trusted_fields", "owner")
+KEYS = (*FLAGS, "output_trust", "risk", "tags", "parties", "intents", "trusted_fields", "owner",
+        "private")
 
 
 class OverlayError(PolicyLoadError):
@@ -149,9 +150,24 @@ def _changes(node: Node) -> dict[str, Any]:
             out[key] = child.text()
         elif key == "intents":
             out[key] = intents_of(child)
+        elif key == "private":
+            out[key] = private_of(child)
         else:  # tags, parties, trusted_fields
             out[key] = frozenset(child.texts()) if child.value != [] else frozenset()
     return out
+
+
+def private_of(node: Node) -> dict[str, str]:
+    """The private keys of a result and their kinds, checked as ``ToolMeta`` does."""
+    what = "result keys and their kinds, e.g. {passport_number: passport, '*': balance}"
+    if not isinstance(node.value, dict):
+        node.fail(f"expected {what}", "write {key: kind}, one word a kind")
+    fields = node.mapping(tuple(node.value), what=what)
+    out = {key: child.text("the kind of data, one word") for key, child in fields.items()}
+    try:
+        return dict(ToolMeta(private=out).private)
+    except TypeError as exc:
+        node.fail(str(exc), "write {key: kind}, one word a kind: {passport_number: passport}")
 
 
 def intents_of(node: Node) -> frozenset[str]:

@@ -23,6 +23,7 @@ from tether.policy.plan import RequestPlan
 from tether.runtime import charges
 from tether.runtime.branch_log import BranchLog
 from tether.runtime.budget import Tally
+from tether.runtime.labels import PrivateValues
 from tether.runtime.provenance import Sighting, SightingLog
 from tether.runtime.result import Step, ToolResult
 from tether.runtime.revive import revive
@@ -59,8 +60,8 @@ class SessionState:
     __slots__ = ("_done", "_outbox", "_recent", "_steps_closed", "answer", "approvals",
                  "branches", "compacted_ids", "conversation", "counted", "decisions",
                  "denial_streak", "effects", "error_streak", "granted", "in_flight", "notice",
-                 "opening", "output", "output_invalid", "paused", "plan", "planned", "ran",
-                 "results", "settled",
+                 "opening", "output", "output_invalid", "paused", "plan", "planned", "private",
+                 "ran", "results", "settled",
                  "signatures", "started", "steps", "stop_detail", "stop_reason", "strategy_log",
                  "tainted", "tally", "task", "turn", "turn_open", "turn_step", "turn_text",
                  "unsent", "window")
@@ -90,6 +91,7 @@ class SessionState:
         self.granted: set[str] = set()  # call ids whose approval was used to run them
         self.started: set[str] = set()  # call ids of side-effecting calls that began to run
         self.plan: RequestPlan | None = None  # what the request asks for (session.start)
+        self.private = PrivateValues()  # private data the session read (tether.runtime.labels)
         # every side effect the session made, in order (with a window: the last ``window``)
         self.effects: tuple[MadeEffect, ...] = ()
         self.settled: dict[str, Mapping[str, Any]] = {}  # call id -> an operator's decision
@@ -313,6 +315,8 @@ class SessionState:
             self.planned[data["call_id"]] = result
         elif data["call_id"].startswith(BRANCH_CALL_PREFIX):
             self.branches.on_result(result)
+        if data.get("private"):
+            self.private.add(data["content"], data["private"])
         if data["status"] in ("ok", "error", "timeout"):
             call_id = data["call_id"]
             sent = self.decisions[call_id].get("arguments") if call_id in self.started else None

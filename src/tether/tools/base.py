@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from types import MappingProxyType
 from typing import Any, Literal, Protocol, runtime_checkable
 
 from tether.records import fast_init
@@ -43,8 +44,18 @@ class ToolMeta:
     # keys of an untrusted structured result whose values the third party who wrote the rest
     # cannot choose (an id the system assigned): provenance sees them as trusted
     trusted_fields: frozenset[str] = frozenset()
+    # keys of the result whose values are private, and their kind ({"passport_number":
+    # "passport"}; "*" for the whole result): tether.runtime.labels follows them into arguments
+    private: Mapping[str, str] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
+        if not isinstance(self.private, Mapping) or not all(
+                isinstance(k, str) and k and isinstance(v, str) and v.split() == [v]
+                for k, v in self.private.items()):
+            raise TypeError("private maps result keys ('*' for the whole result) to the kind "
+                            "of data they hold, one word each: {'passport_number': 'passport'}")
+        object.__setattr__(self, "private", MappingProxyType(
+            {k: v.casefold() for k, v in sorted(self.private.items())}))
         for name, what in (("tags", "strings"), ("parties", "argument names"),
                            ("trusted_fields", "keys"), ("intents", "words")):
             value = getattr(self, name)
@@ -79,7 +90,14 @@ class ToolMeta:
             out["intents"] = sorted(self.intents)
         if self.trusted_fields:
             out["trusted_fields"] = sorted(self.trusted_fields)
+        if self.private:
+            out["private"] = dict(self.private)
         return out
+
+    def __hash__(self) -> int:
+        return hash((self.tags, self.risk, self.side_effect, self.egress, self.output_trust,
+                     self.timeout, self.idempotent, self.owner, self.credentials, self.parties,
+                     self.intents, self.trusted_fields, tuple(self.private.items())))
 
 
 @fast_init

@@ -165,6 +165,7 @@ def tool(
     parties: Iterable[str] = (),
     intents: Iterable[str] = (),
     trusted_fields: Iterable[str] = (),
+    private: Mapping[str, str] | None = None,
 ) -> Callable[[Callable[..., Any]], FunctionTool]: ...
 
 
@@ -185,6 +186,7 @@ def tool(
     parties: Iterable[str] = (),
     intents: Iterable[str] = (),
     trusted_fields: Iterable[str] = (),
+    private: Mapping[str, str] | None = None,
 ) -> FunctionTool | Callable[[Callable[..., Any]], FunctionTool]:
     """Declare a tool: ``@tool`` or ``@tool(side_effect=True, tags={"payments"}, ...)``.
 
@@ -200,7 +202,7 @@ def tool(
     try:
         meta = ToolMeta(risk=risk, side_effect=side_effect, egress=egress,
                         output_trust=output_trust, timeout=timeout, idempotent=idempotent,
-                        owner=owner, **collections)
+                        owner=owner, private=private or {}, **collections)
     except TypeError as exc:
         raise ToolDefinitionError(str(exc)) from None
 

@@ -163,7 +163,9 @@ def context_of(event: Event, start: Mapping[str, Any],
                    event.timestamp, dict(start.get("context") or {}),
                    "" if gateway else str(start.get("request", start.get("task")) or ""),
                    provenance, str(event.data.get("call_id", "")).startswith(PLANNED_CALL_PREFIX),
-                   effects, RequestPlan.from_dict(start["plan"]) if start.get("plan") else None)
+                   effects, RequestPlan.from_dict(start["plan"]) if start.get("plan") else None,
+                   {name: frozenset(kinds) for name, kinds in
+                    (event.data.get("labels") or {}).items()})
 
 
 def masked_fields(arguments: Mapping[str, Any]) -> tuple[str, ...]:

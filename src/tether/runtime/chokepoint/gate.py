@@ -17,6 +17,7 @@ from tether.journal.chain import Journal
 from tether.policy.base import Action, Context, Decision, Effect, Policy, Resource, Subject, decide
 from tether.policy.deadline import decide_within, runs_inline
 from tether.runtime.budget import Accountant
+from tether.runtime.labels import ArgumentLabels
 from tether.runtime.provenance import ArgumentProvenance, Sightings
 from tether.runtime.state import SessionState
 from tether.tools.base import Tool
@@ -68,7 +69,8 @@ class PolicyGate:
         if resource is None:
             resource = self._resources[tool.name] = resource_of(tool)
         provenance = ArgumentProvenance(arguments, self._sightings)
-        context = self._context(provenance, call_id.startswith(PLANNED_CALL_PREFIX))
+        labels = ArgumentLabels(arguments, self._state.private)
+        context = self._context(provenance, call_id.startswith(PLANNED_CALL_PREFIX), labels)
         action = Action(tool.name, arguments)
         if self._inline:
             decision = decide(self._policy, self.subject, action, resource, context)
@@ -100,11 +102,14 @@ class PolicyGate:
         seen = provenance.read()
         if seen is not None:  # the policy decided on where the arguments came from
             record["provenance"] = seen
+        carried = labels.read()
+        if carried is not None:  # ... and on the private data they carry
+            record["labels"] = carried
         self._journal.append("tool.decision", record)
         return decision
 
-    def _context(self, provenance: Mapping[str, frozenset[str]],
-                 planned: bool = False) -> Context:
+    def _context(self, provenance: Mapping[str, frozenset[str]], planned: bool = False,
+                 labels: Mapping[str, frozenset[str]] | None = None) -> Context:
         """The live context of a decision: step, spend, budget left, taint, time, and whether
         the call is a strategy's planned one."""
         acc = self._accountant
@@ -114,7 +119,7 @@ class PolicyGate:
                  "tool_calls": t.tool_calls, "seconds": elapsed}
         return Context(self._session_id, t.steps, spend, acc.remaining(elapsed),
                        self._state.tainted, time.time(), self._extra, self.request, provenance,
-                       planned, self._state.effects, self._state.plan)
+                       planned, self._state.effects, self._state.plan, labels or {})
 
     def _deadline(self, context: Context) -> float | None:
         """Seconds a policy that may block has to decide: its own limit, or the time left."""

@@ -401,7 +401,8 @@ class ToolCalls:
                 content = admitted.prefix + result.content + (WARNING if warn else "")
                 result = ToolResult(result.call_id, result.name, content, result.status)
             meta = admitted.tool.meta
-            self.record(result, meta.output_trust == "untrusted", meta.trusted_fields)
+            self.record(result, meta.output_trust == "untrusted", meta.trusted_fields,
+                        meta.private)
             if budget_timeout and result.status == "timeout" and turn.stop is None:
                 turn.stop = Stop(StopReason.TIME_BUDGET, "time budget ran out during a tool call")
         check_not_cancelled()
@@ -496,10 +497,13 @@ class ToolCalls:
         return token
 
     def record(self, result: ToolResult, untrusted: bool = False,
-               trusted_fields: frozenset[str] = frozenset()) -> None:
+               trusted_fields: frozenset[str] = frozenset(),
+               private: Mapping[str, str] | None = None) -> None:
         content = self._journal.hide_secrets(result.content)  # any tool's, not only its own
         data: dict[str, Any] = {"call_id": result.call_id, "tool": result.name,
                                 "status": result.status, "content": content}
+        if private and result.status == "ok":  # its private keys (tether.runtime.labels)
+            data["private"] = dict(private)
         if untrusted:
             data["untrusted"] = True
             if trusted_fields and result.status == "ok":  # tether.runtime.provenance
