@@ -144,3 +144,12 @@ def test_private_is_declared_on_tools_and_in_overlays_with_clear_errors() -> Non
     assert overlay is not None
     with pytest.raises(OverlayError, match="kind"):
         parse_overlay("tools:\n  get_iban: {private: [iban]}\n", "o.yaml")
+
+
+def test_audit_show_names_the_origins_and_the_private_data_a_decision_read() -> None:
+    from tether.journal.views.timeline import timeline
+
+    _, session = run(REQUEST, LEAK, PRIVATE)
+    shown = "\n".join(timeline(session.replay()))
+    assert "private data: body carries card, passport" in shown
+    assert "origins: body from nowhere; recipients from user" in shown  # what flows read

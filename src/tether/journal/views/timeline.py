@@ -221,9 +221,18 @@ def _decision(d: Mapping[str, Any]) -> list[str]:
         shape = f" to {dec['fallback']}"
     elif dec.get("fields"):
         shape = f" [{', '.join(dec['fields'])}]"
-    return [f"decision {d.get('call_id')} {call_text(d.get('tool', '?'), d.get('arguments'), 60)}"
-            f": {dec.get('effect')}{shape} by {dec.get('policy_id')}"
-            + (f": {excerpt(dec['reason'], 80)}" if dec.get("reason") else "")]
+    lines = [f"decision {d.get('call_id')} {call_text(d.get('tool', '?'), d.get('arguments'), 60)}"
+             f": {dec.get('effect')}{shape} by {dec.get('policy_id')}"
+             + (f": {excerpt(dec['reason'], 80)}" if dec.get("reason") else "")]
+    origins = d.get("provenance") or {}  # what the policy decided on, when it read them
+    if origins:
+        lines.append("  origins: " + "; ".join(f"{name} from {', '.join(sorted(found))}"
+                                             for name, found in sorted(origins.items())))
+    labels = d.get("labels") or {}
+    if labels:
+        lines.append("  private data: " + "; ".join(f"{name} carries {', '.join(kinds)}"
+                                                  for name, kinds in sorted(labels.items())))
+    return lines
 
 
 def _approval_requested(d: Mapping[str, Any]) -> list[str]:
