@@ -77,8 +77,8 @@ def register(commands: Any) -> None:
     dojo.add_argument("--version", default="v1.2.2", help="AgentDojo benchmark version")
     dojo.add_argument("--policy", default="scoped",
                       help="scoped (contain_untrusted_flows and scope_to_request), contained "
-                      "(contain_untrusted_flows, scope_to_plan, keep_private and "
-                      "no_unasked_repeats), flows "
+                      "(contain_untrusted_flows, scope_to_plan, keep_private, "
+                      "no_unasked_repeats and untrusted_shapes), flows "
                       "(contain_untrusted_flows alone), taint (contain_untrusted), allow, or a "
                       "YAML policy file")
     dojo.add_argument("--approver", default="deny", choices=("deny", "oracle", "approve"),

@@ -37,6 +37,7 @@ def policy_named(spec: str) -> Any:
         no_unasked_repeats,
         scope_to_plan,
         scope_to_request,
+        untrusted_shapes,
     )
 
     if spec == "allow":
@@ -47,9 +48,9 @@ def policy_named(spec: str) -> Any:
         return contain_untrusted_flows
     if spec == "scoped":
         return DenyOverrides(contain_untrusted_flows, scope_to_request)
-    if spec == "contained":  # scoped, with the request plan for the words, labels, no repeats
+    if spec == "contained":  # flows, the request plan for the words, labels, repeats, copies
         return DenyOverrides(contain_untrusted_flows, scope_to_plan, keep_private,
-                             no_unasked_repeats)
+                             no_unasked_repeats, untrusted_shapes)
     return load_policy(spec)
 
 

@@ -30,9 +30,11 @@ if TYPE_CHECKING:
         KeepPrivate,
         NoUnaskedRepeats,
         ScopeToPlan,
+        UntrustedShapes,
         keep_private,
         no_unasked_repeats,
         scope_to_plan,
+        untrusted_shapes,
     )
     from tether.policy.presets import (
         ContainUntrusted,
@@ -53,16 +55,17 @@ _WHERE = {
     "NoUnaskedRepeats": "containment", "no_unasked_repeats": "containment",
     "ScopeToPlan": "containment", "scope_to_plan": "containment",
     "KeepPrivate": "containment", "keep_private": "containment",
+    "UntrustedShapes": "containment", "untrusted_shapes": "containment",
     "YamlPolicy": "yaml_policy", "load_policy": "yaml_policy", "PolicyLoadError": "yaml_source",
 }
 
 __all__ = ["RESTRICTIVENESS", "Action", "AllowAll", "ContainUntrusted", "ContainUntrustedFlows",
            "Context", "Decision", "DefaultDeny", "DenyOverrides", "Effect", "FirstMatch",
            "KeepPrivate", "NoUnaskedRepeats", "Policy", "PolicyLoadError", "Resource",
-           "ScopeToPlan", "ScopeToRequest", "Subject", "Voter", "YamlPolicy",
+           "ScopeToPlan", "ScopeToRequest", "Subject", "UntrustedShapes", "Voter", "YamlPolicy",
            "contain_untrusted", "contain_untrusted_flows", "decide", "keep_private",
            "load_policy", "no_unasked_repeats", "policy_id_of", "scope_to_plan",
-           "scope_to_request"]
+           "scope_to_request", "untrusted_shapes"]
 
 
 def __getattr__(name: str) -> Any:

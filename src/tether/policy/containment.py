@@ -16,7 +16,9 @@ request asks to send that kind of data with that tool. ``NoUnaskedRepeats`` make
 that repeats one already made — the same tool to the same parties (for a tool that declares
 none, the same arguments) — wait for a person, unless the request asks for the repetition
 ("twice", "again", "three times": the plan's count for the tool); an ``idempotent`` tool repeats
-harmlessly and is let be. Each only answers ALLOW or REQUIRE_APPROVAL; stack them with
+harmlessly and is let be. ``UntrustedShapes`` makes a side effect wait when a value other than
+a party (a title, an amount, a body) was copied whole from untrusted text, unless the request
+points at a source to relay. Each only answers ALLOW or REQUIRE_APPROVAL; stack them with
 ``contain_untrusted_flows`` (``contained`` in ``tether.evals.injection``).
 """
 
@@ -27,7 +29,13 @@ from collections.abc import Mapping
 from typing import Any
 
 from tether.policy.base import Action, Context, Decision, Effect, MadeEffect, Resource, Subject
-from tether.policy.plan import RequestPlan, asked_count, read_request, unnamed_parties
+from tether.policy.plan import (
+    RequestPlan,
+    asked_count,
+    names_a_source,
+    read_request,
+    unnamed_parties,
+)
 from tether.tokens import tokens
 
 
@@ -191,3 +199,48 @@ def _singular(word: str) -> str:
 
 
 keep_private = KeepPrivate()
+
+
+class UntrustedShapes:
+    """A side effect shaped by untrusted content alone waits: a value other than a party — an
+    amount, a date, a title, a subject, a body — that every origin says was copied from text a
+    third party wrote (a phishing text as a calendar event's title, an injected amount), in an
+    egress or side-effecting call. Unless the clause asking for the tool names a source (a URL,
+    an e-mail address, a quoted file: "post the article at www.x.com to general", "pay the bill
+    in 'bill.txt'"): relaying what the user pointed at is what the user asked. Values the model
+    composed (``nowhere`` among their origins) are the link rule's (``contain_untrusted_flows``)
+    and the plan's."""
+
+    __slots__ = ("_clean", "policy_id")
+    inline = True  # decides from the journaled provenance and plan alone: no I/O
+
+    def __init__(self, policy_id: str = "untrusted-shapes") -> None:
+        self.policy_id = policy_id
+        self._clean = Decision(Effect.ALLOW, "no value of this call only untrusted text gave",
+                               policy_id)
+
+    def __repr__(self) -> str:
+        return f"UntrustedShapes(policy_id={self.policy_id!r})"
+
+    def evaluate(self, subject: Subject, action: Action, resource: Resource,
+                 context: Context) -> Decision:
+        if not (resource.egress or resource.side_effect):
+            return self._clean
+        copied = sorted(name for name in action.arguments if name not in resource.parties
+                        and (origins := context.provenance.get(name))
+                        and origins <= UNTRUSTED_ONLY)
+        if not copied:
+            return self._clean
+        plan = context.plan if context.plan is not None else read_request(context.request,
+                                                                           [resource])
+        if any(names_a_source(e.clause) for e in plan.asks(action.tool)):
+            return Decision(Effect.ALLOW, f"{copied} relay a source the request names",
+                            self.policy_id)
+        return Decision(Effect.REQUIRE_APPROVAL,
+                        f"{copied} of '{action.tool}' only untrusted text gave, and the request "
+                        "names no source to relay; a person must approve this call",
+                        self.policy_id)
+
+
+UNTRUSTED_ONLY = frozenset({"untrusted"})
+untrusted_shapes = UntrustedShapes()

@@ -165,6 +165,12 @@ def _named(text: str) -> tuple[str, ...]:
     return tuple(dict.fromkeys(v for v in found if v))
 
 
+def names_a_source(clause: str) -> bool:
+    """Whether a clause points at something to read from: a URL, an e-mail address, an IBAN or
+    a quoted name ("the article at www.x.com", "the file 'notes.txt'")."""
+    return bool(_named(clause))
+
+
 def unnamed_parties(resource: Resource, arguments: Mapping[str, Any], plan: RequestPlan,
                     entries: Iterable[PlanEntry]) -> list[str]:
     """The call's party values the request does not name, where it named a value of that
