@@ -1,5 +1,5 @@
 """Instructions per step, counted (not timed): python bench/instructions.py [--store URL]
-[--telemetry] [--output] [--compaction]
+[--telemetry] [--output] [--compaction] [--containment]
 
 Wall-clock figures on a shared 2-vCPU machine move by 30% from one minute to the next; the
 number of machine instructions a step executes does not. This runs the scripted 20-tool-call
@@ -52,6 +52,22 @@ if "+output" in without:  # structured output on: the last answer validates as D
 if "+compaction" in without:  # compaction armed (a window no request comes near): its check
     from tether import Compaction  # runs before every model turn; it never compacts
     agent = dataclasses.replace(agent, compaction=Compaction(context_window=10_000_000))
+if "+effects" in without:  # the calculator as a side effect the request asks for ("compute"),
+    from tether.policy import (AllowAll, DenyOverrides, contain_untrusted_flows,  # so the
+        keep_private, no_unasked_repeats, scope_to_plan, scope_to_request,  # containment
+        untrusted_shapes)  # rules run their whole course on every call
+    from tether.tools import Calculator
+    from tether.tools.base import ToolMeta
+    class Effectful(Calculator):
+        meta = ToolMeta(tags=frozenset({{"math"}}), timeout=2.0, side_effect=True, egress=True,
+                        intents=frozenset({{"compute"}}))
+    policy = AllowAll()
+    if "+scoped" in without:
+        policy = DenyOverrides(contain_untrusted_flows, scope_to_request)
+    if "+contained" in without:
+        policy = DenyOverrides(contain_untrusted_flows, scope_to_plan, keep_private,
+                               no_unasked_repeats, untrusted_shapes)
+    agent = dataclasses.replace(agent, tools=[Effectful()], policy=policy)
 if {telemetry!r}:  # spans derived and exported to memory (and metrics recorded), on a thread
     from opentelemetry.sdk.metrics import MeterProvider
     from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
@@ -117,6 +133,9 @@ def main() -> None:
     parser.add_argument("--output", action="store_true",
                         help="also count with structured output on (an output_type, the last "
                              "answer valid JSON)")
+    parser.add_argument("--containment", action="store_true",
+                        help="also count the calculator as a side effect under no policy, "
+                             "'scoped' and 'contained' (the injection-containment rules)")
     parser.add_argument("--compaction", action="store_true",
                         help="also count with compaction armed (Compaction(context_window="
                              "10_000_000): checked before every turn, never triggered)")
@@ -129,6 +148,11 @@ def main() -> None:
         modes.append(("structured output on (output_type=Done)", ("+output",)))
     if args.compaction:
         modes.append(("compaction armed (never triggered)", ("+compaction",)))
+    if args.containment:
+        modes += [("side-effecting calculator, policy off", ("+effects",)),
+                  ("... scoped (flows, scope_to_request)", ("+effects", "+scoped")),
+                  ("... contained (flows, plan, labels, repeats, copies)",
+                   ("+effects", "+contained"))]
     for label, without in modes:
         with tempfile.TemporaryDirectory() as scratch:
             store = args.store.replace("{tmp}", scratch)
