@@ -52,12 +52,12 @@ def repeats(resource: Resource, arguments: Mapping[str, Any],
             effects: tuple[MadeEffect, ...]) -> list[MadeEffect]:
     """The side effects already made that this call would repeat: the same tool to the same
     parties, or, for a tool that declares none, with the same arguments."""
-    def target(made: Mapping[str, Any]) -> dict[str, str]:
-        named = resource.parties or made.keys() | arguments.keys()
-        return {name: _same(made.get(name)) for name in named}
-
-    wanted = target(arguments)
-    return [e for e in effects if e.tool == resource.name and target(e.arguments) == wanted]
+    same_tool = [e for e in effects if e.tool == resource.name]
+    if not resource.parties:
+        return [e for e in same_tool if e.arguments == arguments]
+    parties = sorted(resource.parties)
+    wanted = [_same(arguments.get(name)) for name in parties]
+    return [e for e in same_tool if [_same(e.arguments.get(name)) for name in parties] == wanted]
 
 
 class NoUnaskedRepeats:

@@ -177,6 +177,8 @@ def unnamed_parties(resource: Resource, arguments: Mapping[str, Any], plan: Requ
     shape: an address or an account as its asking clause named it (spacing and case aside; a
     clause that names no IBAN binds no recipient, whatever another sentence named); a name as
     the request quoted it anywhere, or as words of an asking clause."""
+    if not resource.parties:
+        return []
     entries = tuple(entries)
     addresses = {_flat(v) for e in entries for v in _named(e.clause) if shape(v) in ADDRESSES}
     names = {same(v) for v in plan.named if shape(v) == "text"}
