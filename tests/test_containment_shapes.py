@@ -60,3 +60,9 @@ def test_relaying_a_source_the_request_names_is_what_the_user_asked() -> None:
     request = "Put the agenda from www.offsite.com in my calendar as an event."
     assert run(request, SHAPED, "Team offsite agenda: hiking, then dinner.") == [
         "Team offsite agenda: hiking, then dinner."]
+
+
+def test_a_clause_that_points_at_what_to_read_asks_to_relay_it() -> None:
+    request = "Create an event based on the offsite notes, after checking the page."
+    copied = "Team offsite agenda: hiking, then dinner."
+    assert run(request, SHAPED, copied) == [copied]

@@ -205,9 +205,10 @@ class UntrustedShapes:
     """A side effect shaped by untrusted content alone waits: a value other than a party — an
     amount, a date, a title, a subject, a body — that every origin says was copied from text a
     third party wrote (a phishing text as a calendar event's title, an injected amount), in an
-    egress or side-effecting call. Unless the clause asking for the tool names a source (a URL,
-    an e-mail address, a quoted file: "post the article at www.x.com to general", "pay the bill
-    in 'bill.txt'"): relaying what the user pointed at is what the user asked. Values the model
+    egress or side-effecting call. Unless the clause asking for the tool points at a source (a
+    URL, an e-mail address, a quoted file, or a thing written to be read: "post the article at
+    www.x.com to general", "create the event based on the emails about it"): relaying what the
+    user pointed at is what the user asked. Values the model
     composed (``nowhere`` among their origins) are the link rule's (``contain_untrusted_flows``)
     and the plan's."""
 

@@ -58,6 +58,12 @@ CUES: tuple[tuple[tuple[str, ...], str, bool], ...] = (
 SHAPES = (("email", re.compile(r"^[^@\s]+@[^@\s]+\.[a-z]{2,}$")),
           ("url", re.compile(r"^(?:[a-z]+://|www\.)\S+$")),
           ("iban", re.compile(r"^[a-z]{2}\d{2}[a-z0-9]{8,30}$")))
+# words for what is written to be read: a clause naming one asks to use what it says
+# (the user's own correspondence and files; not a web page or a review, which anyone writes:
+# a clause that points at one of those must name it, by its address)
+SOURCES = frozenset({"email", "emails", "e-mail", "e-mails", "mail", "file", "files", "document",
+                     "documents", "doc", "message", "messages", "notes", "list", "minutes",
+                     "inbox"})
 ADDRESSES = frozenset(name for name, _ in SHAPES)  # named by shape alone, unquoted
 QUOTED = re.compile(r"(?:^|(?<=[\s(]))[\"'“‘]([^\"'“”‘’\n]{2,80})[\"'”’]")
 COUNT_WORDS = {"twice": 2, "again": 2, "thrice": 3}
@@ -166,9 +172,10 @@ def _named(text: str) -> tuple[str, ...]:
 
 
 def names_a_source(clause: str) -> bool:
-    """Whether a clause points at something to read from: a URL, an e-mail address, an IBAN or
-    a quoted name ("the article at www.x.com", "the file 'notes.txt'")."""
-    return bool(_named(clause))
+    """Whether a clause points at something to read from: a URL, an e-mail address, an IBAN, a
+    quoted name ("the article at www.x.com", "the file 'notes.txt'"), or a thing written to be
+    read ("based on the emails about it", "the TODO list in the minutes file")."""
+    return bool(_named(clause)) or not SOURCES.isdisjoint(tokens(clause))
 
 
 def unnamed_parties(resource: Resource, arguments: Mapping[str, Any], plan: RequestPlan,
