@@ -49,7 +49,7 @@ def test_the_command_on_banking(tmp_path: Path, capsys: pytest.CaptureFixture[st
     assert main(["eval", "agentdojo", "--suites", "banking", "--json", str(out),
                  "--html", str(page)]) == 0
     printed = capsys.readouterr().out
-    assert "banking" in printed and "policy scoped" in printed
+    assert "banking" in printed and "policy contained" in printed
     data = json.loads(out.read_text())
     (banking,) = data["rows"]
     # 12 of 16 tasks: the four others act on what only a file or a transaction names (the

@@ -75,10 +75,10 @@ def register(commands: Any) -> None:
     dojo.add_argument("--suites", default="banking,slack,travel,workspace",
                       help="comma-separated: workspace, travel, banking, slack")
     dojo.add_argument("--version", default="v1.2.2", help="AgentDojo benchmark version")
-    dojo.add_argument("--policy", default="scoped",
-                      help="scoped (contain_untrusted_flows and scope_to_request), contained "
-                      "(contain_untrusted_flows, scope_to_plan, keep_private, "
-                      "no_unasked_repeats and untrusted_shapes), flows "
+    dojo.add_argument("--policy", default="contained",
+                      help="contained (contain_untrusted_flows, scope_to_plan, keep_private, "
+                      "no_unasked_repeats and untrusted_shapes), scoped (contain_untrusted_flows "
+                      "and scope_to_request), flows "
                       "(contain_untrusted_flows alone), taint (contain_untrusted), allow, or a "
                       "YAML policy file")
     dojo.add_argument("--approver", default="deny", choices=("deny", "oracle", "approve"),
