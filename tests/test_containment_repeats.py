@@ -26,7 +26,7 @@ from tether.policy import (
     scope_to_request,
 )
 from tether.policy.base import MadeEffect
-from tether.policy.containment import asked_count
+from tether.policy.plan import asked_count
 from tether.runtime.chokepoint.approver import approve_all, deny_all
 from tether.runtime.state import fold
 

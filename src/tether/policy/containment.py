@@ -31,12 +31,19 @@ from typing import Any
 from tether.policy.base import Action, Context, Decision, Effect, MadeEffect, Resource, Subject
 from tether.policy.plan import (
     RequestPlan,
-    asked_count,
     names_a_source,
     read_request,
     unnamed_parties,
 )
 from tether.tokens import tokens
+
+
+def plan_of(context: Context, resource: Resource) -> RequestPlan:
+    """The session's request plan, or — where none was journaled (a context built by hand, a
+    session recorded before plans) — the request read for this tool alone."""
+    if context.plan is not None:
+        return context.plan
+    return read_request(context.request, [resource])
 
 
 def _same(value: Any) -> str:
@@ -82,10 +89,7 @@ class NoUnaskedRepeats:
         earlier = repeats(resource, action.arguments, context.effects)
         if not earlier:
             return self._first
-        plan = context.plan
-        entries = plan.asks(action.tool) if plan is not None else ()
-        asked = max((e.count for e in entries), default=1) if plan is not None \
-            else asked_count(context.request)
+        asked = max((e.count for e in plan_of(context, resource).asks(action.tool)), default=1)
         ids = ", ".join(e.call_id for e in earlier)
         if len(earlier) < asked:
             return Decision(Effect.ALLOW, f"the request asks for this {asked} times; it ran "
@@ -122,8 +126,7 @@ class ScopeToPlan:
                  context: Context) -> Decision:
         if not resource.side_effect:
             return self._no_effect
-        plan = context.plan if context.plan is not None else read_request(context.request,
-                                                                           [resource])
+        plan = plan_of(context, resource)
         entries = plan.asks(action.tool)
         if not entries:
             return Decision(Effect.REQUIRE_APPROVAL, _unasked(action.tool, resource, plan),
@@ -179,8 +182,7 @@ class KeepPrivate:
                  context: Context) -> Decision:
         if not (resource.egress or resource.side_effect) or not context.labels:
             return self._clean
-        plan = context.plan if context.plan is not None else read_request(context.request,
-                                                                           [resource])
+        plan = plan_of(context, resource)
         asked = {_singular(word) for e in plan.asks(action.tool) for word in tokens(e.clause)}
         unasked = sorted(f"{name} carries {kind}" for name, kinds in context.labels.items()
                          for kind in kinds if _singular(kind) not in asked)
@@ -232,8 +234,7 @@ class UntrustedShapes:
                         and origins <= UNTRUSTED_ONLY)
         if not copied:
             return self._clean
-        plan = context.plan if context.plan is not None else read_request(context.request,
-                                                                           [resource])
+        plan = plan_of(context, resource)
         if any(names_a_source(e.clause) for e in plan.asks(action.tool)):
             return Decision(Effect.ALLOW, f"{copied} relay a source the request names",
                             self.policy_id)
