@@ -24,7 +24,6 @@ points at a source to relay. Each only answers ALLOW or REQUIRE_APPROVAL; stack 
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from typing import Any
 
@@ -33,6 +32,7 @@ from tether.policy.plan import (
     RequestPlan,
     names_a_source,
     read_request,
+    same,
     unnamed_parties,
 )
 from tether.tokens import tokens
@@ -46,13 +46,12 @@ def plan_of(context: Context, resource: Resource) -> RequestPlan:
     return read_request(context.request, [resource])
 
 
-def _same(value: Any) -> str:
-    """A value as compared for sameness: case and surrounding space aside, lists unordered."""
-    if isinstance(value, str):
-        return value.strip().casefold()
+def _same(value: Any) -> Any:
+    """A party's value as compared for sameness: as the plan compares a named one (whole
+    tokens, case and spacing aside), a list's items in any order."""
     if isinstance(value, list | tuple):
-        return json.dumps(sorted(_same(v) for v in value))
-    return json.dumps(value, sort_keys=True, default=str)
+        return sorted(same(v) for v in value)
+    return same(value)
 
 
 def repeats(resource: Resource, arguments: Mapping[str, Any],

@@ -174,7 +174,7 @@ def _named(text: str) -> tuple[str, ...]:
 def names_a_source(clause: str) -> bool:
     """Whether a clause points at something to read from: a URL, an e-mail address, an IBAN, a
     quoted name ("the article at www.x.com", "the file 'notes.txt'"), or a thing written to be
-    read ("based on the emails about it", "the TODO list in the minutes file")."""
+    read ("based on the emails about it", "the task list in the minutes file")."""
     return bool(_named(clause)) or not SOURCES.isdisjoint(tokens(clause))
 
 

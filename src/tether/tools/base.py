@@ -10,7 +10,7 @@ never through the model-visible schema.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from types import MappingProxyType
 from typing import Any, Literal, Protocol, runtime_checkable
 
@@ -94,10 +94,9 @@ class ToolMeta:
             out["private"] = dict(self.private)
         return out
 
-    def __hash__(self) -> int:
-        return hash((self.tags, self.risk, self.side_effect, self.egress, self.output_trust,
-                     self.timeout, self.idempotent, self.owner, self.credentials, self.parties,
-                     self.intents, self.trusted_fields, tuple(self.private.items())))
+    def __hash__(self) -> int:  # every field, ``private`` (a read-only mapping) as its items
+        return hash(tuple(tuple(value.items()) if isinstance(value, Mapping) else value
+                          for value in (getattr(self, f.name) for f in fields(self))))
 
 
 @fast_init
