@@ -69,6 +69,15 @@ class Resource:
     idempotent: bool = False
     parties: frozenset[str] = frozenset()  # arguments that name a party (ToolMeta.parties)
     intents: frozenset[str] = frozenset()  # words that ask for the tool (ToolMeta.intents)
+    # arguments besides the parties that shape the effect (ToolMeta.shapes); None: all others
+    shapes: frozenset[str] | None = None
+
+    def shaping(self, arguments: Mapping[str, Any]) -> list[str]:
+        """The arguments of a call, besides its parties, that shape its effect: the declared
+        ``shapes``, or every argument that is not a party."""
+        if self.shapes is None:
+            return [name for name in arguments if name not in self.parties]
+        return [name for name in arguments if name in self.shapes]
 
     def to_dict(self) -> dict[str, Any]:
         out = {"name": self.name, "tags": sorted(self.tags), "risk": self.risk,
@@ -79,6 +88,8 @@ class Resource:
             out["parties"] = sorted(self.parties)
         if self.intents:
             out["intents"] = sorted(self.intents)
+        if self.shapes is not None:
+            out["shapes"] = sorted(self.shapes)
         return out
 
     @classmethod
@@ -87,7 +98,8 @@ class Resource:
                    data.get("side_effect", False), data.get("egress", False),
                    data.get("output_trust", "trusted"), data.get("owner"),
                    data.get("idempotent", False), frozenset(data.get("parties", ())),
-                   frozenset(data.get("intents", ())))
+                   frozenset(data.get("intents", ())),
+                   frozenset(data["shapes"]) if "shapes" in data else None)
 
 
 @dataclass(frozen=True, slots=True)

@@ -119,7 +119,7 @@ def _resource(node: Node | None, tool: str) -> Resource:
     if node is None:
         return Resource(tool)
     keys = node.mapping(("tags", "risk", "side_effect", "egress", "output_trust", "owner",
-                         "idempotent", "parties", "intents"))
+                         "idempotent", "parties", "intents", "shapes"))
 
     def flag(key: str) -> bool:
         return keys[key].boolean() if key in keys else False
@@ -132,6 +132,7 @@ def _resource(node: Node | None, tool: str) -> Resource:
         keys["owner"].text() if "owner" in keys else None,
         flag("idempotent"), _set(keys.get("parties")),
         intents_of(keys["intents"]) if "intents" in keys else frozenset(),
+        _set(keys.get("shapes")) if "shapes" in keys else None,
     )
 
 

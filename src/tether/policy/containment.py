@@ -57,10 +57,13 @@ def _same(value: Any) -> Any:
 def repeats(resource: Resource, arguments: Mapping[str, Any],
             effects: tuple[MadeEffect, ...]) -> list[MadeEffect]:
     """The side effects already made that this call would repeat: the same tool to the same
-    parties, or, for a tool that declares none, with the same arguments."""
+    parties, or, for a tool that declares none, with the same arguments that shape the effect
+    (``Resource.shaping``)."""
     same_tool = [e for e in effects if e.tool == resource.name]
     if not resource.parties:
-        return [e for e in same_tool if e.arguments == arguments]
+        shaping = resource.shaping(arguments)
+        return [e for e in same_tool if set(resource.shaping(e.arguments)) == set(shaping)
+                and all(e.arguments[name] == arguments[name] for name in shaping)]
     parties = sorted(resource.parties)
     wanted = [_same(arguments.get(name)) for name in parties]
     return [e for e in same_tool if [_same(e.arguments.get(name)) for name in parties] == wanted]
@@ -203,7 +206,8 @@ keep_private = KeepPrivate()
 
 
 class UntrustedShapes:
-    """A side effect shaped by untrusted content alone waits: a value other than a party — an
+    """A side effect shaped by untrusted content alone waits: a value other than a party that
+    shapes the effect (``ToolMeta.shapes``; by default every argument not a party) — an
     amount, a date, a title, a subject, a body — that every origin says was copied from text a
     third party wrote (a phishing text as a calendar event's title, an injected amount), in an
     egress or side-effecting call. Unless the clause asking for the tool points at a source (a
@@ -228,8 +232,8 @@ class UntrustedShapes:
                  context: Context) -> Decision:
         if not (resource.egress or resource.side_effect):
             return self._clean
-        copied = sorted(name for name in action.arguments if name not in resource.parties
-                        and (origins := context.provenance.get(name))
+        copied = sorted(name for name in resource.shaping(action.arguments)
+                        if (origins := context.provenance.get(name))
                         and origins <= UNTRUSTED_ONLY)
         if not copied:
             return self._clean

@@ -2,7 +2,8 @@
 
 Why: policies decide on declared metadata — side effects, egress, the trust of a tool's output,
 risk, tags, the arguments that name a party, the words with which a request asks for the tool,
-the fields of an untrusted result that the system (not a third party) writes —
+the fields of an untrusted result that the system (not a third party) writes, the private ones
+(and for which calls), the arguments besides the parties that shape an effect —
 but many tools are not yours to annotate: a third-party library's functions, an MCP server's
 tools. An overlay (``tools.yaml``) declares
 them in one reviewed file, by tool name or glob, and applies to any tools. Decision: the file is
@@ -36,7 +37,8 @@ from tether.tools.base import RISKS, Tool, ToolMeta, ToolWrapper
 
 FLAGS = ("side_effect", "egress", "idempotent")
 KEYS = (*FLAGS, "output_trust", "risk", "tags", "parties", "intents", "trusted_fields", "owner",
-        "private")
+        "private", "private_when", "shapes")
+ARGUMENT_KEYS = ("parties", "shapes", "private_when")  # name arguments of the tool
 
 
 class OverlayError(PolicyLoadError):
@@ -93,12 +95,16 @@ class Overlay:
                 if not entry.matches(tool.name):
                     continue
                 arguments = set((tool.spec.parameters.get("properties") or {}).keys())
-                unknown = sorted(set(entry.changes.get("parties", ())) - arguments)
-                if unknown:
-                    _fail(entry.node, f"parties {unknown} are not arguments of "
-                          f"{tool.name!r} ({', '.join(sorted(arguments)) or 'none'})",
-                          "name arguments the tool has")
-                meta = dataclasses.replace(meta, **entry.changes)
+                for key in ARGUMENT_KEYS:
+                    unknown = sorted(set(entry.changes.get(key) or ()) - arguments)
+                    if unknown:
+                        _fail(entry.node, f"{key} {unknown} are not arguments of "
+                              f"{tool.name!r} ({', '.join(sorted(arguments)) or 'none'})",
+                              "name arguments the tool has")
+                try:
+                    meta = dataclasses.replace(meta, **entry.changes)
+                except (TypeError, ValueError) as exc:  # e.g. a party also declared a shape
+                    _fail(entry.node, str(exc), "fix the entry")
                 source.append(f"{self.source}, line {entry.node.line}")
             out.append(Declared(tool, meta, tuple(source)) if source else tool)
         return tuple(out)
@@ -152,7 +158,9 @@ def _changes(node: Node) -> dict[str, Any]:
             out[key] = intents_of(child)
         elif key == "private":
             out[key] = private_of(child)
-        else:  # tags, parties, trusted_fields
+        elif key == "private_when":
+            out[key] = private_when_of(child)
+        else:  # tags, parties, trusted_fields, shapes
             out[key] = frozenset(child.texts()) if child.value != [] else frozenset()
     return out
 
@@ -168,6 +176,15 @@ def private_of(node: Node) -> dict[str, str]:
         return dict(ToolMeta(private=out).private)
     except TypeError as exc:
         node.fail(str(exc), "write {key: kind}, one word a kind: {passport_number: passport}")
+
+
+def private_when_of(node: Node) -> dict[str, frozenset[str]]:
+    """For which argument values a result is private: ``{channel: [private]}``."""
+    what = "arguments and the values for which the result is private, e.g. {channel: [private]}"
+    if not isinstance(node.value, dict) or not node.value:
+        node.fail(f"expected {what}", "write {argument: [value, ...]}")
+    fields = node.mapping(tuple(node.value), what=what)
+    return {key: frozenset(child.texts()) for key, child in fields.items()}
 
 
 def intents_of(node: Node) -> frozenset[str]:

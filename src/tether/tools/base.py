@@ -47,6 +47,14 @@ class ToolMeta:
     # keys of the result whose values are private, and their kind ({"passport_number":
     # "passport"}; "*" for the whole result): tether.runtime.labels follows them into arguments
     private: Mapping[str, str] = field(default_factory=dict)
+    # the calls whose results ``private`` labels, by argument value ({"channel": ["private"]}:
+    # only the private channel's messages); empty: every call's
+    private_when: Mapping[str, frozenset[str]] = field(default_factory=dict)
+    # arguments besides the parties that shape the effect (an amount, a date, a title, a
+    # body): one copied whole from untrusted text makes a side effect wait
+    # (tether.policy.containment.UntrustedShapes). None: every argument not a party — the safe
+    # default; an empty set: none but the parties
+    shapes: frozenset[str] | None = None
 
     def __post_init__(self) -> None:
         if not isinstance(self.private, Mapping) or not all(
@@ -56,6 +64,12 @@ class ToolMeta:
                             "of data they hold, one word each: {'passport_number': 'passport'}")
         object.__setattr__(self, "private", MappingProxyType(
             {k: v.casefold() for k, v in sorted(self.private.items())}))
+        object.__setattr__(self, "private_when", _private_when(self.private_when, self.private))
+        if self.shapes is not None:
+            if isinstance(self.shapes, str):
+                raise TypeError(f"shapes must be a collection of argument names such as "
+                                f"{{{self.shapes!r}}}, not the string {self.shapes!r}")
+            object.__setattr__(self, "shapes", frozenset(self.shapes))
         for name, what in (("tags", "strings"), ("parties", "argument names"),
                            ("trusted_fields", "keys"), ("intents", "words")):
             value = getattr(self, name)
@@ -64,6 +78,10 @@ class ToolMeta:
                                 f"{{{value!r}}}, not the string {value!r}")
             if not isinstance(value, frozenset):
                 object.__setattr__(self, name, frozenset(value))
+        both = sorted(self.parties & (self.shapes or frozenset()))
+        if both:
+            raise ValueError(f"{both} are parties (where they came from is checked as a "
+                             "party's); shapes lists the other arguments that shape the effect")
         words = frozenset(word.casefold() for word in self.intents)
         if any(not all(part and part.split() == [part] for part in word.split("+"))
                for word in words):
@@ -92,11 +110,45 @@ class ToolMeta:
             out["trusted_fields"] = sorted(self.trusted_fields)
         if self.private:
             out["private"] = dict(self.private)
+        if self.private_when:
+            out["private_when"] = {k: sorted(v) for k, v in self.private_when.items()}
+        if self.shapes is not None:
+            out["shapes"] = sorted(self.shapes)
         return out
 
-    def __hash__(self) -> int:  # every field, ``private`` (a read-only mapping) as its items
+    def private_for(self, arguments: Mapping[str, Any]) -> Mapping[str, str]:
+        """The private keys of a call's result: ``private``, unless ``private_when`` names
+        argument values this call does not have (then none; an argument the call leaves out
+        may have any value, so its result is private)."""
+        if all(name not in arguments or _spelled(arguments[name]) in values
+               for name, values in self.private_when.items()):
+            return self.private
+        return NOTHING_PRIVATE
+
+    def __hash__(self) -> int:  # every field, a read-only mapping as its items
         return hash(tuple(tuple(value.items()) if isinstance(value, Mapping) else value
                           for value in (getattr(self, f.name) for f in fields(self))))
+
+
+NOTHING_PRIVATE: Mapping[str, str] = MappingProxyType({})
+
+
+def _spelled(value: Any) -> str:
+    """An argument's value as ``private_when`` compares it: case and spacing aside."""
+    return " ".join(str(value).split()).casefold()
+
+
+def _private_when(when: Any, private: Mapping[str, str]) -> Mapping[str, frozenset[str]]:
+    if not isinstance(when, Mapping) or not all(
+            isinstance(k, str) and k and not isinstance(v, str) and v
+            and all(isinstance(x, str) for x in v) for k, v in when.items()):
+        raise TypeError("private_when maps argument names to the values for which the result "
+                        "is private: {'channel': ['private']}")
+    if when and not private:
+        raise TypeError("private_when says which calls' results are private; declare which "
+                        "keys are (private) too")
+    return MappingProxyType({k: frozenset(_spelled(x) for x in v)
+                             for k, v in sorted(when.items())})
 
 
 @fast_init

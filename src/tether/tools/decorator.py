@@ -78,11 +78,13 @@ class FunctionTool:
             default = ... if param.default is param.empty else param.default
             fields[param.name] = (hints[param.name], default)
         self._injected = tuple(injected)
-        unknown = sorted(meta.parties - fields.keys())
-        if unknown:
-            raise ToolDefinitionError(
-                f"tool {self.name!r}: parties {unknown} are not arguments of the tool; name "
-                f"some of {sorted(fields)}")
+        for what, names in (("parties", meta.parties), ("shapes", meta.shapes or ()),
+                            ("private_when", meta.private_when)):
+            unknown = sorted(set(names) - fields.keys())
+            if unknown:
+                raise ToolDefinitionError(
+                    f"tool {self.name!r}: {what} {unknown} are not arguments of the tool; name "
+                    f"some of {sorted(fields)}")
         if "credentials" in injected and not meta.credentials:
             self.meta = dataclasses.replace(meta, credentials=True)
         self._fields = fields
@@ -166,6 +168,8 @@ def tool(
     intents: Iterable[str] = (),
     trusted_fields: Iterable[str] = (),
     private: Mapping[str, str] | None = None,
+    private_when: Mapping[str, Iterable[str]] | None = None,
+    shapes: Iterable[str] | None = None,
 ) -> Callable[[Callable[..., Any]], FunctionTool]: ...
 
 
@@ -187,6 +191,8 @@ def tool(
     intents: Iterable[str] = (),
     trusted_fields: Iterable[str] = (),
     private: Mapping[str, str] | None = None,
+    private_when: Mapping[str, Iterable[str]] | None = None,
+    shapes: Iterable[str] | None = None,
 ) -> FunctionTool | Callable[[Callable[..., Any]], FunctionTool]:
     """Declare a tool: ``@tool`` or ``@tool(side_effect=True, tags={"payments"}, ...)``.
 
@@ -198,7 +204,8 @@ def tool(
     """
     # handed over as given: ToolMeta refuses a string where a collection belongs
     collections: dict[str, Any] = {"tags": tags, "parties": parties, "intents": intents,
-                                   "trusted_fields": trusted_fields}
+                                   "trusted_fields": trusted_fields, "shapes": shapes,
+                                   "private_when": private_when or {}}
     try:
         meta = ToolMeta(risk=risk, side_effect=side_effect, egress=egress,
                         output_trust=output_trust, timeout=timeout, idempotent=idempotent,

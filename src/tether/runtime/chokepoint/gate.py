@@ -31,7 +31,7 @@ Keep = Callable[[str, Mapping[str, Any]], None]  # (call id, arguments)
 def resource_of(tool: Tool) -> Resource:
     m = tool.meta
     return Resource(tool.name, m.tags, m.risk, m.side_effect, m.egress, m.output_trust, m.owner,
-                    m.idempotent, m.parties, m.intents)
+                    m.idempotent, m.parties, m.intents, m.shapes)
 
 
 class PolicyGate:

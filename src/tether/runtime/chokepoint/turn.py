@@ -402,7 +402,7 @@ class ToolCalls:
                 result = ToolResult(result.call_id, result.name, content, result.status)
             meta = admitted.tool.meta
             self.record(result, meta.output_trust == "untrusted", meta.trusted_fields,
-                        meta.private)
+                        meta.private_for(admitted.arguments))
             if budget_timeout and result.status == "timeout" and turn.stop is None:
                 turn.stop = Stop(StopReason.TIME_BUDGET, "time budget ran out during a tool call")
         check_not_cancelled()
