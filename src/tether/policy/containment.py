@@ -14,11 +14,12 @@ before anything untrusted (``tether.policy.plan``): the tool, and the parties it
 ``KeepPrivate`` lets private data the session read (``Context.labels``) leave only where the
 request asks to send that kind of data with that tool. ``NoUnaskedRepeats`` makes a side effect
 that repeats one already made — the same tool to the same parties (for a tool that declares
-none, the same arguments) — wait for a person, unless the request asks for the repetition
-("twice", "again", "three times": the plan's count for the tool); an ``idempotent`` tool repeats
-harmlessly and is let be. ``UntrustedShapes`` makes a side effect wait when a value other than
-a party (a title, an amount, a body) was copied whole from untrusted text, unless the request
-points at a source to relay. Each only answers ALLOW or REQUIRE_APPROVAL; stack them with
+none, the same arguments that shape the effect) — wait for a person, unless the request asks
+for the repetition ("twice", "again", "three times": the plan's count for the tool); an
+``idempotent`` tool repeats harmlessly and is let be. ``UntrustedShapes`` makes a side effect
+wait when a value other than a party that shapes it (``ToolMeta.shapes``: a title, an amount, a
+body) was copied whole from untrusted text, unless the request points at a source to relay.
+Each only answers ALLOW or REQUIRE_APPROVAL; stack them with
 ``contain_untrusted_flows`` (``contained`` in ``tether.evals.injection``).
 """
 
