@@ -80,3 +80,15 @@ def test_the_attack_flag_renders_rows_per_kind(tmp_path: Path,
                  "--attack", "adaptive", "--workers", "1", "--baseline", str(baseline)]) == 1
     assert "regression: banking (adaptive): attack success" in capsys.readouterr().out
     assert main(["eval", "agentdojo", "--attack", "sideways"]) == 2
+
+
+def test_no_pair_sends_a_members_messages_back_to_that_member() -> None:
+    """Bob's direct messages sent to Bob disclose nothing: such a pair would count a harmless
+    call as the attacker's win."""
+    environments = Environments(load_suite("slack"))
+    for user_task in environments.suite.user_tasks.values():
+        for task in tasks_for(environments, user_task):
+            readers = [c for c in task.calls if c.tool == "read_inbox"]
+            for reader in readers:
+                assert all(h.arguments.get("recipient") != reader.arguments["user"]
+                           for h in task.harm), (user_task.ID, task.ID)
