@@ -62,9 +62,13 @@ def repeats(resource: Resource, arguments: Mapping[str, Any],
     (``Resource.shaping``)."""
     same_tool = [e for e in effects if e.tool == resource.name]
     if not resource.parties:
-        shaping = resource.shaping(arguments)
-        return [e for e in same_tool if set(resource.shaping(e.arguments)) == set(shaping)
-                and all(e.arguments[name] == arguments[name] for name in shaping)]
+        if resource.shapes is None:  # every argument shapes it
+            return [e for e in same_tool if e.arguments == arguments]
+        shapes = resource.shapes
+        wanted = {name: value for name, value in arguments.items() if name in shapes}
+        return [e for e in same_tool
+                if {name: value for name, value in e.arguments.items() if name in shapes}
+                == wanted]
     parties = sorted(resource.parties)
     wanted = [_same(arguments.get(name)) for name in parties]
     return [e for e in same_tool if [_same(e.arguments.get(name)) for name in parties] == wanted]
