@@ -31,12 +31,15 @@ from typing import Any
 from tether.policy.base import Action, Context, Decision, Effect, MadeEffect, Resource, Subject
 from tether.policy.plan import (
     RequestPlan,
+    links,
+    named_hosts,
     names_a_source,
     read_request,
     same,
     unnamed_parties,
 )
 from tether.tokens import tokens
+from tether.vouched import leaves
 
 
 def plan_of(context: Context, resource: Resource) -> RequestPlan:
@@ -65,10 +68,10 @@ def repeats(resource: Resource, arguments: Mapping[str, Any],
         if resource.shapes is None:  # every argument shapes it
             return [e for e in same_tool if e.arguments == arguments]
         shapes = resource.shapes
-        wanted = {name: value for name, value in arguments.items() if name in shapes}
+        shaped = {name: value for name, value in arguments.items() if name in shapes}
         return [e for e in same_tool
                 if {name: value for name, value in e.arguments.items() if name in shapes}
-                == wanted]
+                == shaped]
     parties = sorted(resource.parties)
     wanted = [_same(arguments.get(name)) for name in parties]
     return [e for e in same_tool if [_same(e.arguments.get(name)) for name in parties] == wanted]
@@ -218,9 +221,10 @@ class UntrustedShapes:
     egress or side-effecting call. Unless the clause asking for the tool points at a source (a
     URL, an e-mail address, a quoted file, or a thing written to be read: "post the article at
     www.x.com to general", "create the event based on the emails about it"): relaying what the
-    user pointed at is what the user asked. Values the model
-    composed (``nowhere`` among their origins) are the link rule's (``contain_untrusted_flows``)
-    and the plan's."""
+    user pointed at is what the user asked — unless the relayed text links to a host the
+    request does not name (a phishing link in the page the user pointed at: whoever reads the
+    relay is sent there). Values the model composed (``nowhere`` among their origins) are the
+    link rule's (``contain_untrusted_flows``) and the plan's."""
 
     __slots__ = ("_clean", "policy_id")
     inline = True  # decides from the journaled provenance and plan alone: no I/O
@@ -244,7 +248,16 @@ class UntrustedShapes:
             return self._clean
         plan = plan_of(context, resource)
         if any(names_a_source(e.clause) for e in plan.asks(action.tool)):
-            return Decision(Effect.ALLOW, f"{copied} relay a source the request names",
+            named = named_hosts(plan)
+            foreign = sorted({host for name in copied for text in leaves(action.arguments[name])
+                              for host in links(text) if host not in named})
+            if not foreign:
+                return Decision(Effect.ALLOW, f"{copied} relay a source the request names",
+                                self.policy_id)
+            return Decision(Effect.REQUIRE_APPROVAL,
+                            f"{copied} of '{action.tool}' relay untrusted text that links to "
+                            f"{', '.join(foreign)}, which the request does not name: whoever "
+                            "reads it is sent there; a person must approve this call",
                             self.policy_id)
         return Decision(Effect.REQUIRE_APPROVAL,
                         f"{copied} of '{action.tool}' only untrusted text gave, and the request "

@@ -171,6 +171,35 @@ def _named(text: str) -> tuple[str, ...]:
     return tuple(dict.fromkeys(v for v in found if v))
 
 
+# a bare host with a path, or one of the top-level domains links are usually written with
+BARE_LINK = re.compile(r"^(?:[a-z0-9-]+\.)+(?:[a-z]{2,}/\S*|(?:com|net|org|io|info|biz|co|me|"
+                       r"app|dev|xyz|site|online|link|click|top|ru|cn)/?)$")
+
+
+def links(text: str) -> list[str]:
+    """The hosts ``text`` links to, whole tokens: URLs, e-mail addresses' domains, and bare
+    hosts (``evil.com``, ``login.evil.net/x``)."""
+    out = []
+    for token in tokens(text):
+        kind = shape(token)
+        if kind == "email":
+            out.append(token.rsplit("@", 1)[1])
+        elif kind == "url" or BARE_LINK.match(token):
+            out.append(_host(token))
+    return out
+
+
+def _host(link: str) -> str:
+    bare = link.split("://", 1)[-1]
+    bare = bare.split("/", 1)[0]
+    return bare.removeprefix("www.")
+
+
+def named_hosts(plan: RequestPlan) -> frozenset[str]:
+    """The hosts of the links and addresses the request names."""
+    return frozenset(host for value in plan.named for host in links(value))
+
+
 def names_a_source(clause: str) -> bool:
     """Whether a clause points at something to read from: a URL, an e-mail address, an IBAN, a
     quoted name ("the article at www.x.com", "the file 'notes.txt'"), or a thing written to be
