@@ -29,7 +29,7 @@ from tether.runtime.chokepoint.approver import deny_all
 from tether.runtime.rerun import rerun
 from tether.runtime.state import fold
 from tether.store.memory import MemoryStore
-from tether.types import Event, ModelRequest, ModelResponse
+from tether.types import Event, ModelRequest, ModelResponse, ToolCall
 
 PAY = Resource("send_money", side_effect=True, parties=frozenset({"recipient"}),
                intents=frozenset({"pay", "send", "transfer"}))
@@ -427,20 +427,41 @@ def test_rerun_reads_the_recorded_plan_whatever_a_planner_answers_now() -> None:
 
 def test_the_agent_s_own_model_plans_when_none_is_given() -> None:
     paid: list[tuple[str, float]] = []
-    obedient = obedient_model([PlannedCall("send_money", {"recipient": IBAN, "amount": 40})])
+    pay = ModelResponse(tool_calls=(ToolCall("c1", "send_money",
+                                             {"recipient": IBAN, "amount": 40}),))
 
     def respond(request: ModelRequest) -> ModelResponse | str:
-        if request.messages[0].content == INSTRUCTIONS:
+        if request.messages[0].content == INSTRUCTIONS:  # the planner's call
             return SETTLE
-        return obedient._responder(request)  # type: ignore[misc]
+        turns = sum(m.role == "assistant" for m in request.messages)
+        return pay if turns == 0 and request.tools else "Paid."
 
     recipe = Agent(model=ScriptedModel(respond, name="own"), tools=bank(paid), policy=POLICY,
                    approver=deny_all(), reasoning=ReAct(), planner=ModelPlanner())
     session = recipe.session(DINNER)
-    session.run()
+    assert session.run().answer == "Paid."
     assert paid == [(IBAN, 40)]
     (asked,) = of(session.replay(), "plan.request")
     assert asked["model"] == "own"
+
+
+def test_a_session_that_already_asked_the_model_is_not_planned_on_resume() -> None:
+    """Started without a planner, paused for approval after its first turn, resumed by a
+    recipe with one: the plan was decided on before, and is not widened now."""
+    paid: list[tuple[str, float]] = []
+    plain = agent(None, paid)
+    plain = Agent(model=plain.model, tools=plain.tools, policy=POLICY, reasoning=ReAct(),
+                  store="memory://")  # no approver: the payment waits
+    session = plain.session(DINNER)
+    assert session.run().stop_reason is StopReason.NEEDS_APPROVAL
+    planner = Planner(SETTLE)
+    later = Agent(model=plain.model, tools=plain.tools, policy=POLICY, reasoning=ReAct(),
+                  store=plain.journal_store, planner=ModelPlanner(planner))
+    (waiting,) = later.approval_store.pending(session.id)
+    later.approval_store.deny(waiting.id, approver="ops", note="no")
+    later.resume(session.id)
+    assert planner.sent == [] and paid == []
+    assert not of(later.load(session.id).replay(), "plan.request")
 
 
 def test_a_native_planner_is_sent_the_schema() -> None:
