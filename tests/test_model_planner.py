@@ -20,7 +20,7 @@ from tether import Agent, Budget, ModelPlanner, ReAct, ScriptedModel, StopReason
 from tether.evals.obedient import PlannedCall, obedient_model
 from tether.journal.views.timeline import timeline
 from tether.journal.views.whatif import what_if
-from tether.models.base import estimate_message_tokens
+from tether.models.base import CallCancelled, estimate_message_tokens
 from tether.models.pricing import Price
 from tether.policy import DenyOverrides, Resource, no_unasked_repeats, scope_to_plan
 from tether.policy.plan import RequestPlan, clauses, cue_in, read_request
@@ -321,6 +321,18 @@ def test_a_failing_planner_falls_back_and_is_not_charged() -> None:
     assert session.run().stop_reason is StopReason.FINISHED
     (error,) = of(session.replay(), "plan.error")
     assert "the planner is down" in error["error"] and error["input_tokens"] == 0
+
+
+def test_a_planner_call_cancelled_for_time_is_charged_its_reservation() -> None:
+    class Cancelled(Planner):
+        async def complete(self, request: ModelRequest) -> ModelResponse:
+            raise CallCancelled("the deadline passed")
+
+    session = agent(ModelPlanner(Cancelled()), []).session(DINNER)
+    session.run()
+    (asked,), (error,) = of(session.replay(), "plan.request"), of(session.replay(), "plan.error")
+    assert "time budget" in error["error"]
+    assert (error["input_tokens"], error["output_tokens"]) == (asked["reserved_input"], 256)
 
 
 class Killed(BaseException):

@@ -34,7 +34,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from tether.journal.chain import Journal
-from tether.models.base import Model, native_output
+from tether.models.base import CallCancelled, Model, native_output
 from tether.policy.plan import askable
 from tether.policy.planner import answer_schema, prompt, validated
 from tether.runtime.budget import Accountant, Reservation
@@ -101,9 +101,9 @@ async def _ask(session: Session, planner: ModelPlanner, journal: Journal, state:
     model = planner.model or agent.model
     priced = accountant if planner.model is None else accountant.at_price(planner.model.price)
     resources = [resource_of(t) for t in agent.registry]
-    system, user = prompt(journal.hide_secrets(session.request), resources,
+    system, user = prompt(session.request, resources,
                           {t.name: t.spec.description for t in agent.registry})
-    messages = (Message.system(system), Message.user(user))
+    messages = (Message.system(system), Message.user(journal.hide_secrets(user)))
     estimate = sum(map(model.estimate_message_tokens, messages))
     try:
         reservation = priced.reserve_model_call(estimate, ceiling=planner.max_tokens)
@@ -125,7 +125,7 @@ async def _ask(session: Session, planner: ModelPlanner, journal: Journal, state:
     try:
         response = await _call(model, request, reservation)
     except (Exception, Stop) as exc:
-        expired = isinstance(exc, TimeoutError)
+        expired = isinstance(exc, TimeoutError | CallCancelled)  # it may well have been billed
         error = ("the time budget ran out during the planner's call" if expired
                  else f"{type(exc).__name__}: {exc}")
         _failed(journal, journal.hide_secrets(error), reservation if expired else None)
