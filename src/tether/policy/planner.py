@@ -111,10 +111,11 @@ def validated(raw: str, request: str, resources: Iterable[Resource],
         return rules, [asks]
     tools = {r.name for r in askable(resources)}
     parts = clauses(request)
+    cues = [cue_in(p) for p in parts]
     rejected: list[str] = []
     kept: list[PlanEntry] = []
     for n, ask in enumerate(asks[:MAX_ASKS], 1):
-        entry = _entry(ask, tools, parts)
+        entry = _entry(ask, tools, parts, cues)
         if isinstance(entry, str):
             rejected.append(f"ask {n}: {entry}")
         else:
@@ -131,8 +132,8 @@ def validated(raw: str, request: str, resources: Iterable[Resource],
     return RequestPlan((*rules.entries, *added), rules.aside, rules.named), rejected
 
 
-def _entry(ask: Any, tools: set[str], parts: list[str]) -> PlanEntry | str:
-    """The plan entry an ask reads as, or why it is rejected."""
+def _entry(ask: Any, tools: set[str], parts: list[str], cues: list[str]) -> PlanEntry | str:
+    """The plan entry an ask reads as, or why it is rejected (``cues``: each clause's)."""
     if not isinstance(ask, dict):
         return f"not an object ({_cut(ask)!r})"
     tool, clause, count = ask.get("tool"), ask.get("clause"), ask.get("count")
@@ -144,10 +145,10 @@ def _entry(ask: Any, tools: set[str], parts: list[str]) -> PlanEntry | str:
     spans = _spans(clause, parts)
     if not spans:
         return f"{tool}: {_cut(clause)!r} is not in the request"
-    asking = [(a, b) for a, b in spans if not any(cue_in(p) for p in parts[a:b + 1])]
+    asking = [(a, b) for a, b in spans if not any(cues[a:b + 1])]
     if not asking:
         a, b = spans[0]
-        why = next(cue_in(p) for p in parts[a:b + 1] if cue_in(p))
+        why = next(cue for cue in cues[a:b + 1] if cue)
         return (f"{tool}: {_cut(clause)!r} is in a clause the rules read as {why}, which asks "
                 "for nothing")
     first, last = asking[0]
