@@ -409,6 +409,8 @@ def test_an_interrupted_call_is_charged_once_on_resume() -> None:
 
     paused = asyncio.run(go())
     assert paused.stop_reason is StopReason.INTERRUPTED
+    (charged,) = of(session.replay(), "plan.error")  # at once, as a model turn would be
+    assert "interrupted" in charged["error"]
     answering = Planner(SETTLE)
     resumed = agent(ModelPlanner(answering), paid).with_store(recipe.journal_store)  # type: ignore[arg-type]
     result = resumed.resume(session.id)

@@ -83,8 +83,9 @@ def summary_charged(state: SessionState, data: Mapping[str, Any]) -> None:
 
 def plan_asked(state: SessionState, data: Mapping[str, Any]) -> None:
     """The planner's call (tether.runtime.planning), reserved and sent: not in flight as a
-    turn is — its loss is charged by the planner's own ``plan.error`` on resume, at this
-    reservation (a lost turn's charge would count a step, and the planner's call is none)."""
+    turn is — an interruption or a crash is charged this reservation by the planner's own
+    ``plan.error`` (at once, or on resume), since a lost turn's charge counts a step and the
+    planner's call is none."""
     state.planning = ("plan.request", data)
 
 

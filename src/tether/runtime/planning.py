@@ -19,11 +19,12 @@ folds into the plan every later decision reads. A call that does not fit the bud
 made; one that fails leaves the rules' plan, and the event says why. A planner that reports more
 than it was allowed is an overrun: charged, journaled, and the run stops.
 
-Resume never calls the planner twice: a ``plan.request`` with no outcome (the process died, or
-the run was interrupted, during the call) is charged at its reservation and the rules' plan
-stands (``plan.error``, lost); an answer with no ``plan.amended`` is read from the journal. A
-session that already asked the model for a turn is not planned again. A rerun replays the
-recorded answer (``tether.runtime.rerun``), so its decisions read the recorded plan.
+The planner is never called twice: a call interrupted is charged at its reservation at once, and
+on resume a ``plan.request`` with no outcome (the process died during the call) is charged so
+(``plan.error``, lost); either way the rules' plan stands. An answer with no ``plan.amended`` is
+read from the journal. A session that already asked the model for a turn is not planned again.
+A rerun replays the recorded answer (``tether.runtime.rerun``), so its decisions read the
+recorded plan.
 """
 
 from __future__ import annotations
@@ -82,7 +83,7 @@ async def read_with_model(session: Session, env: Stoppable, journal: Journal,
     last = state.planning
     if last is not None:
         kind, data = last
-        if kind == "plan.request":  # its answer died with the process, or was interrupted
+        if kind == "plan.request":  # its answer died with the process
             _failed(journal, "lost: the run stopped during the planner's call, so its answer "
                     "is not known; it is not asked again", data)
         elif kind == "plan.response":  # answered, not yet read: read it now
@@ -124,6 +125,10 @@ async def _ask(session: Session, planner: ModelPlanner, journal: Journal, state:
         ModelRequest(messages, (), reservation.max_output_tokens, estimate))
     try:
         response = await _call(model, request, reservation)
+    except asyncio.CancelledError:  # interrupted: charged now, as a model turn would be
+        _failed(journal, "interrupted during the planner's call, which may well have been "
+                "billed; it is not asked again", reservation)
+        raise
     except (Exception, Stop) as exc:
         expired = isinstance(exc, TimeoutError | CallCancelled)  # it may well have been billed
         error = ("the time budget ran out during the planner's call" if expired
