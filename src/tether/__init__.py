@@ -22,6 +22,7 @@ if TYPE_CHECKING:
     from tether.runtime.compaction import Compaction
     from tether.runtime.handle import Handle, Strategy
     from tether.runtime.limits import Limits
+    from tether.runtime.planning import ModelPlanner
     from tether.runtime.result import Result, Step, ToolResult, Trajectory
     from tether.runtime.session import Session
     from tether.runtime.stop import StopReason
@@ -37,6 +38,7 @@ _WHERE = {
     "Spend": "tether.runtime.budget",
     "Compaction": "tether.runtime.compaction",
     "Limits": "tether.runtime.limits",
+    "ModelPlanner": "tether.runtime.planning",
     "Handle": "tether.runtime.handle",
     "Strategy": "tether.runtime.handle",
     "Result": "tether.runtime.result",
@@ -79,6 +81,7 @@ __all__ = [
     "Message",
     "Model",
     "ModelError",
+    "ModelPlanner",
     "ModelRequest",
     "ModelResponse",
     "Policy",

@@ -188,12 +188,15 @@ RENDER: dict[str, Callable[[Mapping[str, Any]], str]] = {
                                      f"{'.'.join(map(str, e.get('loc') or [])) or '(answer)'}: "
                                      f"{e.get('msg')}" for e in d.get("errors") or [])[:200]),
     "output.valid": lambda d: f"valid {d.get('type')}",
+    "plan.amended": lambda d: (f"the planner added {len(d.get('added') or [])} ask(s) to the "
+                               f"request plan, {len(d.get('rejected') or [])} rejected"),
     "context.compacted": lambda d: (f"turns 1-{d.get('turns')} compacted ({d.get('strategy')}"
                                     f", ~{d.get('tokens_before')} -> ~{d.get('tokens_after')} "
                                     "tokens of conversation)"),
 }
 STYLES = {"model": "cyan", "tool": "yellow", "spend": "dim", "result": "bold green",
-          "notice": "bold red", "session": "bold", "approval": "magenta", "context": "cyan"}
+          "notice": "bold red", "session": "bold", "approval": "magenta", "context": "cyan",
+          "plan": "cyan"}
 
 
 def writer() -> Write:

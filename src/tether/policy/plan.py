@@ -7,22 +7,24 @@ before any tool result is read; what it asks for can be read from it then, once,
 decision checked against that reading — the way Progent and CaMeL fix a task's privileges before
 untrusted data arrives.
 
-Decision: rules, no model. The request is cut into clauses (sentences, and "; "). In a clause, a
-cue ends what it asks for: a negation ("don't", "do not", "never", "no need to", "without")
-asks for nothing after it; a reminder ("remind me to", "reminder about") asks for the reminder,
-not for what it reminds of; the user's own future action ("I'll", "I will", "I'm going to", "I
-plan to", "before I") is theirs to take, not the agent's. In what is left, a side-effecting tool
-is asked for when the clause uses one of its ``intents``; its entry keeps the clause, the count
-it asks for ("twice", "3 times"); the plan keeps the values the request names — quoted, or by
-shape: an e-mail
-address, a URL, an IBAN. A named value binds a party of the same shape: a call whose recipient
-is an e-mail address its asking clause did not name, when that clause named one, was not asked
-for (an address binds within its clause: "my landlord's account is X. Refund my friend" does not
-bind the refund to X); a quoted name binds anywhere in the request, since a clause refers to
-the others ("my friend recommended 'Le Marais'. If it's rated above 4, make a reservation"),
-and only a party that is a name, never an id or a number (a listing's "file 3" is the file the
-user quoted, for all the plan can tell: provenance vets it). The
-plan is journaled in the session's start (``tether.runtime.opening``), so a resumed run, a
+Decision: rules, optionally widened by a validated model reading. The rules always read first; a
+recipe may add one governed model call that can only add entries the rules missed, each checked
+against the request (``tether.policy.planner``). The request is cut into clauses (sentences, and
+"; "). In a clause, a cue ends what it asks for: a negation ("don't", "do not", "never", "no
+need to", "without") asks for nothing after it; a reminder ("remind me to", "reminder about")
+asks for the reminder, not for what it reminds of; the user's own future action ("I'll", "I
+will", "I'm going to", "I plan to", "before I") is theirs to take, not the agent's. In what is
+left, a side-effecting tool is asked for when the clause uses one of its ``intents``; its entry
+keeps the clause, the count it asks for ("twice", "3 times"); the plan keeps the values the
+request names — quoted, or by shape: an e-mail address, a URL, an IBAN. A named value binds a
+party of the same shape: a call whose recipient is an e-mail address its asking clause did not
+name, when that clause named one, was not asked for (an address binds within its clause: "my
+landlord's account is X. Refund my friend" does not bind the refund to X); a quoted name binds
+anywhere in the request, since a clause refers to the others ("my friend recommended 'Le
+Marais'. If it's rated above 4, make a reservation"), and only a party that is a name, never an
+id or a number (a listing's "file 3" is the file the user quoted, for all the plan can tell:
+provenance vets it). The plan is journaled in the session's start (``tether.runtime.opening``),
+a planner's widening of it in ``plan.amended`` (``tether.runtime.planning``), so a resumed run, a
 what-if and a rerun decide against the same plan.
 """
 
@@ -97,14 +99,19 @@ def same(value: Any) -> str:
 
 @dataclass(frozen=True, slots=True)
 class PlanEntry:
-    """A side-effecting tool the request asks for, in one clause."""
+    """A side-effecting tool the request asks for, in one clause; ``by``: who read it there —
+    ``rules``, or ``model`` (the planner's reading, validated: ``tether.policy.planner``)."""
 
     tool: str
     clause: str
     count: int = 1
+    by: str = "rules"
 
     def to_dict(self) -> dict[str, Any]:
-        return {"tool": self.tool, "clause": self.clause, "count": self.count}
+        out: dict[str, Any] = {"tool": self.tool, "clause": self.clause, "count": self.count}
+        if self.by != "rules":  # (a plan the rules read alone is journaled as it always was)
+            out["by"] = self.by
+        return out
 
 
 @dataclass(frozen=True, slots=True)
@@ -126,20 +133,36 @@ class RequestPlan:
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> RequestPlan:
-        return cls(tuple(PlanEntry(e["tool"], e["clause"], int(e.get("count", 1)))
+        return cls(tuple(PlanEntry(e["tool"], e["clause"], int(e.get("count", 1)),
+                                   str(e.get("by", "rules")))
                          for e in data.get("entries", ())),
                    tuple((str(c), str(w)) for c, w in data.get("aside", ())),
                    tuple(str(v) for v in data.get("named", ())))
 
 
+def askable(resources: Iterable[Resource]) -> list[Resource]:
+    """The tools a request can ask for: side-effecting ones that declare intents (one that
+    declares none always waits for a person, whatever the request says)."""
+    return [r for r in resources if r.side_effect and r.intents]
+
+
+def clauses(request: str) -> list[str]:
+    """The request cut into its clauses (sentences, and "; "), as the plan reads them."""
+    return [c for c in (c.strip() for c in CLAUSES.split(request)) if c]
+
+
+def cue_in(clause: str) -> str:
+    """Why a clause asks for nothing after one of its words (a negation, a reminder, the
+    user's own future action), or "" when it has no such cue."""
+    return _active(tokens(clause))[1]
+
+
 def read_request(request: str, resources: Iterable[Resource]) -> RequestPlan:
     """The plan of ``request`` for the side-effecting tools among ``resources``."""
-    wanted = [r for r in resources if r.side_effect and r.intents]
+    wanted = askable(resources)
     entries: list[PlanEntry] = []
     aside: list[tuple[str, str]] = []
-    for clause in (c.strip() for c in CLAUSES.split(request)):
-        if not clause:
-            continue
+    for clause in clauses(request):
         words = tokens(clause)
         active, why = _active(words)
         for resource in wanted:

@@ -36,6 +36,7 @@ if TYPE_CHECKING:
     from tether.credentials import CredentialBroker
     from tether.runtime.compaction import Compaction
     from tether.runtime.output import OutputSpec
+    from tether.runtime.planning import ModelPlanner
     from tether.runtime.result import Result
     from tether.runtime.session import Session
     from tether.runtime.stream import StreamEvent
@@ -98,6 +99,9 @@ class Agent:
     # context window (or a share of the token budget left), older turns are summarised by a
     # governed model call or dropped, journaled; None (the default): nothing is added to a run
     compaction: Compaction | None = None
+    # a governed model reading of the request before the first turn (tether.runtime.planning),
+    # widening the rules' request plan by what it validates; None (the default): rules alone
+    planner: ModelPlanner | None = None
     # offer each model turn only the tools ranked best for it (tether.tools.selection): for
     # catalogs of hundreds of tools; None (the default): every turn is offered every tool
     tool_selection: ToolSelection | None = None
@@ -137,6 +141,13 @@ class Agent:
                 raise TypeError(f"compaction {self.compaction!r} is not a tether Compaction; "
                                 "give Compaction(...) or None")
             self.compaction.check(self.model, self.budget.max_cost_usd is not None)
+        if self.planner is not None:
+            from tether.runtime.planning import ModelPlanner as _ModelPlanner
+
+            if not isinstance(self.planner, _ModelPlanner):
+                raise TypeError(f"planner {self.planner!r} is not a tether ModelPlanner; give "
+                                "ModelPlanner(...) or None")
+            self.planner.check(self.budget.max_cost_usd is not None)
         spec = None
         if self.output_type is not None:
             from tether.runtime.output import output_spec

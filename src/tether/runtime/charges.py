@@ -1,5 +1,5 @@
 """The events that charge a session, folded: answered, failed and lost model calls, a compaction's
-summary call, a sub-agent's spend.
+summary call, the planner's call, a sub-agent's spend.
 
 Why its own module: what a session has spent (its ``Tally``) and which model call is still in
 flight (charged at its reservation if its process dies) is a concern apart from what the session
@@ -75,6 +75,34 @@ def summary_asked(state: SessionState, data: Mapping[str, Any]) -> None:
 def summary_charged(state: SessionState, data: Mapping[str, Any]) -> None:
     """A summary call's outcome, charged (tokens and cost; it is not a step)."""
     state.in_flight = None
+    t = state.tally
+    t.usage = t.usage + Usage(data["input_tokens"], data["output_tokens"],
+                              data["cached_input_tokens"], data.get("cache_write_tokens", 0))
+    t.cost += Decimal(data["cost_usd"])
+
+
+def plan_asked(state: SessionState, data: Mapping[str, Any]) -> None:
+    """The planner's call (tether.runtime.planning), reserved and sent: not in flight as a
+    turn is — an interruption or a crash is charged this reservation by the planner's own
+    ``plan.error`` (at once, or on resume), since a lost turn's charge counts a step and the
+    planner's call is none."""
+    state.planning = ("plan.request", data)
+
+
+def plan_charged(state: SessionState, data: Mapping[str, Any]) -> None:
+    """The planner's call answered (``plan.response``): charged, not a step."""
+    state.planning = ("plan.response", data)
+    _charge(state, data)
+
+
+def plan_failed(state: SessionState, data: Mapping[str, Any]) -> None:
+    """The planner's call gave no usable answer (``plan.error``): charged what it may have
+    been billed (its reservation, or nothing when it was never sent), not a step."""
+    state.planning = ("plan.error", data)
+    _charge(state, data)
+
+
+def _charge(state: SessionState, data: Mapping[str, Any]) -> None:
     t = state.tally
     t.usage = t.usage + Usage(data["input_tokens"], data["output_tokens"],
                               data["cached_input_tokens"], data.get("cache_write_tokens", 0))

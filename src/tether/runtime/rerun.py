@@ -80,6 +80,11 @@ class _Record:
                                                            "compaction.error")]
         self.compactions = [d for t, d in live if t == "context.compacted"]
         self.summarised = 0
+        # the planner's call and the plan it amended (tether.runtime.planning)
+        self.plan_asked = next((d for t, d in live if t == "plan.request"), None)
+        self.plan_outcome = next(((t, d) for t, d in live if t in ("plan.response",
+                                                                   "plan.error")), None)
+        self.amended = next((d["plan"] for t, d in live if t == "plan.amended"), None)
         self.divergences: list[Divergence] = []
         self.asked = 0
         self.called: list[str] = []
@@ -160,6 +165,35 @@ class _RecordedSummaries(_Replayed):
         return ModelResponse(data["text"], (), usage, data["model"], data["finish_reason"])
 
 
+class _RecordedPlanner(_Replayed):
+    """The planner's recorded answer (or failure): the rerun reads the plan the record read,
+    whatever a planner would answer now, and no planner is called again."""
+
+    async def complete(self, request: ModelRequest) -> ModelResponse:
+        outcome = self._record.plan_outcome
+        if outcome is None or outcome[0] == "plan.error":
+            why = "no answer" if outcome is None else outcome[1]["error"]
+            raise ModelError(f"recorded: {why}")
+        data = outcome[1]
+        usage = Usage(data["input_tokens"], data["output_tokens"], data["cached_input_tokens"],
+                      data.get("cache_write_tokens", 0))
+        return ModelResponse(data["text"], (), usage, data["model"], data["finish_reason"])
+
+
+def _planner(agent: Agent, record: _Record) -> Any:
+    """The rerun's planner: the recorded call's, answering from the record, whatever the
+    recipe's is now; None when the record asked no planner."""
+    asked = record.plan_asked
+    if asked is None:
+        return None
+    from tether.runtime.planning import ModelPlanner
+
+    own = agent.planner.model if agent.planner is not None else None
+    model = own or agent.model
+    price = agent.effective_price if own is None else own.price
+    return ModelPlanner(_RecordedPlanner(record, model, price), int(asked["max_tokens"]))
+
+
 def _compared(record: _Record, replayed: Sequence[Event]) -> None:
     """Report each compaction of the rerun that is not the recorded one — another range,
     other turns replaced, another summary or note in their place — and a count that differs."""
@@ -172,6 +206,10 @@ def _compared(record: _Record, replayed: Sequence[Event]) -> None:
     if len(ours) != len(record.compactions):
         record.diverge("the rerun compacted the conversation another number of times",
                        len(record.compactions), len(ours))
+    amended = next((e.data["plan"] for e in replayed if e.type == "plan.amended"), None)
+    if amended != record.amended:
+        record.divergences.append(Divergence(0, "the request plan differs", record.amended,
+                                             amended))
 
 
 def _compaction(data: Mapping[str, Any]) -> dict[str, Any]:
@@ -260,7 +298,8 @@ async def arerun(agent: Agent, events: Sequence[Event]) -> RerunReport:
         agent, model=_RecordedModel(record, agent.model, agent.effective_price,
                                     agent.tool_selection is not None),
         tools=[_RecordedTool(t, record) for t in agent.registry], store=None,
-        approvals=approvals, credentials=_stand_in(agent.credentials), compaction=compaction)
+        approvals=approvals, credentials=_stand_in(agent.credentials), compaction=compaction,
+        planner=_planner(agent, record))
     subject = start["subject"]
     session = replica.session(start["task"], budget=Budget.from_dict(start["budget"]),
                               user_id=subject["user_id"], tenant_id=subject["tenant_id"],

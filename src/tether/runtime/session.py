@@ -355,6 +355,10 @@ class Session:
         handle = strategy_doors.handle(env, self.task)
         answer = ""
         try:
+            if agent.planner is not None or state.planning is not None:  # (else: nothing)
+                from tether.runtime.planning import read_with_model
+
+                await read_with_model(self, env, journal, state, self._accountant)
             if resuming:
                 await env.resolve_open_turn()
             answer = str(await agent.reasoning.run(handle))

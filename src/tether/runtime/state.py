@@ -60,7 +60,8 @@ class SessionState:
     __slots__ = ("_done", "_outbox", "_recent", "_steps_closed", "answer", "approvals",
                  "branches", "compacted_ids", "conversation", "counted", "decisions",
                  "denial_streak", "effects", "error_streak", "granted", "in_flight", "notice",
-                 "opening", "output", "output_invalid", "paused", "plan", "planned", "private",
+                 "opening", "output", "output_invalid", "paused", "plan", "planned", "planning",
+                 "private",
                  "ran", "results", "settled",
                  "signatures", "started", "steps", "stop_detail", "stop_reason", "strategy_log",
                  "tainted", "tally", "task", "turn", "turn_open", "turn_step", "turn_text",
@@ -91,6 +92,8 @@ class SessionState:
         self.granted: set[str] = set()  # call ids whose approval was used to run them
         self.started: set[str] = set()  # call ids of side-effecting calls that began to run
         self.plan: RequestPlan | None = None  # what the request asks for (session.start)
+        # the planner's last event (tether.runtime.planning): its type and data; None: none
+        self.planning: tuple[str, Mapping[str, Any]] | None = None
         self.private = PrivateValues()  # private data the session read (tether.runtime.labels)
         # every side effect the session made, in order (with a window: the last ``window``)
         self.effects: tuple[MadeEffect, ...] = ()
@@ -332,6 +335,12 @@ class SessionState:
         self.conversation[start:end] = data["replacement"]
         self.counted = None  # the provider counted a conversation that is no longer sent
 
+    def _on_plan_amended(self, data: Mapping[str, Any]) -> None:
+        """The plan widened by the planner's validated reading: what every later decision
+        reads (``Context.plan``)."""
+        self.planning = ("plan.amended", data)
+        self.plan = RequestPlan.from_dict(data["plan"])
+
     def _on_output_valid(self, data: Mapping[str, Any]) -> None:
         self.output = data["output"]
 
@@ -393,6 +402,10 @@ _HANDLERS: dict[str, Callable[[SessionState, Mapping[str, Any]], None]] = {
     "compaction.response": charges.summary_charged,
     "compaction.error": charges.summary_charged,
     "context.compacted": SessionState._on_compacted,
+    "plan.request": charges.plan_asked,
+    "plan.response": charges.plan_charged,
+    "plan.error": charges.plan_failed,
+    "plan.amended": SessionState._on_plan_amended,
     "output.valid": SessionState._on_output_valid,
     "output.invalid": SessionState._on_output_invalid,
     "session.paused": SessionState._on_paused,

@@ -22,6 +22,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from tether.journal.views.branches import BRANCH_RENDER, tree_lines
+from tether.journal.views.plan_lines import PLAN_RENDER, plan_lines
 from tether.store.base import ERASED_TYPE
 from tether.types import Event
 
@@ -154,12 +155,7 @@ def _start(d: Mapping[str, Any]) -> list[str]:
     lines = [f"start: {excerpt(d.get('task', ''), 80)}"]
     plan = d.get("plan")
     if plan is not None:  # what the request asks for, read before anything untrusted
-        asks = [f"{e.get('tool')}" + (f" ×{e.get('count')}" if e.get("count", 1) != 1 else "")
-                for e in plan.get("entries") or []]
-        named = f"; it names {', '.join(plan['named'])}" if plan.get("named") else ""
-        lines.append(f"  the request asks for: {', '.join(asks) or 'no side effect'}{named}")
-        lines += [f"  set aside ({why}): {excerpt(clause, 70)}"
-                  for clause, why in plan.get("aside") or []]
+        lines += plan_lines(plan)
     return lines
 
 
@@ -218,7 +214,8 @@ def _unmetered(d: Mapping[str, Any]) -> list[str]:
 
 
 def _overrun(d: Mapping[str, Any]) -> list[str]:
-    what = " of the summary call" if d.get("purpose") == "compaction" else ""
+    what = {"compaction": " of the summary call", "plan": " of the planner's call"}.get(
+        str(d.get("purpose")), "")
     return [f"OVERRUN{what} at step {d.get('step')} ({d.get('limit')}): "
             f"{excerpt(d.get('detail', ''), 100)}"]
 
@@ -462,4 +459,5 @@ _RENDER: dict[str, Renderer] = {
     "context.compacted": _compacted,
     "tools.selected": _selected,
     **BRANCH_RENDER,
+    **PLAN_RENDER,
 }

@@ -7,7 +7,8 @@ needed: each ``tool.decision`` event records the call's arguments (as the journa
 the tool's metadata the policy saw (``resource``, on the first decision about each tool after
 the session starts or resumes, since it cannot change in between), the step, taint and spend
 (``context``), and the effect given; ``session.start`` records who asked (``subject``), the
-caller's context and the budget.
+caller's context and the budget, and the request plan (``plan.amended``: as a planner widened
+it).
 
 Decision: the request is rebuilt from those records only — never from today's tool registry or
 today's clock — so the what-if asks the new policy exactly what the old one was asked: Subject
@@ -105,6 +106,9 @@ def replay_decisions(events: Iterable[Event], policy: Policy) -> WhatIf:
     for event in events:
         if event.type == "session.start":
             starts[event.session_id] = event.data
+            continue
+        if event.type == "plan.amended" and event.session_id in starts:  # the planner's
+            starts[event.session_id] = {**starts[event.session_id], "plan": event.data["plan"]}
             continue
         if event.type == "tool.started":
             call_id = event.data["call_id"]
