@@ -23,8 +23,8 @@ from tether.journal.views.whatif import what_if
 from tether.models.base import CallCancelled, estimate_message_tokens
 from tether.models.pricing import Price
 from tether.policy import DenyOverrides, Resource, no_unasked_repeats, scope_to_plan
-from tether.policy.plan import RequestPlan, clauses, cue_in, read_request
-from tether.policy.planner import INSTRUCTIONS, MAX_COUNT, validated
+from tether.policy.plan import RequestPlan, asked_count, clauses, cue_in, read_request
+from tether.policy.planner import INSTRUCTIONS, validated
 from tether.runtime.chokepoint.approver import deny_all
 from tether.runtime.rerun import rerun
 from tether.runtime.state import fold
@@ -73,13 +73,19 @@ def test_a_tool_without_a_side_effect_without_intents_or_unknown_is_rejected(
     assert "is not a tool a request can ask for" in rejected[0]
 
 
-@pytest.mark.parametrize(("count", "kept"), [(1000, 1), (0, 1), (-3, 1), ("3", 1), (True, 1),
-                                             (2.0, 1), (None, 1), (3, 3), (MAX_COUNT, 10)])
-def test_a_count_outside_one_to_ten_is_the_clause_s_own(count: Any, kept: int) -> None:
-    _, merged, rejected = read(asks({"tool": "send_money", "clause": "settle up with bob",
-                                     "count": count}))
+@pytest.mark.parametrize(("count", "clause", "kept"), [
+    (1000, "settle up with bob", 1), (5, "settle up with bob", 1), (None, "settle up with bob", 1),
+    ("3", "settle up with bob", 1), (1, "settle up with bob twice", 2),
+    (1000, "settle up with bob twice", 2)])
+def test_the_count_is_the_clause_s_own_whatever_the_model_says(count: Any, clause: str,
+                                                                kept: int) -> None:
+    """A model's reading may name a tool the words did not; it never lets a side effect run
+    more often than the request says."""
+    request = f"{clause.capitalize()}, IBAN {IBAN}, for last night's dinner: 40."
+    _, merged, rejected = read(asks({"tool": "send_money", "clause": clause, "count": count}),
+                               request)
     (entry,) = merged.entries
-    assert not rejected and entry.count == kept
+    assert entry.by == "model" and not rejected and entry.count == kept
 
 
 def test_an_ask_in_a_negated_clause_is_rejected() -> None:
@@ -165,7 +171,7 @@ def test_whatever_the_planner_answers_the_plan_only_widens_within_the_request(
         assert entry.tool == "send_money"  # the one side-effecting tool with intents
         assert " ".join(entry.clause.split()).casefold() in flat
     for entry in merged.entries[len(rules.entries):]:
-        assert entry.by == "model" and 1 <= entry.count <= MAX_COUNT
+        assert entry.by == "model" and entry.count == asked_count(entry.clause)
         runs = [parts[a:b] for a in range(len(parts)) for b in range(a + 1, len(parts) + 1)
                 if " ".join(parts[a:b]) == entry.clause]
         assert runs and any(not any(cue_in(p) for p in run) for run in runs)
@@ -254,6 +260,9 @@ def test_a_paraphrase_the_rules_miss_passes_only_with_the_planner() -> None:
     assert result.usage.input_tokens >= 300
     lines = "\n".join(timeline(events))
     assert "send_money [planner]" in lines and "the planner added send_money" in lines
+    # the decision that let the payment through names the entry the planner added
+    (asked,) = [line for line in lines.splitlines() if "plan: asked in" in line]
+    assert "Settle up with Bob, IBAN" in asked and asked.endswith("[planner]")
 
 
 def test_a_planner_added_entry_still_binds_the_named_account() -> None:

@@ -14,8 +14,9 @@ none with a negation, a reminder or the user's own future action (``plan.cue_in`
 rules' fail-closed reading is the only one. The entry keeps the request's own clauses the copy
 spans, whole, so the parties its clause names bind as they bind a rules entry (copying "settle
 up with Bob" out of "settle up with Bob, IBAN X, ..." still binds the recipient to X), and the
-model cannot add a value: the plan's named values are the rules' alone. A count outside 1..10
-is the clause's own (``asked_count``). The merged plan is the rules' entries, then the kept
+model cannot add a value: the plan's named values are the rules' alone, and an entry's count
+is its clause's own (``asked_count``), so a model's reading never lets a side effect run more
+often than the words say. The merged plan is the rules' entries, then the kept
 ones (marked ``by="model"``), with the rules' aside and named values: it is never narrower than
 the rules' plan. An answer that is not the JSON asked for leaves the rules' plan, with why.
 
@@ -41,7 +42,6 @@ from tether.policy.plan import (
 )
 from tether.tokens import tokens
 
-MAX_COUNT = 10  # a count past it is no reading of a request: the clause's own count stands
 MAX_ASKS = 20  # asks past it are not read (and are listed as rejected)
 
 INSTRUCTIONS = (
@@ -49,13 +49,12 @@ INSTRUCTIONS = (
     "the actions with side effects (sending, paying, booking, changing or deleting something) "
     "that the request asks the assistant to take. Only the tools listed can be named. For each "
     "action, copy the words of the request that ask for it exactly as written (one sentence or "
-    "part of one), and say how many times it is asked for (1 unless the request says "
-    "otherwise). These are NOT asks: what the request says not to do ('don't pay Bob'), what "
+    "part of one). These are NOT asks: what the request says not to do ('don't pay Bob'), what "
     "the user wants to be reminded of ('remind me to book a hotel' asks for a reminder only), "
     "and what the user says they will do themselves ('I'll pay later'). Do not guess: list an "
     "action only when the request asks for it. Answer with JSON only, no other text: "
-    '{"asks": [{"tool": "<tool name>", "clause": "<words copied from the request>", '
-    '"count": 1}]}, or {"asks": []} when it asks for no such action.')
+    '{"asks": [{"tool": "<tool name>", "clause": "<words copied from the request>"}]}, or '
+    '{"asks": []} when it asks for no such action.')
 
 
 def answer_schema(tools: Sequence[str]) -> dict[str, Any]:
@@ -65,11 +64,9 @@ def answer_schema(tools: Sequence[str]) -> dict[str, Any]:
         "required": ["asks"],
         "properties": {"asks": {"type": "array", "items": {
             "type": "object", "additionalProperties": False,
-            "required": ["tool", "clause", "count"],
+            "required": ["tool", "clause"],
             "properties": {"tool": {"type": "string", "enum": list(tools)},
-                           "clause": {"type": "string"},
-                           "count": {"type": "integer", "minimum": 1,
-                                     "maximum": MAX_COUNT}}}}}}
+                           "clause": {"type": "string"}}}}}}
 
 
 def prompt(request: str, resources: Iterable[Resource],
@@ -136,7 +133,7 @@ def _entry(ask: Any, tools: set[str], parts: list[str], cues: list[str]) -> Plan
     """The plan entry an ask reads as, or why it is rejected (``cues``: each clause's)."""
     if not isinstance(ask, dict):
         return f"not an object ({_cut(ask)!r})"
-    tool, clause, count = ask.get("tool"), ask.get("clause"), ask.get("count")
+    tool, clause = ask.get("tool"), ask.get("clause")
     if not isinstance(tool, str) or tool not in tools:
         return (f"{_cut(tool)!r} is not a tool a request can ask for (side-effecting, with "
                 f"intents: {', '.join(sorted(tools)) or 'none'})")
@@ -153,8 +150,7 @@ def _entry(ask: Any, tools: set[str], parts: list[str], cues: list[str]) -> Plan
                 "for nothing")
     first, last = asking[0]
     whole = " ".join(parts[first:last + 1])
-    own = count if type(count) is int and 1 <= count <= MAX_COUNT else asked_count(whole)
-    return PlanEntry(tool, whole, own, "model")
+    return PlanEntry(tool, whole, asked_count(whole), "model")
 
 
 def _spans(text: str, parts: list[str]) -> list[tuple[int, int]]:

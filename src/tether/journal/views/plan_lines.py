@@ -36,6 +36,18 @@ def plan_lines(plan: Mapping[str, Any], title: str = "the request asks for") -> 
     return lines
 
 
+def asked_line(plan: Mapping[str, Any], tool: str) -> str:
+    """Which entries of the request plan ask for a side effect's tool, if any: the line under
+    its decision."""
+    clauses = [repr(_short(e.get("clause", ""), 100))
+               + (f" (×{e.get('count')})" if e.get("count", 1) != 1 else "")
+               + (" [planner]" if e.get("by") == "model" else "")
+               for e in plan.get("entries") or [] if e.get("tool") == tool]
+    if not clauses:
+        return "  plan: the request does not ask for it"
+    return f"  plan: asked in {'; '.join(clauses)}"
+
+
 def _asked(d: Mapping[str, Any]) -> list[str]:
     return [f"planner call to {d.get('model')} (at most {d.get('max_output_tokens')} out "
             f"tokens): reads the request for {', '.join(d.get('tools') or []) or 'no tool'}"]

@@ -22,7 +22,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from tether.journal.views.branches import BRANCH_RENDER, tree_lines
-from tether.journal.views.plan_lines import PLAN_RENDER, plan_lines
+from tether.journal.views.plan_lines import PLAN_RENDER, asked_line, plan_lines
 from tether.store.base import ERASED_TYPE
 from tether.types import Event
 
@@ -52,19 +52,19 @@ def call_text(tool: str, arguments: object, limit: int = 80) -> str:
 def timeline(events: Sequence[Event]) -> list[str]:
     """Readable lines for one session's events (in seq order)."""
     lines: list[str] = []
-    plan: Mapping[str, Any] | None = None  # what the request asks for (session.start)
+    plan: Mapping[str, Any] | None = None  # what the request asks for (tether.policy.plan)
     effects: set[str] = set()  # the side-effecting tools, from each one's first decision
     for event in events:
         render = _RENDER.get(event.type)
         texts = render(event.data) if render is not None else [
             f"{event.type}: {excerpt(json.dumps(event.data, ensure_ascii=False, sort_keys=True))}"]
-        if event.type == "session.start":
+        if event.type in ("session.start", "plan.amended"):  # as the decisions read it
             plan = event.data.get("plan")
         elif event.type == "tool.decision" and plan is not None:
             if (event.data.get("resource") or {}).get("side_effect"):
                 effects.add(str(event.data.get("tool")))
             if event.data.get("tool") in effects:
-                texts.append(_asked(plan, str(event.data.get("tool"))))
+                texts.append(asked_line(plan, str(event.data.get("tool"))))
         for i, text in enumerate(texts):
             prefix = f"{event.seq:>5}  " if i == 0 else " " * 7
             lines.append(prefix + text)
@@ -239,16 +239,6 @@ def _decision(d: Mapping[str, Any]) -> list[str]:
         lines.append("  private data: " + "; ".join(f"{name} carries {', '.join(kinds)}"
                                                   for name, kinds in sorted(labels.items())))
     return lines
-
-
-def _asked(plan: Mapping[str, Any], tool: str) -> str:
-    """Which entry of the request plan asks for a side effect's tool, if any."""
-    clauses = [f"{excerpt(e.get('clause', ''))!r}"
-               + (f" (×{e.get('count')})" if e.get("count", 1) != 1 else "")
-               for e in plan.get("entries") or [] if e.get("tool") == tool]
-    if not clauses:
-        return "  plan: the request does not ask for it"
-    return f"  plan: asked in {'; '.join(clauses)}"
 
 
 def _approval_requested(d: Mapping[str, Any]) -> list[str]:
