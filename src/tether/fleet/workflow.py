@@ -1,0 +1,53 @@
+"""The DBOS workflow a fleet runs per session: its body is one tether activation.
+
+Why: DBOS gives a fleet its queues, recovery of a dead worker's workflows, cancellation and
+operations tooling; tether gives each session its governed, journaled run. Making every model
+and tool call a DBOS step would write each call twice and let DBOS's retry (at least once)
+bypass tether's gate, which stops on an uncertain side effect instead of repeating it. So the
+grain is coarse: one workflow per activation of a session, no DBOS steps inside it; the body is
+``tether.fleet.activation.activate``, which is harmless to run again from the top (DBOS's
+recovery does exactly that). The DBOS records hold the session id (the workflow id, and the
+body's inputs: the agent's name and the task) and its status (the body's output); tether's
+journal stays the truth of what happened.
+
+Decision: the workflow is a method of a DBOS *configured instance* named by the agent's factory
+reference (``module:function``). Each worker builds its Agent once, from its own factory, with
+its own store; DBOS finds the instance by name when it runs or recovers a workflow, so a worker
+runs only the agents it was started with — a workflow row naming another factory fails with
+DBOS's "instance not registered" instead of importing code a database row names.
+
+This module imports ``dbos`` at the top and is itself imported only by ``tether.fleet.dbos`` when
+a worker starts or a fleet client needs the names, so ``import tether`` does not load DBOS.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from dbos import DBOS, DBOSConfiguredInstance
+
+from tether.fleet.activation import activate, journal_store
+from tether.runtime.agent import Agent
+
+CLASS_NAME = "tether.fleet.Sessions"
+WORKFLOW_NAME = "tether.fleet.session"
+
+
+@DBOS.dbos_class(CLASS_NAME)
+class Sessions(DBOSConfiguredInstance):
+    """The sessions of one agent recipe, as DBOS workflows; ``ref`` names its factory."""
+
+    def __init__(self, ref: str, agent: Agent) -> None:
+        journal_store(agent)  # a fleet's agent needs a store every worker shares
+        self.agent = agent
+        super().__init__(config_name=ref)
+
+    @DBOS.workflow(name=WORKFLOW_NAME)
+    def run(self, session_id: str, task: str) -> str:
+        """Start or bring forward one session; return its status (a stop reason)."""
+        return activate(self.agent, session_id, task)
+
+
+def registered_name(fn: Any) -> str:
+    """The name DBOS registered a workflow function under (for an enqueue by name)."""
+    return str(fn.dbos_function_name)

@@ -1,0 +1,225 @@
+"""A fleet of worker processes on one database (SQLite, and PostgreSQL: never skipped under CI):
+sessions queued as DBOS workflows, workers killed -9 mid-run and recovered, each effect once.
+
+The ledger (``fleet_app``) is the test's own table with a unique (session, n) constraint, so an
+effect made twice fails the insert; the assertions read it beside each session's journal.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import select
+import signal
+import subprocess
+import sys
+import time
+import uuid
+from collections import Counter
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+from conftest import PG_URL, import_or_unavailable, unavailable
+
+import_or_unavailable("dbos", "dbos")
+
+import fleet_app  # noqa: E402
+from tether.fleet import Fleet  # noqa: E402
+from tether.fleet.activation import activate  # noqa: E402
+from tether.journal.chain import verify_chain  # noqa: E402
+
+ROOT = Path(__file__).resolve().parent.parent
+AGENT = "fleet_app:build"
+
+
+@dataclass(frozen=True)
+class Database:
+    dbos: str  # DBOS's system database
+    store: str  # tether's journals
+    ledger: str  # the test's ledger of effects
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+def database(request: pytest.FixtureRequest, tmp_path: Path,
+             monkeypatch: pytest.MonkeyPatch) -> Iterator[Database]:
+    if request.param == "sqlite":
+        made = Database(f"sqlite:///{tmp_path}/dbos.db", f"sqlite:///{tmp_path}/tether.db",
+                        f"sqlite:///{tmp_path}/ledger.db")
+        drop: Callable[[], None] = lambda: None  # noqa: E731
+    else:  # one PostgreSQL database of its own: DBOS's schema, tether's and the ledger
+        import psycopg
+
+        name = f"tether_fleet_{uuid.uuid4().hex[:10]}"
+        try:
+            admin = psycopg.connect(PG_URL, autocommit=True)
+        except psycopg.OperationalError as exc:
+            unavailable(f"PostgreSQL is not reachable ({exc}); TETHER_TEST_PG names the server")
+        admin.execute(f"CREATE DATABASE {name}")
+        url = PG_URL.rsplit("/", 1)[0] + f"/{name}"
+        made = Database(url, url, url)
+
+        def drop() -> None:
+            admin.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
+            admin.close()
+    monkeypatch.setenv("FLEET_TEST_STORE", made.store)
+    monkeypatch.setenv("FLEET_TEST_LEDGER", made.ledger)
+    fleet_app.create_ledger(made.ledger)
+    try:
+        yield made
+    finally:
+        drop()
+
+
+def environment() -> dict[str, str]:
+    paths = [str(ROOT / "src"), str(ROOT / "tests"), os.environ.get("PYTHONPATH", "")]
+    return {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in paths if p)}
+
+
+class Workers:
+    """Worker processes (``python -m tether.fleet.worker``) by executor id; all killed at the
+    end, whatever happened."""
+
+    def __init__(self, database: Database, logs: Path) -> None:
+        self.database, self.logs = database, logs
+        self.procs: dict[str, subprocess.Popen[str]] = {}
+
+    def start(self, executor_id: str, concurrency: int = 8) -> None:
+        log = (self.logs / f"{executor_id}-{len(self.procs)}-{time.monotonic_ns()}.log").open("w")
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "tether.fleet.worker", "--agent", AGENT,
+             "--db", self.database.dbos, "--executor-id", executor_id,
+             "--concurrency", str(concurrency), "--poll", "0.05"],
+            stdout=subprocess.PIPE, stderr=log, text=True, env=environment())
+        self.procs[executor_id] = proc
+        assert proc.stdout is not None
+        ready, _, _ = select.select([proc.stdout], [], [], 60)
+        line = proc.stdout.readline() if ready else ""
+        assert line.strip() == f"ready {executor_id}", f"worker {executor_id} did not start"
+
+    def kill(self, executor_id: str) -> None:
+        proc = self.procs.pop(executor_id)
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait()
+
+    def kill_all(self) -> None:
+        for executor_id in list(self.procs):
+            with contextlib.suppress(ProcessLookupError):
+                self.kill(executor_id)
+
+
+@pytest.fixture
+def workers(database: Database, tmp_path: Path) -> Iterator[Workers]:
+    made = Workers(database, tmp_path)
+    try:
+        yield made
+    finally:
+        made.kill_all()
+
+
+@pytest.fixture
+def fleet(database: Database) -> Iterator[Fleet]:
+    with Fleet(AGENT, database.dbos) as made:
+        made.client  # noqa: B018  (creates DBOS's tables before any worker races to)
+        yield made
+
+
+def wait_until(check: Callable[[], bool], what: str, timeout: float) -> None:
+    """Poll ``check`` until it holds, failing with ``what`` past ``timeout`` seconds."""
+    deadline = time.monotonic() + timeout
+    while not check():
+        assert time.monotonic() < deadline, f"timed out waiting for {what}"
+        time.sleep(0.05)
+
+
+def unfinished(fleet: Fleet) -> int:
+    return sum(1 for a in fleet.activations() if a.state in ("ENQUEUED", "PENDING"))
+
+
+SESSIONS, EFFECTS = 200, 10
+
+
+def test_three_workers_drain_the_queue_through_two_kill_9s_each_effect_once(
+        database: Database, fleet: Fleet, workers: Workers) -> None:
+    started = time.monotonic()
+    for executor_id in ("w1", "w2", "w3"):
+        workers.start(executor_id)
+    ids = [fleet.enqueue(f"record {EFFECTS} effects") for _ in range(SESSIONS)]
+    wait_until(lambda: len(fleet_app.ledger_rows(database.ledger)) >= 600,
+               "600 effects before the kills", 120)
+    workers.kill("w1")
+    workers.kill("w2")
+    killed_at = len(fleet_app.ledger_rows(database.ledger))
+    assert killed_at < SESSIONS * EFFECTS, "the kills came after the run: nothing to recover"
+    workers.start("w1")  # same executor ids: DBOS recovers what the dead ones left pending
+    workers.start("w2")
+    wait_until(lambda: unfinished(fleet) == 0, "every session's workflow to end", 150)
+    elapsed = time.monotonic() - started
+
+    rows = fleet_app.ledger_rows(database.ledger)
+    assert not [key for key, n in Counter(rows).items() if n > 1]  # (the constraint, too)
+    made = {(s, n) for s, n in rows}
+    store = fleet.recipe.journal_store
+    assert store is not None
+    waiting = fleet.waiting()
+    statuses = Counter()
+    for session_id in ids:
+        events = store.read(session_id)
+        assert verify_chain(events) is None, session_id
+        status = fleet.status(session_id)
+        statuses[status] += 1
+        results = {e.data["call_id"] for e in events if e.type == "tool.result"}
+        assert all(e.data["status"] == "ok" for e in events if e.type == "tool.result")
+        started_calls = Counter(e.data["call_id"] for e in events if e.type == "tool.started")
+        assert max(started_calls.values()) == 1, f"{session_id}: a call started twice"
+        journaled = {(session_id, int(c[1:])) for c in results}
+        assert journaled <= made, f"{session_id}: a journaled effect is not in the ledger"
+        if status == "finished":
+            assert journaled == {(session_id, n) for n in range(EFFECTS)}
+            assert {(s, n) for s, n in made if s == session_id} == journaled
+        else:  # paused on the call a kill cut between its effect and its result: surfaced
+            assert status == "uncertain_effect", (session_id, status)
+            assert waiting[session_id] == "uncertain_effect"
+            uncertain = set(started_calls) - results
+            assert len(uncertain) == 1
+            assert events[-1].type == "session.paused"
+            assert events[-1].data["uncertain"], session_id
+    assert statuses["finished"] + statuses["uncertain_effect"] == SESSIONS, statuses
+    assert set(waiting) == {s for s in ids if fleet.status(s) == "uncertain_effect"}
+    # some sessions were taken over by another process mid-run (their effects name two pids)
+    pids: dict[str, set[int]] = {}
+    db = fleet_app.connect(database.ledger)
+    for session, _n, worker in db.execute(
+            f"SELECT session, n, worker FROM {fleet_app.LEDGER_TABLE}").fetchall():
+        pids.setdefault(session, set()).add(worker)
+    db.close()
+    assert any(len(p) > 1 for p in pids.values()) or statuses["uncertain_effect"], \
+        "no session was recovered mid-run"
+    print(f"\n{SESSIONS}x{EFFECTS} through 3 workers, 2 killed -9: {elapsed:.1f}s, {statuses}")
+
+
+def test_an_approval_wait_holds_no_worker_and_survives_a_restart_of_every_worker(
+        database: Database, fleet: Fleet, workers: Workers) -> None:
+    workers.start("w1", concurrency=1)
+    workers.start("w2", concurrency=1)
+    waiting = fleet.enqueue("record 3 effects, approve the second")
+    wait_until(lambda: fleet.status(waiting) == "needs_approval", "the pause", 60)
+    # the wait holds no worker: with one slot each, two more sessions still run to the end
+    others = [fleet.enqueue("record 2 effects") for _ in range(2)]
+    wait_until(lambda: all(fleet.status(s) == "finished" for s in others), "the others", 60)
+    assert [a.status for a in fleet.activations(waiting)] == ["needs_approval"]
+    workers.kill_all()
+    [request] = fleet.recipe.approval_store.pending(waiting)
+    woken = fleet.approve(waiting, request.id, approver="ops", note="checked")
+    assert woken == f"{waiting}#1"
+    assert fleet.wake(waiting) == woken  # one activation per pause, however often woken
+    assert fleet.status(waiting) == "queued"  # approving ran nothing: no worker is alive
+    assert sorted(n for s, n in fleet_app.ledger_rows(database.ledger) if s == waiting) == [0]
+    workers.start("w3")
+    wait_until(lambda: fleet.status(waiting) == "finished", "the approved session", 60)
+    rows = [n for s, n in fleet_app.ledger_rows(database.ledger) if s == waiting]
+    assert sorted(rows) == [0, 1, 2]
+    events = fleet.recipe.journal_store.read(waiting)  # type: ignore[union-attr]
+    assert verify_chain(events) is None
+    assert [e.data["approver"] for e in events if e.type == "approval.granted"] == ["ops"]
