@@ -22,8 +22,17 @@ import threading
 from pathlib import Path
 from typing import Any
 
-from tether import Agent, Decision, Effect, ModelRequest, ModelResponse, ReAct, ScriptedModel
-from tether import ToolCall, tool
+from tether import (
+    Agent,
+    Decision,
+    Effect,
+    ModelRequest,
+    ModelResponse,
+    ReAct,
+    ScriptedModel,
+    ToolCall,
+    tool,
+)
 from tether.policy import Action, Context, Resource, Subject
 
 LEDGER_TABLE = "fleet_ledger"

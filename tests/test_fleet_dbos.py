@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+
 from conftest import PG_URL, import_or_unavailable, unavailable
 
 import_or_unavailable("dbos", "dbos")
@@ -223,3 +224,87 @@ def test_an_approval_wait_holds_no_worker_and_survives_a_restart_of_every_worker
     events = fleet.recipe.journal_store.read(waiting)  # type: ignore[union-attr]
     assert verify_chain(events) is None
     assert [e.data["approver"] for e in events if e.type == "approval.granted"] == ["ops"]
+
+
+# -- the workflow's body, run again as DBOS's recovery would: harmless by construction --------
+
+def test_a_body_run_again_after_a_kill_between_effect_and_result_surfaces_it_never_repeats(
+        database: Database, tmp_path: Path) -> None:
+    hang = tmp_path / "hang"
+    session_id, task = uuid.uuid4().hex, "record 3 effects"
+    proc = subprocess.Popen([sys.executable, str(ROOT / "tests" / "fleet_app.py"), "activate",
+                             session_id, task], env={**environment(), "FLEET_TEST_HANG": str(hang)})
+    try:
+        wait_until(hang.exists, "effect 1, made and not yet journaled", 60)
+    finally:
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait()
+    agent = fleet_app.build()
+    store = agent.journal_store
+    assert store is not None
+    assert activate(agent, session_id, task) == "uncertain_effect"  # DBOS's recovery, once
+    after_first = store.read(session_id)
+    assert activate(agent, session_id, task) == "uncertain_effect"  # and again: nothing runs
+    assert store.read(session_id) == after_first
+    ledger = lambda: sorted(n for s, n in fleet_app.ledger_rows(database.ledger)  # noqa: E731
+                            if s == session_id)
+    assert ledger() == [0, 1]
+    assert sum(1 for e in after_first if e.type == "tool.started") == 2
+    agent.load(session_id).settle("c1", "skip", operator="ops", note="the ledger has it")
+    assert activate(agent, session_id, task) == "finished"
+    ended = store.read(session_id)
+    assert activate(agent, session_id, task) == "finished"  # an ended session: nothing more
+    assert store.read(session_id) == ended and verify_chain(ended) is None
+    assert ledger() == [0, 1, 2]
+
+
+def test_a_body_run_again_after_a_kill_between_two_calls_goes_on_where_the_journal_stands(
+        database: Database) -> None:
+    session_id, task = uuid.uuid4().hex, "record 6 effects"
+    proc = subprocess.Popen([sys.executable, str(ROOT / "tests" / "fleet_app.py"), "activate",
+                             session_id, task], env=environment())
+    try:
+        wait_until(lambda: len([1 for s, _ in fleet_app.ledger_rows(database.ledger)
+                                if s == session_id]) >= 2, "two effects", 60)
+    finally:
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait()
+    agent = fleet_app.build()
+    status = activate(agent, session_id, task)
+    rows = sorted(n for s, n in fleet_app.ledger_rows(database.ledger) if s == session_id)
+    assert len(rows) == len(set(rows))
+    if status == "finished":
+        assert rows == list(range(6))
+    else:  # the kill fell inside an effect: surfaced, not repeated
+        assert status == "uncertain_effect"
+
+
+def test_a_session_started_elsewhere_and_paused_for_a_person_is_not_run_by_a_body(
+        database: Database) -> None:
+    agent = fleet_app.build()
+    session = agent.session("record 3 effects, approve", session_id=uuid.uuid4().hex)
+    assert session.run().stop_reason.value == "needs_approval"
+    store = agent.journal_store
+    assert store is not None
+    paused = store.read(session.id)
+    assert activate(agent, session.id, "ignored: the journal has the task") == "needs_approval"
+    assert store.read(session.id) == paused
+    [request] = agent.approval_store.pending(session.id)
+    agent.approval_store.deny(request.id, approver="ops", note="no")
+    assert activate(agent, session.id, "ignored") == "finished"
+    assert sorted(n for s, n in fleet_app.ledger_rows(database.ledger) if s == session.id) \
+        == [0, 2]
+
+
+def test_a_fleet_refuses_what_its_workers_could_not_run(database: Database) -> None:
+    with pytest.raises(ValueError, match="is not"):
+        Fleet("no_colon", database.dbos)
+    with pytest.raises(ValueError, match="cannot be loaded"):
+        Fleet("fleet_app:nothing_here", database.dbos)
+    with Fleet(AGENT, database.dbos) as fleet:
+        with pytest.raises(ValueError, match="non-empty"):
+            fleet.enqueue("  ")
+        with pytest.raises(ValueError, match="cannot contain"):
+            fleet.enqueue("record 1 effects", session_id="a#1")
+        with pytest.raises(LookupError, match="no approval request"):
+            fleet.approve("nope", "apr_nope", approver="ops")
