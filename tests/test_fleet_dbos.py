@@ -308,3 +308,13 @@ def test_a_fleet_refuses_what_its_workers_could_not_run(database: Database) -> N
             fleet.enqueue("record 1 effects", session_id="a#1")
         with pytest.raises(LookupError, match="no approval request"):
             fleet.approve("nope", "apr_nope", approver="ops")
+
+
+def test_the_readme_example_runs_kills_a_worker_and_sends_each_notice_once() -> None:
+    out = subprocess.run([sys.executable, str(ROOT / "examples" / "fleet_dbos.py")],
+                         capture_output=True, text=True, timeout=300, env=environment())
+    assert out.returncode == 0, out.stderr
+    lines = out.stdout.splitlines()
+    assert any(line.startswith("kill -9 w1 after") for line in lines), out.stdout
+    assert "approved, then: finished" in lines
+    assert lines[-1].endswith("sent twice: 0"), out.stdout
