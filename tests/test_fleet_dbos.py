@@ -134,6 +134,11 @@ def wait_until(check: Callable[[], bool], what: str, timeout: float) -> None:
         time.sleep(0.05)
 
 
+def running_on(fleet: Fleet, executor_id: str) -> bool:
+    return bool(fleet.client.list_workflows(status="PENDING", executor_id=executor_id,
+                                            load_input=False, load_output=False))
+
+
 def unfinished(fleet: Fleet) -> int:
     return sum(1 for a in fleet.activations() if a.state in ("ENQUEUED", "PENDING"))
 
@@ -157,6 +162,7 @@ def test_three_workers_drain_the_queue_through_two_kill_9s_each_effect_once(
     workers.start("w2")
     wait_until(lambda: unfinished(fleet) == 0, "every session's workflow to end", 150)
     elapsed = time.monotonic() - started
+    assert {a.state for a in fleet.activations()} == {"SUCCESS"}
 
     rows = fleet_app.ledger_rows(database.ledger)
     assert not [key for key, n in Counter(rows).items() if n > 1]  # (the constraint, too)
@@ -318,3 +324,31 @@ def test_the_readme_example_runs_kills_a_worker_and_sends_each_notice_once() -> 
     assert any(line.startswith("kill -9 w1 after") for line in lines), out.stdout
     assert "approved, then: finished" in lines
     assert lines[-1].endswith("sent twice: 0"), out.stdout
+
+
+def test_a_worker_gone_for_good_has_its_sessions_recovered_by_the_others_a_live_one_safely(
+        database: Database, fleet: Fleet, workers: Workers) -> None:
+    workers.start("w1", concurrency=4)
+    workers.start("w2", concurrency=4)
+    ids = [fleet.enqueue("record 5 effects") for _ in range(40)]
+    wait_until(lambda: len(fleet_app.ledger_rows(database.ledger)) >= 40, "some effects", 60)
+    wait_until(lambda: running_on(fleet, "w1"), "w1 running sessions", 60)
+    workers.kill("w1")
+    # w2 is alive and running these: a second activation of each must wait, then run nothing
+    wait_until(lambda: bool(fleet.recover("w2")), "a mistaken recovery of live w2", 60)
+    handed_back = fleet.recover("w1")
+    assert handed_back, "w1 was killed running nothing"
+    wait_until(lambda: unfinished(fleet) == 0, "every session's workflow to end", 120)
+    assert {a.state for a in fleet.activations()} == {"SUCCESS"}
+    rows = fleet_app.ledger_rows(database.ledger)
+    assert len(rows) == len(set(rows))
+    for session_id in ids:
+        status = fleet.status(session_id)
+        assert status in ("finished", "uncertain_effect"), status
+        done = sorted(n for s, n in rows if s == session_id)
+        if status == "finished":
+            assert done == list(range(5))
+        events = fleet.recipe.journal_store.read(session_id)  # type: ignore[union-attr]
+        started = Counter(e.data["call_id"] for e in events if e.type == "tool.started")
+        assert max(started.values()) == 1, f"{session_id}: a call started twice"
+        assert verify_chain(fleet.recipe.journal_store.read(session_id)) is None  # type: ignore[union-attr]

@@ -21,7 +21,9 @@ Decisions:
   upgrade must not strand the sessions of the old one.
 - A dead worker's sessions are recovered when a worker with its executor id starts again (DBOS
   without its Conductor service recovers by executor id): run each worker under a stable id
-  (``--executor-id``, e.g. a pod's ordinal), as DBOS documents for self-hosting.
+  (``--executor-id``, e.g. a pod's ordinal). For a worker gone for good, ``recover(id)`` hands
+  its sessions back to the queue (DBOS's ``resume_workflow``), which the body makes safe even
+  if that worker was alive after all.
 - ``import dbos`` happens inside these functions: ``import tether`` stays fast and works without
   the ``dbos`` extra.
 """
@@ -250,6 +252,20 @@ class Fleet:
         for workflow_id in live:
             self.client.cancel_workflow(workflow_id)
         return len(live)
+
+    def recover(self, executor_id: str) -> list[str]:
+        """Hand the unfinished sessions of a worker that is gone for good (it will not start
+        again under ``executor_id``) back to the queue, for any worker; returns their workflow
+        ids. Safe even if that worker is alive after all: a second activation waits for the
+        session's lease and then runs nothing the journal already has."""
+        from tether.fleet.workflow import WORKFLOW_NAME
+
+        pending = self.client.list_workflows(name=WORKFLOW_NAME, queue_name=self.queue,
+                                             status="PENDING", executor_id=executor_id,
+                                             load_input=False, load_output=False)
+        for row in pending:
+            self.client.resume_workflow(row.workflow_id, queue_name=self.queue)
+        return [row.workflow_id for row in pending]
 
     def _decision(self, session_id: str, approval_id: str) -> None:
         request = self.recipe.approval_store.get(approval_id)
