@@ -7,7 +7,8 @@ side-effecting ``record`` tool, which inserts (session, n) into the ledger under
 constraint: an effect made twice fails loudly instead of being counted once. A task containing
 ``approve`` needs a person's approval for effect 1. With ``FLEET_TEST_HANG`` naming a file that
 does not exist yet, effect 1 creates it once made and never returns: the process is to be killed
-there, between an effect and its journaled result.
+there, between an effect and its journaled result. ``FLEET_TEST_SLOW`` (seconds) makes every
+effect's result take that long after the effect is made.
 
 ``python tests/fleet_app.py activate SESSION TASK`` runs one fleet activation of that session.
 """
@@ -85,6 +86,7 @@ def build() -> Agent:
                        f"({marker}, {marker}, {marker})", (session_id, n, os.getpid()))
         finally:
             db.close()
+        threading.Event().wait(float(os.environ.get("FLEET_TEST_SLOW", "0")))  # slow to answer
         hang = os.environ.get("FLEET_TEST_HANG")
         if hang and n == 1 and not Path(hang).exists():
             Path(hang).write_text(session_id)

@@ -352,3 +352,39 @@ def test_a_worker_gone_for_good_has_its_sessions_recovered_by_the_others_a_live_
         started = Counter(e.data["call_id"] for e in events if e.type == "tool.started")
         assert max(started.values()) == 1, f"{session_id}: a call started twice"
         assert verify_chain(fleet.recipe.journal_store.read(session_id)) is None  # type: ignore[union-attr]
+
+
+def test_cancel_stops_a_queued_session_and_interrupts_a_running_one_which_wake_resumes(
+        database: Database, fleet: Fleet, workers: Workers,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("FLEET_TEST_SLOW", "0.1")  # the workers inherit it
+    workers.start("w1", concurrency=1)
+    running = fleet.enqueue("record 40 effects")
+    queued = fleet.enqueue("record 2 effects")  # behind it: one slot
+    made = lambda s: sorted(n for x, n in fleet_app.ledger_rows(database.ledger)  # noqa: E731
+                            if x == s)
+    wait_until(lambda: len(made(running)) >= 3, "three effects", 60)
+    assert fleet.cancel(queued) == 1
+    assert fleet.cancel(running) == 1
+    store = fleet.recipe.journal_store
+    assert store is not None
+    wait_until(lambda: store.read(running)[-1].type == "session.paused",
+               "the running session to pause", 30)
+    events = store.read(running)
+    assert fleet.status(running) in ("cancelled", "uncertain_effect")
+    assert "cancelled (DBOS)" in events[-1].data["detail"]
+    stopped_at = len(made(running))
+    assert stopped_at < 40
+    assert fleet.status(queued) == "cancelled" and made(queued) == []
+    if fleet.status(running) == "uncertain_effect":  # the cancel fell inside an effect
+        [call_id] = events[-1].data["uncertain"]
+        assert int(call_id[1:]) in made(running)  # made before its slow result: not again
+        woken = fleet.settle(running, call_id, "skip", operator="ops")
+    else:
+        woken = fleet.wake(running)
+    assert woken is not None
+    wait_until(lambda: fleet.status(running) == "finished", "the woken session", 60)
+    assert made(running) == list(range(40))
+    assert all(e.data["status"] != "error" for e in store.read(running)
+               if e.type == "tool.result")
+    assert fleet.status(queued) == "cancelled" and made(queued) == []

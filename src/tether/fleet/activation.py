@@ -20,9 +20,10 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Sequence
+from contextlib import AbstractContextManager, nullcontext
 
 from tether.runtime.agent import Agent
-from tether.runtime.session import SessionEnded
+from tether.runtime.session import Session, SessionEnded
 from tether.store.base import ERASED_TYPE, SessionBusy, Store
 from tether.types import Event
 
@@ -48,10 +49,13 @@ def status_of(events: Sequence[Event], pending_approvals: int) -> str | None:
 
 
 def activate(agent: Agent, session_id: str, task: str, *,
-             wait: Callable[[float], None] = time.sleep) -> str:
+             wait: Callable[[float], None] = time.sleep,
+             watch: Callable[[Session], AbstractContextManager[object]] = lambda _: nullcontext()
+             ) -> str:
     """Start or bring forward ``session_id`` (``task`` is used only if it never started) and
     return its status: a stop reason (``finished``, ``needs_approval``, ``uncertain_effect``,
-    ...). Safe to call again at any point, from any worker."""
+    ...). Safe to call again at any point, from any worker. ``watch(session)`` is held while
+    the session runs (the fleet's: whoever may cancel it)."""
     store = journal_store(agent)
     while True:
         events = store.read(session_id)
@@ -60,9 +64,13 @@ def activate(agent: Agent, session_id: str, task: str, *,
             return settled
         try:
             if not events:
-                result = agent.session(task, session_id=session_id).run()
+                session = agent.session(task, session_id=session_id)
+                with watch(session):
+                    result = session.run()
             else:
-                result = agent.resume(session_id)
+                session = agent.load(session_id)
+                with watch(session):
+                    result = session.resume()
         except SessionBusy as busy:  # another activation holds it: let it finish, then look
             wait(min(1.0, max(0.05, busy.expires_at - time.time())))
             continue

@@ -161,16 +161,18 @@ class Fleet:
         self.client.enqueue(options, session_id, task)
 
     def activations(self, session_id: str | None = None) -> list[Activation]:
-        """The fleet's workflows (one session's, with ``session_id``), oldest first."""
+        """The workflows of the fleet's agent (one session's, with ``session_id``), oldest
+        first."""
         from tether.fleet.workflow import WORKFLOW_NAME
 
         prefix = None if session_id is None else [session_id]
-        found = self.client.list_workflows(name=WORKFLOW_NAME, queue_name=self.queue,
-                                           workflow_id_prefix=prefix, load_input=False)
+        # not by queue: DBOS takes a cancelled workflow off its queue; by the agent instead
+        found = self.client.list_workflows(name=WORKFLOW_NAME, workflow_id_prefix=prefix,
+                                           load_input=False)
         out = []
         for row in found:
             owner = row.workflow_id.partition(SEPARATOR)[0]
-            if session_id is None or owner == session_id:
+            if row.config_name == self.agent and session_id in (None, owner):
                 output = row.output if row.status == "SUCCESS" else None
                 out.append(Activation(owner, row.workflow_id, row.status, output))
         return out
@@ -244,9 +246,9 @@ class Fleet:
 
     def cancel(self, session_id: str) -> int:
         """Cancel the session's queued or running workflows in DBOS; returns how many. A queued
-        session never starts; a running activation is not cut short (DBOS cancels between
-        steps, and the activation is one body): it ends its turn, and the session is not woken
-        again by the fleet."""
+        session never starts; a running one is interrupted within a second (its worker watches
+        the workflow's status): it pauses, resumable with ``wake``, a side effect in flight
+        left ``uncertain_effect`` for an operator, as after a signal."""
         live = [a.workflow_id for a in self.activations(session_id)
                 if a.state in ("ENQUEUED", "PENDING", "DELAYED")]
         for workflow_id in live:

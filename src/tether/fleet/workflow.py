@@ -14,7 +14,9 @@ Decision: the workflow is a method of a DBOS *configured instance* named by the 
 reference (``module:function``). Each worker builds its Agent once, from its own factory, with
 its own store; DBOS finds the instance by name when it runs or recovers a workflow, so a worker
 runs only the agents it was started with — a workflow row naming another factory fails with
-DBOS's "instance not registered" instead of importing code a database row names.
+DBOS's "instance not registered" instead of importing code a database row names. A running
+activation is watched for DBOS's cancellation (one status read a second), which tether turns
+into an interruption: the session pauses, resumable, as after a signal.
 
 This module imports ``dbos`` at the top and is itself imported only by ``tether.fleet.dbos`` when
 a worker starts or a fleet client needs the names, so ``import tether`` does not load DBOS.
@@ -22,15 +24,20 @@ a worker starts or a fleet client needs the names, so ``import tether`` does not
 
 from __future__ import annotations
 
+import contextlib
+import threading
+from collections.abc import Iterator
 from typing import Any
 
 from dbos import DBOS, DBOSConfiguredInstance
 
 from tether.fleet.activation import activate, journal_store
 from tether.runtime.agent import Agent
+from tether.runtime.session import Session
 
 CLASS_NAME = "tether.fleet.Sessions"
 WORKFLOW_NAME = "tether.fleet.session"
+CANCEL_POLL = 1.0  # seconds between two looks at a running session's workflow status
 
 
 @DBOS.dbos_class(CLASS_NAME)
@@ -45,7 +52,33 @@ class Sessions(DBOSConfiguredInstance):
     @DBOS.workflow(name=WORKFLOW_NAME)
     def run(self, session_id: str, task: str) -> str:
         """Start or bring forward one session; return its status (a stop reason)."""
-        return activate(self.agent, session_id, task)
+        workflow_id = DBOS.workflow_id
+        assert workflow_id is not None
+        return activate(self.agent, session_id, task,
+                        watch=lambda session: cancellable(session, workflow_id))
+
+
+@contextlib.contextmanager
+def cancellable(session: Session, workflow_id: str, every: float = CANCEL_POLL) -> Iterator[None]:
+    """While held, look at the workflow's DBOS status every ``every`` seconds and interrupt the
+    session (``Session.cancel``: it pauses, an effect in flight left uncertain) once someone has
+    cancelled the workflow: DBOS cancels only between steps, and an activation is one body."""
+    done = threading.Event()
+
+    def watch() -> None:
+        while not done.wait(every):
+            status = DBOS.get_workflow_status(workflow_id)
+            if status is not None and status.status == "CANCELLED":
+                session.cancel(f"workflow {workflow_id} was cancelled (DBOS)")
+                return
+
+    watcher = threading.Thread(target=watch, name=f"tether-fleet-cancel-{workflow_id}",
+                               daemon=True)
+    watcher.start()
+    try:
+        yield
+    finally:
+        done.set()
 
 
 def registered_name(fn: Any) -> str:
