@@ -388,3 +388,32 @@ def test_cancel_stops_a_queued_session_and_interrupts_a_running_one_which_wake_r
     assert all(e.data["status"] != "error" for e in store.read(running)
                if e.type == "tool.result")
     assert fleet.status(queued) == "cancelled" and made(queued) == []
+
+
+def test_the_fleet_command_line_queues_lists_wakes_cancels_and_reports_what_is_not_there(
+        database: Database, fleet: Fleet, capsys: pytest.CaptureFixture[str]) -> None:
+    from tether.cli import main
+
+    where = ["--agent", AGENT, "--db", database.dbos]
+    assert main(["fleet", "enqueue", "record 2 effects", "--session-id", "s1", *where]) == 0
+    assert capsys.readouterr().out.split() == ["s1"]
+    assert main(["fleet", "status", *where]) == 0
+    assert capsys.readouterr().out.split() == ["s1", "queued"]  # no worker runs
+    assert main(["fleet", "wake", "s1", *where]) == 1  # it never paused: nothing to wake
+    assert "nothing to wake" in capsys.readouterr().err
+    assert main(["fleet", "approve", "s1", "apr_nope", "--approver", "ops", *where]) == 1
+    assert "no approval request" in capsys.readouterr().err
+    assert main(["fleet", "cancel", "s1", *where]) == 0
+    assert main(["fleet", "cancel", "s1", *where]) == 1  # nothing left to cancel
+    capsys.readouterr()
+    assert main(["fleet", "status", *where]) == 0
+    assert capsys.readouterr().out.split() == ["s1", "cancelled"]
+    assert main(["fleet", "waiting", *where]) == 0
+    assert main(["fleet", "recover", "nobody", *where]) == 0
+    assert capsys.readouterr().out == ""
+    assert main(["fleet", "status", "--agent", "fleet_app:nothing", "--db", database.dbos]) == 2
+    assert "cannot be loaded" in capsys.readouterr().err
+    assert main(["fleet", "worker", "--help"]) == 0
+    assert "--executor-id" in capsys.readouterr().out
+    assert main(["fleet", "worker", "--agent", "fleet_app:nothing", "--db", database.dbos]) == 2
+    assert "cannot be loaded" in capsys.readouterr().err

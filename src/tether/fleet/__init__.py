@@ -8,7 +8,19 @@ DBOS workflow whose body is one tether activation, recovered after a crash from 
 
 from __future__ import annotations
 
-from tether.fleet.activation import activate
-from tether.fleet.dbos import Activation, Fleet, serve
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from tether.fleet.activation import activate
+    from tether.fleet.dbos import Activation, Fleet, serve
 
 __all__ = ["Activation", "Fleet", "activate", "serve"]
+_HOMES = {"activate": "activation", "Activation": "dbos", "Fleet": "dbos", "serve": "dbos"}
+
+
+def __getattr__(name: str) -> Any:  # imported when first used: the worker's CLI stays light
+    if name not in _HOMES:
+        raise AttributeError(f"module 'tether.fleet' has no attribute {name!r}")
+    import importlib
+
+    return getattr(importlib.import_module(f"tether.fleet.{_HOMES[name]}"), name)

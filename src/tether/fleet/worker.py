@@ -24,10 +24,8 @@ import threading
 from collections.abc import Sequence
 
 
-def parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="python -m tether.fleet.worker",
-                                description="Serve a tether fleet's queue (sessions as DBOS "
-                                "workflows) until SIGTERM.")
+def add_options(p: argparse.ArgumentParser) -> None:
+    """The worker's options (also ``tether fleet worker``'s)."""
     p.add_argument("--agent", required=True, help="the agent factory, package.module:function")
     p.add_argument("--db", required=True, help="DBOS's system database URL "
                    "(postgresql://... or sqlite:///path)")
@@ -41,13 +39,20 @@ def parser() -> argparse.ArgumentParser:
                    help="seconds running sessions get on SIGTERM (default: 0)")
     p.add_argument("--poll", type=float, default=1.0,
                    help="seconds between two looks at the queue (default: 1)")
+
+
+def parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="python -m tether.fleet.worker",
+                                description="Serve a tether fleet's queue (sessions as DBOS "
+                                "workflows) until SIGTERM.")
+    add_options(p)
     return p
 
 
-def main(argv: Sequence[str] | None = None) -> int:
+def run(args: argparse.Namespace) -> int:
+    """Serve until SIGTERM or SIGINT; the exit code."""
     from tether.fleet.dbos import serve
 
-    args = parser().parse_args(argv)
     stop = threading.Event()
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, lambda *_: stop.set())
@@ -59,6 +64,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"tether fleet worker: {exc}", file=sys.stderr)
         return 2
     return 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    return run(parser().parse_args(argv))
 
 
 if __name__ == "__main__":
