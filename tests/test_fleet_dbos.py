@@ -417,3 +417,20 @@ def test_the_fleet_command_line_queues_lists_wakes_cancels_and_reports_what_is_n
     assert "--executor-id" in capsys.readouterr().out
     assert main(["fleet", "worker", "--agent", "fleet_app:nothing", "--db", database.dbos]) == 2
     assert "cannot be loaded" in capsys.readouterr().err
+
+
+def test_priority_runs_first_and_a_dedup_key_refuses_a_second_session_while_one_waits(
+        database: Database, fleet: Fleet, workers: Workers) -> None:
+    from tether.fleet import AlreadyQueued
+
+    late = [fleet.enqueue("record 1 effects", priority=9) for _ in range(3)]
+    urgent = fleet.enqueue("record 1 effects", priority=1, dedup="invoice-1")
+    with pytest.raises(AlreadyQueued, match="invoice-1"):
+        fleet.enqueue("record 1 effects", dedup="invoice-1")
+    workers.start("w1", concurrency=1)  # one at a time: the order is the queue's
+    wait_until(lambda: unfinished(fleet) == 0, "the four sessions", 60)
+    store = fleet.recipe.journal_store
+    assert store is not None
+    began = {s: store.read(s)[0].timestamp for s in [*late, urgent]}
+    assert began[urgent] < min(began[s] for s in late)
+    fleet.enqueue("record 1 effects", dedup="invoice-1")  # the first ended: the key is free

@@ -12,10 +12,11 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from tether.fleet.activation import activate
-    from tether.fleet.dbos import Activation, Fleet, serve
+    from tether.fleet.dbos import Activation, AlreadyQueued, Fleet, serve
 
-__all__ = ["Activation", "Fleet", "activate", "serve"]
-_HOMES = {"activate": "activation", "Activation": "dbos", "Fleet": "dbos", "serve": "dbos"}
+__all__ = ["Activation", "AlreadyQueued", "Fleet", "activate", "serve"]
+_HOMES = {"activate": "activation", "Activation": "dbos", "AlreadyQueued": "dbos",
+          "Fleet": "dbos", "serve": "dbos"}
 
 
 def __getattr__(name: str) -> Any:  # imported when first used: the worker's CLI stays light

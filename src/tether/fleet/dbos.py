@@ -87,6 +87,15 @@ def dbos_config(database: str, executor_id: str | None = None) -> DBOSConfig:
     return config
 
 
+class AlreadyQueued(Exception):
+    """A session enqueued with the same deduplication key still waits or runs."""
+
+    def __init__(self, dedup: str) -> None:
+        super().__init__(f"a session enqueued with dedup={dedup!r} still waits or runs; wait "
+                         "for it to end, or enqueue without that key")
+        self.dedup = dedup
+
+
 @dataclass(frozen=True)
 class Activation:
     """One DBOS workflow of a session: its id, DBOS's status, the body's result if it ended."""
@@ -135,8 +144,9 @@ class Fleet:
                 dedup: str | None = None) -> str:
         """Queue a new session on ``task`` and return its id. ``priority``: lower runs first
         (DBOS's, 1 to 2**31-1; none runs before any); ``dedup``: while a session enqueued with
-        this key waits or runs, another with it is refused (DBOS's deduplication). Enqueuing a
-        session id again attaches to it instead of starting a second."""
+        this key waits or runs, another with it is refused (``AlreadyQueued``, DBOS's
+        deduplication). Enqueuing a session id again attaches to it instead of starting a
+        second."""
         if not isinstance(task, str) or not task.strip():
             raise ValueError("task must be a non-empty string")
         session_id = session_id or os.urandom(16).hex()
@@ -158,7 +168,12 @@ class Fleet:
             options["priority"] = priority
         if dedup is not None:
             options["deduplication_id"] = dedup
-        self.client.enqueue(options, session_id, task)
+        from dbos import error
+
+        try:
+            self.client.enqueue(options, session_id, task)
+        except error.DBOSQueueDeduplicatedError as exc:
+            raise AlreadyQueued(str(dedup)) from exc
 
     def activations(self, session_id: str | None = None) -> list[Activation]:
         """The workflows of the fleet's agent (one session's, with ``session_id``), oldest
