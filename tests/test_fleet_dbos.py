@@ -7,147 +7,39 @@ effect made twice fails the insert; the assertions read it beside each session's
 
 from __future__ import annotations
 
-import contextlib
 import os
-import select
 import signal
 import subprocess
 import sys
 import time
 import uuid
 from collections import Counter
-from collections.abc import Callable, Iterator
-from dataclasses import dataclass
 from pathlib import Path
 
-import pytest
-
-from conftest import PG_URL, import_or_unavailable, unavailable
+from conftest import import_or_unavailable
 
 import_or_unavailable("dbos", "dbos")
 
-import fleet_app  # noqa: E402
+import fleet_app  # noqa: E402, I001
+from fleet_harness import (  # noqa: E402  (and its fixtures)
+    ROOT,
+    Database,
+    Workers,
+    environment,
+    running_on,
+    unfinished,
+    wait_until,
+)
+from fleet_harness import database, fleet, workers  # noqa: E402, F401  (fixtures)
 from tether.fleet import Fleet  # noqa: E402
 from tether.fleet.activation import activate  # noqa: E402
 from tether.journal.chain import verify_chain  # noqa: E402
-
-ROOT = Path(__file__).resolve().parent.parent
-AGENT = "fleet_app:build"
-
-
-@dataclass(frozen=True)
-class Database:
-    dbos: str  # DBOS's system database
-    store: str  # tether's journals
-    ledger: str  # the test's ledger of effects
-
-
-@pytest.fixture(params=["sqlite", "postgres"])
-def database(request: pytest.FixtureRequest, tmp_path: Path,
-             monkeypatch: pytest.MonkeyPatch) -> Iterator[Database]:
-    if request.param == "sqlite":
-        made = Database(f"sqlite:///{tmp_path}/dbos.db", f"sqlite:///{tmp_path}/tether.db",
-                        f"sqlite:///{tmp_path}/ledger.db")
-        drop: Callable[[], None] = lambda: None  # noqa: E731
-    else:  # one PostgreSQL database of its own: DBOS's schema, tether's and the ledger
-        import psycopg
-
-        name = f"tether_fleet_{uuid.uuid4().hex[:10]}"
-        try:
-            admin = psycopg.connect(PG_URL, autocommit=True)
-        except psycopg.OperationalError as exc:
-            unavailable(f"PostgreSQL is not reachable ({exc}); TETHER_TEST_PG names the server")
-        admin.execute(f"CREATE DATABASE {name}")
-        url = PG_URL.rsplit("/", 1)[0] + f"/{name}"
-        made = Database(url, url, url)
-
-        def drop() -> None:
-            admin.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
-            admin.close()
-    monkeypatch.setenv("FLEET_TEST_STORE", made.store)
-    monkeypatch.setenv("FLEET_TEST_LEDGER", made.ledger)
-    fleet_app.create_ledger(made.ledger)
-    try:
-        yield made
-    finally:
-        drop()
-
-
-def environment() -> dict[str, str]:
-    paths = [str(ROOT / "src"), str(ROOT / "tests"), os.environ.get("PYTHONPATH", "")]
-    return {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in paths if p)}
-
-
-class Workers:
-    """Worker processes (``python -m tether.fleet.worker``) by executor id; all killed at the
-    end, whatever happened."""
-
-    def __init__(self, database: Database, logs: Path) -> None:
-        self.database, self.logs = database, logs
-        self.procs: dict[str, subprocess.Popen[str]] = {}
-
-    def start(self, executor_id: str, concurrency: int = 8) -> None:
-        log = (self.logs / f"{executor_id}-{len(self.procs)}-{time.monotonic_ns()}.log").open("w")
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "tether.fleet.worker", "--agent", AGENT,
-             "--db", self.database.dbos, "--executor-id", executor_id,
-             "--concurrency", str(concurrency), "--poll", "0.05"],
-            stdout=subprocess.PIPE, stderr=log, text=True, env=environment())
-        self.procs[executor_id] = proc
-        assert proc.stdout is not None
-        ready, _, _ = select.select([proc.stdout], [], [], 60)
-        line = proc.stdout.readline() if ready else ""
-        assert line.strip() == f"ready {executor_id}", f"worker {executor_id} did not start"
-
-    def kill(self, executor_id: str) -> None:
-        proc = self.procs.pop(executor_id)
-        os.kill(proc.pid, signal.SIGKILL)
-        proc.wait()
-
-    def kill_all(self) -> None:
-        for executor_id in list(self.procs):
-            with contextlib.suppress(ProcessLookupError):
-                self.kill(executor_id)
-
-
-@pytest.fixture
-def workers(database: Database, tmp_path: Path) -> Iterator[Workers]:
-    made = Workers(database, tmp_path)
-    try:
-        yield made
-    finally:
-        made.kill_all()
-
-
-@pytest.fixture
-def fleet(database: Database) -> Iterator[Fleet]:
-    with Fleet(AGENT, database.dbos) as made:
-        made.client  # noqa: B018  (creates DBOS's tables before any worker races to)
-        yield made
-
-
-def wait_until(check: Callable[[], bool], what: str, timeout: float) -> None:
-    """Poll ``check`` until it holds, failing with ``what`` past ``timeout`` seconds."""
-    deadline = time.monotonic() + timeout
-    while not check():
-        assert time.monotonic() < deadline, f"timed out waiting for {what}"
-        time.sleep(0.05)
-
-
-def running_on(fleet: Fleet, executor_id: str) -> bool:
-    return bool(fleet.client.list_workflows(status="PENDING", executor_id=executor_id,
-                                            load_input=False, load_output=False))
-
-
-def unfinished(fleet: Fleet) -> int:
-    return sum(1 for a in fleet.activations() if a.state in ("ENQUEUED", "PENDING"))
-
 
 SESSIONS, EFFECTS = 200, 10
 
 
 def test_three_workers_drain_the_queue_through_two_kill_9s_each_effect_once(
-        database: Database, fleet: Fleet, workers: Workers) -> None:
+        database: Database, fleet: Fleet, workers: Workers) -> None:  # noqa: F811
     started = time.monotonic()
     for executor_id in ("w1", "w2", "w3"):
         workers.start(executor_id)
@@ -207,7 +99,7 @@ def test_three_workers_drain_the_queue_through_two_kill_9s_each_effect_once(
 
 
 def test_an_approval_wait_holds_no_worker_and_survives_a_restart_of_every_worker(
-        database: Database, fleet: Fleet, workers: Workers) -> None:
+        database: Database, fleet: Fleet, workers: Workers) -> None:  # noqa: F811
     workers.start("w1", concurrency=1)
     workers.start("w2", concurrency=1)
     waiting = fleet.enqueue("record 3 effects, approve the second")
@@ -235,7 +127,7 @@ def test_an_approval_wait_holds_no_worker_and_survives_a_restart_of_every_worker
 # -- the workflow's body, run again as DBOS's recovery would: harmless by construction --------
 
 def test_a_body_run_again_after_a_kill_between_effect_and_result_surfaces_it_never_repeats(
-        database: Database, tmp_path: Path) -> None:
+        database: Database, tmp_path: Path) -> None:  # noqa: F811
     hang = tmp_path / "hang"
     session_id, task = uuid.uuid4().hex, "record 3 effects"
     proc = subprocess.Popen([sys.executable, str(ROOT / "tests" / "fleet_app.py"), "activate",
@@ -265,7 +157,7 @@ def test_a_body_run_again_after_a_kill_between_effect_and_result_surfaces_it_nev
 
 
 def test_a_body_run_again_after_a_kill_between_two_calls_goes_on_where_the_journal_stands(
-        database: Database) -> None:
+        database: Database) -> None:  # noqa: F811
     session_id, task = uuid.uuid4().hex, "record 6 effects"
     proc = subprocess.Popen([sys.executable, str(ROOT / "tests" / "fleet_app.py"), "activate",
                              session_id, task], env=environment())
@@ -286,7 +178,7 @@ def test_a_body_run_again_after_a_kill_between_two_calls_goes_on_where_the_journ
 
 
 def test_a_session_started_elsewhere_and_paused_for_a_person_is_not_run_by_a_body(
-        database: Database) -> None:
+        database: Database) -> None:  # noqa: F811
     agent = fleet_app.build()
     session = agent.session("record 3 effects, approve", session_id=uuid.uuid4().hex)
     assert session.run().stop_reason.value == "needs_approval"
@@ -302,20 +194,6 @@ def test_a_session_started_elsewhere_and_paused_for_a_person_is_not_run_by_a_bod
         == [0, 2]
 
 
-def test_a_fleet_refuses_what_its_workers_could_not_run(database: Database) -> None:
-    with pytest.raises(ValueError, match="is not"):
-        Fleet("no_colon", database.dbos)
-    with pytest.raises(ValueError, match="cannot be loaded"):
-        Fleet("fleet_app:nothing_here", database.dbos)
-    with Fleet(AGENT, database.dbos) as fleet:
-        with pytest.raises(ValueError, match="non-empty"):
-            fleet.enqueue("  ")
-        with pytest.raises(ValueError, match="cannot contain"):
-            fleet.enqueue("record 1 effects", session_id="a#1")
-        with pytest.raises(LookupError, match="no approval request"):
-            fleet.approve("nope", "apr_nope", approver="ops")
-
-
 def test_the_readme_example_runs_kills_a_worker_and_sends_each_notice_once() -> None:
     out = subprocess.run([sys.executable, str(ROOT / "examples" / "fleet_dbos.py")],
                          capture_output=True, text=True, timeout=300, env=environment())
@@ -327,7 +205,7 @@ def test_the_readme_example_runs_kills_a_worker_and_sends_each_notice_once() -> 
 
 
 def test_a_worker_gone_for_good_has_its_sessions_recovered_by_the_others_a_live_one_safely(
-        database: Database, fleet: Fleet, workers: Workers) -> None:
+        database: Database, fleet: Fleet, workers: Workers) -> None:  # noqa: F811
     workers.start("w1", concurrency=4)
     workers.start("w2", concurrency=4)
     ids = [fleet.enqueue("record 5 effects") for _ in range(40)]
@@ -351,86 +229,4 @@ def test_a_worker_gone_for_good_has_its_sessions_recovered_by_the_others_a_live_
         events = fleet.recipe.journal_store.read(session_id)  # type: ignore[union-attr]
         started = Counter(e.data["call_id"] for e in events if e.type == "tool.started")
         assert max(started.values()) == 1, f"{session_id}: a call started twice"
-        assert verify_chain(fleet.recipe.journal_store.read(session_id)) is None  # type: ignore[union-attr]
-
-
-def test_cancel_stops_a_queued_session_and_interrupts_a_running_one_which_wake_resumes(
-        database: Database, fleet: Fleet, workers: Workers,
-        monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("FLEET_TEST_SLOW", "0.1")  # the workers inherit it
-    workers.start("w1", concurrency=1)
-    running = fleet.enqueue("record 40 effects")
-    queued = fleet.enqueue("record 2 effects")  # behind it: one slot
-    made = lambda s: sorted(n for x, n in fleet_app.ledger_rows(database.ledger)  # noqa: E731
-                            if x == s)
-    wait_until(lambda: len(made(running)) >= 3, "three effects", 60)
-    assert fleet.cancel(queued) == 1
-    assert fleet.cancel(running) == 1
-    store = fleet.recipe.journal_store
-    assert store is not None
-    wait_until(lambda: store.read(running)[-1].type == "session.paused",
-               "the running session to pause", 30)
-    events = store.read(running)
-    assert fleet.status(running) in ("cancelled", "uncertain_effect")
-    assert "cancelled (DBOS)" in events[-1].data["detail"]
-    stopped_at = len(made(running))
-    assert stopped_at < 40
-    assert fleet.status(queued) == "cancelled" and made(queued) == []
-    if fleet.status(running) == "uncertain_effect":  # the cancel fell inside an effect
-        [call_id] = events[-1].data["uncertain"]
-        assert int(call_id[1:]) in made(running)  # made before its slow result: not again
-        woken = fleet.settle(running, call_id, "skip", operator="ops")
-    else:
-        woken = fleet.wake(running)
-    assert woken is not None
-    wait_until(lambda: fleet.status(running) == "finished", "the woken session", 60)
-    assert made(running) == list(range(40))
-    assert all(e.data["status"] != "error" for e in store.read(running)
-               if e.type == "tool.result")
-    assert fleet.status(queued) == "cancelled" and made(queued) == []
-
-
-def test_the_fleet_command_line_queues_lists_wakes_cancels_and_reports_what_is_not_there(
-        database: Database, fleet: Fleet, capsys: pytest.CaptureFixture[str]) -> None:
-    from tether.cli import main
-
-    where = ["--agent", AGENT, "--db", database.dbos]
-    assert main(["fleet", "enqueue", "record 2 effects", "--session-id", "s1", *where]) == 0
-    assert capsys.readouterr().out.split() == ["s1"]
-    assert main(["fleet", "status", *where]) == 0
-    assert capsys.readouterr().out.split() == ["s1", "queued"]  # no worker runs
-    assert main(["fleet", "wake", "s1", *where]) == 1  # it never paused: nothing to wake
-    assert "nothing to wake" in capsys.readouterr().err
-    assert main(["fleet", "approve", "s1", "apr_nope", "--approver", "ops", *where]) == 1
-    assert "no approval request" in capsys.readouterr().err
-    assert main(["fleet", "cancel", "s1", *where]) == 0
-    assert main(["fleet", "cancel", "s1", *where]) == 1  # nothing left to cancel
-    capsys.readouterr()
-    assert main(["fleet", "status", *where]) == 0
-    assert capsys.readouterr().out.split() == ["s1", "cancelled"]
-    assert main(["fleet", "waiting", *where]) == 0
-    assert main(["fleet", "recover", "nobody", *where]) == 0
-    assert capsys.readouterr().out == ""
-    assert main(["fleet", "status", "--agent", "fleet_app:nothing", "--db", database.dbos]) == 2
-    assert "cannot be loaded" in capsys.readouterr().err
-    assert main(["fleet", "worker", "--help"]) == 0
-    assert "--executor-id" in capsys.readouterr().out
-    assert main(["fleet", "worker", "--agent", "fleet_app:nothing", "--db", database.dbos]) == 2
-    assert "cannot be loaded" in capsys.readouterr().err
-
-
-def test_priority_runs_first_and_a_dedup_key_refuses_a_second_session_while_one_waits(
-        database: Database, fleet: Fleet, workers: Workers) -> None:
-    from tether.fleet import AlreadyQueued
-
-    late = [fleet.enqueue("record 1 effects", priority=9) for _ in range(3)]
-    urgent = fleet.enqueue("record 1 effects", priority=1, dedup="invoice-1")
-    with pytest.raises(AlreadyQueued, match="invoice-1"):
-        fleet.enqueue("record 1 effects", dedup="invoice-1")
-    workers.start("w1", concurrency=1)  # one at a time: the order is the queue's
-    wait_until(lambda: unfinished(fleet) == 0, "the four sessions", 60)
-    store = fleet.recipe.journal_store
-    assert store is not None
-    began = {s: store.read(s)[0].timestamp for s in [*late, urgent]}
-    assert began[urgent] < min(began[s] for s in late)
-    fleet.enqueue("record 1 effects", dedup="invoice-1")  # the first ended: the key is free
+        assert verify_chain(events) is None
