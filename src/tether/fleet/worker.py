@@ -3,7 +3,10 @@
 Why: a fleet is run as N copies of one command (processes, containers, pods), each building its
 own Agent from the factory it names and draining the shared queue. The executor id must be
 stable across restarts of the same worker (a pod's ordinal, a systemd instance name): DBOS
-recovers the sessions a dead worker left unfinished when a worker with its id starts again.
+recovers the sessions a dead worker left unfinished when a worker with its id starts again. It
+must also be distinct: a worker starting under a live worker's id hands that worker's running
+sessions back to the queue (harmless — each second activation waits for the session's lease and
+runs nothing twice — but wasted work).
 
 Decision: SIGTERM or SIGINT stops taking sessions and gives the running ones ``--grace``
 seconds, then the process leaves at once: a session still running is a crashed one to DBOS,
