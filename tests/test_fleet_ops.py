@@ -34,6 +34,8 @@ def test_a_fleet_refuses_what_its_workers_could_not_run(
             made.enqueue("record 1 effects", session_id="a#1")
         with pytest.raises(LookupError, match="no approval request"):
             made.approve("nope", "apr_nope", approver="ops")
+    secret = Fleet(AGENT, "postgresql://app:hunter2@db.internal/fleet")
+    assert "hunter2" not in repr(secret) and "db.internal" in repr(secret)
 
 def test_cancel_stops_a_queued_session_and_interrupts_a_running_one_which_wake_resumes(
         database: Database, fleet: Fleet, workers: Workers,  # noqa: F811

@@ -35,7 +35,7 @@ import importlib
 import os
 import threading
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from tether.fleet.activation import WAITING, journal_store, status_of
@@ -112,11 +112,17 @@ class Fleet:
     no worker; ``serve`` (or ``python -m tether.fleet.worker``) runs one."""
 
     agent: str  # the agent factory, 'package.module:function'; workers run the same
-    database: str  # DBOS's system database URL (postgresql://... or sqlite:///...)
+    database: str = field(repr=False)  # DBOS's system database URL (postgresql://, sqlite:///)
     queue: str = DEFAULT_QUEUE
 
     def __post_init__(self) -> None:
         load_factory(self.agent)
+
+    def __repr__(self) -> str:  # the URL may carry a password
+        from tether.urls import redact_url
+
+        return (f"Fleet(agent={self.agent!r}, database={redact_url(self.database)!r}, "
+                f"queue={self.queue!r})")
 
     @functools.cached_property
     def client(self) -> DBOSClient:
@@ -131,8 +137,11 @@ class Fleet:
         return build_agent(self.agent)
 
     def close(self) -> None:
+        """Let go of the database connections this process opened."""
         if "client" in self.__dict__:
             self.client.destroy()
+        if "recipe" in self.__dict__ and self.recipe.journal_store is not None:
+            self.recipe.journal_store.close()
 
     def __enter__(self) -> Fleet:
         return self
