@@ -116,3 +116,22 @@ def test_priority_runs_first_and_a_dedup_key_refuses_a_second_session_while_one_
     began = {s: store.read(s)[0].timestamp for s in [*late, urgent]}
     assert began[urgent] < min(began[s] for s in late)
     fleet.enqueue("record 1 effects", dedup="invoice-1")  # the first ended: the key is free
+
+
+def test_dbos_records_hold_the_session_id_and_its_status_and_no_task(
+        fleet: Fleet, workers: Workers) -> None:  # noqa: F811
+    """The task waits for its first activation in tether's store (apart from the journal);
+    DBOS's rows carry the session id as their input and the status as their output."""
+    secret_task = "record 1 effects for account 4242-secret-marker"
+    session_id = fleet.enqueue(secret_task)
+    (row,) = fleet.client.list_workflows(workflow_id_prefix=[session_id], load_input=True)
+    assert row.input is not None and list(row.input["args"]) == [session_id]
+    assert "secret-marker" not in repr(row.input)
+    workers.start("w1")
+    wait_until(lambda: [a.state for a in fleet.activations(session_id)] == ["SUCCESS"],
+               "the session's workflow to end", 60)
+    (row,) = fleet.client.list_workflows(workflow_id_prefix=[session_id], load_input=True,
+                                         load_output=True)
+    assert row.output == "finished" and "secret-marker" not in repr(row)
+    store = fleet.recipe.journal_store
+    assert store is not None and store.read(session_id)[0].data["task"] == secret_task

@@ -29,6 +29,25 @@ from tether.types import Event
 
 # what an activation reports when the session is waiting for a person, not for a worker
 WAITING = frozenset({"needs_approval", "uncertain_effect"})
+# where a queued session's task waits for its first activation: tether's store, in the table
+# kept apart from the journal (never chained, shown or exported), so DBOS's records hold no
+# more than the session id and its status
+TASK_KEY = "fleet:task"
+
+
+def queue_task(store: Store, session_id: str, task: str) -> None:
+    """Keep ``task`` for the first activation of ``session_id`` (a session id queued again
+    keeps the task it was first queued with)."""
+    if store.get_private(session_id, TASK_KEY) is None:
+        store.put_private(session_id, TASK_KEY, {"task": task})
+
+
+def queued_task(store: Store, session_id: str) -> str:
+    record = store.get_private(session_id, TASK_KEY)
+    if record is None or not isinstance(record.get("task"), str):
+        raise LookupError(f"session {session_id} was never started and no task is queued for "
+                          "it in the agent's store: queue it with Fleet.enqueue")
+    return str(record["task"])
 
 
 def status_of(events: Sequence[Event], pending_approvals: int) -> str | None:
@@ -48,14 +67,15 @@ def status_of(events: Sequence[Event], pending_approvals: int) -> str | None:
     return None
 
 
-def activate(agent: Agent, session_id: str, task: str, *,
+def activate(agent: Agent, session_id: str, task: str | None = None, *,
              wait: Callable[[float], None] = time.sleep,
              watch: Callable[[Session], AbstractContextManager[object]] = lambda _: nullcontext()
              ) -> str:
-    """Start or bring forward ``session_id`` (``task`` is used only if it never started) and
-    return its status: a stop reason (``finished``, ``needs_approval``, ``uncertain_effect``,
-    ...). Safe to call again at any point, from any worker. ``watch(session)`` is held while
-    the session runs (the fleet's: whoever may cancel it)."""
+    """Start or bring forward ``session_id`` and return its status: a stop reason
+    (``finished``, ``needs_approval``, ``uncertain_effect``, ...). ``task`` is used only if it
+    never started (None: the task the fleet queued for it in the agent's store). Safe to call
+    again at any point, from any worker. ``watch(session)`` is held while the session runs
+    (the fleet's: whoever may cancel it)."""
     store = journal_store(agent)
     while True:
         events = store.read(session_id)
@@ -64,7 +84,8 @@ def activate(agent: Agent, session_id: str, task: str, *,
             return settled
         try:
             if not events:
-                session = agent.session(task, session_id=session_id)
+                first = task if task is not None else queued_task(store, session_id)
+                session = agent.session(first, session_id=session_id)
                 with watch(session):
                     result = session.run()
             else:

@@ -38,7 +38,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from tether.fleet.activation import WAITING, journal_store, status_of
+from tether.fleet.activation import WAITING, journal_store, queue_task, status_of
 
 if TYPE_CHECKING:
     from dbos import DBOSClient, DBOSConfig
@@ -161,10 +161,11 @@ class Fleet:
         session_id = session_id or os.urandom(16).hex()
         if SEPARATOR in session_id:
             raise ValueError(f"a fleet's session id cannot contain {SEPARATOR!r}")
-        self._enqueue(session_id, session_id, task, priority=priority, dedup=dedup)
+        queue_task(journal_store(self.recipe), session_id, task)
+        self._enqueue(session_id, session_id, priority=priority, dedup=dedup)
         return session_id
 
-    def _enqueue(self, workflow_id: str, session_id: str, task: str, *,
+    def _enqueue(self, workflow_id: str, session_id: str, *,
                  priority: int | None = None, dedup: str | None = None) -> None:
         from dbos import EnqueueOptions
 
@@ -180,7 +181,7 @@ class Fleet:
         from dbos import error
 
         try:
-            self.client.enqueue(options, session_id, task)
+            self.client.enqueue(options, session_id)
         except error.DBOSQueueDeduplicatedError as exc:
             raise AlreadyQueued(str(dedup)) from exc
 
@@ -265,7 +266,7 @@ class Fleet:
             return None
         pauses = sum(1 for e in events if e.type == "session.paused")
         workflow_id = f"{session_id}{SEPARATOR}{pauses}"
-        self._enqueue(workflow_id, session_id, str(events[0].data["task"]))
+        self._enqueue(workflow_id, session_id)
         return workflow_id
 
     def cancel(self, session_id: str) -> int:

@@ -7,8 +7,9 @@ bypass tether's gate, which stops on an uncertain side effect instead of repeati
 grain is coarse: one workflow per activation of a session, no DBOS steps inside it; the body is
 ``tether.fleet.activation.activate``, which is harmless to run again from the top (DBOS's
 recovery does exactly that). The DBOS records hold the session id (the workflow id, and the
-body's inputs: the agent's name and the task) and its status (the body's output); tether's
-journal stays the truth of what happened.
+body's one input) and its status (the body's output), with the agent's factory name as the
+instance's; the task waits for the first activation in tether's store
+(``activation.queue_task``), and tether's journal stays the truth of what happened.
 
 Decision: the workflow is a method of a DBOS *configured instance* named by the agent's factory
 reference (``module:function``). Each worker builds its Agent once, from its own factory, with
@@ -50,11 +51,11 @@ class Sessions(DBOSConfiguredInstance):
         super().__init__(config_name=ref)
 
     @DBOS.workflow(name=WORKFLOW_NAME)
-    def run(self, session_id: str, task: str) -> str:
+    def run(self, session_id: str) -> str:
         """Start or bring forward one session; return its status (a stop reason)."""
         workflow_id = DBOS.workflow_id
         assert workflow_id is not None
-        return activate(self.agent, session_id, task,
+        return activate(self.agent, session_id,
                         watch=lambda session: cancellable(session, workflow_id))
 
 
