@@ -4,7 +4,7 @@ same sessions run directly in one process: python bench/fleet.py [--sessions N] 
 
 Each session is a scripted agent making K side-effecting tool calls, then answering. "direct"
 runs the N sessions one after another in this process on the same kind of store; "queue, W
-workers" starts W worker processes (``python -m tether.fleet.worker``, 8 sessions at a time
+workers" starts W worker processes (``python -m tether.durable.worker``, 8 sessions at a time
 each), enqueues the N sessions and times from the first enqueue to the last workflow's end.
 Every configuration gets fresh databases: SQLite files by default, or a PostgreSQL database of
 its own on the server of ``--pg`` (created and dropped). Ratios are to "direct", in one run.
@@ -82,7 +82,7 @@ def direct(sessions: int, effects: int, pg: str | None) -> float:
 
 def through_queue(sessions: int, effects: int, workers: int, pg: str | None,
                   concurrency: int) -> float:
-    from tether.fleet import Fleet
+    from tether.durable import Fleet
 
     with databases(pg) as (system, store):
         os.environ["FLEET_BENCH_STORE"] = store
@@ -94,7 +94,7 @@ def through_queue(sessions: int, effects: int, workers: int, pg: str | None,
             try:
                 for i in range(workers):
                     proc = subprocess.Popen(
-                        [sys.executable, "-m", "tether.fleet.worker", "--agent", "fleet:build",
+                        [sys.executable, "-m", "tether.durable.worker", "--agent", "fleet:build",
                          "--db", system, "--executor-id", f"bench-{i}", "--poll", "0.05",
                          "--concurrency", str(concurrency)],
                         stdout=subprocess.PIPE, text=True, env=env)

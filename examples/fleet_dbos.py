@@ -6,7 +6,7 @@ journals — no effect twice. One session waits for a person, holding no worker 
     python examples/fleet_dbos.py            # SQLite files in a temporary directory
     FLEET_DB=postgresql://user@host/db python examples/fleet_dbos.py
 
-``build`` is the fleet's agent factory: every worker runs ``python -m tether.fleet.worker
+``build`` is the fleet's agent factory: every worker runs ``python -m tether.durable.worker
 --agent fleet_dbos:build --db URL --executor-id NAME`` and builds its own Agent from it.
 """
 
@@ -34,7 +34,7 @@ from tether import (
     ToolCall,
     tool,
 )
-from tether.fleet import Fleet
+from tether.durable import Fleet
 from tether.policy import Action, Context, Resource, Subject
 
 HERE = Path(__file__).resolve().parent
@@ -73,7 +73,7 @@ def build() -> Agent:
 def start_worker(database: str, executor_id: str) -> subprocess.Popen[str]:
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(HERE), os.environ.get(
         "PYTHONPATH", "")])}
-    proc = subprocess.Popen([sys.executable, "-m", "tether.fleet.worker", "--agent",
+    proc = subprocess.Popen([sys.executable, "-m", "tether.durable.worker", "--agent",
                              "fleet_dbos:build", "--db", database, "--executor-id", executor_id,
                              "--concurrency", "4", "--poll", "0.1"],
                             stdout=subprocess.PIPE, text=True, env=env)

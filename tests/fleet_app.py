@@ -112,7 +112,7 @@ def build() -> Agent:
 
 
 if __name__ == "__main__":
-    from tether.fleet.activation import activate
+    from tether.durable.activation import activate
 
     command, session_id, task = sys.argv[1:4]
     assert command == "activate"

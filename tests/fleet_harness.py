@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 import fleet_app
-from tether.fleet import Fleet
+from tether.durable import Fleet
 
 from conftest import PG_URL, unavailable
 
@@ -71,7 +71,7 @@ def environment() -> dict[str, str]:
 
 
 class Workers:
-    """Worker processes (``python -m tether.fleet.worker``) by executor id; all killed at the
+    """Worker processes (``python -m tether.durable.worker``) by executor id; all killed at the
     end, whatever happened."""
 
     def __init__(self, database: Database, logs: Path) -> None:
@@ -81,7 +81,7 @@ class Workers:
     def start(self, executor_id: str, concurrency: int = 8) -> None:
         log = (self.logs / f"{executor_id}-{len(self.procs)}-{time.monotonic_ns()}.log").open("w")
         proc = subprocess.Popen(
-            [sys.executable, "-m", "tether.fleet.worker", "--agent", AGENT,
+            [sys.executable, "-m", "tether.durable.worker", "--agent", AGENT,
              "--db", self.database.dbos, "--executor-id", executor_id,
              "--concurrency", str(concurrency), "--poll", "0.05"],
             stdout=subprocess.PIPE, stderr=log, text=True, env=environment())

@@ -31,8 +31,8 @@ from fleet_harness import (  # noqa: E402  (and its fixtures)
     wait_until,
 )
 from fleet_harness import database, fleet, workers  # noqa: E402, F401  (fixtures)
-from tether.fleet import Fleet  # noqa: E402
-from tether.fleet.activation import activate  # noqa: E402
+from tether.durable import Fleet  # noqa: E402
+from tether.durable.activation import activate  # noqa: E402
 from tether.journal.chain import verify_chain  # noqa: E402
 
 SESSIONS, EFFECTS = 200, 10

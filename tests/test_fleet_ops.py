@@ -18,7 +18,7 @@ from fleet_harness import (  # noqa: E402  (and its fixtures)
     wait_until,
 )
 from fleet_harness import database, fleet, workers  # noqa: E402, F401  (fixtures)
-from tether.fleet import Fleet  # noqa: E402
+from tether.durable import Fleet  # noqa: E402
 
 
 def test_a_fleet_refuses_what_its_workers_could_not_run(
@@ -103,7 +103,7 @@ def test_the_fleet_command_line_queues_lists_wakes_cancels_and_reports_what_is_n
 
 def test_priority_runs_first_and_a_dedup_key_refuses_a_second_session_while_one_waits(
         database: Database, fleet: Fleet, workers: Workers) -> None:  # noqa: F811
-    from tether.fleet import AlreadyQueued
+    from tether.durable import AlreadyQueued
 
     late = [fleet.enqueue("record 1 effects", priority=9) for _ in range(3)]
     urgent = fleet.enqueue("record 1 effects", priority=1, dedup="invoice-1")

@@ -2,7 +2,7 @@
 
 Why: an operator starts workers, queues sessions, sees which wait for a person and decides for
 them from a shell, as with one machine's ``tether approvals`` and ``tether settle``. Each
-subcommand is a thin call of ``tether.fleet.Fleet`` (or ``tether.fleet.worker`` for ``worker``),
+subcommand is a thin call of ``tether.durable.Fleet`` (or ``tether.durable.worker`` for ``worker``),
 so the command line can do nothing the Python API would refuse. DBOS's own tools (its CLI,
 Conductor) read the same system database for everything else: listings, queues, schedules.
 
@@ -19,10 +19,10 @@ import sys
 from typing import TYPE_CHECKING, Any
 
 from tether.cli.common import EXIT_FINDING, EXIT_OK, EXIT_USAGE, error, usage
-from tether.fleet.worker import add_options
+from tether.durable.worker import add_options
 
 if TYPE_CHECKING:
-    from tether.fleet import Fleet
+    from tether.durable import Fleet
 
 AGENT_HELP = "the agent factory every worker runs: package.module:function"
 DB_HELP = "DBOS's system database URL: postgresql://... or sqlite:///path"
@@ -38,7 +38,7 @@ def register(commands: Any) -> None:
 
     worker = sub.add_parser("worker", help="serve the queue until SIGTERM",
                             description="Serve the fleet's queue until SIGTERM (the same as "
-                            "python -m tether.fleet.worker); prints 'ready ID' once serving.")
+                            "python -m tether.durable.worker); prints 'ready ID' once serving.")
     add_options(worker)
     worker.set_defaults(run=run_worker)
 
@@ -76,14 +76,14 @@ def register(commands: Any) -> None:
 
 
 def run_worker(args: argparse.Namespace) -> int:
-    from tether.fleet.worker import run
+    from tether.durable.worker import run
 
     try:
         code = run(args)
     except ImportError as exc:
         return missing(exc)
     if getattr(args, "process_exits", False):  # the process's own command line: leave now,
-        sys.stdout.flush()  # running sessions are DBOS's to recover (tether.fleet.worker)
+        sys.stdout.flush()  # running sessions are DBOS's to recover (tether.durable.worker)
         sys.stderr.flush()
         os._exit(code)
     return code
@@ -96,7 +96,7 @@ def missing(exc: ImportError) -> int:
 
 def open_fleet(args: argparse.Namespace) -> Fleet | None:
     try:
-        from tether.fleet import Fleet
+        from tether.durable import Fleet
 
         fleet = Fleet(args.agent, args.db, args.queue)
         fleet.client  # noqa: B018  (reach the database now, to report it here)

@@ -1,4 +1,4 @@
-"""``python -m tether.fleet.worker``: one fleet worker, serving its queue until SIGTERM.
+"""``python -m tether.durable.worker``: one fleet worker, serving its queue until SIGTERM.
 
 Why: a fleet is run as N copies of one command (processes, containers, pods), each building its
 own Agent from the factory it names and draining the shared queue. The executor id must be
@@ -45,7 +45,7 @@ def add_options(p: argparse.ArgumentParser) -> None:
 
 
 def parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="python -m tether.fleet.worker",
+    p = argparse.ArgumentParser(prog="python -m tether.durable.worker",
                                 description="Serve a tether fleet's queue (sessions as DBOS "
                                 "workflows) until SIGTERM.")
     add_options(p)
@@ -54,7 +54,7 @@ def parser() -> argparse.ArgumentParser:
 
 def run(args: argparse.Namespace) -> int:
     """Serve until SIGTERM or SIGINT; the exit code."""
-    from tether.fleet.dbos import serve
+    from tether.durable.dbos import serve
 
     stop = threading.Event()
     for sig in (signal.SIGTERM, signal.SIGINT):

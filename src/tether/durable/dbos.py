@@ -5,7 +5,7 @@ workers drain with limits (concurrency per worker and per queue, rate limits, pr
 deduplication), crashed workers' sessions taken up again, cancellation and an operator's view.
 DBOS (a library on PostgreSQL or SQLite, no server of its own) gives exactly that, and tether
 adds to it only what is tether's: each session is a DBOS workflow whose body is one tether
-activation (``tether.fleet.workflow``), harmless to run again because tether's journal, not
+activation (``tether.durable.workflow``), harmless to run again because tether's journal, not
 DBOS, is the truth of what ran.
 
 Decisions:
@@ -38,7 +38,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from tether.fleet.activation import WAITING, journal_store, queue_task, status_of
+from tether.durable.activation import WAITING, journal_store, queue_task, status_of
 
 if TYPE_CHECKING:
     from dbos import DBOSClient, DBOSConfig
@@ -109,7 +109,7 @@ class Activation:
 @dataclass(frozen=True)
 class Fleet:
     """The client side of a fleet: enqueue sessions, wake them, list and cancel them. Builds
-    no worker; ``serve`` (or ``python -m tether.fleet.worker``) runs one."""
+    no worker; ``serve`` (or ``python -m tether.durable.worker``) runs one."""
 
     agent: str  # the agent factory, 'package.module:function'; workers run the same
     database: str = field(repr=False)  # DBOS's system database URL (postgresql://, sqlite:///)
@@ -169,7 +169,7 @@ class Fleet:
                  priority: int | None = None, dedup: str | None = None) -> None:
         from dbos import EnqueueOptions
 
-        from tether.fleet.workflow import CLASS_NAME, WORKFLOW_NAME
+        from tether.durable.workflow import CLASS_NAME, WORKFLOW_NAME
 
         options = EnqueueOptions(workflow_name=WORKFLOW_NAME, queue_name=self.queue,
                                  workflow_id=workflow_id, class_name=CLASS_NAME,
@@ -188,7 +188,7 @@ class Fleet:
     def activations(self, session_id: str | None = None) -> list[Activation]:
         """The workflows of the fleet's agent (one session's, with ``session_id``), oldest
         first."""
-        from tether.fleet.workflow import WORKFLOW_NAME
+        from tether.durable.workflow import WORKFLOW_NAME
 
         prefix = None if session_id is None else [session_id]
         # not by queue: DBOS takes a cancelled workflow off its queue; by the agent instead
@@ -285,7 +285,7 @@ class Fleet:
         again under ``executor_id``) back to the queue, for any worker; returns their workflow
         ids. Safe even if that worker is alive after all: a second activation waits for the
         session's lease and then runs nothing the journal already has."""
-        from tether.fleet.workflow import WORKFLOW_NAME
+        from tether.durable.workflow import WORKFLOW_NAME
 
         pending = self.client.list_workflows(name=WORKFLOW_NAME, queue_name=self.queue,
                                              status="PENDING", executor_id=executor_id,
@@ -310,7 +310,7 @@ def serve(agent: str, database: str, *, executor_id: str, queue: str = DEFAULT_Q
     left to DBOS's recovery when a worker with this executor id starts again."""
     from dbos import DBOS
 
-    from tether.fleet.workflow import Sessions
+    from tether.durable.workflow import Sessions
 
     if concurrency < 1:
         raise ValueError("concurrency must be >= 1 (sessions one worker runs at once)")

@@ -5,7 +5,7 @@ operations tooling; tether gives each session its governed, journaled run. Makin
 and tool call a DBOS step would write each call twice and let DBOS's retry (at least once)
 bypass tether's gate, which stops on an uncertain side effect instead of repeating it. So the
 grain is coarse: one workflow per activation of a session, no DBOS steps inside it; the body is
-``tether.fleet.activation.activate``, which is harmless to run again from the top (DBOS's
+``tether.durable.activation.activate``, which is harmless to run again from the top (DBOS's
 recovery does exactly that). The DBOS records hold the session id (the workflow id, and the
 body's one input) and its status (the body's output), with the agent's factory name as the
 instance's; the task waits for the first activation in tether's store
@@ -19,7 +19,7 @@ DBOS's "instance not registered" instead of importing code a database row names.
 activation is watched for DBOS's cancellation (one status read a second), which tether turns
 into an interruption: the session pauses, resumable, as after a signal.
 
-This module imports ``dbos`` at the top and is itself imported only by ``tether.fleet.dbos`` when
+This module imports ``dbos`` at the top and is itself imported only by ``tether.durable.dbos`` when
 a worker starts or a fleet client needs the names, so ``import tether`` does not load DBOS.
 """
 
@@ -32,12 +32,12 @@ from typing import Any
 
 from dbos import DBOS, DBOSConfiguredInstance
 
-from tether.fleet.activation import activate, journal_store
+from tether.durable.activation import activate, journal_store
 from tether.runtime.agent import Agent
 from tether.runtime.session import Session
 
-CLASS_NAME = "tether.fleet.Sessions"
-WORKFLOW_NAME = "tether.fleet.session"
+CLASS_NAME = "tether.durable.Sessions"
+WORKFLOW_NAME = "tether.durable.session"
 CANCEL_POLL = 1.0  # seconds between two looks at a running session's workflow status
 
 

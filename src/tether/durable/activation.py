@@ -10,7 +10,7 @@ side effect that may or may not have happened), report the pause and run nothing
 resume it, and the journal's effect ledger skips every completed call and stops on an uncertain
 one instead of repeating it.
 
-Decision: this module knows nothing of DBOS (``tether.fleet.dbos`` wraps it), so it is tested
+Decision: this module knows nothing of DBOS (``tether.durable.dbos`` wraps it), so it is tested
 and reasoned about as plain tether. A worker that meets the session's lease held by another
 process waits for it (the holder is finishing the same session, or was a process on another
 host whose lease lapses within its ttl) rather than failing the workflow.

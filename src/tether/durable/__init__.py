@@ -1,9 +1,9 @@
 """tether past one machine: a fleet of workers draining a queue of sessions (extra ``dbos``).
 
 ``Fleet(agent='pkg.mod:build', database=URL).enqueue(task)`` queues a session; workers
-(``python -m tether.fleet.worker --agent pkg.mod:build --db URL --executor-id w1``) run it as a
+(``python -m tether.durable.worker --agent pkg.mod:build --db URL --executor-id w1``) run it as a
 DBOS workflow whose body is one tether activation, recovered after a crash from tether's journal
-(see ``tether.fleet.dbos`` for the decisions). Nothing here imports DBOS until it is used.
+(see ``tether.durable.dbos`` for the decisions). Nothing here imports DBOS until it is used.
 """
 
 from __future__ import annotations
@@ -11,8 +11,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from tether.fleet.activation import activate
-    from tether.fleet.dbos import Activation, AlreadyQueued, Fleet, serve
+    from tether.durable.activation import activate
+    from tether.durable.dbos import Activation, AlreadyQueued, Fleet, serve
 
 __all__ = ["Activation", "AlreadyQueued", "Fleet", "activate", "serve"]
 _HOMES = {"activate": "activation", "Activation": "dbos", "AlreadyQueued": "dbos",
@@ -21,7 +21,7 @@ _HOMES = {"activate": "activation", "Activation": "dbos", "AlreadyQueued": "dbos
 
 def __getattr__(name: str) -> Any:  # imported when first used: the worker's CLI stays light
     if name not in _HOMES:
-        raise AttributeError(f"module 'tether.fleet' has no attribute {name!r}")
+        raise AttributeError(f"module 'tether.durable' has no attribute {name!r}")
     import importlib
 
-    return getattr(importlib.import_module(f"tether.fleet.{_HOMES[name]}"), name)
+    return getattr(importlib.import_module(f"tether.durable.{_HOMES[name]}"), name)
