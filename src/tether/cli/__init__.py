@@ -26,6 +26,7 @@ from tether.cli.approvals import register as register_approvals
 from tether.cli.audit import register as register_audit
 from tether.cli.common import EXIT_FINDING, EXIT_USAGE, AmbiguousId, error, usage
 from tether.cli.evals import register as register_evals
+from tether.cli.fleet import register as register_fleet
 from tether.cli.mcp import register as register_mcp
 from tether.cli.memory import register as register_memory
 from tether.cli.policy import register as register_policy
@@ -56,6 +57,7 @@ def build_parser() -> argparse.ArgumentParser:
     register_evals(commands)
     register_tools(commands)
     register_memory(commands)
+    register_fleet(commands)
     return parser
 
 

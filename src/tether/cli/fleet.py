@@ -1,0 +1,185 @@
+"""``tether fleet``: run and steer a fleet of workers on a DBOS queue (extra ``dbos``).
+
+Why: an operator starts workers, queues sessions, sees which wait for a person and decides for
+them from a shell, as with one machine's ``tether approvals`` and ``tether settle``. Each
+subcommand is a thin call of ``tether.durable.Fleet`` (or ``tether.durable.worker`` for ``worker``),
+so the command line can do nothing the Python API would refuse. DBOS's own tools (its CLI,
+Conductor) read the same system database for everything else: listings, queues, schedules.
+
+Exit codes: 0 done; 1 the thing asked about is not there (an unknown approval request, a session
+with nothing to wake or cancel); 2 the command could not run (no ``dbos`` extra, an agent
+factory that does not load, an unreachable database).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from typing import TYPE_CHECKING, Any
+
+from tether.cli.common import EXIT_FINDING, EXIT_OK, EXIT_USAGE, error, usage
+from tether.durable.worker import add_options
+
+if TYPE_CHECKING:
+    from tether.durable import Fleet
+
+AGENT_HELP = "the agent factory every worker runs: package.module:function"
+DB_HELP = "DBOS's system database URL: postgresql://... or sqlite:///path"
+
+
+def register(commands: Any) -> None:
+    fleet: argparse.ArgumentParser = commands.add_parser(
+        "fleet", help="a fleet of workers on a DBOS queue",
+        description="Sessions as DBOS workflows on a queue that worker processes drain "
+        "(pip install 'tether[dbos]').")
+    fleet.set_defaults(run=lambda _args: usage(fleet))
+    sub = fleet.add_subparsers(title="subcommands", metavar="SUBCOMMAND")
+
+    worker = sub.add_parser("worker", help="serve the queue until SIGTERM",
+                            description="Serve the fleet's queue until SIGTERM (the same as "
+                            "python -m tether.durable.worker); prints 'ready ID' once serving.")
+    add_options(worker)
+    worker.set_defaults(run=run_worker)
+
+    def add(name: str, help: str, run: Any,
+            *positional: tuple[str, str]) -> argparse.ArgumentParser:
+        parser: argparse.ArgumentParser = sub.add_parser(name, help=help, description=help)
+        for dest, text in positional:
+            parser.add_argument(dest, help=text)
+        parser.add_argument("--agent", required=True, metavar="MODULE:FUNCTION", help=AGENT_HELP)
+        parser.add_argument("--db", required=True, metavar="URL", help=DB_HELP)
+        parser.add_argument("--queue", default="tether", help="the queue (default: tether)")
+        parser.set_defaults(run=run)
+        return parser
+
+    enqueue = add("enqueue", "queue a new session; prints its id", run_enqueue,
+                  ("task", "what the session is to do"))
+    enqueue.add_argument("--session-id", default=None, help="its id (default: a new one)")
+    enqueue.add_argument("--priority", type=int, default=None, help="lower runs first")
+    enqueue.add_argument("--dedup", default=None, metavar="KEY",
+                         help="refused while a session queued with this key waits or runs")
+    add("status", "print each session's status (or one's)", run_status)
+    add("waiting", "print the sessions waiting for a person", run_waiting)
+    for verb in ("approve", "deny"):
+        decide = add(verb, f"{verb} a session's approval request, then wake it", run_decide,
+                     ("session", "the session id"), ("approval", "the approval request id"))
+        decide.add_argument("--approver", required=True, metavar="NAME", help="who decides")
+        decide.add_argument("--note", default="", metavar="TEXT", help="why (recorded)")
+        decide.set_defaults(verb=verb)
+    add("wake", "queue a paused session's next activation (after a decision made elsewhere)",
+        run_wake, ("session", "the session id"))
+    add("cancel", "cancel a session's queued or running workflows", run_cancel,
+        ("session", "the session id"))
+    add("recover", "hand a worker gone for good's unfinished sessions back to the queue",
+        run_recover, ("executor", "the dead worker's executor id"))
+
+
+def run_worker(args: argparse.Namespace) -> int:
+    from tether.durable.worker import run
+
+    try:
+        code = run(args)
+    except ImportError as exc:
+        return missing(exc)
+    if getattr(args, "process_exits", False):  # the process's own command line: leave now,
+        sys.stdout.flush()  # running sessions are DBOS's to recover (tether.durable.worker)
+        sys.stderr.flush()
+        os._exit(code)
+    return code
+
+
+def missing(exc: ImportError) -> int:
+    error(f"{exc}; the fleet needs DBOS: pip install 'tether[dbos]'")
+    return EXIT_USAGE
+
+
+def open_fleet(args: argparse.Namespace) -> Fleet | None:
+    try:
+        from tether.durable import Fleet
+
+        fleet = Fleet(args.agent, args.db, args.queue)
+        fleet.client  # noqa: B018  (reach the database now, to report it here)
+    except ImportError as exc:
+        missing(exc)
+        return None
+    except (ValueError, TypeError) as exc:
+        error(str(exc))
+        return None
+    except Exception as exc:  # the database: DBOS raises its own and SQLAlchemy's
+        from tether.urls import redact_text
+
+        error(f"cannot reach the fleet's database: {redact_text(str(exc), args.db)}")
+        return None
+    return fleet
+
+
+def fleet_command(body: Any) -> Any:
+    def run(args: argparse.Namespace) -> int:
+        fleet = open_fleet(args)
+        if fleet is None:
+            return EXIT_USAGE
+        with fleet:
+            code: int = body(fleet, args)
+        return code
+
+    return run
+
+
+@fleet_command
+def run_enqueue(fleet: Fleet, args: argparse.Namespace) -> int:
+    print(fleet.enqueue(args.task, session_id=args.session_id, priority=args.priority,
+                        dedup=args.dedup))
+    return EXIT_OK
+
+
+@fleet_command
+def run_status(fleet: Fleet, args: argparse.Namespace) -> int:
+    for session_id in dict.fromkeys(a.session_id for a in fleet.activations()):
+        print(f"{session_id}  {fleet.status(session_id)}")
+    return EXIT_OK
+
+
+@fleet_command
+def run_waiting(fleet: Fleet, args: argparse.Namespace) -> int:
+    for session_id, status in fleet.waiting().items():
+        print(f"{session_id}  {status}")
+    return EXIT_OK
+
+
+@fleet_command
+def run_decide(fleet: Fleet, args: argparse.Namespace) -> int:
+    from tether.runtime.chokepoint.approvals import ApprovalError
+
+    decide = fleet.approve if args.verb == "approve" else fleet.deny
+    try:
+        woken = decide(args.session, args.approval, approver=args.approver, note=args.note)
+    except (LookupError, ApprovalError) as exc:
+        error(str(exc))
+        return EXIT_FINDING
+    print(f"{args.verb}d; " + (f"woken as {woken}" if woken else "the session waits on"))
+    return EXIT_OK
+
+
+@fleet_command
+def run_wake(fleet: Fleet, args: argparse.Namespace) -> int:
+    woken = fleet.wake(args.session)
+    if woken is None:
+        error(f"session {args.session} has nothing to wake: {fleet.status(args.session)}")
+        return EXIT_FINDING
+    print(woken)
+    return EXIT_OK
+
+
+@fleet_command
+def run_cancel(fleet: Fleet, args: argparse.Namespace) -> int:
+    cancelled = fleet.cancel(args.session)
+    print(f"{cancelled} workflow(s) cancelled")
+    return EXIT_OK if cancelled else EXIT_FINDING
+
+
+@fleet_command
+def run_recover(fleet: Fleet, args: argparse.Namespace) -> int:
+    for workflow_id in fleet.recover(args.executor):
+        print(workflow_id)
+    return EXIT_OK

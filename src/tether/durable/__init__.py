@@ -1,0 +1,27 @@
+"""tether past one machine: a fleet of workers draining a queue of sessions (extra ``dbos``).
+
+``Fleet(agent='pkg.mod:build', database=URL).enqueue(task)`` queues a session; workers
+(``python -m tether.durable.worker --agent pkg.mod:build --db URL --executor-id w1``) run it as a
+DBOS workflow whose body is one tether activation, recovered after a crash from tether's journal
+(see ``tether.durable.dbos`` for the decisions). Nothing here imports DBOS until it is used.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from tether.durable.activation import activate
+    from tether.durable.dbos import Activation, AlreadyQueued, Fleet, serve
+
+__all__ = ["Activation", "AlreadyQueued", "Fleet", "activate", "serve"]
+_HOMES = {"activate": "activation", "Activation": "dbos", "AlreadyQueued": "dbos",
+          "Fleet": "dbos", "serve": "dbos"}
+
+
+def __getattr__(name: str) -> Any:  # imported when first used: the worker's CLI stays light
+    if name not in _HOMES:
+        raise AttributeError(f"module 'tether.durable' has no attribute {name!r}")
+    import importlib
+
+    return getattr(importlib.import_module(f"tether.durable.{_HOMES[name]}"), name)

@@ -1,0 +1,326 @@
+"""A fleet: tether sessions run by many worker processes through a DBOS queue.
+
+Why: one machine runs sessions in one process; past it, a deployment wants a queue that many
+workers drain with limits (concurrency per worker and per queue, rate limits, priorities,
+deduplication), crashed workers' sessions taken up again, cancellation and an operator's view.
+DBOS (a library on PostgreSQL or SQLite, no server of its own) gives exactly that, and tether
+adds to it only what is tether's: each session is a DBOS workflow whose body is one tether
+activation (``tether.durable.workflow``), harmless to run again because tether's journal, not
+DBOS, is the truth of what ran.
+
+Decisions:
+- Workflow id = session id for a session's first activation. A session that pauses for a person
+  ends its workflow (status ``needs_approval`` / ``uncertain_effect``), so a session waiting for
+  a human holds no worker and no queue slot; approving (``approve``) or settling (``settle``)
+  records the decision in tether's store, then enqueues the next activation under the id
+  ``<session id>#<n>`` (n = the session's pauses so far), so two approvers racing wake it once.
+  A DBOS ``recv`` would also wait durably, but a workflow blocked in it counts against its
+  queue's concurrency and holds a thread (DBOS counts it among the worker's active workflows).
+- Workers pin one application version (``APP_VERSION``): DBOS recovers a dead executor's
+  workflows only into the same version, and the body is safe under any tether, so a rolling
+  upgrade must not strand the sessions of the old one.
+- A dead worker's sessions are recovered when a worker with its executor id starts again (DBOS
+  without its Conductor service recovers by executor id): run each worker under a stable id
+  (``--executor-id``, e.g. a pod's ordinal). For a worker gone for good, ``recover(id)`` hands
+  its sessions back to the queue (DBOS's ``resume_workflow``), which the body makes safe even
+  if that worker was alive after all.
+- ``import dbos`` happens inside these functions: ``import tether`` stays fast and works without
+  the ``dbos`` extra.
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib
+import os
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from tether.durable.activation import WAITING, journal_store, queue_task, status_of
+
+if TYPE_CHECKING:
+    from dbos import DBOSClient, DBOSConfig
+
+    from tether.runtime.agent import Agent
+
+APP_NAME = "tether-fleet"
+APP_VERSION = "tether-fleet/1"  # bump only when the workflow's name or inputs change
+DEFAULT_QUEUE = "tether"
+SEPARATOR = "#"  # between a session id and its activation number, in a workflow id
+
+
+def load_factory(ref: str) -> Callable[[], Agent]:
+    """The agent factory ``ref`` names (``package.module:function``), checked to exist."""
+    module_name, _, attribute = ref.partition(":")
+    if not module_name or not attribute:
+        raise ValueError(f"agent factory {ref!r} is not 'package.module:function'")
+    try:
+        factory = getattr(importlib.import_module(module_name), attribute)
+    except (ImportError, AttributeError) as exc:
+        raise ValueError(f"agent factory {ref!r} cannot be loaded ({exc}); give the import "
+                         "path of a function that returns the fleet's Agent") from exc
+    if not callable(factory):
+        raise ValueError(f"agent factory {ref!r} is not callable")
+    return factory  # type: ignore[no-any-return]
+
+
+def build_agent(ref: str) -> Agent:
+    from tether.runtime.agent import Agent
+
+    agent = load_factory(ref)()
+    if not isinstance(agent, Agent):
+        raise TypeError(f"agent factory {ref!r} returned {agent!r}, not a tether Agent")
+    journal_store(agent)
+    return agent
+
+
+def dbos_config(database: str, executor_id: str | None = None) -> DBOSConfig:
+    """DBOS's configuration for a fleet on ``database`` (its system database URL)."""
+    from dbos import DBOSConfig
+
+    config = DBOSConfig(name=APP_NAME, system_database_url=database,
+                        application_version=APP_VERSION, log_level="WARNING")
+    if executor_id is not None:
+        config["executor_id"] = executor_id
+    return config
+
+
+class AlreadyQueued(Exception):
+    """A session enqueued with the same deduplication key still waits or runs."""
+
+    def __init__(self, dedup: str) -> None:
+        super().__init__(f"a session enqueued with dedup={dedup!r} still waits or runs; wait "
+                         "for it to end, or enqueue without that key")
+        self.dedup = dedup
+
+
+@dataclass(frozen=True)
+class Activation:
+    """One DBOS workflow of a session: its id, DBOS's status, the body's result if it ended."""
+
+    session_id: str
+    workflow_id: str
+    state: str  # DBOS: ENQUEUED, PENDING, SUCCESS, ERROR, CANCELLED, ...
+    status: str | None  # tether's: the stop reason the activation returned
+
+
+@dataclass(frozen=True)
+class Fleet:
+    """The client side of a fleet: enqueue sessions, wake them, list and cancel them. Builds
+    no worker; ``serve`` (or ``python -m tether.durable.worker``) runs one."""
+
+    agent: str  # the agent factory, 'package.module:function'; workers run the same
+    database: str = field(repr=False)  # DBOS's system database URL (postgresql://, sqlite:///)
+    queue: str = DEFAULT_QUEUE
+
+    def __post_init__(self) -> None:
+        load_factory(self.agent)
+
+    def __repr__(self) -> str:  # the URL may carry a password
+        from tether.urls import redact_url
+
+        return (f"Fleet(agent={self.agent!r}, database={redact_url(self.database)!r}, "
+                f"queue={self.queue!r})")
+
+    @functools.cached_property
+    def client(self) -> DBOSClient:
+        from dbos import DBOS, DBOSClient
+
+        DBOS.migrate(self.database)  # the client never creates the system database itself
+        return DBOSClient(system_database_url=self.database, application_name=APP_NAME)
+
+    @functools.cached_property
+    def recipe(self) -> Agent:
+        """The fleet's Agent in this process: for its store (journals, approvals)."""
+        return build_agent(self.agent)
+
+    def close(self) -> None:
+        """Let go of the database connections this process opened."""
+        if "client" in self.__dict__:
+            self.client.destroy()
+        if "recipe" in self.__dict__ and self.recipe.journal_store is not None:
+            self.recipe.journal_store.close()
+
+    def __enter__(self) -> Fleet:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def enqueue(self, task: str, *, session_id: str | None = None, priority: int | None = None,
+                dedup: str | None = None) -> str:
+        """Queue a new session on ``task`` and return its id. ``priority``: lower runs first
+        (DBOS's, 1 to 2**31-1; none runs before any); ``dedup``: while a session enqueued with
+        this key waits or runs, another with it is refused (``AlreadyQueued``, DBOS's
+        deduplication). Enqueuing a session id again attaches to it instead of starting a
+        second."""
+        if not isinstance(task, str) or not task.strip():
+            raise ValueError("task must be a non-empty string")
+        session_id = session_id or os.urandom(16).hex()
+        if SEPARATOR in session_id:
+            raise ValueError(f"a fleet's session id cannot contain {SEPARATOR!r}")
+        queue_task(journal_store(self.recipe), session_id, task)
+        self._enqueue(session_id, session_id, priority=priority, dedup=dedup)
+        return session_id
+
+    def _enqueue(self, workflow_id: str, session_id: str, *,
+                 priority: int | None = None, dedup: str | None = None) -> None:
+        from dbos import EnqueueOptions
+
+        from tether.durable.workflow import CLASS_NAME, WORKFLOW_NAME
+
+        options = EnqueueOptions(workflow_name=WORKFLOW_NAME, queue_name=self.queue,
+                                 workflow_id=workflow_id, class_name=CLASS_NAME,
+                                 instance_name=self.agent, app_version=APP_VERSION)
+        if priority is not None:
+            options["priority"] = priority
+        if dedup is not None:
+            options["deduplication_id"] = dedup
+        from dbos import error
+
+        try:
+            self.client.enqueue(options, session_id)
+        except error.DBOSQueueDeduplicatedError as exc:
+            raise AlreadyQueued(str(dedup)) from exc
+
+    def activations(self, session_id: str | None = None) -> list[Activation]:
+        """The workflows of the fleet's agent (one session's, with ``session_id``), oldest
+        first."""
+        from tether.durable.workflow import WORKFLOW_NAME
+
+        prefix = None if session_id is None else [session_id]
+        # not by queue: DBOS takes a cancelled workflow off its queue; by the agent instead
+        found = self.client.list_workflows(name=WORKFLOW_NAME, workflow_id_prefix=prefix,
+                                           load_input=False)
+        out = []
+        for row in found:
+            owner = row.workflow_id.partition(SEPARATOR)[0]
+            if row.config_name == self.agent and session_id in (None, owner):
+                output = row.output if row.status == "SUCCESS" else None
+                out.append(Activation(owner, row.workflow_id, row.status, output))
+        return out
+
+    def waiting(self) -> dict[str, str]:
+        """Sessions waiting for a person, by id: ``needs_approval`` (approve or deny, with
+        ``approve``/``deny``) or ``uncertain_effect`` (a side effect that may have happened:
+        an operator settles it with ``settle``; the fleet never retries it). Read from each
+        session's journal, after DBOS's statuses single the candidates out."""
+        candidates = {a.session_id for a in self.activations() if a.status in WAITING}
+        out = {}
+        for session_id in sorted(candidates):
+            status = self.status(session_id)
+            if status in WAITING:
+                out[session_id] = status
+        return out
+
+    def status(self, session_id: str) -> str:
+        """The session's status, from its journal (its stop reason when it ended or waits for a
+        person), else from DBOS: ``queued`` or ``running`` (or ``cancelled``)."""
+        agent = self.recipe
+        events = journal_store(agent).read(session_id)
+        settled = status_of(events, len(agent.approval_store.pending(session_id)))
+        if settled is not None:
+            return settled
+        states = {a.state for a in self.activations(session_id)}
+        if "PENDING" in states:
+            return "running"
+        if "ENQUEUED" in states or "DELAYED" in states:
+            return "queued"
+        if "CANCELLED" in states:
+            return "cancelled"
+        return "unknown" if not states else "paused"
+
+    def approve(self, session_id: str, approval_id: str, *, approver: str,
+                note: str = "") -> str | None:
+        """Approve a request of the session in tether's store, then wake the session."""
+        self._decision(session_id, approval_id)
+        self.recipe.approval_store.approve(approval_id, approver=approver, note=note)
+        return self.wake(session_id)
+
+    def deny(self, session_id: str, approval_id: str, *, approver: str,
+             note: str = "") -> str | None:
+        """Deny a request of the session in tether's store, then wake the session (the model
+        is told the call was refused)."""
+        self._decision(session_id, approval_id)
+        self.recipe.approval_store.deny(approval_id, approver=approver, note=note)
+        return self.wake(session_id)
+
+    def settle(self, session_id: str, call_id: str, action: str, *, operator: str,
+               note: str = "") -> str | None:
+        """Settle an uncertain call (``retry`` or ``skip``, see ``Session.settle``), then wake
+        the session."""
+        self.recipe.load(session_id).settle(call_id, action, operator=operator, note=note)
+        return self.wake(session_id)
+
+    def wake(self, session_id: str) -> str | None:
+        """Enqueue the session's next activation if it is paused and waits for nobody (e.g.
+        after a decision made with ``tether approvals``); returns its workflow id, or None when
+        there is nothing to wake. Idempotent: one activation per pause."""
+        agent = self.recipe
+        events = journal_store(agent).read(session_id)
+        if not events or events[-1].type not in ("session.paused", "effect.settled"):
+            return None
+        if status_of(events, len(agent.approval_store.pending(session_id))) is not None:
+            return None
+        pauses = sum(1 for e in events if e.type == "session.paused")
+        workflow_id = f"{session_id}{SEPARATOR}{pauses}"
+        self._enqueue(workflow_id, session_id)
+        return workflow_id
+
+    def cancel(self, session_id: str) -> int:
+        """Cancel the session's queued or running workflows in DBOS; returns how many. A queued
+        session never starts; a running one is interrupted within a second (its worker watches
+        the workflow's status): it pauses, resumable with ``wake``, a side effect in flight
+        left ``uncertain_effect`` for an operator, as after a signal."""
+        live = [a.workflow_id for a in self.activations(session_id)
+                if a.state in ("ENQUEUED", "PENDING", "DELAYED")]
+        for workflow_id in live:
+            self.client.cancel_workflow(workflow_id)
+        return len(live)
+
+    def recover(self, executor_id: str) -> list[str]:
+        """Hand the unfinished sessions of a worker that is gone for good (it will not start
+        again under ``executor_id``) back to the queue, for any worker; returns their workflow
+        ids. Safe even if that worker is alive after all: a second activation waits for the
+        session's lease and then runs nothing the journal already has."""
+        from tether.durable.workflow import WORKFLOW_NAME
+
+        pending = self.client.list_workflows(name=WORKFLOW_NAME, queue_name=self.queue,
+                                             status="PENDING", executor_id=executor_id,
+                                             load_input=False, load_output=False)
+        for row in pending:
+            self.client.resume_workflow(row.workflow_id, queue_name=self.queue)
+        return [row.workflow_id for row in pending]
+
+    def _decision(self, session_id: str, approval_id: str) -> None:
+        request = self.recipe.approval_store.get(approval_id)
+        if request is None or request.session_id != session_id:
+            raise LookupError(f"no approval request {approval_id!r} of session {session_id!r}; "
+                              "list them with `tether approvals list`")
+
+
+def serve(agent: str, database: str, *, executor_id: str, queue: str = DEFAULT_QUEUE,
+          concurrency: int = 8, stop: threading.Event, grace: int = 0,
+          poll: float = 1.0, ready: Callable[[], object] = lambda: None) -> None:
+    """Run one worker until ``stop`` is set: DBOS launched with ``executor_id`` (which recovers
+    that executor's unfinished sessions first), serving ``queue`` with at most ``concurrency``
+    sessions at a time. On stop, running sessions get ``grace`` seconds; any still running is
+    left to DBOS's recovery when a worker with this executor id starts again."""
+    from dbos import DBOS
+
+    from tether.durable.workflow import Sessions
+
+    if concurrency < 1:
+        raise ValueError("concurrency must be >= 1 (sessions one worker runs at once)")
+    Sessions(agent, build_agent(agent))  # registered with DBOS under its factory's name
+    DBOS(config=dbos_config(database, executor_id))
+    try:
+        DBOS.launch()
+        DBOS.register_queue(queue, worker_concurrency=concurrency, polling_interval_sec=poll,
+                            on_conflict="always_update")
+        ready()
+        stop.wait()
+    finally:
+        DBOS.destroy(workflow_completion_timeout_sec=grace)

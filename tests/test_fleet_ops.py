@@ -1,0 +1,137 @@
+"""A fleet's operations: cancel (queued and running), priority and deduplication, the command
+line, and what a fleet refuses."""
+
+from __future__ import annotations
+
+import pytest
+
+from conftest import import_or_unavailable
+
+import_or_unavailable("dbos", "dbos")
+
+import fleet_app  # noqa: E402, I001
+from fleet_harness import (  # noqa: E402  (and its fixtures)
+    AGENT,
+    Database,
+    Workers,
+    unfinished,
+    wait_until,
+)
+from fleet_harness import database, fleet, workers  # noqa: E402, F401  (fixtures)
+from tether.durable import Fleet  # noqa: E402
+
+
+def test_a_fleet_refuses_what_its_workers_could_not_run(
+        database: Database) -> None:  # noqa: F811
+    with pytest.raises(ValueError, match="is not"):
+        Fleet("no_colon", database.dbos)
+    with pytest.raises(ValueError, match="cannot be loaded"):
+        Fleet("fleet_app:nothing_here", database.dbos)
+    with Fleet(AGENT, database.dbos) as made:
+        with pytest.raises(ValueError, match="non-empty"):
+            made.enqueue("  ")
+        with pytest.raises(ValueError, match="cannot contain"):
+            made.enqueue("record 1 effects", session_id="a#1")
+        with pytest.raises(LookupError, match="no approval request"):
+            made.approve("nope", "apr_nope", approver="ops")
+    secret = Fleet(AGENT, "postgresql://app:hunter2@db.internal/fleet")
+    assert "hunter2" not in repr(secret) and "db.internal" in repr(secret)
+
+def test_cancel_stops_a_queued_session_and_interrupts_a_running_one_which_wake_resumes(
+        database: Database, fleet: Fleet, workers: Workers,  # noqa: F811
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("FLEET_TEST_SLOW", "0.1")  # the workers inherit it
+    workers.start("w1", concurrency=1)
+    running = fleet.enqueue("record 40 effects")
+    queued = fleet.enqueue("record 2 effects")  # behind it: one slot
+    made = lambda s: sorted(n for x, n in fleet_app.ledger_rows(database.ledger)  # noqa: E731
+                            if x == s)
+    wait_until(lambda: len(made(running)) >= 3, "three effects", 60)
+    assert fleet.cancel(queued) == 1
+    assert fleet.cancel(running) == 1
+    store = fleet.recipe.journal_store
+    assert store is not None
+    wait_until(lambda: store.read(running)[-1].type == "session.paused",
+               "the running session to pause", 30)
+    events = store.read(running)
+    assert fleet.status(running) in ("cancelled", "uncertain_effect")
+    assert "cancelled (DBOS)" in events[-1].data["detail"]
+    stopped_at = len(made(running))
+    assert stopped_at < 40
+    assert fleet.status(queued) == "cancelled" and made(queued) == []
+    if fleet.status(running) == "uncertain_effect":  # the cancel fell inside an effect
+        [call_id] = events[-1].data["uncertain"]
+        assert int(call_id[1:]) in made(running)  # made before its slow result: not again
+        woken = fleet.settle(running, call_id, "skip", operator="ops")
+    else:
+        woken = fleet.wake(running)
+    assert woken is not None
+    wait_until(lambda: fleet.status(running) == "finished", "the woken session", 60)
+    assert made(running) == list(range(40))
+    assert all(e.data["status"] != "error" for e in store.read(running)
+               if e.type == "tool.result")
+    assert fleet.status(queued) == "cancelled" and made(queued) == []
+
+def test_the_fleet_command_line_queues_lists_wakes_cancels_and_reports_what_is_not_there(
+        database: Database, fleet: Fleet,  # noqa: F811
+        capsys: pytest.CaptureFixture[str]) -> None:
+    from tether.cli import main
+
+    where = ["--agent", AGENT, "--db", database.dbos]
+    assert main(["fleet", "enqueue", "record 2 effects", "--session-id", "s1", *where]) == 0
+    assert capsys.readouterr().out.split() == ["s1"]
+    assert main(["fleet", "status", *where]) == 0
+    assert capsys.readouterr().out.split() == ["s1", "queued"]  # no worker runs
+    assert main(["fleet", "wake", "s1", *where]) == 1  # it never paused: nothing to wake
+    assert "nothing to wake" in capsys.readouterr().err
+    assert main(["fleet", "approve", "s1", "apr_nope", "--approver", "ops", *where]) == 1
+    assert "no approval request" in capsys.readouterr().err
+    assert main(["fleet", "cancel", "s1", *where]) == 0
+    assert main(["fleet", "cancel", "s1", *where]) == 1  # nothing left to cancel
+    capsys.readouterr()
+    assert main(["fleet", "status", *where]) == 0
+    assert capsys.readouterr().out.split() == ["s1", "cancelled"]
+    assert main(["fleet", "waiting", *where]) == 0
+    assert main(["fleet", "recover", "nobody", *where]) == 0
+    assert capsys.readouterr().out == ""
+    assert main(["fleet", "status", "--agent", "fleet_app:nothing", "--db", database.dbos]) == 2
+    assert "cannot be loaded" in capsys.readouterr().err
+    assert main(["fleet", "worker", "--help"]) == 0
+    assert "--executor-id" in capsys.readouterr().out
+    assert main(["fleet", "worker", "--agent", "fleet_app:nothing", "--db", database.dbos]) == 2
+    assert "cannot be loaded" in capsys.readouterr().err
+
+def test_priority_runs_first_and_a_dedup_key_refuses_a_second_session_while_one_waits(
+        database: Database, fleet: Fleet, workers: Workers) -> None:  # noqa: F811
+    from tether.durable import AlreadyQueued
+
+    late = [fleet.enqueue("record 1 effects", priority=9) for _ in range(3)]
+    urgent = fleet.enqueue("record 1 effects", priority=1, dedup="invoice-1")
+    with pytest.raises(AlreadyQueued, match="invoice-1"):
+        fleet.enqueue("record 1 effects", dedup="invoice-1")
+    workers.start("w1", concurrency=1)  # one at a time: the order is the queue's
+    wait_until(lambda: unfinished(fleet) == 0, "the four sessions", 60)
+    store = fleet.recipe.journal_store
+    assert store is not None
+    began = {s: store.read(s)[0].timestamp for s in [*late, urgent]}
+    assert began[urgent] < min(began[s] for s in late)
+    fleet.enqueue("record 1 effects", dedup="invoice-1")  # the first ended: the key is free
+
+
+def test_dbos_records_hold_the_session_id_and_its_status_and_no_task(
+        fleet: Fleet, workers: Workers) -> None:  # noqa: F811
+    """The task waits for its first activation in tether's store (apart from the journal);
+    DBOS's rows carry the session id as their input and the status as their output."""
+    secret_task = "record 1 effects for account 4242-secret-marker"
+    session_id = fleet.enqueue(secret_task)
+    (row,) = fleet.client.list_workflows(workflow_id_prefix=[session_id], load_input=True)
+    assert row.input is not None and list(row.input["args"]) == [session_id]
+    assert "secret-marker" not in repr(row.input)
+    workers.start("w1")
+    wait_until(lambda: [a.state for a in fleet.activations(session_id)] == ["SUCCESS"],
+               "the session's workflow to end", 60)
+    (row,) = fleet.client.list_workflows(workflow_id_prefix=[session_id], load_input=True,
+                                         load_output=True)
+    assert row.output == "finished" and "secret-marker" not in repr(row)
+    store = fleet.recipe.journal_store
+    assert store is not None and store.read(session_id)[0].data["task"] == secret_task
