@@ -363,6 +363,11 @@ class GovernedRun:
         self.stopped = RunStopped(stop.reason, stop.detail)
         raise self.stopped from None
 
+    def close(self, answer: str = "", detail: str = "the framework's run ended") -> None:
+        """End the session (``finished``) with the framework's answer, if it has one. A run
+        that waits for approvals can be closed too: its pending approvals expire with it."""
+        self._end(StopReason.FINISHED.value, detail, answer)
+
     def _end(self, reason: str, detail: str, answer: str) -> None:
         if self._ended:
             return
@@ -371,10 +376,6 @@ class GovernedRun:
             "reason": reason, "detail": detail, "answer": answer,
             "spend": self._accountant.spend().to_dict()})
         self._journal.flush()
+        self._approvals.expire_pending(self.id, f"the run ended ({reason})")
         if self._credentials is not None:
             self._credentials.revoke_session(self.id)
-
-    def close(self, answer: str = "", detail: str = "the framework's run ended") -> None:
-        """End the session (``finished``) with the framework's answer, if it has one. A run
-        that waits for approvals can be closed too; its approvals then cannot be used by it."""
-        self._end(StopReason.FINISHED.value, detail, answer)
