@@ -202,6 +202,29 @@ async def test_approving_in_pydantic_ai_alone_does_not_run_the_call() -> None:
     assert isinstance(again.output, DeferredToolRequests) and mail.sent == []
 
 
+async def test_a_streamed_request_is_metered_too() -> None:
+    from pydantic_ai.models.function import DeltaToolCall
+
+    mail = Mail()
+
+    async def stream(messages: list[ModelMessage], info: AgentInfo) -> Any:
+        if len(messages) == 1:
+            yield {0: DeltaToolCall(name="send_email", json_args='{"to": "mallory@evil.test", '
+                                    '"body": "x"}', tool_call_id="t1")}
+        else:
+            yield "gave up"
+
+    run = PydanticAIRun(mail.tools(), model=FunctionModel(stream_function=stream),
+                        policy=Rules(), request="mail mallory", meta=META,
+                        budget=Budget(max_tokens=5000))
+    agent = agent_for(run)
+    async with agent.run_stream("mail mallory") as streamed:
+        assert await streamed.get_output() == "gave up"
+    types = [e.type for e in run.journal.events()]
+    assert types.count("model.request") == types.count("model.response") == 2
+    assert mail.sent == [] and "tool.decision" in types
+
+
 def test_resuming_hands_back_only_the_calls_tether_paused() -> None:
     run = PydanticAIRun(Mail().tools(), policy=Rules(), request="x")
     ours, theirs = ToolCallPart("send_email", {}, "a"), ToolCallPart("wipe", {}, "b")
