@@ -24,6 +24,7 @@ from pydantic_ai.models.function import AgentInfo, FunctionModel
 from pydantic_ai.usage import RequestUsage
 
 from tether import Budget, Decision, Effect
+from tether.cli import main
 from tether.evals.injection import policy_named
 from tether.integrations.governed import RunStopped
 from tether.integrations.pydantic_ai import PydanticAIRun
@@ -110,7 +111,7 @@ def governed(mail: Mail, script: Script, request: str = "email alice@corp.test t
 
 
 async def test_an_allowed_call_runs_and_the_journal_reads_like_a_native_session(
-        tmp_path: Path) -> None:
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     mail, store = Mail(), SQLiteStore(tmp_path / "j.db")
     run = governed(mail, scripted(("send_email", {"to": "alice@corp.test", "body": "menu"})),
                    store=store)
@@ -130,6 +131,12 @@ async def test_an_allowed_call_runs_and_the_journal_reads_like_a_native_session(
     assert "calls send_email(" in shown and "ok" in shown
     assert "the request asks for: send_email" in shown
     assert "spend (ended): 120 tokens" in shown
+    store.close()
+    url = f"sqlite:///{tmp_path / 'j.db'}"
+    assert main(["audit", "verify", "--store", url]) == 0
+    assert main(["audit", "show", run.id, "--store", url]) == 0
+    out = capsys.readouterr().out
+    assert "agent pydantic-ai" in out and "calls send_email(" in out
 
 
 async def test_a_denied_call_is_refused_to_the_model_with_the_reason() -> None:
