@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tether import Budget, Decision, Effect
+from tether import Budget, Decision, Effect, Price
 from tether.integrations.governed import ForeignTool, GovernedRun, RunStopped
 from tether.journal.chain import verify_chain
 from tether.policy import Action, Context, Resource, Subject, YamlPolicy
@@ -190,3 +191,20 @@ def test_a_policy_naming_an_unknown_tool_is_refused() -> None:
         "    when: {tool: sned}\n", "p.yaml")
     with pytest.raises(PolicyNameError, match="sned"):
         GovernedRun([SEND], policy=policy, request="x")
+
+
+def test_a_cost_budget_without_a_price_fails_closed() -> None:
+    with pytest.raises(ValueError, match="price"):
+        governed(budget=Budget(max_cost_usd=Decimal("1")))
+
+
+async def test_a_cost_budget_is_reserved_and_charged_at_the_price() -> None:
+    price = Price(input=Decimal("10"), output=Decimal("30"))  # per million tokens
+    run = governed(budget=Budget(max_cost_usd=Decimal("0.01")), price=price)
+    metered = await run.reserve(100)
+    assert metered.reservation.cost_usd <= Decimal("0.01")
+    await run.charge(metered, ModelResponse("ok", (), Usage(100, 50)))
+    assert run.remaining_budget()["cost_usd"] == Decimal("0.01") - Decimal("0.0025")
+    with pytest.raises(RunStopped) as stopped:  # a call the money left cannot pay for
+        await run.reserve(10_000)
+    assert stopped.value.reason is StopReason.COST_BUDGET
