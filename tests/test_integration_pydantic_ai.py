@@ -181,6 +181,44 @@ async def test_an_approval_pauses_and_resumes_the_run_exactly_once(tmp_path: Pat
     assert types.count("approval.granted") == 1 and types.count("tool.started") == 1
 
 
+async def test_a_run_paused_in_one_process_resumes_once_in_another(tmp_path: Path) -> None:
+    from pydantic import TypeAdapter
+    from pydantic_ai.messages import ModelMessagesTypeAdapter
+
+    from tether.runtime.chokepoint.approvals import StoredApprovals
+
+    path, mail = tmp_path / "j.db", Mail()
+    script = scripted(("send_email", {"to": "ceo@corp.test", "body": "hi"}))
+    first = governed(mail, script, store=SQLiteStore(path))
+    paused = await agent_for(first).run("email the ceo")
+    assert isinstance(paused.output, DeferredToolRequests)
+    # what the caller keeps while a person decides: pydantic-ai's messages and requests
+    kept = ModelMessagesTypeAdapter.dump_json(paused.all_messages())
+    asked = TypeAdapter(DeferredToolRequests).dump_json(paused.output)
+    session, pending = first.id, first.approvals.pending()
+    del first, paused  # the process is gone
+    StoredApprovals(SQLiteStore(path)).approve(pending[0].id, approver="ops")
+    for _ in range(2):  # a second process resumes; so does a third, with the same decision
+        later = governed(mail, script, store=SQLiteStore(path), resume=session)
+        requests = TypeAdapter(DeferredToolRequests).validate_json(asked)
+        done = await agent_for(later).run(
+            message_history=ModelMessagesTypeAdapter.validate_json(kept),
+            deferred_tool_results=later.resume_with(requests))
+        assert done.output == "done: sent to ceo@corp.test"
+    assert mail.sent == [("ceo@corp.test", "hi")]  # once
+    with pytest.raises(ValueError, match="request"):
+        governed(Mail(), script, request="something else", store=SQLiteStore(path),
+                 resume=session)
+    later.close(done.output)
+    events = SQLiteStore(path).read(session)
+    assert verify_chain(events) is None
+    assert [e.type for e in events].count("session.resumed") == 2
+    with pytest.raises(ValueError, match="ended"):  # an ended run runs nothing more
+        governed(mail, script, store=SQLiteStore(path), resume=session)
+    with pytest.raises(LookupError):
+        governed(mail, script, store=SQLiteStore(path), resume="no-such-run")
+
+
 async def test_a_denied_approval_reaches_the_model_with_the_approvers_words() -> None:
     mail, seen = Mail(), []
     run = governed(mail, scripted(("send_email", {"to": "ceo@corp.test", "body": "hi"}),

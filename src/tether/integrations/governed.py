@@ -20,7 +20,9 @@ reserved as a last turn would be. A stop is journaled (``session.end`` with its 
 raised as ``RunStopped`` through the framework's loop; every later call raises it again.
 A call that needs approval returns an ``Outcome`` naming the approval; once a person decides
 it (in the approval store), the same call — same framework call id, same arguments — runs
-once when the framework sends it again, and never again after that.
+once when the framework sends it again, and never again after that — also from another
+process: a run stored with its journal is continued with ``resume=`` its id
+(``tether.integrations.reopen``).
 """
 
 from __future__ import annotations
@@ -32,8 +34,8 @@ from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, NoReturn
 
+from tether.integrations.reopen import Reopened, framework_id, reopen
 from tether.journal.chain import Journal
-from tether.models.base import estimate_tools_tokens
 from tether.policy.base import Decision, Effect, Policy, Subject
 from tether.policy.deadline import DEFAULT_POLICY_TIMEOUT
 from tether.policy.names import check_names
@@ -45,6 +47,7 @@ from tether.runtime.chokepoint.effects import skipped
 from tether.runtime.chokepoint.executor import ToolExecutor
 from tether.runtime.chokepoint.gate import PolicyGate, resource_of
 from tether.runtime.chokepoint.turn import ToolCalls
+from tether.runtime.interrupt import lost_call_charge
 from tether.runtime.limits import Limits
 from tether.runtime.result import ToolResult
 from tether.runtime.state import SessionState, call_signature
@@ -132,19 +135,26 @@ class GovernedRun:
                  framework: str = "foreign", model: str = "", limits: Limits | None = None,
                  approval_ttl: float = 24 * 3600.0, max_result_chars: int = 20_000,
                  session_id: str | None = None, credentials: CredentialBroker | None = None,
-                 policy_timeout: float | None = DEFAULT_POLICY_TIMEOUT) -> None:
+                 policy_timeout: float | None = DEFAULT_POLICY_TIMEOUT,
+                 resume: str | None = None) -> None:
         self.registry = ToolRegistry(tools)
         check_names(policy, self.registry.specs, whose=f"the {framework} run's tools", advice=(
             "Fix the names, or declare the tools the policy names"))
-        self.id = session_id or os.urandom(16).hex()
+        back = None
+        if resume is not None:  # a stored run, continued (tether.integrations.reopen)
+            back = reopen(store, resume, framework=framework, tenant_id=tenant_id,
+                          tools=self.registry.names, request=request, budget=budget)
+            budget, user, roles = back.budget, back.user, back.roles
+        self.id = resume or session_id or os.urandom(16).hex()
         self.request = request
         self.subject = Subject(user, tenant_id, frozenset(roles), framework)
         self.budget = budget or Budget()
-        self._state = SessionState()
+        self._state = back.state if back is not None else SessionState()
         self._accountant = Accountant(self.budget, price, self._state.tally)
         self._approvals = approvals or StoredApprovals(store or MemoryStore())
         self._credentials = credentials
-        self._journal = Journal(self.id, on_append=self._state.apply, store=store)
+        self._journal = Journal(self.id, on_append=self._state.apply, store=store,
+                                history=back.events if back is not None else ())
         gate = PolicyGate(policy, self.subject, self.id, self._journal, self._state,
                           self._accountant, {"framework": framework}, timeout=policy_timeout,
                           request=request)
@@ -152,7 +162,6 @@ class GovernedRun:
             self.registry, max_result_chars), gate=gate, accountant=self._accountant,
             journal=self._journal, state=self._state, limits=limits or Limits(),
             approvals=self._approvals, approval_ttl=approval_ttl, credentials=credentials)
-        self._tools_estimate = estimate_tools_tokens(self.registry.specs)
         self._lock = asyncio.Lock()  # one call at a time: the budget is checked, then charged
         self._ledger: dict[str, tuple[str, ToolResult]] = {}  # framework id -> resolved call
         self._waiting: dict[str, tuple[str, str]] = {}  # framework id -> (signature, approval)
@@ -160,7 +169,27 @@ class GovernedRun:
         self._used: set[str] = set()  # tether call ids journaled so far
         self.stopped: RunStopped | None = None
         self._ended = False
-        self._open(framework, model)
+        if back is None:
+            self._open(framework, model)
+        else:
+            self._continue(back, framework, model)
+
+    def _continue(self, back: Reopened, framework: str, model: str) -> None:
+        """Go on with a stored run: what its door remembered, its time so far, and a
+        ``session.resumed`` event (with the charge of a model call its process lost)."""
+        self._ledger, self._waiting, self._ids, self._used = (back.ledger, back.waiting,
+                                                             back.ids, back.used)
+        self._state.tally.active_seconds = back.elapsed
+        self._journal.append("session.resumed", {
+            "after": "pause", "agent": framework, "model": model,
+            "budget": self.budget.to_dict(), "subject": {
+                "user_id": self.subject.user_id, "tenant_id": self.subject.tenant_id,
+                "roles": sorted(self.subject.roles)}})
+        lost = self._state.in_flight
+        if lost is not None:  # its process died waiting for the model: assume it was billed
+            self._journal.append("model.lost", lost_call_charge(lost))
+        self._journal.flush()
+        self._accountant.start_clock()
 
     def _open(self, framework: str, model: str) -> None:
         resources = [resource_of(t) for t in self.registry]
@@ -183,11 +212,6 @@ class GovernedRun:
     @property
     def approvals(self) -> ApprovalStore:
         return self._approvals
-
-    @property
-    def tools_estimate(self) -> int:
-        """Tokens the governed tools' specs add to a request (tether's estimate)."""
-        return self._tools_estimate
 
     def remaining_budget(self) -> dict[str, Any]:
         return self._accountant.remaining()
@@ -278,7 +302,10 @@ class GovernedRun:
         async with self._lock:
             self._check_open()
             for call in self._state.unresolved():  # every call gets a result
-                self._calls.record(skipped(call, "the framework did not run this call"))
+                result = skipped(call, "the framework did not run this call")
+                self._calls.record(result)
+                self._ledger[framework_id(call.id, self._used)] = (
+                    call_signature(call.name, call.arguments), result)
             try:
                 reservation = self._accountant.reserve_model_call(input_estimate, True,
                                                                   ceiling=ceiling)
