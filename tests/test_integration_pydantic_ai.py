@@ -270,6 +270,20 @@ async def test_a_streamed_request_is_metered_too() -> None:
     assert mail.sent == [] and "tool.decision" in types
 
 
+async def test_a_response_without_usage_is_charged_at_tethers_estimate() -> None:
+    def model(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        return ModelResponse([TextPart("hello " * 50)],
+                             usage=RequestUsage(unmeasured_requests=1))
+
+    run = governed(Mail(), model, budget=Budget(max_tokens=5000))
+    await agent_for(run).run("email alice@corp.test the menu")
+    (answer,) = [e for e in run.journal.events() if e.type == "model.response"]
+    usage = answer.data["response"]["usage"]
+    assert usage["estimated"] and usage["input_tokens"] > 0 and usage["output_tokens"] >= 75
+    assert run.governed.remaining_budget()["tokens"] == 5000 - usage["input_tokens"] - usage[
+        "output_tokens"]
+
+
 def test_resuming_hands_back_only_the_calls_tether_paused() -> None:
     run = PydanticAIRun(Mail().tools(), policy=Rules(), request="x")
     ours, theirs = ToolCallPart("send_email", {}, "a"), ToolCallPart("wipe", {}, "b")

@@ -157,7 +157,8 @@ class TetherModel(WrapperModel):
         text = "".join(p.content for p in response.parts if isinstance(p, TextPart))
         u = response.usage
         usage = Usage(u.input_tokens, u.output_tokens, u.cache_read_tokens, u.cache_write_tokens)
-        if u.input_tokens == 0 and u.output_tokens == 0:  # the provider reported nothing
+        if u.unmeasured_requests or (u.input_tokens == 0 and u.output_tokens == 0):
+            # the provider reported nothing: tether's own counts, erring high
             usage = Usage(metered.reservation.input_tokens,
                           -(-len(ModelMessagesTypeAdapter.dump_json([response])) //
                             CHARS_PER_TOKEN), estimated=True)
