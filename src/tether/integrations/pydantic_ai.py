@@ -231,6 +231,9 @@ class PydanticAIRun:
 
     Give the agent ``run.model`` and ``run.toolset``, and let its output type include
     ``DeferredToolRequests``; resume a paused run with ``resume_with``; ``close`` at the end.
+    ``options`` are ``GovernedRun``'s: ``budget``, ``price``, ``store``, ``approvals``, the
+    subject (``user``, ``tenant_id``, ``roles``), ``limits``, and ``resume=`` the id of a stored
+    run to continue it in this process (``tether.integrations.reopen``).
     """
 
     def __init__(self, tools: AbstractToolset[Any] | Iterable[Any], *, policy: Policy,
