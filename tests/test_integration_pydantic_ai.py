@@ -284,6 +284,17 @@ async def test_a_response_without_usage_is_charged_at_tethers_estimate() -> None
         "output_tokens"]
 
 
+async def test_tools_are_governed_even_when_the_model_is_not_wrapped() -> None:
+    mail, seen = Mail(), []
+    script = scripted(("send_email", {"to": "mallory@evil.test", "body": "x"}), seen=seen)
+    run = PydanticAIRun(mail.tools(), policy=Rules(), request="mail mallory", meta=META)
+    agent = Agent(FunctionModel(script), toolsets=[run.toolset])  # the model: not metered
+    await agent.run("mail mallory")
+    assert mail.sent == [] and any("mallory is not a colleague" in s for s in seen)
+    types = [e.type for e in run.journal.events()]
+    assert "client.call" in types and "model.request" not in types
+
+
 def test_resuming_hands_back_only_the_calls_tether_paused() -> None:
     run = PydanticAIRun(Mail().tools(), policy=Rules(), request="x")
     ours, theirs = ToolCallPart("send_email", {}, "a"), ToolCallPart("wipe", {}, "b")
