@@ -1,0 +1,408 @@
+"""A foreign framework's run under tether: one tool door and one model meter over one journal.
+
+Why: another framework (pydantic-ai, the OpenAI Agents SDK, LangGraph) keeps its own loop, so
+tether cannot be the loop; it can only stand in the framework's own seams — where a tool is
+called and where a model is asked. This module is what every such adapter shares, and knows no
+framework: a governed run is one tether session whose model turns are the framework's model
+calls and whose tool calls are the framework's tool calls.
+
+Decision: the door is the chokepoint's own tool pipeline (``ToolCalls``: gates, loop check,
+budget, policy, every effect, approvals, credentials, journal), as the ``Gateway``'s is — no
+second path to a tool. A call the metered model asked for runs as a call of that model turn,
+so the journal reads like a native session's; one no metered model asked for (or whose
+arguments the framework changed) is journaled ``client.call`` first, as a gateway's is. The
+policy sees the user's request (``Context.request``) and the request plan is read before
+anything runs, so ``scope_to_plan`` and the containment rules work as for a native agent. The
+meter reserves a model call before it is made — input estimated, output capped to what the
+budget leaves — charges the usage reported after, and stops the run at the first overrun. A
+foreign framework gives tether no wrap-up turn, so nothing is held back for one: each call is
+reserved as a last turn would be. A stop is journaled (``session.end`` with its reason) and
+raised as ``RunStopped`` through the framework's loop; every later call raises it again.
+A call that needs approval returns an ``Outcome`` naming the approval; once a person decides
+it (in the approval store), the same call — same framework call id, same arguments — runs
+once when the framework sends it again, and never again after that — also from another
+process: a run stored with its journal is continued with ``resume=`` its id
+(``tether.integrations.reopen``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
+from contextvars import ContextVar
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, NoReturn
+
+from tether.integrations.reopen import Reopened, framework_id, reopen
+from tether.journal.chain import Journal
+from tether.policy.base import Decision, Effect, Policy, Subject
+from tether.policy.deadline import DEFAULT_POLICY_TIMEOUT
+from tether.policy.names import check_names
+from tether.policy.plan import read_request
+from tether.runtime.answer_calls import usable
+from tether.runtime.budget import Accountant, Budget, Reservation
+from tether.runtime.chokepoint.approvals import ApprovalStore, StoredApprovals
+from tether.runtime.chokepoint.effects import skipped
+from tether.runtime.chokepoint.executor import ToolExecutor
+from tether.runtime.chokepoint.gate import PolicyGate, resource_of
+from tether.runtime.chokepoint.turn import ToolCalls
+from tether.runtime.interrupt import lost_call_charge
+from tether.runtime.limits import Limits
+from tether.runtime.result import ToolResult
+from tether.runtime.state import SessionState, call_signature
+from tether.runtime.stop import Stop, StopReason
+from tether.store.base import Store
+from tether.store.memory import MemoryStore
+from tether.tools.base import Tool, ToolContext, ToolFailure, ToolMeta
+from tether.tools.registry import ToolRegistry
+from tether.types import Message, ModelResponse, ToolCall, ToolSpec
+
+if TYPE_CHECKING:
+    from tether.credentials import CredentialBroker
+    from tether.models.pricing import Price
+
+Body = Callable[[dict[str, Any]], Awaitable[Any]]
+# a foreign tool's declared facts when nothing declares them: the cautious reading — it may
+# have side effects and reach outside, and what it returns was written by someone else
+FOREIGN_META = ToolMeta(tags=frozenset({"foreign"}), risk="medium", side_effect=True,
+                        egress=True, output_trust="untrusted")
+# the framework's body for the call being run (call id, body): set by the door around one call
+_BODY: ContextVar[tuple[str, Body] | None] = ContextVar("tether_foreign_body", default=None)
+
+
+class RunStopped(Exception):
+    """The governed run stopped (a budget, a loop, a model that overran its cap): nothing more
+    runs in it. ``reason`` is a ``StopReason``; the journal's ``session.end`` says the same."""
+
+    def __init__(self, reason: StopReason, detail: str) -> None:
+        super().__init__(f"tether stopped the run ({reason}): {detail}")
+        self.reason, self.detail = reason, detail
+
+
+@dataclass(frozen=True, slots=True)
+class Outcome:
+    """What the door made of one call: its result (a refusal included), and the approval it
+    waits for, if it waits (then the result is the refusal the model may be shown)."""
+
+    result: ToolResult
+    approval_id: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Metered:
+    """A model call reserved: its step and what the budget holds for it."""
+
+    step: int
+    reservation: Reservation
+
+    @property
+    def max_output_tokens(self) -> int | None:
+        """The output cap to send the model (None: no limit binds)."""
+        return self.reservation.max_output_tokens
+
+
+class ForeignTool:
+    """A framework's tool as tether sees it: name, schema and declared metadata. Its body is
+    the framework's own call, handed to the door with each call (so it runs with the
+    framework's context); the framework validates the arguments itself."""
+
+    __slots__ = ("meta", "name", "spec")
+
+    def __init__(self, spec: ToolSpec, meta: ToolMeta = FOREIGN_META) -> None:
+        self.name, self.spec, self.meta = spec.name, spec, meta
+
+    def __repr__(self) -> str:
+        return f"<foreign tool {self.name}>"
+
+    def validate(self, arguments: Mapping[str, Any]) -> dict[str, Any]:
+        return dict(arguments)
+
+    async def invoke(self, arguments: dict[str, Any], context: ToolContext) -> Any:
+        held = _BODY.get()
+        if held is None or held[0] != context.call_id:
+            raise ToolFailure(f"Error: {self.name!r} can only run through its framework's call")
+        return await held[1](arguments)
+
+
+class GovernedRun:
+    """One foreign framework's run (or several resumptions of it), governed as one session."""
+
+    def __init__(self, tools: Iterable[Tool], *, policy: Policy, request: str,
+                 budget: Budget | None = None, price: Price | None = None,
+                 store: Store | None = None, approvals: ApprovalStore | None = None,
+                 user: str = "user", tenant_id: str | None = None, roles: Iterable[str] = (),
+                 framework: str = "foreign", model: str = "", limits: Limits | None = None,
+                 approval_ttl: float = 24 * 3600.0, max_result_chars: int = 20_000,
+                 session_id: str | None = None, credentials: CredentialBroker | None = None,
+                 policy_timeout: float | None = DEFAULT_POLICY_TIMEOUT,
+                 resume: str | None = None) -> None:
+        self.registry = ToolRegistry(tools)
+        check_names(policy, self.registry.specs, whose=f"the {framework} run's tools", advice=(
+            "Fix the names, or declare the tools the policy names"))
+        back = None
+        if resume is not None:  # a stored run, continued (tether.integrations.reopen)
+            back = reopen(store, resume, framework=framework, tenant_id=tenant_id,
+                          tools=self.registry.names, request=request, budget=budget)
+            budget, user, roles = back.budget, back.user, back.roles
+        self.id = resume or session_id or os.urandom(16).hex()
+        self.request = request
+        self.subject = Subject(user, tenant_id, frozenset(roles), framework)
+        self.budget = budget or Budget()
+        self._state = back.state if back is not None else SessionState()
+        self._accountant = Accountant(self.budget, price, self._state.tally)
+        self._approvals = approvals or StoredApprovals(store or MemoryStore())
+        self._credentials = credentials
+        self._journal = Journal(self.id, on_append=self._state.apply, store=store,
+                                history=back.events if back is not None else ())
+        gate = PolicyGate(policy, self.subject, self.id, self._journal, self._state,
+                          self._accountant, {"framework": framework}, timeout=policy_timeout,
+                          request=request)
+        self._calls = ToolCalls(session_id=self.id, executor=ToolExecutor(
+            self.registry, max_result_chars), gate=gate, accountant=self._accountant,
+            journal=self._journal, state=self._state, limits=limits or Limits(),
+            approvals=self._approvals, approval_ttl=approval_ttl, credentials=credentials)
+        self._lock = asyncio.Lock()  # one call at a time: the budget is checked, then charged
+        self._ledger: dict[str, tuple[str, ToolResult]] = {}  # framework id -> resolved call
+        self._waiting: dict[str, tuple[str, str]] = {}  # framework id -> (signature, approval)
+        self._ids: dict[str, str] = {}  # framework id -> tether id, where they differ
+        self._used: set[str] = set()  # tether call ids journaled so far
+        self.stopped: RunStopped | None = None
+        self._ended = False
+        if back is None:
+            self._open(framework, model)
+        else:
+            self._continue(back, framework, model)
+
+    def _continue(self, back: Reopened, framework: str, model: str) -> None:
+        """Go on with a stored run: what its door remembered, its time so far, and a
+        ``session.resumed`` event (with the charge of a model call its process lost)."""
+        self._ledger, self._waiting, self._ids, self._used = (back.ledger, back.waiting,
+                                                             back.ids, back.used)
+        self._state.tally.active_seconds = back.elapsed
+        self._journal.append("session.resumed", {
+            "after": "pause", "agent": framework, "model": model,
+            "budget": self.budget.to_dict(), "subject": {
+                "user_id": self.subject.user_id, "tenant_id": self.subject.tenant_id,
+                "roles": sorted(self.subject.roles)}})
+        lost = self._state.in_flight
+        if lost is not None:  # its process died waiting for the model: assume it was billed
+            self._journal.append("model.lost", lost_call_charge(lost))
+        self._journal.flush()
+        self._accountant.start_clock()
+
+    def _open(self, framework: str, model: str) -> None:
+        resources = [resource_of(t) for t in self.registry]
+        start: dict[str, Any] = {
+            "task": self.request, "system_prompt": "", "agent": framework, "model": model,
+            "tools": list(self.registry.names), "budget": self.budget.to_dict(),
+            "context": {"framework": framework},
+            "subject": {"user_id": self.subject.user_id, "tenant_id": self.subject.tenant_id,
+                        "roles": sorted(self.subject.roles)}}
+        if self.request and any(r.side_effect and r.intents for r in resources):
+            start["plan"] = read_request(self.request, resources).to_dict()
+        self._journal.append("session.start", start)
+        self._journal.flush()
+        self._accountant.start_clock()
+
+    @property
+    def journal(self) -> Journal:
+        return self._journal
+
+    @property
+    def approvals(self) -> ApprovalStore:
+        return self._approvals
+
+    def remaining_budget(self) -> dict[str, Any]:
+        return self._accountant.remaining()
+
+    # -- the tool door -------------------------------------------------------------------------
+
+    async def call(self, call_id: str, name: str, arguments: Mapping[str, Any],
+                   body: Body) -> Outcome:
+        """Decide one framework tool call and, if allowed, run ``body`` with the arguments the
+        decision covers. Always an Outcome (refusals included); RunStopped when the run stops."""
+        async with self._lock:
+            self._check_open()
+            signature = call_signature(name, dict(arguments))
+            known = self._ledger.get(call_id)
+            if known is not None and known[0] == signature:
+                return Outcome(known[1])  # resolved already (a framework's second resume)
+            call = self._call_of(call_id, name, dict(arguments), signature)
+            held = _BODY.set((call.id, body))
+            try:
+                (result,) = await self._calls.run([call])
+            except Stop as stop:
+                approval = self._state.approvals.get(call.id)
+                if stop.reason is not StopReason.NEEDS_APPROVAL or approval is None \
+                        or call.id in self._state.results:
+                    self._stop(stop)
+                self._waiting[call_id] = (signature, approval)
+                await self._journal.aflush()
+                return Outcome(ToolResult(call.id, name, f"Approval required ({approval}): "
+                                          f"{stop.detail}. A person must approve it first.",
+                                          "denied"), approval)
+            finally:
+                _BODY.reset(held)
+            self._ledger[call_id] = (signature, result)
+            self._waiting.pop(call_id, None)
+            await self._journal.aflush()
+            return Outcome(result)
+
+    def _call_of(self, call_id: str, name: str, arguments: dict[str, Any],
+                 signature: str) -> ToolCall:
+        """The open model turn's call, if this is it as the model asked for it; else a new
+        ``client.call`` (no metered model asked for it, or the framework changed it), carrying
+        the approval a person was asked for when the framework sent it before."""
+        own = self._ids.get(call_id, call_id)
+        for call in self._state.unresolved():
+            if call.id == own and call.name == name and call.arguments == arguments:
+                return call
+        call = ToolCall(self._fresh(call_id), name, arguments)
+        self._journal.append("client.call", {"call": call})
+        waiting = self._waiting.get(call_id)
+        if waiting is not None and waiting[0] == signature:
+            self._attach(call, waiting[1])
+        return call
+
+    def _fresh(self, call_id: str) -> str:
+        """A tether call id for ``call_id`` that no earlier call of the session has."""
+        own, n = call_id, 1
+        while own in self._used:
+            n += 1
+            own = f"{call_id}~{n}"
+        self._used.add(own)
+        self._ids[call_id] = own
+        return own
+
+    def _attach(self, call: ToolCall, approval_id: str) -> None:
+        """Journal the earlier approval request as this call's, so the pipeline uses it (once,
+        if a person approved it) instead of asking again."""
+        record = self._approvals.get(approval_id)
+        if record is None:
+            return
+        self._journal.append("approval.requested", {
+            "approval_id": record.id, "call_id": call.id, "tool": record.tool,
+            "arguments": record.arguments, "call_hash": record.call_hash,
+            "reason": record.reason, "policy_id": record.policy_id,
+            "requested_at": record.requested_at, "expires_at": record.expires_at,
+            "reused": True})
+        self._journal.append("tool.decision", {
+            "call_id": call.id, "tool": record.tool, "arguments": record.arguments,
+            "decision": Decision(Effect.REQUIRE_APPROVAL, record.reason, record.policy_id),
+            "signature": call_signature(call.name, call.arguments), "charged": False,
+            "resource": None, "context": None})
+
+    # -- the model meter -----------------------------------------------------------------------
+
+    async def reserve(self, input_estimate: int, *, new: Sequence[Message] = (),
+                      ceiling: int | None = None) -> Metered:
+        """Reserve one model call of ``input_estimate`` tokens (tether's estimate of all it
+        sends) and journal its request; RunStopped when the budget does not allow it."""
+        async with self._lock:
+            self._check_open()
+            for call in self._state.unresolved():  # every call gets a result
+                result = skipped(call, "the framework did not run this call")
+                self._calls.record(result)
+                self._ledger[framework_id(call.id, self._used)] = (
+                    call_signature(call.name, call.arguments), result)
+            try:
+                reservation = self._accountant.reserve_model_call(input_estimate, True,
+                                                                  ceiling=ceiling)
+            except Stop as stop:
+                self._stop(stop)
+            step = self._state.tally.steps + 1
+            self._journal.append("model.request", {
+                "step": step, "ref": len(self._state.conversation), "new": list(new),
+                "tools": self.registry.names, "final": False,
+                "max_output_tokens": reservation.max_output_tokens,
+                "reserved_input": reservation.input_tokens,
+                "reserved_cost_usd": reservation.cost_usd})
+            await self._journal.aflush()
+            return Metered(step, reservation)
+
+    async def charge(self, metered: Metered, response: ModelResponse,
+                     outside: Sequence[str] = ()) -> dict[str, str]:
+        """Journal the model's answer and charge its reported usage; RunStopped at an overrun
+        (journaled) or unusable usage. ``outside``: tools the model called that tether does not
+        govern (the framework runs them itself), journaled by name. Returns the tether call id
+        of each call whose framework id an earlier call already had."""
+        async with self._lock:
+            reservation, step, usage = metered.reservation, metered.step, response.usage
+            if not usable(usage):
+                self._unmetered(metered, "the model reported unusable usage")
+                self._stop(Stop(StopReason.MODEL_ERROR, "the model reported unusable usage "
+                                f"({usage.input_tokens!r} input, {usage.output_tokens!r} "
+                                "output tokens): charged at the reservation"))
+            calls = []
+            for c in response.tool_calls:
+                self._ledger.pop(c.id, None)  # a new call, whatever an old one was called
+                calls.append(ToolCall(self._fresh(c.id), c.name, c.arguments))
+            response = ModelResponse(response.text, tuple(calls), usage, response.model,
+                                     response.finish_reason)
+            cost = self._accountant.cost_of(usage)
+            self._journal.append("model.response", {
+                "step": step, "response": response, "cost_usd": cost,
+                "reserved_input": reservation.input_tokens,
+                **({"outside": sorted(set(outside))} if outside else {})})
+            over = self._accountant.overrun(reservation, usage, cost)
+            if over is not None:
+                reason, detail = over
+                self._journal.append("model.overrun", {
+                    "step": step, "limit": reason.value, "detail": detail,
+                    "reserved": {"input_tokens": reservation.input_tokens,
+                                 "output_tokens": reservation.max_output_tokens,
+                                 "cost_usd": reservation.cost_usd},
+                    "reported": {"input_tokens": usage.input_tokens,
+                                 "output_tokens": usage.output_tokens, "cost_usd": cost}})
+                self._stop(Stop(reason, f"overrun: {detail}"))
+            await self._journal.aflush()
+            return {k: v for k, v in self._ids.items() if k != v}
+
+    async def failed(self, metered: Metered, error: BaseException) -> None:
+        """Journal a model call that raised (the framework decides what follows); one that was
+        cancelled is charged at its reservation, since the provider may well have billed it."""
+        async with self._lock:
+            if isinstance(error, Exception):
+                self._journal.append("model.error", {
+                    "step": metered.step, "error": f"{type(error).__name__}: {error}"})
+            else:
+                self._unmetered(metered, f"the call was cancelled ({type(error).__name__})")
+            await self._journal.aflush()
+
+    def _unmetered(self, metered: Metered, error: str) -> None:
+        r = metered.reservation
+        self._journal.append("model.unmetered", {
+            "step": metered.step, "error": error, "input_tokens": r.input_tokens,
+            "output_tokens": r.max_output_tokens or 0, "cost_usd": r.cost_usd})
+
+    # -- ending --------------------------------------------------------------------------------
+
+    def _check_open(self) -> None:
+        if self.stopped is not None:
+            raise self.stopped
+        if self._ended:
+            raise RuntimeError(f"governed run {self.id} is closed; open a new one")
+
+    def _stop(self, stop: Stop) -> NoReturn:
+        """End the session with the stop's reason, and raise it (again on every later call)."""
+        self._end(stop.reason.value, stop.detail, "")
+        self.stopped = RunStopped(stop.reason, stop.detail)
+        raise self.stopped from None
+
+    def close(self, answer: str = "", detail: str = "the framework's run ended") -> None:
+        """End the session (``finished``) with the framework's answer, if it has one. A run
+        that waits for approvals can be closed too: its pending approvals expire with it."""
+        self._end(StopReason.FINISHED.value, detail, answer)
+
+    def _end(self, reason: str, detail: str, answer: str) -> None:
+        if self._ended:
+            return
+        self._ended = True
+        self._journal.append("session.end", {
+            "reason": reason, "detail": detail, "answer": answer,
+            "spend": self._accountant.spend().to_dict()})
+        self._journal.flush()
+        self._approvals.expire_pending(self.id, f"the run ended ({reason})")
+        if self._credentials is not None:
+            self._credentials.revoke_session(self.id)
