@@ -6,6 +6,7 @@ from __future__ import annotations
 import subprocess
 import sys
 from collections.abc import Callable, Sequence
+from contextvars import ContextVar
 from pathlib import Path
 from typing import Any
 
@@ -436,3 +437,54 @@ def test_the_example_runs() -> None:
                          check=True, capture_output=True, text=True, cwd=ROOT,
                          env={"PYTHONPATH": str(ROOT / "src")}, timeout=120)
     assert "refused" in out.stdout and "journal verifies" in out.stdout
+
+
+WHO: ContextVar[str] = ContextVar("who", default="nobody")
+
+
+def test_a_sync_tool_runs_in_its_callers_context() -> None:
+    def whoami(n: int) -> str:
+        """Say who asks."""
+        return f"asked by {WHO.get()}"
+
+    model = scripted([("whoami", {"n": 1})])
+    run = LangGraphRun([whoami], policy=Rules(), request="who am i", meta={"whoami": ToolMeta()})
+    agent = create_agent(model, tools=run.tools, middleware=[run.middleware])
+    for n, who in enumerate(("first", "second")):
+        model.turns = [[("whoami", {"n": n})]]
+        WHO.set(who)
+        state = agent.invoke(ask("who am i"), thread(who))
+        assert state["messages"][-1].content == f"done: asked by {who}"
+
+
+async def test_a_passthrough_tool_runs_outside_tether_and_is_named_as_such() -> None:
+    from langchain_core.tools import tool as as_tool
+
+    noted: list[str] = []
+
+    @as_tool
+    def write_todos(todo: str) -> str:
+        """Note a todo (another middleware's tool)."""
+        noted.append(todo)
+        return "noted"
+
+    mail, model = Mail(), scripted([("write_todos", {"todo": "lunch"})])
+    run = LangGraphRun(mail.tools(), policy=Rules(), request="x", meta=META,
+                       passthrough=["write_todos"])
+    agent = create_agent(model, tools=[*run.tools, write_todos], middleware=[run.middleware],
+                         system_prompt="You are a mail clerk.")
+    await agent.ainvoke(ask("x"), thread())
+    assert noted == ["lunch"] and "tool.decision" not in types_of(run)
+    events = run.journal.events()
+    first = next(e for e in events if e.type == "model.response")
+    assert first.data["outside"] == ["write_todos"]
+    request = next(e for e in events if e.type == "model.request")
+    assert request.data["new"][0]["content"] == "You are a mail clerk."
+
+
+async def test_the_sync_api_inside_a_running_event_loop_says_what_to_use() -> None:
+    model = scripted([ALICE])
+    run, agent = governed(Mail(), model)
+    with pytest.raises(RuntimeError, match="ainvoke"):
+        agent.invoke(ask("email alice@corp.test the menu"), thread())
+    assert model.asked == [] and "model.request" not in types_of(run)  # nothing was sent

@@ -23,6 +23,7 @@ at a time. LangGraph and LangChain are imported here only: ``import tether`` nev
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import json
 import threading
 from collections.abc import Awaitable, Callable, Coroutine, Iterable, Mapping, Sequence
@@ -195,6 +196,8 @@ class TetherMiddleware(AgentMiddleware):
                        ) -> tuple[Metered, ModelRequest]:
         messages = request.messages
         new = messages[self._seen:] if self._seen <= len(messages) else messages
+        if self._seen == 0 and request.system_message is not None:
+            new = [request.system_message, *new]  # what the first call is told, journaled
         settings = dict(request.model_settings)
         asked = settings.get(self.cap_setting) if self.cap_setting else None
         if not isinstance(asked, int):
@@ -247,7 +250,15 @@ class TetherMiddleware(AgentMiddleware):
         with self._lock:
             if self._runner is None:
                 self._runner = asyncio.Runner()
-            return self._runner.run(work)
+            try:
+                return self._runner.run(work, context=contextvars.copy_context())
+            except RuntimeError as exc:
+                if "running event loop" not in str(exc):
+                    raise
+                work.close()
+                raise RuntimeError("tether's LangGraph middleware was called through the sync "
+                                   "API (invoke, stream) inside a running event loop; use "
+                                   "ainvoke or astream there") from exc
 
     def close(self) -> None:
         with self._lock:
