@@ -1,5 +1,5 @@
-"""What tether adds to a tool call of pydantic-ai's own agent (docs/benchmarks.md, "Under
-pydantic-ai").
+"""What tether adds to a tool call of pydantic-ai's and LangGraph's own agents
+(docs/benchmarks.md, "Under pydantic-ai", "Under LangGraph").
 
 One pydantic-ai ``Agent.run`` with ``FunctionModel`` (no network, no tokens): the model asks for
 ``--calls`` tool calls of a trivial tool in one turn, then answers; pydantic-ai runs them. Then
@@ -9,7 +9,12 @@ journal — and the model's two requests metered), on the memory store and on SQ
 is the wall time per tool call, the best of ``--rounds`` runs of each, and the ratio to
 pydantic-ai alone (one run of this script: the machine's speed drifts between runs).
 
+LangGraph the same way (``--framework langgraph``): LangChain's ``create_agent`` with a
+scripted chat model, alone and with tether's middleware (``LangGraphRun``), ``ainvoke``. LangGraph
+runs each tool call of a turn as its own task.
+
     PYTHONPATH=src .venv/bin/python bench/integrations.py [--calls 200] [--rounds 5]
+        [--framework pydantic-ai|langgraph|both]
 """
 
 from __future__ import annotations
@@ -84,25 +89,37 @@ async def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--calls", type=int, default=200)
     parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--framework", choices=("pydantic-ai", "langgraph", "both"),
+                        default="both")
     args = parser.parse_args()
+    frameworks = {"pydantic-ai": (alone, governed)}
+    if args.framework != "pydantic-ai":
+        from integrations_langgraph import alone as lg_alone
+        from integrations_langgraph import governed as lg_governed
+        frameworks["langgraph"] = (lg_alone, lg_governed)
+    if args.framework == "langgraph":
+        del frameworks["pydantic-ai"]
     # many calls in one turn (the tool side alone), then one call a turn (a model request too)
-    for calls, turns in ((args.calls, 1), (1, TURNS)):
-        await measure(calls, turns, args.rounds)
+    for name, (bare, under) in frameworks.items():
+        for calls, turns in ((args.calls, 1), (1, TURNS)):
+            await measure(name, bare, under, calls, turns, args.rounds)
 
 
-async def measure(calls: int, turns: int, rounds: int) -> None:
+async def measure(framework: str, bare: Any, under: Any, calls: int, turns: int,
+                  rounds: int) -> None:
     n = calls * turns
+    base_row = f"{framework} alone"
     with tempfile.TemporaryDirectory() as tmp:
-        rows: dict[str, list[float]] = {"pydantic-ai alone": [], "under tether, memory store": [],
+        rows: dict[str, list[float]] = {base_row: [], "under tether, memory store": [],
                                         "under tether, SQLite": []}
         for i in range(rounds):
-            rows["pydantic-ai alone"].append(await alone(calls, turns))
-            rows["under tether, memory store"].append(await governed(calls, turns,
-                                                                     MemoryStore()))
+            rows[base_row].append(await bare(calls, turns))
+            rows["under tether, memory store"].append(await under(calls, turns, MemoryStore()))
             rows["under tether, SQLite"].append(
-                await governed(calls, turns, SQLiteStore(Path(tmp) / f"{i}.db")))
-    base = min(rows["pydantic-ai alone"]) / n
-    print(f"{n} tool calls, {calls} in each of {turns} turns; best of {rounds} runs")
+                await under(calls, turns, SQLiteStore(Path(tmp) / f"{i}.db")))
+    base = min(rows[base_row]) / n
+    print(f"{framework}: {n} tool calls, {calls} in each of {turns} turns; "
+          f"best of {rounds} runs")
     print(f"{'':30} {'per tool call':>14} {'ratio':>7}")
     for name, times in rows.items():
         per = min(times) / n

@@ -203,7 +203,8 @@ class TetherMiddleware(AgentMiddleware):
         if not isinstance(asked, int):
             asked = getattr(request.model, "max_tokens", None)
         metered = await self.governed.reserve(
-            estimate(request), new=[m for r in new for m in _messages(r)],
+            estimate(request, self.governed.registry.specs),
+            new=[m for r in new for m in _messages(r)],
             ceiling=asked if isinstance(asked, int) and asked > 0 else None)
         self._seen = len(messages) + 1  # and the answer
         if metered.max_output_tokens is not None and self.cap_setting:
@@ -290,11 +291,15 @@ def _with_text(command: Command[Any], call_id: str, text: str) -> Command[Any]:
     return replace(command, update={**update, "messages": messages})
 
 
-def estimate(request: ModelRequest) -> int:
+def estimate(request: ModelRequest, known: Sequence[ToolSpec] = ()) -> int:
     """tether's estimate of a model request's input tokens — its messages, tools and output
-    schema, counted as a native request's are (``tether.models.base``: erring high)."""
+    schema, counted as a native request's are (``tether.models.base``: erring high). ``known``:
+    the governed tools' specs, read once (a LangChain tool's schema is costly to derive)."""
     system = [request.system_message] if request.system_message is not None else []
-    total = estimate_tools_tokens([_spec(t) for t in request.tools])
+    specs = {s.name: s for s in known}
+    total = estimate_tools_tokens([
+        specs.get(t.name) or _spec(t) if isinstance(t, BaseTool) else _spec(t)
+        for t in request.tools])
     if request.response_format is not None:
         total += estimate_text_tokens(repr(request.response_format))
     return total + sum(estimate_message_tokens(m) for message in (*system, *request.messages)
