@@ -23,6 +23,7 @@ import argparse
 import asyncio
 import tempfile
 import time
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
@@ -85,6 +86,23 @@ async def governed(calls: int, turns: int, store: Any) -> float:
     return elapsed
 
 
+Case = Callable[[int, int, str], Awaitable[float]]  # (calls, turns, a folder) -> seconds
+
+
+def cases(bare: Any, under: Any, **more: Any) -> dict[str, Case]:
+    """The rows of one framework: alone (and ``more`` baselines), then under tether on the memory
+    store and on SQLite."""
+    def alone_case(run: Any) -> Case:
+        return lambda c, t, _: run(c, t)
+
+    rows: dict[str, Case] = {"alone": alone_case(bare)}
+    rows.update({name: alone_case(run) for name, run in more.items()})
+    rows["under tether, memory store"] = lambda c, t, _: under(c, t, MemoryStore())
+    rows["under tether, SQLite"] = lambda c, t, tmp: under(
+        c, t, SQLiteStore(Path(tmp) / f"{time.perf_counter_ns()}.db"))
+    return rows
+
+
 async def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--calls", type=int, default=200)
@@ -92,38 +110,35 @@ async def main() -> None:
     parser.add_argument("--framework", choices=("pydantic-ai", "langgraph", "both"),
                         default="both")
     args = parser.parse_args()
-    frameworks = {"pydantic-ai": (alone, governed)}
+    frameworks: dict[str, dict[str, Case]] = {}
+    if args.framework != "langgraph":
+        frameworks["pydantic-ai"] = cases(alone, governed)
     if args.framework != "pydantic-ai":
-        from integrations_langgraph import alone as lg_alone
-        from integrations_langgraph import governed as lg_governed
-        frameworks["langgraph"] = (lg_alone, lg_governed)
-    if args.framework == "langgraph":
-        del frameworks["pydantic-ai"]
+        import integrations_langgraph as lg
+        frameworks["langgraph"] = cases(lg.alone, lg.governed,
+                                        **{"an empty middleware": lg.empty})
     # many calls in one turn (the tool side alone), then one call a turn (a model request too)
-    for name, (bare, under) in frameworks.items():
+    for name, rows in frameworks.items():
         for calls, turns in ((args.calls, 1), (1, TURNS)):
-            await measure(name, bare, under, calls, turns, args.rounds)
+            await measure(name, rows, calls, turns, args.rounds)
 
 
-async def measure(framework: str, bare: Any, under: Any, calls: int, turns: int,
+async def measure(framework: str, cases: dict[str, Case], calls: int, turns: int,
                   rounds: int) -> None:
     n = calls * turns
-    base_row = f"{framework} alone"
     with tempfile.TemporaryDirectory() as tmp:
-        rows: dict[str, list[float]] = {base_row: [], "under tether, memory store": [],
-                                        "under tether, SQLite": []}
-        for i in range(rounds):
-            rows[base_row].append(await bare(calls, turns))
-            rows["under tether, memory store"].append(await under(calls, turns, MemoryStore()))
-            rows["under tether, SQLite"].append(
-                await under(calls, turns, SQLiteStore(Path(tmp) / f"{i}.db")))
-    base = min(rows[base_row]) / n
+        rows: dict[str, list[float]] = {name: [] for name in cases}
+        for _ in range(rounds):
+            for name, case in cases.items():
+                rows[name].append(await case(calls, turns, tmp))
+    base = min(rows["alone"]) / n
     print(f"{framework}: {n} tool calls, {calls} in each of {turns} turns; "
           f"best of {rounds} runs")
     print(f"{'':30} {'per tool call':>14} {'ratio':>7}")
     for name, times in rows.items():
         per = min(times) / n
-        print(f"{name:30} {per * 1e6:11.0f} µs {per / base:6.2f}x")
+        label = f"{framework} {name}" if name == "alone" else name
+        print(f"{label:30} {per * 1e6:11.0f} µs {per / base:6.2f}x")
     print()
 
 

@@ -2,8 +2,9 @@
 
 LangChain's ``create_agent`` (LangGraph underneath, no checkpointer) with a scripted chat model
 (no network, no tokens) and a trivial sync tool: the model asks for ``calls`` calls in each of
-``turns`` turns, then answers. Alone, and with tether's middleware (``LangGraphRun``: every
-call through the door — policy, budget, journal — and every model call metered), ``ainvoke``.
+``turns`` turns, then answers. Alone, with a middleware that does nothing, and with tether's
+middleware (``LangGraphRun``: every call through the door — policy, budget, journal — and every
+model call metered), ``ainvoke``.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ import time
 from typing import Any
 
 from langchain.agents import create_agent
+from langchain.agents.middleware import AgentMiddleware
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage
 from langchain_core.outputs import ChatGeneration, ChatResult
@@ -66,6 +68,24 @@ def _limit(turns: int) -> dict[str, Any]:
 
 async def alone(calls: int, turns: int) -> float:
     agent = create_agent(Script(calls=calls, turns=turns), tools=[echo])
+    started = time.perf_counter()
+    await agent.ainvoke({"messages": [{"role": "user", "content": "echo"}]}, _limit(turns))
+    return time.perf_counter() - started
+
+
+class Empty(AgentMiddleware):
+    """A middleware that only passes each call on: what LangChain charges for wrapping at all
+    (it traces each wrap hook, on a worker thread), apart from what tether does."""
+
+    async def awrap_tool_call(self, request: Any, handler: Any) -> Any:
+        return await handler(request)
+
+    async def awrap_model_call(self, request: Any, handler: Any) -> Any:
+        return await handler(request)
+
+
+async def empty(calls: int, turns: int) -> float:
+    agent = create_agent(Script(calls=calls, turns=turns), tools=[echo], middleware=[Empty()])
     started = time.perf_counter()
     await agent.ainvoke({"messages": [{"role": "user", "content": "echo"}]}, _limit(turns))
     return time.perf_counter() - started

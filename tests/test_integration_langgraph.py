@@ -488,3 +488,37 @@ async def test_the_sync_api_inside_a_running_event_loop_says_what_to_use() -> No
     with pytest.raises(RuntimeError, match="ainvoke"):
         agent.invoke(ask("email alice@corp.test the menu"), thread())
     assert model.asked == [] and "model.request" not in types_of(run)  # nothing was sent
+
+
+async def test_two_calls_that_wait_in_one_turn_resume_by_their_interrupt_ids() -> None:
+    mail = Mail()
+    run, agent = governed(mail, scripted([CEO, ("send_email", {"to": "ceo@corp.test",
+                                                               "body": "again"})]))
+    paused = await agent.ainvoke(ask("email the ceo twice"), thread())
+    assert len(paused["__interrupt__"]) == len(run.approvals.pending()) == 2
+    first = paused["__interrupt__"][0].value["tether_approval_id"]
+    run.approvals.approve(first, approver="ops")  # one decided, the other not yet
+    resume = {i.id: "approved" for i in paused["__interrupt__"]}
+    again = await agent.ainvoke(Command(resume=resume), thread())
+    assert len(mail.sent) == 1 and len(again["__interrupt__"]) == 1
+    run.approvals.approve(again["__interrupt__"][0].value["tether_approval_id"],
+                          approver="ops")
+    await agent.ainvoke(Command(resume="approved"), thread())
+    assert sorted(b for _, b in mail.sent) == ["again", "hi"]
+
+
+async def test_a_tool_that_interrupts_by_itself_is_a_failed_call() -> None:
+    from langgraph.types import interrupt
+
+    def ask_person(question: str) -> str:
+        """Ask a person."""
+        return str(interrupt(question))
+
+    model = scripted([("ask_person", {"question": "ok?"})])
+    run = LangGraphRun([ask_person], policy=Rules(), request="x",
+                       meta={"ask_person": ToolMeta()})
+    agent = create_agent(model, tools=run.tools, middleware=[run.middleware],
+                         checkpointer=InMemorySaver())
+    state = await agent.ainvoke(ask("x"), thread())
+    # documented: tether's executor holds the call, so LangGraph's pause inside it is an error
+    assert "__interrupt__" not in state and "GraphInterrupt" in model.seen[0]
