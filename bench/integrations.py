@@ -1,5 +1,5 @@
-"""What tether adds to a tool call of pydantic-ai's own agent (docs/benchmarks.md, "Under
-pydantic-ai").
+"""What tether adds to a tool call of pydantic-ai's and LangGraph's own agents
+(docs/benchmarks.md, "Under pydantic-ai", "Under LangGraph").
 
 One pydantic-ai ``Agent.run`` with ``FunctionModel`` (no network, no tokens): the model asks for
 ``--calls`` tool calls of a trivial tool in one turn, then answers; pydantic-ai runs them. Then
@@ -9,7 +9,12 @@ journal — and the model's two requests metered), on the memory store and on SQ
 is the wall time per tool call, the best of ``--rounds`` runs of each, and the ratio to
 pydantic-ai alone (one run of this script: the machine's speed drifts between runs).
 
+LangGraph the same way (``--framework langgraph``): LangChain's ``create_agent`` with a
+scripted chat model, alone and with tether's middleware (``LangGraphRun``), ``ainvoke``. LangGraph
+runs each tool call of a turn as its own task.
+
     PYTHONPATH=src .venv/bin/python bench/integrations.py [--calls 200] [--rounds 5]
+        [--framework pydantic-ai|langgraph|both]
 """
 
 from __future__ import annotations
@@ -18,6 +23,7 @@ import argparse
 import asyncio
 import tempfile
 import time
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
@@ -80,33 +86,59 @@ async def governed(calls: int, turns: int, store: Any) -> float:
     return elapsed
 
 
+Case = Callable[[int, int, str], Awaitable[float]]  # (calls, turns, a folder) -> seconds
+
+
+def cases(bare: Any, under: Any, **more: Any) -> dict[str, Case]:
+    """The rows of one framework: alone (and ``more`` baselines), then under tether on the memory
+    store and on SQLite."""
+    def alone_case(run: Any) -> Case:
+        return lambda c, t, _: run(c, t)
+
+    rows: dict[str, Case] = {"alone": alone_case(bare)}
+    rows.update({name: alone_case(run) for name, run in more.items()})
+    rows["under tether, memory store"] = lambda c, t, _: under(c, t, MemoryStore())
+    rows["under tether, SQLite"] = lambda c, t, tmp: under(
+        c, t, SQLiteStore(Path(tmp) / f"{time.perf_counter_ns()}.db"))
+    return rows
+
+
 async def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--calls", type=int, default=200)
     parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--framework", choices=("pydantic-ai", "langgraph", "both"),
+                        default="both")
     args = parser.parse_args()
+    frameworks: dict[str, dict[str, Case]] = {}
+    if args.framework != "langgraph":
+        frameworks["pydantic-ai"] = cases(alone, governed)
+    if args.framework != "pydantic-ai":
+        import integrations_langgraph as lg
+        frameworks["langgraph"] = cases(lg.alone, lg.governed,
+                                        **{"an empty middleware": lg.empty})
     # many calls in one turn (the tool side alone), then one call a turn (a model request too)
-    for calls, turns in ((args.calls, 1), (1, TURNS)):
-        await measure(calls, turns, args.rounds)
+    for name, rows in frameworks.items():
+        for calls, turns in ((args.calls, 1), (1, TURNS)):
+            await measure(name, rows, calls, turns, args.rounds)
 
 
-async def measure(calls: int, turns: int, rounds: int) -> None:
+async def measure(framework: str, cases: dict[str, Case], calls: int, turns: int,
+                  rounds: int) -> None:
     n = calls * turns
     with tempfile.TemporaryDirectory() as tmp:
-        rows: dict[str, list[float]] = {"pydantic-ai alone": [], "under tether, memory store": [],
-                                        "under tether, SQLite": []}
-        for i in range(rounds):
-            rows["pydantic-ai alone"].append(await alone(calls, turns))
-            rows["under tether, memory store"].append(await governed(calls, turns,
-                                                                     MemoryStore()))
-            rows["under tether, SQLite"].append(
-                await governed(calls, turns, SQLiteStore(Path(tmp) / f"{i}.db")))
-    base = min(rows["pydantic-ai alone"]) / n
-    print(f"{n} tool calls, {calls} in each of {turns} turns; best of {rounds} runs")
+        rows: dict[str, list[float]] = {name: [] for name in cases}
+        for _ in range(rounds):
+            for name, case in cases.items():
+                rows[name].append(await case(calls, turns, tmp))
+    base = min(rows["alone"]) / n
+    print(f"{framework}: {n} tool calls, {calls} in each of {turns} turns; "
+          f"best of {rounds} runs")
     print(f"{'':30} {'per tool call':>14} {'ratio':>7}")
     for name, times in rows.items():
         per = min(times) / n
-        print(f"{name:30} {per * 1e6:11.0f} µs {per / base:6.2f}x")
+        label = f"{framework} {name}" if name == "alone" else name
+        print(f"{label:30} {per * 1e6:11.0f} µs {per / base:6.2f}x")
     print()
 
 
