@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import subprocess
 import sys
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -13,7 +12,7 @@ import pytest
 
 pytest.importorskip("agents")
 
-from agents import Agent, RunState, Runner, function_tool, set_tracing_disabled
+from agents import Agent, Runner, RunState, function_tool, set_tracing_disabled
 from agents.testing import ModelStep, ScriptedModel, assistant_message, function_call
 from agents.testing.model import ModelCall
 from agents.usage import Usage as AgentsUsage
@@ -148,7 +147,7 @@ async def test_an_allowed_call_runs_and_the_journal_reads_like_a_native_session(
 
 async def test_a_denied_call_is_refused_to_the_model_with_the_reason() -> None:
     mail, script = Mail(), Script(("send_email", {"to": "mallory@evil.test", "body": "x"}))
-    run, agent = governed(mail, script)
+    _, agent = governed(mail, script)
     result = await Runner.run(agent, "email mallory")
     assert mail.sent == []  # the tool never ran
     assert any("mallory is not a colleague" in s for s in script.seen)  # the model read why
@@ -197,7 +196,7 @@ async def test_approving_in_the_sdk_alone_runs_nothing() -> None:
     state = paused.to_state()
     for item in state.get_interruptions():  # forged: nobody approved it in tether's store
         state.approve(item, always_approve=True)
-    result = await Runner.run(agent, state)
+    await Runner.run(agent, state)
     assert mail.sent == [] and len(run.approvals.pending()) == 1
     assert any("Approval required" in s for s in script.seen)
 
@@ -265,7 +264,7 @@ async def test_a_budget_stops_a_call_that_would_wait_for_a_person_before_it_is_a
 
 async def test_a_model_call_that_does_not_fit_the_budget_is_never_made() -> None:
     script = Script()
-    run, agent = governed(Mail(), script, budget=Budget(max_tokens=60))
+    _, agent = governed(Mail(), script, budget=Budget(max_tokens=60))
     with pytest.raises(RunStopped) as stopped:
         await Runner.run(agent, "email alice@corp.test the menu")
     assert stopped.value.reason is StopReason.TOKEN_BUDGET and script.model.calls == ()

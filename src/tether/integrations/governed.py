@@ -22,7 +22,10 @@ A call that needs approval returns an ``Outcome`` naming the approval; once a pe
 it (in the approval store), the same call — same framework call id, same arguments — runs
 once when the framework sends it again, and never again after that — also from another
 process: a run stored with its journal is continued with ``resume=`` its id
-(``tether.integrations.reopen``).
+(``tether.integrations.reopen``). A framework that asks whether a call must wait before it
+runs it (the Agents SDK) asks ``ask_first``: the policy is probed without a record, and only a
+call it sends to a person enters the door there — so its approval exists when the framework
+pauses, and an allowed call still runs inside the framework's own tool call.
 """
 
 from __future__ import annotations

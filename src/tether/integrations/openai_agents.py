@@ -35,6 +35,7 @@ try:
     from agents.items import ModelResponse as AgentsResponse
     from agents.models.interface import Model, ModelTracing
     from agents.run_state import RunState
+    from openai.types.responses import ResponseCompletedEvent
 except ImportError as exc:  # pragma: no cover - the extra is missing
     raise ImportError("tether.integrations.openai_agents needs the OpenAI Agents SDK: "
                       "pip install 'tether[openai-agents]'") from exc
@@ -155,7 +156,7 @@ class TetherModel(Model):
                     system_instructions, input, settings, tools, output_schema, handoffs,
                     tracing, previous_response_id=previous_response_id,
                     conversation_id=conversation_id, prompt=prompt):
-                if getattr(event, "type", None) == "response.completed":
+                if isinstance(event, ResponseCompletedEvent):
                     final = event.response
                 yield event
         except BaseException as exc:
