@@ -1,5 +1,5 @@
-"""What tether adds to a tool call of pydantic-ai's own agent (docs/benchmarks.md, "Under
-pydantic-ai").
+"""What tether adds to a tool call of pydantic-ai's and the OpenAI Agents SDK's own agents
+(docs/benchmarks.md, "Under pydantic-ai" and "Under the OpenAI Agents SDK").
 
 One pydantic-ai ``Agent.run`` with ``FunctionModel`` (no network, no tokens): the model asks for
 ``--calls`` tool calls of a trivial tool in one turn, then answers; pydantic-ai runs them. Then
@@ -7,9 +7,13 @@ one call a turn for 40 turns: each turn adds a model request (metered). The
 same run under tether (``PydanticAIRun``: every call through the door — policy, budget,
 journal — and the model's two requests metered), on the memory store and on SQLite. The figure
 is the wall time per tool call, the best of ``--rounds`` runs of each, and the ratio to
-pydantic-ai alone (one run of this script: the machine's speed drifts between runs).
+pydantic-ai alone (one run of this script: the machine's speed drifts between runs). Then the
+same two cases for the Agents SDK's ``Runner.run`` with its ``ScriptedModel``, alone and under
+tether (``OpenAIAgentsRun``: each call asked first — ``needs_approval``, a policy probe — then
+through the door).
 
     PYTHONPATH=src .venv/bin/python bench/integrations.py [--calls 200] [--rounds 5]
+        [--only pydantic-ai|openai-agents]
 """
 
 from __future__ import annotations
@@ -84,29 +88,34 @@ async def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--calls", type=int, default=200)
     parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--only", choices=["pydantic-ai", "openai-agents"], default=None)
     args = parser.parse_args()
     # many calls in one turn (the tool side alone), then one call a turn (a model request too)
-    for calls, turns in ((args.calls, 1), (1, TURNS)):
-        await measure(calls, turns, args.rounds)
+    from sdk_integration import sdk_alone, sdk_governed
+    cases = {"pydantic-ai": (alone, governed), "openai-agents": (sdk_alone, sdk_governed)}
+    for name, (bare, under) in cases.items():
+        if args.only in (None, name):
+            for calls, turns in ((args.calls, 1), (1, TURNS)):
+                await measure(name, bare, under, calls, turns, args.rounds)
 
 
-async def measure(calls: int, turns: int, rounds: int) -> None:
-    n = calls * turns
+async def measure(name: str, bare: Any, under: Any, calls: int, turns: int,
+                  rounds: int) -> None:
+    n, first = calls * turns, f"{name} alone"
     with tempfile.TemporaryDirectory() as tmp:
-        rows: dict[str, list[float]] = {"pydantic-ai alone": [], "under tether, memory store": [],
+        rows: dict[str, list[float]] = {first: [], "under tether, memory store": [],
                                         "under tether, SQLite": []}
         for i in range(rounds):
-            rows["pydantic-ai alone"].append(await alone(calls, turns))
-            rows["under tether, memory store"].append(await governed(calls, turns,
-                                                                     MemoryStore()))
+            rows[first].append(await bare(calls, turns))
+            rows["under tether, memory store"].append(await under(calls, turns, MemoryStore()))
             rows["under tether, SQLite"].append(
-                await governed(calls, turns, SQLiteStore(Path(tmp) / f"{i}.db")))
-    base = min(rows["pydantic-ai alone"]) / n
+                await under(calls, turns, SQLiteStore(Path(tmp) / f"{i}.db")))
+    base = min(rows[first]) / n
     print(f"{n} tool calls, {calls} in each of {turns} turns; best of {rounds} runs")
     print(f"{'':30} {'per tool call':>14} {'ratio':>7}")
-    for name, times in rows.items():
+    for row, times in rows.items():
         per = min(times) / n
-        print(f"{name:30} {per * 1e6:11.0f} µs {per / base:6.2f}x")
+        print(f"{row:30} {per * 1e6:11.0f} µs {per / base:6.2f}x")
     print()
 
 
