@@ -403,3 +403,21 @@ def test_the_example_runs() -> None:
                          check=True, capture_output=True, text=True, cwd=ROOT,
                          env={"PYTHONPATH": str(ROOT / "src")}, timeout=120)
     assert "refused" in out.stdout and "journal verifies" in out.stdout
+
+
+async def test_a_policy_that_changes_its_mind_between_probe_and_door_runs_nothing() -> None:
+    class Fickle:
+        asked = 0
+
+        def evaluate(self, subject: Subject, action: Action, resource: Resource,
+                     context: Context) -> Decision:
+            self.asked += 1  # the probe hears "approval", the door then decides "allow"
+            if self.asked == 1:
+                return Decision(Effect.REQUIRE_APPROVAL, "ask", "fickle")
+            return Decision(Effect.ALLOW, "fine", "fickle")
+
+    mail, script = Mail(), Script(("send_email", {"to": "alice@corp.test", "body": "x"}))
+    _, agent = governed(mail, script, policy=Fickle())
+    result = await Runner.run(agent, "email alice@corp.test the menu")
+    assert mail.sent == [] and not result.interruptions
+    assert any("decided this call differently" in s for s in script.seen)
