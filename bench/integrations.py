@@ -1,5 +1,6 @@
-"""What tether adds to a tool call of pydantic-ai's and LangGraph's own agents
-(docs/benchmarks.md, "Under pydantic-ai", "Under LangGraph").
+"""What tether adds to a tool call of pydantic-ai's, LangGraph's and the OpenAI Agents SDK's own
+agents (docs/benchmarks.md, "Under pydantic-ai", "Under LangGraph", "Under the OpenAI Agents
+SDK").
 
 One pydantic-ai ``Agent.run`` with ``FunctionModel`` (no network, no tokens): the model asks for
 ``--calls`` tool calls of a trivial tool in one turn, then answers; pydantic-ai runs them. Then
@@ -11,10 +12,12 @@ pydantic-ai alone (one run of this script: the machine's speed drifts between ru
 
 LangGraph the same way (``--framework langgraph``): LangChain's ``create_agent`` with a
 scripted chat model, alone and with tether's middleware (``LangGraphRun``), ``ainvoke``. LangGraph
-runs each tool call of a turn as its own task.
+runs each tool call of a turn as its own task. And the Agents SDK's ``Runner.run`` with its
+``ScriptedModel`` (``--framework openai-agents``), alone and under tether (``OpenAIAgentsRun``:
+each call asked first — ``needs_approval``, a policy probe — then through the door).
 
     PYTHONPATH=src .venv/bin/python bench/integrations.py [--calls 200] [--rounds 5]
-        [--framework pydantic-ai|langgraph|both]
+        [--framework pydantic-ai|langgraph|openai-agents|all]
 """
 
 from __future__ import annotations
@@ -107,16 +110,21 @@ async def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--calls", type=int, default=200)
     parser.add_argument("--rounds", type=int, default=5)
-    parser.add_argument("--framework", choices=("pydantic-ai", "langgraph", "both"),
-                        default="both")
+    parser.add_argument("--framework", default="all",
+                        choices=("pydantic-ai", "langgraph", "openai-agents", "all"))
     args = parser.parse_args()
+    wanted = {args.framework} if args.framework != "all" else {
+        "pydantic-ai", "langgraph", "openai-agents"}
     frameworks: dict[str, dict[str, Case]] = {}
-    if args.framework != "langgraph":
+    if "pydantic-ai" in wanted:
         frameworks["pydantic-ai"] = cases(alone, governed)
-    if args.framework != "pydantic-ai":
+    if "langgraph" in wanted:
         import integrations_langgraph as lg
         frameworks["langgraph"] = cases(lg.alone, lg.governed,
                                         **{"an empty middleware": lg.empty})
+    if "openai-agents" in wanted:
+        import sdk_integration as sdk
+        frameworks["openai-agents"] = cases(sdk.sdk_alone, sdk.sdk_governed)
     # many calls in one turn (the tool side alone), then one call a turn (a model request too)
     for name, rows in frameworks.items():
         for calls, turns in ((args.calls, 1), (1, TURNS)):

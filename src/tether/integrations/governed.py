@@ -22,7 +22,10 @@ A call that needs approval returns an ``Outcome`` naming the approval; once a pe
 it (in the approval store), the same call — same framework call id, same arguments — runs
 once when the framework sends it again, and never again after that — also from another
 process: a run stored with its journal is continued with ``resume=`` its id
-(``tether.integrations.reopen``).
+(``tether.integrations.reopen``). A framework that asks whether a call must wait before it
+runs it (the Agents SDK) asks ``ask_first``: the policy is probed without a record, and only a
+call it sends to a person enters the door there — so its approval exists when the framework
+pauses, and an allowed call still runs inside the framework's own tool call.
 """
 
 from __future__ import annotations
@@ -49,6 +52,7 @@ from tether.runtime.chokepoint.gate import PolicyGate, resource_of
 from tether.runtime.chokepoint.turn import ToolCalls
 from tether.runtime.interrupt import lost_call_charge
 from tether.runtime.limits import Limits
+from tether.runtime.provenance import ArgumentProvenance, Sightings
 from tether.runtime.result import ToolResult
 from tether.runtime.state import SessionState, call_signature
 from tether.runtime.stop import Stop, StopReason
@@ -155,7 +159,7 @@ class GovernedRun:
         self._credentials = credentials
         self._journal = Journal(self.id, on_append=self._state.apply, store=store,
                                 history=back.events if back is not None else ())
-        gate = PolicyGate(policy, self.subject, self.id, self._journal, self._state,
+        self._gate = gate = PolicyGate(policy, self.subject, self.id, self._journal, self._state,
                           self._accountant, {"framework": framework}, timeout=policy_timeout,
                           request=request)
         self._calls = ToolCalls(session_id=self.id, executor=ToolExecutor(
@@ -169,6 +173,7 @@ class GovernedRun:
         self._used: set[str] = set()  # tether call ids journaled so far
         self.stopped: RunStopped | None = None
         self._ended = False
+        self._sightings: Sightings | None = None  # for ask_first's probes
         if back is None:
             self._open(framework, model)
         else:
@@ -248,6 +253,48 @@ class GovernedRun:
             self._waiting.pop(call_id, None)
             await self._journal.aflush()
             return Outcome(result)
+
+    async def ask_first(self, call_id: str, name: str, arguments: Mapping[str, Any]) -> bool:
+        """For a framework that asks whether a call must wait for a person before it runs it
+        (the Agents SDK's ``needs_approval``): True when the call waits — for an approval nobody
+        has decided yet, asked for here when the policy requires one. False: it goes to the
+        door (``call``) when the framework runs it, which decides it as any call. The policy is
+        asked first without journaling anything (``PolicyGate.probe``); only a call it would
+        send to a person goes through the door here, so no allowed call runs outside the
+        framework's own tool call. RunStopped when the run stops."""
+        signature = call_signature(name, dict(arguments))
+        known, waiting = self._ledger.get(call_id), self._waiting.get(call_id)
+        if known is not None and known[0] == signature:
+            return False  # resolved: the door hands back its result
+        if waiting is not None and waiting[0] == signature:
+            return self.decided(call_id) is False
+        tool = self.registry.get(name)
+        if tool is None or self.stopped is not None or self._ended:
+            return False  # the door refuses it, or raises
+        if self._sightings is None:  # what the session has seen, read as the gate reads it
+            self._sightings = Sightings(self.request, self._state.ran)
+        provenance = ArgumentProvenance(arguments, self._sightings)
+        decision = self._gate.probe(tool, arguments, provenance)
+        if getattr(decision, "effect", None) is not Effect.REQUIRE_APPROVAL:
+            return False
+
+        async def changed(_: dict[str, Any]) -> NoReturn:  # decided again, and not the same
+            raise ToolFailure("Error: the policy decided this call differently when it was "
+                              "asked again; it was not run. Call it again if it is needed.")
+
+        return (await self.call(call_id, name, arguments, changed)).approval_id is not None
+
+    def decided(self, call_id: str) -> bool | None:
+        """Whether a person decided the call the door paused under this framework id (True:
+        the door settles it — runs it once, refuses it, or hands back its result; False: it
+        still waits). None: the door paused no such call."""
+        if call_id in self._ledger:
+            return True
+        waiting = self._waiting.get(call_id)
+        if waiting is None:
+            return None
+        record = self._approvals.get(waiting[1])
+        return record is None or record.status != "pending" or record.expired()
 
     def _call_of(self, call_id: str, name: str, arguments: dict[str, Any],
                  signature: str) -> ToolCall:
