@@ -3,9 +3,11 @@ python bench/fleet_store.py [--sessions N] [--concurrency C] [--pg URL]
 
 Why: a fleet's workers share one PostgreSQL store, and each session's start and end extends the
 store's anchor chain(s) under a lock held to the commit. This measures, in one run and as ratios:
-PostgreSQL against SQLite in one process, and 2 worker processes against 1 on PostgreSQL; and,
+PostgreSQL against SQLite in one process, and 2 worker processes against 1 on PostgreSQL (with
+the store's anchor lanes, and with one lane: a single chain, as before lanes); and,
 on PostgreSQL, what every commit of the committer spent on each statement — the anchor lock
-(``pg_advisory_xact_lock``: the wait for it), the anchors' tail read and insert, the sessions'
+(``pg_advisory_xact_lock`` before lanes, taking a lane's row after: the wait for it), the
+anchors' tail read (before lanes) and insert, the sessions'
 statements, the commit — and how long the anchor lock was held (from acquiring it to the end of
 the commit: what serialises the fleet).
 
@@ -50,11 +52,11 @@ def agent(store: Any) -> Agent:
 def kind(statement: str) -> str:
     """Which part of a commit a statement is."""
     text = statement.lstrip()
-    if "pg_advisory_xact_lock" in text:
-        return "anchor lock (wait)"
+    if "pg_advisory_xact_lock" in text or (".anchor_lanes" in text and "FOR UPDATE" in text):
+        return "anchor lock (wait)"  # one lock (before lanes), or taking a lane (after)
     if "FROM" in text and ".anchors" in text and text.startswith("SELECT"):
         return "anchor tail read"
-    if text.startswith("INSERT INTO") and ".anchors" in text:
+    if "INSERT INTO" in text and ".anchors" in text:
         return "anchor insert"
     if "ON CONFLICT (session_id) DO NOTHING" in text:
         return "session starts"
@@ -84,7 +86,7 @@ class Timed:
             self._locked_at = ended
             self._stats["lock waits"].append(ended - started)
         if what == "anchor insert":
-            self._anchored += len(params[0])
+            self._anchored += len(params["kind"] if isinstance(params, dict) else params[0])
         return cursor
 
     async def commit(self) -> None:
@@ -150,10 +152,19 @@ def worker(args: argparse.Namespace) -> None:
     print(json.dumps({"elapsed": elapsed, "ended": time.time(), "stats": stats}), flush=True)
 
 
-def workers(args: argparse.Namespace, count: int) -> tuple[float, list[dict[str, Any]]]:
-    """``count`` worker processes on a fresh schema: sessions per second over all of them."""
+def workers(args: argparse.Namespace, count: int,
+            lanes: int | None = None) -> tuple[float, list[dict[str, Any]]]:
+    """``count`` worker processes on a fresh schema (with ``lanes`` anchor lanes, if given):
+    sessions per second over all of them."""
     schema = f"bench_fleet_{uuid.uuid4().hex[:8]}"
     open_pg(args.pg, schema, None).close()  # created once, before the workers race to it
+    if lanes is not None:
+        import psycopg
+
+        with psycopg.connect(args.pg, autocommit=True) as db:
+            if db.execute(f"SELECT to_regclass('{schema}.anchor_lanes')").fetchone()[0]:
+                db.execute(f"UPDATE {schema}.meta SET value = %s WHERE key = 'anchor_lanes'",
+                           (str(lanes),))
     procs = [subprocess.Popen([sys.executable, __file__, "--worker", "--schema", schema,
                                "--pg", args.pg, "--sessions", str(args.sessions),
                                "--concurrency", str(args.concurrency)],
@@ -241,14 +252,18 @@ def main() -> None:
     sqlite = sqlite_rate(args)
     one, one_stats = workers(args, 1)
     two, two_stats = workers(args, 2)
+    chain, chain_stats = workers(args, 2, lanes=1)
     print(f"{args.sessions} short sessions a process, {args.concurrency} at a time "
           f"(os.cpu_count()={os.cpu_count()}):")
     print(f"  SQLite, one process          {sqlite:8.0f} sessions/s")
     print(f"  PostgreSQL, one process      {one:8.0f} sessions/s   "
           f"{one / sqlite:.2f}x SQLite")
     print(f"  PostgreSQL, two processes    {two:8.0f} sessions/s   {two / one:.2f}x one")
+    print(f"  ... two, one anchor chain     {chain:8.0f} sessions/s   {chain / one:.2f}x one "
+          "(a store of one lane)")
     breakdown("PostgreSQL, one process", args.sessions, one_stats)
     breakdown("PostgreSQL, two processes", 2 * args.sessions, two_stats)
+    breakdown("PostgreSQL, two processes, one chain", 2 * args.sessions, chain_stats)
 
 
 if __name__ == "__main__":
