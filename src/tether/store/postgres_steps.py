@@ -91,8 +91,8 @@ FROM cur"""
 # count; and, when every lane is held, this connection's own lane, waited for
 _LANE = """SELECT lane, hash, length, (SELECT array_agg(length ORDER BY lane) FROM {s}.anchor_lanes)
 FROM {s}.anchor_lanes """
-TAKE_LANE = _LANE + """WHERE lane < %(n)s ORDER BY (lane + %(n)s - pg_backend_pid() %% %(n)s) %% %(n)s
-LIMIT 1 FOR UPDATE SKIP LOCKED"""
+TAKE_LANE = _LANE + """WHERE lane < %(n)s
+ORDER BY (lane + %(n)s - pg_backend_pid() %% %(n)s) %% %(n)s LIMIT 1 FOR UPDATE SKIP LOCKED"""
 WAIT_LANE = _LANE + "WHERE lane = pg_backend_pid() %% %(n)s FOR UPDATE"
 EXTEND_LANE = """WITH added AS (
     INSERT INTO {s}.anchors (lane, kind, session_id, body, prev, hash, mac)
