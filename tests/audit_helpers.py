@@ -108,6 +108,45 @@ class Raw:
         self._run(f"UPDATE {self.events} SET seq = -seq WHERE {self.session} AND seq < 0",
                   sid)
 
+    def anchors(self) -> list[dict[str, Any]]:
+        """The anchor rows in order, each with its lane (SQLite keeps one chain: lane 0)."""
+        table = "tether.anchors" if self.pg else "anchors"
+        lane = "lane" if self.pg else "0"
+        rows = self._run(f"SELECT seq, kind, session_id, body, mac, {lane} FROM {table} "
+                         "ORDER BY seq")
+        return [{"seq": r[0], "kind": r[1], "session_id": r[2], "body": json.loads(str(r[3])),
+                 "mac": r[4], "lane": r[5]} for r in rows]
+
+    def rewrite_anchors(self, rows: list[dict[str, Any]]) -> None:
+        """Replace every anchor with ``rows`` (kind, session_id, body, mac, lane), each lane
+        chained anew from its genesis and no witness kept (an attacker without the audit key
+        can make every hash and count agree): the consistent rewrite the key is for."""
+        from tether.store.base import lane_genesis, seal_anchor
+
+        table = "tether.anchors" if self.pg else "anchors"
+        self._run(f"DELETE FROM {table}")
+        heads: dict[int, tuple[str, int]] = {}
+        for row in rows:
+            lane = row["lane"]
+            prev, length = heads.get(lane, (lane_genesis(lane), 0))
+            body = {k: v for k, v in row["body"].items() if k != "witness"}
+            text, digest, _ = seal_anchor(prev, body, None)
+            if self.pg:
+                self._run("INSERT INTO tether.anchors (kind, session_id, body, prev, hash, mac, "
+                          "lane) VALUES (?, ?, ?, ?, ?, ?, ?)", row["kind"], row["session_id"],
+                          text, prev, digest, row.get("mac"), lane)
+            else:
+                self._run("INSERT INTO anchors (kind, session_id, body, prev, hash, mac) "
+                          "VALUES (?, ?, ?, ?, ?, ?)", row["kind"], row["session_id"], text,
+                          prev, digest, row.get("mac"))
+            heads[lane] = (digest, length + 1)
+        if self.pg:  # the lanes' heads too, so tether goes on writing as if nothing happened
+            lanes = int(self._run("SELECT count(*) FROM tether.anchor_lanes")[0][0])
+            for lane in range(lanes):
+                head, length = heads.get(lane, (lane_genesis(lane), 0))
+                self._run("UPDATE tether.anchor_lanes SET hash = ?, length = ? WHERE lane = ?",
+                          head, length, lane)
+
     def insert(self, sid: str, seq: int, row: dict[str, Any]) -> None:
         self._run(f"INSERT INTO {self.events} VALUES ({self.key}, ?, ?, ?, ?, ?, ?)", sid, seq,
                   row["type"], row["ts"], json.dumps(row["data"]), row["prev_hash"], row["hash"])

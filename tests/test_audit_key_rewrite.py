@@ -5,7 +5,6 @@ rewrite verifies — which is why the key is kept elsewhere; with it, ``audit ve
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 import pytest
@@ -15,7 +14,6 @@ from test_audit_anchors import _sql, url  # noqa: F401 (url: the per-backend sto
 from test_audit_tamper import populate, verify
 from tether.cli import main
 from tether.journal.chain import GENESIS, canonical_text, seal
-from tether.store.base import ANCHOR_GENESIS, seal_anchor
 
 KEY = "kept-in-a-vault-not-in-the-database"
 
@@ -36,18 +34,12 @@ def _rewrite_session(raw: Raw, sid: str, edit: Any) -> dict[int, str]:
 
 
 def _rewrite_anchors(raw: Raw, sid: str, hashes: dict[int, str]) -> None:
-    """Rebuild the anchor chain over the new heads, each row keeping the MAC it had."""
-    rows = _sql(raw, "SELECT seq, kind, session_id, body, mac FROM {s}anchors ORDER BY seq")
-    _sql(raw, "DELETE FROM {s}anchors")
-    prev = ANCHOR_GENESIS
-    for _, kind, anchored, body, mac in rows:
-        content = json.loads(str(body))
-        if kind == "head" and anchored == sid:
-            content["head"] = hashes[content["seq"]]
-        text, digest, _ = seal_anchor(prev, content, None)
-        _sql(raw, "INSERT INTO {s}anchors (kind, session_id, body, prev, hash, mac) "
-                  "VALUES (?, ?, ?, ?, ?, ?)", kind, anchored, text, prev, digest, mac)
-        prev = digest
+    """Rebuild every anchor lane over the new heads, each row keeping the MAC it had."""
+    rows = raw.anchors()
+    for row in rows:
+        if row["kind"] == "head" and row["session_id"] == sid:
+            row["body"]["head"] = hashes[row["body"]["seq"]]
+    raw.rewrite_anchors(rows)
 
 
 def test_a_rewrite_of_the_whole_database_is_caught_with_the_audit_key(

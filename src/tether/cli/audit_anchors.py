@@ -4,10 +4,11 @@ Why a module of its own: what a session's own hash chain cannot show (a deleted 
 tail with a fixed index row, an approval decided outside tether) is read off the anchor chain,
 and under ``--session`` or ``--tenant`` that check must concern only the sessions asked about.
 
-Decision: the anchor chain is one chain for the whole store, so it is always checked whole; what
-is printed is scoped. Under ``--tenant`` only that tenant's sessions' anchors are counted and
-their findings shown; a break of the shared chain at another session's anchor is reported once,
-naming no session — another tenant's sessions are neither named nor counted.
+Decision: the anchors are the store's (one chain, or a few lanes that witness each other), so
+they are always checked whole; what is printed is scoped. Under ``--tenant`` only that tenant's
+sessions' anchors are counted and their findings shown; a break of a shared chain at another
+session's anchor is reported once, naming no session — another tenant's sessions are neither
+named nor counted.
 """
 
 from __future__ import annotations
@@ -58,7 +59,8 @@ def report_anchors(store: Store, anchors: Sequence[Anchor],
     key = audit_key()
     findings: list[Finding] = []
     elsewhere: dict[str, Finding] = {}
-    for found in check_anchors(anchors, sessions, approvals, key):
+    lanes = store.anchor_lanes()
+    for found in check_anchors(anchors, sessions, approvals, key, lanes):
         if scope is None or found.session_id in scope:
             findings.append(found)
         elif found.kind in ("anchor", "unsigned"):  # the chain they share: said once, unnamed
@@ -74,5 +76,6 @@ def report_anchors(store: Store, anchors: Sequence[Anchor],
         else "not signed (no TETHER_AUDIT_KEY when written)")
     counted = sum(1 for a in anchors if scope is None or a.session_id in scope)
     print(f"anchor chain: {counted} anchors{'' if scope is None else ' of these sessions'}, "
-          f"{signed}; {len(findings)} finding{'' if len(findings) == 1 else 's'}")
+          f"{signed}; {len(findings)} finding{'' if len(findings) == 1 else 's'}"
+          f"{'' if lanes == 1 else f' ({lanes} lanes)'}")
     return EXIT_FINDING if findings else EXIT_OK

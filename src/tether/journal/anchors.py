@@ -7,12 +7,14 @@ keeps a second, store-wide chain of anchors for that (``tether.store.base``): ea
 head when it starts, pauses and ends, each approval decision, each prune.
 
 Decision: this module only reads — anchors, events, approval records — and reports findings;
-it never repairs. The anchor chain is checked link by link (and, with the audit key, each
-anchor's HMAC), then every anchored head against the stored session (deleted, cut, rewritten),
-every stored session for an anchored start (written outside tether), and every decided approval
-against its anchored decision (changed, or deleted, outside tether). Someone who can rewrite the
-whole database can rewrite the anchor chain too; only the audit key, kept outside the database,
-stops them.
+it never repairs. Each anchor lane (a store keeps one or more chains, ``tether.store.base``) is
+checked link by link from its own genesis (and, with the audit key, each anchor's HMAC); an
+anchor outside the store's lanes, or whose witness counts more anchors in a lane than the lane
+holds (its tail was cut), is a break too. Then every anchored head (a session's highest, across
+lanes) is checked against the stored session (deleted, cut, rewritten), every stored session for
+an anchored start (written outside tether), and every decided approval against its anchored
+decision (changed, or deleted, outside tether). Someone who can rewrite the whole database can
+rewrite the anchors too; only the audit key, kept outside the database, stops them.
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from tether.store.base import ANCHOR_GENESIS, Anchor
+from tether.store.base import Anchor, lane_genesis
 from tether.types import Event
 
 
@@ -40,16 +42,22 @@ class Finding:
 
 
 def check_anchors(anchors: Sequence[Anchor], sessions: Mapping[str, Sequence[Event]],
-                  approvals: Iterable[Mapping[str, Any]], key: bytes | None) -> list[Finding]:
+                  approvals: Iterable[Mapping[str, Any]], key: bytes | None,
+                  lanes: int = 1) -> list[Finding]:
     """Everything about ``sessions`` (id -> stored events; a missing or empty entry: none
-    stored) and ``approvals`` (records) that the anchor chain contradicts."""
-    findings = _chain(anchors, key)
+    stored) and ``approvals`` (records) that the store's ``lanes`` anchor lanes contradict;
+    ``anchors`` in the order they were written."""
+    findings = _lanes(anchors, key, lanes)
     heads: dict[str, dict[str, Any]] = {}
     decided: dict[str, dict[str, Any]] = {}
     for anchor in anchors:
         body = json.loads(anchor.body)
-        if anchor.kind == "head":
-            heads[anchor.session_id] = body
+        if body.get("session_id") != anchor.session_id:
+            findings.append(Finding("anchor", anchor.session_id, f"anchor {anchor.seq} is "
+                                    f"filed under another session than the one it anchors"))
+        if anchor.kind == "head":  # lanes interleave: a session's head is its highest
+            if body.get("seq", 0) >= heads.get(anchor.session_id, {}).get("seq", 0):
+                heads[anchor.session_id] = body
         elif anchor.kind == "prune":  # its events and approvals went with it
             heads.pop(anchor.session_id, None)
             decided = {aid: d for aid, d in decided.items()
@@ -84,15 +92,47 @@ def check_anchors(anchors: Sequence[Anchor], sessions: Mapping[str, Sequence[Eve
     return findings
 
 
-def _chain(anchors: Sequence[Anchor], key: bytes | None) -> list[Finding]:
+def _lanes(anchors: Sequence[Anchor], key: bytes | None, lanes: int) -> list[Finding]:
+    """Each lane's chain link by link from its genesis, signatures, and witnesses."""
     findings: list[Finding] = []
-    prev = ANCHOR_GENESIS
+    by_lane: dict[int, list[Anchor]] = {}
+    for anchor in anchors:
+        if 0 <= anchor.lane < lanes:
+            by_lane.setdefault(anchor.lane, []).append(anchor)
+        else:
+            findings.append(Finding("anchor", anchor.session_id, f"anchor {anchor.seq} is in "
+                                    f"lane {anchor.lane}, and the store keeps lanes 0 to "
+                                    f"{lanes - 1}: an anchor was moved or inserted"))
+    for lane, chain in sorted(by_lane.items()):
+        findings += _chain(chain, key, lane)
+    held = [len(by_lane.get(lane, ())) for lane in range(lanes)]
+    for anchor in anchors:
+        seen = json.loads(anchor.body).get("witness")
+        if seen is None:
+            continue
+        if not isinstance(seen, list) or len(seen) != lanes:
+            findings.append(Finding("anchor", anchor.session_id, f"anchor {anchor.seq} saw "
+                                    f"{len(seen) if isinstance(seen, list) else 'no'} lanes, "
+                                    f"and the store keeps {lanes}: its lanes were changed"))
+            continue
+        for lane, (count, now) in enumerate(zip(seen, held, strict=True)):
+            if not isinstance(count, int) or count > now:
+                findings.append(Finding("anchor", anchor.session_id, f"anchor {anchor.seq} "
+                                        f"saw {count} anchors in lane {lane}, which holds {now}:"
+                                        " that lane's tail was cut"))
+    return findings
+
+
+def _chain(anchors: Sequence[Anchor], key: bytes | None, lane: int) -> list[Finding]:
+    findings: list[Finding] = []
+    prev = lane_genesis(lane)
+    where = "" if lane == 0 else f" in lane {lane}"
     for anchor in anchors:
         digest = hashlib.sha256(f"{anchor.prev}{anchor.body}".encode()).hexdigest()
         if anchor.prev != prev or digest != anchor.hash:
-            findings.append(Finding("anchor", anchor.session_id, f"the anchor chain breaks at "
-                                    f"anchor {anchor.seq}: an anchor was edited, removed or "
-                                    "inserted"))
+            findings.append(Finding("anchor", anchor.session_id, f"the anchor chain{where} "
+                                    f"breaks at anchor {anchor.seq}: an anchor was edited, "
+                                    "removed, inserted or moved"))
         if key is not None:
             mac = hmac.new(key, anchor.hash.encode(), "sha256").hexdigest()
             if anchor.mac is None or not hmac.compare_digest(mac, anchor.mac):

@@ -109,6 +109,16 @@ class Lease:
 # kept outside the database) each anchor is HMAC-signed, so rewriting the whole database still
 # does not yield a history that verifies.
 
+#
+# One chain is one serial point: every transaction that anchors waits for the one before it to
+# commit. So a store may keep several chains, *lanes*, fixed in number when it is created: a
+# writer takes whichever lane no other writer holds (PostgreSQL: ``store.postgres_steps``) and
+# appends there. Lane 0 starts from ANCHOR_GENESIS (a store with one lane is the single chain of
+# before), lane k from ``lane_genesis(k)``, so a lane relabelled as another breaks at its first
+# link. The first anchor of each transaction's lane batch may carry a *witness*: how many anchors
+# every lane held when it was written. A lane whose tail is cut below what a later anchor of any
+# lane saw is then detected, as a cut of the single chain's middle was.
+
 ANCHOR_GENESIS = "0" * 64
 # an erasure record (tether.journal.erasure) is anchored too: a forged one has no anchor
 ERASURE_TYPE = "erasure.recorded"
@@ -128,6 +138,15 @@ class Anchor:
     prev: str
     hash: str
     mac: str | None
+    lane: int = 0
+
+
+def lane_genesis(lane: int) -> str:
+    """The ``prev`` of a lane's first anchor: ANCHOR_GENESIS for lane 0, derived from the lane
+    number for every other, so no lane's chain verifies under another number."""
+    if lane == 0:
+        return ANCHOR_GENESIS
+    return hashlib.sha256(f"{ANCHOR_GENESIS}/anchor-lane/{lane}".encode()).hexdigest()
 
 
 def audit_key() -> bytes | None:
@@ -255,7 +274,12 @@ class Store(Protocol):
         ...
 
     def anchors(self) -> list[Anchor]:
-        """The store-wide anchor chain, in order (see ``seal_anchor``)."""
+        """The store's anchors, in the order written (see ``seal_anchor``); each names its lane."""
+        ...
+
+    def anchor_lanes(self) -> int:
+        """How many anchor lanes the store keeps, fixed when it was created (1: one chain):
+        the verifier expects every anchor in one of them."""
         ...
 
     def read(self, session_id: str, after_seq: int = 0) -> list[Event]:

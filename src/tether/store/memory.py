@@ -70,6 +70,9 @@ class MemoryStore:
         self._anchors.append(Anchor(len(self._anchors) + 1, kind, session_id, text, prev,
                                     digest, mac))
 
+    def anchor_lanes(self) -> int:
+        return 1  # one writer at a time anyway: one chain
+
     def anchors(self) -> list[Anchor]:
         with self._lock:
             return list(self._anchors)

@@ -45,7 +45,7 @@ from tether.store.postgres_outage import (
     riding,
 )
 from tether.store.postgres_probe import probe
-from tether.store.postgres_schema import MIGRATIONS, SCHEMA_VERSION
+from tether.store.postgres_schema import ANCHOR_LANES, MIGRATIONS, SCHEMA_VERSION
 from tether.store.postgres_steps import Append, Statements, arun, run
 from tether.store.postgres_threads import PostgresThreads
 from tether.types import Event
@@ -155,6 +155,10 @@ class PostgresStore(PostgresThreads):
             for number in range(version + 1, SCHEMA_VERSION + 1):
                 for statement in MIGRATIONS[number]:
                     db.execute(self._sql(statement))
+            if version < 7:  # the anchor lanes, lane 0 continuing the chain of before
+                run(db, self._statements.open_lanes(ANCHOR_LANES))
+            else:
+                self._statements.lanes = self._read_lanes(db)
             if version and version < 5:  # what was stored before anchoring, anchored now
                 self._anchor_existing(db)
             db.execute(self._sql("INSERT INTO {s}.meta VALUES ('schema_version', %s) ON "
@@ -220,11 +224,24 @@ class PostgresStore(PostgresThreads):
             if decided is not None:
                 self._anchor(db, "approval", decided["session_id"], decided)
 
+    def _read_lanes(self, db: Any) -> int:
+        """The store's anchor lanes: as its meta records them, else as many as have a row."""
+        row = db.execute(self._sql("SELECT value FROM {s}.meta WHERE key = 'anchor_lanes'"))\
+            .fetchone()
+        if row is None:
+            row = db.execute(self._sql("SELECT count(*) FROM {s}.anchor_lanes")).fetchone()
+        return max(1, int(row[0]))
+
+    @riding
+    def anchor_lanes(self) -> int:
+        with self._connection() as db:
+            return self._read_lanes(db)
+
     @riding
     def anchors(self) -> list[Anchor]:
         with self._connection() as db:
-            rows = db.execute(self._sql("SELECT seq, kind, session_id, body, prev, hash, mac "
-                                        "FROM {s}.anchors ORDER BY seq")).fetchall()
+            rows = db.execute(self._sql("SELECT seq, kind, session_id, body, prev, hash, mac, "
+                                        "lane FROM {s}.anchors ORDER BY seq")).fetchall()
         return [Anchor(*row) for row in rows]
 
     @riding

@@ -64,5 +64,14 @@ MIGRATIONS: dict[int, list[str]] = {
             PRIMARY KEY (tenant_id, user_id, thread_id, position))""",
         "CREATE INDEX threads_by_session ON {s}.threads (session_id)",
     ],
+    # Anchor lanes (tether.store.base): the anchors of before are lane 0's; the lanes' rows
+    # (each lane's head and length, locked by the writer that extends it) are made by the
+    # store when it migrates (store.postgres_steps.Statements.open_lanes), their number in meta.
+    7: [
+        "ALTER TABLE {s}.anchors ADD COLUMN lane INT NOT NULL DEFAULT 0",
+        """CREATE TABLE {s}.anchor_lanes (
+            lane INT PRIMARY KEY, hash TEXT NOT NULL, length BIGINT NOT NULL)""",
+    ],
 }
 SCHEMA_VERSION = max(MIGRATIONS)
+ANCHOR_LANES = 16  # lanes of a store created or migrated by this tether: more than its writers

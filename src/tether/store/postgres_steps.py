@@ -10,10 +10,20 @@ Decision: a batch's appends are written by statement, not by append. The session
 go in one statement (rows created only where none exists, events added only for the rows it
 created); their later steps in another, which locks the rows in session order (two batches never
 deadlock), moves each on only from the seq its writer read and only for its lease holder, and
-adds the events of the rows that moved; the anchors of every written head take the anchor lock
-once and go in one insert. Each statement returns the rows as it found them, so a refused append
-can say why (another writer came first, the lease was taken); it changes nothing and fails alone.
-A session that appears twice in one batch is written by itself, in order.
+adds the events of the rows that moved; the anchors of every written head go in one insert, to
+one anchor lane (``tether.store.base``) taken for the transaction. Each statement returns the
+rows as it found them, so a refused append can say why (another writer came first, the lease
+was taken); it changes nothing and fails alone. A session that appears twice in one batch is
+written by itself, in order.
+
+Anchor lanes: one chain under one lock was the store's serial point — every transaction that
+anchored a session's start or end waited for the one before to commit, across all workers. A
+transaction now takes the first lane no other holds (``FOR UPDATE SKIP LOCKED`` on the lane's row,
+which also gives its head, in the same round trip; each connection starts looking at a lane of
+its own, by backend pid), waits only when every lane is held, and writes its anchors and the
+lane's new head in one statement: two round trips instead of three, and no wait while there
+are more lanes than writers. The batch's first anchor carries the witness: how many anchors
+each lane held then (committed ones; its own lane's exact).
 """
 
 from __future__ import annotations
@@ -24,11 +34,11 @@ from collections.abc import Generator, Mapping, Sequence
 from typing import Any, TypeVar
 
 from tether.store.base import (
-    ANCHOR_GENESIS,
     ConflictError,
     Lease,
     SessionBusy,
     head_anchor,
+    lane_genesis,
     lease_columns,
     seal_anchor,
 )
@@ -77,6 +87,21 @@ SELECT cur.*, cur.session_id IN (SELECT session_id FROM written), (SELECT count(
 FROM cur"""
 
 
+# a free lane, the one this connection looks at first, locked with its head and every lane's
+# count; and, when every lane is held, this connection's own lane, waited for
+_LANE = """SELECT lane, hash, length, (SELECT array_agg(length ORDER BY lane) FROM {s}.anchor_lanes)
+FROM {s}.anchor_lanes """
+TAKE_LANE = _LANE + """WHERE lane < %(n)s
+ORDER BY (lane + %(n)s - pg_backend_pid() %% %(n)s) %% %(n)s LIMIT 1 FOR UPDATE SKIP LOCKED"""
+WAIT_LANE = _LANE + "WHERE lane = pg_backend_pid() %% %(n)s FOR UPDATE"
+EXTEND_LANE = """WITH added AS (
+    INSERT INTO {s}.anchors (lane, kind, session_id, body, prev, hash, mac)
+    SELECT %(lane)s, * FROM unnest(%(kind)s::text[], %(sid)s::text[], %(body)s::text[],
+                                   %(prev)s::text[], %(hash)s::text[], %(mac)s::text[])
+    RETURNING 1)
+UPDATE {s}.anchor_lanes SET hash = %(head)s, length = length + (SELECT count(*) FROM added)
+WHERE lane = %(lane)s"""
+
 Query = tuple[str, Any]  # a statement and its parameters
 Plan = Generator[list[Query], list[list[Any]], T]  # yields statements, is sent their rows
 
@@ -87,11 +112,14 @@ class Statements:
     Each method returns a plan: a generator that yields the statements to run next and is sent
     their rows, so the same logic runs on a thread (``run``) and on the event loop (``arun``)."""
 
-    def __init__(self, schema: str, audit_key: bytes | None) -> None:
+    def __init__(self, schema: str, audit_key: bytes | None, lanes: int = 1) -> None:
         self.schema = schema
         self.start = START.replace("{s}", schema)
         self.move_on = MOVE_ON.replace("{s}", schema)
+        self.take_lane, self.wait_lane, self.extend_lane = (
+            q.replace("{s}", schema) for q in (TAKE_LANE, WAIT_LANE, EXTEND_LANE))
         self.audit_key = audit_key
+        self.lanes = lanes  # the store's anchor lanes, read from it when it opens
 
     def write(self, batch: Sequence[Append],
               retried: bool = False) -> Plan[list[BaseException | None]]:
@@ -141,25 +169,41 @@ class Statements:
         return bool(rows) and rows[0][0] == events[-1].hash
 
     def anchor(self, anchors: Sequence[tuple[str, str, Mapping[str, Any]]]) -> Plan[None]:
-        """Append ``anchors`` (kind, session, body) to the anchor chain in the current
-        transaction, under the chain's lock (held to the commit: one writer at a time)."""
+        """Append ``anchors`` (kind, session, body) to a free anchor lane in the current
+        transaction (the lane's row stays locked to the commit: one writer a lane)."""
         if not anchors:
             return
-        _, last = yield [("SELECT pg_advisory_xact_lock(hashtext(%s))",
-                          (f"tether-anchors-{self.schema}",)),
-                         (f"SELECT hash FROM {self.schema}.anchors ORDER BY seq DESC LIMIT 1",
-                          None)]
-        prev = last[0][0] if last else ANCHOR_GENESIS
-        rows: list[list[Any]] = [[], [], [], [], [], []]
-        for kind, session_id, body in anchors:
+        (found,) = yield [(self.take_lane, {"n": self.lanes})]
+        if not found:  # every lane is held: wait for this connection's own
+            (found,) = yield [(self.wait_lane, {"n": self.lanes})]
+        lane, prev, length, counts = found[0]
+        seen = [int(c) for c in counts]
+        seen[lane] = int(length)
+        rows: dict[str, Any] = {"kind": [], "sid": [], "body": [], "prev": [], "hash": [],
+                                "mac": []}
+        for number, (kind, session_id, body) in enumerate(anchors):
+            if number == 0 and self.lanes > 1:
+                body = {**body, "witness": seen}
             text, digest, mac = seal_anchor(prev, body, self.audit_key)
-            for column, value in zip(rows, (kind, session_id, text, prev, digest, mac),
+            for column, value in zip(rows.values(), (kind, session_id, text, prev, digest, mac),
                                      strict=True):
                 column.append(value)
             prev = digest
-        yield [(f"INSERT INTO {self.schema}.anchors (kind, session_id, body, prev, hash, mac) "
-                "SELECT * FROM unnest(%s::text[], %s::text[], %s::text[], %s::text[], "
-                "%s::text[], %s::text[])", rows)]
+        yield [(self.extend_lane, {**rows, "lane": lane, "head": prev})]
+
+    def open_lanes(self, lanes: int) -> Plan[None]:
+        """Create the store's ``lanes`` anchor lanes (once, when the schema reaches them): lane
+        0 continues the single chain a store kept before (its anchors are lane 0's), every
+        other lane starts at its own genesis."""
+        (tail,) = yield [(f"SELECT hash, (SELECT count(*) FROM {self.schema}.anchors) FROM "
+                          f"{self.schema}.anchors ORDER BY seq DESC LIMIT 1", None)]
+        head, length = tail[0] if tail else (lane_genesis(0), 0)
+        yield [(f"INSERT INTO {self.schema}.anchor_lanes (lane, hash, length) SELECT * FROM "
+                "unnest(%s::int[], %s::text[], %s::bigint[])",
+                (list(range(lanes)), [head] + [lane_genesis(k) for k in range(1, lanes)],
+                 [length] + [0] * (lanes - 1))),
+               (f"INSERT INTO {self.schema}.meta VALUES ('anchor_lanes', %s)", (str(lanes),))]
+        self.lanes = lanes
 
 
 def run(db: Any, plan: Plan[T]) -> T:

@@ -247,6 +247,9 @@ class SQLiteStore(SQLiteThreads):
             if decided is not None:
                 self._anchor("approval", decided["session_id"], decided)
 
+    def anchor_lanes(self) -> int:
+        return 1  # one writer at a time anyway: one chain
+
     def anchors(self) -> list[Anchor]:
         with self._lock:
             rows = self._db.execute("SELECT seq, kind, session_id, body, prev, hash, mac FROM "
