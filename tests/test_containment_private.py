@@ -217,6 +217,9 @@ def test_private_when_is_declared_with_clear_errors() -> None:
     assert meta.private_for({"channel": "private"}) == {"body": "private"}
     assert meta.private_for({"channel": "general"}) == {}
     assert meta.private_for({}) == {"body": "private"}  # left out: it may be any channel
+    # a call that reads several channels reads the private one if any of them is it
+    assert meta.private_for({"channel": ["general", "Private"]}) == {"body": "private"}
+    assert meta.private_for({"channel": ["general", "random"]}) == {}
     assert meta.to_dict()["private_when"] == {"channel": ["private"]}
     with pytest.raises(TypeError, match="declare which keys are"):
         ToolMeta(private_when={"channel": ["private"]})

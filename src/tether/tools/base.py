@@ -120,7 +120,7 @@ class ToolMeta:
         """The private keys of a call's result: ``private``, unless ``private_when`` names
         argument values this call does not have (then none; an argument the call leaves out
         may have any value, so its result is private)."""
-        if all(name not in arguments or _spelled(arguments[name]) in values
+        if all(name not in arguments or _names_one(arguments[name], values)
                for name, values in self.private_when.items()):
             return self.private
         return NOTHING_PRIVATE
@@ -136,6 +136,12 @@ NOTHING_PRIVATE: Mapping[str, str] = MappingProxyType({})
 def _spelled(value: Any) -> str:
     """An argument's value as ``private_when`` compares it: case and spacing aside."""
     return " ".join(str(value).split()).casefold()
+
+
+def _names_one(value: Any, values: frozenset[str]) -> bool:
+    """Whether an argument names one of ``values`` (a list: any of its items does)."""
+    items = value if isinstance(value, list | tuple) else [value]
+    return any(_spelled(item) in values for item in items)
 
 
 def _private_when(when: Any, private: Mapping[str, str]) -> Mapping[str, frozenset[str]]:
