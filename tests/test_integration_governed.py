@@ -208,3 +208,18 @@ async def test_a_cost_budget_is_reserved_and_charged_at_the_price() -> None:
     with pytest.raises(RunStopped) as stopped:  # a call the money left cannot pay for
         await run.reserve(10_000)
     assert stopped.value.reason is StopReason.COST_BUDGET
+
+
+def test_declared_tools_read_meta_by_name_then_the_overlay_and_refuse_a_typo() -> None:
+    from tether.integrations.runs import declared_tools
+    from tether.policy.overlay import parse_overlay
+    from tether.tools.base import ToolMeta
+    from tether.types import ToolSpec
+
+    specs = [ToolSpec("send", "Send.", {"type": "object", "properties": {"to": {}}}),
+             ToolSpec("read", "Read.", {"type": "object", "properties": {}})]
+    send, read = declared_tools(specs, {"send": ToolMeta(side_effect=True)},
+                                parse_overlay("tools:\n  read: {output_trust: untrusted}\n"))
+    assert send.meta.side_effect and read.meta.output_trust == "untrusted"
+    with pytest.raises(ValueError, match=r"meta declares \['sned'\].*fix the names"):
+        declared_tools(specs, {"sned": ToolMeta()})

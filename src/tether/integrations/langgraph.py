@@ -53,7 +53,8 @@ except ImportError as exc:  # pragma: no cover - the extra is missing
     raise ImportError("tether.integrations.langgraph needs LangGraph and LangChain: "
                       "pip install 'tether[langgraph]'") from exc
 
-from tether.integrations.governed import FOREIGN_META, ForeignTool, GovernedRun, Metered, Outcome
+from tether.integrations.governed import GovernedRun, Metered, Outcome
+from tether.integrations.runs import ForeignRun, declared_tools
 from tether.models.base import (
     CHARS_PER_TOKEN,
     estimate_message_tokens,
@@ -67,10 +68,8 @@ from tether.types import ModelResponse as Answer
 if TYPE_CHECKING:
     from langchain_core.language_models import BaseChatModel
 
-    from tether.journal.chain import Journal
     from tether.policy.base import Policy
     from tether.policy.overlay import Overlay
-    from tether.runtime.chokepoint.approvals import ApprovalStore
 
 APPROVAL_KEY = "tether_approval_id"  # in the interrupt's value: tether's approval
 ToolOutput = ToolMessage | Command[Any]
@@ -347,17 +346,10 @@ def foreign_tools(tools: Sequence[BaseTool], meta: Mapping[str, ToolMeta] | None
     """tether's view of LangChain tools: each one's name, description and schema (what the
     model sees: injected arguments left out), its metadata from ``meta`` (by name) and then
     ``overlay``, else the cautious reading."""
-    declared, names = dict(meta or {}), [t.name for t in tools]
-    unknown = sorted(set(declared) - set(names))
-    if unknown:
-        raise ValueError(f"meta declares {unknown}, which are not tools of the agent "
-                         f"({', '.join(sorted(names))}); fix the names")
-    found: tuple[Tool, ...] = tuple(ForeignTool(_spec(t), declared.get(t.name, FOREIGN_META))
-                                    for t in tools)
-    return overlay.apply(found) if overlay is not None else found
+    return declared_tools([_spec(t) for t in tools], meta, overlay)
 
 
-class LangGraphRun:
+class LangGraphRun(ForeignRun):
     """One LangGraph agent's work on one request, governed as one tether session.
 
     Give ``create_agent`` ``run.tools`` and ``middleware=[run.middleware]`` and a checkpointer
@@ -383,18 +375,6 @@ class LangGraphRun:
         self.middleware = TetherMiddleware(self.governed, cap_setting=cap_setting,
                                            passthrough=passthrough)
 
-    @property
-    def id(self) -> str:
-        return self.governed.id
-
-    @property
-    def journal(self) -> Journal:
-        return self.governed.journal
-
-    @property
-    def approvals(self) -> ApprovalStore:
-        return self.governed.approvals
-
     def close(self, answer: object = "") -> None:
         """End the session (``finished``), recording the agent's answer: text, a message's
         text, or the last message of a LangGraph state."""
@@ -402,5 +382,5 @@ class LangGraphRun:
             answer = answer["messages"][-1]
         if isinstance(answer, BaseMessage):
             answer = str(answer.text)
-        self.governed.close(answer if isinstance(answer, str) else "")
+        super().close(answer)
         self.middleware.close()

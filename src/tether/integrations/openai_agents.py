@@ -40,7 +40,8 @@ except ImportError as exc:  # pragma: no cover - the extra is missing
     raise ImportError("tether.integrations.openai_agents needs the OpenAI Agents SDK: "
                       "pip install 'tether[openai-agents]'") from exc
 
-from tether.integrations.governed import FOREIGN_META, ForeignTool, GovernedRun, Metered, RunStopped
+from tether.integrations.governed import GovernedRun, Metered, RunStopped
+from tether.integrations.runs import ForeignRun, declared_tools
 from tether.models.base import CHARS_PER_TOKEN, estimate_message_tokens, estimate_tools_tokens
 from tether.tools.base import Tool, ToolMeta
 from tether.types import Message, ModelResponse, ToolCall, ToolSpec, Usage
@@ -54,10 +55,8 @@ if TYPE_CHECKING:
     from agents.tool_context import ToolContext
     from openai.types.responses.response_prompt_param import ResponsePromptParam
 
-    from tether.journal.chain import Journal
     from tether.policy.base import Policy
     from tether.policy.overlay import Overlay
-    from tether.runtime.chokepoint.approvals import ApprovalStore
 
 
 class AgentsRunStopped(RunStopped, AgentsException):
@@ -303,15 +302,8 @@ def foreign_tools(tools: Sequence[FunctionTool], meta: Mapping[str, ToolMeta] | 
                   overlay: Overlay | None = None) -> tuple[Tool, ...]:
     """tether's view of Agents SDK function tools: each one's name, description and schema,
     its metadata from ``meta`` (by name) and then ``overlay``, else the cautious reading."""
-    declared, names = dict(meta or {}), [t.name for t in tools]
-    unknown = sorted(set(declared) - set(names))
-    if unknown:
-        raise ValueError(f"meta declares {unknown}, which are not among the tools "
-                         f"({', '.join(sorted(names))}); fix the names")
-    found: tuple[Tool, ...] = tuple(
-        ForeignTool(ToolSpec(t.name, t.description, t.params_json_schema),
-                    declared.get(t.name, FOREIGN_META)) for t in tools)
-    return overlay.apply(found) if overlay is not None else found
+    return declared_tools([ToolSpec(t.name, t.description, t.params_json_schema)
+                           for t in tools], meta, overlay)
 
 
 def _function_tools(tools: Iterable[Any]) -> list[FunctionTool]:
@@ -328,7 +320,7 @@ def _function_tools(tools: Iterable[Any]) -> list[FunctionTool]:
     return out
 
 
-class OpenAIAgentsRun:
+class OpenAIAgentsRun(ForeignRun):
     """One Agents SDK agent's work on one request, governed as one tether session.
 
     Give the agent ``run.tools`` and ``model=run.model``; when ``Runner.run`` returns with
@@ -351,18 +343,6 @@ class OpenAIAgentsRun:
         self.tools = [governed_tool(t, self.governed) for t in found]
         self.model = TetherModel(model, self.governed) if model is not None else None
 
-    @property
-    def id(self) -> str:
-        return self.governed.id
-
-    @property
-    def journal(self) -> Journal:
-        return self.governed.journal
-
-    @property
-    def approvals(self) -> ApprovalStore:
-        return self.governed.approvals
-
     def resume_with(self, state: RunState[Any, Any]) -> int:
         """Approve in the SDK's ``state`` each call tether paused that a person has decided in
         tether's approval store, so resuming hands it to the door: it runs once if approved, is
@@ -376,6 +356,3 @@ class OpenAIAgentsRun:
                 handed += 1
         return handed
 
-    def close(self, answer: object = "") -> None:
-        """End the session (``finished``), recording the agent's answer when it is text."""
-        self.governed.close(answer if isinstance(answer, str) else "")

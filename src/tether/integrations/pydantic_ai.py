@@ -49,7 +49,8 @@ except ImportError as exc:  # pragma: no cover - the extra is missing
     raise ImportError("tether.integrations.pydantic_ai needs pydantic-ai: "
                       "pip install 'tether[pydantic-ai]'") from exc
 
-from tether.integrations.governed import FOREIGN_META, ForeignTool, GovernedRun, Metered
+from tether.integrations.governed import GovernedRun, Metered
+from tether.integrations.runs import ForeignRun, declared_tools
 from tether.models.base import (
     CHARS_PER_TOKEN,
     estimate_message_tokens,
@@ -62,10 +63,8 @@ if TYPE_CHECKING:
     from pydantic_ai import RunContext
     from pydantic_ai.toolsets.abstract import ToolsetTool
 
-    from tether.journal.chain import Journal
     from tether.policy.base import Policy
     from tether.policy.overlay import Overlay
-    from tether.runtime.chokepoint.approvals import ApprovalStore
 
 APPROVAL_KEY = "tether_approval_id"  # in DeferredToolRequests.metadata: tether's approval
 
@@ -213,20 +212,12 @@ def foreign_tools(toolset: AbstractToolset[Any], meta: Mapping[str, ToolMeta] | 
         raise TypeError(f"tether needs the tools up front to decide on them; "
                         f"{type(toolset).__name__} lists its tools only during a run. Pass a "
                         "FunctionToolset, or pydantic-ai Tools or functions")
-    declared = dict(meta or {})
-    unknown = sorted(set(declared) - set(toolset.tools))
-    if unknown:
-        raise ValueError(f"meta declares {unknown}, which are not tools of the toolset "
-                         f"({', '.join(sorted(toolset.tools))}); fix the names")
-    tools: tuple[Tool, ...] = tuple(
-        ForeignTool(ToolSpec(name, t.tool_def.description or "",
-                             t.tool_def.parameters_json_schema),
-                    declared.get(name, FOREIGN_META))
-        for name, t in toolset.tools.items())
-    return overlay.apply(tools) if overlay is not None else tools
+    return declared_tools([ToolSpec(name, t.tool_def.description or "",
+                                    t.tool_def.parameters_json_schema)
+                           for name, t in toolset.tools.items()], meta, overlay)
 
 
-class PydanticAIRun:
+class PydanticAIRun(ForeignRun):
     """One pydantic-ai agent's work on one request, governed as one tether session.
 
     Give the agent ``run.model`` and ``run.toolset``, and let its output type include
@@ -248,18 +239,6 @@ class PydanticAIRun:
         self.toolset = TetherToolset(toolset, self.governed)
         self.model = TetherModel(model, self.governed) if model is not None else None
 
-    @property
-    def id(self) -> str:
-        return self.governed.id
-
-    @property
-    def journal(self) -> Journal:
-        return self.governed.journal
-
-    @property
-    def approvals(self) -> ApprovalStore:
-        return self.governed.approvals
-
     def resume_with(self, requests: DeferredToolRequests) -> DeferredToolResults:
         """The results that hand tether's paused calls back to pydantic-ai: each goes through
         the door again, which runs it once if a person approved it, refuses it with their words
@@ -268,6 +247,3 @@ class PydanticAIRun:
             c.tool_call_id: True for c in requests.approvals
             if APPROVAL_KEY in requests.metadata.get(c.tool_call_id, {})})
 
-    def close(self, answer: object = "") -> None:
-        """End the session (``finished``), recording the agent's answer when it is text."""
-        self.governed.close(answer if isinstance(answer, str) else "")
