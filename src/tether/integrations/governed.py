@@ -39,7 +39,7 @@ from typing import TYPE_CHECKING, Any, NoReturn
 
 from tether.integrations.reopen import Reopened, framework_id, reopen
 from tether.journal.chain import Journal
-from tether.policy.base import Decision, Effect, Policy, Subject
+from tether.policy.base import Effect, Policy, Subject
 from tether.policy.deadline import DEFAULT_POLICY_TIMEOUT
 from tether.policy.names import check_names
 from tether.policy.plan import read_request
@@ -49,6 +49,7 @@ from tether.runtime.chokepoint.approvals import ApprovalStore, StoredApprovals
 from tether.runtime.chokepoint.effects import skipped
 from tether.runtime.chokepoint.executor import ToolExecutor
 from tether.runtime.chokepoint.gate import PolicyGate, resource_of
+from tether.runtime.chokepoint.gateway import attach_approval
 from tether.runtime.chokepoint.turn import ToolCalls
 from tether.runtime.interrupt import lost_call_charge
 from tether.runtime.limits import Limits
@@ -326,19 +327,9 @@ class GovernedRun:
         """Journal the earlier approval request as this call's, so the pipeline uses it (once,
         if a person approved it) instead of asking again."""
         record = self._approvals.get(approval_id)
-        if record is None:
-            return
-        self._journal.append("approval.requested", {
-            "approval_id": record.id, "call_id": call.id, "tool": record.tool,
-            "arguments": record.arguments, "call_hash": record.call_hash,
-            "reason": record.reason, "policy_id": record.policy_id,
-            "requested_at": record.requested_at, "expires_at": record.expires_at,
-            "reused": True})
-        self._journal.append("tool.decision", {
-            "call_id": call.id, "tool": record.tool, "arguments": record.arguments,
-            "decision": Decision(Effect.REQUIRE_APPROVAL, record.reason, record.policy_id),
-            "signature": call_signature(call.name, call.arguments), "charged": False,
-            "resource": None, "context": None})
+        if record is not None:
+            attach_approval(self._journal, call.id, record,
+                            call_signature(call.name, call.arguments))
 
     # -- the model meter -----------------------------------------------------------------------
 

@@ -26,13 +26,13 @@ on: a summary never carries a secret.
 
 from __future__ import annotations
 
-import asyncio
 import functools
 import math
 from collections.abc import Callable
 from typing import Any
 
 from tether.models.base import Model
+from tether.runtime.answer_calls import answer_within
 from tether.runtime.budget import Reservation
 from tether.runtime.compaction import Compaction, Cut, digest, plan, replacement, transcript
 from tether.runtime.environment import Environment
@@ -150,7 +150,7 @@ class CompactingEnvironment(Environment):
         await journal.aflush()  # durable before the call: a crash during it is charged
         request = ModelRequest(messages, (), reservation.max_output_tokens, input_estimate)
         try:
-            response = await self._summary_call(request, reservation)
+            response = await answer_within(self._summariser, request, reservation)
         except (Exception, Stop) as exc:
             expired = isinstance(exc, TimeoutError)
             error = ("the time budget ran out during the summary call" if expired
@@ -176,18 +176,6 @@ class CompactingEnvironment(Environment):
         if not text:
             return None, "the summariser returned no summary"
         return text, ""
-
-    async def _summary_call(self, request: ModelRequest,
-                            reservation: Reservation) -> ModelResponse:
-        call = self._summariser.complete(request)
-        if reservation.deadline is None:
-            response = await call
-        else:
-            async with asyncio.timeout_at(reservation.deadline):
-                response = await call
-        if not isinstance(response, ModelResponse):
-            raise TypeError(f"model returned {type(response).__name__}, not ModelResponse")
-        return response
 
     def _summary_failed(self, step: int, error: str, charged: Reservation | None) -> None:
         """Journal a summary call that gave no usable answer, charged at its reservation when

@@ -38,6 +38,7 @@ from tether.journal.chain import Journal
 from tether.models.base import CallCancelled, Model, native_output
 from tether.policy.plan import askable
 from tether.policy.planner import answer_schema, prompt, validated
+from tether.runtime.answer_calls import answer_within
 from tether.runtime.budget import Accountant, Reservation
 from tether.runtime.chokepoint.gate import resource_of
 from tether.runtime.state import SessionState
@@ -124,7 +125,7 @@ async def _ask(session: Session, planner: ModelPlanner, journal: Journal, state:
         if native_output(model, False) else
         ModelRequest(messages, (), reservation.max_output_tokens, estimate))
     try:
-        response = await _call(model, request, reservation)
+        response = await answer_within(model, request, reservation)
     except asyncio.CancelledError:  # interrupted: charged now, as a model turn would be
         _failed(journal, "interrupted during the planner's call, which may well have been "
                 "billed; it is not asked again", reservation)
@@ -150,19 +151,6 @@ async def _ask(session: Session, planner: ModelPlanner, journal: Journal, state:
         "reserved_input": reservation.input_tokens})
     _check_overrun(journal, priced, reservation, response, cost)
     _amend(session, journal, state, text)
-
-
-async def _call(model: Model, request: ModelRequest,
-                reservation: Reservation) -> ModelResponse:
-    call = model.complete(request)
-    if reservation.deadline is None:
-        response = await call
-    else:
-        async with asyncio.timeout_at(reservation.deadline):
-            response = await call
-    if not isinstance(response, ModelResponse):
-        raise TypeError(f"model returned {type(response).__name__}, not ModelResponse")
-    return response
 
 
 def _amend(session: Session, journal: Journal, state: SessionState, text: str) -> None:

@@ -69,6 +69,23 @@ CLIENT_LIMITS = Limits(loop_warn_at=10**9, loop_stop_at=10**9 + 1, tool_error_ce
 DEFAULT_WINDOW = 1000  # calls a gateway remembers: what a loop check and provenance look back on
 
 
+def attach_approval(journal: Journal, call_id: str, record: ApprovalRequest,
+                    signature: str = "") -> None:
+    """Journal an approval requested earlier (by a client's or a framework's earlier try of the
+    same call) as ``call_id``'s, with its decision, so the pipeline uses it — once, if a person
+    approved it — instead of asking again."""
+    journal.append("approval.requested", {
+        "approval_id": record.id, "call_id": call_id, "tool": record.tool,
+        "arguments": record.arguments, "call_hash": record.call_hash,
+        "reason": record.reason, "policy_id": record.policy_id,
+        "requested_at": record.requested_at, "expires_at": record.expires_at,
+        "reused": True})
+    journal.append("tool.decision", {
+        "call_id": call_id, "tool": record.tool, "arguments": record.arguments,
+        "decision": Decision(Effect.REQUIRE_APPROVAL, record.reason, record.policy_id),
+        "signature": signature, "charged": False, "resource": None, "context": None})
+
+
 class Gateway:
     """Tool calls from one client, governed and journaled as one session."""
 
@@ -251,16 +268,7 @@ class Gateway:
 
     def _attach(self, call: ToolCall, record: ApprovalRequest) -> None:
         """Journal the earlier approval as this call's, so the pipeline uses it (once)."""
-        self._journal.append("approval.requested", {
-            "approval_id": record.id, "call_id": call.id, "tool": record.tool,
-            "arguments": record.arguments, "call_hash": record.call_hash,
-            "reason": record.reason, "policy_id": record.policy_id,
-            "requested_at": record.requested_at, "expires_at": record.expires_at,
-            "reused": True})
-        self._journal.append("tool.decision", {
-            "call_id": call.id, "tool": record.tool, "arguments": record.arguments,
-            "decision": Decision(Effect.REQUIRE_APPROVAL, record.reason, record.policy_id),
-            "signature": "", "charged": False, "resource": None, "context": None})
+        attach_approval(self._journal, call.id, record)
 
     def _waiting(self, call: ToolCall, stop: Stop) -> ToolResult:
         approval = self._state.approvals.get(call.id)
