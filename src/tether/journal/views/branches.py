@@ -15,12 +15,13 @@ import json
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+from tether.journal.views.text import excerpt
+
 EXCERPT = 80
 
 
 def _short(text: object, limit: int = EXCERPT) -> str:
-    flat = " ".join(str(text).split())
-    return flat if len(flat) <= limit else flat[:limit - 1] + "…"
+    return excerpt(text, limit)
 
 
 def tree_lines(data: Mapping[str, Any]) -> list[str]:

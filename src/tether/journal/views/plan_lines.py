@@ -14,12 +14,13 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from tether.journal.views.text import excerpt
+
 EXCERPT = 70
 
 
 def _short(text: object, limit: int = EXCERPT) -> str:
-    flat = " ".join(str(text).split())
-    return flat if len(flat) <= limit else flat[:limit - 1] + "…"
+    return excerpt(text, limit)
 
 
 def plan_lines(plan: Mapping[str, Any], title: str = "the request asks for") -> list[str]:

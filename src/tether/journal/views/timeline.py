@@ -23,16 +23,9 @@ from typing import Any
 
 from tether.journal.views.branches import BRANCH_RENDER, tree_lines
 from tether.journal.views.plan_lines import PLAN_RENDER, asked_line, plan_lines
+from tether.journal.views.text import excerpt
 from tether.store.base import ERASED_TYPE
 from tether.types import Event
-
-EXCERPT = 100
-
-
-def excerpt(text: object, limit: int = EXCERPT) -> str:
-    """One line of at most ``limit`` characters, whitespace collapsed, cut with an ellipsis."""
-    flat = " ".join(str(text).split())
-    return flat if len(flat) <= limit else flat[:limit - 1] + "…"
 
 
 def when(timestamp: float) -> str:
