@@ -120,8 +120,9 @@ class ToolMeta:
         """The private keys of a call's result: ``private``, unless ``private_when`` names
         argument values this call does not have (then none; an argument the call leaves out
         may have any value, so its result is private)."""
-        if all(name not in arguments or _names_one(arguments[name], values)
-               for name, values in self.private_when.items()):
+        if not self.private_when or all(
+                name not in arguments or _names_one(arguments[name], values)
+                for name, values in self.private_when.items()):
             return self.private
         return NOTHING_PRIVATE
 
