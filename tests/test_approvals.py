@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import time
 from typing import Any
 
@@ -35,7 +36,8 @@ class NeedsApproval:
         return Decision(Effect.ALLOW, "ok", "approvals")
 
 
-def build(script: list[Any], ttl: float = 3600) -> tuple[Agent, list[dict[str, Any]]]:
+def build(script: list[Any], ttl: float = 3600,
+          **recipe: Any) -> tuple[Agent, list[dict[str, Any]]]:
     paid: list[dict[str, Any]] = []
 
     @tool(side_effect=True)
@@ -57,7 +59,7 @@ def build(script: list[Any], ttl: float = 3600) -> tuple[Agent, list[dict[str, A
         return script[turn] if turn < len(script) else "all done"
 
     agent = Agent(model=ScriptedModel(respond), reasoning=ReAct(), tools=[pay, lookup],
-                  policy=NeedsApproval(), approval_ttl=ttl)
+                  policy=NeedsApproval(), approval_ttl=ttl, **recipe)
     return agent, paid
 
 
@@ -201,14 +203,56 @@ def test_a_request_of_a_session_that_ended_expires_and_cannot_be_approved() -> N
     from tether.runtime.chokepoint.approvals import new_request
 
     approvals = InMemoryApprovalStore()
-    agent = Agent(model=ScriptedModel(["done"]), reasoning=ReAct(), approvals=approvals)
+    sessions = []
+
+    @tool
+    async def wait() -> str:
+        """Wait for something (the activation is cancelled while it waits)."""
+        sessions.pop().cancel("the worker was told to stop")
+        await asyncio.sleep(0)
+        return "waited"
+
+    agent = Agent(model=ScriptedModel([call("wait", {}), "done"]), reasoning=ReAct(),
+                  tools=[wait], approvals=approvals)
     session = agent.session("t")
+    sessions.append(session)
+    assert session.run().stop_reason is StopReason.INTERRUPTED
     left = new_request(session_id=session.id, bound_to=session.id, call_id="c9", tool="pay",
                        shown={}, arguments={}, reason="big", policy_id="p", ttl=3600)
-    approvals.add(left)  # e.g. left behind by an earlier activation
-    assert session.run().ok
+    approvals.add(left)  # left behind by the activation that stopped: a row with no event
+    assert session.resume().ok
     (expired,) = approvals.every(session.id)
     assert expired.status == "pending" and expired.expired()
     assert "session ended" in expired.note
     with pytest.raises(ApprovalError, match="expired"):
         approvals.approve(left.id, approver="maria")
+
+
+def test_a_session_that_never_asked_reads_no_approvals_at_its_end() -> None:
+    """The end's expiry reads the approval store only when a request of the session can exist
+    (one was journaled, or an earlier activation stopped): a session that asked for none,
+    in its first activation, pays no store read for it (a PostgreSQL round trip a session)."""
+
+    from tether.runtime.chokepoint.approvals import StoredApprovals
+    from tether.store.memory import MemoryStore
+
+    class Counting(StoredApprovals):
+        expiries = 0
+
+        def __init__(self) -> None:
+            super().__init__(MemoryStore())
+
+        def expire_pending(self, session_id: str, why: str) -> int:
+            Counting.expiries += 1
+            return super().expire_pending(session_id, why)
+
+    agent, _ = build([call("lookup", {"account": "A"}), "A is fine"], approvals=Counting())
+    assert agent.session("check A").run().ok
+    assert Counting.expiries == 0
+    paying, _ = build([call("pay", {"account": "A", "amount": 5}), "paid"],
+                      approvals=Counting())
+    session = paying.session("pay A")
+    assert session.run().stop_reason is StopReason.NEEDS_APPROVAL
+    paying.approvals.approve(session.pending_approvals()[0].id, approver="alice")
+    assert session.resume().ok
+    assert Counting.expiries == 1

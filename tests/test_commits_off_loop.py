@@ -80,3 +80,43 @@ async def test_commits_of_different_sessions_overlap_and_each_session_keeps_its_
         assert len(started_done) == len(paid) == 3
         for durable, effect in zip(started_done, paid, strict=True):
             assert durable <= effect  # the start was durable before the effect happened
+
+
+async def test_a_cancel_during_the_end_write_leaves_the_session_ended_not_paused() -> None:
+    """The end's write is awaited, so a cancel (SIGINT, a worker told to stop) can land while it
+    is in flight: the write completes all the same, the session is ended — no pause after its
+    end, its undecided approvals expire — and the canceller still gets its cancellation."""
+    from tether.runtime.chokepoint.approvals import new_request
+
+    writing_end, let_it_land = asyncio.Event(), asyncio.Event()
+
+    class GatedEnd(MemoryStore):
+        async def append_async(self, session_id: str, events: Sequence[Event],
+                               *args: Any) -> None:
+            if any(e.type == "session.end" for e in events):
+                writing_end.set()
+                await let_it_land.wait()
+            self.append(session_id, events, *args)
+
+    store = GatedEnd()
+    agent = Agent(model=ScriptedModel(["done"]), reasoning=ReAct(), store=store)
+    session = agent.session("answer")
+    task = asyncio.ensure_future(session.arun())
+    await writing_end.wait()
+    left = new_request(session_id=session.id, bound_to=session.id, call_id="c9", tool="pay",
+                       shown={}, arguments={}, reason="big", policy_id="p", ttl=3600)
+    agent.approvals.add(left)
+    session._state.may_have_approvals = True  # as if the session had asked for it
+    task.cancel()
+    let_it_land.set()
+    try:
+        await task
+    except asyncio.CancelledError:
+        pass
+    else:
+        raise AssertionError("the canceller's cancellation was swallowed")
+    types = [e.type for e in store.read(session.id)]
+    assert types[-1] == "session.end" and "session.paused" not in types
+    assert session.verify() is None
+    (request,) = agent.approvals.every(session.id)
+    assert request.expired()

@@ -301,12 +301,19 @@ class Journal:
                               self.lease)
             self._stored(dropped + len(sealed))
 
-    async def aflush(self) -> None:
+    async def aflush(self, last: bool = False) -> None:
         """``flush`` for the async runtime: a store that commits over a network
         (``append_async``: PostgreSQL's group commit on the loop) is awaited, so one session's
         commit never holds the others'. It completes before it returns, so a step is durable
         before what follows it, and a session's writes stay in order (its coroutine awaits
-        each)."""
+        each). ``last`` as for ``flush``: the write lets the writer's lease lapse."""
+        if last and self.lease is not None:
+            self.lease = Lease(self.lease.holder, self.lease.token, 0.0)
+            try:
+                await self.aflush()
+            finally:
+                self.lease = None
+            return
         store = self.store
         append_async = getattr(store, "append_async", None)
         if append_async is None:

@@ -375,11 +375,13 @@ class Session:
         stop = env.stopped  # whatever the strategy did with it, the chokepoint's stop stands
         if stop is None:
             env.skip_unresolved("the strategy ended the run without running this call")
-            return self._end(StopReason.FINISHED, "", answer)
+            return await self._end(StopReason.FINISHED, "", answer)
         if stop.reason.pauses:
-            return self._pause(stop)
+            spend = self._record_pause(stop)
+            await self._journal.aflush(last=True)
+            return self._snapshot(spend)
         if stop.reason is StopReason.OUTPUT_INVALID:  # the answer is the last invalid one
-            return self._end(stop.reason, stop.detail, answer,
+            return await self._end(stop.reason, stop.detail, answer,
                              f"[tether] The run stopped: {stop.detail}. The answer is the "
                              "model's last output, which is not valid; result.output is None.")
         answer = await self._wrap_up(env, stop)
@@ -387,16 +389,21 @@ class Session:
         spent = f"Spent in all: {self.spend().against(self.budget)}."  # the wrap-up included
         notice = (f"[tether] The run stopped: {why}; the answer is the model's wrap-up. {spent}"
                   if answer else f"[tether] The run stopped before an answer: {why}. {spent}")
-        return self._end(stop.reason, stop.detail, answer, notice)
+        return await self._end(stop.reason, stop.detail, answer, notice)
 
     def _interrupted(self) -> Result:
         """Pause an interrupted activation (no await: nothing can cut it in half)."""
+        state = self._state
+        if state.stop_reason is not None:  # cancelled during the end's or pause's own write,
+            return self._result or self._snapshot(self._accountant.spend())  # which completed
         why = self._interrupt or "its task was cancelled"
         lost = self._state.in_flight
         if lost is not None:  # cancelled waiting for the model, which may well have billed it
             self._journal.append("model.unmetered", {
                 **lost_call_charge(lost), "error": f"interrupted ({why}) during the call"})
-        return self._pause(interruption(self._state, self.agent.registry, why))
+        spend = self._record_pause(interruption(self._state, self.agent.registry, why))
+        self._journal.flush(last=True)
+        return self._snapshot(spend)
 
     def _fail(self, exc: Exception) -> NoReturn:
         if not isinstance(exc, StoreUnavailable):  # else nothing more can be journaled: the
@@ -420,7 +427,8 @@ class Session:
                                                                  "detail": no_room.detail})
         return ""
 
-    def _pause(self, stop: Stop) -> Result:
+    def _record_pause(self, stop: Stop) -> Spend:
+        """Append the pause (the caller writes it: awaited in a run, at once when interrupted)."""
         waiting = self.pending_approvals()
         if stop.reason is StopReason.NEEDS_APPROVAL:
             notice = (f"[tether] Paused: {len(waiting)} call(s) wait for approval "
@@ -438,20 +446,31 @@ class Session:
             "uncertain": uncertain_calls(self._state, self.agent.registry),
             "active_seconds": self._accountant.activation_seconds(), "spend": spend.to_dict(),
         })
-        self._journal.flush(last=True)
-        return self._snapshot(spend)
+        return spend
 
-    def _end(self, reason: StopReason, detail: str, answer: str, notice: str = "") -> Result:
+    async def _end(self, reason: StopReason, detail: str, answer: str,
+                   notice: str = "") -> Result:
         """End the session: ``answer`` is the model's words only, ``notice`` tether's own
-        (why a run that did not finish stopped), each in its own field."""
+        (why a run that did not finish stopped), each in its own field. The end's write is
+        awaited, so one session's end never holds the others' steps."""
         spend = self._accountant.spend()
-        self._journal.append("session.end", {"reason": reason.value, "detail": detail,
-                                             "answer": answer, "notice": notice,
-                                             "spend": spend.to_dict()})
-        self._journal.flush(last=True)
-        # an ended session runs nothing more: what still waits for a person can never be used
-        self.agent.approval_store.expire_pending(self.id, "the session ended before anyone "
-                                                 "decided")
+        journal = self._journal
+        journal.append("session.end", {"reason": reason.value, "detail": detail,
+                                       "answer": answer, "notice": notice,
+                                       "spend": spend.to_dict()})
+        try:
+            await journal.aflush(last=True)
+        except asyncio.CancelledError:  # aflush waited for the write: if it landed, the
+            if journal.store is None or journal.flushed == len(journal):  # session ended
+                self._close(spend)
+            raise
+        return self._close(spend)
+
+    def _close(self, spend: Spend) -> Result:
+        """What an ended session leaves behind: no undecided approval, no kept secret."""
+        if self._state.may_have_approvals:  # an ended session runs nothing more: what still waits
+            self.agent.approval_store.expire_pending(  # for a person can never be used
+                self.id, "the session ended before anyone decided")
         store = self.agent.journal_store
         if self.agent.keep_hidden_arguments and store is not None:
             store.drop_private(self.id)  # an ended session runs nothing more: keep no secret

@@ -59,10 +59,9 @@ class SessionState:
 
     __slots__ = ("_done", "_outbox", "_recent", "_steps_closed", "answer", "approvals",
                  "branches", "compacted_ids", "conversation", "counted", "decisions",
-                 "denial_streak", "effects", "error_streak", "granted", "in_flight", "notice",
-                 "opening", "output", "output_invalid", "paused", "plan", "planned", "planning",
-                 "private",
-                 "ran", "results", "settled",
+                 "denial_streak", "effects", "error_streak", "granted", "in_flight",
+                 "may_have_approvals", "notice", "opening", "output", "output_invalid", "paused",
+                 "plan", "planned", "planning", "private", "ran", "results", "settled",
                  "signatures", "started", "steps", "stop_detail", "stop_reason", "strategy_log",
                  "tainted", "tally", "task", "turn", "turn_open", "turn_step", "turn_text",
                  "unsent", "window")
@@ -106,6 +105,9 @@ class SessionState:
         self.notice = ""  # tether's own words on a run that stopped or paused, not the model's
         self.tainted = False  # set once any untrusted tool output entered the conversation
         self.paused = False
+        # whether the approval store may hold a request of this session: one was journaled, or
+        # the session resumed (a crash between a request's row and its event leaves the row)
+        self.may_have_approvals = False
         self.in_flight: Mapping[str, Any] | None = None  # a model request with no answer yet
         # the provider's own count of the last call's input, when it reported one, and where
         # that call's answer sits in the conversation: what came before it needs no estimate
@@ -289,6 +291,7 @@ class SessionState:
 
     def _on_approval_requested(self, data: Mapping[str, Any]) -> None:
         self.approvals[data["call_id"]] = data["approval_id"]
+        self.may_have_approvals = True
 
     def _on_approval_granted(self, data: Mapping[str, Any]) -> None:
         self.granted.add(data["call_id"])
@@ -356,6 +359,7 @@ class SessionState:
 
     def _on_resumed(self, data: Mapping[str, Any]) -> None:
         self.paused = False
+        self.may_have_approvals = True
         self.stop_reason = None
 
     def _on_end(self, data: Mapping[str, Any]) -> None:
