@@ -8,7 +8,9 @@ constraint: an effect made twice fails loudly instead of being counted once. A t
 ``approve`` needs a person's approval for effect 1. With ``FLEET_TEST_HANG`` naming a file that
 does not exist yet, effect 1 creates it once made and never returns: the process is to be killed
 there, between an effect and its journaled result. ``FLEET_TEST_SLOW`` (seconds) makes every
-effect's result take that long after the effect is made.
+effect's result take that long after the effect is made. With ``FLEET_TEST_GATE`` naming a file,
+a task containing ``held`` asks for its third effect only once that file exists (the session
+stays running, its model call in flight, until the test opens the gate).
 
 ``python tests/fleet_app.py activate SESSION TASK`` runs one fleet activation of that session.
 """
@@ -96,6 +98,10 @@ def build() -> Agent:
     def respond(request: ModelRequest) -> ModelResponse | str:
         task = next(m.content for m in request.messages if m.role == "user")
         done = sum(1 for m in request.messages if m.role == "tool")
+        gate = os.environ.get("FLEET_TEST_GATE")
+        if gate and done == 2 and "held" in str(task):
+            while not Path(gate).exists():  # the test opens the gate: an event, not a delay
+                threading.Event().wait(0.02)
         if done < effects_wanted(str(task)):
             return ModelResponse(tool_calls=(ToolCall(f"c{done}", "record", {"n": done}),))
         return f"recorded {done} effects"

@@ -16,6 +16,8 @@ import uuid
 from collections import Counter
 from pathlib import Path
 
+import pytest
+
 from conftest import import_or_unavailable
 
 import_or_unavailable("dbos", "dbos")
@@ -205,18 +207,26 @@ def test_the_readme_example_runs_kills_a_worker_and_sends_each_notice_once() -> 
 
 
 def test_a_worker_gone_for_good_has_its_sessions_recovered_by_the_others_a_live_one_safely(
-        database: Database, fleet: Fleet, workers: Workers) -> None:  # noqa: F811
+        database: Database, fleet: Fleet, workers: Workers,  # noqa: F811
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    gate = tmp_path / "gate"
+    monkeypatch.setenv("FLEET_TEST_GATE", str(gate))  # the workers inherit it
     workers.start("w1", concurrency=4)
     workers.start("w2", concurrency=4)
-    ids = [fleet.enqueue("record 5 effects") for _ in range(40)]
-    wait_until(lambda: len(fleet_app.ledger_rows(database.ledger)) >= 40, "some effects", 60)
-    wait_until(lambda: running_on(fleet, "w1"), "w1 running sessions", 60)
+    ids = [fleet.enqueue("record 5 effects, held") for _ in range(12)]
+    # both workers run sessions held at their third effect until the gate opens
+    wait_until(lambda: len(fleet_app.ledger_rows(database.ledger)) >= 16, "8 sessions held", 60)
+    assert running_on(fleet, "w1") and running_on(fleet, "w2")
     workers.kill("w1")
     # w2 is alive and running these: a second activation of each must wait, then run nothing
-    wait_until(lambda: bool(fleet.recover("w2")), "a mistaken recovery of live w2", 60)
+    assert fleet.recover("w2"), "a mistaken recovery of live w2 found nothing to hand back"
+    gate.touch()
     handed_back = fleet.recover("w1")
     assert handed_back, "w1 was killed running nothing"
     wait_until(lambda: unfinished(fleet) == 0, "every session's workflow to end", 120)
+    errors = [(r.workflow_id, r.error) for r in fleet.client.list_workflows(load_input=False)
+              if r.status == "ERROR"]
+    assert not errors
     assert {a.state for a in fleet.activations()} == {"SUCCESS"}
     rows = fleet_app.ledger_rows(database.ledger)
     assert len(rows) == len(set(rows))

@@ -138,9 +138,8 @@ def test_a_renewal_that_fails_once_is_retried_and_the_lease_kept(
     assert failures == [] and seen == ["refused"] * 3
 
 
-def test_a_paused_sessions_lease_is_free_at_once(store: Store, clock: HandMovedClock) -> None:
-    """Breaks it: the pause's write keeps the lease's expiry (``flush(last=True)``)."""
-    paid: list[str] = []
+def _paying_worker(store: Store, paid: list[str]) -> Callable[[], Agent]:
+    """Workers of one recipe: the model pays once (a call that needs approval), then answers."""
 
     @tool(side_effect=True)
     def pay() -> str:
@@ -152,6 +151,14 @@ def test_a_paused_sessions_lease_is_free_at_once(store: Store, clock: HandMovedC
         return Agent(model=ScriptedModel([call("pay", {}), "paid"]), reasoning=ReAct(),
                      tools=[pay], store=store, policy=NeedsApproval(), lease_ttl=600.0)
 
+    return worker
+
+
+def test_a_paused_sessions_lease_is_free_at_once(store: Store, clock: HandMovedClock) -> None:
+    """Breaks it: the pause's write keeps the lease's expiry (``flush(last=True)``)."""
+    paid: list[str] = []
+    worker = _paying_worker(store, paid)
+
     first = worker()
     session = first.session("pay")
     assert session.run().stop_reason is StopReason.NEEDS_APPROVAL
@@ -162,3 +169,29 @@ def test_a_paused_sessions_lease_is_free_at_once(store: Store, clock: HandMovedC
     first.approval_store.approve(request.id, approver="maria")
     assert worker().resume(session.id).stop_reason is StopReason.FINISHED  # another worker
     assert paid == ["A"]
+
+
+def test_a_session_loaded_before_another_worker_wrote_it_is_refused_not_forked(
+        store: Store) -> None:
+    """Loading a session and acquiring its lease are two steps: another worker may write the
+    session between them and let its lease lapse (a pause, an end). The stale copy must not run
+    on from what it loaded — its first append would conflict at best, and the fleet's
+    activation would fail — it is refused at the acquire, and a fresh load sees the truth."""
+    from tether.store.base import SessionMoved
+
+    paid: list[str] = []
+    worker = _paying_worker(store, paid)
+
+    first = worker()
+    session = first.session("pay")
+    assert session.run().stop_reason is StopReason.NEEDS_APPROVAL
+    stale = worker().load(session.id)  # loaded while paused...
+    (request,) = first.approval_store.pending(session.id)
+    first.approval_store.approve(request.id, approver="maria")
+    assert first.resume(session.id).stop_reason is StopReason.FINISHED  # ...then run elsewhere
+    written = store.read(session.id)
+    with pytest.raises(SessionMoved, match="load it again"):
+        stale.resume()
+    assert store.read(session.id) == written and paid == ["A"]
+    lease = store.acquire(session.id, RIVAL, 60.0)  # the refused resume kept no lease
+    store.release(session.id, lease)

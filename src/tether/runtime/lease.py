@@ -24,7 +24,7 @@ import contextlib
 from collections.abc import AsyncIterator, Iterator
 
 from tether.journal.chain import Journal
-from tether.store.base import Lease, SessionBusy, StoreError, lease_holder
+from tether.store.base import Lease, SessionBusy, SessionMoved, Store, StoreError, lease_holder
 
 DEFAULT_LEASE_TTL = 60.0
 
@@ -37,8 +37,7 @@ async def leased(journal: Journal, ttl: float, *, new: bool) -> AsyncIterator[No
     if store is None:
         yield
         return
-    holder = lease_holder()
-    lease = Lease(holder, 1, ttl) if new else store.acquire(journal.session_id, holder, ttl)
+    lease = Lease(lease_holder(), 1, ttl) if new else _acquire(journal, store, ttl)
     journal.lease = lease
     loop = asyncio.get_running_loop()
     timer = loop.call_later(ttl / 3, _renew, journal, lease, loop)
@@ -56,12 +55,26 @@ def leased_briefly(journal: Journal, ttl: float) -> Iterator[None]:
     if store is None:
         yield
         return
-    lease = store.acquire(journal.session_id, lease_holder(), ttl)
+    lease = _acquire(journal, store, ttl)
     journal.lease = lease
     try:
         yield
     finally:
         _release(journal, lease)
+
+
+def _acquire(journal: Journal, store: Store, ttl: float) -> Lease:
+    """Acquire the lease of a session loaded earlier: SessionBusy while another worker holds
+    it, SessionMoved (and no lease kept) if one wrote it since ``journal`` was loaded — between
+    the load and the acquire its lease may well have lapsed, at its pause or end."""
+    session_id = journal.session_id
+    lease = store.acquire(session_id, lease_holder(), ttl)
+    newer = store.read(session_id, after_seq=len(journal))
+    if newer:
+        with contextlib.suppress(StoreError):
+            store.release(session_id, lease)
+        raise SessionMoved(session_id, len(journal), newer[-1].seq)
+    return lease
 
 
 def _renew(journal: Journal, lease: Lease, loop: asyncio.AbstractEventLoop) -> None:

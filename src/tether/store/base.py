@@ -89,6 +89,18 @@ class SessionBusy(StoreError):
         super().__init__(message)
 
 
+class SessionMoved(SessionBusy):
+    """The session was written by another worker after this copy of it was loaded: running on
+    from the copy would fork the journal. Nothing was written and no lease is kept."""
+
+    def __init__(self, session_id: str, loaded: int, stored: int) -> None:
+        StoreError.__init__(self, (
+            f"session {session_id} has {stored} events in the store, but this copy was loaded "
+            f"with {loaded}: another worker ran it since; load it again (agent.load) and resume "
+            "that"))
+        self.session_id, self.holder, self.expires_at = session_id, None, 0.0
+
+
 @dataclass(frozen=True, slots=True)
 class Lease:
     """A worker's hold on a running session. ``token`` is the fencing token: it grows with each
