@@ -318,9 +318,9 @@ NOT_HERE = b"HTTP/1.1 404 Not Found\r\nConnection: close\r\n\r\n"
 
 def loopback_authorize(redirect_uri: str, *, timeout: float = AUTHORIZE_TIMEOUT,
                        open_browser: bool = True) -> Authorize:
-    """The default user agent: print the authorization URL (and open a browser when one is
-    available), then wait up to ``timeout`` seconds for the redirect on ``redirect_uri``, a
-    listener bound to 127.0.0.1 (loopback only). Returns the redirect URL."""
+    """The default user agent: print the authorization URL on stderr (and open a browser when a
+    graphical one may exist), then wait up to ``timeout`` seconds for the redirect on
+    ``redirect_uri``, a listener bound to 127.0.0.1 (loopback only). Returns the redirect URL."""
     where = loopback_port(redirect_uri)
     if where is None:
         raise ValueError(f"the default authorize needs an http loopback redirect_uri with a port "
@@ -351,7 +351,7 @@ def loopback_authorize(redirect_uri: str, *, timeout: float = AUTHORIZE_TIMEOUT,
         try:
             print(f"tether: to authorize this MCP client, open this URL in a browser:\n  {url}",
                   file=sys.stderr, flush=True)
-            if open_browser:
+            if open_browser and _has_browser():
                 with contextlib.suppress(Exception):
                     import webbrowser
 
@@ -369,6 +369,15 @@ def loopback_authorize(redirect_uri: str, *, timeout: float = AUTHORIZE_TIMEOUT,
             await server.wait_closed()
 
     return authorize
+
+
+def _has_browser() -> bool:
+    """A graphical browser may exist (a text one would take over the terminal instead)."""
+    import os
+
+    if sys.platform in ("darwin", "win32"):
+        return True
+    return bool(os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY"))
 
 
 def code_from(redirect: str) -> tuple[str, str | None, str | None]:
@@ -559,9 +568,10 @@ def _guard_class() -> Any:
             if status == 403 and _www(response, "error") == "insufficient_scope":
                 scope = _www(response, "scope")
                 self._raise(MCPConnectionError(self._say(
-                    "still refused the request for insufficient scope after one step-up "
-                    f"authorization{' (it asks for ' + repr(scope) + ')' if scope else ''}; "
-                    "tether does not retry further: grant the client those scopes at the "
+                    "still refused the request for insufficient scope after authorizing "
+                    f"again{' (it asks for ' + repr(scope) + ')' if scope else ''}; tether "
+                    "authorizes at most once per request, so it stops here: grant the client "
+                    "those scopes at the "
                     "authorization server, or use a server that asks for scopes it can grant")))
 
         def _forget(self) -> None:
