@@ -265,6 +265,16 @@ def test_a_server_demanding_auth_when_none_is_configured(tmp_path: Path) -> None
         assert "auth=" in str(caught.value) and srv.counts()["authorize"] == 0
 
 
+def test_a_static_bearer_header_the_server_refuses(tmp_path: Path) -> None:
+    stale = "stale-" + CLIENT_SECRET
+    with protected(tmp_path) as srv:
+        config = server(srv.url, None, headers={"Authorization": f"Bearer {stale}"})
+        with pytest.raises(MCPConnectionError, match="refused the credentials of the "
+                                                     "Authorization header") as caught:
+            connect(config).open()
+        assert stale not in str(caught.value)
+
+
 def test_a_user_who_denies_the_authorization(tmp_path: Path) -> None:
     async def deny(url: str) -> str:
         return "http://127.0.0.1:1/callback?error=access_denied&state=x"

@@ -524,6 +524,13 @@ def _guard_class() -> Any:
                                   ) -> AsyncGenerator[httpx2.Request, httpx2.Response]:
             if self.inner is None:
                 plain = yield request
+                if plain.status_code == 401 and _is_bearer(plain) and "authorization" in {
+                        k.lower() for k in self.server.headers}:
+                    self._raise(MCPConnectionError(self._say(
+                        "refused the credentials of the Authorization header it was given "
+                        "(401 with a Bearer challenge); the token may be invalid, expired or "
+                        "revoked: renew it, or let tether get tokens with MCPServer.http(..., "
+                        "auth=...), see the MCP authorization guide")))
                 if plain.status_code == 401 and _is_bearer(plain):
                     self._raise(MCPConnectionError(self._say(
                         "demands OAuth authorization (it answered 401 with a Bearer challenge) "
