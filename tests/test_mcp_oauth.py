@@ -16,6 +16,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
+from urllib.parse import parse_qs, urlsplit
 
 import httpx2
 import pytest
@@ -44,6 +45,7 @@ class Protected:
     def __init__(self, port: int, tokens: Path) -> None:
         self.port = port
         self.url = f"http://127.0.0.1:{port}/mcp"
+        self.issuer = f"http://127.0.0.1:{port}"
         self.tokens_file = tokens
 
     def tokens(self) -> list[str]:
@@ -182,10 +184,33 @@ def test_the_default_user_agent_waits_on_a_loopback_listener(tmp_path: Path,
     assert "open this URL in a browser" in capfd.readouterr().err
 
 
+def test_a_dynamic_registration_keeps_its_loopback_redirect(tmp_path: Path) -> None:
+    seen: list[str] = []
+
+    async def remember(url: str) -> str:
+        seen.append(parse_qs(urlsplit(url).query)["redirect_uri"][0])
+        return await no_follow(url)
+
+    flow = AuthorizationCode(authorize=remember)
+    with protected(tmp_path) as srv:
+        for _ in range(2):
+            with connect(server(srv.url, flow)) as tools:
+                assert asyncio.run(tools.invoke("echo", {"text": "x"})) == "echo: x"
+            flow.store.drop_tokens()  # the next connection must sign in again
+        assert srv.counts()["register"] == 1
+    assert len(seen) == 2 and seen[0] == seen[1] == flow.store.redirect_uri()
+    assert seen[0].startswith("http://127.0.0.1:")
+
+
 def test_client_credentials(tmp_path: Path) -> None:
-    flow = ClientCredentials("machine", Secret(CLIENT_SECRET), scopes=["mcp:read"])
-    with protected(tmp_path) as srv, connect(server(srv.url, flow)) as tools:
-        assert asyncio.run(tools.invoke("echo", {"text": "m2m"})) == "echo: m2m"
+    with protected(tmp_path) as srv:
+        flow = ClientCredentials("machine", Secret(CLIENT_SECRET), scopes=["mcp:read"],
+                                 method="client_secret_post", issuer=srv.issuer)
+        tools = connect(server(srv.url, flow)).open()
+        try:
+            assert asyncio.run(tools.invoke("echo", {"text": "m2m"})) == "echo: m2m"
+        finally:
+            tools.close()
         assert srv.counts()["authorize"] == 0 and srv.counts()["token"] == 1
 
 
@@ -230,8 +255,8 @@ def test_a_session_with_a_protected_server_leaks_no_token(
 
 
 def test_a_refused_token_is_a_clear_error_that_quotes_no_token(tmp_path: Path) -> None:
-    flow = ClientCredentials("machine", Secret(CLIENT_SECRET))
     with protected(tmp_path, "refuse") as srv:
+        flow = ClientCredentials("machine", Secret(CLIENT_SECRET), issuer=srv.issuer)
         with pytest.raises(MCPConnectionError) as caught:
             connect(server(srv.url, flow)).open()
         message = str(caught.value)

@@ -153,6 +153,11 @@ class TokenStore:
         self._client_secret = Secret(secret) if secret else None
         self._client = data
 
+    def redirect_uri(self) -> str | None:
+        """The first redirect URI of the client's registration, if it has one."""
+        uris = (self._client or {}).get("redirect_uris") or []
+        return str(uris[0]) if uris else None
+
     def drop_tokens(self) -> None:
         """Forget the tokens (a refused one), keeping the client's registration."""
         self._access = self._refresh = None
@@ -412,10 +417,9 @@ def _provider(server_url: str, auth: OAuth) -> Any:
     if isinstance(auth, ClientCredentials):
         from mcp.client.auth.extensions.client_credentials import ClientCredentialsOAuthProvider
 
-        with _quiet_deprecation(auth.issuer):
-            return ClientCredentialsOAuthProvider(
-                server_url, auth.store, auth.client_id, auth.client_secret.get(),
-                token_endpoint_auth_method=auth.method, scope=scope, issuer=auth.issuer)
+        return ClientCredentialsOAuthProvider(
+            server_url, auth.store, auth.client_id, auth.client_secret.get(),
+            token_endpoint_auth_method=auth.method, scope=scope, issuer=auth.issuer)
     if isinstance(auth, PrivateKeyJWT):
         from mcp.client.auth.extensions.client_credentials import (
             PrivateKeyJWTOAuthProvider,
@@ -430,13 +434,13 @@ def _provider(server_url: str, auth: OAuth) -> Any:
                                        signing_algorithm=algorithm, lifetime_seconds=lifetime)
             return await mint.create_assertion_provider()(audience)
 
-        with _quiet_deprecation(auth.issuer):
-            return PrivateKeyJWTOAuthProvider(server_url, auth.store, auth.client_id, assertion,
-                                              scope=scope, issuer=auth.issuer)
+        return PrivateKeyJWTOAuthProvider(server_url, auth.store, auth.client_id, assertion,
+                                          scope=scope, issuer=auth.issuer)
     from mcp.client.auth import OAuthClientProvider
     from mcp.shared.auth import AuthorizationCodeResult, OAuthClientMetadata
 
-    redirect_uri = auth.redirect_uri or free_loopback_redirect()
+    # a dynamic registration is bound to its redirect URI: a later login reuses it
+    redirect_uri = auth.redirect_uri or auth.store.redirect_uri() or free_loopback_redirect()
     authorize = auth.authorize or loopback_authorize(redirect_uri)
     method = auth.token_endpoint_auth_method or (
         "client_secret_basic" if auth.client_secret is not None else "none")
@@ -467,17 +471,6 @@ def _provider(server_url: str, auth: OAuth) -> Any:
 
     return OAuthClientProvider(server_url, metadata, auth.store, redirect_handler,
                                callback_handler, client_metadata_url=auth.client_metadata_url)
-
-
-@contextlib.contextmanager
-def _quiet_deprecation(issuer: str | None) -> Any:
-    """Without ``issuer`` the SDK warns that 3.0 will require it; the docs say so once."""
-    import warnings
-
-    with warnings.catch_warnings():
-        if issuer is None:
-            warnings.filterwarnings("ignore", message=".*issuer.*")
-        yield
 
 
 def httpx_auth(server: MCPServer, failed: Callable[[MCPConnectionError], None] | None = None,
