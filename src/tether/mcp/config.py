@@ -119,13 +119,11 @@ class MCPServer:
     @classmethod
     def http(cls, name: str, url: str, *, headers: Mapping[str, str] | None = None,
              auth: OAuth | None = None, trusted: bool = False, prefix: str | None = None,
-             separator: str = "_",
+             separator: str = "_",  # auth: the OAuth flow of a protected server (mcp-auth.md)
              call_timeout: float = 30.0, connect_timeout: float = 20.0,
              close_timeout: float = 10.0) -> MCPServer:
         """A server already listening on ``url`` (streamable HTTP), e.g.
-        ``http://127.0.0.1:8000/mcp``. ``auth`` is its OAuth flow (``AuthorizationCode``,
-        ``ClientCredentials`` or ``PrivateKeyJWT`` from ``tether.mcp.oauth``) when the server is
-        protected by an authorization server."""
+        ``http://127.0.0.1:8000/mcp``."""
         return cls(name, url=url, headers=headers or {}, auth=auth, trusted=trusted, prefix=prefix,
                    separator=separator, call_timeout=call_timeout,
                    connect_timeout=connect_timeout, close_timeout=close_timeout)
