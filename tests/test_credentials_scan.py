@@ -175,6 +175,50 @@ def exercise_vault(seen: Collected, log: logging.Logger, vault: FakeVault) -> No
         log.exception("vault issue failed")
 
 
+def exercise_mcp_oauth(seen: Collected, log: logging.Logger) -> None:
+    """The MCP client's OAuth configuration, its token store and its error messages."""
+    import asyncio
+
+    from mcp.client.auth import OAuthFlowError, OAuthRegistrationError, OAuthTokenError
+    from mcp.shared.auth import OAuthClientInformationFull, OAuthToken
+
+    from tether.mcp import MCPServer
+    from tether.mcp.oauth import (
+        AuthorizationCode,
+        ClientCredentials,
+        PrivateKeyJWT,
+        TokenStore,
+        _guard_class,
+    )
+
+    store = TokenStore()
+    asyncio.run(store.set_tokens(OAuthToken(access_token=SECRET, refresh_token=VAULT_TOKEN)))
+    asyncio.run(store.set_client_info(OAuthClientInformationFull(
+        client_id="c", client_secret=SECRET, redirect_uris=None)))
+    flows = [AuthorizationCode(client_id="app", client_secret=SECRET, store=store),
+             ClientCredentials("machine", Secret(SECRET), store=store),
+             PrivateKeyJWT("machine", Secret(SECRET), store=store)]
+    for flow in flows:
+        server = MCPServer.http("api", f"https://user:{SECRET}@mcp.example/mcp?access_token={SECRET}",
+                                headers={"Authorization": f"Bearer {SECRET}"}, auth=flow)
+        seen.shown(flow)
+        seen.shown(server)
+        seen.text(server.where())
+        log.debug("connecting %r with %s", server, flow)
+        guard = _guard_class()(server, None, None)
+        seen.shown(guard)
+        for exc in (OAuthTokenError(f'Token exchange failed (401): {{"client_secret":"{SECRET}"}}'),
+                    OAuthRegistrationError(f"Registration failed: {SECRET}"),
+                    OAuthFlowError(f"something about {VAULT_TOKEN}"),
+                    RuntimeError(f"boom {SECRET}")):
+            error = guard._explain(exc)
+            seen.error(error)
+            log.error("oauth failed: %s", error)
+    seen.shown(store)
+    seen.raises(lambda: pickle.dumps(store))
+    seen.raises(lambda: copy.deepcopy(store))
+
+
 def test_no_secret_in_anything_the_credential_layer_says(
         caplog: pytest.LogCaptureFixture, vault: FakeVault) -> None:
     log = logging.getLogger("tests.credentials.scan")
@@ -183,6 +227,7 @@ def test_no_secret_in_anything_the_credential_layer_says(
         exercise_tokens(seen, log)
         exercise_provider_failures(seen, log)
         exercise_vault(seen, log, vault)
+        exercise_mcp_oauth(seen, log)
 
     seen.texts.append(caplog.text)
     seen.texts += [record.getMessage() for record in caplog.records]

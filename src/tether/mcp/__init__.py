@@ -4,8 +4,9 @@
 ``mcp`` SDK and yields an ``MCPToolset`` whose tools go through the same chokepoint as any other:
 validated against the server's schema, decided by the policy, bounded by a timeout, journaled.
 Annotations are untrusted hints (``tether.mcp.annotations``); tool definitions are pinned
-(``tether.mcp.pins``). The SDK is an extra (``mcp``) imported only when a
-connection opens, so ``import tether`` and ``import tether.mcp`` never import it.
+(``tether.mcp.pins``); a server behind OAuth takes ``auth=`` (``tether.mcp.oauth``). The SDK is
+an extra (``mcp``) imported only when a connection opens, so ``import tether`` and
+``import tether.mcp`` never import it.
 """
 
 from __future__ import annotations
@@ -22,6 +23,13 @@ if TYPE_CHECKING:
         MCPToolError,
         PinError,
     )
+    from tether.mcp.oauth import (
+        AuthorizationCode,
+        ClientCredentials,
+        PrivateKeyJWT,
+        TokenStore,
+        loopback_authorize,
+    )
     from tether.mcp.pins import JSONFilePinStore, MemoryPinStore, Pin, PinStore, fingerprint
     from tether.mcp.tool import MCPTool
     from tether.mcp.toolset import MCPToolset, connect
@@ -32,8 +40,12 @@ _WHERE = {
     "MCPToolError": "errors", "PinError": "errors", "JSONFilePinStore": "pins",
     "MemoryPinStore": "pins", "Pin": "pins", "PinStore": "pins", "fingerprint": "pins",
     "MCPTool": "tool", "MCPToolset": "toolset", "connect": "toolset",
+    "AuthorizationCode": "oauth", "ClientCredentials": "oauth", "PrivateKeyJWT": "oauth",
+    "TokenStore": "oauth", "loopback_authorize": "oauth",
 }
 __all__ = [
+    "AuthorizationCode",
+    "ClientCredentials",
     "JSONFilePinStore",
     "MCPConnectionError",
     "MCPError",
@@ -46,8 +58,11 @@ __all__ = [
     "Pin",
     "PinError",
     "PinStore",
+    "PrivateKeyJWT",
+    "TokenStore",
     "connect",
     "fingerprint",
+    "loopback_authorize",
     "tool_meta",
     "tool_name",
 ]

@@ -16,7 +16,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import MappingProxyType
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
+
+if TYPE_CHECKING:
+    from tether.mcp.oauth import OAuth
 
 NAME = re.compile(r"^[A-Za-z0-9_-]{1,32}$")
 Transport = Literal["stdio", "http"]
@@ -46,6 +49,7 @@ class MCPServer:
     cwd: str | None = None
     url: str | None = field(default=None, repr=False)  # may carry credentials: see where()
     headers: Mapping[str, str] = field(default_factory=dict, repr=False)
+    auth: OAuth | None = None  # OAuth for an HTTP server (tether.mcp.oauth); its repr hides secrets
     trusted: bool = False
     prefix: str | None = None
     separator: str = "_"
@@ -77,6 +81,16 @@ class MCPServer:
         if self.command is not None and self.headers:
             raise ValueError(f"MCP server {self.name!r}: headers apply to an HTTP server; a "
                              "stdio server takes command=, args=, env= and cwd=")
+        if self.auth is not None:
+            from tether.mcp.oauth import FLOWS
+
+            if not isinstance(self.auth, FLOWS):
+                raise TypeError(f"MCP server {self.name!r}: auth must be AuthorizationCode, "
+                                "ClientCredentials or PrivateKeyJWT (tether.mcp.oauth), got "
+                                f"{type(self.auth).__name__}")
+            if self.url is None:
+                raise ValueError(f"MCP server {self.name!r}: auth= (OAuth) applies to an HTTP "
+                                 "server; a stdio server gets its credentials through env=")
         if self.prefix is not None and self.prefix and not NAME.match(self.prefix):
             raise ValueError(f"prefix must be 1-32 letters, digits, '_' or '-' (or '' for none), "
                              f"got {self.prefix!r}")
@@ -104,12 +118,13 @@ class MCPServer:
 
     @classmethod
     def http(cls, name: str, url: str, *, headers: Mapping[str, str] | None = None,
-             trusted: bool = False, prefix: str | None = None, separator: str = "_",
+             auth: OAuth | None = None, trusted: bool = False, prefix: str | None = None,
+             separator: str = "_",  # auth: the OAuth flow of a protected server (mcp-auth.md)
              call_timeout: float = 30.0, connect_timeout: float = 20.0,
              close_timeout: float = 10.0) -> MCPServer:
         """A server already listening on ``url`` (streamable HTTP), e.g.
         ``http://127.0.0.1:8000/mcp``."""
-        return cls(name, url=url, headers=headers or {}, trusted=trusted, prefix=prefix,
+        return cls(name, url=url, headers=headers or {}, auth=auth, trusted=trusted, prefix=prefix,
                    separator=separator, call_timeout=call_timeout,
                    connect_timeout=connect_timeout, close_timeout=close_timeout)
 

@@ -144,6 +144,9 @@ class Connection:
                 f"handshake within {server.connect_timeout:g}s; check that the command starts "
                 "an MCP server on stdio (or the URL is its MCP endpoint), or raise "
                 "connect_timeout")) from None
+        except MCPConnectionError as exc:  # says what happened and what to do (e.g. OAuth)
+            await self.close()
+            raise MCPConnectionError(self._with_stderr(str(exc))) from None
         except Exception as exc:
             await self.close()
             check = ("the command, args and cwd" if server.command is not None
@@ -196,12 +199,17 @@ class Connection:
         import httpx2
         from mcp.client.streamable_http import streamable_http_client
 
+        from tether.mcp.oauth import httpx_auth
+
         client = await stack.enter_async_context(httpx2.AsyncClient(
-            headers=dict(server.headers),
+            headers=dict(server.headers), auth=httpx_auth(server, self._auth_failed),
             timeout=httpx2.Timeout(server.connect_timeout, read=max(300.0, server.call_timeout))))
         read, write = await stack.enter_async_context(
             streamable_http_client(str(server.url), http_client=client))
         return read, write
+
+    def _auth_failed(self, error: MCPConnectionError) -> None:
+        self._failure = error  # the transport swallows it: gone() says what happened
 
     async def _on_message(self, message: Any) -> None:
         if getattr(message, "method", None) == "notifications/tools/list_changed":

@@ -1,0 +1,81 @@
+"""The MCP conformance suite's client under test, built on tether's own MCP client.
+
+The suite (``conformance client --command "python conformance_client.py" --scenario X``) starts
+a fake server (and, for ``auth/*``, a fake authorization server), then runs this script with the
+server's URL as the last argument, the scenario's name in ``MCP_CONFORMANCE_SCENARIO`` and, for
+pre-registration and client credentials, ``MCP_CONFORMANCE_CONTEXT`` (JSON). The script connects
+with ``tether.mcp.connect(MCPServer.http(..., auth=...))`` — tether's transport, OAuth
+configuration and token store, not the bare SDK — lists the tools and calls the scenario's tool.
+
+The suite's authorization server approves at once and redirects to the client's redirect URI,
+where nothing listens; so this script's ``authorize`` (the user agent seam) GETs the
+authorization URL without following the redirect and returns its ``Location``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import sys
+from typing import Any
+
+import httpx2
+
+from tether.credentials import Secret
+from tether.mcp import MCPError, MCPServer, connect
+from tether.mcp.oauth import AuthorizationCode, ClientCredentials, OAuth, PrivateKeyJWT
+
+REDIRECT = "http://localhost:3000/callback"  # as the reference client: never listened on
+CIMD = "https://conformance-test.local/client-metadata.json"
+CALLS: tuple[tuple[str, dict[str, Any]], ...] = (
+    ("add_numbers", {"a": 2, "b": 3}), ("test-tool", {}),
+    ("test_client_elicitation_defaults", {}), ("test_reconnection", {}))
+
+
+async def authorize(url: str) -> str:
+    async with httpx2.AsyncClient(follow_redirects=False, timeout=10) as client:
+        response = await client.get(url)
+    location = response.headers.get("location")
+    if response.status_code not in (301, 302, 303, 307, 308) or not location:
+        raise RuntimeError(f"the authorization endpoint answered {response.status_code} "
+                           "without a redirect")
+    return str(location)
+
+
+def auth_for(scenario: str, context: dict[str, Any]) -> OAuth | None:
+    if scenario == "auth/client-credentials-basic":
+        return ClientCredentials(context["client_id"], Secret(context["client_secret"]))
+    if scenario == "auth/client-credentials-jwt":
+        return PrivateKeyJWT(context["client_id"], Secret(context["private_key_pem"]),
+                             algorithm=context.get("signing_algorithm") or "ES256")
+    if scenario == "auth/pre-registration":
+        return AuthorizationCode(client_id=context["client_id"],
+                                 client_secret=Secret(context["client_secret"]),
+                                 redirect_uri=REDIRECT, authorize=authorize)
+    if scenario.startswith("auth/"):
+        return AuthorizationCode(client_metadata_url=CIMD, redirect_uri=REDIRECT,
+                                 authorize=authorize, client_name="tether-conformance")
+    return None
+
+
+async def main() -> int:
+    scenario = os.environ.get("MCP_CONFORMANCE_SCENARIO", "")
+    context = json.loads(os.environ.get("MCP_CONFORMANCE_CONTEXT") or "{}")
+    server = MCPServer.http("conformance", sys.argv[-1], auth=auth_for(scenario, context),
+                            connect_timeout=15, call_timeout=15)
+    try:
+        async with connect(server) as tools:
+            print(f"tools: {[t.mcp_name for t in tools]}", file=sys.stderr)
+            for name, arguments in CALLS:
+                if tools.get(name) is not None:
+                    text = await tools.invoke(name, arguments)
+                    print(f"called {name}: {text[:200]}", file=sys.stderr)
+    except MCPError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(asyncio.run(main()))
