@@ -183,13 +183,8 @@ def exercise_mcp_oauth(seen: Collected, log: logging.Logger) -> None:
     from mcp.shared.auth import OAuthClientInformationFull, OAuthToken
 
     from tether.mcp import MCPServer
-    from tether.mcp.oauth import (
-        AuthorizationCode,
-        ClientCredentials,
-        PrivateKeyJWT,
-        TokenStore,
-        _guard_class,
-    )
+    from tether.mcp.oauth import AuthorizationCode, ClientCredentials, PrivateKeyJWT, TokenStore
+    from tether.mcp.oauth.guard import _guard_class
 
     store = TokenStore()
     asyncio.run(store.set_tokens(OAuthToken(access_token=SECRET, refresh_token=VAULT_TOKEN)))
