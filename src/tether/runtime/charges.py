@@ -1,5 +1,5 @@
 """The events that charge a session, folded: answered, failed and lost model calls, a compaction's
-summary call, the planner's call, a sub-agent's spend.
+summary call, the planner's call, a sub-agent's spend, a tool's sampling call.
 
 Why its own module: what a session has spent (its ``Tally``) and which model call is still in
 flight (charged at its reservation if its process dies) is a concern apart from what the session
@@ -99,6 +99,12 @@ def plan_failed(state: SessionState, data: Mapping[str, Any]) -> None:
     """The planner's call gave no usable answer (``plan.error``): charged what it may have
     been billed (its reservation, or nothing when it was never sent), not a step."""
     state.planning = ("plan.error", data)
+    _charge(state, data)
+
+
+def sampled(state: SessionState, data: Mapping[str, Any]) -> None:
+    """A tool's sampling call (``tether.runtime.chokepoint.asks``) answered or failed
+    (``sampling.response`` / ``sampling.error``): charged, not a step."""
     _charge(state, data)
 
 

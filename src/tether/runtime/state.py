@@ -410,6 +410,8 @@ _HANDLERS: dict[str, Callable[[SessionState, Mapping[str, Any]], None]] = {
     "plan.response": charges.plan_charged,
     "plan.error": charges.plan_failed,
     "plan.amended": SessionState._on_plan_amended,
+    "sampling.response": charges.sampled,
+    "sampling.error": charges.sampled,
     "output.valid": SessionState._on_output_valid,
     "output.invalid": SessionState._on_output_invalid,
     "session.paused": SessionState._on_paused,

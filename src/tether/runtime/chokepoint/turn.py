@@ -34,6 +34,7 @@ from tether.runtime.chokepoint.approvals import (
     new_request,
 )
 from tether.runtime.chokepoint.approver import Approver
+from tether.runtime.chokepoint.asks import CallAsks
 from tether.runtime.chokepoint.effects import (
     Admitted,
     check_unredacted,
@@ -56,6 +57,7 @@ from tether.types import BRANCH_CALL_PREFIX, ToolCall, detached
 
 if TYPE_CHECKING:  # the credentials package is loaded when a tool first needs a token
     from tether.credentials import CredentialBroker, ScopedToken
+    from tether.models.base import Model
 
 MAX_DEGRADE_DEPTH = 3
 RESULT_OVERHEAD_TOKENS = 48  # message framing, the truncation notice, a loop warning
@@ -90,6 +92,7 @@ class ToolCalls:
         "_journal",
         "_kept",
         "_limits",
+        "_model",
         "_session_id",
         "_state",
         "_telemetry",
@@ -104,8 +107,10 @@ class ToolCalls:
                  kept: Callable[[str], Mapping[str, Any] | None] | None = None,
                  bound_to: str | None = None, approver: Approver | None = None,
                  trace: Segment | None = None,
-                 telemetry: tuple[Callable[[Any], object], ...] = ()) -> None:
+                 telemetry: tuple[Callable[[Any], object], ...] = (),
+                 model: Model | None = None) -> None:
         self._session_id = session_id
+        self._model = model  # what a tool's sampling request runs on (None: refused)
         self._trace = trace  # the run's trace segment, when the recipe has telemetry
         self._telemetry = telemetry
         # whose approvals these are: the session's, or for a gateway its client's, so a call
@@ -463,7 +468,13 @@ class ToolCalls:
                               request=self._gate.request,
                               traceparent=self._trace.tool_call(call.id).header()
                               if self._trace is not None else "",
-                              telemetry=self._telemetry)
+                              telemetry=self._telemetry,
+                              asks=CallAsks(session_id=self._session_id, call_id=call.id,
+                                            tool=tool.name, journal=self._journal,
+                                            accountant=self._accountant, model=self._model,
+                                            approvals=self._approvals,
+                                            bound_to=self._bound_to,
+                                            tenant_id=subject.tenant_id, timeout=timeout))
 
         def scrub(text: str) -> str:
             for fn in scrubbers:
