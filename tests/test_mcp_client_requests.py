@@ -252,3 +252,17 @@ def test_sampling_with_no_model_is_refused() -> None:
     assert result.status == "ok" and "no model" in result.content
     ((_, data),) = [(e.type, e.data) for e in events if e.type == "sampling.refused"]
     assert "no model" in data["reason"]
+
+
+def test_the_guides_example_runs_as_written() -> None:
+    import subprocess
+
+    from doc_pages import blocks
+
+    title = "Requests from a server: elicitation and sampling"
+    (example,) = blocks("docs/guide/mcp.md", title)
+    (shown,) = blocks("docs/guide/mcp.md", title, "text")
+    root = Path(__file__).resolve().parents[1]
+    out = subprocess.run([sys.executable, "-c", example], cwd=root, capture_output=True,
+                         text=True, timeout=60, check=True).stdout
+    assert out == shown
