@@ -11,6 +11,8 @@ from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from tether import Agent, Budget, ReAct, ScriptedModel
 from tether.mcp import MCPServer, connect
 from tether.mcp.requests import accept_defaults
@@ -266,3 +268,71 @@ def test_the_guides_example_runs_as_written() -> None:
     out = subprocess.run([sys.executable, "-c", example], cwd=root, capture_output=True,
                          text=True, timeout=60, check=True).stdout
     assert out == shown
+
+
+def test_a_flood_of_sampling_requests_is_cut_off() -> None:
+    seen: list[ModelRequest] = []
+    content, events, _ = run(asking(sampling="session"), "sample_flood",
+                             {"n": MAX_ASKS + 3}, seen=seen)
+    outcomes = json.loads(content)
+    assert len(seen) == MAX_ASKS == sum(o.startswith("model ") for o in outcomes)
+    assert all("too many" in o for o in outcomes[MAX_ASKS:])
+    assert len(of(events, "sampling.response")) == MAX_ASKS
+    assert len(of(events, "sampling.refused")) == 1
+
+
+# -- units -----------------------------------------------------------------------------------
+
+def test_forms_tether_answers_and_answers_it_accepts() -> None:
+    from tether.mcp.requests import MAX_FIELDS, checker, form_problem
+
+    form = {"type": "object", "properties": {"name": {"type": "string"},
+                                             "tags": {"type": "array",
+                                                      "items": {"type": "string"}}},
+            "required": ["name"]}
+    assert form_problem(form) is None
+    assert "not an object" in str(form_problem({"type": "string"}))
+    nested = {"type": "object", "properties": {"a": {"type": "object"}}}
+    assert "not a string" in str(form_problem(nested))
+    for secret in ("password", "githubToken", "API_KEY", "client_secret"):
+        assert "secret" in str(form_problem({"type": "object",
+                                             "properties": {secret: {"type": "string"}}}))
+    hidden = {"type": "object", "properties": {"x": {"type": "string", "format": "password"}}}
+    assert "secret" in str(form_problem(hidden))
+    wide = {"type": "object", "properties": {f"f{i}": {"type": "string"}
+                                             for i in range(MAX_FIELDS + 1)}}
+    assert "fields" in str(form_problem(wide))
+    check = checker(form)
+    assert check({"name": "a", "tags": ["x"]}) == {"name": "a", "tags": ["x"]}
+    for bad in ({}, {"name": 1}, {"name": "a", "more": 1}, ["name"], "a"):
+        with pytest.raises(ValueError):
+            check(bad)
+
+
+def test_a_request_goes_to_the_one_session_in_flight_or_to_none() -> None:
+    import asyncio
+
+    from tether.mcp.requests import ServerRequests
+    from tether.runtime.chokepoint.asks import CallAsks
+
+    async def main() -> None:
+        def asks(session: str, call: str) -> CallAsks:
+            return CallAsks(session_id=session, call_id=call, tool="t", journal=None,  # type: ignore[arg-type]
+                            accountant=None, model=None, approvals=None,  # type: ignore[arg-type]
+                            bound_to=session, tenant_id=None, timeout=1.0,
+                            flushing=asyncio.Lock())
+
+        requests = ServerRequests(asking())
+        a1, a2, b1 = asks("a", "1"), asks("a", "2"), asks("b", "1")
+        assert requests._owner() is None  # nothing in flight
+        with requests.calling(a1):
+            assert requests._owner() is a1
+            with requests.calling(a2):
+                assert requests._owner() is a1  # one session: its oldest call
+                with requests.calling(b1):
+                    assert requests._owner() is None  # two sessions: cannot tell
+            with requests.calling(None):
+                assert requests._owner() is None  # a call outside any session
+        assert requests._owner() is None
+
+    asyncio.run(main())

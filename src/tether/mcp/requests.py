@@ -27,7 +27,10 @@ Decisions:
   ignored (nothing of the session's conversation is ever sent: it is not the server's to read),
   and tools offered in the request are not offered to the model; each such departure is journaled
   with the request. The output is capped at the request's ``maxTokens``, the server's
-  ``sampling_max_tokens`` and what the session's budget affords.
+  ``sampling_max_tokens`` and what the session's budget affords; messages longer than
+  ``MAX_SAMPLING_CHARS`` in all are refused.
+- Size: a form of more than ``MAX_FIELDS`` fields is declined; an elicitation's message is cut
+  at ``MAX_MESSAGE_CHARS``.
 """
 
 from __future__ import annotations
@@ -43,6 +46,9 @@ from tether.types import Message
 
 T = TypeVar("T")
 PRIMITIVES = frozenset({"string", "number", "integer", "boolean"})
+MAX_FIELDS = 32  # a form asking more is no question for a person
+MAX_MESSAGE_CHARS = 4000  # an elicitation's message, as shown and journaled
+MAX_SAMPLING_CHARS = 100_000  # the text of a sampling request's messages, all of them
 REJECTED = -1  # the JSON-RPC error code MCP uses for a sampling request the user rejected
 
 
@@ -61,6 +67,8 @@ def form_problem(schema: Any) -> str | None:
     properties = schema.get("properties") or {}
     if not isinstance(properties, Mapping):
         return "the requested schema's properties are not an object"
+    if len(properties) > MAX_FIELDS:
+        return f"the form asks for {len(properties)} fields (at most {MAX_FIELDS})"
     for name, spec in properties.items():
         if not isinstance(spec, Mapping):
             return f"field {name!r} has no schema"
@@ -171,8 +179,11 @@ class ServerRequests:
             return decline
         answerer = None if server.elicitation == "ask" else server.elicitation
         try:
-            content = await self._on(asks, asks.elicit(server.name, str(params.message), schema,
-                                                       answerer, checker(schema)))
+            message = str(params.message)
+            if len(message) > MAX_MESSAGE_CHARS:
+                message = message[:MAX_MESSAGE_CHARS] + " [tether: cut]"
+            content = await self._on(asks, asks.elicit(server.name, message, schema, answerer,
+                                                       checker(schema)))
         except Refused:
             return decline
         if content is None:
@@ -202,6 +213,12 @@ class ServerRequests:
                 return types.ErrorData(code=REJECTED, message=f"declined: {reason}")
             text = "\n".join(str(p.text) for p in parts)
             messages.append(Message("assistant" if message.role == "assistant" else "user", text))
+        size = sum(len(m.content) for m in messages)
+        if size > MAX_SAMPLING_CHARS:
+            reason = (f"its messages are {size} characters long (at most "
+                      f"{MAX_SAMPLING_CHARS})")
+            await self._refuse(asks, "sampling", reason)
+            return types.ErrorData(code=REJECTED, message=f"declined: {reason}")
         notes = []
         if params.system_prompt:
             notes.append("its systemPrompt was not used (tether sends its own)")

@@ -102,13 +102,17 @@ def secret_looking(name: str) -> bool:
 class CallAsks:
     """The asks of one tool call (see the module docstring)."""
 
-    __slots__ = ("_accountant", "_approvals", "_bound_to", "_count", "_deadline", "_journal",
-                 "_lock", "_model", "_overrun", "_tenant_id", "call_id", "loop", "session_id",
-                 "tool")
+    __slots__ = ("_accountant", "_approvals", "_bound_to", "_count", "_deadline", "_flushing",
+                 "_journal", "_lock", "_model", "_overrun", "_tenant_id", "call_id", "loop",
+                 "session_id", "tool")
 
     def __init__(self, *, session_id: str, call_id: str, tool: str, journal: Journal,
                  accountant: Accountant, model: Model | None, approvals: ApprovalStore,
-                 bound_to: str, tenant_id: str | None, timeout: float) -> None:
+                 bound_to: str, tenant_id: str | None, timeout: float,
+                 flushing: asyncio.Lock) -> None:
+        """``flushing``: the session's lock around a flush made while its tools run (the
+        calls of a turn may ask at the same time; one flush at a time writes each event
+        once)."""
         self.session_id = session_id
         self.call_id = call_id
         self.tool = tool
@@ -120,6 +124,7 @@ class CallAsks:
         self._bound_to = bound_to
         self._tenant_id = tenant_id
         self._deadline = time.monotonic() + timeout
+        self._flushing = flushing
         self._lock: asyncio.Lock | None = None
         self._count: dict[str, int] = {}
         self._overrun = False
@@ -145,6 +150,10 @@ class CallAsks:
         self._admit(kind, server)
         self._journal.append(f"{kind}.refused", {"call_id": self.call_id, "server": server,
                                                  "reason": reason})
+
+    async def _flush(self) -> None:
+        async with self._flushing:
+            await self._journal.aflush()
 
     def _serial(self) -> asyncio.Lock:
         if self._lock is None:
@@ -203,7 +212,7 @@ class CallAsks:
                 "max_output_tokens": reservation.max_output_tokens,
                 "reserved_input": reservation.input_tokens,
                 "reserved_cost_usd": reservation.cost_usd, "notes": list(notes)})
-            await journal.aflush()  # durable before the call
+            await self._flush()  # durable before the call
             request = ModelRequest(sent, (), reservation.max_output_tokens, estimate)
             try:
                 async with asyncio.timeout(left):
@@ -286,7 +295,7 @@ class CallAsks:
             "call_id": self.call_id, "server": server, "approval_id": request.id,
             "message": said, "schema": asked,
             "expires_at": request.expires_at})
-        await journal.aflush()  # a person can see it before it is answered
+        await self._flush()  # a person can see it before it is answered
         question = Question(server, said, asked, self.session_id,
                             self.call_id, self.tool, request.id, request.expires_at)
         if answerer is not None:

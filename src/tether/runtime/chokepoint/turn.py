@@ -88,6 +88,7 @@ class ToolCalls:
         "_bound_to",
         "_credentials",
         "_executor",
+        "_flushing",
         "_gate",
         "_journal",
         "_kept",
@@ -111,6 +112,7 @@ class ToolCalls:
                  model: Model | None = None) -> None:
         self._session_id = session_id
         self._model = model  # what a tool's sampling request runs on (None: refused)
+        self._flushing = asyncio.Lock()  # a tool's asks flush the journal one at a time
         self._trace = trace  # the run's trace segment, when the recipe has telemetry
         self._telemetry = telemetry
         # whose approvals these are: the session's, or for a gateway its client's, so a call
@@ -474,7 +476,8 @@ class ToolCalls:
                                             accountant=self._accountant, model=self._model,
                                             approvals=self._approvals,
                                             bound_to=self._bound_to,
-                                            tenant_id=subject.tenant_id, timeout=timeout))
+                                            tenant_id=subject.tenant_id, timeout=timeout,
+                                            flushing=self._flushing))
 
         def scrub(text: str) -> str:
             for fn in scrubbers:
