@@ -102,6 +102,11 @@ def test_elicitation_answered_in_process_is_validated_and_journaled() -> None:
     assert answered[1]["action"] == "accept" and answered[1]["content"] == {"age": 7,
                                                                            "name": "Ada"}
     assert answered[1]["by"].startswith("answerer:")
+    from tether.journal.views.timeline import timeline
+
+    lines = "\n".join(timeline(list(session.replay())))
+    assert "asking asks during c1: \"Who?\" (age, name)" in lines
+    assert 'answered by answerer:' in lines and '"name": "Ada"' in lines
     # the approval-like request in the store: bound to the session and call, used once
     (record,) = [r for r in session.agent.approval_store.every(session.id)
                  if r.id == question.approval_id]
@@ -202,6 +207,11 @@ def test_sampling_is_a_governed_model_call_of_the_session() -> None:
     assert any("systemPrompt" in n for n in asked["notes"])
     assert any("includeContext" in n for n in asked["notes"])
     assert answered["text"] == "the sampled answer" and answered["output_tokens"] > 0
+    from tether.journal.views.timeline import timeline
+
+    lines = "\n".join(timeline(list(session.replay())))
+    assert "asking asks a sampling call during c1: 1 message(s), up to 64" in lines
+    assert 'sampling call answered: "the sampled answer"' in lines
     # charged to the session: its tokens count, not as a step
     spend = session.spend()
     turns = [ModelResponse.from_dict(d["response"]) for t, d in events
