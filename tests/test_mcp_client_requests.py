@@ -346,3 +346,19 @@ def test_a_request_goes_to_the_one_session_in_flight_or_to_none() -> None:
         assert requests._owner() is None
 
     asyncio.run(main())
+
+
+def test_a_sampling_call_lost_with_its_process_stays_charged_at_its_reservation() -> None:
+    from tether.runtime.state import fold
+
+    _, _, session = run(asking(sampling="session"), "sample", {"prompt": "hi"})
+    replayed = list(session.replay())
+    (asked,) = [e.data for e in replayed if e.type == "sampling.request"]
+    (answered,) = [e.data for e in replayed if e.type == "sampling.response"]
+    whole = fold(replayed).tally.usage.total_tokens
+    assert whole == session.spend().tokens
+    upto = next(i for i, e in enumerate(replayed) if e.type == "sampling.request")
+    lost = fold(replayed[:upto + 1]).tally.usage.total_tokens
+    before = fold(replayed[:upto]).tally.usage.total_tokens
+    assert lost - before == asked["reserved_input"] + asked["max_output_tokens"]
+    assert lost - before >= answered["input_tokens"] + answered["output_tokens"]

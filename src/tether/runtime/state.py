@@ -410,6 +410,7 @@ _HANDLERS: dict[str, Callable[[SessionState, Mapping[str, Any]], None]] = {
     "plan.response": charges.plan_charged,
     "plan.error": charges.plan_failed,
     "plan.amended": SessionState._on_plan_amended,
+    "sampling.request": charges.sampling_sent,
     "sampling.response": charges.sampled,
     "sampling.error": charges.sampled,
     "output.valid": SessionState._on_output_valid,

@@ -16,9 +16,11 @@ Decisions:
 - A sampling call is no step. It spends a *lease* of the session's budget (``Accountant.lease``,
   as a sub-agent does, so concurrent sub-agents cannot spend the same money), with the output
   capped by what the lease affords, the request's own ``maxTokens`` and the server's ceiling, and
-  bounded by the call's own deadline. ``sampling.request`` is journaled before the call and
-  ``sampling.response`` / ``sampling.error`` charge its tokens and cost to the session (the
-  error at its reservation when the provider may well have billed it). A session without a model
+  bounded by the call's own deadline. ``sampling.request``, journaled (durable) before the call,
+  charges the session the reservation; ``sampling.response`` / ``sampling.error`` replace that
+  by the tokens and cost reported (the error: the reservation when the provider may well have
+  billed it, else nothing). A call whose answer died with the process stays charged at its
+  reservation. A session without a model
   (a gateway) refuses; so does one whose budget has no room. An answer past its reservation is
   charged and not given to the tool, and the call asks no more.
 - A question is an approval request (``tool`` ``elicitation:<server>``, ``policy_id``
@@ -93,6 +95,13 @@ class Sampled:
     text: str
     model: str
     finish_reason: str
+
+
+def _held(reservation: Reservation) -> dict[str, Any]:
+    """What ``sampling.request`` charged for a reservation, which its outcome takes back."""
+    return {"input_tokens": reservation.input_tokens,
+            "output_tokens": reservation.max_output_tokens or 0,
+            "cost_usd": reservation.cost_usd}
 
 
 def secret_looking(name: str) -> bool:
@@ -219,18 +228,18 @@ class CallAsks:
                     response = await model.complete(request)
             except (asyncio.CancelledError, TimeoutError) as exc:
                 self._failed(server, "the tool call's time ran out during the sampling call, "
-                             "which may well have been billed", reservation)
+                             "which may well have been billed", reservation, True)
                 if isinstance(exc, asyncio.CancelledError):
                     raise
                 raise Refused("the tool call's time ran out during the sampling call") from None
             except Exception as exc:
                 error = journal.hide_secrets(f"{type(exc).__name__}: {exc}")
-                self._failed(server, error, None)
+                self._failed(server, error, reservation, False)
                 raise Refused(f"the model call failed: {error}") from None
             usage = getattr(response, "usage", None)
             if usage is None or not usable(usage):
                 self._failed(server, "the model reported unusable usage: charged at the "
-                             "reservation", reservation)
+                             "reservation", reservation, True)
                 raise Refused("the model's answer could not be charged")
             cost = metered.cost_of(usage)
             over = metered.overrun(reservation, usage, cost)
@@ -239,7 +248,7 @@ class CallAsks:
                 "call_id": self.call_id, "server": server, "text": text,
                 "model": response.model, "finish_reason": response.finish_reason,
                 **usage.to_dict(), "cache_write_tokens": usage.cache_write_tokens,
-                "cost_usd": cost}
+                "cost_usd": cost, "reserved": _held(reservation)}
             if over is not None:
                 self._overrun = True
                 data["overrun"] = over[1]
@@ -251,15 +260,16 @@ class CallAsks:
         finally:
             self._accountant.release(key)
 
-    def _failed(self, server: str, error: str, charged: Reservation | None) -> None:
-        """A sampling call with no usable answer, charged its reservation when the provider may
-        well have billed it, else nothing."""
-        tokens = (0, 0) if charged is None else (charged.input_tokens,
-                                                 charged.max_output_tokens or 0)
+    def _failed(self, server: str, error: str, reservation: Reservation,
+                billed: bool) -> None:
+        """A sampling call with no usable answer: charged its reservation when the provider
+        may well have billed it (``billed``), else nothing."""
+        held = _held(reservation)
         self._journal.append("sampling.error", {
             "call_id": self.call_id, "server": server, "error": error,
-            "input_tokens": tokens[0], "output_tokens": tokens[1], "cached_input_tokens": 0,
-            "cost_usd": Decimal(0) if charged is None else charged.cost_usd})
+            "input_tokens": held["input_tokens"] if billed else 0,
+            "output_tokens": held["output_tokens"] if billed else 0, "cached_input_tokens": 0,
+            "cost_usd": held["cost_usd"] if billed else Decimal(0), "reserved": held})
 
     # -- elicitation -------------------------------------------------------------------------
 
