@@ -51,7 +51,7 @@ from tether.runtime.answer_calls import usable
 from tether.runtime.budget import Accountant, Reservation, Tally
 from tether.runtime.chokepoint.approvals import ApprovalError, ApprovalStore, new_request
 from tether.runtime.stop import Stop
-from tether.types import Message, ModelRequest
+from tether.types import Message, ModelRequest, ModelResponse
 
 if TYPE_CHECKING:
     from tether.journal.chain import Journal
@@ -236,8 +236,12 @@ class CallAsks:
                 error = journal.hide_secrets(f"{type(exc).__name__}: {exc}")
                 self._failed(server, error, reservation, False)
                 raise Refused(f"the model call failed: {error}") from None
-            usage = getattr(response, "usage", None)
-            if usage is None or not usable(usage):
+            if not isinstance(response, ModelResponse):
+                self._failed(server, f"the model returned {type(response).__name__}, not a "
+                             "ModelResponse: charged at the reservation", reservation, True)
+                raise Refused("the model's answer could not be read")
+            usage = response.usage
+            if not usable(usage):
                 self._failed(server, "the model reported unusable usage: charged at the "
                              "reservation", reservation, True)
                 raise Refused("the model's answer could not be charged")
