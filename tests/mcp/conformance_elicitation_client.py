@@ -15,7 +15,7 @@ import sys
 
 from tether import Agent, ReAct, ScriptedModel
 from tether.mcp import MCPServer, connect
-from tether.mcp.requests import accept_defaults
+from tether.mcp import accept_defaults
 from tether.types import ModelResponse, ToolCall
 
 SCENARIO = "elicitation-sep1034-client-defaults"

@@ -41,7 +41,8 @@ from collections.abc import Coroutine, Iterator, Mapping
 from typing import Any, TypeVar
 
 from tether.mcp.config import MCPServer
-from tether.runtime.chokepoint.asks import CallAsks, Question, Refused, secret_looking
+from tether.runtime.chokepoint.asks import CallAsks, Refused, secret_looking
+from tether.runtime.chokepoint.asks import Question as Question
 from tether.types import Message
 
 T = TypeVar("T")
