@@ -14,8 +14,7 @@ import os
 import sys
 
 from tether import Agent, ReAct, ScriptedModel
-from tether.mcp import MCPServer, connect
-from tether.mcp import accept_defaults
+from tether.mcp import MCPServer, accept_defaults, connect
 from tether.types import ModelResponse, ToolCall
 
 SCENARIO = "elicitation-sep1034-client-defaults"
