@@ -59,6 +59,7 @@ if TYPE_CHECKING:
 
 MAX_ASKS = 8  # of each kind, per tool call
 POLL = 0.2  # seconds between looks at the store for a person's answer
+MARGIN = 0.5  # seconds (at most a tenth of the call's time) an ask leaves the call to finish
 SECRET_KEY = re.compile(r"pass(word|phrase|wd)?|secret|token|api[_-]?key|credential|private[_-]?key"
                         r"|ssn|social[_-]?security|card[_-]?number|cvv|pin\b|otp|auth",
                         re.IGNORECASE)
@@ -132,7 +133,8 @@ class CallAsks:
         self._approvals = approvals
         self._bound_to = bound_to
         self._tenant_id = tenant_id
-        self._deadline = time.monotonic() + timeout
+        # an answer must reach the server, and the server finish, before the call is abandoned
+        self._deadline = time.monotonic() + timeout - min(MARGIN, timeout / 10)
         self._flushing = flushing
         self._lock: asyncio.Lock | None = None
         self._count: dict[str, int] = {}
