@@ -363,3 +363,43 @@ def test_a_sampling_call_lost_with_its_process_stays_charged_at_its_reservation(
     before = fold(replayed[:upto]).tally.usage.total_tokens
     assert lost - before == asked["reserved_input"] + asked["max_output_tokens"]
     assert lost - before >= answered["input_tokens"] + answered["output_tokens"]
+
+
+def test_a_person_answers_with_the_cli_from_another_process(tmp_path: Path) -> None:
+    import subprocess
+
+    root = Path(__file__).resolve().parents[1]
+    url = f"sqlite:///{tmp_path / 'tether.db'}"
+
+    def cli(*args: str) -> str:
+        done = subprocess.run([sys.executable, "-m", "tether", "approvals", *args,
+                               "--store", url], cwd=root, capture_output=True, text=True,
+                              timeout=60)
+        assert done.returncode == 0, done.stderr
+        return done.stdout
+
+    server = MCPServer.stdio("asking", sys.executable, SERVER, call_timeout=30,
+                             elicitation="ask")
+    with connect(server) as tools:
+        agent = Agent(model=model("ask", {"message": "Who?"}), reasoning=ReAct(),
+                      tools=[*tools], store=url)
+        session = agent.session("use the asking tools")
+        outcome: list[Any] = []
+        runner = threading.Thread(target=lambda: outcome.append(session.run()))
+        runner.start()
+        try:
+            for _ in range(200):
+                listed = cli("list")
+                if "elicitation:asking" in listed:
+                    break
+                time.sleep(0.1)
+            assert "Who?" in listed and "mcp.elicitation" in listed
+            approval = listed.split()[0]
+            cli("approve", approval, "--approver", "maria", "--note", '{"name": "Bob"}')
+        finally:
+            runner.join(60)
+    (result,) = outcome
+    (tool_result,) = result.trajectory.tool_results
+    assert json.loads(tool_result.content) == {"action": "accept", "content": {"name": "Bob"}}
+    answered = [e.data for e in session.replay() if e.type == "elicitation.answered"]
+    assert [(a["by"], a["content"]) for a in answered] == [("maria", {"name": "Bob"})]
