@@ -324,14 +324,15 @@ def test_a_request_goes_to_the_one_session_in_flight_or_to_none() -> None:
     import asyncio
 
     from tether.mcp.requests import ServerRequests
-    from tether.runtime.chokepoint.asks import CallAsks
+    from tether.runtime.chokepoint.asks import CallAsks, SessionAsks
 
     async def main() -> None:
         def asks(session: str, call: str) -> CallAsks:
-            return CallAsks(session_id=session, call_id=call, tool="t", journal=None,  # type: ignore[arg-type]
-                            accountant=None, model=None, approvals=None,  # type: ignore[arg-type]
-                            bound_to=session, tenant_id=None, timeout=1.0,
-                            flushing=asyncio.Lock())
+            shared = SessionAsks(session_id=session, journal=None,  # type: ignore[arg-type]
+                                 accountant=None, model=None,  # type: ignore[arg-type]
+                                 approvals=None, bound_to=session,  # type: ignore[arg-type]
+                                 tenant_id=None)
+            return CallAsks(shared, call, "t", 1.0)
 
         requests = ServerRequests(asking())
         a1, a2, b1 = asks("a", "1"), asks("a", "2"), asks("b", "1")

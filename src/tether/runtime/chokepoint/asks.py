@@ -109,36 +109,46 @@ def secret_looking(name: str) -> bool:
     return bool(SECRET_KEY.search(name))
 
 
-class CallAsks:
-    """The asks of one tool call (see the module docstring)."""
+class SessionAsks:
+    """What every call of one session (or gateway) asks through: made once, shared by the calls'
+    ``CallAsks``. ``flushing``: the lock around a flush made while tools run (the calls of a turn
+    may ask at the same time; one flush at a time writes each event once)."""
 
-    __slots__ = ("_accountant", "_approvals", "_bound_to", "_count", "_deadline", "_flushing",
-                 "_journal", "_lock", "_model", "_overrun", "_tenant_id", "call_id", "loop",
-                 "session_id", "tool")
+    __slots__ = ("accountant", "approvals", "bound_to", "flushing", "journal", "model",
+                 "session_id", "tenant_id")
 
-    def __init__(self, *, session_id: str, call_id: str, tool: str, journal: Journal,
-                 accountant: Accountant, model: Model | None, approvals: ApprovalStore,
-                 bound_to: str, tenant_id: str | None, timeout: float,
-                 flushing: asyncio.Lock) -> None:
-        """``flushing``: the session's lock around a flush made while its tools run (the
-        calls of a turn may ask at the same time; one flush at a time writes each event
-        once)."""
+    def __init__(self, *, session_id: str, journal: Journal, accountant: Accountant,
+                 model: Model | None, approvals: ApprovalStore, bound_to: str,
+                 tenant_id: str | None) -> None:
         self.session_id = session_id
+        self.journal = journal
+        self.accountant = accountant
+        self.model = model
+        self.approvals = approvals
+        self.bound_to = bound_to
+        self.tenant_id = tenant_id
+        self.flushing = asyncio.Lock()
+
+
+class CallAsks:
+    """The asks of one tool call (see the module docstring), made on the session's loop."""
+
+    __slots__ = ("_count", "_deadline", "_lock", "_overrun", "_s", "call_id", "loop", "tool")
+
+    def __init__(self, session: SessionAsks, call_id: str, tool: str, timeout: float) -> None:
+        self._s = session
         self.call_id = call_id
         self.tool = tool
         self.loop = asyncio.get_running_loop()
-        self._journal = journal
-        self._accountant = accountant
-        self._model = model
-        self._approvals = approvals
-        self._bound_to = bound_to
-        self._tenant_id = tenant_id
         # an answer must reach the server, and the server finish, before the call is abandoned
         self._deadline = time.monotonic() + timeout - min(MARGIN, timeout / 10)
-        self._flushing = flushing
         self._lock: asyncio.Lock | None = None
         self._count: dict[str, int] = {}
         self._overrun = False
+
+    @property
+    def session_id(self) -> str:
+        return self._s.session_id
 
     def time_left(self) -> float:
         return self._deadline - time.monotonic()
@@ -148,7 +158,7 @@ class CallAsks:
         n = self._count[kind] = self._count.get(kind, 0) + 1
         if n > MAX_ASKS:
             if n == MAX_ASKS + 1:
-                self._journal.append(f"{kind}.refused", {
+                self._s.journal.append(f"{kind}.refused", {
                     "call_id": self.call_id, "server": server,
                     "reason": f"more than {MAX_ASKS} {kind} requests in one call: this and "
                               "every later one is refused without a record"})
@@ -159,12 +169,12 @@ class CallAsks:
         ``reason`` before anything was asked (the server's configuration, a form tether does
         not answer); Refused past ``MAX_ASKS``."""
         self._admit(kind, server)
-        self._journal.append(f"{kind}.refused", {"call_id": self.call_id, "server": server,
+        self._s.journal.append(f"{kind}.refused", {"call_id": self.call_id, "server": server,
                                                  "reason": reason})
 
     async def _flush(self) -> None:
-        async with self._flushing:
-            await self._journal.aflush()
+        async with self._s.flushing:
+            await self._s.journal.aflush()
 
     def _serial(self) -> asyncio.Lock:
         if self._lock is None:
@@ -185,7 +195,7 @@ class CallAsks:
 
     async def _sample(self, server: str, messages: Sequence[Message], max_tokens: int,
                       notes: Sequence[str]) -> Sampled:
-        journal, model = self._journal, self._model
+        journal, model = self._s.journal, self._s.model
 
         def refused(reason: str) -> Refused:
             journal.append("sampling.refused", {"call_id": self.call_id, "server": server,
@@ -205,12 +215,12 @@ class CallAsks:
                 *(Message(m.role, journal.hide_secrets(m.content)) for m in messages))
         estimate = sum(map(model.estimate_message_tokens, sent))
         key = f"{self.call_id}:sampling"
-        lease = self._accountant.lease(key)
+        lease = self._s.accountant.lease(key)
         try:
             # not a step: the lease's step and tool-call limits do not apply to it; it already
             # holds back this session's wrap-up, so the call reserves as a final one would
             metered = Accountant(replace(lease, max_steps=None, max_tool_calls=None),
-                                 self._accountant.price, Tally())
+                                 self._s.accountant.price, Tally())
             try:
                 reservation = metered.reserve_model_call(estimate, final=True,
                                                          ceiling=max_tokens)
@@ -264,14 +274,14 @@ class CallAsks:
                               "answer is withheld")
             return Sampled(text, response.model or model.name, response.finish_reason or "stop")
         finally:
-            self._accountant.release(key)
+            self._s.accountant.release(key)
 
     def _failed(self, server: str, error: str, reservation: Reservation,
                 billed: bool) -> None:
         """A sampling call with no usable answer: charged its reservation when the provider
         may well have billed it (``billed``), else nothing."""
         held = _held(reservation)
-        self._journal.append("sampling.error", {
+        self._s.journal.append("sampling.error", {
             "call_id": self.call_id, "server": server, "error": error,
             "input_tokens": held["input_tokens"] if billed else 0,
             "output_tokens": held["output_tokens"] if billed else 0, "cached_input_tokens": 0,
@@ -292,7 +302,7 @@ class CallAsks:
     async def _elicit(self, server: str, message: str, schema: Mapping[str, Any],
                       answerer: Callable[[Question], Any] | None,
                       check: Callable[[Any], dict[str, Any]]) -> dict[str, Any] | None:
-        journal, approvals = self._journal, self._approvals
+        journal, approvals = self._s.journal, self._s.approvals
         ttl = self.time_left()
         if ttl <= 0:
             journal.append("elicitation.refused", {"call_id": self.call_id, "server": server,
@@ -301,11 +311,11 @@ class CallAsks:
         said, asked = journal.hide_secrets(message), dict(schema)
         shown: dict[str, Any] = {"message": said, "schema": asked}
         request = new_request(
-            session_id=self.session_id, bound_to=self._bound_to, call_id=self.call_id,
+            session_id=self._s.session_id, bound_to=self._s.bound_to, call_id=self.call_id,
             tool=f"elicitation:{server}", shown=shown, arguments=shown,
             reason=f"MCP server {server!r} asks, during the call of {self.tool!r}: "
                    f"{said}", policy_id="mcp.elicitation", ttl=ttl,
-            tenant_id=self._tenant_id)
+            tenant_id=self._s.tenant_id)
         approvals.add(request)
         journal.append("elicitation.requested", {
             "call_id": self.call_id, "server": server, "approval_id": request.id,
@@ -354,7 +364,7 @@ class CallAsks:
         """Wait for a person's decision on the request: (who, the content) — the content is
         the JSON object in the approval's note, ``{}`` without one; None: denied, or not
         decided in time (who is then ``tether``)."""
-        approvals = self._approvals
+        approvals = self._s.approvals
         while True:
             current = approvals.get(approval_id)
             if current is None:
@@ -374,13 +384,13 @@ class CallAsks:
 
     def _declined(self, server: str, approval_id: str, by: str,
                   reason: str) -> dict[str, Any] | None:
-        current = self._approvals.get(approval_id)
+        current = self._s.approvals.get(approval_id)
         if current is not None and current.status == "pending":
             with contextlib.suppress(ApprovalError):  # decided meanwhile
-                self._approvals.deny(approval_id, approver=by, note=reason[:500])
-        self._journal.append("elicitation.answered", {
+                self._s.approvals.deny(approval_id, approver=by, note=reason[:500])
+        self._s.journal.append("elicitation.answered", {
             "call_id": self.call_id, "server": server, "approval_id": approval_id,
-            "action": "decline", "by": by, "reason": self._journal.hide_secrets(reason)})
+            "action": "decline", "by": by, "reason": self._s.journal.hide_secrets(reason)})
         return None
 
     def _shown(self, content: Mapping[str, Any]) -> dict[str, Any]:
@@ -389,6 +399,6 @@ class CallAsks:
         def one(key: str, value: Any) -> Any:
             if secret_looking(key):
                 return MASKED
-            return self._journal.hide_secrets(value) if isinstance(value, str) else value
+            return self._s.journal.hide_secrets(value) if isinstance(value, str) else value
 
         return {k: one(k, v) for k, v in content.items()}

@@ -34,7 +34,7 @@ from tether.runtime.chokepoint.approvals import (
     new_request,
 )
 from tether.runtime.chokepoint.approver import Approver
-from tether.runtime.chokepoint.asks import CallAsks
+from tether.runtime.chokepoint.asks import CallAsks, SessionAsks
 from tether.runtime.chokepoint.effects import (
     Admitted,
     check_unredacted,
@@ -85,15 +85,14 @@ class ToolCalls:
         "_approval_ttl",
         "_approvals",
         "_approver",
+        "_asks",
         "_bound_to",
         "_credentials",
         "_executor",
-        "_flushing",
         "_gate",
         "_journal",
         "_kept",
         "_limits",
-        "_model",
         "_session_id",
         "_state",
         "_telemetry",
@@ -111,8 +110,6 @@ class ToolCalls:
                  telemetry: tuple[Callable[[Any], object], ...] = (),
                  model: Model | None = None) -> None:
         self._session_id = session_id
-        self._model = model  # what a tool's sampling request runs on (None: refused)
-        self._flushing = asyncio.Lock()  # a tool's asks flush the journal one at a time
         self._trace = trace  # the run's trace segment, when the recipe has telemetry
         self._telemetry = telemetry
         # whose approvals these are: the session's, or for a gateway its client's, so a call
@@ -128,6 +125,10 @@ class ToolCalls:
         self._approval_ttl = approval_ttl
         self._approver = approver  # decides requests in process; None: a person does
         self._credentials = credentials
+        # what a call may ask of the session while it runs (sampling: on ``model``; None: refused)
+        self._asks = SessionAsks(session_id=session_id, journal=journal, accountant=accountant,
+                                 model=model, approvals=approvals, bound_to=self._bound_to,
+                                 tenant_id=gate.subject.tenant_id)
         self._kept = kept  # arguments the journal hid, by call id, where they were kept
         # tokens results may still add so the wrap-up fits (bound by the Environment)
         self.room: Callable[[int], int | None] = lambda wanted: None
@@ -471,13 +472,7 @@ class ToolCalls:
                               traceparent=self._trace.tool_call(call.id).header()
                               if self._trace is not None else "",
                               telemetry=self._telemetry,
-                              asks=CallAsks(session_id=self._session_id, call_id=call.id,
-                                            tool=tool.name, journal=self._journal,
-                                            accountant=self._accountant, model=self._model,
-                                            approvals=self._approvals,
-                                            bound_to=self._bound_to,
-                                            tenant_id=subject.tenant_id, timeout=timeout,
-                                            flushing=self._flushing))
+                              asks=CallAsks(self._asks, call.id, tool.name, timeout))
 
         def scrub(text: str) -> str:
             for fn in scrubbers:
