@@ -78,4 +78,9 @@ async def main() -> int:
 
 
 if __name__ == "__main__":
+    if os.environ.get("MCP_CONFORMANCE_SCENARIO") == "elicitation-sep1034-client-defaults":
+        # the server's question is answered in the session of an agent's call (tether.mcp.requests)
+        from conformance_elicitation_client import main as elicitation
+
+        sys.exit(elicitation(sys.argv[-1]))
     sys.exit(asyncio.run(main()))

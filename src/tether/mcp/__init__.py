@@ -4,9 +4,10 @@
 ``mcp`` SDK and yields an ``MCPToolset`` whose tools go through the same chokepoint as any other:
 validated against the server's schema, decided by the policy, bounded by a timeout, journaled.
 Annotations are untrusted hints (``tether.mcp.annotations``); tool definitions are pinned
-(``tether.mcp.pins``); a server behind OAuth takes ``auth=`` (``tether.mcp.oauth``). The SDK is
-an extra (``mcp``) imported only when a connection opens, so ``import tether`` and
-``import tether.mcp`` never import it.
+(``tether.mcp.pins``); a server behind OAuth takes ``auth=`` (``tether.mcp.oauth``). A server's
+sampling and elicitation requests during a call go to the calling session, declined unless its
+``MCPServer`` says otherwise (``tether.mcp.requests``). The SDK is an extra (``mcp``) imported
+only when a connection opens, so ``import tether`` and ``import tether.mcp`` never import it.
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ if TYPE_CHECKING:
         loopback_authorize,
     )
     from tether.mcp.pins import JSONFilePinStore, MemoryPinStore, Pin, PinStore, fingerprint
+    from tether.mcp.requests import Question, accept_defaults
     from tether.mcp.tool import MCPTool
     from tether.mcp.toolset import MCPToolset, connect
 
@@ -42,6 +44,7 @@ _WHERE = {
     "MCPTool": "tool", "MCPToolset": "toolset", "connect": "toolset",
     "AuthorizationCode": "oauth", "ClientCredentials": "oauth", "PrivateKeyJWT": "oauth",
     "TokenStore": "oauth", "loopback_authorize": "oauth",
+    "Question": "requests", "accept_defaults": "requests",
 }
 __all__ = [
     "AuthorizationCode",
@@ -59,7 +62,9 @@ __all__ = [
     "PinError",
     "PinStore",
     "PrivateKeyJWT",
+    "Question",
     "TokenStore",
+    "accept_defaults",
     "connect",
     "fingerprint",
     "loopback_authorize",

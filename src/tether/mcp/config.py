@@ -12,17 +12,24 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import MappingProxyType
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 if TYPE_CHECKING:
     from tether.mcp.oauth import OAuth
 
 NAME = re.compile(r"^[A-Za-z0-9_-]{1,32}$")
 Transport = Literal["stdio", "http"]
+#: What a server's elicitation (a question for a person, ``tether.mcp.requests``) gets:
+#: ``"decline"``; ``"ask"``, an approval request a person answers (``tether approvals``); or an
+#: answerer, ``(Question) -> content | None``, that answers in process (None declines).
+Elicitation = Literal["decline", "ask"] | Callable[[Any], Any]
+#: What a server's sampling request (a model call it asks for) gets: ``"decline"``, or
+#: ``"session"``, a model call of the session whose tool call is in flight (its model, its budget).
+Sampling = Literal["decline", "session"]
 
 
 def _positive(what: str, value: float) -> None:
@@ -40,6 +47,11 @@ class MCPServer:
     means the operator vouches for the server's annotations (see ``tether.mcp.annotations``).
     ``call_timeout`` bounds each tool call; ``connect_timeout`` bounds start-up and the tool
     listing; ``close_timeout`` bounds shutdown.
+
+    Requests the server makes *during* a tool call (``tether.mcp.requests``): ``elicitation``
+    (``"decline"``, ``"ask"`` a person through the approval store, or an in-process answerer)
+    and ``sampling`` (``"decline"``, or ``"session"``: a governed model call of the calling
+    session, at most ``sampling_max_tokens`` of output). Both default to declining, journaled.
     """
 
     name: str
@@ -56,6 +68,9 @@ class MCPServer:
     call_timeout: float = 30.0
     connect_timeout: float = 20.0
     close_timeout: float = 10.0
+    elicitation: Elicitation = "decline"
+    sampling: Sampling = "decline"
+    sampling_max_tokens: int = 1024
 
     def __post_init__(self) -> None:
         if not isinstance(self.name, str) or not NAME.match(self.name):
@@ -99,13 +114,24 @@ class MCPServer:
                              f"[A-Za-z0-9_-] for every provider), got {self.separator!r}")
         for what in ("call_timeout", "connect_timeout", "close_timeout"):
             _positive(what, getattr(self, what))
+        if self.elicitation not in ("decline", "ask") and not callable(self.elicitation):
+            raise ValueError(f"MCP server {self.name!r}: elicitation must be 'decline', 'ask' "
+                             f"or an answerer (a function of the question), got "
+                             f"{self.elicitation!r}")
+        if self.sampling not in ("decline", "session"):
+            raise ValueError(f"MCP server {self.name!r}: sampling must be 'decline' or "
+                             f"'session', got {self.sampling!r}")
+        if type(self.sampling_max_tokens) is not int or self.sampling_max_tokens < 16:
+            raise ValueError(f"MCP server {self.name!r}: sampling_max_tokens must be a whole "
+                             f"number >= 16, got {self.sampling_max_tokens!r}")
 
     @classmethod
     def stdio(cls, name: str, command: str | Path, *args: str | Path,
               env: Mapping[str, str] | None = None, cwd: str | Path | None = None,
               trusted: bool = False, prefix: str | None = None, separator: str = "_",
               call_timeout: float = 30.0, connect_timeout: float = 20.0,
-              close_timeout: float = 10.0) -> MCPServer:
+              close_timeout: float = 10.0, elicitation: Elicitation = "decline",
+              sampling: Sampling = "decline", sampling_max_tokens: int = 1024) -> MCPServer:
         """A server tether spawns and talks to over its stdin/stdout.
 
         The process gets only a minimal environment (PATH, HOME, ...) plus ``env``, never the
@@ -114,19 +140,24 @@ class MCPServer:
         return cls(name, command=str(command), args=tuple(str(a) for a in args), env=env or {},
                    cwd=None if cwd is None else str(cwd), trusted=trusted, prefix=prefix,
                    separator=separator, call_timeout=call_timeout,
-                   connect_timeout=connect_timeout, close_timeout=close_timeout)
+                   connect_timeout=connect_timeout, close_timeout=close_timeout,
+                   elicitation=elicitation, sampling=sampling,
+                   sampling_max_tokens=sampling_max_tokens)
 
     @classmethod
     def http(cls, name: str, url: str, *, headers: Mapping[str, str] | None = None,
              auth: OAuth | None = None, trusted: bool = False, prefix: str | None = None,
              separator: str = "_",  # auth: the OAuth flow of a protected server (mcp-auth.md)
              call_timeout: float = 30.0, connect_timeout: float = 20.0,
-             close_timeout: float = 10.0) -> MCPServer:
+             close_timeout: float = 10.0, elicitation: Elicitation = "decline",
+             sampling: Sampling = "decline", sampling_max_tokens: int = 1024) -> MCPServer:
         """A server already listening on ``url`` (streamable HTTP), e.g.
         ``http://127.0.0.1:8000/mcp``."""
         return cls(name, url=url, headers=headers or {}, auth=auth, trusted=trusted, prefix=prefix,
                    separator=separator, call_timeout=call_timeout,
-                   connect_timeout=connect_timeout, close_timeout=close_timeout)
+                   connect_timeout=connect_timeout, close_timeout=close_timeout,
+                   elicitation=elicitation, sampling=sampling,
+                   sampling_max_tokens=sampling_max_tokens)
 
     @property
     def transport(self) -> Transport:

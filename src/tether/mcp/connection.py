@@ -25,6 +25,7 @@ from typing import Any
 
 from tether.mcp.config import MCPServer
 from tether.mcp.errors import MCPConnectionError, MCPError
+from tether.mcp.requests import ServerRequests
 from tether.mcp.spawned import kill_group, record_spawns, stop_recording
 from tether.mcp.stderr import StderrTail
 from tether.tracing import TraceParent
@@ -88,12 +89,14 @@ RECONNECT_ADVICE = ("Reconnect with toolset.reconnect() (or open a new toolset) 
 
 class Connection:
     __slots__ = ("_closing", "_failure", "_processes", "_ready", "_session", "_stderr", "_task",
-                 "advice", "server", "stale")
+                 "advice", "requests", "server", "stale")
 
     def __init__(self, server: MCPServer, advice: str = RECONNECT_ADVICE) -> None:
         self.server = server
         self.advice = advice  # what the reader of a "not connected" error can do about it
         self.stale = False  # the server said its tool list changed
+        # its sampling and elicitation requests, routed to the call in flight (tether.mcp.requests)
+        self.requests = ServerRequests(server)
         self._session: Any = None
         self._stderr: StderrTail | None = None
         self._task: asyncio.Task[None] | None = None
@@ -162,8 +165,10 @@ class Connection:
                 read, write = await self._transport(stack)
                 from mcp import ClientSession
 
-                session = await stack.enter_async_context(
-                    ClientSession(read, write, message_handler=self._on_message))
+                session = await stack.enter_async_context(ClientSession(
+                    read, write, message_handler=self._on_message,
+                    sampling_callback=self.requests.on_sampling,
+                    elicitation_callback=self.requests.on_elicitation))
                 await session.initialize()
                 self._session = session
                 self._ready.set_result(None)

@@ -69,4 +69,4 @@ class MCPTool:
 
     async def invoke(self, arguments: dict[str, Any], context: ToolContext) -> Any:
         return await self._toolset.invoke(self.mcp_name, arguments,
-                                          traceparent=context.traceparent)
+                                          traceparent=context.traceparent, asks=context.asks)

@@ -266,13 +266,16 @@ class MCPToolset:
         self._current = current
 
     async def invoke(self, mcp_name: str, arguments: dict[str, Any], *,
-                     traceparent: str = "") -> str:
+                     traceparent: str = "", asks: Any = None) -> str:
         """Call a tool from any loop or thread; runs on the connection's private loop.
-        ``traceparent``, the call's span when telemetry is on, goes in the request's ``_meta``."""
+        ``traceparent``, the call's span when telemetry is on, goes in the request's ``_meta``.
+        ``asks`` (``ToolContext.asks``): the session the server's sampling and elicitation
+        requests during the call go to (``tether.mcp.requests``)."""
         loop, _ = self._require_open()
-        return await loop.run(self._call(mcp_name, arguments, traceparent))
+        return await loop.run(self._call(mcp_name, arguments, traceparent, asks))
 
-    async def _call(self, mcp_name: str, arguments: dict[str, Any], traceparent: str) -> str:
+    async def _call(self, mcp_name: str, arguments: dict[str, Any], traceparent: str,
+                    asks: Any = None) -> str:
         _, conn = self._require_open()
         if conn.stale and conn.connected:  # the server announced a changed tool list
             await self._list(conn)
@@ -287,7 +290,8 @@ class MCPToolset:
                           how_to_approve=self._how_to_approve(mcp_name))
         if not verdict.allowed:
             raise MCPToolBlocked(verdict.reason, server=self.server.name, tool=mcp_name)
-        result = await conn.call(mcp_name, arguments, traceparent=traceparent)
+        with conn.requests.calling(asks):
+            result = await conn.call(mcp_name, arguments, traceparent=traceparent)
         content = result.get("content")
         text = render(content if isinstance(content, list) else [],
                       result.get("structuredContent"))

@@ -240,6 +240,11 @@ class Accountant:
     def budget(self) -> Budget:
         return self._budget
 
+    @property
+    def price(self) -> Price | None:
+        """The price calls are charged at (None: unpriced)."""
+        return self._price
+
     def at_price(self, price: Price | None) -> Accountant:
         """An accountant over the same budget, spend and clock that prices calls at ``price``:
         for calls to another model than the run's (a compaction's summariser). ValueError when

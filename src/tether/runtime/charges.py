@@ -1,5 +1,5 @@
 """The events that charge a session, folded: answered, failed and lost model calls, a compaction's
-summary call, the planner's call, a sub-agent's spend.
+summary call, the planner's call, a sub-agent's spend, a tool's sampling call.
 
 Why its own module: what a session has spent (its ``Tally``) and which model call is still in
 flight (charged at its reservation if its process dies) is a concern apart from what the session
@@ -100,6 +100,27 @@ def plan_failed(state: SessionState, data: Mapping[str, Any]) -> None:
     been billed (its reservation, or nothing when it was never sent), not a step."""
     state.planning = ("plan.error", data)
     _charge(state, data)
+
+
+def sampling_sent(state: SessionState, data: Mapping[str, Any]) -> None:
+    """A tool's sampling call (``tether.runtime.chokepoint.asks``), sent: charged at its
+    reservation until its outcome replaces that (so a call whose answer died with the process
+    stays charged what the provider may well have billed). Not a step."""
+    t = state.tally
+    t.usage = t.usage + Usage(data["reserved_input"], data["max_output_tokens"] or 0, 0)
+    t.cost += Decimal(data["reserved_cost_usd"])
+
+
+def sampled(state: SessionState, data: Mapping[str, Any]) -> None:
+    """A sampling call's outcome (``sampling.response`` / ``sampling.error``): its reservation
+    (``reserved``) taken back, what it is charged added."""
+    held = data["reserved"]
+    t, u = state.tally, state.tally.usage
+    t.usage = Usage(u.input_tokens - held["input_tokens"] + data["input_tokens"],
+                    u.output_tokens - held["output_tokens"] + data["output_tokens"],
+                    u.cached_input_tokens + data["cached_input_tokens"],
+                    u.cache_write_tokens + data.get("cache_write_tokens", 0))
+    t.cost += Decimal(data["cost_usd"]) - Decimal(held["cost_usd"])
 
 
 def _charge(state: SessionState, data: Mapping[str, Any]) -> None:

@@ -341,7 +341,7 @@ class Session:
                           limits=agent.limits, approvals=agent.approval_store,
                           approval_ttl=agent.approval_ttl, credentials=agent.credentials,
                           approver=agent.decides_approvals, trace=trace,
-                          telemetry=tuple(agent.telemetry),
+                          telemetry=tuple(agent.telemetry), model=agent.model,
                           kept=None if private is None else partial(private.get_private, self.id))
         if agent.compaction is not None:  # (a recipe without compaction pays nothing for it)
             from tether.runtime.compactor import with_compaction

@@ -34,6 +34,7 @@ from tether.runtime.chokepoint.approvals import (
     new_request,
 )
 from tether.runtime.chokepoint.approver import Approver
+from tether.runtime.chokepoint.asks import CallAsks, SessionAsks
 from tether.runtime.chokepoint.effects import (
     Admitted,
     check_unredacted,
@@ -56,6 +57,7 @@ from tether.types import BRANCH_CALL_PREFIX, ToolCall, detached
 
 if TYPE_CHECKING:  # the credentials package is loaded when a tool first needs a token
     from tether.credentials import CredentialBroker, ScopedToken
+    from tether.models.base import Model
 
 MAX_DEGRADE_DEPTH = 3
 RESULT_OVERHEAD_TOKENS = 48  # message framing, the truncation notice, a loop warning
@@ -83,6 +85,7 @@ class ToolCalls:
         "_approval_ttl",
         "_approvals",
         "_approver",
+        "_asks",
         "_bound_to",
         "_credentials",
         "_executor",
@@ -104,7 +107,8 @@ class ToolCalls:
                  kept: Callable[[str], Mapping[str, Any] | None] | None = None,
                  bound_to: str | None = None, approver: Approver | None = None,
                  trace: Segment | None = None,
-                 telemetry: tuple[Callable[[Any], object], ...] = ()) -> None:
+                 telemetry: tuple[Callable[[Any], object], ...] = (),
+                 model: Model | None = None) -> None:
         self._session_id = session_id
         self._trace = trace  # the run's trace segment, when the recipe has telemetry
         self._telemetry = telemetry
@@ -121,6 +125,10 @@ class ToolCalls:
         self._approval_ttl = approval_ttl
         self._approver = approver  # decides requests in process; None: a person does
         self._credentials = credentials
+        # what a call may ask of the session while it runs (sampling: on ``model``; None: refused)
+        self._asks = SessionAsks(session_id=session_id, journal=journal, accountant=accountant,
+                                 model=model, approvals=approvals, bound_to=self._bound_to,
+                                 tenant_id=gate.subject.tenant_id)
         self._kept = kept  # arguments the journal hid, by call id, where they were kept
         # tokens results may still add so the wrap-up fits (bound by the Environment)
         self.room: Callable[[int], int | None] = lambda wanted: None
@@ -463,7 +471,8 @@ class ToolCalls:
                               request=self._gate.request,
                               traceparent=self._trace.tool_call(call.id).header()
                               if self._trace is not None else "",
-                              telemetry=self._telemetry)
+                              telemetry=self._telemetry,
+                              asks=CallAsks(self._asks, call.id, tool.name, timeout))
 
         def scrub(text: str) -> str:
             for fn in scrubbers:
