@@ -4,8 +4,8 @@ Why: a server may, while it runs a tool, ask the client to run a prompt on its m
 (``sampling/createMessage``) or to ask the user something (``elicitation/create``). Each arrives
 on the connection's private loop, from the SDK's receive task, with nothing that says which of
 tether's calls it belongs to — so the connection keeps the calls in flight (``calling``) and
-hands the request to the session of *that* call (``ToolContext.asks``, a
-``tether.runtime.chokepoint.asks.CallAsks``), on the session's own loop, where it is governed,
+hands the request to the session of *that* call (a ``tether.runtime.chokepoint.asks.CallAsks``
+``MCPTool`` makes from its ``ToolContext.asks``), on the session's own loop, where it is governed,
 charged and journaled as anything else the session does.
 
 Decisions:
@@ -123,8 +123,8 @@ class ServerRequests:
 
     @contextlib.contextmanager
     def calling(self, asks: Any) -> Iterator[None]:
-        """A call is in flight on the connection for as long as this lasts; ``asks``: its
-        session's (``ToolContext.asks``; None for a call made outside a session)."""
+        """A call is in flight on the connection for as long as this lasts; ``asks``: the
+        call's ``CallAsks`` (None for a call made outside a session)."""
         entry = asks if isinstance(asks, CallAsks) else None
         self._calls.append(entry)
         try:

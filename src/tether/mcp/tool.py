@@ -19,6 +19,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
+from tether.runtime.chokepoint.asks import CallAsks
 from tether.tools.base import ToolContext, ToolMeta
 from tether.types import ToolSpec
 
@@ -68,5 +69,8 @@ class MCPTool:
         return self._toolset.schema_of(self.mcp_name).validate(arguments)
 
     async def invoke(self, arguments: dict[str, Any], context: ToolContext) -> Any:
+        asks = None if context.asks is None else CallAsks(  # the session's, for this call
+            context.asks, context.call_id, self.name,
+            self._toolset.server.call_timeout if context.timeout is None else context.timeout)
         return await self._toolset.invoke(self.mcp_name, arguments,
-                                          traceparent=context.traceparent, asks=context.asks)
+                                          traceparent=context.traceparent, asks=asks)

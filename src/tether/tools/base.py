@@ -179,9 +179,10 @@ class ToolContext:
     # a sub-agent runs under it, an MCP tool sends it in the request's _meta
     traceparent: str = ""
     telemetry: tuple[Callable[[Any], object], ...] = ()  # the caller's sinks: a sub-agent's too
-    # what the call may ask of its session while it runs — a governed model call, a question
-    # for a person (tether.runtime.chokepoint.asks.CallAsks): an MCP server's sampling and
-    # elicitation requests go through it
+    # what a call may ask of its session while it runs — a governed model call, a question for
+    # a person (tether.runtime.chokepoint.asks.SessionAsks, one per session: a tool that asks
+    # makes its call's CallAsks from it, so a tool that never asks costs nothing): an MCP
+    # server's sampling and elicitation requests go through it
     asks: Any = None
 
 

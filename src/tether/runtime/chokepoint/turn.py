@@ -34,7 +34,7 @@ from tether.runtime.chokepoint.approvals import (
     new_request,
 )
 from tether.runtime.chokepoint.approver import Approver
-from tether.runtime.chokepoint.asks import CallAsks, SessionAsks
+from tether.runtime.chokepoint.asks import SessionAsks
 from tether.runtime.chokepoint.effects import (
     Admitted,
     check_unredacted,
@@ -472,7 +472,7 @@ class ToolCalls:
                               traceparent=self._trace.tool_call(call.id).header()
                               if self._trace is not None else "",
                               telemetry=self._telemetry,
-                              asks=CallAsks(self._asks, call.id, tool.name, timeout))
+                              asks=self._asks)
 
         def scrub(text: str) -> str:
             for fn in scrubbers:
