@@ -53,8 +53,11 @@ MCP_NODE := tests/mcp/node_modules/.package-lock.json
 
 mcp-deps: $(MCP_NODE)
 
-$(MCP_NODE): tests/mcp/package.json tests/mcp/package-lock.json
+# ... and the conformance suite, with its own two later fixes to its fake authorization server
+# applied (tests/conformance_patch.py says which and why)
+$(MCP_NODE): tests/mcp/package.json tests/mcp/package-lock.json tests/conformance_patch.py
 	npm ci --prefix tests/mcp --no-audit --no-fund
+	$(PYTHON) tests/conformance_patch.py
 	touch $@
 
 test: lint unit
