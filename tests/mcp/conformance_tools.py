@@ -15,7 +15,9 @@ from __future__ import annotations
 import asyncio
 import base64
 import json
+import sys
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
 from tether.tools import ToolContext, ToolMeta, tool
@@ -23,58 +25,20 @@ from tether.tools.caller import Caller
 from tether.tools.content import Audio, Content, Image, Resource
 from tether.types import ToolSpec
 
-PNG = ("iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8DwHwAFBQIAX8jx0gAAAABJRU5E"
-       "rkJggg==")
-WAV = "UklGRiYAAABXQVZFZm10IBAAAAABAAEAQB8AAAB9AAACABAAZGF0YQIAAAA="
-SIMPLE_TEXT = "This is a simple text response for testing."
-ERROR_TEXT = "This tool intentionally returns an error for testing"
-EMBEDDED = ("test://embedded-resource", "text/plain", "This is an embedded resource content.")
-MIXED = ("test://mixed-content-resource", "application/json", '{"test":"data","value":123}')
-LOG_LINES = ("Tool execution started", "Tool processing data", "Tool execution completed")
-ELICITATION_SCHEMA: dict[str, Any] = {
-    "type": "object",
-    "properties": {"username": {"type": "string", "description": "User's response"},
-                   "email": {"type": "string", "description": "User's email address"}},
-    "required": ["username", "email"]}
-DEFAULTS_SCHEMA: dict[str, Any] = {
-    "type": "object",
-    "properties": {
-        "name": {"type": "string", "description": "User name", "default": "John Doe"},
-        "age": {"type": "integer", "description": "User age", "default": 30},
-        "score": {"type": "number", "description": "User score", "default": 95.5},
-        "status": {"type": "string", "description": "User status",
-                   "enum": ["active", "inactive", "pending"], "default": "active"},
-        "verified": {"type": "boolean", "description": "Verification status",
-                     "default": True}},
-    "required": []}
-ENUMS_SCHEMA: dict[str, Any] = {
-    "type": "object",
-    "properties": {
-        "untitledSingle": {"type": "string", "description": "Select one option",
-                           "enum": ["option1", "option2", "option3"]},
-        "titledSingle": {"type": "string", "description": "Select one option with titles",
-                         "oneOf": [{"const": "value1", "title": "First Option"},
-                                   {"const": "value2", "title": "Second Option"},
-                                   {"const": "value3", "title": "Third Option"}]},
-        "legacyEnum": {"type": "string", "description": "Select one option (legacy)",
-                       "enum": ["opt1", "opt2", "opt3"],
-                       "enumNames": ["Option One", "Option Two", "Option Three"]},
-        "untitledMulti": {"type": "array", "description": "Select multiple options",
-                          "minItems": 1, "maxItems": 3,
-                          "items": {"type": "string", "enum": ["option1", "option2", "option3"]}},
-        "titledMulti": {"type": "array", "description": "Select multiple options with titles",
-                        "minItems": 1, "maxItems": 3,
-                        "items": {"anyOf": [{"const": "value1", "title": "First Choice"},
-                                            {"const": "value2", "title": "Second Choice"},
-                                            {"const": "value3", "title": "Third Choice"}]}}},
-    "required": []}
-SCHEMA_2020_12: dict[str, Any] = {
-    "$schema": "https://json-schema.org/draft/2020-12/schema",
-    "type": "object",
-    "$defs": {"address": {"type": "object", "properties": {"street": {"type": "string"},
-                                                           "city": {"type": "string"}}}},
-    "properties": {"name": {"type": "string"}, "address": {"$ref": "#/$defs/address"}},
-    "additionalProperties": False}
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from conformance_data import (
+    DEFAULTS_SCHEMA,
+    ELICITATION_SCHEMA,
+    EMBEDDED,
+    ENUMS_SCHEMA,
+    ERROR_TEXT,
+    LOG_LINES,
+    MIXED,
+    PNG,
+    SCHEMA_2020_12,
+    SIMPLE_TEXT,
+    WAV,
+)
 
 
 @tool
