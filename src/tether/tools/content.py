@@ -193,7 +193,7 @@ def placeholder(part: Part) -> str:
         kind = f"resource {redact_url(part.uri)}"
         mime = part.mime_type or "application/octet-stream"
     else:
-        kind, mime = type(part).__name__.lower(), part.mime_type
+        kind, mime = f"{type(part).__name__.lower()} content", part.mime_type
     return f"[{kind}: {mime}, {_size(len(data))}, sha256 {_digest(data)[:16]}; not shown]"
 
 
