@@ -290,3 +290,32 @@ def test_log_levels_are_per_client_and_bounded() -> None:
     assert levels.allows("a", "debug") and not levels.allows("b", "warning")
     levels.set("c", "info")  # a is forgotten: back to the default
     assert not levels.allows("a", "info") and levels.allows("c", "info")
+
+
+@pytest.mark.filterwarnings("ignore:The logging capability is deprecated")
+async def test_the_guides_example_runs_as_written() -> None:
+    from doc_pages import blocks, section
+
+    title = "What a served tool sends its client"
+    (example,) = blocks("docs/guide/mcp.md", title)
+    scope: dict[str, Any] = {}
+    exec(compile(example, "docs/guide/mcp.md", "exec"), scope)
+    heard: list[str] = []
+
+    async def log(params: types.LoggingMessageNotificationParams) -> None:
+        heard.append(f"{params.level}: {params.data}")
+
+    async def progress(value: float, total: float | None, message: str | None) -> None:
+        heard.append(f"{value}/{total} {message}")
+
+    g = ClientGateways([scope["chart"]], Governance(AllowAll(), MemoryStore()))
+    async with Client(build_server(g, listing_of(g.tools)), mode="legacy",
+                      logging_callback=log) as client:
+        await client.set_logging_level("info")
+        result = await client.call_tool("chart", {"city": "Oslo"}, progress_callback=progress)
+    assert [c.type for c in result.content] == ["text", "image", "resource"]
+    assert heard == ["info: drawing Oslo", "50.0/100.0 half way"]
+    (gateway,) = g.gateways
+    (shown,) = [e.data["content"] for e in gateway.journal.events() if e.type == "tool.result"]
+    placeholder = shown.splitlines()[1]
+    assert f"`{placeholder}`" in " ".join(section("docs/guide/mcp.md", title).split())
