@@ -319,3 +319,36 @@ async def test_the_guides_example_runs_as_written() -> None:
     (shown,) = [e.data["content"] for e in gateway.journal.events() if e.type == "tool.result"]
     placeholder = shown.splitlines()[1]
     assert f"`{placeholder}`" in " ".join(section("docs/guide/mcp.md", title).split())
+
+
+@pytest.mark.filterwarnings("ignore:The logging capability is deprecated")
+async def test_each_http_client_has_its_own_log_level(tmp_path: Any) -> None:
+    from mcp.client.streamable_http import streamable_http_client
+
+    from mcp import ClientSession
+    from mcp_peers import http_server
+
+    heard: dict[str, list[str]] = {"a": [], "b": []}
+
+    def listener(who: str) -> Any:
+        async def log(params: types.LoggingMessageNotificationParams) -> None:
+            heard[who].append(str(params.data))
+        return log
+
+    args = ["serve", "tests/mcp/conformance_tools.py:tools", "--policy",
+            "tests/mcp/conformance/allow.yaml", "--store", f"sqlite:///{tmp_path / 'j.db'}"]
+    with http_server(args) as (url, _):
+        async with streamable_http_client(url) as (ra, wa), ClientSession(
+                ra, wa, logging_callback=listener("a"), read_timeout_seconds=30) as a, \
+                streamable_http_client(url) as (rb, wb), ClientSession(
+                rb, wb, logging_callback=listener("b"), read_timeout_seconds=30) as b:
+            await a.initialize()
+            await b.initialize()
+            await a.set_logging_level("info")
+            first = await a.call_tool("test_tool_with_logging", {})
+            second = await b.call_tool("test_tool_with_logging", {})  # never set: warning+
+    assert not first.is_error
+    assert not second.is_error
+    assert heard["a"] == ["Tool execution started", "Tool processing data",
+                          "Tool execution completed"]
+    assert heard["b"] == []
