@@ -29,6 +29,7 @@ from tether.tools.content import (
     Resource,
     Text,
     cut,
+    placeholder,
 )
 
 PNG = b"\x89PNG\r\n\x1a\n" + bytes(range(200))
@@ -260,7 +261,8 @@ async def test_a_tool_nobody_waits_on_gets_the_silent_caller() -> None:
 def test_text_parts_are_cut_to_the_limit_and_binary_stays() -> None:
     parts = (Text("a" * 30), Image(PNG, "image/png"), Text("b" * 30),
              Resource("file:///c", text="c" * 30))
-    out = cut(parts, 40)
+    shown = len(placeholder(Image(PNG, "image/png"))) + 1  # counts against the limit
+    out = cut(parts, 40 + shown)
     assert out[0] == Text("a" * 30) and out[1] == Image(PNG, "image/png")
     assert out[2] == Text("b" * 10)
     assert out[3] == Text("[tether: result truncated: showing the first 40 of 90 characters]")
@@ -352,3 +354,32 @@ async def test_each_http_client_has_its_own_log_level(tmp_path: Any) -> None:
     assert heard["a"] == ["Tool execution started", "Tool processing data",
                           "Tool execution completed"]
     assert heard["b"] == []
+
+
+@tool
+def photo() -> Content:
+    """A full-size photo."""
+    return Content(Image(PNG * 4, "image/png"))
+
+
+@tool
+def thumb() -> Content:
+    """A thumbnail."""
+    return Content("small", Image(PNG, "image/png"))
+
+
+class Thumbnails:
+    def evaluate(self, subject: Any, action: Any, resource: Any, context: Any) -> Decision:
+        if action.tool == "photo":
+            return Decision(Effect.DEGRADE, "thumbnails only", "t", fallback="thumb")
+        return Decision(Effect.ALLOW, "ok", "t")
+
+
+async def test_a_degraded_call_keeps_its_parts_and_says_what_ran() -> None:
+    gateway = Gateway([photo, thumb], policy=Thumbnails())
+    result = await gateway.call("photo", {})
+    assert result.status == "ok"
+    note, small, image = result.parts
+    assert isinstance(note, Text) and "policy ran 'thumb' instead of 'photo'" in note.text
+    assert small == Text("small") and image == Image(PNG, "image/png")
+    assert result.content.startswith(note.text)

@@ -239,14 +239,16 @@ def scrubbed(parts: Iterable[Part], scrub: Callable[[str], str]) -> tuple[Part, 
 
 
 def cut(parts: Iterable[Part], limit: int) -> tuple[Part, ...]:
-    """``parts`` whose text fits ``limit`` characters in all: the text part that crosses it is
-    cut and followed by an announcement, later text parts are left out; binary parts stay."""
+    """``parts`` whose model-facing text fits ``limit`` characters: binary parts stay (their
+    placeholder lines count against the limit), the text part that crosses it is cut and
+    followed by an announcement, later text parts are left out."""
     parts = tuple(parts)
+    overhead = sum(len(placeholder(p)) + 1 for p in parts if _binary(p) is not None)
     total = sum(len(p.text) for p in parts if isinstance(p, Text | Resource) and p.text)
-    if total <= limit:
+    if total + overhead <= limit:
         return parts
     out: list[Part] = []
-    room = limit
+    room = limit = max(0, limit - overhead)
     for part in parts:
         if isinstance(part, Image | Audio) or (isinstance(part, Resource) and part.text is None):
             out.append(part)

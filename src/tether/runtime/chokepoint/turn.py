@@ -499,7 +499,7 @@ class ToolCalls:
             mask_fields=admitted.mask_output, scrub=scrub if scrubbers else None,
             max_chars=max_chars)
         if result.call_id != call.id or result.name != call.name:
-            result = ToolResult(call.id, call.name, result.content, result.status)
+            result = ToolResult(call.id, call.name, result.content, result.status, result.parts)
         return result, is_budget
 
     async def _issue(self, tool: str) -> ScopedToken:
