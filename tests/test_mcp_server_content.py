@@ -383,3 +383,20 @@ async def test_a_degraded_call_keeps_its_parts_and_says_what_ran() -> None:
     assert isinstance(note, Text) and "policy ran 'thumb' instead of 'photo'" in note.text
     assert small == Text("small") and image == Image(PNG, "image/png")
     assert result.content.startswith(note.text)
+
+
+@tool
+def receipt(password: str) -> Content:
+    """A receipt that repeats the password in its text and its embedded resource."""
+    return Content(f"paid with {password}", Image(PNG, "image/png"),
+                   Resource(f"file:///r?pw={password}", "text/plain", text=f"pw={password}"))
+
+
+async def test_a_secret_in_a_text_part_is_scrubbed_for_the_client_and_the_journal() -> None:
+    g = ClientGateways([receipt], Governance(MaskPassword(), MemoryStore()))
+    async with Client(build_server(g, listing_of(g.tools)), mode="legacy") as client:
+        result = await client.call_tool("receipt", {"password": SECRET})
+    assert not result.is_error and len(result.content) == 3
+    served = json.dumps([c.model_dump(mode="json") for c in result.content])
+    assert SECRET not in served and "paid with" in served
+    assert SECRET not in journal_of(g)
