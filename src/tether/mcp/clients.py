@@ -35,6 +35,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from tether.runtime.budget import Budget
+from tether.tools.caller import SILENT, Caller
 from tether.tools.registry import ToolRegistry
 
 if TYPE_CHECKING:
@@ -129,22 +130,24 @@ class ClientGateways:
         return tuple(c.gateway for c in self._clients.values())
 
     async def call(self, key: str, name: str, arguments: Mapping[str, Any], *,
-                   traceparent: object = None) -> Outcome:
+                   traceparent: object = None, caller: Caller = SILENT) -> Outcome:
         """Run one call of client ``key`` through its gateway (``traceparent``: the client's
-        span as it sent it, unchecked). Raises ClientExpired for a released client."""
+        span as it sent it, unchecked; ``caller``: the client waiting, which the tool may tell
+        its progress and logs, or ask). Raises ClientExpired for a released client."""
         client = self._client(key)
         client.busy += 1
-        task = asyncio.ensure_future(self._run(client, name, arguments, traceparent))
+        task = asyncio.ensure_future(self._run(client, name, arguments, traceparent, caller))
         self._running.add(task)
         task.add_done_callback(self._running.discard)
         return await asyncio.shield(task)
 
     async def _run(self, client: _Client, name: str, arguments: Mapping[str, Any],
-                   traceparent: object) -> Outcome:
+                   traceparent: object, caller: Caller) -> Outcome:
         gateway = client.gateway
         try:
             async with client.lock:
-                result = await gateway.call(name, arguments, traceparent=traceparent)
+                result = await gateway.call(name, arguments, traceparent=traceparent,
+                                            caller=caller)
         finally:
             client.busy -= 1
             client.last_used = self._clock()

@@ -6,6 +6,10 @@ embedded text resources are shown with their URI, and every other block (image, 
 resource link, anything a newer server invents) is summarised in one bracketed line with its type,
 MIME type and size. Structured content is shown as JSON only when the server sent no text, since
 the spec asks servers to mirror it in a text block.
+
+The rendering keeps the blocks it was made from (``Rendered.blocks``): a tool of a proxied
+server hands them on to the proxy's clients as they are (``parts_of``: ``tether.tools.content``
+parts, binary decoded, MIME types checked), while the model and the journal get this text.
 """
 
 from __future__ import annotations
@@ -13,6 +17,8 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping, Sequence
 from typing import Any
+
+from tether.tools.content import Audio, Image, Part, Resource, Text, check_mime, decode_base64
 
 
 def _size(data: Any) -> str:
@@ -44,10 +50,57 @@ def _block(block: Mapping[str, Any]) -> str:
     return f"[{kind or 'unknown'} content; not shown]"
 
 
+class Rendered(str):
+    """A result's text for the model, with the content blocks it was rendered from."""
+
+    __slots__ = ("blocks",)
+    blocks: tuple[Mapping[str, Any], ...]
+
+
 def render(content: Sequence[Mapping[str, Any]], structured: Any = None) -> str:
-    """One string for the model from a result's content blocks (wire form, camelCase)."""
-    parts = [_block(block) for block in content if isinstance(block, Mapping)]
-    has_text = any(isinstance(b, Mapping) and b.get("type") == "text" for b in content)
+    """One string for the model from a result's content blocks (wire form, camelCase); it is a
+    ``Rendered`` holding the blocks (with the structured content as a text block when it was
+    shown)."""
+    blocks = [block for block in content if isinstance(block, Mapping)]
+    parts = [_block(block) for block in blocks]
+    has_text = any(b.get("type") == "text" for b in blocks)
     if structured is not None and not has_text:
         parts.append(json.dumps(structured, ensure_ascii=False, default=str))
-    return "\n".join(parts)
+        blocks.append({"type": "text", "text": parts[-1]})
+    rendered = Rendered("\n".join(parts))
+    rendered.blocks = tuple(blocks)
+    return rendered
+
+
+def has_binary(text: str) -> bool:
+    """Whether ``text`` was rendered from more than text blocks."""
+    return any(b.get("type") != "text" for b in getattr(text, "blocks", ()))
+
+
+def parts_of(blocks: Sequence[Mapping[str, Any]]) -> tuple[Part, ...]:
+    """Content blocks (wire form) as tether's parts: text, image, audio and embedded resources
+    as they are (binary decoded; ValueError for malformed base64 or a bogus MIME type), any
+    other block (a resource link, a kind a newer server invents) as its one line of text."""
+    out: list[Part] = []
+    for block in blocks:
+        kind = block.get("type")
+        if kind == "text":
+            out.append(Text(str(block.get("text", ""))))
+        elif kind == "image":
+            out.append(Image(decode_base64(block.get("data"), "image content"),
+                             check_mime(block.get("mimeType"), "image")))
+        elif kind == "audio":
+            out.append(Audio(decode_base64(block.get("data"), "audio content"),
+                             check_mime(block.get("mimeType"), "audio")))
+        elif kind == "resource" and isinstance(block.get("resource"), Mapping):
+            resource = block["resource"]
+            mime = resource.get("mimeType")
+            uri = str(resource.get("uri") or "")
+            if isinstance(resource.get("text"), str):
+                out.append(Resource(uri, mime, text=resource["text"]))
+            else:
+                out.append(Resource(uri, mime,
+                                    blob=decode_base64(resource.get("blob"), "resource blob")))
+        else:
+            out.append(Text(_block(block)))
+    return tuple(out)

@@ -24,13 +24,30 @@ Decisions:
   error. Nothing else of a client's ``_meta`` is kept.
 - Streamable HTTP listens on 127.0.0.1 only, with the SDK's DNS-rebinding protection: the
   server does not authenticate clients, so it must not be reachable from other machines.
+- A result a tool returned as ``Content`` (``tether.tools.content``) reaches the client part
+  by part — text, image, audio, embedded resource — as the journal masked it; a plain result
+  is one text block.
+- The client waiting for a call is the tool's ``caller`` (``tether.tools.caller``, through
+  ``ClientCaller``): a tool's log lines become ``notifications/message`` and its progress
+  ``notifications/progress`` for the request's ``progressToken`` (none sent without one), and
+  a tool may ask the client's model (``sampling/createMessage``) or its user
+  (``elicitation/create``) when the client declared that capability. tether logs nothing of
+  its own to clients: its decisions are each result's ``_meta``, and its record the journal.
+- ``logging/setLevel`` sets the level per client (its MCP session; the stdio peer); lower
+  levels are dropped. A client that never set one gets ``warning`` and above
+  (``DEFAULT_LOG_LEVEL``): it did not ask for chatter. Log lines carry no secret: they are
+  scrubbed like the journal's text (``tether.tools.caller.Scrubbed``).
 """
 
 from __future__ import annotations
 
 import asyncio
+import base64
+import contextlib
 import socket
-from collections.abc import Awaitable, Callable, Iterable, Sequence
+import warnings
+from collections import OrderedDict
+from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Literal
 
 import mcp_types as types
@@ -41,6 +58,8 @@ from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from tether.mcp.clients import ClientExpired, ClientGateways, Governance, Outcome
 from tether.tools.base import Tool, ToolMeta
+from tether.tools.caller import LOG_LEVELS, CallerCannot, Elicited, LogLevel
+from tether.tools.content import Audio, Image, Part, Text
 
 if TYPE_CHECKING:
     from tether.policy.base import Policy
@@ -54,6 +73,8 @@ SERVED_ADVICE = ("Fix the names (`tether policy lint POLICY --tools MODULE:TOOLS
                  "without serving)")
 STDIO_CLIENT = "stdio"
 SESSIONLESS_CLIENT = "http:sessionless"
+DEFAULT_LOG_LEVEL: LogLevel = "warning"  # for a client that never sent logging/setLevel
+MAX_LEVELS = 10_000  # clients whose log level is remembered (the oldest set is forgotten)
 
 
 def tool_annotations(meta: ToolMeta) -> types.ToolAnnotations:
@@ -80,18 +101,133 @@ def listing_of(tools: Iterable[Tool]) -> list[types.Tool]:
             for t in tools]
 
 
+ContentBlock = (types.TextContent | types.ImageContent | types.AudioContent
+                | types.EmbeddedResource)
+
+
+def content_block(part: Part) -> ContentBlock:
+    """One part of a tether result as an MCP content block (binary base64-encoded)."""
+    if isinstance(part, Text):
+        return types.TextContent(text=part.text)
+    if isinstance(part, Image):
+        return types.ImageContent(data=base64.b64encode(part.data).decode(),
+                                  mime_type=part.mime_type)
+    if isinstance(part, Audio):
+        return types.AudioContent(data=base64.b64encode(part.data).decode(),
+                                  mime_type=part.mime_type)
+    resource: types.TextResourceContents | types.BlobResourceContents
+    if part.text is not None:
+        resource = types.TextResourceContents(uri=part.uri, mime_type=part.mime_type,
+                                              text=part.text)
+    else:
+        assert part.blob is not None
+        resource = types.BlobResourceContents(uri=part.uri, mime_type=part.mime_type,
+                                              blob=base64.b64encode(part.blob).decode())
+    return types.EmbeddedResource(resource=resource)
+
+
 def call_result(outcome: Outcome) -> types.CallToolResult:
-    """A tether result as MCP's: its text, ``isError`` unless ok, and tether's view in _meta:
-    the status (``approval_required`` for a call that waits for a person, with the approval's
-    id in ``tether/approval``) and the client's tether session."""
+    """A tether result as MCP's: its parts (or its text), ``isError`` unless ok, and tether's
+    view in _meta: the status (``approval_required`` for a call that waits for a person, with
+    the approval's id in ``tether/approval``) and the client's tether session."""
     result = outcome.result
     meta: dict[str, Any] = {"tether/status": result.status,
                             "tether/session": outcome.session_id}
     if outcome.approval_id is not None:
         meta["tether/status"] = "approval_required"
         meta["tether/approval"] = outcome.approval_id
-    return types.CallToolResult(content=[types.TextContent(text=result.content)],
-                                is_error=result.status != "ok", meta=meta)
+    content: list[Any] = ([content_block(p) for p in result.parts] if result.parts
+                          else [types.TextContent(text=result.content)])
+    return types.CallToolResult(content=content, is_error=result.status != "ok", meta=meta)
+
+
+class LogLevels:
+    """The log level each client set (``logging/setLevel``), by client key; bounded."""
+
+    def __init__(self, default: LogLevel = DEFAULT_LOG_LEVEL, most: int = MAX_LEVELS) -> None:
+        self.default = default
+        self._most = most
+        self._set: OrderedDict[str, LogLevel] = OrderedDict()
+
+    def set(self, key: str, level: LogLevel) -> None:
+        self._set[key] = level
+        self._set.move_to_end(key)
+        while len(self._set) > self._most:
+            self._set.popitem(last=False)
+
+    def forget(self, key: str) -> None:
+        self._set.pop(key, None)
+
+    def level(self, key: str) -> LogLevel:
+        return self._set.get(key, self.default)
+
+    def allows(self, key: str, level: LogLevel) -> bool:
+        """Whether a line at ``level`` reaches client ``key`` (its level or higher)."""
+        return LOG_LEVELS.index(level) >= LOG_LEVELS.index(self.level(key))
+
+
+@contextlib.contextmanager
+def _quietly() -> Iterator[None]:
+    """The SDK marks logging, sampling and elicitation deprecated as of 2026-07-28 (SEP-2577),
+    yet clients of the handshake protocols use them: no warning at each use."""
+    from mcp.shared.exceptions import MCPDeprecationWarning
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", MCPDeprecationWarning)
+        yield
+
+
+class ClientCaller:
+    """The MCP client waiting for one ``tools/call``: what a tool tells it and asks it
+    (``tether.tools.caller.Caller``), on that request's stream."""
+
+    __slots__ = ("_ctx", "_key", "_levels")
+
+    def __init__(self, ctx: ServerRequestContext[Any, Any], key: str,
+                 levels: LogLevels) -> None:
+        self._ctx = ctx
+        self._key = key
+        self._levels = levels
+
+    def __repr__(self) -> str:
+        return f"<MCP client {self._key}>"
+
+    async def log(self, level: LogLevel, message: str, *, logger: str | None = None) -> None:
+        modern = self._ctx.protocol_version in MODERN_PROTOCOL_VERSIONS  # the SDK filters
+        if not modern and not self._levels.allows(self._key, level):
+            return
+        with _quietly():
+            await self._ctx.session.send_log_message(level, message, logger=logger,
+                                                     related_request_id=self._ctx.request_id)
+
+    async def progress(self, progress: float, total: float | None = None,
+                       message: str | None = None) -> None:
+        await self._ctx.session.report_progress(progress, total, message)
+
+    async def sample(self, prompt: str, *, max_tokens: int,
+                     system_prompt: str | None = None) -> str:
+        session = self._ctx.session
+        if not session.check_client_capability(
+                types.ClientCapabilities(sampling=types.SamplingCapability())):
+            raise CallerCannot("the MCP client did not declare the sampling capability")
+        with _quietly():
+            result = await session.create_message(
+                [types.SamplingMessage(role="user", content=types.TextContent(text=prompt))],
+                max_tokens=max_tokens, system_prompt=system_prompt,
+                related_request_id=self._ctx.request_id)
+        content = result.content
+        blocks = content if isinstance(content, list) else [content]
+        return "\n".join(str(b.text) for b in blocks if isinstance(b, types.TextContent))
+
+    async def elicit(self, message: str, schema: Mapping[str, Any]) -> Elicited:
+        session = self._ctx.session
+        if not session.check_client_capability(
+                types.ClientCapabilities(elicitation=types.ElicitationCapability())):
+            raise CallerCannot("the MCP client did not declare the elicitation capability")
+        with _quietly():
+            answer = await session.elicit_form(message, dict(schema),
+                                               related_request_id=self._ctx.request_id)
+        return Elicited(answer.action, dict(answer.content or {}))
 
 
 def client_traceparent(params: types.CallToolRequestParams) -> object:
@@ -123,6 +259,7 @@ def build_server(gateways: ClientGateways, listing: Sequence[types.Tool], *,
     ``before_call`` is awaited before each call is decided (the proxy re-checks its policy
     against a changed upstream there): if it raises, the call is not made."""
     tools = list(listing)
+    levels = LogLevels()
 
     async def list_tools(ctx: ServerRequestContext[Any, Any],
                          params: types.PaginatedRequestParams | None) -> types.ListToolsResult:
@@ -137,18 +274,27 @@ def build_server(gateways: ClientGateways, listing: Sequence[types.Tool], *,
                 return types.CallToolResult(
                     content=[types.TextContent(text=f"the call was not made: {exc}")],
                     is_error=True, meta={"tether/status": "error"})
+        key = client_key(ctx)
         try:
-            outcome = await gateways.call(client_key(ctx), params.name, params.arguments or {},
-                                          traceparent=client_traceparent(params))
+            outcome = await gateways.call(key, params.name, params.arguments or {},
+                                          traceparent=client_traceparent(params),
+                                          caller=ClientCaller(ctx, key, levels))
         except ClientExpired as exc:
             return types.CallToolResult(content=[types.TextContent(text=str(exc))],
                                         is_error=True, meta={"tether/status": "rejected"})
         return call_result(outcome)
 
+    async def set_level(ctx: ServerRequestContext[Any, Any],
+                        params: types.SetLevelRequestParams) -> types.EmptyResult:
+        levels.set(client_key(ctx), params.level)
+        return types.EmptyResult()
+
     from tether import __version__
 
-    return Server(name, version=__version__, instructions=instructions,
-                  on_list_tools=list_tools, on_call_tool=call_tool)
+    with _quietly():
+        return Server(name, version=__version__, instructions=instructions,
+                      on_list_tools=list_tools, on_call_tool=call_tool,
+                      on_set_logging_level=set_level)
 
 
 async def serve_stdio(server: Server[Any]) -> None:

@@ -19,8 +19,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
+from tether.mcp.content import has_binary, parts_of
 from tether.runtime.chokepoint.asks import CallAsks
 from tether.tools.base import ToolContext, ToolMeta
+from tether.tools.content import Content
 from tether.types import ToolSpec
 
 if TYPE_CHECKING:
@@ -69,8 +71,14 @@ class MCPTool:
         return self._toolset.schema_of(self.mcp_name).validate(arguments)
 
     async def invoke(self, arguments: dict[str, Any], context: ToolContext) -> Any:
+        """The server's answer: its text, or, when it sent more than text (an image, audio,
+        an embedded resource), its parts (``Content``), so a proxy's client receives them as
+        they were sent; the model and the journal read their text all the same."""
         asks = None if context.asks is None else CallAsks(  # the session's, for this call
             context.asks, context.call_id, self.name,
             self._toolset.server.call_timeout if context.timeout is None else context.timeout)
-        return await self._toolset.invoke(self.mcp_name, arguments,
+        text = await self._toolset.invoke(self.mcp_name, arguments,
                                           traceparent=context.traceparent, asks=asks)
+        if not has_binary(text):
+            return text
+        return Content(*parts_of(getattr(text, "blocks", ())))

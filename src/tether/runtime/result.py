@@ -7,12 +7,15 @@ keeping thousands of them costs little and none of them keeps a run alive.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from tether.records import fast_init
 from tether.runtime.budget import Spend
 from tether.runtime.stop import StopReason
 from tether.types import ToolCall, Usage
+
+if TYPE_CHECKING:
+    from tether.tools.content import Part
 
 # "simulated": a side-effecting call on an explored branch, proposed and not run
 # (tether.runtime.branching); never a result of the session's own turns
@@ -22,12 +25,16 @@ ToolStatus = Literal["ok", "error", "timeout", "rejected", "denied", "skipped", 
 @fast_init
 @dataclass(frozen=True, slots=True)
 class ToolResult:
-    """The outcome of one tool call, as the model sees it (``content``) and as a status."""
+    """The outcome of one tool call, as the model sees it (``content``) and as a status.
+    ``parts``: what a tool returned as ``tether.tools.content.Content`` (images, audio,
+    resources, in order) for a caller that can use them — ``content`` is their model-facing
+    text; empty for a plain result."""
 
     call_id: str
     name: str
     content: str
     status: ToolStatus = "ok"
+    parts: tuple[Part, ...] = ()
 
     @property
     def is_error(self) -> bool:

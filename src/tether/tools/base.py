@@ -15,6 +15,7 @@ from types import MappingProxyType
 from typing import Any, Literal, Protocol, runtime_checkable
 
 from tether.records import fast_init
+from tether.tools.caller import SILENT, Caller
 from tether.types import ToolSpec
 
 Risk = Literal["low", "medium", "high", "critical"]
@@ -184,6 +185,9 @@ class ToolContext:
     # makes its call's CallAsks from it, so a tool that never asks costs nothing): an MCP
     # server's sampling and elicitation requests go through it
     asks: Any = None
+    # whoever waits for the result (tether.tools.caller): an MCP client to tell progress and
+    # logs to, or to ask; SILENT when nobody is (an agent's model)
+    caller: Caller = SILENT
 
 
 class ToolArgumentError(ValueError):

@@ -5,8 +5,9 @@ keys forbidden; a plain signature is described and checked without importing it,
 ``signature.py``), and its docstring is the description; a tool without either is a definition
 error at import time, not a surprise at call time. Parameters named ``ctx``/``context``,
 ``user_id``, ``tenant_id`` and ``session_id`` are injected by the runtime from the session, and
-``credentials`` receives a short-lived ScopedToken from the agent's CredentialBroker; none of them
-is part of the schema the model sees, so a model cannot spoof them.
+``credentials`` receives a short-lived ScopedToken from the agent's CredentialBroker, and ``caller``
+whoever waits for the result (``tether.tools.caller``: progress, logs, sampling, elicitation for
+an MCP client); none of them is part of the schema the model sees, so a model cannot spoof them.
 """
 
 from __future__ import annotations
@@ -22,7 +23,8 @@ from tether.tools.signature import PlainSignature
 from tether.tools.threads import Pace, run_on_daemon_thread
 from tether.types import ToolSpec
 
-INJECTED = frozenset({"ctx", "context", "user_id", "tenant_id", "session_id", "credentials"})
+INJECTED = frozenset({"ctx", "context", "user_id", "tenant_id", "session_id", "credentials",
+                      "caller"})
 
 
 class ToolDefinitionError(TypeError):

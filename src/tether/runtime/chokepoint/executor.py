@@ -22,6 +22,15 @@ from tether.runtime.eager import start
 from tether.runtime.result import ToolResult, ToolStatus
 from tether.runtime.stop import Stop
 from tether.tools.base import Tool, ToolArgumentError, ToolContext, ToolFailure
+from tether.tools.content import (
+    Content,
+    Part,
+    TooMuchBinary,
+    check_binary,
+    cut,
+    render,
+    scrubbed,
+)
 from tether.tools.registry import ToolRegistry
 from tether.types import ToolCall, detached
 
@@ -99,15 +108,23 @@ class ToolExecutor:
         """
         scope = None
         status: ToolStatus
+        parts: tuple[Part, ...] = ()
         try:
             value, rest = start(tool.invoke(arguments, context))
             if rest is not None:  # it suspended: the rest runs under the timer
                 scope = asyncio.timeout(timeout)
                 async with scope:
                     value = await rest
-            if mask_fields:
-                value = mask_structure(value, mask_fields)
-            text, status = self._render(value, max_chars, scrub), "ok"
+            if isinstance(value, Content):
+                try:
+                    parts = self._parts(value, max_chars, scrub)
+                except TooMuchBinary as exc:
+                    raise ToolFailure(f"Error: {tool.name!r} returned too much: {exc}") from None
+                text, status = render(parts), "ok"
+            else:
+                if mask_fields:
+                    value = mask_structure(value, mask_fields)
+                text, status = self._render(value, max_chars, scrub), "ok"
         except (Exception, SystemExit, Stop) as exc:  # a tool can neither end the host nor the run
             if isinstance(exc, TimeoutError) and scope is not None and scope.expired():
                 text = f"Error: {tool.name!r} timed out after {timeout:.3g}s and was abandoned."
@@ -119,7 +136,17 @@ class ToolExecutor:
                 status = "error"
         if scrub is not None and status != "ok":  # ok results were scrubbed before the cut
             text = scrub(text)
-        return ToolResult(call_id, tool.name, text, status)
+        return ToolResult(call_id, tool.name, text, status, parts)
+
+    def _parts(self, value: Content, max_chars: int | None,
+               scrub: Callable[[str], str] | None) -> tuple[Part, ...]:
+        """A Content result's parts: bounded in bytes (TooMuchBinary past the limit), their
+        text scrubbed, then cut to the size limit (``tether.tools.content``)."""
+        check_binary(value.parts)
+        parts = value.parts if scrub is None else scrubbed(value.parts, scrub)
+        limit = self.max_result_chars if max_chars is None else min(max_chars,
+                                                                    self.max_result_chars)
+        return cut(parts, limit)
 
     def _render(self, value: Any, max_chars: int | None = None,
                 scrub: Callable[[str], str] | None = None) -> str:

@@ -56,6 +56,7 @@ from tether.runtime.stop import Stop
 from tether.store.base import Store
 from tether.store.memory import MemoryStore
 from tether.tools.base import Tool
+from tether.tools.caller import SILENT, Caller
 from tether.tools.registry import ToolRegistry
 from tether.tracing import Segment, TraceParent
 from tether.types import Event, ToolCall
@@ -159,6 +160,7 @@ class Gateway:
             state=self._state, limits=self._limits, approvals=self._approvals,
             approval_ttl=self._approval_ttl, credentials=self._credentials,
             telemetry=self._telemetry)
+        self._calls.delivered = {}  # results with parts reach the client whole
         start: dict[str, Any] = {
             "task": f"tool calls from {client}", "system_prompt": "", "agent": "gateway",
             "model": "", "tools": list(self.registry.names), "budget": self.budget.to_dict(),
@@ -201,14 +203,17 @@ class Gateway:
         return self._journal
 
     async def call(self, name: str, arguments: Mapping[str, Any] | str, *,
-                   traceparent: object = None) -> ToolResult:
+                   traceparent: object = None, caller: Caller = SILENT) -> ToolResult:
         """Decide and run one call; always returns a result (refusals and errors included).
         Calls of one gateway run one at a time, in the order they arrive. ``traceparent``,
-        the client's span as it sent it, is used only if it is a valid W3C traceparent."""
+        the client's span as it sent it, is used only if it is a valid W3C traceparent.
+        ``caller``: the client waiting for this call, which the tool may tell its progress and
+        logs, or ask (``tether.tools.caller``; scrubbed like the journal). A result the tool
+        returned as ``Content`` keeps its parts (``ToolResult.parts``), masked as journaled."""
         async with self._lock:
             if self._closed:
                 raise RuntimeError(f"gateway {self.id} is closed; open a new one")
-            return await self._call(name, arguments, TraceParent.parse(traceparent))
+            return await self._call(name, arguments, TraceParent.parse(traceparent), caller)
 
     def close(self, reason: str = "client disconnected") -> None:
         """End the gateway's session: journal its end and spend, revoke its credentials."""
@@ -223,9 +228,17 @@ class Gateway:
             self._credentials.revoke_session(self.id)
 
     async def _call(self, name: str, arguments: Mapping[str, Any] | str,
-                    parent: TraceParent | None) -> ToolResult:
+                    parent: TraceParent | None, caller: Caller = SILENT) -> ToolResult:
         if self._rolls and self._roll_due():
             await self._roll()
+        self._calls.caller = caller
+        try:
+            return await self._decide_and_run(name, arguments, parent)
+        finally:
+            self._calls.caller = SILENT
+
+    async def _decide_and_run(self, name: str, arguments: Mapping[str, Any] | str,
+                              parent: TraceParent | None) -> ToolResult:
         self._count += 1
         self._segment_calls += 1
         call = ToolCall(f"{self.id[:8]}-{self._count}", name, arguments)
@@ -242,7 +255,11 @@ class Gateway:
             result = self._state.results.get(call.id) or self._waiting(call, stop)
         await self._journal.aflush()
         self._journal.forget_stored()
-        return result
+        delivered = self._calls.delivered
+        whole = delivered.pop(call.id, None) if delivered is not None else None
+        if delivered:
+            delivered.clear()  # a degraded call's fallback, or a stale one: never kept
+        return whole if whole is not None and whole.content == result.content else result
 
     def _approved_earlier(self, call: ToolCall) -> ApprovalRequest | None:
         """An approved, unused, unexpired request for exactly this call, if a person gave one.

@@ -52,6 +52,8 @@ from tether.runtime.result import ToolResult
 from tether.runtime.state import SessionState, call_signature
 from tether.runtime.stop import Stop, StopReason
 from tether.tools.base import Tool, ToolContext
+from tether.tools.caller import SILENT, Caller, Scrubbed
+from tether.tools.content import Text, describe, scrubbed
 from tether.tracing import Segment
 from tether.types import BRANCH_CALL_PREFIX, ToolCall, detached
 
@@ -97,6 +99,8 @@ class ToolCalls:
         "_state",
         "_telemetry",
         "_trace",
+        "caller",
+        "delivered",
         "room",
     )
 
@@ -132,6 +136,11 @@ class ToolCalls:
         self._kept = kept  # arguments the journal hid, by call id, where they were kept
         # tokens results may still add so the wrap-up fits (bound by the Environment)
         self.room: Callable[[int], int | None] = lambda wanted: None
+        # whoever waits for the next calls' results (a gateway sets its client's per call)
+        self.caller: Caller = SILENT
+        # the results with parts (Content), as recorded, by call id, for a gateway to hand to
+        # its client; None (an agent's session): not kept, the model reads their text
+        self.delivered: dict[str, ToolResult] | None = None
 
     def trace_under(self, trace: Segment | None) -> None:
         """The trace segment the next calls' spans belong to (a gateway's calls each join the
@@ -407,7 +416,10 @@ class ToolCalls:
             warn = admitted.warn and warning_fits
             if admitted.prefix or (warn and result.status == "ok"):
                 content = admitted.prefix + result.content + (WARNING if warn else "")
-                result = ToolResult(result.call_id, result.name, content, result.status)
+                parts = result.parts and (
+                    *((Text(admitted.prefix.rstrip("\n")),) if admitted.prefix else ()),
+                    *result.parts, *((Text(WARNING.lstrip("\n")),) if warn else ()))
+                result = ToolResult(result.call_id, result.name, content, result.status, parts)
             meta = admitted.tool.meta
             self.record(result, meta.output_trust == "untrusted", meta.trusted_fields,
                         meta.private_for(admitted.arguments))
@@ -454,6 +466,11 @@ class ToolCalls:
             self._journal.append("credential.issued", {
                 "call_id": call.id, "tool": tool.name, "token_id": token.id,
                 "ttl": token.ttl, "max_uses": token.max_uses})
+        def scrub(text: str) -> str:
+            for fn in scrubbers:
+                text = fn(text)
+            return text
+
         def charge(spend: Spend) -> None:
             check_charge(spend)
             self._accountant.release(call.id)
@@ -472,19 +489,17 @@ class ToolCalls:
                               traceparent=self._trace.tool_call(call.id).header()
                               if self._trace is not None else "",
                               telemetry=self._telemetry,
-                              asks=self._asks)
-
-        def scrub(text: str) -> str:
-            for fn in scrubbers:
-                text = fn(text)
-            return text
+                              asks=self._asks,
+                              caller=self.caller if self.caller is SILENT else
+                              Scrubbed(self.caller, lambda text: self._journal.hide_secrets(
+                                  scrub(text))))
 
         result = await self._executor.run(
             tool, call.id, detached(admitted.arguments), context, timeout,
             mask_fields=admitted.mask_output, scrub=scrub if scrubbers else None,
             max_chars=max_chars)
         if result.call_id != call.id or result.name != call.name:
-            result = ToolResult(call.id, call.name, result.content, result.status)
+            result = ToolResult(call.id, call.name, result.content, result.status, result.parts)
         return result, is_budget
 
     async def _issue(self, tool: str) -> ScopedToken:
@@ -511,6 +526,12 @@ class ToolCalls:
         content = self._journal.hide_secrets(result.content)  # any tool's, not only its own
         data: dict[str, Any] = {"call_id": result.call_id, "tool": result.name,
                                 "status": result.status, "content": content}
+        if result.parts:  # binary by size and digest, never its bytes (tether.tools.content)
+            data["parts"] = describe(result.parts)
+            if self.delivered is not None:
+                self.delivered[result.call_id] = ToolResult(
+                    result.call_id, result.name, content, result.status,
+                    scrubbed(result.parts, self._journal.hide_secrets))
         if private and result.status == "ok":  # its private keys (tether.runtime.labels)
             data["private"] = dict(private)
         if untrusted:

@@ -1,0 +1,139 @@
+"""``Caller``: what a tool may tell, or ask, whoever is waiting for its result.
+
+Why: an MCP client that calls a long tool wants to see it progress and read what it logs, and a
+tool may need to ask the client's model (sampling) or its user (elicitation). A tool reaches
+them through one narrow seam it receives like ``session_id`` or ``credentials`` (a parameter
+named ``caller``, or ``ToolContext.caller``), never through a global, so a tool run by an
+agent's model — where nobody is waiting — gets the silent caller (``SILENT``) and runs the same.
+
+Decisions:
+
+- Telling is best effort: ``log`` and ``progress`` never raise and never fail the call; what the
+  caller did not ask for (a log level below the one it set, progress without a progress token)
+  is dropped by the implementation. Asking (``sample``, ``elicit``) raises ``CallerCannot`` when
+  the caller cannot answer (the silent caller, a client without the capability), so a tool
+  decides what to do without an answer.
+- Everything a tool tells passes the chokepoint's scrubbing first (``Scrubbed``): a log line or
+  a progress message carries no secret the journal would hide, masked the same way.
+- What the caller answers is input from outside, like any argument: a tool must treat a
+  sampled text or an elicited form as untrusted.
+- Not ``ToolContext.asks`` (``tether.runtime.chokepoint.asks``): that is the tether session an
+  MCP *server* asks while it runs a tool for tether; ``caller`` is the MCP *client* that called
+  a tool tether serves. A proxy joins the two once its upstream's asks are handed to the caller.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Literal, Protocol, runtime_checkable
+
+LogLevel = Literal["debug", "info", "notice", "warning", "error", "critical", "alert",
+                   "emergency"]
+LOG_LEVELS: tuple[LogLevel, ...] = ("debug", "info", "notice", "warning", "error", "critical",
+                                    "alert", "emergency")
+MAX_LOG_CHARS = 4000  # a log line longer than this is cut: a log is not a result channel
+
+
+class CallerCannot(Exception):
+    """The caller cannot answer this request (nobody is waiting, or it lacks the capability)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Elicited:
+    """The caller's answer to ``elicit``: ``accept`` (with ``content``), ``decline``, ``cancel``."""
+
+    action: Literal["accept", "decline", "cancel"]
+    content: Mapping[str, Any] = field(default_factory=dict)
+
+
+@runtime_checkable
+class Caller(Protocol):
+    """Whoever waits for a tool's result."""
+
+    async def log(self, level: LogLevel, message: str, *, logger: str | None = None) -> None:
+        """Tell the caller ``message`` at ``level`` (dropped if it asked for less)."""
+        ...
+
+    async def progress(self, progress: float, total: float | None = None,
+                       message: str | None = None) -> None:
+        """Tell the caller how far the call is (dropped if it did not ask to know)."""
+        ...
+
+    async def sample(self, prompt: str, *, max_tokens: int,
+                     system_prompt: str | None = None) -> str:
+        """Ask the caller's model ``prompt``; its text. CallerCannot if it cannot."""
+        ...
+
+    async def elicit(self, message: str, schema: Mapping[str, Any]) -> Elicited:
+        """Ask the caller's user to fill in a form (a flat JSON schema). CallerCannot if it
+        cannot."""
+        ...
+
+
+class Silent:
+    """The caller of a tool nobody is waiting on: tells go nowhere, asks cannot be answered."""
+
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return "SILENT"
+
+    async def log(self, level: LogLevel, message: str, *, logger: str | None = None) -> None:
+        return None
+
+    async def progress(self, progress: float, total: float | None = None,
+                       message: str | None = None) -> None:
+        return None
+
+    async def sample(self, prompt: str, *, max_tokens: int,
+                     system_prompt: str | None = None) -> str:
+        raise CallerCannot("no caller can answer a sampling request here (the tool is not "
+                           "being called by an MCP client that supports sampling)")
+
+    async def elicit(self, message: str, schema: Mapping[str, Any]) -> Elicited:
+        raise CallerCannot("no caller can answer an elicitation here (the tool is not being "
+                           "called by an MCP client that supports elicitation)")
+
+
+SILENT: Caller = Silent()
+
+
+class Scrubbed:
+    """``inner`` with everything a tool tells it scrubbed by ``scrub`` first (the chokepoint's
+    scrubbers and the journal's secrets); a log line is cut to ``MAX_LOG_CHARS``."""
+
+    __slots__ = ("inner", "scrub")
+
+    def __init__(self, inner: Caller, scrub: Callable[[str], str]) -> None:
+        self.inner = inner
+        self.scrub = scrub
+
+    def __repr__(self) -> str:
+        return f"Scrubbed({self.inner!r})"
+
+    async def log(self, level: LogLevel, message: str, *, logger: str | None = None) -> None:
+        if level not in LOG_LEVELS:
+            level = "info"
+        text = self.scrub(str(message))
+        if len(text) > MAX_LOG_CHARS:
+            text = text[:MAX_LOG_CHARS] + f" [tether: cut at {MAX_LOG_CHARS} characters]"
+        with contextlib.suppress(Exception):  # telling is best effort
+            await self.inner.log(level, text,
+                                 logger=None if logger is None else self.scrub(str(logger)))
+
+    async def progress(self, progress: float, total: float | None = None,
+                       message: str | None = None) -> None:
+        with contextlib.suppress(Exception):
+            await self.inner.progress(progress, total,
+                                      None if message is None else self.scrub(str(message)))
+
+    async def sample(self, prompt: str, *, max_tokens: int,
+                     system_prompt: str | None = None) -> str:
+        return await self.inner.sample(self.scrub(prompt), max_tokens=max_tokens,
+                                       system_prompt=None if system_prompt is None
+                                       else self.scrub(system_prompt))
+
+    async def elicit(self, message: str, schema: Mapping[str, Any]) -> Elicited:
+        return await self.inner.elicit(self.scrub(message), schema)

@@ -1,0 +1,151 @@
+"""The tools the MCP conformance suite's server scenarios call, as tether tools.
+
+``tether mcp serve tests/mcp/conformance_tools.py:tools --policy
+tests/mcp/conformance/allow.yaml --transport http --port 0`` serves them, each call through the
+chokepoint (tests/test_mcp_conformance_server.py runs the suite against it). Names, arguments
+and answers follow the suite's reference server (``examples/servers/typescript/
+everything-server.ts`` of @modelcontextprotocol/conformance 0.1.13). Rich results are
+``tether.tools.content.Content``; logs, progress, sampling and elicitation go through the
+tool's ``caller`` (``tether.tools.caller``). ``conformance_upstream.py`` serves the same tools on
+the bare SDK, for the proxy.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import json
+import sys
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from tether.tools import ToolContext, ToolMeta, tool
+from tether.tools.caller import Caller
+from tether.tools.content import Audio, Content, Image, Resource
+from tether.types import ToolSpec
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from conformance_data import (
+    DEFAULTS_SCHEMA,
+    ELICITATION_SCHEMA,
+    EMBEDDED,
+    ENUMS_SCHEMA,
+    ERROR_TEXT,
+    LOG_LINES,
+    MIXED,
+    PNG,
+    SCHEMA_2020_12,
+    SIMPLE_TEXT,
+    WAV,
+)
+
+
+@tool
+def test_simple_text() -> str:
+    """Tests simple text content response."""
+    return SIMPLE_TEXT
+
+
+@tool
+def test_image_content() -> Content:
+    """Tests image content response."""
+    return Content(Image(base64.b64decode(PNG), "image/png"))
+
+
+@tool
+def test_audio_content() -> Content:
+    """Tests audio content response."""
+    return Content(Audio(base64.b64decode(WAV), "audio/wav"))
+
+
+@tool
+def test_embedded_resource() -> Content:
+    """Tests embedded resource content response."""
+    uri, mime, text = EMBEDDED
+    return Content(Resource(uri, mime, text=text))
+
+
+@tool
+def test_multiple_content_types() -> Content:
+    """Tests response with multiple content types (text, image, resource)."""
+    uri, mime, text = MIXED
+    return Content("Multiple content types test:", Image(base64.b64decode(PNG), "image/png"),
+                   Resource(uri, mime, text=text))
+
+
+@tool
+async def test_tool_with_logging(caller: Caller) -> str:
+    """Tests tool that emits log messages during execution."""
+    for i, line in enumerate(LOG_LINES):
+        if i:
+            await asyncio.sleep(0.05)
+        await caller.log("info", line)
+    return "Tool with logging executed successfully"
+
+
+@tool
+async def test_tool_with_progress(caller: Caller) -> str:
+    """Tests tool that reports progress notifications."""
+    for i, step in enumerate((0, 50, 100)):
+        if i:
+            await asyncio.sleep(0.05)
+        await caller.progress(step, 100, f"Completed step {step} of 100")
+    return "Progress test completed"
+
+
+@tool
+def test_error_handling() -> str:
+    """Tests error response handling."""
+    raise RuntimeError(ERROR_TEXT)
+
+
+@tool
+async def test_sampling(prompt: str, caller: Caller) -> str:
+    """Tests server-initiated sampling (LLM completion request)."""
+    answer = await caller.sample(prompt, max_tokens=100)
+    return f"LLM response: {answer}"
+
+
+@tool
+async def test_elicitation(message: str, caller: Caller) -> str:
+    """Tests server-initiated elicitation (user input request)."""
+    answer = await caller.elicit(message, ELICITATION_SCHEMA)
+    return f"User response: action={answer.action}, content={json.dumps(dict(answer.content))}"
+
+
+@tool
+async def test_elicitation_sep1034_defaults(caller: Caller) -> str:
+    """Tests elicitation with default values per SEP-1034."""
+    answer = await caller.elicit("Please review and update the form fields with defaults",
+                                 DEFAULTS_SCHEMA)
+    return (f"Elicitation completed: action={answer.action}, "
+            f"content={json.dumps(dict(answer.content))}")
+
+
+@tool
+async def test_elicitation_sep1330_enums(caller: Caller) -> str:
+    """Tests elicitation with enum schema improvements per SEP-1330."""
+    answer = await caller.elicit("Please select options from the enum fields", ENUMS_SCHEMA)
+    return (f"Elicitation completed: action={answer.action}, "
+            f"content={json.dumps(dict(answer.content))}")
+
+
+class SchemaTool:
+    """A tool whose input schema is given as it is (JSON Schema 2020-12, with ``$defs``)."""
+
+    name = "json_schema_2020_12_tool"
+    meta = ToolMeta()
+    spec = ToolSpec(name, "Tool with JSON Schema 2020-12 features", SCHEMA_2020_12)
+
+    def validate(self, arguments: Mapping[str, Any]) -> dict[str, Any]:
+        return dict(arguments)
+
+    async def invoke(self, arguments: dict[str, Any], context: ToolContext) -> str:
+        return f"JSON Schema 2020-12 tool called with: {json.dumps(arguments)}"
+
+
+tools = [test_simple_text, test_image_content, test_audio_content, test_embedded_resource,
+         test_multiple_content_types, test_tool_with_logging, test_tool_with_progress,
+         test_error_handling, test_sampling, test_elicitation, test_elicitation_sep1034_defaults,
+         test_elicitation_sep1330_enums, SchemaTool()]

@@ -1,0 +1,117 @@
+"""The conformance suite's tools on the bare MCP SDK (low-level ``Server``), over stdio: the
+upstream ``tether mcp proxy`` governs in tests/test_mcp_conformance_server.py, so the suite
+checks that what the upstream sends reaches the proxy's clients intact.
+
+Run: ``python tests/mcp/conformance_upstream.py`` (stdio). The names, schemas and answers are
+those of ``conformance_data.py`` (``conformance_tools.py`` has the same tools as tether
+tools).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sys
+import warnings
+from pathlib import Path
+from typing import Any
+
+import anyio
+import mcp_types as types
+from mcp.server.lowlevel import Server
+from mcp.server.stdio import stdio_server
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import conformance_data as spec
+
+warnings.simplefilter("ignore")  # the SDK's deprecation warnings for logging and sampling
+LEVELS = ["debug", "info", "notice", "warning", "error", "critical", "alert", "emergency"]
+level = {"min": "info"}
+EMPTY: dict[str, Any] = {"type": "object", "properties": {}}
+
+
+def _schema(name: str) -> dict[str, Any]:
+    if name == "json_schema_2020_12_tool":
+        return spec.SCHEMA_2020_12
+    if name in ("test_sampling", "test_elicitation"):
+        arg = "prompt" if name == "test_sampling" else "message"
+        return {"type": "object", "properties": {arg: {"type": "string"}}, "required": [arg]}
+    return EMPTY
+
+
+TOOLS = [types.Tool(name=name, description=description, input_schema=_schema(name))
+         for name, description in spec.DESCRIPTIONS.items()]
+
+
+def text(value: str) -> types.TextContent:
+    return types.TextContent(text=value)
+
+
+async def list_tools(ctx: Any, params: Any) -> types.ListToolsResult:
+    return types.ListToolsResult(tools=TOOLS)
+
+
+async def call_tool(ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
+    name, args = params.name, params.arguments or {}
+    content: list[Any]
+    if name == "test_simple_text":
+        content = [text(spec.SIMPLE_TEXT)]
+    elif name == "test_image_content":
+        content = [types.ImageContent(data=spec.PNG, mime_type="image/png")]
+    elif name == "test_audio_content":
+        content = [types.AudioContent(data=spec.WAV, mime_type="audio/wav")]
+    elif name in ("test_embedded_resource", "test_multiple_content_types"):
+        uri, mime, body = spec.EMBEDDED if name == "test_embedded_resource" else spec.MIXED
+        content = [types.EmbeddedResource(resource=types.TextResourceContents(
+            uri=uri, mime_type=mime, text=body))]
+        if name == "test_multiple_content_types":
+            content = [text("Multiple content types test:"),
+                       types.ImageContent(data=spec.PNG, mime_type="image/png"), *content]
+    elif name == "test_tool_with_logging":
+        for i, line in enumerate(spec.LOG_LINES):
+            if i:
+                await asyncio.sleep(0.05)
+            if LEVELS.index("info") >= LEVELS.index(level["min"]):
+                await ctx.session.send_log_message("info", line,
+                                                   related_request_id=ctx.request_id)
+        content = [text("Tool with logging executed successfully")]
+    elif name == "test_tool_with_progress":
+        for i, step in enumerate((0, 50, 100)):
+            if i:
+                await asyncio.sleep(0.05)
+            await ctx.session.report_progress(step, 100, f"Completed step {step} of 100")
+        content = [text("Progress test completed")]
+    elif name == "test_error_handling":
+        return types.CallToolResult(content=[text(spec.ERROR_TEXT)], is_error=True)
+    elif name == "test_sampling":
+        answer = await ctx.session.create_message(
+            [types.SamplingMessage(role="user", content=text(str(args.get("prompt", ""))))],
+            max_tokens=100, related_request_id=ctx.request_id)
+        content = [text(f"LLM response: {getattr(answer.content, 'text', answer.content)}")]
+    elif name.startswith("test_elicitation"):
+        schema = {"test_elicitation": spec.ELICITATION_SCHEMA,
+                  "test_elicitation_sep1034_defaults": spec.DEFAULTS_SCHEMA,
+                  "test_elicitation_sep1330_enums": spec.ENUMS_SCHEMA}[name]
+        answer = await ctx.session.elicit_form(str(args.get("message", "Please answer")),
+                                               schema, related_request_id=ctx.request_id)
+        content = [text(f"Elicitation completed: action={answer.action}, "
+                        f"content={json.dumps(answer.content or {})}")]
+    else:
+        content = [text(f"JSON Schema 2020-12 tool called with: {json.dumps(args)}")]
+    return types.CallToolResult(content=content)
+
+
+async def set_level(ctx: Any, params: types.SetLevelRequestParams) -> types.EmptyResult:
+    level["min"] = params.level
+    return types.EmptyResult()
+
+
+async def main() -> None:
+    server = Server("conformance-upstream", version="0", on_list_tools=list_tools,
+                    on_call_tool=call_tool, on_set_logging_level=set_level)
+    async with stdio_server() as (read, write):
+        await server.run(read, write, server.create_initialization_options())
+
+
+if __name__ == "__main__":
+    anyio.run(main)

@@ -1,0 +1,86 @@
+"""The MCP conformance suite's server scenarios against ``tether mcp serve`` and ``tether mcp
+proxy`` (@modelcontextprotocol/conformance, pinned in tests/mcp/package.json).
+
+The suite's default (active) scenarios run one after another against each, over streamable HTTP
+on 127.0.0.1, and must pass but for the scenarios the expected-failures file lists, each with
+its reason (tests/mcp/conformance/*-expected.yml): a new failure fails the test, and so does a
+listed scenario that passes. ``serve`` serves the suite's tools as tether tools
+(tests/mcp/conformance_tools.py); ``proxy`` governs the same tools on the bare SDK
+(tests/mcp/conformance_upstream.py), so what the upstream sends must reach the client intact.
+Every call passes the chokepoint: the journals are checked after each run. Without node or the
+package the tests skip on a developer's machine and fail under CI (``conftest.unavailable``).
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+from mcp_peers import ROOT, http_server, journals
+from mcp_servers import npm_bin
+from tether.journal.chain import verify_chain
+
+MCP = ROOT / "tests" / "mcp"
+POLICY = "tests/mcp/conformance/allow.yaml"
+TOOLS = "tests/mcp/conformance_tools.py:tools"
+SUITE_TIMEOUT = 300.0
+
+
+def run_suite(url: str, expected: Path) -> subprocess.CompletedProcess[str]:
+    """``conformance server`` (the active suite, sequential) against ``url``."""
+    return subprocess.run(
+        [npm_bin("conformance"), "server", "--url", url, "--expected-failures", str(expected)],
+        cwd=ROOT, capture_output=True, text=True, timeout=SUITE_TIMEOUT)
+
+
+def explain(done: subprocess.CompletedProcess[str], log: list[str]) -> str:
+    return (f"conformance exited {done.returncode}\n--- stdout (tail)\n{done.stdout[-6000:]}\n"
+            f"--- stderr (tail)\n{done.stderr[-3000:]}\n--- tether's stderr\n{''.join(log)}")
+
+
+def check_journals(db: Path) -> str:
+    """Every client's session verifies; returns all journaled text (for what must not be in)."""
+    sessions = journals(db)
+    assert sessions, "no call reached the chokepoint"
+    for events in sessions.values():
+        assert verify_chain(events) is None
+    return json.dumps([[e.type, e.data] for es in sessions.values() for e in es], default=str)
+
+
+def parts_of(text: str) -> list[dict[str, object]]:
+    found = []
+    for event_type, data in json.loads(text):
+        if event_type == "tool.result" and "parts" in data:
+            found.extend(data["parts"])
+    return found
+
+
+def test_serve_passes_the_conformance_suite(tmp_path: Path) -> None:
+    db = tmp_path / "serve.db"
+    args = ["serve", TOOLS, "--policy", POLICY, "--store", f"sqlite:///{db}"]
+    with http_server(args) as (url, log):
+        done = run_suite(url, MCP / "conformance" / "server-expected.yml")
+    assert done.returncode == 0, explain(done, log)
+    journaled = check_journals(db)
+    assert "iVBORw0KGgo" not in journaled and "UklGRiY" not in journaled  # no base64 inline
+    kinds = {(p["type"], p.get("mime_type")) for p in parts_of(journaled)}
+    assert {("image", "image/png"), ("audio", "audio/wav"),
+            ("resource", "text/plain")} <= kinds
+    assert all(len(str(p["sha256"])) == 64 for p in parts_of(journaled) if "bytes" in p)
+    assert '"tool": "test_sampling"' in journaled and "LLM response: " in journaled
+
+
+def test_proxy_passes_the_conformance_suite(tmp_path: Path) -> None:
+    db = tmp_path / "proxy.db"
+    args = ["proxy", "--policy", POLICY, "--store", f"sqlite:///{db}", "--",
+            sys.executable, str(MCP / "conformance_upstream.py")]
+    with http_server(args) as (url, log):
+        done = run_suite(url, MCP / "conformance" / "proxy-expected.yml")
+    assert done.returncode == 0, explain(done, log)
+    journaled = check_journals(db)
+    assert "iVBORw0KGgo" not in journaled and "UklGRiY" not in journaled
+    kinds = {(p["type"], p.get("mime_type")) for p in parts_of(journaled)}
+    assert {("image", "image/png"), ("audio", "audio/wav"),
+            ("resource", "application/json")} <= kinds
