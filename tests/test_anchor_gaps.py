@@ -89,8 +89,13 @@ def test_anchors_with_stale_macs_are_reported(
     """Breaks it: the same. The chain is rebuilt without a session, and every anchor keeps the
     MAC the one at its place had: genuine MACs, of hashes that are no longer there."""
     url, finished = signed
-    _tampered(url, lambda raw: (_delete_session(raw, finished), _rechain(
-        raw, drop=finished, sign=lambda _, __, old: old)))
+
+    def stale(raw: Raw) -> None:
+        macs = [mac for (mac,) in _sql(raw, "SELECT mac FROM {s}anchors ORDER BY seq")]
+        _delete_session(raw, finished)  # its start is the first anchor: every other one moves
+        _rechain(raw, drop=finished, sign=lambda position, __, ___: macs[position])
+
+    _tampered(url, stale)
     code, out = verify(capsys, "--store", url)
     assert code == 1, out
     assert "is not signed by the audit key" in out
