@@ -113,6 +113,12 @@ class Scrubbed:
     def __repr__(self) -> str:
         return f"Scrubbed({self.inner!r})"
 
+    @property
+    def wants_progress(self) -> bool:
+        """Whether the caller asked to be told progress (an MCP client's ``progressToken``);
+        an MCP tool asks its server for progress only then."""
+        return bool(getattr(self.inner, "wants_progress", False))
+
     async def log(self, level: LogLevel, message: str, *, logger: str | None = None) -> None:
         if level not in LOG_LEVELS:
             level = "info"
