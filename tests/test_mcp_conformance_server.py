@@ -6,7 +6,8 @@ on 127.0.0.1, and must pass but for the scenarios the expected-failures file lis
 its reason (tests/mcp/conformance/*-expected.yml): a new failure fails the test, and so does a
 listed scenario that passes. ``serve`` serves the suite's tools as tether tools
 (tests/mcp/conformance_tools.py); ``proxy`` governs the same tools on the bare SDK
-(tests/mcp/conformance_upstream.py), so what the upstream sends must reach the client intact.
+(tests/mcp/conformance_upstream.py), so what the upstream sends must reach the client intact,
+and what it asks during a call (sampling, elicitation) must reach the client that made the call.
 Every call passes the chokepoint: the journals are checked after each run. Without node or the
 package the tests skip on a developer's machine and fail under CI (``conftest.unavailable``).
 """
@@ -84,3 +85,10 @@ def test_proxy_passes_the_conformance_suite(tmp_path: Path) -> None:
     kinds = {(p["type"], p.get("mime_type")) for p in parts_of(journaled)}
     assert {("image", "image/png"), ("audio", "audio/wav"),
             ("resource", "application/json")} <= kinds
+    # the upstream's sampling and elicitation went to the suite's client, each journaled with
+    # its answer; its logs and progress reached the client (the suite checks them) unjournaled
+    events = [event_type for event_type, _ in json.loads(journaled)]
+    assert events.count("sampling.relayed") == 1 and events.count("sampling.answered") == 1
+    assert events.count("elicitation.relayed") == 3
+    assert events.count("elicitation.answered") == 3
+    assert "sampling.refused" not in events and "elicitation.refused" not in events

@@ -134,6 +134,10 @@ def register(commands: Any) -> None:
                        "process's value); the upstream gets only PATH, HOME, ... otherwise")
     proxy.add_argument("--call-timeout", metavar="SECONDS", type=_seconds, default=30.0,
                        help="bound on each upstream call (default 30)")
+    proxy.add_argument("--no-relay", action="store_true",
+                       help="decline the upstream's sampling and elicitation requests (journaled) "
+                       "instead of relaying them to the client that made the call (default: "
+                       "relay, journaled, when that client declared the capability)")
     proxy.add_argument("upstream", nargs="*", metavar="COMMAND",
                        help="the upstream MCP server's command, after --")
     proxy.set_defaults(run=run_proxy)
@@ -293,7 +297,7 @@ def run_proxy(args: argparse.Namespace) -> int:
 
     try:
         upstream = upstream_server(args.upstream, env=env, trusted=args.trusted,
-                                   call_timeout=args.call_timeout)
+                                   call_timeout=args.call_timeout, relay=not args.no_relay)
         pins = None if args.pins is None else JSONFilePinStore(args.pins)
     except (ValueError, MCPError) as exc:
         error(str(exc))

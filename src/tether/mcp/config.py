@@ -24,12 +24,14 @@ if TYPE_CHECKING:
 NAME = re.compile(r"^[A-Za-z0-9_-]{1,32}$")
 Transport = Literal["stdio", "http"]
 #: What a server's elicitation (a question for a person, ``tether.mcp.requests``) gets:
-#: ``"decline"``; ``"ask"``, an approval request a person answers (``tether approvals``); or an
-#: answerer, ``(Question) -> content | None``, that answers in process (None declines).
-Elicitation = Literal["decline", "ask"] | Callable[[Any], Any]
-#: What a server's sampling request (a model call it asks for) gets: ``"decline"``, or
-#: ``"session"``, a model call of the session whose tool call is in flight (its model, its budget).
-Sampling = Literal["decline", "session"]
+#: ``"decline"``; ``"ask"``, an approval request a person answers (``tether approvals``); an
+#: answerer, ``(Question) -> content | None``, that answers in process (None declines); or
+#: ``"relay"``, to the MCP client waiting for the call (a proxy's client; none: declined).
+Elicitation = Literal["decline", "ask", "relay"] | Callable[[Any], Any]
+#: What a server's sampling request (a model call it asks for) gets: ``"decline"``;
+#: ``"session"``, a model call of the session whose tool call is in flight (its model, its
+#: budget); or ``"relay"``, to the MCP client waiting for the call (a proxy's client).
+Sampling = Literal["decline", "session", "relay"]
 
 
 def _positive(what: str, value: float) -> None:
@@ -49,9 +51,10 @@ class MCPServer:
     listing; ``close_timeout`` bounds shutdown.
 
     Requests the server makes *during* a tool call (``tether.mcp.requests``): ``elicitation``
-    (``"decline"``, ``"ask"`` a person through the approval store, or an in-process answerer)
-    and ``sampling`` (``"decline"``, or ``"session"``: a governed model call of the calling
-    session, at most ``sampling_max_tokens`` of output). Both default to declining, journaled.
+    (``"decline"``, ``"ask"`` a person through the approval store, an in-process answerer, or
+    ``"relay"`` to the MCP client waiting for the call) and ``sampling`` (``"decline"``,
+    ``"session"``: a governed model call of the calling session, at most
+    ``sampling_max_tokens`` of output, or ``"relay"``). Both default to declining, journaled.
     """
 
     name: str
@@ -114,13 +117,14 @@ class MCPServer:
                              f"[A-Za-z0-9_-] for every provider), got {self.separator!r}")
         for what in ("call_timeout", "connect_timeout", "close_timeout"):
             _positive(what, getattr(self, what))
-        if self.elicitation not in ("decline", "ask") and not callable(self.elicitation):
-            raise ValueError(f"MCP server {self.name!r}: elicitation must be 'decline', 'ask' "
-                             f"or an answerer (a function of the question), got "
+        if self.elicitation not in ("decline", "ask", "relay") and not callable(
+                self.elicitation):
+            raise ValueError(f"MCP server {self.name!r}: elicitation must be 'decline', 'ask', "
+                             f"'relay' or an answerer (a function of the question), got "
                              f"{self.elicitation!r}")
-        if self.sampling not in ("decline", "session"):
-            raise ValueError(f"MCP server {self.name!r}: sampling must be 'decline' or "
-                             f"'session', got {self.sampling!r}")
+        if self.sampling not in ("decline", "session", "relay"):
+            raise ValueError(f"MCP server {self.name!r}: sampling must be 'decline', "
+                             f"'session' or 'relay', got {self.sampling!r}")
         if type(self.sampling_max_tokens) is not int or self.sampling_max_tokens < 16:
             raise ValueError(f"MCP server {self.name!r}: sampling_max_tokens must be a whole "
                              f"number >= 16, got {self.sampling_max_tokens!r}")

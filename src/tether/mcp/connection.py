@@ -167,6 +167,7 @@ class Connection:
 
                 session = await stack.enter_async_context(ClientSession(
                     read, write, message_handler=self._on_message,
+                    logging_callback=self.requests.on_log,
                     sampling_callback=self.requests.on_sampling,
                     elicitation_callback=self.requests.on_elicitation))
                 await session.initialize()
@@ -303,11 +304,12 @@ class Connection:
         raise MCPError(f"MCP server {self.server.name!r} sent more than {MAX_PAGES} pages of "
                        "tools; its pagination is broken")
 
-    async def call(self, name: str, arguments: dict[str, Any], *,
-                   traceparent: str = "") -> dict[str, Any]:
+    async def call(self, name: str, arguments: dict[str, Any], *, traceparent: str = "",
+                   progress: Any = None) -> dict[str, Any]:
         """Call tool ``name`` (the server's name); the result in wire (camelCase) form. A valid
         ``traceparent`` rides in the request's ``_meta`` (W3C Trace Context's key, as MCP's
-        tracing convention uses it); without one, the request carries no ``_meta`` of tether's."""
+        tracing convention uses it); without one, the request carries no ``_meta`` of tether's.
+        ``progress``: the SDK's ``progress_callback`` (a ``progressToken`` is then sent)."""
         session = self._live()
         parent = TraceParent.parse(traceparent) if traceparent else None
         meta = None if parent is None else {"traceparent": parent.header()}
@@ -315,7 +317,7 @@ class Connection:
             with propagating(parent):
                 result = await session.call_tool(
                     name, arguments, read_timeout_seconds=self.server.call_timeout + BACKSTOP,
-                    meta=meta)
+                    meta=meta, progress_callback=progress)
         except Exception as exc:
             raise self._translate(exc, f"the call of {name!r}") from None
         return result.model_dump(by_alias=True, mode="json", exclude_none=True)  # type: ignore[no-any-return]

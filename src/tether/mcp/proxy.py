@@ -71,14 +71,19 @@ RESTART_ADVICE = ("tether's proxy is restarting the server: call the tool again 
 
 def upstream_server(argv: Sequence[str], *, name: str = UPSTREAM,
                     env: Mapping[str, str] | None = None, trusted: bool = False,
-                    call_timeout: float = 30.0, connect_timeout: float = 20.0) -> MCPServer:
-    """The upstream MCP server spawned from ``argv`` (stdio), its tools keeping their names."""
+                    call_timeout: float = 30.0, connect_timeout: float = 20.0,
+                    relay: bool = False) -> MCPServer:
+    """The upstream MCP server spawned from ``argv`` (stdio), its tools keeping their names.
+    ``relay``: its sampling and elicitation requests during a call go to the proxy's client
+    waiting for it (``"relay"``, journaled; ``tether mcp proxy``'s default), else declined."""
     if not argv or not argv[0]:
         raise ValueError("give the command of the upstream MCP server after '--', e.g. "
                          "tether mcp proxy --policy policy.yaml -- npx -y "
                          "@modelcontextprotocol/server-filesystem /data")
     return MCPServer.stdio(name, argv[0], *argv[1:], env=env, trusted=trusted, prefix="",
-                           call_timeout=call_timeout, connect_timeout=connect_timeout)
+                           call_timeout=call_timeout, connect_timeout=connect_timeout,
+                           elicitation="relay" if relay else "decline",
+                           sampling="relay" if relay else "decline")
 
 
 def proxied_listing(toolset: MCPToolset) -> list[types.Tool]:

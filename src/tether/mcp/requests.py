@@ -31,6 +31,19 @@ Decisions:
   ``MAX_SAMPLING_CHARS`` in all are refused.
 - Size: a form of more than ``MAX_FIELDS`` fields is declined; an elicitation's message is cut
   at ``MAX_MESSAGE_CHARS``.
+- Relaying (``"relay"``, what ``tether mcp proxy`` does by default): when the call was made by
+  an MCP client waiting for it (``CallAsks.caller``, a proxied call), the request goes to that
+  client — the party the server would have asked without the proxy — after the same checks
+  (forms only, flat, no secret-looking field, text sampling only), counted against
+  ``MAX_ASKS`` and journaled with the answer (``sampling.relayed`` / ``elicitation.relayed``,
+  then ``sampling.answered`` / ``elicitation.answered`` or ``*.refused``); the client's
+  elicitation answer is untrusted and checked against the requested schema like any other.
+  With no client waiting, or one without the capability, it is declined, journaled.
+- Logs and progress of a call whose client waits (``on_log``, ``progress_for``) reach that
+  client through its ``Caller`` (scrubbed, a log line cut at its ``MAX_LOG_CHARS``), at most
+  ``MAX_LOGS`` / ``MAX_PROGRESS`` a call (the first one dropped journaled, ``log.dropped`` /
+  ``progress.dropped``); progress is asked of the server only when the client asked for it. A
+  log line with no attributable call (several sessions' calls in flight) is dropped.
 """
 
 from __future__ import annotations
@@ -43,6 +56,7 @@ from typing import Any, TypeVar
 from tether.mcp.config import MCPServer
 from tether.runtime.chokepoint.asks import CallAsks, Refused, secret_looking
 from tether.runtime.chokepoint.asks import Question as Question
+from tether.tools.caller import LOG_LEVELS, MAX_LOG_CHARS
 from tether.types import Message
 
 T = TypeVar("T")
@@ -50,6 +64,9 @@ PRIMITIVES = frozenset({"string", "number", "integer", "boolean"})
 MAX_FIELDS = 32  # a form asking more is no question for a person
 MAX_MESSAGE_CHARS = 4000  # an elicitation's message, as shown and journaled
 MAX_SAMPLING_CHARS = 100_000  # the text of a sampling request's messages, all of them
+MAX_LOGS = 200  # log lines of one call relayed to its client; more are dropped
+MAX_PROGRESS = 1000  # progress notifications of one call relayed to its client
+RELAY_WAIT = 5.0  # seconds a log line or a progress notification may take to reach the client
 REJECTED = -1  # the JSON-RPC error code MCP uses for a sampling request the user rejected
 
 
@@ -148,6 +165,46 @@ class ServerRequests:
         """Run ``coro`` on the session's loop (where its journal and accountant live)."""
         return await asyncio.wrap_future(asyncio.run_coroutine_threadsafe(coro, asks.loop))
 
+    async def _tell(self, asks: CallAsks, kind: str, coro: Coroutine[Any, Any, None]) -> None:
+        """Tell the call's client a log line or progress (``coro``, run on the session's loop)
+        when the call's tally of ``kind`` allows it; best effort, bounded by ``RELAY_WAIT``."""
+        async def tell() -> None:
+            if asks.tally(kind, self.server.name, MAX_LOGS if kind == "log" else MAX_PROGRESS):
+                await coro
+            else:
+                coro.close()
+
+        with contextlib.suppress(Exception):
+            async with asyncio.timeout(RELAY_WAIT):
+                await self._on(asks, tell())
+
+    def progress_for(self, asks: Any) -> Any:
+        """The ``progress_callback`` of a call whose client waits and asked for progress
+        (``Caller.wants_progress``), or None: the server is asked for none."""
+        caller = getattr(asks, "caller", None)
+        if caller is None or not getattr(caller, "wants_progress", False):
+            return None
+
+        async def progress(value: float, total: float | None, message: str | None) -> None:
+            await self._tell(asks, "progress", caller.progress(
+                float(value), None if total is None else float(total),
+                None if message is None else str(message)[:MAX_MESSAGE_CHARS]))
+
+        return progress
+
+    async def on_log(self, params: Any) -> None:
+        """The server's ``notifications/message``: to the client of the call in flight."""
+        asks = self._owner()
+        caller = None if asks is None else asks.caller
+        if asks is None or caller is None:
+            return
+        data = params.data
+        text = data if isinstance(data, str) else _json(data)
+        level = params.level if params.level in LOG_LEVELS else "info"
+        logger = None if params.logger is None else str(params.logger)[:200]
+        await self._tell(asks, "log", caller.log(level, text[:MAX_LOG_CHARS + 1],
+                                                 logger=logger))
+
     async def _refuse(self, asks: CallAsks, kind: str, reason: str) -> None:
         async def refuse() -> None:
             asks.refuse(kind, self.server.name, reason)
@@ -178,11 +235,23 @@ class ServerRequests:
         if problem is not None:
             await self._refuse(asks, "elicitation", f"declined: {problem}")
             return decline
+        message = str(params.message)
+        if len(message) > MAX_MESSAGE_CHARS:
+            message = message[:MAX_MESSAGE_CHARS] + " [tether: cut]"
+        if server.elicitation == "relay":
+            if asks.caller is None:
+                await self._refuse(asks, "elicitation", "no MCP client waits for this call to "
+                                   "relay the elicitation to")
+                return decline
+            try:
+                content = await self._on(asks, asks.relay_elicit(server.name, message, schema,
+                                                                 checker(schema)))
+            except Refused:
+                return decline
+            return decline if content is None else types.ElicitResult(action="accept",
+                                                                      content=content)
         answerer = None if server.elicitation == "ask" else server.elicitation
         try:
-            message = str(params.message)
-            if len(message) > MAX_MESSAGE_CHARS:
-                message = message[:MAX_MESSAGE_CHARS] + " [tether: cut]"
             content = await self._on(asks, asks.elicit(server.name, message, schema, answerer,
                                                        checker(schema)))
         except Refused:
@@ -199,7 +268,7 @@ class ServerRequests:
             return types.ErrorData(code=REJECTED, message="tether cannot tell which of its "
                                    "calls this sampling request belongs to; declined")
         server = self.server
-        if server.sampling != "session":
+        if server.sampling == "decline":
             reason = (f"MCP server {server.name!r} is configured to have its sampling requests "
                       "declined (MCPServer(sampling=...))")
             await self._refuse(asks, "sampling", reason)
@@ -230,6 +299,18 @@ class ServerRequests:
             notes.append("the tools it offered were not offered to the model")
         cap = max(1, min(int(params.max_tokens), server.sampling_max_tokens))
         try:
+            if server.sampling == "relay":
+                if asks.caller is None:
+                    reason = "no MCP client waits for this call to relay the request to"
+                    await self._refuse(asks, "sampling", reason)
+                    return types.ErrorData(code=REJECTED, message=f"declined: {reason}")
+                system = None if params.system_prompt is None else str(params.system_prompt)
+                answer = await self._on(asks, asks.relay_sample(server.name, messages, cap,
+                                                                system))
+                return types.CreateMessageResult(
+                    role="assistant", model=answer.model, stop_reason="endTurn",
+                    content=types.TextContent(type="text",
+                                              text=answer.text[:MAX_SAMPLING_CHARS]))
             answer = await self._on(asks, asks.sample(server.name, messages, cap, notes))
         except Refused as refused:
             return types.ErrorData(code=REJECTED, message=f"declined: {refused}")
@@ -237,3 +318,12 @@ class ServerRequests:
             role="assistant", content=types.TextContent(type="text", text=answer.text),
             model=answer.model,
             stop_reason="maxTokens" if answer.finish_reason == "length" else "endTurn")
+
+
+def _json(data: Any) -> str:
+    import json
+
+    try:
+        return json.dumps(data, ensure_ascii=False, default=str)[:MAX_LOG_CHARS + 1]
+    except (TypeError, ValueError):
+        return str(data)[:MAX_LOG_CHARS + 1]

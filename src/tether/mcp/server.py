@@ -192,6 +192,12 @@ class ClientCaller:
     def __repr__(self) -> str:
         return f"<MCP client {self._key}>"
 
+    @property
+    def wants_progress(self) -> bool:
+        """Whether the request carried a ``progressToken``."""
+        meta = self._ctx.meta or {}
+        return meta.get("progress_token", meta.get("progressToken")) is not None
+
     async def log(self, level: LogLevel, message: str, *, logger: str | None = None) -> None:
         modern = self._ctx.protocol_version in MODERN_PROTOCOL_VERSIONS  # the SDK filters
         if not modern and not self._levels.allows(self._key, level):

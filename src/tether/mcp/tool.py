@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 from tether.mcp.content import has_binary, parts_of
 from tether.runtime.chokepoint.asks import CallAsks
 from tether.tools.base import ToolContext, ToolMeta
+from tether.tools.caller import SILENT
 from tether.tools.content import Content
 from tether.types import ToolSpec
 
@@ -77,6 +78,8 @@ class MCPTool:
         asks = None if context.asks is None else CallAsks(  # the session's, for this call
             context.asks, context.call_id, self.name,
             self._toolset.server.call_timeout if context.timeout is None else context.timeout)
+        if asks is not None and context.caller is not SILENT:  # a client waits: relay to it
+            asks.caller = context.caller
         text = await self._toolset.invoke(self.mcp_name, arguments,
                                           traceparent=context.traceparent, asks=asks)
         if not has_binary(text):

@@ -291,7 +291,8 @@ class MCPToolset:
         if not verdict.allowed:
             raise MCPToolBlocked(verdict.reason, server=self.server.name, tool=mcp_name)
         with conn.requests.calling(asks):
-            result = await conn.call(mcp_name, arguments, traceparent=traceparent)
+            result = await conn.call(mcp_name, arguments, traceparent=traceparent,
+                                     progress=conn.requests.progress_for(asks))
         content = result.get("content")
         text = render(content if isinstance(content, list) else [],
                       result.get("structuredContent"))

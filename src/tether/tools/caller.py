@@ -19,7 +19,8 @@ Decisions:
   sampled text or an elicited form as untrusted.
 - Not ``ToolContext.asks`` (``tether.runtime.chokepoint.asks``): that is the tether session an
   MCP *server* asks while it runs a tool for tether; ``caller`` is the MCP *client* that called
-  a tool tether serves. A proxy joins the two once its upstream's asks are handed to the caller.
+  a tool tether serves. A proxy joins the two: its upstream's asks, logs and progress during a
+  call go to that call's caller (``CallAsks.caller``, ``tether.mcp.requests``).
 """
 
 from __future__ import annotations
@@ -112,6 +113,12 @@ class Scrubbed:
 
     def __repr__(self) -> str:
         return f"Scrubbed({self.inner!r})"
+
+    @property
+    def wants_progress(self) -> bool:
+        """Whether the caller asked to be told progress (an MCP client's ``progressToken``);
+        an MCP tool asks its server for progress only then."""
+        return bool(getattr(self.inner, "wants_progress", False))
 
     async def log(self, level: LogLevel, message: str, *, logger: str | None = None) -> None:
         if level not in LOG_LEVELS:

@@ -448,6 +448,23 @@ def _elicitation_answered(d: Mapping[str, Any]) -> list[str]:
             f"[{d.get('approval_id')}]"]
 
 
+def _sampling_relayed(d: Mapping[str, Any]) -> list[str]:
+    return [f"{d.get('server')}'s sampling request during {d.get('call_id')} relayed to the "
+            f"client: {len(d.get('messages') or [])} message(s), up to {d.get('max_tokens')} "
+            "tokens"]
+
+
+def _sampling_answered(d: Mapping[str, Any]) -> list[str]:
+    return [f"sampling request answered by {d.get('by')}: "
+            f"\"{excerpt(d.get('text') or '', 80)}\""]
+
+
+def _elicitation_relayed(d: Mapping[str, Any]) -> list[str]:
+    fields = ", ".join((d.get("schema") or {}).get("properties") or {})
+    return [f"{d.get('server')} asks the client during {d.get('call_id')}: "
+            f"\"{excerpt(d.get('message') or '', 80)}\" ({fields or 'no fields'})"]
+
+
 _RENDER: dict[str, Renderer] = {
     "session.start": _start,
     "strategy.note": _strategy_note,
@@ -490,6 +507,11 @@ _RENDER: dict[str, Renderer] = {
     "elicitation.requested": _elicitation_requested,
     "elicitation.answered": _elicitation_answered,
     "elicitation.refused": _refused_ask("elicitation"),
+    "sampling.relayed": _sampling_relayed,
+    "sampling.answered": _sampling_answered,
+    "elicitation.relayed": _elicitation_relayed,
+    "log.dropped": _refused_ask("log lines"),
+    "progress.dropped": _refused_ask("progress notifications"),
     **BRANCH_RENDER,
     **PLAN_RENDER,
 }

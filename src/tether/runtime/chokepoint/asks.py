@@ -133,7 +133,8 @@ class SessionAsks:
 class CallAsks:
     """The asks of one tool call (see the module docstring), made on the session's loop."""
 
-    __slots__ = ("_count", "_deadline", "_lock", "_overrun", "_s", "call_id", "loop", "tool")
+    __slots__ = ("_count", "_deadline", "_lock", "_overrun", "_s", "call_id", "caller", "loop",
+                 "tool")
 
     def __init__(self, session: SessionAsks, call_id: str, tool: str, timeout: float) -> None:
         self._s = session
@@ -145,6 +146,9 @@ class CallAsks:
         self._lock: asyncio.Lock | None = None
         self._count: dict[str, int] = {}
         self._overrun = False
+        # the MCP client waiting for this call (a proxied call: tether.tools.caller), to which
+        # the server's logs, progress and (when configured to) requests are relayed; None: none
+        self.caller: Any = None
 
     @property
     def session_id(self) -> str:
@@ -171,6 +175,17 @@ class CallAsks:
         self._admit(kind, server)
         self._s.journal.append(f"{kind}.refused", {"call_id": self.call_id, "server": server,
                                                  "reason": reason})
+
+    def tally(self, kind: str, server: str, most: int) -> bool:
+        """Count one ``kind`` (``log`` / ``progress``) told during the call; False past ``most``
+        (``{kind}.dropped`` journaled the first time: a flood is recorded once)."""
+        n = self._count[kind] = self._count.get(kind, 0) + 1
+        if n == most + 1:
+            self._s.journal.append(f"{kind}.dropped", {
+                "call_id": self.call_id, "server": server,
+                "reason": f"more than {most} {kind} notifications in one call: this and every "
+                          "later one is dropped"})
+        return n <= most
 
     async def _flush(self) -> None:
         async with self._s.flushing:
@@ -286,6 +301,83 @@ class CallAsks:
             "input_tokens": held["input_tokens"] if billed else 0,
             "output_tokens": held["output_tokens"] if billed else 0, "cached_input_tokens": 0,
             "cost_usd": held["cost_usd"] if billed else Decimal(0), "reserved": held})
+
+    # -- relayed to the call's own caller (a proxy's client) -----------------------------------
+
+    async def relay_sample(self, server: str, messages: Sequence[Message], max_tokens: int,
+                           system_prompt: str | None) -> Sampled:
+        """Ask the call's caller (the proxy's client) to sample ``messages`` for ``server``:
+        journaled (``sampling.relayed``, then ``sampling.answered`` or ``sampling.refused``),
+        bounded by the call's time; Refused when the caller cannot or does not answer, and past
+        ``MAX_ASKS``."""
+        self._admit("sampling", server)
+        async with self._serial():
+            journal = self._s.journal
+            prompt = "\n\n".join(m.content if len(messages) == 1 else f"{m.role}: {m.content}"
+                                 for m in messages)
+            journal.append("sampling.relayed", {
+                "call_id": self.call_id, "server": server,
+                "messages": [Message(m.role, journal.hide_secrets(m.content)).to_dict()
+                             for m in messages], "max_tokens": max_tokens,
+                "system_prompt": None if system_prompt is None
+                else journal.hide_secrets(system_prompt)})
+            await self._flush()
+            try:
+                async with asyncio.timeout(max(0.0, self.time_left())):
+                    text = await self.caller.sample(prompt, max_tokens=max_tokens,
+                                                    system_prompt=system_prompt)
+                text = str(text)
+            except Exception as exc:
+                why = ("the call's time ran out" if isinstance(exc, TimeoutError)
+                       else journal.hide_secrets(f"the client did not answer: "
+                                                 f"{type(exc).__name__}: {exc}"))
+                journal.append("sampling.refused", {"call_id": self.call_id, "server": server,
+                                                    "reason": why})
+                raise Refused(why) from None
+            journal.append("sampling.answered", {"call_id": self.call_id, "server": server,
+                                                 "by": "client",
+                                                 "text": journal.hide_secrets(text)})
+            return Sampled(text, "client", "stop")
+
+    async def relay_elicit(self, server: str, message: str, schema: Mapping[str, Any],
+                           check: Callable[[Any], dict[str, Any]]) -> dict[str, Any] | None:
+        """Ask the call's caller (the proxy's client, its user) ``server``'s form: journaled
+        (``elicitation.relayed``, then ``elicitation.answered``); the content accepted, checked
+        by ``check`` (the client's answer is untrusted), or None: declined. Refused past
+        ``MAX_ASKS``."""
+        self._admit("elicitation", server)
+        async with self._serial():
+            journal = self._s.journal
+            journal.append("elicitation.relayed", {
+                "call_id": self.call_id, "server": server,
+                "message": journal.hide_secrets(message), "schema": dict(schema)})
+            await self._flush()
+
+            def answered(action: str, **data: Any) -> None:
+                journal.append("elicitation.answered", {
+                    "call_id": self.call_id, "server": server, "approval_id": None,
+                    "action": action, "by": "client", **data})
+
+            try:
+                async with asyncio.timeout(max(0.0, self.time_left())):
+                    answer = await self.caller.elicit(message, schema)
+            except Exception as exc:
+                answered("decline", reason="the call's time ran out" if isinstance(
+                    exc, TimeoutError) else journal.hide_secrets(
+                    f"the client did not answer: {type(exc).__name__}: {exc}"))
+                return None
+            action = getattr(answer, "action", None)
+            if action != "accept":
+                answered("decline", reason=f"the client answered {str(action)[:20]!r}")
+                return None
+            try:
+                content = check(getattr(answer, "content", None))
+            except ValueError as exc:
+                answered("decline", reason=journal.hide_secrets(
+                    f"the client's answer does not match the requested schema: {exc}"))
+                return None
+            answered("accept", content=self._shown(content))
+            return content
 
     # -- elicitation -------------------------------------------------------------------------
 
