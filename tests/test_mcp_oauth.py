@@ -254,6 +254,34 @@ def test_a_session_with_a_protected_server_leaks_no_token(
 # -- hostile servers -------------------------------------------------------------------------------
 
 
+def test_a_server_that_echoes_its_bearer_token_gets_it_into_no_prompt_or_event(
+        tmp_path: Path) -> None:
+    """The server holds the token (it was sent it); echoing it back in a result must not put it
+    in front of the model or into the journal: the connection's secrets are the session's."""
+    seen: list[str] = []
+
+    def model(request: Any) -> Any:
+        seen.extend(str(m.content) for m in request.messages)
+        asked = sum(1 for m in request.messages if m.role == "assistant")
+        return call("vault_whoami", {}) if asked == 0 else "done"
+
+    with protected(tmp_path) as srv:
+        flow = ClientCredentials("machine", Secret(CLIENT_SECRET), issuer=srv.issuer)
+        with connect(server(srv.url, flow)) as tools:
+            agent = Agent(model=ScriptedModel(model), reasoning=ReAct(), tools=[*tools])
+            session = agent.session("who am I?")
+            result = session.run()
+        secrets = srv.tokens()
+    (answer,) = result.trajectory.tool_results
+    assert answer.status == "ok" and answer.content.startswith("you are "), answer
+    journal = json.dumps([e.data for e in session.replay()])
+    assert secrets and seen
+    for secret in secrets:
+        assert secret not in answer.content and secret not in journal
+        assert not any(secret in text for text in seen), "the token reached the model"
+
+
+
 def test_a_refused_token_is_a_clear_error_that_quotes_no_token(tmp_path: Path) -> None:
     with protected(tmp_path, "refuse") as srv:
         flow = ClientCredentials("machine", Secret(CLIENT_SECRET), issuer=srv.issuer)

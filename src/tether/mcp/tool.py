@@ -17,9 +17,11 @@ server in the request's ``_meta``, so the server's work joins the caller's trace
 from __future__ import annotations
 
 from collections.abc import Mapping
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from tether.mcp.content import has_binary, parts_of
+from tether.mcp.oauth.flows import hide_secrets
 from tether.runtime.chokepoint.asks import CallAsks
 from tether.tools.base import ToolContext, ToolMeta
 from tether.tools.caller import SILENT
@@ -75,6 +77,9 @@ class MCPTool:
         """The server's answer: its text, or, when it sent more than text (an image, audio,
         an embedded resource), its parts (``Content``), so a proxy's client receives them as
         they were sent; the model and the journal read their text all the same."""
+        auth = self._toolset.server.auth
+        if auth is not None and context.asks is not None:  # the server may echo its token
+            context.asks.hide(partial(hide_secrets, auth), f"mcp-oauth:{self.server}")
         asks = None if context.asks is None else CallAsks(  # the session's, for this call
             context.asks, context.call_id, self.name,
             self._toolset.server.call_timeout if context.timeout is None else context.timeout)

@@ -266,3 +266,12 @@ OAuth = AuthorizationCode | ClientCredentials | PrivateKeyJWT
 FLOWS = (AuthorizationCode, ClientCredentials, PrivateKeyJWT)
 
 
+def hide_secrets(auth: OAuth, text: str) -> str:
+    """``text`` with every secret ``auth`` and its store hold now (tokens rotate: read at each
+    call) replaced: what a server says back — a result, an error, a log line — may quote the
+    token it was sent."""
+    for secret in auth.secrets():
+        text = text.replace(secret.get(), "****")
+    return text
+
+

@@ -15,7 +15,7 @@ from collections.abc import AsyncGenerator, Callable
 from typing import TYPE_CHECKING, Any, NoReturn
 
 from tether.mcp.errors import MCPConnectionError
-from tether.mcp.oauth.flows import ClientCredentials, OAuth, PrivateKeyJWT
+from tether.mcp.oauth.flows import ClientCredentials, OAuth, PrivateKeyJWT, hide_secrets
 from tether.mcp.oauth.user_agent import code_from, free_loopback_redirect, loopback_authorize
 
 if TYPE_CHECKING:
@@ -235,8 +235,4 @@ def _is_bearer(response: Any) -> bool:
 
 def _scrub(text: str, server: MCPServer) -> str:
     """``text`` with every secret the configuration and its store hold replaced."""
-    auth = server.auth
-    if auth is not None:
-        for secret in auth.secrets():
-            text = text.replace(secret.get(), "****")
-    return text
+    return text if server.auth is None else hide_secrets(server.auth, text)

@@ -129,6 +129,12 @@ class SessionAsks:
         self.tenant_id = tenant_id
         self.flushing = asyncio.Lock()
 
+    def hide(self, scrubber: Callable[[str], str], key: str) -> None:
+        """Keep what ``scrubber`` blanks out of everything the session records and sends from
+        now on (``Journal.scrub_with``): a secret of the tool's own connection, say, which its
+        server may echo back."""
+        self.journal.scrub_with(scrubber, key)
+
 
 class CallAsks:
     """The asks of one tool call (see the module docstring), made on the session's loop."""
