@@ -400,3 +400,22 @@ async def test_a_secret_in_a_text_part_is_scrubbed_for_the_client_and_the_journa
     served = json.dumps([c.model_dump(mode="json") for c in result.content])
     assert SECRET not in served and "paid with" in served
     assert SECRET not in journal_of(g)
+
+
+def test_a_tool_whose_caller_is_a_model_argument_is_refused_at_definition() -> None:
+    """``caller`` is injected (the Caller waiting for the result): a tool written before that,
+    with a ``caller`` the model was meant to give, must not silently receive tether's object."""
+    from tether.tools.decorator import ToolDefinitionError
+
+    with pytest.raises(ToolDefinitionError, match="'caller' is injected by tether"):
+        @tool
+        def ring(caller: str) -> str:
+            """Ring back whoever called."""
+            return caller
+
+    @tool
+    def report(caller: Caller) -> str:
+        """Report progress to whoever waits."""
+        return "ok"
+
+    assert "caller" not in report.spec.parameters.get("properties", {})

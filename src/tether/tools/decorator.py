@@ -19,6 +19,7 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import Any, get_type_hints, overload
 
 from tether.tools.base import Risk, ToolArgumentError, ToolContext, ToolMeta, Trust
+from tether.tools.caller import Caller
 from tether.tools.signature import PlainSignature
 from tether.tools.threads import Pace, run_on_daemon_thread
 from tether.types import ToolSpec
@@ -67,6 +68,11 @@ class FunctionTool:
                     "the '/' so it can be passed by name"
                 )
             if param.name in INJECTED:
+                if param.name == "caller" and hints.get("caller", Caller) is not Caller:
+                    raise ToolDefinitionError(  # once a model-supplied argument of that name
+                        f"tool {self.name!r}: parameter 'caller' is injected by tether (the "
+                        "tether.tools.caller.Caller waiting for the result), so it cannot be an "
+                        "argument the model gives; annotate it as Caller, or rename it")
                 injected.append(param.name)
                 continue
             if param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD):
