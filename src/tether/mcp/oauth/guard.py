@@ -146,8 +146,8 @@ def _guard_class() -> Any:
                 while True:
                     response = yield outgoing
                     outgoing = await flow.asend(response)
-            except StopAsyncIteration:
-                pass
+            except StopAsyncIteration:  # the SDK's flow is done: its last response is checked
+                pass  # below, after the flow is closed
             except MCPConnectionError as exc:
                 self._raise(exc)
             except Exception as exc:

@@ -67,8 +67,8 @@ def loopback_authorize(redirect_uri: str, *, timeout: float = AUTHORIZE_TIMEOUT,
                 else:
                     writer.write(NOT_HERE)
                 await writer.drain()
-            except (OSError, TimeoutError, UnicodeError):
-                pass
+            except (OSError, TimeoutError, UnicodeError):  # a visitor that broke off or sent
+                pass  # no request line (a browser's probe, a scan): the listener waits on
             finally:
                 writer.close()
 
