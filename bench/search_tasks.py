@@ -10,13 +10,22 @@ The stand-ins are built so that *the first choice is wrong* and the search has s
   the whole expression, graded by evaluating it (``makes_24``), never by what the model claims.
   The proposer ranks the moves at a state by a greedy, noisy heuristic (the result closest to 24
   first), seeded per trial and state; asked for another candidate, it gives its next-ranked move
-  not proposed yet. As a value function it judges a state the way a model guesses: exactly with
-  two numbers left, right four times in five with three. Reflections ("starting with 4 + 9 did
-  not reach 24") keep it off a first move that already failed.
+  not proposed yet. Reflections ("starting with 4 + 9 did not reach 24") keep it off a first
+  move that already failed. How it judges a state when asked (a value, a critique) is chosen per
+  run, and the two are not alike:
+  - ``judge="oracle"``: the value is an **exact solvability check** (a solver that knows the
+    answer), flipped at random one time in five with three numbers left. No model judges like
+    this; it stands for the best a value function could be, with some noise.
+  - ``judge="own"``: only what the stand-in can see for itself — the arithmetic of its own
+    numbers (with two left, whether one of the six results is 24; with one, whether it is 24),
+    and with three left its proposing heuristic (a next step within 6 of 24 looks likely). It
+    never runs the solver. Its critique passes an answer whose stated value is 24.
 - **The drawer hunt**: the key is in one of several drawers; the task is to send it to a named
   person (``send_key``, a side effect). The stand-in's first idea, after an empty drawer, is to
   answer at once; its alternative is to open the next one. Every ``send_key`` that runs is
-  counted, so the table shows that an abandoned branch never sent anything.
+  counted, so the table shows that an abandoned branch never sent anything. Judging itself, it
+  knows only what it saw: a path that saw the key scores 9, any other 4, and its critique
+  believes its own answer (PASS) — the grader, which knows the drawer, is the other judge.
 """
 
 from __future__ import annotations
@@ -148,13 +157,17 @@ class Proposer:
 
     game: Game
     noise: float = 6.0
+    judge: str = "oracle"  # or "own": see the module's docstring
 
     def __call__(self, request: Any) -> ModelResponse | str:
         said = [m.content for m in request.messages]
         last = said[-1]
         numbers, expressions, first = self._state(request.messages)
         if "one number from 0 to 10" in last:
-            return self._value(numbers, expressions)
+            return self._value(numbers) if self.judge == "oracle" else self._own_value(numbers)
+        if "Reply PASS if it is right" in last:  # Reflexion's self-critique of its answer
+            return "PASS" if len(numbers) == 1 and numbers[0] == TARGET else \
+                "FAIL the expression does not make 24"
         if "judged wrong" in last or "That attempt failed" in last:
             return (f"Starting with {first} did not reach 24; start with a different pair or "
                     "operation." if first else "Take a step with the tool first.")
@@ -201,7 +214,17 @@ class Proposer:
                   for (a, op, b), _ in moves(numbers)]
         return [step for _, step in sorted(scored, key=lambda item: item[0])]
 
-    def _value(self, numbers: Sequence[Fraction], expressions: Sequence[str]) -> str:
+    def _own_value(self, numbers: Sequence[Fraction]) -> str:
+        """Only what the stand-in can see: its numbers' arithmetic, and its heuristic."""
+        if len(numbers) == 1:
+            return "10 sure" if numbers[0] == TARGET else "0 impossible"
+        if len(numbers) == 2:
+            return "10 sure" if any(rest == [TARGET] for _, rest in moves(numbers)) \
+                else "0 impossible"
+        close = min(abs(float(OPS[op](a, b) - TARGET)) for (a, op, b), _ in moves(numbers))
+        return "6 maybe" if close <= 6 else "3 unlikely"
+
+    def _value(self, numbers: Sequence[Fraction]) -> str:
         if len(numbers) <= 2:
             return "10 sure" if solvable(numbers) else "0 impossible"
         right = solvable(numbers)
@@ -268,6 +291,8 @@ def hunter(request: Any) -> ModelResponse | str:
         return f"{', '.join(empty) or 'No drawer'} was empty: look further before answering."
     if "one number from 0 to 10" in last:
         return "9" if found else "4"
+    if "Reply PASS if it is right" in last:  # Reflexion's self-critique: it believes itself
+        return "PASS"
     if any(s.startswith("the key is on") or "not run — send_key" in s for s in seen):
         return f"Sent {to} the key from drawer {found}."
     others = "Other candidates" in last
@@ -288,15 +313,15 @@ def hunter(request: Any) -> ModelResponse | str:
 
 
 def this_attempt(messages: Sequence[Any]) -> list[Any]:
-    """The messages since the last user message, an instruction at the very end aside: the
-    current attempt's (or search path's) steps."""
-    last = messages[-1]
-    body = list(messages[:-1] if last.role == "user" and any(
-        marker in last.content for marker in INSTRUCTIONS) else messages)
-    start = max(i for i, m in enumerate(body) if m.role == "user")
-    return body[start + 1:]
+    """The messages since the last user message that is not a strategy's instruction (a
+    critique, a value question, a reflection note): the current attempt's (or search path's)
+    steps, with any instruction and its reply left out."""
+    start = max(i for i, m in enumerate(messages) if m.role == "user" and not any(
+        marker in m.content for marker in INSTRUCTIONS))
+    return [m for m in messages[start + 1:] if not (m.role == "user" and any(
+        marker in m.content for marker in INSTRUCTIONS))]
 
 
 # what a strategy asks at the end of a context, about the steps before it
 INSTRUCTIONS = ("Other candidates", "one number from 0 to 10", "judged wrong",
-                "That attempt failed", "[tether]")
+                "That attempt failed", "[tether]", "Reply PASS if it is right")

@@ -44,7 +44,7 @@ from tether import Agent, Budget, ModelResponse, ReAct, ScriptedModel, ToolCall,
 from tether.evals import Task, evaluate, numeric
 from tether.evals.graders import state
 from tether.evals.report import Report
-from tether.reasoning import GraderCheck, Reflexion
+from tether.reasoning import GraderCheck, Reflexion, SelfCritique
 from tether.reasoning.lats import LATS, GraderValue, SelfEvaluation
 from tether.reasoning.llmp import LLMP
 from tether.reasoning.pddl import blocksworld
@@ -114,49 +114,62 @@ def _reflexion_eval(tasks: list[Task], k: int) -> Report:
 
 # -- 2. ReAct, Reflexion and LATS on search tasks ------------------------------------------------
 
-# (name, the strategy for a task) — Reflexion and LATS grade with the task's own grader
-SEARCHERS: list[tuple[str, Callable[[Task], Any]]] = [
-    ("ReAct", lambda task: ReAct()),
+# (name, the strategy for a task, how the stand-in judges when asked: "oracle" or "own"). The
+# "(grader)" rows judge an answer with the task's own grader, which knows the answer (and, in
+# Game of 24, estimate a path with the stand-in's noisy solver): they measure the search given a
+# judge that knows. The "(self-...)" rows judge with the stand-in's own words only: what a
+# strategy does when the model is its only judge.
+SEARCHERS: list[tuple[str, Callable[[Task], Any], str]] = [
+    ("ReAct", lambda task: ReAct(), "own"),
     ("Reflexion (grader)", lambda task: Reflexion(evaluator=GraderCheck(task.grader),
-                                                  max_attempts=3)),
-    ("LATS n=3", lambda task: LATS(value=GraderValue(task.grader, estimate=SelfEvaluation()),
-                                   n=3, max_iterations=12)),
-    ("LATS n=5 + rollouts", lambda task: LATS(value=GraderValue(
-        task.grader, estimate=SelfEvaluation()), n=5, max_iterations=12, rollout_depth=3)),
+                                                  max_attempts=3), "oracle"),
+    ("Reflexion (self-critique)", lambda task: Reflexion(evaluator=SelfCritique(),
+                                                         max_attempts=3), "own"),
+    ("LATS n=3 (grader)", lambda task: LATS(value=GraderValue(
+        task.grader, estimate=SelfEvaluation()), n=3, max_iterations=12), "oracle"),
+    ("LATS n=3 (self-evaluation)", lambda task: LATS(value=SelfEvaluation(), n=3,
+                                                     max_iterations=12), "own"),
+    ("LATS n=5 + rollouts (grader)", lambda task: LATS(value=GraderValue(
+        task.grader, estimate=SelfEvaluation()), n=5, max_iterations=12, rollout_depth=3),
+     "oracle"),
+    ("LATS n=5 + rollouts (self-eval.)", lambda task: LATS(
+        value=SelfEvaluation(), n=5, max_iterations=12, rollout_depth=3), "own"),
 ]
 
 
-def searching(tasks: list[Task], k: int, agent: Callable[[Any, Any, Budget], Agent],
-              steps: int = 150, strategies: list[tuple[str, Callable[[Task], Any]]] = SEARCHERS,
+def searching(tasks: list[Task], k: int, agent: Callable[[Any, Any, Budget, str], Agent],
+              steps: int = 150,
+              strategies: list[tuple[str, Callable[[Task], Any], str]] = SEARCHERS,
               concurrency: int = 4) -> list[tuple[str, Report, list[Any]]]:
     """Each strategy on every task, k trials each, at most ``steps`` model calls a trial;
-    ``agent(environment, reasoning, budget)`` makes a trial's agent. With each report, the
-    trials' environments (what the tools did)."""
+    ``agent(environment, reasoning, budget, judge)`` makes a trial's agent. With each report,
+    the trials' environments (what the tools did)."""
     rows = []
-    for name, strategy in strategies:
+    for name, strategy, judge in strategies:
         records: list[Any] = []
         environments: list[Any] = []
         for task in tasks:
             make = functools.partial(_trial, agent, strategy(task), Budget(max_steps=steps),
-                                     environments)
+                                     judge, environments)
             records += evaluate(make, [task], k=k, store=MemoryStore(), name=name,
                                 concurrency=concurrency).records
         rows.append((name, Report.of(name, records), environments))
     return rows
 
 
-def _trial(agent: Callable[[Any, Any, Budget], Agent], reasoning: Any, budget: Budget,
-           environments: list[Any], environment: Any) -> Agent:
+def _trial(agent: Callable[[Any, Any, Budget, str], Agent], reasoning: Any, budget: Budget,
+           judge: str, environments: list[Any], environment: Any) -> Agent:
     environments.append(environment)
-    return agent(environment, reasoning, budget)
+    return agent(environment, reasoning, budget, judge)
 
 
-def game24_agent(game: Any, reasoning: Any, budget: Budget) -> Agent:
-    return Agent(model=ScriptedModel(Proposer(game)), tools=[combine], reasoning=reasoning,
-                 budget=budget)
+def game24_agent(game: Any, reasoning: Any, budget: Budget, judge: str) -> Agent:
+    return Agent(model=ScriptedModel(Proposer(game, judge=judge)), tools=[combine],
+                 reasoning=reasoning, budget=budget)
 
 
-def drawer_agent(drawers: Drawers, reasoning: Any, budget: Budget) -> Agent:
+def drawer_agent(drawers: Drawers, reasoning: Any, budget: Budget, judge: str) -> Agent:
+    # the hunter has one way of judging itself (its own words); the grader rows use the grader
     return Agent(model=ScriptedModel(hunter), tools=drawers.tools(), reasoning=reasoning,
                  budget=budget)
 
@@ -272,12 +285,12 @@ def planning(tasks: list[Task], k: int, models: Mapping[str, Callable[[], Any]],
 
 def show(title: str, rows: list[tuple[str, Report]]) -> None:
     print(title)
-    print(f"  {'strategy':<22} {'trials':>6}  {'success (pass^1) [95%]':<26} {'pass^k':>7} "
+    print(f"  {'strategy':<33} {'trials':>6}  {'success (pass^1) [95%]':<26} {'pass^k':>7} "
           f"{'tokens':>7} {'steps':>6} {'tool calls':>10}")
     for name, report in rows:
         s = report.slices["canonical"]
         facts = [r.facts for r in report.records]
-        print(f"  {name:<22} {s.trials:>6}  {s.pass_hat[1]!s:<26} "
+        print(f"  {name:<33} {s.trials:>6}  {s.pass_hat[1]!s:<26} "
               f"{s.pass_hat[report.k].value:>7.3f} "
               f"{statistics.mean(f.tokens for f in facts):>7.0f} "
               f"{statistics.mean(f.steps for f in facts):>6.1f} "
@@ -289,12 +302,12 @@ def local_search(games: list[Task]) -> None:
     from tether.models.local import local_model_server
 
     with local_model_server() as server:
-        def agent(game: Any, reasoning: Any, budget: Budget) -> Agent:
+        def agent(game: Any, reasoning: Any, budget: Budget, judge: str) -> Agent:
             return Agent(model=server.model(max_output_tokens=128), tools=[combine],
                          reasoning=reasoning, budget=budget)
         rows = searching(games, 1, agent, steps=16, concurrency=1, strategies=[
             SEARCHERS[0], ("LATS", lambda task: LATS(value=GraderValue(
-                task.grader, estimate=SelfEvaluation()), n=2, max_iterations=3))])
+                task.grader, estimate=SelfEvaluation()), n=2, max_iterations=3), "own")])
     show(f"Game of 24 with SmolLM2-135M-Instruct (llama.cpp, local), {len(games)} games × k=1",
          [(n, r) for n, r, _ in rows])
 
@@ -322,7 +335,7 @@ def main() -> None:
     for name, report, drawers in hunts:
         sent = [len(d.sent) for d in drawers]
         wrong = sum(to != d.to for d in drawers for to in d.sent)
-        print(f"  {name:<22} send_key ran {sum(sent)} times in {len(drawers)} trials "
+        print(f"  {name:<33} send_key ran {sum(sent)} times in {len(drawers)} trials "
               f"(at most once a trial: {max(sent, default=0) <= 1}; to the wrong person: "
               f"{wrong}), passed {sum(r.passed for r in report.records)}")
     if args.local_games:
