@@ -120,7 +120,7 @@ JSON = st.recursive(st.none() | st.booleans() | st.integers(-3, 10 ** 7) | st.fl
 FIELD = st.sampled_from(sorted(HEADER))
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=200, deadline=None)
 @given(header=st.one_of(JSON, st.builds(lambda k, v: {**HEADER, k: v}, FIELD, JSON),
                         st.builds(lambda k: {x: y for x, y in HEADER.items() if x != k}, FIELD)),
        docs=st.one_of(st.binary(max_size=40), JSON.map(lambda v: json.dumps(v).encode()),
