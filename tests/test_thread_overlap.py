@@ -19,7 +19,7 @@ from tether.knowledge import ConversationStore
 from tether.store.base import Store, StoreUnavailable
 from tether.store.memory import MemoryStore
 
-from conftest import call
+from conftest import PG_URL, call
 
 WAIT = 60  # seconds: only a guard against a hang, never a timing margin
 
@@ -142,6 +142,48 @@ def test_rounds_of_concurrent_sessions_lose_no_turn(store: Store) -> None:
         assert sorted(c for _, c in model.seen[check][::2]) == sorted(asked)
         assert model.seen[check] == qa(*(c for _, c in model.seen[check][::2]))
         asked.append(check)
+
+
+def own_connection(store: Store) -> Store:
+    """Another worker's store object on the same database (its own connection)."""
+    from tether.store.postgres import PostgresStore
+    from tether.store.sqlite import SQLiteStore
+
+    if isinstance(store, SQLiteStore):
+        return SQLiteStore(store.path)
+    if isinstance(store, PostgresStore):
+        return PostgresStore(PG_URL, schema=store.schema)
+    return store  # one process's memory
+
+
+def test_workers_with_their_own_connections_lose_no_turn(store: Store) -> None:
+    model = Gated()
+    workers = [own_connection(store) for _ in range(6)]
+    all_joined = threading.Barrier(6)
+
+    def held(request: ModelRequest) -> ModelResponse:
+        all_joined.wait(WAIT)
+        return model(request)
+
+    try:
+        for round_ in range(2):
+            runs = [threading.Thread(target=Agent(model=ScriptedModel(held), reasoning=ReAct(),
+                                                  store=w).run,
+                                     args=(f"r{round_}w{i}",), kwargs=WHO)
+                    for i, w in enumerate(workers)]
+            for r in runs:
+                r.start()
+            for r in runs:
+                r.join()
+        Agent(model=ScriptedModel(model), reasoning=ReAct(), store=store).run("check", **WHO)
+        shown = [c for _, c in model.seen["check"][::2]]
+        assert sorted(shown) == sorted(f"r{r}w{i}" for r in range(2) for i in range(6))
+        # the second round was shown the first, whole, in the order of the thread
+        assert all(model.seen[f"r1w{i}"] == qa(*shown[:6]) for i in range(6))
+    finally:
+        for w in workers:
+            if w is not store:
+                w.close()
 
 
 def test_a_turn_whose_place_was_not_recorded_at_its_end_is_placed_by_the_next_session(
