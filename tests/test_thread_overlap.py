@@ -235,6 +235,77 @@ def test_a_turns_place_in_the_history_is_given_once(store: Store) -> None:
     assert [e.ended for e in store.thread_entries("acme", "u2", "t")] == [1]
 
 
+def test_a_long_thread_is_continued_from_the_journal_of_its_last_turn(
+        store: Store, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Cost: the last turn's start holds the turns before it (verified with its journal), so a
+    session joining a thread whose sessions did not overlap reads one earlier journal, not
+    every one (which grew with the square of the thread)."""
+    model = Gated()
+    agent = Agent(model=ScriptedModel(model), reasoning=ReAct(), store=store)
+    for i in range(12):
+        agent.run(f"q{i}", **WHO)
+    read, reads = store.read, []
+
+    def counted(session_id: str, after_seq: int = 0) -> Any:
+        reads.append(session_id)
+        return read(session_id, after_seq)
+
+    monkeypatch.setattr(store, "read", counted)
+    last = store.thread_entries("acme", "u1", "chat")[-1].session_id
+    new = agent.run("q12", **WHO).session_id
+    assert set(reads) - {new} == {last}
+    assert model.seen["q12"] == qa(*(f"q{i}" for i in range(12)))
+
+
+def test_a_pruned_turn_is_not_shown_again_from_a_later_starts_copy(store: Store) -> None:
+    import time
+
+    model = Gated()
+    agent = Agent(model=ScriptedModel(model), reasoning=ReAct(), store=store)
+    agent.run("old", **WHO)
+    cutoff = time.time()
+    agent.run("kept", **WHO)
+    agent.run("latest", **WHO)  # its start holds "old" and "kept"
+    assert store.prune(cutoff) == 1
+    agent.run("now", **WHO)
+    assert model.seen["now"] == qa("kept", "latest")
+
+
+def test_a_start_journaled_by_an_earlier_tether_is_not_taken_as_the_history(
+        store: Store, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Before this order, a start held a running turn's question without its answer: a store
+    written then is read turn by turn, so that turn is shown with its answer once it ended."""
+    from tether.runtime import opening
+
+    model = Gated()
+    agent = Agent(model=ScriptedModel(model), reasoning=ReAct(), store=store)
+
+    def start(task: str) -> threading.Thread:
+        model.gate(task)
+        worker = threading.Thread(target=agent.run, args=(task,), kwargs=WHO)
+        worker.start()
+        assert model.asked[task].wait(WAIT)
+        return worker
+
+    a_run = start("A")
+    (a,) = store.thread_entries("acme", "u1", "chat")
+
+    def as_before(session: Any, thread_id: str) -> dict[str, Any]:  # no "order"
+        place = store.join_thread("acme", "u1", thread_id, session.id)
+        return {"id": thread_id, "position": place, "history": [
+            {"session": a.session_id, "position": 1, "user": "A", "assistant": ""}]}
+
+    with monkeypatch.context() as patched:
+        patched.setattr(opening, "_join", as_before)
+        b_run = start("B")
+    for task, worker in (("A", a_run), ("B", b_run)):  # A ends first: B's turn is the last
+        model.release[task].set()
+        worker.join()
+    agent.run("C", **WHO)
+    assert model.seen["B"] == [("user", "A")]
+    assert model.seen["C"] == qa("A", "B")
+
+
 @tool(side_effect=True)
 def pay(account: str) -> str:
     """Pay an account."""

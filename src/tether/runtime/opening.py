@@ -17,7 +17,7 @@ from tether.runtime.chokepoint.gate import resource_of
 from tether.runtime.interrupt import lost_call_charge
 from tether.runtime.output import OutputCheck, instructions
 from tether.runtime.state import SessionState
-from tether.runtime.thread import thread_history
+from tether.runtime.thread import HISTORY_ORDER, thread_history
 from tether.tracing import Segment, TraceParent
 
 if TYPE_CHECKING:
@@ -95,7 +95,8 @@ def _join(session: Session, thread_id: str) -> dict[str, Any]:
     user, tenant = session.subject.user_id, session.subject.tenant_id
     place = store.join_thread(tenant, user, thread_id, session.id)
     turns = thread_history(store, tenant, user, thread_id)
-    return {"id": thread_id, "position": place, "history": [t.to_dict() for t in turns]}
+    return {"id": thread_id, "position": place, "order": HISTORY_ORDER,
+            "history": [t.to_dict() for t in turns]}
 
 
 def _provider(agent: Agent) -> dict[str, str]:

@@ -15,18 +15,21 @@ every session's history is the one a session before it was shown plus the turns 
 since — no turn that ends later is ever put before what an earlier session saw. A turn still
 running (or paused) when a session starts is not shown to it; it joins the history when it ends.
 If the store could not record an end (a crash, an outage between the end and its place), the
-next session of the thread that finds the turn ended gives it its place. Each turn is read from
-its own session's journal, which must verify (an earlier turn edited in the database would
-otherwise speak to the model as the conversation); an erased session is not a turn any more. A
+next session of the thread that finds the turn ended gives it its place. A turn is read from its
+own session's journal, or from a later session's start that journaled it, and either journal
+must verify (an earlier turn edited in the database would otherwise speak to the model as the
+conversation); an erased, pruned or forgotten session is not a turn any more. A
 turn from a session that had read untrusted content carries that taint, so the continuing
-session starts tainted, as the one that read it ended. Cost: a session joining reads every ended
-session of its thread; its start holds the turns before it.
+session starts tainted, as the one that read it ended. Cost: a session's start holds the turns it
+was shown, so a session joining reads the journal of the last ended turn (whose start holds the
+thread's first turns, verified with that journal) and only the turns placed since that one
+started one by one; a thread whose sessions do not overlap is continued from one journal.
 """
 
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -37,6 +40,9 @@ from tether.store.base import Store, StoreError, ThreadEntry
 from tether.types import Event
 
 MAX_THREAD_ID = 200  # characters; ids are keys, not content
+# a start's ``thread.order``: its history is every turn that had ended, in the order they ended
+# (what this module shows; a start without it was shown another history, and is not reused)
+HISTORY_ORDER = "ended"
 
 
 class ThreadTampered(RuntimeError):
@@ -98,7 +104,7 @@ def thread_history(store: Store, tenant_id: str | None, user_id: str | None,
     if late:
         store.end_turns(tenant_id, user_id, thread_id, late)
         entries = store.thread_entries(tenant_id, user_id, thread_id)
-    return journals.turns(e for e in entries if e.ended is not None)
+    return journals.turns([e for e in entries if e.ended is not None])
 
 
 def ended_turns(store: Store, entries: Sequence[ThreadEntry]) -> list[Turn]:
@@ -106,7 +112,8 @@ def ended_turns(store: Store, entries: Sequence[ThreadEntry]) -> list[Turn]:
     those with a place in the history by their place, then those found ended without one (as
     ``thread_history`` would place them next)."""
     journals = _Journals(store)
-    return journals.turns(e for e in entries if e.ended is not None or journals.ended(e))
+    return journals.turns([e for e in entries if e.ended is not None],
+                          [e for e in entries if e.ended is None and journals.ended(e)])
 
 
 def end_turn(store: Store, tenant_id: str | None, user_id: str | None, thread_id: str,
@@ -119,12 +126,13 @@ def end_turn(store: Store, tenant_id: str | None, user_id: str | None, thread_id
 
 
 class _Journals:
-    """The journals of one thread's sessions, each read once (a journal that has ended does not
-    change; one still running is read again when asked again)."""
+    """The journals of one thread's sessions, each read (and verified) at most once: a journal
+    that has ended does not change; one still running is read again when asked again."""
 
     def __init__(self, store: Store) -> None:
         self._store = store
         self._ended: dict[str, Sequence[Event]] = {}
+        self._turns: dict[str, Turn | None] = {}
 
     def ended(self, entry: ThreadEntry) -> bool:
         return self._read(entry) is not None
@@ -138,13 +146,32 @@ class _Journals:
             self._ended[entry.session_id] = events
         return events
 
-    def turns(self, entries: Iterable[ThreadEntry]) -> list[Turn]:
-        """The turns of ``entries`` that have ended, placed ones by place, then by position."""
-        found = []
-        for entry in sorted(entries, key=lambda e: (e.ended is None, e.ended or 0, e.position)):
+    def _turn(self, entry: ThreadEntry) -> Turn | None:
+        if entry.session_id not in self._turns:
             events = self._read(entry)
-            turn = None if events is None else turn_of(entry.session_id, entry.position,
-                                                       events, self._store.read)
-            if turn is not None:
-                found.append(turn)
-        return found
+            self._turns[entry.session_id] = None if events is None else turn_of(
+                entry.session_id, entry.position, events, self._store.read)
+        return self._turns[entry.session_id]
+
+    def turns(self, placed: Sequence[ThreadEntry],
+              late: Sequence[ThreadEntry] = ()) -> list[Turn]:
+        """The turns of ``placed`` in the order of their places, then of ``late`` (ended, not
+        placed yet) by position. The latest placed session's start holds the turns it was shown,
+        verified with its journal: the thread's first turns, each already read once; so only
+        the turns placed since it started are read one by one (for a thread whose sessions do
+        not overlap: that session's own)."""
+        placed = sorted(placed, key=lambda e: e.ended or 0)
+        on_thread = {e.session_id for e in placed}
+        shown: list[Turn] = []
+        for entry in reversed(placed):  # the latest one that was not erased
+            if self._turn(entry) is not None:
+                start = self._ended[entry.session_id][0].data.get("thread") or {}
+                if start.get("order") == HISTORY_ORDER:  # (a tether before it showed others)
+                    shown = [t for t in map(Turn.from_dict, start.get("history") or ())
+                             if t.session_id in on_thread]
+                break
+        seen = {t.session_id for t in shown}
+        rest = [e for e in placed if e.session_id not in seen]
+        return shown + [t for t in map(self._turn, [*rest, *sorted(late, key=lambda e:
+                                                                    e.position)])
+                        if t is not None]
