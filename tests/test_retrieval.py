@@ -163,6 +163,38 @@ def test_hostile_a_retriever_that_leaks_another_tenant_is_refused() -> None:
         retrieval_tool(["not a retriever"])  # type: ignore[arg-type]
 
 
+class Custom:
+    """A caller's own retriever (a vector database, say) of one tenant's corpus, whose passages
+    carry ``marks`` as their tenant (a custom retriever need not mark them); it records each
+    query it is asked."""
+
+    name = "vectordb"
+
+    def __init__(self, tenant_id: str | None, marks: str | None = None) -> None:
+        self.tenant_id, self.marks = tenant_id, marks
+        self.asked: list[str] = []
+
+    def retrieve(self, query: str, k: int = 5) -> list[Passage]:
+        self.asked.append(query)
+        return [Passage("acme#9", "acme's wire code is AC-77", "crm", 1.0, self.name,
+                        self.marks)]
+
+
+def test_hostile_a_session_without_a_tenant_cannot_search_a_tenants_corpus() -> None:
+    """Fail closed: no tenant is not "any tenant", whichever way the corpus is given."""
+    for corpora in (Custom("acme"), {"acme": Custom("acme")}, {"acme": Custom("acme", "acme")},
+                    Custom(None, "acme"), {None: Custom(None, "acme")}):
+        (result,), _ = run_search(None, [{"query": "wire code"}], corpora=corpora)
+        assert result["status"] != "ok", corpora
+        assert "AC-77" not in json.dumps(result)
+        assert "tenant" in result["content"]  # says why
+        (retriever,) = corpora.values() if isinstance(corpora, dict) else (corpora,)
+        if retriever.tenant_id is not None:  # refused before the tenant's corpus was asked
+            assert retriever.asked == []
+    (result,), _ = run_search("acme", [{"query": "wire code"}], corpora=Custom("acme"))
+    assert result["status"] == "ok" and "AC-77" in result["content"]  # its own tenant may
+
+
 def test_results_are_untrusted_taint_the_session_and_cite_their_documents() -> None:
     search = retrieval_tool(CORPORA)
     assert set(search.spec.parameters["properties"]) == {"query"}  # no tenant for the model

@@ -15,7 +15,10 @@ Decisions:
   the model; a file that holds anything else is refused, so tenant B's index can never be
   loaded as tenant A's.
 - The hash detects edits and corruption, not forgery by someone who can rewrite the whole file
-  (they could recompute it); protect the directory as you protect the journal's store.
+  (they could recompute it); protect the directory as you protect the journal's store. So a
+  file whose hash matches is still read as untrusted input: every field of the header, every
+  document row, the tenant of every document and the size and finiteness of every vector are
+  checked, and anything else is IndexRefused — never an error from the JSON or numpy reader.
 """
 
 from __future__ import annotations
@@ -29,7 +32,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from tether.knowledge.retrieval import Document, RetrievalError
+from tether.knowledge.retrieval import Document, RetrievalError, check_corpus
 
 if TYPE_CHECKING:  # numpy is imported only when an index holds vectors
     import numpy as np
@@ -92,19 +95,94 @@ def read_index(path: str | Path, *, kind: str, tenant_id: str | None,
     if digest != hashlib.sha256(content).hexdigest():
         raise IndexRefused(f"index {where} was altered or corrupted (its sha256 does not "
                            "match its content); it was not used: rebuild it from the corpus")
-    line, _, body = content.partition(b"\n")
-    header = json.loads(line)  # intact: written by write_index
+    header, body = _header(where, content)
     for field, expected in (("kind", kind), ("tenant_id", tenant_id), ("model", model)):
         if header.get(field) != expected:
             raise IndexRefused(f"index {where} has {field} {header.get(field)!r}, not "
                                f"{expected!r}; load the index built for it, or rebuild")
     split = header["documents_bytes"]
-    documents = tuple(Document(doc_id, text, source, tenant)
-                      for doc_id, text, source, tenant in json.loads(body[:split]))
-    embeddings = None
-    if header["dim"] is not None:
-        import numpy as np
-
-        embeddings = np.frombuffer(body[split:], dtype="<f4").reshape(
-            header["documents"], header["dim"]).astype(np.float32)
+    documents = _documents(where, body[:split], header["documents"], tenant_id)
+    embeddings = _vectors(where, body[split:], header["documents"], header["dim"])
     return StoredIndex(kind, tenant_id, model, documents, embeddings)
+
+
+# -- a file whose digest matches is still checked for shape: anyone who can write the directory
+# can write a matching digest, and a reader must refuse what it cannot use, never crash on it
+
+_COUNTS = ("documents", "documents_bytes")
+
+
+def _malformed(where: Path, what: str) -> IndexRefused:
+    return IndexRefused(f"index {where} is malformed ({what}), though its sha256 matches: "
+                        "write_index did not write it as it is; it was not used: rebuild it "
+                        "from the corpus")
+
+
+def _json(where: Path, text: bytes, part: str) -> Any:
+    try:
+        return json.loads(text)
+    except (ValueError, RecursionError) as exc:  # not UTF-8, not JSON, nested beyond reason
+        raise _malformed(where, f"its {part} are not JSON: {type(exc).__name__}") from None
+
+
+def _header(where: Path, content: bytes) -> tuple[dict[str, Any], bytes]:
+    """The header (every field of ``write_index``'s, of its type) and the bytes after it."""
+    line, _, body = content.partition(b"\n")
+    header = _json(where, line, "header fields")
+    if not isinstance(header, dict):
+        raise _malformed(where, "its header is not a JSON object")
+    missing = {"format", "kind", "tenant_id", "model", "dim", *_COUNTS} - set(header)
+    if missing:
+        raise _malformed(where, f"its header lacks {', '.join(sorted(missing))}")
+    if header["format"] != FORMAT:
+        raise _malformed(where, f"its header says format {header['format']!r}, not {FORMAT}")
+    for field in _COUNTS:
+        if not _whole(header[field], 0):
+            raise _malformed(where, f"{field} is {header[field]!r}, not a count")
+    if header["documents_bytes"] > len(body):
+        raise _malformed(where, "it is shorter than its header says")
+    if header["dim"] is not None and not _whole(header["dim"], 1):
+        raise _malformed(where, f"dim is {header['dim']!r}, not a positive whole number")
+    return header, body
+
+
+def _whole(value: object, least: int) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value >= least
+
+
+def _documents(where: Path, text: bytes, count: int,
+               tenant_id: str | None) -> tuple[Document, ...]:
+    """The documents: ``count`` rows ``[doc_id, text, source, tenant]``, a corpus of
+    ``tenant_id`` (``check_corpus``: no other tenant's document, no id twice)."""
+    rows = _json(where, text, "documents")
+    if not isinstance(rows, list) or len(rows) != count:
+        raise _malformed(where, f"its documents are not a list of the {count} its header "
+                                "counts")
+    for row in rows:
+        if not (isinstance(row, list) and len(row) == 4 and all(isinstance(f, str)
+                                                                 for f in row[:3])
+                and isinstance(row[3], str | None)):
+            raise _malformed(where, "a document is not [doc_id, text, source, tenant]")
+    try:
+        return tuple(check_corpus([Document(*row) for row in rows], tenant_id))
+    except RetrievalError as exc:
+        raise _malformed(where, str(exc)) from None
+
+
+def _vectors(where: Path, raw: bytes, count: int,
+             dim: int | None) -> npt.NDArray[np.float32] | None:
+    """The vectors: ``count`` rows of ``dim`` finite float32s, or nothing when ``dim`` is None."""
+    if dim is None:
+        if raw:
+            raise _malformed(where, f"{len(raw)} bytes follow its documents, and it holds no "
+                                    "vectors")
+        return None
+    if len(raw) != count * dim * 4:
+        raise _malformed(where, f"it holds {len(raw)} bytes of vectors, not the {count} x {dim} "
+                                "float32s its header says")
+    import numpy as np
+
+    vectors = np.frombuffer(raw, dtype="<f4").reshape(count, dim).astype(np.float32)
+    if not np.isfinite(vectors).all():
+        raise _malformed(where, "a vector holds a value that is not a finite number")
+    return vectors

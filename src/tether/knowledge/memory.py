@@ -24,7 +24,7 @@ from typing import Any, Literal
 from tether.journal.erasure import Erasure, erase_sessions
 from tether.knowledge.bm25 import bm25_rank
 from tether.knowledge.retrieval import check_request
-from tether.runtime.thread import Turn, latest_turns
+from tether.runtime.thread import Turn, ended_turns
 from tether.store.base import Store, ThreadEntry, open_store
 from tether.tools.base import Tool, ToolContext
 from tether.tools.decorator import tool
@@ -76,8 +76,9 @@ class ConversationStore:
 
     def turns(self, thread_id: str, *, tenant_id: str | None,
               user_id: str | None) -> list[Turn]:
-        """A thread's turns, in order (erased sessions are not turns any more)."""
-        return latest_turns(self.store, self.store.thread_entries(tenant_id, user_id, thread_id))
+        """A thread's turns that have ended, in the order they ended (erased sessions are not
+        turns any more; one still running is not a turn yet)."""
+        return ended_turns(self.store, self.store.thread_entries(tenant_id, user_id, thread_id))
 
     def search(self, query: str, *, tenant_id: str | None, user_id: str | None = None,
                scope: Scope = "user", k: int = 5,
@@ -93,7 +94,7 @@ class ConversationStore:
         for entry in self.store.thread_entries(tenant_id, user_id, every_user=scope == "tenant"):
             threads.setdefault((entry.user_id, entry.thread_id), []).append(entry)
         found = [((user, thread), turn) for (user, thread), entries in threads.items()
-                 for turn in latest_turns(self.store, entries)
+                 for turn in ended_turns(self.store, entries)
                  if turn.session_id != exclude_session and (turn.user or turn.assistant)]
         if not found:
             return []

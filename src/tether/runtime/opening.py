@@ -17,7 +17,7 @@ from tether.runtime.chokepoint.gate import resource_of
 from tether.runtime.interrupt import lost_call_charge
 from tether.runtime.output import OutputCheck, instructions
 from tether.runtime.state import SessionState
-from tether.runtime.thread import turns_before
+from tether.runtime.thread import HISTORY_ORDER, thread_history
 from tether.tracing import Segment, TraceParent
 
 if TYPE_CHECKING:
@@ -88,14 +88,15 @@ def plan_of(session: Session) -> dict[str, Any] | None:
 
 
 def _join(session: Session, thread_id: str) -> dict[str, Any]:
-    """Take the session's place in its thread and read the turns before it (journaled in the
-    start, so nothing later depends on the thread index)."""
+    """Take the session's place in its thread and read the turns that have ended (journaled in
+    the start, so nothing later depends on the thread index)."""
     store = session.agent.journal_store
     assert store is not None  # Agent.session refuses a thread without a store
     user, tenant = session.subject.user_id, session.subject.tenant_id
     place = store.join_thread(tenant, user, thread_id, session.id)
-    turns = turns_before(store, tenant, user, thread_id, place)
-    return {"id": thread_id, "position": place, "history": [t.to_dict() for t in turns]}
+    turns = thread_history(store, tenant, user, thread_id)
+    return {"id": thread_id, "position": place, "order": HISTORY_ORDER,
+            "history": [t.to_dict() for t in turns]}
 
 
 def _provider(agent: Agent) -> dict[str, str]:

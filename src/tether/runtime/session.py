@@ -37,6 +37,7 @@ from tether.runtime.output import OutputCheck
 from tether.runtime.result import Result, Trajectory
 from tether.runtime.state import fold
 from tether.runtime.stop import Stop, StopReason
+from tether.runtime.thread import end_turn
 from tether.store.base import ERASED_TYPE, StoreUnavailable
 from tether.types import Event
 
@@ -474,6 +475,8 @@ class Session:
         store = self.agent.journal_store
         if self.agent.keep_hidden_arguments and store is not None:
             store.drop_private(self.id)  # an ended session runs nothing more: keep no secret
+        if self.thread is not None and store is not None:  # its turn joins the thread's history
+            end_turn(store, self.subject.tenant_id, self.subject.user_id, self.thread, self.id)
         self._result = self._snapshot(spend)
         return self._result
 

@@ -233,13 +233,16 @@ def holder_is_gone(holder: str | None) -> bool:
 
 @dataclass(frozen=True, slots=True)
 class ThreadEntry:
-    """One session of a conversation thread, at its place in the thread (1, 2, ...)."""
+    """One session of a conversation thread, at its place in the thread (1, 2, ...) — the
+    order sessions joined it — and, once its turn has ended, at its place in the thread's
+    history (``ended``: 1, 2, ..., the order turns ended; ``tether.runtime.thread``)."""
 
     thread_id: str
     position: int
     session_id: str
     user_id: str | None
     created_at: float
+    ended: int | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -352,6 +355,14 @@ class Store(Protocol):
                        every_user: bool = False) -> list[ThreadEntry]:
         """The sessions of one thread of (tenant, user) in order, or of all that user's threads
         (``thread_id`` None), or of every user of the tenant (``every_user``)."""
+        ...
+
+    def end_turns(self, tenant_id: str | None, user_id: str | None, thread_id: str,
+                  session_ids: Sequence[str]) -> None:
+        """Give each of ``session_ids`` (sessions of the thread whose turn has ended) that has
+        no place in the thread's history yet the next one (``ThreadEntry.ended``), in the order
+        given, in one transaction; a session that has one keeps it. Two callers at once get
+        distinct places, and a place is visible only once every place below it is."""
         ...
 
     def leave_threads(self, tenant_id: str | None, user_id: str | None) -> int:

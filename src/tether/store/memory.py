@@ -3,6 +3,7 @@ runs that need no durability. Thread-safe, so approvers may act from other threa
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import threading
 import time
@@ -38,8 +39,8 @@ class MemoryStore:
         self._private: dict[tuple[str, str], str] = {}  # (session, call) -> arguments as JSON
         self._leases: dict[str, tuple[str | None, int, float]] = {}  # holder, token, expires
         self._anchors: list[Anchor] = []
-        # (tenant, user) -> the index of their threads: (thread id, place, session, created)
-        self._threads: dict[tuple[str, str], list[tuple[str, int, str, float]]] = {}
+        # (tenant, user) -> the index of their threads, one entry per session on one
+        self._threads: dict[tuple[str, str], list[ThreadEntry]] = {}
         self._audit_key = audit_key()
         self._lock = threading.Lock()
 
@@ -132,15 +133,15 @@ class MemoryStore:
                 self._leases.pop(sid, None)
             doomed_set = set(doomed)
             for owner, rows in self._threads.items():
-                self._threads[owner] = [r for r in rows if r[2] not in doomed_set]
+                self._threads[owner] = [r for r in rows if r.session_id not in doomed_set]
             return len(doomed)
 
     def join_thread(self, tenant_id: str | None, user_id: str | None, thread_id: str,
                     session_id: str) -> int:
         with self._lock:
             rows = self._threads.setdefault(thread_key(tenant_id, user_id), [])
-            place = 1 + max((r[1] for r in rows if r[0] == thread_id), default=0)
-            rows.append((thread_id, place, session_id, time.time()))
+            place = 1 + max((r.position for r in rows if r.thread_id == thread_id), default=0)
+            rows.append(ThreadEntry(thread_id, place, session_id, user_id or None, time.time()))
             return place
 
     def thread_entries(self, tenant_id: str | None, user_id: str | None,
@@ -148,11 +149,21 @@ class MemoryStore:
                        every_user: bool = False) -> list[ThreadEntry]:
         tenant, user = thread_key(tenant_id, user_id)
         with self._lock:
-            found = [ThreadEntry(t, place, sid, owner[1] or None, created)
-                     for owner, rows in self._threads.items()
+            found = [row for owner, rows in self._threads.items()
                      if owner[0] == tenant and (every_user or owner[1] == user)
-                     for t, place, sid, created in rows if thread_id in (None, t)]
+                     for row in rows if thread_id in (None, row.thread_id)]
         return sorted(found, key=lambda e: (e.user_id or "", e.thread_id, e.position))
+
+    def end_turns(self, tenant_id: str | None, user_id: str | None, thread_id: str,
+                  session_ids: Sequence[str]) -> None:
+        with self._lock:
+            rows = self._threads.get(thread_key(tenant_id, user_id), [])
+            for session_id in session_ids:
+                last = max((r.ended or 0 for r in rows if r.thread_id == thread_id), default=0)
+                for i, row in enumerate(rows):
+                    if (row.thread_id, row.session_id, row.ended) == (thread_id, session_id,
+                                                                      None):
+                        rows[i] = dataclasses.replace(row, ended=last + 1)
 
     def leave_threads(self, tenant_id: str | None, user_id: str | None) -> int:
         with self._lock:

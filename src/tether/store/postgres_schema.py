@@ -72,6 +72,14 @@ MIGRATIONS: dict[int, list[str]] = {
         """CREATE TABLE {s}.anchor_lanes (
             lane INT PRIMARY KEY, hash TEXT NOT NULL, length BIGINT NOT NULL)""",
     ],
+    # A thread's history is the turns that ended, in the order they ended (tether.runtime.thread):
+    # each session's place in it, given when its turn ends, unique within the thread (NULLs,
+    # the turns still running, are distinct).
+    8: [
+        "ALTER TABLE {s}.threads ADD COLUMN IF NOT EXISTS ended BIGINT",
+        """CREATE UNIQUE INDEX IF NOT EXISTS threads_by_end ON {s}.threads
+            (tenant_id, user_id, thread_id, ended)""",
+    ],
 }
 SCHEMA_VERSION = max(MIGRATIONS)
 ANCHOR_LANES = 16  # lanes of a store created or migrated by this tether: more than its writers

@@ -5,7 +5,8 @@ and erasure (a user's content removed, hashes kept) are an index and a rewrite b
 journal, not part of appending and reading it; the store class mixes them in.
 
 Decision: a thread's place is taken with one ``INSERT ... SELECT max + 1`` inside the store's
-``BEGIN IMMEDIATE`` transaction, so two sessions joining at once get two places; erasure updates
+``BEGIN IMMEDIATE`` transaction, so two sessions joining at once get two places, and a turn's
+place in the thread's history (``ended``) likewise; erasure updates
 an event's type and data in place and never its hash or link, which ``tether.journal.erasure``
 vouches for from the erasure record.
 """
@@ -40,7 +41,8 @@ class SQLiteThreads:
             self._writable(session_id)
             with transaction(self._db, self.path, self.url, session_id):
                 row = self._db.execute(
-                    "INSERT INTO threads SELECT ?, ?, ?, coalesce(max(position), 0) + 1, ?, ? "
+                    "INSERT INTO threads (tenant_id, user_id, thread_id, position, session_id, "
+                    "created_at) SELECT ?, ?, ?, coalesce(max(position), 0) + 1, ?, ? "
                     "FROM threads WHERE tenant_id = ? AND user_id = ? AND thread_id = ? "
                     "RETURNING position",
                     (tenant, user, thread_id, session_id, time.time(), tenant, user,
@@ -51,8 +53,8 @@ class SQLiteThreads:
                        thread_id: str | None = None, *,
                        every_user: bool = False) -> list[ThreadEntry]:
         tenant, user = thread_key(tenant_id, user_id)
-        query, args = "SELECT thread_id, position, session_id, user_id, created_at FROM " \
-                      "threads WHERE tenant_id = ?", [tenant]
+        query, args = "SELECT thread_id, position, session_id, user_id, created_at, ended " \
+                      "FROM threads WHERE tenant_id = ?", [tenant]
         if not every_user:
             query, args = query + " AND user_id = ?", [*args, user]
         if thread_id is not None:
@@ -60,7 +62,20 @@ class SQLiteThreads:
         with self._lock:
             rows = self._db.execute(query + " ORDER BY user_id, thread_id, position",
                                     args).fetchall()
-        return [ThreadEntry(t, p, s, u or None, c) for t, p, s, u, c in rows]
+        return [ThreadEntry(t, p, s, u or None, c, e) for t, p, s, u, c, e in rows]
+
+    def end_turns(self, tenant_id: str | None, user_id: str | None, thread_id: str,
+                  session_ids: Sequence[str]) -> None:
+        where = "tenant_id = ? AND user_id = ? AND thread_id = ?"
+        with self._lock:
+            self._writable()
+            with transaction(self._db, self.path, self.url):
+                for session_id in session_ids:
+                    self._db.execute(
+                        f"UPDATE threads SET ended = (SELECT coalesce(max(ended), 0) + 1 FROM "
+                        f"threads WHERE {where}) WHERE {where} AND session_id = ? AND ended IS "
+                        "NULL", (*thread_key(tenant_id, user_id), thread_id,
+                                 *thread_key(tenant_id, user_id), thread_id, session_id))
 
     def leave_threads(self, tenant_id: str | None, user_id: str | None) -> int:
         with self._lock:
