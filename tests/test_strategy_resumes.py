@@ -1,0 +1,77 @@
+"""Strategies resumed after a crash recognise the phase they were in: a second process goes on
+from the journal, never taking one phase's words for another's, never repeating a phase that
+ended (Reflexion's attempt, critique and reflection; the Router's route; Adaptive-RAG's route
+and retrievals; CRAG's grades)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from reflexion_crash_app import build
+from tether.runtime.stop import StopReason
+from tether.store.sqlite import SQLiteStore
+
+APP = str(Path(__file__).with_name("reflexion_crash_app.py"))
+
+
+def notes(events: Sequence[Any], kind: str) -> list[dict[str, Any]]:
+    return [e.data["data"] for e in events if e.type == "strategy.note" and e.data["kind"] == kind]
+
+
+@pytest.mark.parametrize("die_at", ["attempt:1", "critique:1", "reflect:1", "attempt:2",
+                                    "critique:2", "reflect:2", "attempt:3", "critique:3"])
+def test_reflexion_killed_in_any_phase_goes_on_from_that_phase(tmp_path: Path,
+                                                               die_at: str) -> None:
+    db, marker = str(tmp_path / "j.db"), str(tmp_path / "died")
+    died = subprocess.run([sys.executable, APP, "run", db, marker, die_at],
+                          capture_output=True, text=True, timeout=60)
+    assert died.returncode == 9, died.stderr
+    session_id = died.stdout.split()[0]
+    result = build(db, marker).resume(session_id)
+    assert result.stop_reason is StopReason.FINISHED
+    assert result.answer == "answer 3"  # never the critique's or the reflection's words
+    events = SQLiteStore(db).read(session_id)
+    assert [n["attempt"] for n in notes(events, "attempt")] == [1, 2, 3]
+    assert [n["why"] for n in notes(events, "evaluation")] == [
+        "FAIL answer 1 is wrong", "FAIL answer 2 is wrong", "the model's critique: PASS"]
+    assert [n["text"] for n in notes(events, "reflection")] == ["reflection after 1",
+                                                                "reflection after 2"]
+    answers = [e.data["response"]["text"] for e in events if e.type == "model.response"]
+    assert answers.count("answer 3") == 1 and "PASS the answer is right" in answers
+
+
+def test_a_reflexion_attempt_resumed_after_a_pause_is_graded_on_every_call_it_made(
+        tmp_path: Path) -> None:
+    from test_planned_calls import Rule
+    from test_reflexion_router import TASK, call, weather_tools
+    from tether import Agent, ScriptedModel
+    from tether.evals.graders import called
+    from tether.policy.base import Action, Decision, Effect
+    from tether.reasoning.reflexion import GraderCheck, Reflexion
+    from tether.runtime.session import Session
+
+    def ask_first(action: Action) -> Decision:
+        return Decision(Effect.REQUIRE_APPROVAL, "check", "ops")
+
+    ran: list[str] = []
+    agent = Agent(model=ScriptedModel([call("lookup", "c1", city="Paris"), "It is 25 C."],
+                                      when_exhausted="no idea"),
+                  tools=weather_tools(ran), policy=Rule(ask_first),
+                  reasoning=Reflexion(evaluator=GraderCheck(called("lookup", city="Paris")),
+                                      max_attempts=2),
+                  store=f"sqlite:///{tmp_path / 'j.db'}")
+    session = agent.session(TASK)
+    assert session.run().stop_reason is StopReason.NEEDS_APPROVAL
+    (request,) = agent.approval_store.pending(session.id)
+    agent.approval_store.approve(request.id, approver="ops")
+    result = Session.restore(agent, session.id).resume()
+    assert result.answer == "It is 25 C." and ran == ["lookup"]
+    events = Session.restore(agent, session.id).replay()
+    assert [n["passed"] for n in notes(events, "evaluation")] == [True]  # the call before
+    assert len(notes(events, "attempt")) == 1                            # the pause counts
