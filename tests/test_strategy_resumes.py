@@ -75,3 +75,29 @@ def test_a_reflexion_attempt_resumed_after_a_pause_is_graded_on_every_call_it_ma
     events = Session.restore(agent, session.id).replay()
     assert [n["passed"] for n in notes(events, "evaluation")] == [True]  # the call before
     assert len(notes(events, "attempt")) == 1                            # the pause counts
+
+
+def test_a_router_resumed_by_a_recipe_without_its_route_says_what_to_do(tmp_path: Path) -> None:
+    from test_planned_calls import Rule
+    from test_reflexion_router import TASK, Named, call, weather_tools
+    from tether import Agent, ReAct, ScriptedModel
+    from tether.policy.base import Action, Decision, Effect
+    from tether.reasoning.router import Router
+    from tether.runtime.session import RecipeChanged
+
+    def ask_first(action: Action) -> Decision:
+        return Decision(Effect.REQUIRE_APPROVAL, "check", "ops")
+
+    def agent(routes: dict[str, Any]) -> Agent:
+        return Agent(model=ScriptedModel(["lookup", call("lookup", "c1", city="Paris"), "25 C"]),
+                     tools=weather_tools([]), reasoning=Router(routes, ask_model=True),
+                     policy=Rule(ask_first), store=f"sqlite:///{tmp_path / 'r.db'}")
+
+    first = agent({"lookup": ReAct(), "other": Named("other")})
+    session = first.session(TASK)
+    assert session.run().stop_reason is StopReason.NEEDS_APPROVAL
+    (request,) = first.approval_store.pending(session.id)
+    first.approval_store.approve(request.id, approver="ops")
+    other = agent({"react": ReAct(), "other": Named("other")})
+    with pytest.raises(RecipeChanged, match=r"route 'lookup'.*\(react, other\).*resume it with"):
+        other.resume(session.id)
