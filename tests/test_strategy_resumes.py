@@ -101,3 +101,55 @@ def test_a_router_resumed_by_a_recipe_without_its_route_says_what_to_do(tmp_path
     other = agent({"react": ReAct(), "other": Named("other")})
     with pytest.raises(RecipeChanged, match=r"route 'lookup'.*\(react, other\).*resume it with"):
         other.resume(session.id)
+
+
+RAG_APP = str(Path(__file__).with_name("rag_crash_app.py"))
+
+
+def _crashed(tmp_path: Path, strategy: str, die_at: str) -> tuple[str, str, str]:
+    from rag_crash_app import build as build_rag
+
+    db, marker = str(tmp_path / "j.db"), str(tmp_path / "died")
+    if die_at:
+        died = subprocess.run([sys.executable, RAG_APP, "run", db, marker, strategy, die_at],
+                              capture_output=True, text=True, timeout=60)
+        assert died.returncode == 9, died.stderr
+        session_id = died.stdout.split()[0]
+        result = build_rag(db, marker, strategy).resume(session_id)
+    else:
+        result = build_rag(db, marker, strategy).run("Which service owns billing?")
+        session_id = result.session_id
+    assert result.stop_reason is StopReason.FINISHED
+    return db, session_id, result.answer
+
+
+def _retrievals(events: Sequence[Any]) -> list[str]:
+    """Each retrieval that ran, once per call (a call run again after a crash counts once)."""
+    return list(dict.fromkeys(e.data["call_id"] + " " + e.data["tool"] for e in events
+                              if e.type == "tool.result" and e.data["status"] == "ok"))
+
+
+@pytest.mark.parametrize("die_at", ["", "classify", "retrieve:1", "tool:1", "retrieve:2",
+                                    "tool:2", "retrieve:3", "tool:3", "answer"])
+def test_adaptive_rag_resumed_after_a_crash_routes_and_retrieves_once(tmp_path: Path,
+                                                                      die_at: str) -> None:
+    db, session_id, answer = _crashed(tmp_path, "adaptive", die_at)
+    events = SQLiteStore(db).read(session_id)
+    assert [n["route"] for n in notes(events, "route")] == ["multi"]
+    assert len(_retrievals(events)) == 3  # max_hops
+    assert notes(events, "hops") == [{"hops": 3, "ended_by": "the route's retrievals are done"}]
+    assert answer == "answered from 3 retrievals"
+
+
+@pytest.mark.parametrize("die_at", ["", "retrieve:1", "tool:1", "grade:1", "retrieve:2",
+                                    "tool:2", "grade:2", "retrieve:3", "tool:3", "answer"])
+def test_crag_resumed_after_a_crash_grades_and_retrieves_once(tmp_path: Path,
+                                                             die_at: str) -> None:
+    db, session_id, answer = _crashed(tmp_path, "crag", die_at)
+    events = SQLiteStore(db).read(session_id)
+    assert [(n["attempt"], n["verdict"]) for n in notes(events, "grade")] == [
+        (1, "incorrect"), (2, "ambiguous")]
+    assert [r.split()[1] for r in _retrievals(events)] == ["search_docs", "search_docs",
+                                                           "web_search"]
+    assert [n["tool"] for n in notes(events, "fallback")] == ["web_search"]
+    assert answer == "answered from 3 retrievals"
