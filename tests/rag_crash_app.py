@@ -1,5 +1,6 @@
 """A retrieval strategy whose process dies once, in one phase: ``run DB MARKER STRATEGY PHASE``
-(STRATEGY ``adaptive`` — Adaptive-RAG, routed by the model to ``multi`` — or ``crag`` — CRAG
+(STRATEGY ``adaptive`` — Adaptive-RAG, routed by the model to ``multi``; ``adaptive-aside``,
+the same whose second hop names another tool — or ``crag`` — CRAG
 with a model grader that finds the first retrieval poor, and a fallback); PHASE is where it
 dies: ``classify``, ``retrieve:N`` (the model's N-th retrieval turn), ``tool:N`` (inside the
 N-th retrieval), ``grade:N`` or ``answer``. The test resumes it with ``build``.
@@ -44,7 +45,7 @@ def build(db: str, marker: str, strategy: str, die_at: str = "") -> Agent:
 
     def respond(request: ModelRequest) -> ModelResponse | str:
         last = request.messages[-1].content
-        retrieved = sum(m.role == "tool" for m in request.messages)
+        retrieved = sum(m.role == "tool" and m.content.startswith("[") for m in request.messages)
         if CLASSIFY_NOTE in last:
             die("classify")
             return "multi"
@@ -56,13 +57,16 @@ def build(db: str, marker: str, strategy: str, die_at: str = "") -> Agent:
             return f"answered from {retrieved} retrievals"
         if retrieved >= 3:  # (Adaptive-RAG's next hop: enough)
             return "answered without another hop"
+        if strategy == "adaptive-aside" and retrieved and request.tool_choice is None:
+            # the next hop names another tool: skipped, the hops end, the answer follows
+            return ModelResponse(tool_calls=(ToolCall("", "web_search", {"query": "aside"}),))
         die(f"retrieve:{retrieved + 1}")
         name = request.tool_choice if request.tool_choice in ("search_docs", "web_search") \
             else "search_docs"
         return ModelResponse(tool_calls=(ToolCall("", name, {"query": f"q {retrieved + 1}"}),))
 
     reasoning = AdaptiveRAG("search_docs", classifier=ModelClassifier()) \
-        if strategy == "adaptive" else CRAG("search_docs", fallback_tool="web_search",
+        if strategy.startswith("adaptive") else CRAG("search_docs", fallback_tool="web_search",
                                             grader=ModelGrader())
     return Agent(model=ScriptedModel(respond), reasoning=reasoning,
                  tools=[search_docs, web_search], store=f"sqlite:///{db}")

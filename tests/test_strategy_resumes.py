@@ -141,6 +141,18 @@ def test_adaptive_rag_resumed_after_a_crash_routes_and_retrieves_once(tmp_path: 
     assert answer == "answered from 3 retrievals"
 
 
+@pytest.mark.parametrize("die_at", ["", "answer"])
+def test_adaptive_rag_resumed_after_hops_that_ended_early_does_not_hop_again(
+        tmp_path: Path, die_at: str) -> None:
+    db, session_id, answer = _crashed(tmp_path, "adaptive-aside", die_at)
+    events = SQLiteStore(db).read(session_id)
+    assert len(notes(events, "route")) == 1 and len(_retrievals(events)) == 1
+    assert notes(events, "hops") == [{"hops": 1, "ended_by": "the route's retrievals are done"}]
+    assert sum("call web_search again" in m["content"] or "If the passages" in m["content"]
+               for e in events if e.type == "model.request" for m in e.data["new"]) == 1
+    assert answer == "answered from 1 retrievals"
+
+
 @pytest.mark.parametrize("die_at", ["", "retrieve:1", "tool:1", "grade:1", "retrieve:2",
                                     "tool:2", "grade:2", "retrieve:3", "tool:3", "answer"])
 def test_crag_resumed_after_a_crash_grades_and_retrieves_once(tmp_path: Path,
