@@ -46,6 +46,21 @@ def test_reflexion_killed_in_any_phase_goes_on_from_that_phase(tmp_path: Path,
     assert answers.count("answer 3") == 1 and "PASS the answer is right" in answers
 
 
+@pytest.mark.parametrize("die_at", ["tool:1", "tool:3", "attempt:3", "reflect:2"])
+def test_a_reflexion_attempt_killed_mid_call_is_graded_on_every_call_it_made(
+        tmp_path: Path, die_at: str) -> None:
+    db, marker = str(tmp_path / "j.db"), str(tmp_path / "died")
+    died = subprocess.run([sys.executable, APP, "run", db, marker, die_at, "graded"],
+                          capture_output=True, text=True, timeout=60)
+    assert died.returncode == 9, died.stderr
+    session_id = died.stdout.split()[0]
+    result = build(db, marker, graded=True).resume(session_id)
+    assert result.answer == "answer 3"
+    events = SQLiteStore(db).read(session_id)
+    assert [n["passed"] for n in notes(events, "evaluation")] == [False, False, True]
+    assert [n["attempt"] for n in notes(events, "attempt")] == [1, 2, 3]
+
+
 def test_a_reflexion_attempt_resumed_after_a_pause_is_graded_on_every_call_it_made(
         tmp_path: Path) -> None:
     from test_planned_calls import Rule
