@@ -180,3 +180,30 @@ def test_crag_resumed_after_a_crash_grades_and_retrieves_once(tmp_path: Path,
                                                            "web_search"]
     assert [n["tool"] for n in notes(events, "fallback")] == ["web_search"]
     assert answer == "answered from 3 retrievals"
+
+
+@pytest.mark.parametrize("strategy", ["adaptive", "crag"])
+def test_a_retrieval_that_waited_for_approval_is_not_run_again_after_it(strategy: str) -> None:
+    from test_planned_calls import Rule
+    from test_retrieval_strategies import agent, notes, searcher, turns
+    from tether.knowledge import CRAG, AdaptiveRAG
+    from tether.policy.base import Action, Decision, Effect
+    from tether.runtime.session import Session
+    from tether.store.memory import MemoryStore
+
+    def ask_first(action: Action) -> Decision:
+        return Decision(Effect.REQUIRE_APPROVAL, "check", "ops")
+
+    store = MemoryStore()
+    reasoning = AdaptiveRAG("search_docs") if strategy == "adaptive" else CRAG("search_docs")
+    recipe = agent(reasoning, searcher(["refund window delivery", "never asked"]), store,
+                   policy=Rule(ask_first))
+    session = recipe.session("How long is the refund window after delivery?")
+    assert session.run().stop_reason is StopReason.NEEDS_APPROVAL
+    (request,) = recipe.approval_store.pending(session.id)
+    recipe.approval_store.approve(request.id, approver="ops")
+    result = Session.restore(recipe, session.id).resume()
+    assert result.stop_reason is StopReason.FINISHED, result.notice
+    assert [d["tool"] for d in turns(store, session.id, "tool.result")] == ["search_docs"]
+    kinds = [n["kind"] for n in notes(store, session.id)]
+    assert kinds == (["route", "hops"] if strategy == "adaptive" else ["grade"])
