@@ -163,7 +163,9 @@ def test_out_of_budget_the_search_stops_cleanly_with_the_best_trajectory() -> No
     events = result_session.replay()
     (tree,) = notes(events, "lats.tree")
     assert tree["solved"] is False and tree["stopped"].startswith("the budget")
-    assert result.answer == "The key is in drawer 1."  # the best answer found, as it stands
+    # the best answer found goes to the model marked as not verified, not to the user as it is
+    last = [e.data for e in events if e.type == "model.request"][-1]["new"][-1]["content"]
+    assert "not verified: The key is in drawer 1." in last
     assert not any(r.startswith("send") for r in ran)
 
 

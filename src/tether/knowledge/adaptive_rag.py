@@ -13,7 +13,9 @@ rest one retrieval) or ``ModelClassifier`` (one model turn with no tool offered 
 output cap of its own, an unreadable answer routing to one retrieval) — and journaled with its
 reason (``strategy.note`` ``route``) before anything else happens. Every retrieval is a model
 call of the retrieval tool through the gate; each later hop the model chooses between retrieving
-again and answering, within ``max_hops``; the answer is a turn with no tool offered.
+again and answering, within ``max_hops``; the answer is a turn with no tool offered. Resumed
+after a pause or a crash, it keeps the route it journaled and the retrievals that ran
+(``tether.knowledge.steps.Replay``): nothing is classified, journaled or retrieved twice.
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ import re
 from dataclasses import dataclass
 from typing import Literal, Protocol
 
-from tether.knowledge.steps import answer, retrieve, run_retrievals, words
+from tether.knowledge.steps import Replay, answer, retrieve, run_retrievals, words
 from tether.runtime.handle import Handle
 
 Route = Literal["none", "single", "multi"]
@@ -114,25 +116,41 @@ class AdaptiveRAG:
             raise ValueError("max_hops must be a whole number >= 1")
 
     async def run(self, handle: Handle) -> str:
+        tool = self.retrieval_tool
+        replay = Replay(handle.history(), (tool,), lambda n: n.kind == "hops" or (
+            n.kind == "route" and n.data.get("strategy") == "adaptive-rag"))
+        decision = await self._route(handle, replay)
+        if decision.route == "none":
+            return await answer(handle, "Answer the question now, without tools.")
+        found = replay.retrieved(tool) or await retrieve(handle, tool,
+                                                         RETRIEVE_NOTE.format(tool=tool))
+        hops = 1
+        while decision.route == "multi" and hops < self.max_hops and found.results \
+                and replay.note("hops", take=False) is None:
+            again = replay.retrieved(tool)
+            if again is None:
+                turn = await handle.ask_model(note=NEXT_HOP_NOTE.format(tool=tool))
+                wanted = [c for c in turn.tool_calls if c.name == tool]
+                if not wanted:
+                    if not turn.tool_calls:
+                        handle.record("hops", {"hops": hops, "ended_by": "the model answered"})
+                        return turn.text
+                    break  # it named another tool: not run (skipped); answer from what there is
+                again = await run_retrievals(handle, wanted)
+            found = again
+            hops += 1
+        if replay.note("hops") is None:
+            handle.record("hops", {"hops": hops, "ended_by": "the route's retrievals are done"})
+        return await answer(handle)
+
+    async def _route(self, handle: Handle, replay: Replay) -> RouteDecision:
+        """The route journaled before a resume, or the classifier's (journaled now)."""
+        past = replay.note("route")
+        if past is not None and past.data.get("route") in ROUTES:
+            return RouteDecision(past.data["route"], str(past.data.get("reason", "")))
         decision = await self.classifier.classify(handle.task, handle)
         handle.record("route", {"strategy": "adaptive-rag", "route": decision.route,
                                 "reason": decision.reason,
                                 "classifier": type(self.classifier).__name__})
-        if decision.route == "none":
-            return await answer(handle, "Answer the question now, without tools.")
-        tool = self.retrieval_tool
-        found = await retrieve(handle, tool, RETRIEVE_NOTE.format(tool=tool))
-        hops = 1
-        while decision.route == "multi" and hops < self.max_hops and found.results:
-            turn = await handle.ask_model(note=NEXT_HOP_NOTE.format(tool=tool))
-            wanted = [c for c in turn.tool_calls if c.name == tool]
-            if not wanted:
-                if not turn.tool_calls:
-                    handle.record("hops", {"hops": hops, "ended_by": "the model answered"})
-                    return turn.text
-                break  # it named another tool: not run (skipped); answer from what there is
-            found = await run_retrievals(handle, wanted)
-            hops += 1
-        handle.record("hops", {"hops": hops, "ended_by": "the route's retrievals are done"})
-        return await answer(handle)
+        return decision
 

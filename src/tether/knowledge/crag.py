@@ -15,6 +15,8 @@ confidence and action. The corrections are model calls of tools through the gate
 query is the model's, in a turn forced to the retrieval tool; the fallback is a turn forced to
 ``fallback_tool`` (decided, budgeted, journaled like any call: a policy that denies it denies
 it). A denied or failed retrieval grades as ``incorrect``. The answer is a turn with no tool.
+Resumed after a pause or a crash, it goes on from the retrievals that ran and the grades it
+journaled (``tether.knowledge.steps.Replay``): none is graded, journaled or retrieved twice.
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal, Protocol
 
-from tether.knowledge.steps import Retrieved, answer, overlap, retrieve
+from tether.knowledge.steps import Replay, Retrieved, answer, overlap, retrieve
 from tether.runtime.handle import Handle
 
 Verdict = Literal["correct", "ambiguous", "incorrect"]
@@ -112,24 +114,33 @@ class CRAG:
             raise ValueError("max_rewrites must be a whole number >= 0")
 
     async def run(self, handle: Handle) -> str:
-        question, tool = handle.task, self.retrieval_tool
-        found = await retrieve(handle, tool, f"Search the documents: call {tool} with a "
-                               "focused query for the question.")
-        grade = await self._grade(handle, question, found, attempt=1)
+        question, tool, fallback = handle.task, self.retrieval_tool, self.fallback_tool
+        replay = Replay(handle.history(), {tool, fallback or tool}, lambda n: n.kind == "fallback"
+                        or (n.kind == "grade" and n.data.get("strategy") == "crag"))
+        found = replay.retrieved(tool) or await retrieve(
+            handle, tool, f"Search the documents: call {tool} with a focused query for the "
+            "question.")
+        grade = await self._grade(handle, replay, question, found, attempt=1)
         attempt = 1
         while grade.verdict == "incorrect" and attempt <= self.max_rewrites:
             attempt += 1
-            found = await retrieve(handle, tool, REWRITE_NOTE.format(tool=tool))
-            grade = await self._grade(handle, question, found, attempt)
-        if grade.verdict != "correct" and self.fallback_tool is not None:
-            fallback = self.fallback_tool
-            extra = await retrieve(handle, fallback, FALLBACK_NOTE.format(tool=fallback))
-            handle.record("fallback", {"tool": fallback, "passages": len(extra.passages),
-                                       "after": grade.verdict})
+            found = replay.retrieved(tool) or await retrieve(handle, tool,
+                                                             REWRITE_NOTE.format(tool=tool))
+            grade = await self._grade(handle, replay, question, found, attempt)
+        if grade.verdict != "correct" and fallback is not None:
+            extra = replay.retrieved(fallback) or await retrieve(
+                handle, fallback, FALLBACK_NOTE.format(tool=fallback))
+            if replay.note("fallback") is None:
+                handle.record("fallback", {"tool": fallback, "passages": len(extra.passages),
+                                           "after": grade.verdict})
         return await answer(handle)
 
-    async def _grade(self, handle: Handle, question: str, found: Retrieved,
+    async def _grade(self, handle: Handle, replay: Replay, question: str, found: Retrieved,
                      attempt: int) -> Grade:
+        past = replay.note("grade")  # resumed: the grade journaled before stands
+        if past is not None:
+            return Grade(float(past.data["confidence"]), past.data["verdict"],
+                         str(past.data["reason"]))
         grade = await self.grader.grade(question, found.passages, handle)
         action = {"correct": "answer", "ambiguous": "answer, with the fallback if any",
                   "incorrect": "rewrite the query" if attempt <= self.max_rewrites

@@ -10,16 +10,20 @@ result saying so.
 
 Decision: passages are read from a retrieval result's content as the retrievers write it — a
 JSON list of objects with ``text`` (and ``doc_id``, ``score``) — or, from any other tool, as one
-passage of plain text; a result that is not ``ok`` (denied, failed) gives none.
+passage of plain text; a result that is not ``ok`` (denied, failed) gives none. A strategy
+resumed after a pause or a crash goes on from what the journal holds (``Replay``): the
+retrievals that ran and the notes it wrote are reused in order, never run or written twice.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections import deque
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
 
 from tether.runtime.handle import Handle
+from tether.runtime.planned import Entry, ModelTurn, Note
 from tether.runtime.result import ToolResult
 from tether.types import ToolCall
 
@@ -59,10 +63,54 @@ async def retrieve(handle: Handle, tool: str, note: str) -> Retrieved:
 
 async def run_retrievals(handle: Handle, calls: Sequence[ToolCall]) -> Retrieved:
     """Run the model's retrieval calls through the gate (none: nothing retrieved)."""
-    results = await handle.call_tools(calls) if calls else ()
+    return _found(calls, await handle.call_tools(calls) if calls else ())
+
+
+def _found(calls: Sequence[ToolCall], results: Sequence[ToolResult]) -> Retrieved:
     queries = tuple(str(c.arguments.get("query", "")) if isinstance(c.arguments, dict) else ""
                     for c in calls)
-    return Retrieved(queries, tuple(p for r in results for p in passages_of(r)), results)
+    return Retrieved(queries, tuple(p for r in results for p in passages_of(r)), tuple(results))
+
+
+class Replay:
+    """The steps a retrieval strategy took before a resume (a pause, a crash), handed back in the
+    order they happened: its retrievals (the model's turns that called a retrieval tool, with
+    their results) and its notes. The strategy asks for each step before taking it: one the
+    journal holds next is reused — not classified, graded, retrieved or journaled again — and
+    the others are taken live. (A retrieval whose model turn was lost in the crash has no
+    journaled answer: it is asked again, the only way to have one.)"""
+
+    def __init__(self, history: Sequence[Entry], tools: Collection[str],
+                 noted: Callable[[Note], bool]) -> None:
+        self._steps: deque[tuple[str, Retrieved] | Note] = deque()
+        for entry in history:
+            if isinstance(entry, Note) and noted(entry):
+                self._steps.append(entry)
+            elif isinstance(entry, ModelTurn) and None not in entry.results:
+                tool = next((c.name for c in entry.calls if c.name in tools), None)
+                if tool is not None:
+                    ran = [(c, r) for c, r in zip(entry.calls, entry.results, strict=True)
+                           if c.name == tool and r is not None]
+                    self._steps.append((tool, _found([c for c, _ in ran],
+                                                     [r for _, r in ran])))
+
+    def retrieved(self, tool: str) -> Retrieved | None:
+        """The journaled retrieval of ``tool`` that comes next, if that is the next step."""
+        step = self._steps[0] if self._steps else None
+        if isinstance(step, tuple) and step[0] == tool:
+            self._steps.popleft()
+            return step[1]
+        return None
+
+    def note(self, kind: str, take: bool = True) -> Note | None:
+        """The journaled note of ``kind`` that comes next, if that is the next step (``take``:
+        it is then used up)."""
+        step = self._steps[0] if self._steps else None
+        if isinstance(step, Note) and step.kind == kind:
+            if take:
+                self._steps.popleft()
+            return step
+        return None
 
 
 async def answer(handle: Handle, note: str = ANSWER_NOTE) -> str:

@@ -64,6 +64,10 @@ FAILED_NOTE = ("[tether] The search chose a path, but its step {call} did not su
 UNSOLVED_NOTE = ("[tether] The search ended ({why}) without a path that can be carried out. The "
                  "most promising one:\n{path}\nNone of its side-effecting steps ran. Tell the "
                  "user plainly what is known and what was not done, without tools.")
+UNVERIFIED_NOTE = ("[tether] The search ended ({why}) without an answer judged right. The best "
+                   "one found, not verified: {answer}\nIt was judged {value:.2f} (an answer "
+                   "judged right needs {solved_at}): {judgement}. Tell the user plainly that "
+                   "this answer is not verified, and what is known, without tools.")
 PLANNED_REASON = "lats: chosen path {node}, side effect {index}/{count}"
 FINISH_STEPS = 2  # steps the search leaves for finishing: a model turn needs one more held back
 
@@ -124,8 +128,13 @@ class LATS:
     async def run(self, handle: Handle) -> str:
         search = _Search(self, handle)
         chosen = await search.run()
-        if chosen.answer is not None and (chosen.value >= self.solved_at or not chosen.effects):
+        if chosen.answer is not None and chosen.value >= self.solved_at:
             return await _finish(handle, chosen)
+        if chosen.answer is not None and not chosen.effects:  # an answer judged wrong: said so
+            return (await handle.ask_model(note=UNVERIFIED_NOTE.format(
+                why=search.stopped or "unsolved", answer=chosen.answer, value=chosen.value,
+                solved_at=self.solved_at, judgement=chosen.why or "no reason given"),
+                tool_choice="none")).text
         return (await handle.ask_model(note=UNSOLVED_NOTE.format(
             why=search.stopped or "unsolved", path=_transcript(chosen)), tool_choice="none")).text
 

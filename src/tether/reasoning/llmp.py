@@ -15,8 +15,11 @@ arguments come from the validated plan (journaled as ``strategy.note`` ``plan`` 
 problem, the actions and the validation) — never from anything the model writes after it. A step
 that fails or is refused stops the plan; the model is told what happened and writes a new
 problem from the world as it now is (``max_replans``); an action the policy refused is never
-planned again (a plan that needs it is sent back). On resume the strategy continues from its
-journaled plan (``Handle.history``), so a step whose result is journaled never runs again.
+planned again: the planner and the validator read the domain and problem with that grounded
+action made impossible (``planner.forbid``), so the next plan goes around it when another plan
+exists (and a plan that still names it, from a planner that ignores the guard, is sent back).
+On resume the strategy continues from its journaled plan (``Handle.history``), so a step whose
+result is journaled never runs again.
 """
 
 from __future__ import annotations
@@ -32,6 +35,7 @@ from tether.reasoning.planner import (
     PlanningError,
     PyVal,
     Validator,
+    forbid,
     problem_text,
     solve_and_validate,
 )
@@ -46,7 +50,8 @@ RETRY_NOTE = "That problem cannot be used: {why}. Write the corrected problem on
 REPLAN_NOTE = ("Step {index} of the plan, {action}, {status}: {content}\nThe steps before it "
                "ran. Write a new PDDL problem for domain {name}, from the world as it is now, "
                "to the same goal. Reply with the problem only.")
-REFUSED_NOTE = " The policy refused {actions}; a plan that needs any of them will not run."
+REFUSED_NOTE = (" The policy refused {actions}: the planner is told, and plans around them if it "
+                "can; describe the world as it is.")
 DONE_NOTE = ("[tether] The plan ran: all {steps} steps succeeded. Tell the user the outcome in "
              "a sentence or two, without tools.")
 FAILED_NOTE = ("[tether] The task could not be planned or carried out: {why}. Tell the user "
@@ -61,7 +66,7 @@ class _Progress:
     plans: int = 0  # plans made so far
     done: int = 0  # steps of the current plan that ran and succeeded
     failed: PlannedCalls | None = None  # the step that stopped the current plan
-    refused: frozenset[str] = frozenset()  # actions the policy refused
+    refused: frozenset[PlanAction] = frozenset()  # actions the policy refused
     ended: str | None = None  # "done" or the reason the strategy gave up
 
 
@@ -69,7 +74,7 @@ def _progress(history: Sequence[Entry]) -> _Progress:
     plan: tuple[PlanAction, ...] | None = None
     plans = done = 0
     failed: PlannedCalls | None = None
-    refused: set[str] = set()
+    refused: set[PlanAction] = set()
     ended: str | None = None
     for entry in history:
         if isinstance(entry, Note) and entry.kind == "plan":
@@ -84,7 +89,7 @@ def _progress(history: Sequence[Entry]) -> _Progress:
             else:
                 failed = entry
                 if result is not None and result.status == "denied":
-                    refused.add(str(plan[done]))
+                    refused.add(plan[done])
     return _Progress(plan, plans, done, failed, frozenset(refused), ended)
 
 
@@ -140,7 +145,7 @@ class LLMP:
             status="was not run: it waits for a person" if result is None
             else f"ended {result.status}", content=result.content if result else "")
         if progress.refused:
-            note += REFUSED_NOTE.format(actions=", ".join(sorted(progress.refused)))
+            note += REFUSED_NOTE.format(actions=", ".join(sorted(map(str, progress.refused))))
         return note
 
     async def _plan(self, handle: Handle, note: str, progress: _Progress) -> bool:
@@ -151,12 +156,15 @@ class LLMP:
                                            max_output_tokens=self.problem_tokens)).text
             try:
                 problem = problem_text(said)
+                # the refused actions are made impossible in what the planner and the validator
+                # read, so the plan goes around them when another way exists
                 plan, validation = await solve_and_validate(
-                    self.planner, self.validator, self.domain.pddl, problem)
+                    self.planner, self.validator,
+                    *forbid(self.domain.pddl, problem, progress.refused))
                 if not validation.valid:
                     raise PlanningError(f"the planner's plan does not validate "
                                         f"({validation.status}); describe the task again")
-                needs = sorted({str(a) for a in plan} & progress.refused)
+                needs = sorted(str(a) for a in set(plan) & progress.refused)
                 if needs:
                     raise PlanningError(f"its plan needs {', '.join(needs)}, which the policy "
                                         "refuses; describe the world so another way is found")
@@ -171,7 +179,8 @@ class LLMP:
                 "actions": [[a.name, *a.args] for a in plan],
                 "validation": {"valid": validation.valid, "status": validation.status,
                                "validator": type(self.validator).__name__},
-                "planner": type(self.planner).__name__})
+                "planner": type(self.planner).__name__,
+                "refused": sorted(map(str, progress.refused))})
             return True
         return False
 

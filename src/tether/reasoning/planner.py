@@ -17,6 +17,10 @@ thread so the event loop is never blocked. pddl-pyvalidator reads problems throu
 unified-planning's process-wide default environment, which is not safe to use from two threads at
 once (concurrent sessions crashed in it), so one plan-and-validate runs at a time per process
 (``_ONE_AT_A_TIME``, a lock: it holds no data). A validator that raises is a plan not validated.
+An action the policy refused is planned around, not merely refused again: ``forbid`` hands the
+planner and the validator the domain and problem with that grounded action made impossible (a
+static fact and a negative precondition), so the planner finds another plan when one exists —
+and, having only added preconditions, never one the original domain would not allow.
 """
 
 from __future__ import annotations
@@ -25,6 +29,7 @@ import asyncio
 import re
 import tempfile
 import threading
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
@@ -79,13 +84,7 @@ def problem_text(said: str) -> str:
     if start is None:
         raise PlanningError("no PDDL problem found: reply with one problem, starting "
                             "'(define (problem NAME) (:domain DOMAIN)' and nothing else")
-    depth = 0
-    for i in range(start.start(), len(said)):
-        depth += {"(": 1, ")": -1}.get(said[i], 0)
-        if depth == 0:
-            return said[start.start():i + 1]
-    raise PlanningError("the PDDL problem is cut off: its parentheses never close (count "
-                        "them: every '(' needs its ')')")
+    return said[start.start():_close(said, start.start())]
 
 
 @dataclass(frozen=True, slots=True)
@@ -160,6 +159,93 @@ async def solve_and_validate(planner: Planner, validator: Validator, domain: str
             return plan, validator.validate(domain, problem, plan)
 
     return await asyncio.to_thread(work)
+
+
+def forbid(domain: str, problem: str, refused: Iterable[PlanAction]) -> tuple[str, str]:
+    """The domain and problem with each ``refused`` grounded action made impossible: a static
+    fact ``(tether-refused-NAME args...)`` in the problem's :init, and ``(not (tether-refused-NAME
+    ?params...))`` added to that action's precondition. The planner then finds another plan if
+    one exists, and a plan valid here is valid in the original (only preconditions were added).
+    A refused action naming an object the problem does not declare cannot occur: it is left
+    out. Unchanged when nothing is refused."""
+    declared = _objects(_section(problem, ":objects") or "") | _objects(
+        _section(domain, ":constants") or "")
+    by_name: dict[str, list[PlanAction]] = {}
+    for action in refused:
+        if all(a.lower() in declared for a in action.args):
+            by_name.setdefault(action.name.lower(), []).append(action)
+    if not by_name:
+        return domain, problem
+    predicates = []
+    for name in by_name:
+        found = re.search(rf"\(:action\s+{re.escape(name)}\s", domain, re.I)
+        if found is None:
+            continue
+        block_end = _close(domain, found.start())
+        block = domain[found.start():block_end]
+        params = _section(block, ":parameters") or ""
+        variables = " ".join(re.findall(r"\?[^\s()]+", params))
+        guard = f"(not (tether-refused-{name} {variables}))".replace(" )", ")")
+        pre = re.search(r":precondition\s*\(", block, re.I)
+        if pre is None:
+            at = block.lower().index(":parameters")
+            at = _close(block, block.index("(", at)) if params else at
+            block = f"{block[:at]} :precondition {guard}{block[at:]}"
+        else:
+            start = pre.end() - 1
+            end = _close(block, start)
+            block = f"{block[:start]}(and {guard} {block[start:end]}){block[end:]}"
+        domain = domain[:found.start()] + block + domain[block_end:]
+        predicates.append(f"(tether-refused-{name} {params.strip()[1:-1].strip()})"
+                          .replace(" )", ")"))
+    domain = _insert(domain, ":predicates", " ".join(predicates))
+    if re.search(r"\(\s*:requirements\b", domain, re.I):
+        domain = _insert(domain, ":requirements", ":negative-preconditions")
+    else:
+        head = re.search(r"\(\s*domain\s+[^\s()]+\s*\)", domain, re.I)
+        if head is None:
+            raise PlanningError("the domain has no (domain NAME) header")
+        domain = (f"{domain[:head.end()]} (:requirements :negative-preconditions)"
+                  f"{domain[head.end():]}")
+    facts = " ".join(f"(tether-refused-{a.name.lower()} {' '.join(a.args)})".replace(" )", ")")
+                     for actions in by_name.values() for a in actions)
+    return domain, _insert(problem, ":init", facts)
+
+
+def _close(text: str, start: int) -> int:
+    """The index just past the parenthesis that closes the one at ``start``."""
+    depth = 0
+    for i in range(start, len(text)):
+        depth += {"(": 1, ")": -1}.get(text[i], 0)
+        if depth == 0:
+            return i + 1
+    raise PlanningError("the PDDL problem is cut off: its parentheses never close (count "
+                        "them: every '(' needs its ')')")
+
+
+def _section(text: str, key: str) -> str | None:
+    """The s-expression that follows ``key`` (``:parameters (...)``) or, for a section such as
+    ``(:objects ...)``, its body; None when there is none."""
+    found = re.search(rf"\(\s*{re.escape(key)}\b", text, re.I)
+    if found is not None:  # a section: (:objects a b - t)
+        return text[found.end():_close(text, found.start()) - 1]
+    found = re.search(rf"{re.escape(key)}\s*\(", text, re.I)
+    return None if found is None else text[found.end() - 1:_close(text, found.end() - 1)]
+
+
+def _objects(section: str) -> set[str]:
+    """The names a (:objects ...) or (:constants ...) body declares (types left out)."""
+    words = section.split()
+    return {w.lower() for i, w in enumerate(words)
+            if w != "-" and (i == 0 or words[i - 1] != "-")}
+
+
+def _insert(text: str, section: str, what: str) -> str:
+    """``what`` added at the start of ``(section ...)``."""
+    found = re.search(rf"\(\s*{re.escape(section)}\b", text, re.I)
+    if found is None:
+        raise PlanningError(f"the PDDL has no ({section} ...) section")
+    return f"{text[:found.end()]} {what}{text[found.end():]}"
 
 
 def _problem_domain(problem: str) -> str:

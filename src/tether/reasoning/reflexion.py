@@ -10,24 +10,28 @@ Decision: the attempt is any strategy (ReAct by default) run on a handle scoped 
 the same chokepoint, plus caps of its own (``attempt_steps``, ``attempt_tool_calls``) so one
 attempt cannot spend what the next ones need; the run's budget still holds over everything.
 The critique and the reflection are tool-less turns with small output caps of their own. Each
-attempt, evaluation and reflection is journaled (``strategy.note``), and the attempts are counted
-from the journal, so ``max_attempts`` holds across a resume and a resumed run keeps its
-reflections; an attempt that a pause or a crash cut goes on after the resume (its own caps
-start again; the run's budget does not). The earlier attempts stay in the conversation (they
-are the session's record); the reflections are added as a note at the start of the next one.
+attempt, its answer, evaluation and reflection is journaled (``strategy.note``: ``attempt``
+starts a phase, ``answer``, ``evaluation`` and ``reflection`` each end one), and a resumed run
+reads where it stands from those notes (``Handle.history``): ``max_attempts`` holds across a
+resume, the reflections are kept, and a run a crash cut starts again in the phase that had not
+ended — an attempt goes on (its own caps start again; the run's budget does not) with the calls
+it made before (rebuilt from the journal, for a grader that checks them); a critique or a
+reflection cut short is asked again, never taken for the attempt's answer. The earlier
+attempts stay in the conversation (they are the session's record); the reflections are added as
+a note at the start of the next one.
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
 
 from tether.evals.graders import CallRecord, Grade, Grader, Outcome, grade
 from tether.reasoning.react import ReAct
 from tether.runtime.handle import Handle, Strategy
-from tether.runtime.planned import Entry, Note
+from tether.runtime.planned import Entry, ModelTurn, Note, PlannedCalls
 from tether.runtime.result import ToolResult
 from tether.types import Message, ModelResponse, ToolCall
 
@@ -92,6 +96,10 @@ class _Attempt:
         self.outer, self.note, self.attempt = outer, note, attempt
         self.steps_left, self.calls_left = steps, tool_calls
         self.calls: list[CallRecord] = []
+        for entry in self._history():  # resumed: the calls the attempt made before
+            if isinstance(entry, ModelTurn | PlannedCalls):
+                ran = [(c, r) for c, r in zip(entry.calls, entry.results, strict=True) if r]
+                self._keep([c for c, _ in ran], [r for _, r in ran])
         self.handle = Handle(self._ask, self._call, outer.remaining_budget, outer.record,
                              outer.task, planned=self._planned, history=self._history,
                              branch=(self._ask_branch, self._call_branch))
@@ -179,43 +187,83 @@ class Reflexion:
                 raise ValueError(f"{name} must be a whole number >= 1")
 
     async def run(self, handle: Handle) -> str:
-        notes = [e for e in handle.history() if isinstance(e, Note)]
-        attempt = sum(n.kind == "attempt" for n in notes)
-        # resumed inside an attempt (a pause, a crash): it goes on, it is not a new one
-        unfinished = attempt > sum(n.kind == "evaluation" for n in notes)
-        reflections = [str(n.data["text"]) for n in notes if n.kind == "reflection"]
-        answer = ""
-        while attempt < self.max_attempts or unfinished:
+        at = _progress(handle.history())
+        # (a reflection's note is journaled with the next attempt's: never one without the other)
+        attempt, answer, verdict, reflected = at.attempt, at.answer, at.verdict, False
+        reflections = list(at.reflections)
+        while not at.exhausted:
             note = None
-            if unfinished:
-                unfinished = False
-            else:
+            if attempt == 0 or (verdict is not None and reflected):  # the next attempt
+                if attempt >= self.max_attempts:
+                    break
                 attempt += 1
                 handle.record("attempt", {"attempt": attempt, "of": self.max_attempts,
                                           "reflections": len(reflections)})
+                answer, verdict, reflected = None, None, False
                 note = RETRY_NOTE.format(reflections="\n".join(
                     f"{i}. {r}" for i, r in enumerate(reflections, 1))) if reflections else None
+            # resumed inside an attempt (a pause, a crash): it goes on, it is not a new one
             scoped = _Attempt(handle, note, self.attempt_steps, self.attempt_tool_calls,
                               attempt)
-            over = ""
-            try:
-                answer = str(await self.actor.run(scoped.handle))
-            except AttemptOver as exc:
-                answer, over = "", str(exc)
-            verdict = Grade(False, over) if over else await self.evaluator.evaluate(
-                handle, answer, scoped.calls)
-            handle.record("evaluation", {"attempt": attempt, "passed": verdict.passed,
-                                         "why": verdict.why,
-                                         "evaluator": type(self.evaluator).__name__})
+            if answer is None and verdict is None:
+                try:
+                    answer = str(await self.actor.run(scoped.handle))
+                    handle.record("answer", {"attempt": attempt, "answer": answer})
+                except AttemptOver as exc:
+                    answer, verdict = "", Grade(False, str(exc))
+                    self._evaluated(handle, attempt, verdict)
+            if verdict is None:  # (resumed after the answer: evaluated again, not answered)
+                verdict = await self.evaluator.evaluate(handle, answer or "", scoped.calls)
+                self._evaluated(handle, attempt, verdict)
             if verdict.passed:
-                return answer
-            if attempt == self.max_attempts:
+                return answer or ""
+            if attempt >= self.max_attempts:
                 break
-            said = await handle.ask_model(note=REFLECT_NOTE.format(why=verdict.why or "no "
-                                                                   "reason given"),
-                                          tool_choice="none",
-                                          max_output_tokens=self.reflection_tokens)
-            handle.record("reflection", {"attempt": attempt, "text": said.text})
-            reflections.append(said.text)
-        handle.record("attempts.exhausted", {"attempts": attempt})
-        return answer
+            if not reflected:
+                said = await handle.ask_model(note=REFLECT_NOTE.format(
+                    why=verdict.why or "no reason given"), tool_choice="none",
+                    max_output_tokens=self.reflection_tokens)
+                handle.record("reflection", {"attempt": attempt, "text": said.text})
+                reflections.append(said.text)
+                reflected = True
+        if not at.exhausted:
+            handle.record("attempts.exhausted", {"attempts": attempt})
+        return answer or ""
+
+    def _evaluated(self, handle: Handle, attempt: int, verdict: Grade) -> None:
+        handle.record("evaluation", {"attempt": attempt, "passed": verdict.passed,
+                                     "why": verdict.why,
+                                     "evaluator": type(self.evaluator).__name__})
+
+
+@dataclass(frozen=True, slots=True)
+class _Progress:
+    """Where a run stands, read off its journaled notes: the attempt (0: none yet), its answer
+    and verdict (None: not yet), and the reflections so far."""
+
+    attempt: int = 0
+    answer: str | None = None
+    verdict: Grade | None = None
+    reflections: tuple[str, ...] = ()
+    exhausted: bool = False
+
+
+def _progress(history: Sequence[Entry]) -> _Progress:
+    """Each phase ends with its note (``attempt`` starts one; ``answer``, ``evaluation``,
+    ``reflection`` end one), so a run resumed after a crash starts again in the phase that had
+    not ended — never taking the words of a critique or a reflection cut short for an answer."""
+    at = _Progress()
+    for n in history:
+        if not isinstance(n, Note):
+            continue
+        if n.kind == "attempt":
+            at = _Progress(int(n.data["attempt"]), reflections=at.reflections)
+        elif n.kind == "answer":
+            at = replace(at, answer=str(n.data["answer"]))
+        elif n.kind == "evaluation":
+            at = replace(at, verdict=Grade(bool(n.data["passed"]), str(n.data.get("why", ""))))
+        elif n.kind == "reflection":
+            at = replace(at, reflections=(*at.reflections, str(n.data["text"])))
+        elif n.kind == "attempts.exhausted":
+            at = replace(at, exhausted=True)
+    return at

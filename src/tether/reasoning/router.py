@@ -11,7 +11,8 @@ rule matches and ``ask_model`` is set, the model picks a route in one tool-less 
 ``max_output_tokens`` (a few tokens: its own small budget inside the run's); an unreadable pick
 falls back to ``default``. The route is journaled with its reason (``strategy.note`` ``route``)
 before the chosen strategy starts, and a resumed session keeps the route it journaled: a run
-never changes strategy halfway.
+never changes strategy halfway (a recipe whose Router lacks that route is refused with
+``RecipeChanged``, as any recipe that cannot go on with the session as it was started).
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from dataclasses import dataclass, field
 
 from tether.runtime.handle import Handle, Strategy
 from tether.runtime.planned import Note
+from tether.runtime.session import RecipeChanged
 
 PICK_NOTE = ("Before you start, choose how to approach the task above. Reply with one word, the "
              "name of one of these approaches:\n{choices}")
@@ -85,6 +87,12 @@ class Router:
                    and e.data.get("strategy") == "router"]
         if earlier:  # resumed: the route journaled before stands
             route = str(earlier[-1].data["route"])
+            if route not in self.routes:
+                raise RecipeChanged(
+                    f"this session was routed to route {route!r}, which this recipe's Router "
+                    f"does not have ({', '.join(self.routes)}); a run never changes strategy "
+                    "halfway, so resume it with the recipe that started it (or one whose "
+                    f"Router has a route named {route!r})")
         else:
             route, reason, by = await self._choose(handle)
             handle.record("route", {"strategy": "router", "route": route, "reason": reason,

@@ -118,9 +118,11 @@ class Handle:
         return await self._branch[1](tuple(calls))
 
     def history(self) -> tuple[Entry, ...]:
-        """What the strategy journaled in this session so far — its notes and planned calls
-        with their results — in order: what a strategy resumed after a pause or a crash
-        continues from, so it never repeats a step that ran."""
+        """What the strategy journaled in this session so far — its notes (``Note``), its
+        planned calls (``PlannedCalls``) and the model's answers in the conversation
+        (``ModelTurn``), each call with its result — in order: what a strategy resumed after a
+        pause or a crash continues from, so it never repeats a step that ran nor takes one
+        phase's answer for another's."""
         return () if self._history is None else self._history()
 
     def remaining_budget(self) -> dict[str, Any]:

@@ -11,8 +11,9 @@ calls (the provider sees each call before its result), and then run by the same 
 Decision: the ids are derived from the journal (how many planned turns came before), so a rerun
 makes the same ids and is answered from the record, and a resumed session never runs a call
 whose result is journaled (the effect ledger is keyed by call id). A strategy resumes from
-``history``: its notes and planned calls, with their results, in journal order — it continues
-its plan from there instead of starting again (and so never repeats a step that ran).
+``history``: its notes, its planned calls and the model's turns, with their results, in journal
+order — it continues its plan from there instead of starting again (and so never repeats a step
+that ran).
 """
 
 from __future__ import annotations
@@ -44,7 +45,19 @@ class PlannedCalls:
     results: tuple[ToolResult | None, ...]
 
 
-Entry = Note | PlannedCalls
+@dataclass(frozen=True, slots=True)
+class ModelTurn:
+    """One of the model's answers in the conversation (``Handle.ask_model``), as journaled: its
+    text and the calls it asked for, each with its result (None: none yet). What a strategy
+    resumed after a crash reads to tell a phase whose answer it already has from one it must
+    still ask for, and to reuse what a call already brought back instead of calling again."""
+
+    text: str
+    calls: tuple[ToolCall, ...]
+    results: tuple[ToolResult | None, ...]
+
+
+Entry = Note | PlannedCalls | ModelTurn
 
 
 def planned_turn(calls: Sequence[tuple[str, Mapping[str, Any]]], reason: str,
@@ -71,12 +84,16 @@ def planned_turn(calls: Sequence[tuple[str, Mapping[str, Any]]], reason: str,
 
 
 def history(state: SessionState) -> tuple[Entry, ...]:
-    """The strategy's notes and planned turns so far, in journal order."""
+    """The strategy's notes, planned turns and the model's turns so far, in journal order."""
     out: list[Entry] = []
+    results = state.planned
     for kind, entry in state.strategy_log:
         if kind == "note":
             out.append(Note(entry[0], entry[1]))
+        elif kind == "turn":
+            text, calls = entry
+            out.append(ModelTurn(text, calls, tuple(results.get(c.id) for c in calls)))
         else:
             reason, calls = entry
-            out.append(PlannedCalls(reason, calls, tuple(state.planned.get(c.id) for c in calls)))
+            out.append(PlannedCalls(reason, calls, tuple(results.get(c.id) for c in calls)))
     return tuple(out)

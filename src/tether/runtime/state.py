@@ -30,7 +30,6 @@ from tether.runtime.revive import revive
 from tether.runtime.stop import StopReason
 from tether.types import (
     BRANCH_CALL_PREFIX,
-    PLANNED_CALL_PREFIX,
     Event,
     Message,
     ToolCall,
@@ -119,9 +118,10 @@ class SessionState:
         # the ids of the calls a compaction took out of the conversation: still used, so a
         # resumed chokepoint gives a model that repeats one another (tether.runtime.compactor)
         self.compacted_ids: set[str] = set()
-        # what the strategy journaled, in order — ("note", (kind, data)) and ("calls", (reason,
-        # calls)) for its planned calls — and the results of those calls: what a strategy that
-        # resumes continues from (``Handle.history``)
+        # what the strategy journaled and was answered, in order — ("note", (kind, data)),
+        # ("calls", (reason, calls)) for its planned calls, ("turn", (text, calls)) for each of
+        # the model's answers in the conversation — and the results of those calls (by call id):
+        # what a strategy that resumes continues from (``Handle.history``)
         self.strategy_log: list[tuple[str, Any]] = []
         self.planned: dict[str, ToolResult] = {}
         # what the session opened with (system prompt, thread, task): a branch's context starts
@@ -221,6 +221,7 @@ class SessionState:
         t = self.tally
         reported = not r.usage.estimated and r.usage.input_tokens > 0
         self.counted = (r.usage.input_tokens, len(self.conversation) - 1) if reported else None
+        self.strategy_log.append(("turn", (r.text, r.tool_calls)))
         self._open_turn(r.tool_calls, r.text, t.steps)
 
     def _on_branch_request(self, data: Mapping[str, Any]) -> None:
@@ -317,10 +318,10 @@ class SessionState:
         results = self.results
         result = results[data["call_id"]] = ToolResult(data["call_id"], data["tool"],
                                                        data["content"], data["status"])
-        if data["call_id"].startswith(PLANNED_CALL_PREFIX):
-            self.planned[data["call_id"]] = result
-        elif data["call_id"].startswith(BRANCH_CALL_PREFIX):
+        if data["call_id"].startswith(BRANCH_CALL_PREFIX):
             self.branches.on_result(result)
+        else:  # a planned call's or a model turn's (``Handle.history``)
+            self.planned[data["call_id"]] = result
         if data.get("private"):
             self.private.add(data["content"], data["private"])
         if data["status"] in ("ok", "error", "timeout"):
