@@ -13,19 +13,12 @@ Decisions:
   ``tools.selected`` event (the ranked tools' scores, the tools the policy hid, a ranker error)
   and, as without selection, as the ``tools`` of the ``model.request``.
 - **What "the policy denies" means: a deny that no arguments could change.** Each candidate is
-  put to the policy with the session's live subject and context and with stand-in arguments
-  (and argument provenance) that record whether they were read. If the decision is DENY and the
-  policy never looked at the arguments, no call to that tool could be allowed now: it is not
-  offered. If the policy read them, the decision depends on what the model would send, so the
-  tool is offered and each call is decided at the gate as always. Asking with empty arguments
-  instead would hide a tool whose rule only denies large amounts (a YAML rule on a missing
-  argument denies); reading only YAML deny rules would miss code policies. A policy that raises
-  or times out without reading the arguments denies (fail closed) and hides the tool. When
-  the whole read the arguments, a member whose denial alone decides (of a ``DenyOverrides``,
-  as a sub-agent's policy is combined with its caller's, or a ``DefaultDeny``) is asked on its
-  own the same way. What cannot be proven this way is offered, and the gate still decides every
-  call: the probe can only hide tools, never grant a call. It is journaled only through its
-  outcome (``denied``); a policy that counts its evaluations sees one per candidate per turn.
+  put to the policy with the session's live subject and context and no arguments, watching
+  every door to them (``tether.runtime.probing``): a DENY that never opened one hides the tool;
+  one that read them depends on the call, so the tool is offered and each call is decided at
+  the gate as always. The probe can only hide tools, never grant a call. It is journaled only
+  through its outcome (``denied``); a policy that counts its evaluations sees one per candidate
+  per turn.
 - **A call outside the offer is a call to an unknown tool.** The model is told exactly what it
   is told of a tool that does not exist, listing only what this turn offered: a hidden tool's
   name never reaches it, the policy is not asked, nothing runs. A fallback the policy degrades
@@ -41,16 +34,15 @@ Decisions:
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from tether.models.base import estimate_tools_tokens
-from tether.policy.base import Decision, Effect
-from tether.policy.deadline import runs_inline
 from tether.runtime.chokepoint.executor import Rejected, ToolExecutor, unknown_tool
 from tether.runtime.chokepoint.gate import PolicyGate
 from tether.runtime.environment import Environment
+from tether.runtime.probing import denied_outright
 from tether.tools.registry import ToolRegistry
 from tether.tools.selection import ToolIndex, ToolSelection
 from tether.types import TOOL_CHOICES, ModelResponse, ToolCall
@@ -98,88 +90,6 @@ class OfferedExecutor(ToolExecutor):
                 raise Rejected(unknown_tool(call, names))
             self._admitted.add(call.id)
         return super().resolve(call)
-
-
-class _Watched(dict[str, Any]):
-    """Stand-in arguments (or provenance): empty, and they remember being read at all."""
-
-    def __init__(self, seen: list[bool]) -> None:
-        super().__init__()
-        self._seen = seen
-
-    def _read(self) -> None:
-        self._seen[0] = True
-
-    def __getitem__(self, key: str) -> Any:
-        self._read()
-        raise KeyError(key)
-
-    def __contains__(self, key: object) -> bool:
-        self._read()
-        return False
-
-    def __iter__(self) -> Iterator[str]:
-        self._read()
-        return iter(())
-
-    def __len__(self) -> int:
-        self._read()
-        return 0
-
-    def get(self, key: str, default: Any = None) -> Any:
-        self._read()
-        return default
-
-    def keys(self) -> Any:
-        self._read()
-        return super().keys()
-
-    def values(self) -> Any:
-        self._read()
-        return super().values()
-
-    def items(self) -> Any:
-        self._read()
-        return super().items()
-
-    def __eq__(self, other: object) -> bool:
-        self._read()
-        return super().__eq__(other)
-
-    __hash__ = None
-
-
-def denied_outright(gate: PolicyGate, tool: Any) -> bool:
-    """Whether the policy denies ``tool`` now without looking at any argument — itself, or
-    one member whose denial alone decides (a ``DenyOverrides`` member, a ``DefaultDeny``'s
-    inner policy: a sub-agent's policy with its caller's, where one member reads arguments
-    and the other refuses the tool outright)."""
-    seen = [False]
-    decision = gate.probe(tool, _Watched(seen), _Watched(seen))
-    if decision.effect is not Effect.DENY:
-        return False
-    return not seen[0] or any(_member_denies(gate, tool, m) for m in _overriding(gate.policy))
-
-
-def _overriding(policy: object) -> Iterator[Any]:
-    """The members of ``policy`` whose DENY (or error) alone makes the whole deny."""
-    from tether.policy.combinators import DefaultDeny, DenyOverrides
-
-    if isinstance(policy, DenyOverrides | DefaultDeny):
-        for member in policy.members:
-            yield member
-            yield from _overriding(member)
-
-
-def _member_denies(gate: PolicyGate, tool: Any, member: Any) -> bool:
-    if not runs_inline(member):  # asked as it is, it would have no deadline: not asked
-        return False
-    seen = [False]
-    try:
-        decision = gate.probe(tool, _Watched(seen), _Watched(seen), member)
-    except Exception:  # the whole denies when a member fails
-        return not seen[0]
-    return isinstance(decision, Decision) and decision.effect is Effect.DENY and not seen[0]
 
 
 def ranking(index: ToolIndex, query: str, limit: int,
