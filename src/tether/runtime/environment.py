@@ -121,6 +121,12 @@ class Environment:
         for call in self._state.unresolved():
             self._tools.record(skipped(call, why))
 
+    def branch_tools(self, key: str, messages: Sequence[Message],
+                     forced: str | None) -> tuple[tuple[ToolSpec, ...], int]:
+        """The tools a branch call (``tether.runtime.branching``) is offered and their token
+        estimate: the agent's (with tool selection, a selection of the branch's own)."""
+        return self._specs, self._tools_estimate
+
     async def wrap_up(self, note: str) -> ModelResponse:
         """The model's last turn, without tools, after the run was stopped (the session's)."""
         return await self._ask(True, note)

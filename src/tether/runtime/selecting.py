@@ -23,6 +23,15 @@ Decisions:
   is told of a tool that does not exist, listing only what this turn offered: a hidden tool's
   name never reaches it, the policy is not asked, nothing runs. A fallback the policy degrades
   a call to is the policy's choice and is not held to the offer.
+- **A branch is offered like a turn; a validated plan is decided, not offered.** A search's
+  branch call (``tether.runtime.branching``) gets a selection of its own, ranked for the task
+  and the branch's messages and journaled with its key, and the branch's calls are held to it
+  (a branch's calls came before any turn's offer, and were refused every one). A step of a
+  plan the strategy validated (``planned_`` calls: LLM+P's steps, LATS's chosen path) is held
+  to no offer: the offer limits what the model is shown, and a plan is not the model's choice
+  (its actions come from a domain that names its tools; a LATS path's were offered to their
+  branch). The gate decides each step as it decides every call, so nothing the policy denies
+  runs.
 - **A ranker that fails offers the ``always`` tools only.** One that raises, or returns anything
   but ``(name, finite score)`` pairs naming catalog tools, is not trusted in part: the turn gets
   the ``always`` tools (still minus denials) and the error is journaled; the run goes on.
@@ -45,7 +54,15 @@ from tether.runtime.environment import Environment
 from tether.runtime.probing import denied_outright
 from tether.tools.registry import ToolRegistry
 from tether.tools.selection import ToolIndex, ToolSelection
-from tether.types import TOOL_CHOICES, ModelResponse, ToolCall
+from tether.types import (
+    BRANCH_CALL_PREFIX,
+    PLANNED_CALL_PREFIX,
+    TOOL_CHOICES,
+    Message,
+    ModelResponse,
+    ToolCall,
+    ToolSpec,
+)
 
 if TYPE_CHECKING:
     from tether.journal.chain import Journal
@@ -56,25 +73,44 @@ SELECTED = "tools.selected"
 
 
 class Offer:
-    """The tools the open turn was offered: one per activation, shared by the Environment (which
-    sets it each turn) and the executor (which holds calls to it)."""
+    """What the open turn was offered, and what each branch call was (by its key): one per
+    activation, shared by the Environment (which sets them) and the executor (which holds
+    calls to them)."""
 
-    __slots__ = ("names",)
+    __slots__ = ("branches", "names")
 
-    def __init__(self, names: Sequence[str]) -> None:
+    def __init__(self, names: Sequence[str],
+                 branches: dict[str, tuple[str, ...]] | None = None) -> None:
         self.names: tuple[str, ...] = tuple(names)
+        self.branches: dict[str, tuple[str, ...]] = branches or {}
+
+    def held_to(self, call_id: str) -> tuple[str, ...] | None:
+        """The tools a call is held to: its branch's offer (``branch_<key>_<i>``), none for a
+        step of a plan the strategy validated (``planned_``: decided at the gate), else the
+        open turn's."""
+        if call_id.startswith(PLANNED_CALL_PREFIX):
+            return None
+        if call_id.startswith(BRANCH_CALL_PREFIX):
+            key = call_id[len(BRANCH_CALL_PREFIX):].rpartition("_")[0]
+            return self.branches.get(key, ())
+        return self.names
 
 
 def recorded_offer(journal: Journal) -> Offer:
-    """The offer of the journal's last model request (none yet: nothing)."""
-    for event in reversed(journal.events()):
+    """The offers journaled: the last model request's (none yet: nothing) and each branch
+    call's."""
+    names: Sequence[str] = ()
+    branches: dict[str, tuple[str, ...]] = {}
+    for event in journal.events():
         if event.type == "model.request":
-            return Offer(event.data.get("tools", ()))
-    return Offer(())
+            names = event.data.get("tools", ())
+        elif event.type == "branch.request":
+            branches[event.data["key"]] = tuple(event.data.get("tools", ()))
+    return Offer(names, branches)
 
 
 class OfferedExecutor(ToolExecutor):
-    """A ToolExecutor that resolves only tools the open turn was offered."""
+    """A ToolExecutor that resolves only tools the call's turn (or branch) was offered."""
 
     __slots__ = ("_admitted", "offer")
 
@@ -85,8 +121,8 @@ class OfferedExecutor(ToolExecutor):
 
     def resolve(self, call: ToolCall) -> tuple[Any, dict[str, Any]]:
         if call.id not in self._admitted:
-            names = self.offer.names
-            if call.name not in names:
+            names = self.offer.held_to(call.id)
+            if names is not None and call.name not in names:
                 raise Rejected(unknown_tool(call, names))
             self._admitted.add(call.id)
         return super().resolve(call)
@@ -143,14 +179,40 @@ class SelectingEnvironment(Environment):
             added.append(note)
         return state.task + "\n" + "\n".join(added)[-QUERY_CHARS:]
 
+    def branch_tools(self, key: str, messages: Sequence[Message],
+                     forced: str | None) -> tuple[tuple[ToolSpec, ...], int]:
+        """A branch call is offered a selection of its own, as a turn is: ranked for the task
+        and the branch's own messages, journaled (``tools.selected`` with its ``branch`` key),
+        and the branch's calls are held to it."""
+        query = self._state.task + "\n" + "\n".join(
+            m.content for m in messages if m.role != "system")[-QUERY_CHARS:]
+        chosen = self._choose(query, forced, {"branch": key})
+        self._offer.branches[key] = chosen
+        specs = tuple(self._catalog.get(n).spec for n in chosen)  # type: ignore[union-attr]
+        return specs, estimate_tools_tokens(specs)
+
     def _select(self, query: str, forced: str | None = None) -> None:
-        """Choose this turn's offer: the ``always`` tools, a tool the strategy forces the turn
-        to call (``forced``), then the best-ranked others — each unless the policy denies it
+        """Choose this turn's offer and show it to the turn."""
+        before = set(self._offer.names)
+        chosen = self._choose(query, forced)
+        self._offer.names = chosen
+        self._specs = tuple(self._catalog.get(n).spec for n in chosen)  # type: ignore[union-attr]
+        self._tool_names = chosen
+        self._tools_estimate = estimate_tools_tokens(self._specs)
+        if self._first_tool_choice not in (None, *TOOL_CHOICES, *chosen):
+            self._first_tool_choice = None  # the policy hid the tool it names
+        # a provider's count of the last input covered the last offer, not tools new to this one
+        self._tools_added = estimate_tools_tokens(s for s in self._specs if s.name not in before)
+
+    def _choose(self, query: str, forced: str | None,
+                where: dict[str, Any] | None = None) -> tuple[str, ...]:
+        """An offer, journaled: the ``always`` tools, a tool the strategy forces the call to
+        make (``forced``), then the best-ranked others — each unless the policy denies it
         outright."""
         selection, catalog = self._selection, self._catalog
         names: list[str] = []
         denied: list[str] = []
-        record: dict[str, Any] = {"step": self._state.tally.steps + 1}
+        record: dict[str, Any] = {"step": self._state.tally.steps + 1, **(where or {})}
 
         def offer(name: str) -> bool:
             if name in names or name in denied:
@@ -179,16 +241,7 @@ class SelectingEnvironment(Environment):
         record["scores"] = scores
         record["denied"] = denied
         self._journal.append(SELECTED, record)
-        before = set(self._offer.names)
-        chosen = tuple(names)
-        self._offer.names = chosen
-        self._specs = tuple(catalog.get(n).spec for n in chosen)  # type: ignore[union-attr]
-        self._tool_names = chosen
-        self._tools_estimate = estimate_tools_tokens(self._specs)
-        if self._first_tool_choice not in (None, *TOOL_CHOICES, *chosen):
-            self._first_tool_choice = None  # the policy hid the tool it names
-        # a provider's count of the last input covered the last offer, not tools new to this one
-        self._tools_added = estimate_tools_tokens(s for s in self._specs if s.name not in before)
+        return tuple(names)
 
 
 def selecting_parts(agent: Agent, journal: Journal, gate: PolicyGate) -> tuple[
