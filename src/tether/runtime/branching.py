@@ -42,6 +42,7 @@ from tether.types import (
     Message,
     ModelRequest,
     ModelResponse,
+    StructuredRequest,
     ToolCall,
     detached,
 )
@@ -82,7 +83,11 @@ async def ask_branch(env: Environment, key: str, messages: Sequence[Message],
     specs, tools_estimate = env.branch_tools(key, messages, tool_choice) if tools else ((), 0)
     estimate = env._model.estimate_message_tokens
     sent = (*state.opening, *messages)
-    input_estimate = sum(map(estimate, sent)) + (tools_estimate if specs else 0)
+    # an uncapped branch call may be the answer: it carries the recipe's output schema, as a
+    # turn does (a capped one — a value, a reflection — is a side question, as on a turn)
+    output = env._output if cap is None else None
+    input_estimate = sum(map(estimate, sent)) + (tools_estimate if specs else 0) + (
+        output.request_estimate if output is not None else 0)
     ceiling = env._ceiling if cap is None else min(cap, env._ceiling or cap)
     try:
         reservation = env._accountant.reserve_model_call(input_estimate, ceiling=ceiling,
@@ -106,7 +111,9 @@ async def ask_branch(env: Environment, key: str, messages: Sequence[Message],
     await env._journal.aflush()
     traceparent = env._trace.model_call(seq).header() if env._trace else ""  # (as a turn's)
     request = ModelRequest(sent, specs, reservation.max_output_tokens, input_estimate, choice,
-                           traceparent)
+                           traceparent) if output is None else StructuredRequest(
+        sent, specs, reservation.max_output_tokens, input_estimate, choice, traceparent,
+        output.spec.schema)
     response = await env._call(request, reservation, step)
     response = _recorded(env, response, reservation, step, key)
     if (reservation.bound_by is not None and response.finish_reason == "length"

@@ -174,7 +174,10 @@ class Environment:
         await self._journal.aflush()  # the step so far is durable before the next model call
         self._sent_estimate += new_estimate
         traceparent = self._trace.model_call(seq).header() if self._trace else ""
-        if self._output is None or final:  # (the wrap-up is free text)
+        # the wrap-up is free text, and so is a turn the strategy capped: a side question (a
+        # route, a grade, a critique, a plan's problem), never the answer — a provider that
+        # enforces the schema would force it into the answer's shape
+        if self._output is None or final or cap is not None:
             request = ModelRequest(tuple(self._state.conversation), specs,
                                    reservation.max_output_tokens, input_estimate, choice,
                                    traceparent)
