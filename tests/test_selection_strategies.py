@@ -16,13 +16,15 @@ from typing import Any
 from test_lats import RIGHT, TASK, call, drawers, model
 from test_planned_calls import Rule, allow, crashed_store
 from tether import Agent, ScriptedModel, tool
+from tether.journal.views.timeline import timeline
 from tether.policy.base import Action, Decision, Effect
 from tether.reasoning.lats import LATS, GraderValue
+from tether.runtime.handle import Handle
 from tether.runtime.rerun import rerun
 from tether.runtime.session import Session
 from tether.runtime.stop import StopReason
 from tether.tools.selection import ToolSelection
-from tether.types import ModelRequest
+from tether.types import Message, ModelRequest
 
 
 def distractors(n: int) -> list[Any]:
@@ -168,3 +170,41 @@ def test_a_planned_step_the_policy_denies_never_runs_under_selection() -> None:
     stacked = [d for d in branch_events(events, "tool.result") if d["tool"] == "stack"]
     assert stacked and all(d["status"] == "denied" for d in stacked)
     assert "(on c a)" not in world.facts()
+
+
+class ForcesABranch:
+    """A strategy of one branch call that forces a tool on it."""
+
+    def __init__(self, forced: str) -> None:
+        self.forced = forced
+
+    async def run(self, handle: Handle) -> str:
+        said = await handle.ask_branch([Message.user("go")], key="only",
+                                       tool_choice=self.forced)
+        return said.text or "called"
+
+
+def test_a_tool_forced_on_a_branch_is_offered_unless_the_policy_denies_it_outright() -> None:
+    def no_inventory_5(action: Action) -> Decision:
+        if action.tool == "inventory_5":
+            return Decision(Effect.DENY, "not that one", "inv")
+        return Decision(Effect.ALLOW)
+
+    for forced, offered in (("inventory_3", True), ("inventory_5", False)):
+        ran: list[str] = []
+        shown: list[ModelRequest] = []
+        agent = Agent(model=ScriptedModel(lambda r, shown=shown: shown.append(r) or "ok"),
+                      tools=[*drawers(ran), *distractors(12)],
+                      reasoning=ForcesABranch(forced), policy=Rule(no_inventory_5),
+                      tool_selection=ToolSelection(k=2))
+        session = agent.session(TASK)
+        assert session.run().stop_reason is StopReason.FINISHED
+        (request,) = shown
+        assert (forced in [s.name for s in request.tools]) is offered
+        assert request.tool_choice == (forced if offered else None)
+        (selected,) = [e.data for e in session.replay() if e.type == "tools.selected"]
+        assert selected["branch"] == "only"
+        assert (forced in selected["denied"]) is not offered
+        if not offered:  # the operator reads why in the timeline
+            assert "step 1 (branch only): tools selected by rank" in "\n".join(
+                timeline(session.replay()))
