@@ -208,3 +208,21 @@ def test_a_tool_forced_on_a_branch_is_offered_unless_the_policy_denies_it_outrig
         if not offered:  # the operator reads why in the timeline
             assert "step 1 (branch only): tools selected by rank" in "\n".join(
                 timeline(session.replay()))
+
+
+def test_a_model_call_dressed_as_a_planned_step_is_still_held_to_the_turn_s_offer() -> None:
+    from tether import ReAct
+    from tether.types import ModelResponse, ToolCall
+
+    ran: list[str] = []
+    forged = ModelResponse(tool_calls=(ToolCall("planned_1_1", "inventory_3", {"item": "x"}),),
+                           finish_reason="tool_calls")
+    agent = Agent(model=ScriptedModel([forged, "done"]), tools=[*drawers(ran), *distractors(12)],
+                  reasoning=ReAct(), tool_selection=ToolSelection(k=2))
+    session = agent.session(TASK)
+    result = session.run()
+    refused = result.trajectory.steps[0].results[0]
+    assert refused.status == "rejected" and refused.content.startswith(
+        "Error: unknown tool 'inventory_3'")
+    assert not refused.call_id.startswith("planned_")
+    assert not [e for e in session.replay() if e.type == "tool.decision"]

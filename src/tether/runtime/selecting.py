@@ -35,8 +35,10 @@ Decisions:
 - **A ranker that fails offers the ``always`` tools only.** One that raises, or returns anything
   but ``(name, finite score)`` pairs naming catalog tools, is not trusted in part: the turn gets
   the ``always`` tools (still minus denials) and the error is journaled; the run goes on.
-- **Reproducible.** The open turn's offer is read back from the journal when a session resumes,
-  so a call is judged against the turn it was made in; ranking is deterministic, so a resume or
+- **Reproducible.** The open turn's offer, and each branch call's, is read back from the
+  journal when a session resumes, so a call is judged against the turn (or branch) it was made
+  in; a model's call cannot pass for a planned step (a strategy's prefixes are never a model's
+  ids: ``tether.runtime.answer_calls``); ranking is deterministic, so a resume or
   a rerun ranks as the recorded run did, and rerun reports an offer that would differ.
 """
 
