@@ -146,21 +146,22 @@ STRATEGIES: dict[str, Case] = {
                                        grader=ModelGrader()),
                  lambda: [search_docs, web_search]),
 }
-FEATURES = ("tool_selection", "compaction", "output_type", "thread", "telemetry")
+FEATURES = ("tool_selection", "compaction", "output_type", "thread", "telemetry", "all")
 
 
 def build(case: Case, feature: str, sink: list[Any],
           sent: list[ModelRequest] | None = None) -> Agent:
     extra: dict[str, Any] = {}
     tools = case.tools()
-    if feature == "tool_selection":
+    every = feature == "all"
+    if every or feature == "tool_selection":
         extra["tool_selection"] = ToolSelection(k=3)
         tools = [*tools, *DISTRACTORS]
-    elif feature == "compaction":
+    if every or feature == "compaction":
         extra["compaction"] = Compaction(context_window=300, threshold=0.3, keep_last=1)
-    elif feature == "output_type":
+    if every or feature == "output_type":
         extra["output_type"] = Answer
-    elif feature == "telemetry":
+    if every or feature == "telemetry":
         extra["telemetry"] = [sink.append]
     def recording(request: ModelRequest) -> ModelResponse | str:
         if sent is not None:
@@ -186,7 +187,7 @@ def test_each_strategy_keeps_its_promises_with_each_feature(strategy: str, featu
     sink: list[Any] = []
     sent: list[ModelRequest] = []
     agent = build(case, feature, sink, sent)
-    if feature == "thread":  # a first session on the thread (another recipe), then this one
+    if feature in ("thread", "all"):  # a first session on the thread, by another recipe
         opener = Agent(model=ScriptedModel(["Noted: Lisbon."]), reasoning=ReAct(),
                        store=agent.store)
         first = opener.session("Remember: my city is Lisbon.", user_id="ada", thread="t1")
@@ -201,7 +202,14 @@ def test_each_strategy_keeps_its_promises_with_each_feature(strategy: str, featu
     assert verify_chain(events) is None
     through_the_gate(events)
     kinds = [e.type for e in events]
-    if feature == "tool_selection":
+    if feature == "all":  # every feature's own mark at once (compaction: see below)
+        assert {"tools.selected", "output.valid"} <= set(kinds)
+        assert isinstance(result.output, Answer)
+        assert [(e.seq, e.type) for e in sink] == [(e.seq, e.type) for e in events]
+        (start,) = [e.data for e in events if e.type == "session.start"]
+        assert start["thread"]["history"]
+        assert strategy == "lats" or "context.compacted" in kinds
+    elif feature == "tool_selection":
         assert "tools.selected" in kinds
     elif feature == "compaction" and strategy == "lats":
         # a search's branches are its own contexts (a path from the root, bounded by
