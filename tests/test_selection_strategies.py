@@ -13,6 +13,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
 from test_lats import RIGHT, TASK, call, drawers, model
 from test_planned_calls import Rule, allow, crashed_store
 from tether import Agent, ScriptedModel, tool
@@ -24,7 +27,11 @@ from tether.runtime.rerun import rerun
 from tether.runtime.session import Session
 from tether.runtime.stop import StopReason
 from tether.tools.selection import ToolSelection
-from tether.types import Message, ModelRequest
+from tether.types import Message, ModelRequest, ModelResponse, ToolCall
+
+ARGUMENTS: dict[str, dict[str, Any]] = {"open_drawer": {"n": 1}, "send_key": {"to": "bob"}}
+CATALOG_NAMES = ["open_drawer", "send_key", "inventory_0", "inventory_1", "inventory_2",
+                 "inventory_3"]
 
 
 def distractors(n: int) -> list[Any]:
@@ -212,7 +219,6 @@ def test_a_tool_forced_on_a_branch_is_offered_unless_the_policy_denies_it_outrig
 
 def test_a_model_call_dressed_as_a_planned_step_is_still_held_to_the_turn_s_offer() -> None:
     from tether import ReAct
-    from tether.types import ModelResponse, ToolCall
 
     ran: list[str] = []
     forged = ModelResponse(tool_calls=(ToolCall("planned_1_1", "inventory_3", {"item": "x"}),),
@@ -226,3 +232,55 @@ def test_a_model_call_dressed_as_a_planned_step_is_still_held_to_the_turn_s_offe
         "Error: unknown tool 'inventory_3'")
     assert not refused.call_id.startswith("planned_")
     assert not [e for e in session.replay() if e.type == "tool.decision"]
+
+
+class Explores:
+    """A strategy of a few branch calls whose model names arbitrary tools, each run."""
+
+    def __init__(self, branches: int) -> None:
+        self.branches = branches
+
+    async def run(self, handle: Handle) -> str:
+        for i in range(self.branches):
+            said = await handle.ask_branch([Message.user(f"step {i}")], key=f"b{i}")
+            if said.tool_calls:
+                await handle.call_branch(said.tool_calls)
+        return "explored"
+
+
+@settings(max_examples=40, deadline=None)
+@given(k=st.integers(1, 4), outright=st.frozensets(st.sampled_from(CATALOG_NAMES)),
+       named=st.lists(st.lists(st.sampled_from(CATALOG_NAMES), min_size=1, max_size=3),
+                      min_size=1, max_size=3))
+def test_every_branch_is_shown_its_offer_and_runs_only_what_it_was_offered(
+        k: int, outright: frozenset[str], named: list[list[str]]) -> None:
+    shown: list[tuple[str, ...]] = []
+
+    def answer(request: ModelRequest) -> ModelResponse:
+        shown.append(tuple(s.name for s in request.tools))
+        names = named[len(shown) - 1]
+        return ModelResponse(tool_calls=tuple(ToolCall("", n, ARGUMENTS.get(n, {"item": "x"}))
+                                              for n in names),
+                             finish_reason="tool_calls")
+
+    def deny(action: Action) -> Decision:
+        return Decision(Effect.DENY if action.tool in outright else Effect.ALLOW, "", "p")
+
+    ran: list[str] = []
+    tools = [*drawers(ran), *distractors(4)]
+    agent = Agent(model=ScriptedModel(answer), tools=tools, reasoning=Explores(len(named)),
+                  policy=Rule(deny), tool_selection=ToolSelection(k=k), check_policy_names=False)
+    session = agent.session("open the drawer and manage the inventory item")
+    assert session.run().stop_reason is StopReason.FINISHED
+    events = session.replay()
+    requests = [e.data for e in events if e.type == "branch.request"]
+    assert [tuple(r["tools"]) for r in requests] == shown  # shown exactly what it journals
+    offers = {r["key"]: set(r["tools"]) for r in requests}
+    assert all(len(o) <= k and not o & outright for o in offers.values())
+    decided = {e.data["call_id"] for e in events if e.type == "tool.decision"}
+    for e in events:
+        if e.type == "tool.result":
+            key = e.data["call_id"].removeprefix("branch_").rpartition("_")[0]
+            inside = e.data["tool"] in offers[key]
+            assert (e.data["call_id"] in decided) is inside  # outside: refused, never decided
+            assert inside or e.data["status"] == "rejected"
