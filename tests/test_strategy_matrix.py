@@ -97,9 +97,9 @@ def respond(request: ModelRequest) -> ModelResponse | str:
 def _plain(last: str) -> str | None:
     """The answer to a strategy's side question (a route, a grade, a problem), if ``last``
     is one."""
-    from test_llmp import PROBLEM
-
     if "classical planner" in last or "PDDL problem" in last or "corrected problem" in last:
+        from test_llmp import PROBLEM  # (only LLM+P asks: its extra may be missing)
+
         return PROBLEM
     for asked, said in (("classify the question", "single"), ("Grade the passages", "0.9"),
                         ("choose how to approach", "direct"),
