@@ -227,3 +227,25 @@ def test_each_strategy_keeps_its_promises_with_each_feature(strategy: str, featu
         assert sent and any("my city is Lisbon" in m.content for m in sent[0].messages)
     elif feature == "telemetry":
         assert [(e.seq, e.type) for e in sink] == [(e.seq, e.type) for e in events]
+
+
+def test_a_lats_answer_that_does_not_validate_is_repaired_by_the_model_not_replayed() -> None:
+    """A model held to the schema only by instructions answers a branch in words; the repair
+    runs the strategy again, which must ask the model (the search's path stands) instead of
+    handing back the journaled branch answer until the repairs run out."""
+    def words_on_branches(request: ModelRequest) -> ModelResponse | str:
+        said = respond(request)
+        if isinstance(said, str) and said.startswith('{"text"') and not any(
+                "[tether]" in m.content or "did not validate" in m.content
+                for m in request.messages[-2:]):
+            return json.loads(said)["text"]  # the candidate's answer, not in the schema
+        return said
+
+    agent = Agent(model=ScriptedModel(words_on_branches), reasoning=LATS(n=1), tools=[lookup],
+                  output_type=Answer)
+    session = agent.session(WEATHER)
+    result = session.run()
+    assert result.stop_reason is StopReason.FINISHED, result.notice
+    assert isinstance(result.output, Answer) and "25 C" in result.output.text
+    kinds = [e.type for e in session.replay()]
+    assert kinds.count("output.invalid") == 1 and "output.valid" in kinds
