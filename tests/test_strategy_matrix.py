@@ -229,23 +229,36 @@ def test_each_strategy_keeps_its_promises_with_each_feature(strategy: str, featu
         assert [(e.seq, e.type) for e in sink] == [(e.seq, e.type) for e in events]
 
 
-def test_a_lats_answer_that_does_not_validate_is_repaired_by_the_model_not_replayed() -> None:
-    """A model held to the schema only by instructions answers a branch in words; the repair
-    runs the strategy again, which must ask the model (the search's path stands) instead of
-    handing back the journaled branch answer until the repairs run out."""
-    def words_on_branches(request: ModelRequest) -> ModelResponse | str:
-        said = respond(request)
-        if isinstance(said, str) and said.startswith('{"text"') and not any(
-                "[tether]" in m.content or "did not validate" in m.content
-                for m in request.messages[-2:]):
-            return json.loads(said)["text"]  # the candidate's answer, not in the schema
-        return said
+def words_until_repaired(request: ModelRequest) -> ModelResponse | str:
+    """A model held to the schema only by instructions: it answers in words until a repair
+    note tells it what was wrong."""
+    said = respond(request)
+    if isinstance(said, str) and said.startswith('{"text"') and not any(
+            m.content.startswith("[tether] Your answer is not valid output")
+            for m in request.messages[-2:]):
+        return json.loads(said)["text"]
+    return said
 
-    agent = Agent(model=ScriptedModel(words_on_branches), reasoning=LATS(n=1), tools=[lookup],
-                  output_type=Answer)
-    session = agent.session(WEATHER)
+
+# Adaptive-RAG and CRAG, run again for a repair, classify or grade and retrieve again (the same
+# query: a loop) — the cause of issue 45 item 9 (they re-journal their route or grade and
+# retrieve again when resumed), which their resume fix addresses; kept visible until it lands
+RETRIEVES_AGAIN = pytest.mark.xfail(reason="issue 45 item 9: Adaptive-RAG and CRAG retrieve "
+                                    "again when run again", strict=False)
+
+
+@pytest.mark.parametrize("strategy", [
+    pytest.param(s, marks=RETRIEVES_AGAIN) if s in ("adaptive_rag", "crag") else s
+    for s in sorted(STRATEGIES)])
+def test_an_answer_that_does_not_validate_is_repaired_by_the_model(strategy: str) -> None:
+    """The repair runs the strategy again, which must ask the model: LATS handed back its
+    journaled branch answer each time until the repairs ran out."""
+    case = STRATEGIES[strategy]
+    agent = Agent(model=ScriptedModel(words_until_repaired), reasoning=case.reasoning(),
+                  tools=case.tools(), output_type=Answer)
+    session = agent.session(case.task)
     result = session.run()
     assert result.stop_reason is StopReason.FINISHED, result.notice
-    assert isinstance(result.output, Answer) and "25 C" in result.output.text
+    assert isinstance(result.output, Answer)
     kinds = [e.type for e in session.replay()]
     assert kinds.count("output.invalid") == 1 and "output.valid" in kinds
