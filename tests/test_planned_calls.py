@@ -142,14 +142,20 @@ def test_an_approval_step_pauses_and_resume_runs_it_once_and_continues(tmp_path:
     assert result.answer == "all done"
 
 
-def _cut(tmp_path: Any, agent: Agent, events: Sequence[Any], upto: int, name: str) -> Session:
-    """A session as a process that died right after event ``upto`` left it."""
+def crashed_store(tmp_path: Any, events: Sequence[Any], upto: int, name: str) -> str:
+    """The URL of a store a process left when it died right after event ``upto``."""
     url = f"sqlite:///{tmp_path / name}"
     store = open_store(url)
     try:
         store.append(events[0].session_id, list(events[:upto]))
     finally:
         store.close()
+    return url
+
+
+def _cut(tmp_path: Any, agent: Agent, events: Sequence[Any], upto: int, name: str) -> Session:
+    """A session as a process that died right after event ``upto`` left it."""
+    url = crashed_store(tmp_path, events, upto, name)
     crashed = Agent(model=agent.model, reasoning=agent.reasoning, tools=list(agent.registry),
                     policy=agent.policy, store=url)
     return Session.restore(crashed, events[0].session_id)

@@ -11,7 +11,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 NOT_NEEDED = ("pydantic", "yaml", "tether.credentials", "tether.policy.yaml_policy", "difflib",
               "uuid", "tether.runtime.stream", "tether.tools.selection",
-              "tether.runtime.selecting")
+              "tether.runtime.selecting", "tether.runtime.probing")
 
 
 def loaded_after(program: str) -> set[str]:

@@ -365,7 +365,13 @@ def _args(arguments: Any) -> str:
 async def _finish(handle: Handle, chosen: _Node) -> str:
     """Run the chosen path's side effects for real, in order, through the gate; then answer."""
     if not chosen.effects:
-        return chosen.answer or ""
+        if not any(isinstance(e, Note) and e.kind == "lats.answered" for e in handle.history()):
+            handle.record("lats.answered", {"node": chosen.id})
+            return chosen.answer or ""
+        # run again after answering (a repair of the answer's form): the path stands, and the
+        # model answers — handing back the journaled branch answer would repair nothing
+        return (await handle.ask_model(note=FINISH_NOTE.format(answer=chosen.answer or "(none)"),
+                                       tool_choice="none")).text
     done = [e for e in handle.history()
             if isinstance(e, PlannedCalls) and e.reason.startswith("lats: chosen path")]
     count = len(chosen.effects)

@@ -7,7 +7,10 @@ and an explored branch must never cause a real side effect, since most branches 
 Decision: a branch call (``Handle.ask_branch``) is a model call like any other — reserved and
 charged by the Accountant, counted as a step, cut at its output cap, an overrun stops the run —
 journaled as ``branch.request`` (the strategy's key, the branch's messages after the session's
-opening, their digest) and ``branch.response``; it never folds into the conversation. A
+opening, their digest, the tools it was offered) and ``branch.response``; it never folds into
+the conversation. With tool selection a branch is offered — and shown — a selection of its own,
+ranked for the task and the branch's messages, as a turn is, and its calls are held to it
+(``Environment.branch_tools``, ``tether.runtime.selecting``). A
 reservation the budget refuses does not stop the run: nothing was spent, and the search ends
 cleanly with what it found (``BranchRefused``; so too when a branch's calls would not fit the
 tool calls left — none of them runs); everything the strategy does after still reserves. The
@@ -35,9 +38,11 @@ from tether.runtime.result import ToolResult
 from tether.runtime.stop import Stop, StopReason
 from tether.types import (
     BRANCH_CALL_PREFIX,
+    TOOL_CHOICES,
     Message,
     ModelRequest,
     ModelResponse,
+    StructuredRequest,
     ToolCall,
     detached,
 )
@@ -75,10 +80,14 @@ async def ask_branch(env: Environment, key: str, messages: Sequence[Message],
                          "names one call; give each new call a key of its own")
     if key in log.answers:  # resumed: answered already, from the journal (not asked again)
         return _copy(log.answers[key])
-    specs = env._specs if tools else ()
+    specs, tools_estimate = env.branch_tools(key, messages, tool_choice) if tools else ((), 0)
     estimate = env._model.estimate_message_tokens
     sent = (*state.opening, *messages)
-    input_estimate = sum(map(estimate, sent)) + (env._tools_estimate if specs else 0)
+    # an uncapped branch call may be the answer: it carries the recipe's output schema, as a
+    # turn does (a capped one — a value, a reflection — is a side question, as on a turn)
+    output = env._output if cap is None else None
+    input_estimate = sum(map(estimate, sent)) + (tools_estimate if specs else 0) + (
+        output.request_estimate if output is not None else 0)
     ceiling = env._ceiling if cap is None else min(cap, env._ceiling or cap)
     try:
         reservation = env._accountant.reserve_model_call(input_estimate, ceiling=ceiling,
@@ -86,7 +95,9 @@ async def ask_branch(env: Environment, key: str, messages: Sequence[Message],
     except Stop as refused:
         raise BranchRefused(refused) from None
     step = state.tally.steps + 1
-    choice = tool_choice if specs else None
+    # (a tool the branch's selection left out is not forced on it, as on a turn)
+    choice = tool_choice if specs and tool_choice in (
+        *TOOL_CHOICES, *(s.name for s in specs)) else None
     try:
         seq = env._journal.append("branch.request", {
             "step": step, "key": key, "messages": messages, "digest": wanted,
@@ -100,7 +111,9 @@ async def ask_branch(env: Environment, key: str, messages: Sequence[Message],
     await env._journal.aflush()
     traceparent = env._trace.model_call(seq).header() if env._trace else ""  # (as a turn's)
     request = ModelRequest(sent, specs, reservation.max_output_tokens, input_estimate, choice,
-                           traceparent)
+                           traceparent) if output is None else StructuredRequest(
+        sent, specs, reservation.max_output_tokens, input_estimate, choice, traceparent,
+        output.spec.schema)
     response = await env._call(request, reservation, step)
     response = _recorded(env, response, reservation, step, key)
     if (reservation.bound_by is not None and response.finish_reason == "length"

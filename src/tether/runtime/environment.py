@@ -121,6 +121,12 @@ class Environment:
         for call in self._state.unresolved():
             self._tools.record(skipped(call, why))
 
+    def branch_tools(self, key: str, messages: Sequence[Message],
+                     forced: str | None) -> tuple[tuple[ToolSpec, ...], int]:
+        """The tools a branch call (``tether.runtime.branching``) is offered and their token
+        estimate: the agent's (with tool selection, a selection of the branch's own)."""
+        return self._specs, self._tools_estimate
+
     async def wrap_up(self, note: str) -> ModelResponse:
         """The model's last turn, without tools, after the run was stopped (the session's)."""
         return await self._ask(True, note)
@@ -168,7 +174,10 @@ class Environment:
         await self._journal.aflush()  # the step so far is durable before the next model call
         self._sent_estimate += new_estimate
         traceparent = self._trace.model_call(seq).header() if self._trace else ""
-        if self._output is None or final:  # (the wrap-up is free text)
+        # the wrap-up is free text, and so is a turn the strategy capped: a side question (a
+        # route, a grade, a critique, a plan's problem), never the answer — a provider that
+        # enforces the schema would force it into the answer's shape
+        if self._output is None or final or cap is not None:
             request = ModelRequest(tuple(self._state.conversation), specs,
                                    reservation.max_output_tokens, input_estimate, choice,
                                    traceparent)

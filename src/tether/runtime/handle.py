@@ -66,7 +66,8 @@ class Handle:
         ``tool_choice``: ``"none"`` (answer without a tool), ``"required"`` (some tool), a
         tool's name (that tool), or None/``"auto"`` (the model chooses). ``max_output_tokens``
         caps this turn's answer below what the budget allows (a short classification, a
-        grade): an answer past the cap is an overrun like any other."""
+        grade): an answer past the cap is an overrun like any other, and the turn — a side
+        question, never the run's answer — is sent without the recipe's output schema."""
         if tool_choice is None and max_output_tokens is None:
             return await self._ask(note=note)
         return await self._ask(note=note, tool_choice=tool_choice, cap=max_output_tokens)

@@ -13,47 +13,58 @@ Decisions:
   ``tools.selected`` event (the ranked tools' scores, the tools the policy hid, a ranker error)
   and, as without selection, as the ``tools`` of the ``model.request``.
 - **What "the policy denies" means: a deny that no arguments could change.** Each candidate is
-  put to the policy with the session's live subject and context and with stand-in arguments
-  (and argument provenance) that record whether they were read. If the decision is DENY and the
-  policy never looked at the arguments, no call to that tool could be allowed now: it is not
-  offered. If the policy read them, the decision depends on what the model would send, so the
-  tool is offered and each call is decided at the gate as always. Asking with empty arguments
-  instead would hide a tool whose rule only denies large amounts (a YAML rule on a missing
-  argument denies); reading only YAML deny rules would miss code policies. A policy that raises
-  or times out without reading the arguments denies (fail closed) and hides the tool. When
-  the whole read the arguments, a member whose denial alone decides (of a ``DenyOverrides``,
-  as a sub-agent's policy is combined with its caller's, or a ``DefaultDeny``) is asked on its
-  own the same way. What cannot be proven this way is offered, and the gate still decides every
-  call: the probe can only hide tools, never grant a call. It is journaled only through its
-  outcome (``denied``); a policy that counts its evaluations sees one per candidate per turn.
+  put to the policy with the session's live subject and context and no arguments, watching
+  every door to them (``tether.runtime.probing``): a DENY that never opened one hides the tool;
+  one that read them depends on the call, so the tool is offered and each call is decided at
+  the gate as always. The probe can only hide tools, never grant a call. It is journaled only
+  through its outcome (``denied``); a policy that counts its evaluations sees one per candidate
+  per turn.
 - **A call outside the offer is a call to an unknown tool.** The model is told exactly what it
   is told of a tool that does not exist, listing only what this turn offered: a hidden tool's
   name never reaches it, the policy is not asked, nothing runs. A fallback the policy degrades
   a call to is the policy's choice and is not held to the offer.
+- **A branch is offered like a turn; a validated plan is decided, not offered.** A search's
+  branch call (``tether.runtime.branching``) gets a selection of its own, ranked for the task
+  and the branch's messages and journaled with its key, and the branch's calls are held to it
+  (a branch's calls came before any turn's offer, and were refused every one). A step of a
+  plan the strategy validated (``planned_`` calls: LLM+P's steps, LATS's chosen path) is held
+  to no offer: the offer limits what the model is shown, and a plan is not the model's choice
+  (its actions come from a domain that names its tools; a LATS path's were offered to their
+  branch). The gate decides each step as it decides every call, so nothing the policy denies
+  runs.
 - **A ranker that fails offers the ``always`` tools only.** One that raises, or returns anything
   but ``(name, finite score)`` pairs naming catalog tools, is not trusted in part: the turn gets
   the ``always`` tools (still minus denials) and the error is journaled; the run goes on.
-- **Reproducible.** The open turn's offer is read back from the journal when a session resumes,
-  so a call is judged against the turn it was made in; ranking is deterministic, so a resume or
+- **Reproducible.** The open turn's offer, and each branch call's, is read back from the
+  journal when a session resumes, so a call is judged against the turn (or branch) it was made
+  in; a model's call cannot pass for a planned step (a strategy's prefixes are never a model's
+  ids: ``tether.runtime.answer_calls``); ranking is deterministic, so a resume or
   a rerun ranks as the recorded run did, and rerun reports an offer that would differ.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from tether.models.base import estimate_tools_tokens
-from tether.policy.base import Decision, Effect
-from tether.policy.deadline import runs_inline
 from tether.runtime.chokepoint.executor import Rejected, ToolExecutor, unknown_tool
 from tether.runtime.chokepoint.gate import PolicyGate
 from tether.runtime.environment import Environment
+from tether.runtime.probing import denied_outright
 from tether.tools.registry import ToolRegistry
 from tether.tools.selection import ToolIndex, ToolSelection
-from tether.types import TOOL_CHOICES, ModelResponse, ToolCall
+from tether.types import (
+    BRANCH_CALL_PREFIX,
+    PLANNED_CALL_PREFIX,
+    TOOL_CHOICES,
+    Message,
+    ModelResponse,
+    ToolCall,
+    ToolSpec,
+)
 
 if TYPE_CHECKING:
     from tether.journal.chain import Journal
@@ -64,25 +75,44 @@ SELECTED = "tools.selected"
 
 
 class Offer:
-    """The tools the open turn was offered: one per activation, shared by the Environment (which
-    sets it each turn) and the executor (which holds calls to it)."""
+    """What the open turn was offered, and what each branch call was (by its key): one per
+    activation, shared by the Environment (which sets them) and the executor (which holds
+    calls to them)."""
 
-    __slots__ = ("names",)
+    __slots__ = ("branches", "names")
 
-    def __init__(self, names: Sequence[str]) -> None:
+    def __init__(self, names: Sequence[str],
+                 branches: dict[str, tuple[str, ...]] | None = None) -> None:
         self.names: tuple[str, ...] = tuple(names)
+        self.branches: dict[str, tuple[str, ...]] = branches or {}
+
+    def held_to(self, call_id: str) -> tuple[str, ...] | None:
+        """The tools a call is held to: its branch's offer (``branch_<key>_<i>``), none for a
+        step of a plan the strategy validated (``planned_``: decided at the gate), else the
+        open turn's."""
+        if call_id.startswith(PLANNED_CALL_PREFIX):
+            return None
+        if call_id.startswith(BRANCH_CALL_PREFIX):
+            key = call_id[len(BRANCH_CALL_PREFIX):].rpartition("_")[0]
+            return self.branches.get(key, ())
+        return self.names
 
 
 def recorded_offer(journal: Journal) -> Offer:
-    """The offer of the journal's last model request (none yet: nothing)."""
-    for event in reversed(journal.events()):
+    """The offers journaled: the last model request's (none yet: nothing) and each branch
+    call's."""
+    names: Sequence[str] = ()
+    branches: dict[str, tuple[str, ...]] = {}
+    for event in journal.events():
         if event.type == "model.request":
-            return Offer(event.data.get("tools", ()))
-    return Offer(())
+            names = event.data.get("tools", ())
+        elif event.type == "branch.request":
+            branches[event.data["key"]] = tuple(event.data.get("tools", ()))
+    return Offer(names, branches)
 
 
 class OfferedExecutor(ToolExecutor):
-    """A ToolExecutor that resolves only tools the open turn was offered."""
+    """A ToolExecutor that resolves only tools the call's turn (or branch) was offered."""
 
     __slots__ = ("_admitted", "offer")
 
@@ -93,93 +123,11 @@ class OfferedExecutor(ToolExecutor):
 
     def resolve(self, call: ToolCall) -> tuple[Any, dict[str, Any]]:
         if call.id not in self._admitted:
-            names = self.offer.names
-            if call.name not in names:
+            names = self.offer.held_to(call.id)
+            if names is not None and call.name not in names:
                 raise Rejected(unknown_tool(call, names))
             self._admitted.add(call.id)
         return super().resolve(call)
-
-
-class _Watched(dict[str, Any]):
-    """Stand-in arguments (or provenance): empty, and they remember being read at all."""
-
-    def __init__(self, seen: list[bool]) -> None:
-        super().__init__()
-        self._seen = seen
-
-    def _read(self) -> None:
-        self._seen[0] = True
-
-    def __getitem__(self, key: str) -> Any:
-        self._read()
-        raise KeyError(key)
-
-    def __contains__(self, key: object) -> bool:
-        self._read()
-        return False
-
-    def __iter__(self) -> Iterator[str]:
-        self._read()
-        return iter(())
-
-    def __len__(self) -> int:
-        self._read()
-        return 0
-
-    def get(self, key: str, default: Any = None) -> Any:
-        self._read()
-        return default
-
-    def keys(self) -> Any:
-        self._read()
-        return super().keys()
-
-    def values(self) -> Any:
-        self._read()
-        return super().values()
-
-    def items(self) -> Any:
-        self._read()
-        return super().items()
-
-    def __eq__(self, other: object) -> bool:
-        self._read()
-        return super().__eq__(other)
-
-    __hash__ = None
-
-
-def denied_outright(gate: PolicyGate, tool: Any) -> bool:
-    """Whether the policy denies ``tool`` now without looking at any argument — itself, or
-    one member whose denial alone decides (a ``DenyOverrides`` member, a ``DefaultDeny``'s
-    inner policy: a sub-agent's policy with its caller's, where one member reads arguments
-    and the other refuses the tool outright)."""
-    seen = [False]
-    decision = gate.probe(tool, _Watched(seen), _Watched(seen))
-    if decision.effect is not Effect.DENY:
-        return False
-    return not seen[0] or any(_member_denies(gate, tool, m) for m in _overriding(gate.policy))
-
-
-def _overriding(policy: object) -> Iterator[Any]:
-    """The members of ``policy`` whose DENY (or error) alone makes the whole deny."""
-    from tether.policy.combinators import DefaultDeny, DenyOverrides
-
-    if isinstance(policy, DenyOverrides | DefaultDeny):
-        for member in policy.members:
-            yield member
-            yield from _overriding(member)
-
-
-def _member_denies(gate: PolicyGate, tool: Any, member: Any) -> bool:
-    if not runs_inline(member):  # asked as it is, it would have no deadline: not asked
-        return False
-    seen = [False]
-    try:
-        decision = gate.probe(tool, _Watched(seen), _Watched(seen), member)
-    except Exception:  # the whole denies when a member fails
-        return not seen[0]
-    return isinstance(decision, Decision) and decision.effect is Effect.DENY and not seen[0]
 
 
 def ranking(index: ToolIndex, query: str, limit: int,
@@ -233,14 +181,40 @@ class SelectingEnvironment(Environment):
             added.append(note)
         return state.task + "\n" + "\n".join(added)[-QUERY_CHARS:]
 
+    def branch_tools(self, key: str, messages: Sequence[Message],
+                     forced: str | None) -> tuple[tuple[ToolSpec, ...], int]:
+        """A branch call is offered a selection of its own, as a turn is: ranked for the task
+        and the branch's own messages, journaled (``tools.selected`` with its ``branch`` key),
+        and the branch's calls are held to it."""
+        query = self._state.task + "\n" + "\n".join(
+            m.content for m in messages if m.role != "system")[-QUERY_CHARS:]
+        chosen = self._choose(query, forced, {"branch": key})
+        self._offer.branches[key] = chosen
+        specs = tuple(self._catalog.get(n).spec for n in chosen)  # type: ignore[union-attr]
+        return specs, estimate_tools_tokens(specs)
+
     def _select(self, query: str, forced: str | None = None) -> None:
-        """Choose this turn's offer: the ``always`` tools, a tool the strategy forces the turn
-        to call (``forced``), then the best-ranked others — each unless the policy denies it
+        """Choose this turn's offer and show it to the turn."""
+        before = set(self._offer.names)
+        chosen = self._choose(query, forced)
+        self._offer.names = chosen
+        self._specs = tuple(self._catalog.get(n).spec for n in chosen)  # type: ignore[union-attr]
+        self._tool_names = chosen
+        self._tools_estimate = estimate_tools_tokens(self._specs)
+        if self._first_tool_choice not in (None, *TOOL_CHOICES, *chosen):
+            self._first_tool_choice = None  # the policy hid the tool it names
+        # a provider's count of the last input covered the last offer, not tools new to this one
+        self._tools_added = estimate_tools_tokens(s for s in self._specs if s.name not in before)
+
+    def _choose(self, query: str, forced: str | None,
+                where: dict[str, Any] | None = None) -> tuple[str, ...]:
+        """An offer, journaled: the ``always`` tools, a tool the strategy forces the call to
+        make (``forced``), then the best-ranked others — each unless the policy denies it
         outright."""
         selection, catalog = self._selection, self._catalog
         names: list[str] = []
         denied: list[str] = []
-        record: dict[str, Any] = {"step": self._state.tally.steps + 1}
+        record: dict[str, Any] = {"step": self._state.tally.steps + 1, **(where or {})}
 
         def offer(name: str) -> bool:
             if name in names or name in denied:
@@ -269,16 +243,7 @@ class SelectingEnvironment(Environment):
         record["scores"] = scores
         record["denied"] = denied
         self._journal.append(SELECTED, record)
-        before = set(self._offer.names)
-        chosen = tuple(names)
-        self._offer.names = chosen
-        self._specs = tuple(catalog.get(n).spec for n in chosen)  # type: ignore[union-attr]
-        self._tool_names = chosen
-        self._tools_estimate = estimate_tools_tokens(self._specs)
-        if self._first_tool_choice not in (None, *TOOL_CHOICES, *chosen):
-            self._first_tool_choice = None  # the policy hid the tool it names
-        # a provider's count of the last input covered the last offer, not tools new to this one
-        self._tools_added = estimate_tools_tokens(s for s in self._specs if s.name not in before)
+        return tuple(names)
 
 
 def selecting_parts(agent: Agent, journal: Journal, gate: PolicyGate) -> tuple[

@@ -396,7 +396,8 @@ def _selected(d: Mapping[str, Any]) -> list[str]:
     """A turn's tool selection (tether.runtime.selecting): what ranked, what the policy hid."""
     scores = d.get("scores") or {}
     ranked = ", ".join(f"{name} {score:g}" for name, score in scores.items()) or "none"
-    lines = [f"step {d.get('step')}: tools selected by rank: {excerpt(ranked, 160)}"]
+    where = f" (branch {d['branch']})" if d.get("branch") else ""
+    lines = [f"step {d.get('step')}{where}: tools selected by rank: {excerpt(ranked, 160)}"]
     if d.get("denied"):
         lines.append(f"not offered, denied by policy whatever the call: "
                      f"{', '.join(d['denied'])}")

@@ -129,14 +129,18 @@ class PolicyGate:
         return min(self._timeout, max(left, 0.0))
 
     def probe(self, tool: Tool, arguments: Mapping[str, Any],
-              provenance: Mapping[str, frozenset[str]], member: Policy | None = None) -> Any:
+              provenance: Mapping[str, frozenset[str]], member: Policy | None = None, *,
+              watch: Callable[[Action, Context], tuple[Action, Context]] | None = None) -> Any:
         """The policy's decision on ``tool`` with stand-in ``arguments`` and ``provenance``,
         in the session's live context, journaled nowhere: tool selection asks it before a
-        turn which tools the policy refuses whatever the call (``tether.runtime.selecting``).
+        turn which tools the policy refuses whatever the call (``tether.runtime.probing``).
         A policy that fails denies, as at the gate. ``member``: one of the policy's members
-        (deciding inline), asked as it is — its answer or its exception, unchecked."""
+        (deciding inline), asked as it is — its answer or its exception, unchecked.
+        ``watch``: what the action and context are handed to the policy as."""
         context = self._context(provenance)
         action = Action(tool.name, arguments)
+        if watch is not None:
+            action, context = watch(action, context)
         if member is not None:
             return member.evaluate(self.subject, action, resource_of(tool), context)
         if self._inline:
