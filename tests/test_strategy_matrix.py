@@ -240,19 +240,12 @@ def words_until_repaired(request: ModelRequest) -> ModelResponse | str:
     return said
 
 
-# Adaptive-RAG and CRAG, run again for a repair, classify or grade and retrieve again (the same
-# query: a loop) — the cause of issue 45 item 9 (they re-journal their route or grade and
-# retrieve again when resumed), which their resume fix addresses; kept visible until it lands
-RETRIEVES_AGAIN = pytest.mark.xfail(reason="issue 45 item 9: Adaptive-RAG and CRAG retrieve "
-                                    "again when run again", strict=False)
-
-
-@pytest.mark.parametrize("strategy", [
-    pytest.param(s, marks=RETRIEVES_AGAIN) if s in ("adaptive_rag", "crag") else s
-    for s in sorted(STRATEGIES)])
+@pytest.mark.parametrize("strategy", sorted(STRATEGIES))
 def test_an_answer_that_does_not_validate_is_repaired_by_the_model(strategy: str) -> None:
     """The repair runs the strategy again, which must ask the model: LATS handed back its
-    journaled branch answer each time until the repairs ran out."""
+    journaled branch answer each time until the repairs ran out, Reflexion (resumed from its
+    notes) its passed attempt's, and Adaptive-RAG and CRAG classified or graded and retrieved
+    again (the same query: a loop)."""
     case = STRATEGIES[strategy]
     agent = Agent(model=ScriptedModel(words_until_repaired), reasoning=case.reasoning(),
                   tools=case.tools(), output_type=Answer)

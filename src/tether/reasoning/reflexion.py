@@ -188,6 +188,9 @@ class Reflexion:
 
     async def run(self, handle: Handle) -> str:
         at = _progress(handle.history())
+        if at.returned:  # run again after it answered (a repair of the answer's form): the
+            # attempts stand, and the actor answers — the journaled answer would repair nothing
+            return str(await self.actor.run(handle))
         # (a reflection's note is journaled with the next attempt's: never one without the other)
         attempt, answer, verdict, reflected = at.attempt, at.answer, at.verdict, False
         reflections = list(at.reflections)
@@ -216,7 +219,7 @@ class Reflexion:
                 verdict = await self.evaluator.evaluate(handle, answer or "", scoped.calls)
                 self._evaluated(handle, attempt, verdict)
             if verdict.passed:
-                return answer or ""
+                return _returned(handle, answer)
             if attempt >= self.max_attempts:
                 break
             if not reflected:
@@ -228,7 +231,7 @@ class Reflexion:
                 reflected = True
         if not at.exhausted:
             handle.record("attempts.exhausted", {"attempts": attempt})
-        return answer or ""
+        return _returned(handle, answer)
 
     def _evaluated(self, handle: Handle, attempt: int, verdict: Grade) -> None:
         handle.record("evaluation", {"attempt": attempt, "passed": verdict.passed,
@@ -246,6 +249,12 @@ class _Progress:
     verdict: Grade | None = None
     reflections: tuple[str, ...] = ()
     exhausted: bool = False
+    returned: bool = False  # the run gave its answer (run again: a repair of its form)
+
+
+def _returned(handle: Handle, answer: str | None) -> str:
+    handle.record("returned", {})
+    return answer or ""
 
 
 def _progress(history: Sequence[Entry]) -> _Progress:
@@ -266,4 +275,6 @@ def _progress(history: Sequence[Entry]) -> _Progress:
             at = replace(at, reflections=(*at.reflections, str(n.data["text"])))
         elif n.kind == "attempts.exhausted":
             at = replace(at, exhausted=True)
+        elif n.kind == "returned":
+            at = replace(at, returned=True)
     return at
