@@ -1,0 +1,145 @@
+"""Keyed fingerprints of the values decisions masked: how a session loaded in another process
+keeps blanking them, though its journal never holds their text.
+
+Why: a value a decision masks (a card number) is written ``[masked]`` in every event, so the
+journal cannot say what it was; yet a session resumed in another process — ``tether resume``, a
+fleet worker — must keep it out of the events it writes next, when a tool or the model repeats
+it. So when a journal with a store hides a value it also journals, in a ``value.hidden`` event,
+the value's length and its HMAC-SHA256 under the *redaction key*; a loaded session rebuilds its
+``Fingerprints`` from those events and blanks every stretch of later text whose HMAC matches.
+
+Decision on the key: it is never in the database. It is ``TETHER_REDACTION_KEY`` if set; else it
+is derived from ``TETHER_AUDIT_KEY`` (kept outside the database already, by every process of a
+deployment that signs anchors); else a random key in a file of the user's own
+(``$XDG_DATA_HOME/tether/redaction.key``, mode 0600), created on first use — so processes of one
+user on one machine share it with nothing to set up, and processes on other machines need
+``TETHER_REDACTION_KEY``. Each fingerprint names its key (a digest of it, never the key); a
+session whose fingerprints were made under another key is not loaded, rather than resumed with
+values it can no longer blank. The limit: someone who holds the database *and* the key can test
+guesses offline, which for a short value (a 4-digit PIN, a card number whose bank is known) is
+quick — guard the key as the audit key is guarded. Without the key a fingerprint says nothing
+but the value's length.
+"""
+
+from __future__ import annotations
+
+import hmac
+import json
+import os
+import re
+import secrets
+from pathlib import Path
+from typing import Any
+
+from tether.journal.redaction import MASKED, MIN_SUBSTRING_CHARS, NOT_AFTER, NOT_BEFORE
+
+FINGERPRINT_TYPE = "value.hidden"  # the event that carries one fingerprint
+KEY_VARIABLE = "TETHER_REDACTION_KEY"
+_AUDIT_VARIABLE = "TETHER_AUDIT_KEY"
+
+
+def redaction_key() -> bytes:
+    """The key fingerprints are made with (see the module's docstring for where it lives)."""
+    given = os.environ.get(KEY_VARIABLE)
+    if given:
+        return given.encode()
+    audit = os.environ.get(_AUDIT_VARIABLE)
+    if audit:
+        return hmac.digest(audit.encode(), b"tether redaction fingerprints", "sha256")
+    return _key_file()
+
+
+def _key_file() -> bytes:
+    base = os.environ.get("XDG_DATA_HOME") or os.path.join(Path.home(), ".local", "share")
+    path = Path(base) / "tether" / "redaction.key"
+    try:
+        return bytes.fromhex(path.read_text().strip())
+    except FileNotFoundError:
+        pass
+    path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+    draft = path.with_name(f".{path.name}.{secrets.token_hex(8)}")
+    fd = os.open(draft, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    with os.fdopen(fd, "w") as out:
+        out.write(secrets.token_hex(32))
+    try:
+        os.link(draft, path)  # the first process to get here wins; the others read its key
+    except FileExistsError:
+        pass
+    finally:
+        draft.unlink()
+    return bytes.fromhex(path.read_text().strip())
+
+
+def _utf8(text: str) -> bytes:
+    return text.encode("utf-8", "surrogatepass")
+
+
+class KeyMismatch(LookupError):
+    """A journal's fingerprints were made under another redaction key than this process has."""
+
+
+class Fingerprints:
+    """Values known only by their length and keyed digest: finds and blanks them in text."""
+
+    __slots__ = ("_by_length", "_id", "_key", "_tokens")
+
+    def __init__(self, key: bytes) -> None:
+        self._key = key
+        self._id = hmac.digest(key, b"tether redaction key id", "sha256").hex()[:16]
+        self._by_length: dict[int, set[bytes]] = {}
+        self._tokens: dict[int, re.Pattern[str]] = {}  # a short value: as a whole token only
+
+    def __bool__(self) -> bool:
+        return bool(self._by_length)
+
+    def remember(self, value: str) -> dict[str, Any] | None:
+        """The event data fingerprinting ``value``; None if it is known already."""
+        digest = hmac.digest(self._key, _utf8(value), "sha256")
+        if digest in self._by_length.get(len(value), ()):
+            return None
+        self._add(len(value), digest)
+        return {"key": self._id, "chars": len(value), "digest": digest.hex()}
+
+    def recall(self, data: Any) -> None:
+        """Take a journaled fingerprint back; KeyMismatch when another key made it."""
+        if data.get("key") != self._id:
+            raise KeyMismatch(
+                "the session's masked values were fingerprinted under another redaction key "
+                "than this process has, so it could not keep them masked; run it where "
+                f"{KEY_VARIABLE} (or TETHER_AUDIT_KEY) is the one the session ran with, or the "
+                "key file $XDG_DATA_HOME/tether/redaction.key is the same")
+        self._add(int(data["chars"]), bytes.fromhex(data["digest"]))
+
+    def _add(self, length: int, digest: bytes) -> None:
+        self._by_length.setdefault(length, set()).add(digest)
+        if length < MIN_SUBSTRING_CHARS and length not in self._tokens:
+            self._tokens[length] = re.compile(rf"{NOT_AFTER}.{{{length}}}{NOT_BEFORE}", re.S)
+
+    def blank(self, text: str, *, tokens: bool = True) -> str:
+        """``text`` with every stretch whose fingerprint is known written ``[masked]`` (a short
+        one only where it stands as a whole token, and only when ``tokens``)."""
+        for length in sorted(self._by_length, reverse=True):
+            token = self._tokens.get(length)
+            if token is not None and not tokens:
+                continue
+            text = self._blank(text, length, self._by_length[length], token)
+        return text
+
+    def _blank(self, text: str, length: int, digests: set[bytes],
+               token: re.Pattern[str] | None) -> str:
+        key, out, last, at = self._key, [], 0, 0
+        while at + length <= len(text):
+            window = text[at:at + length]
+            if (hmac.digest(key, _utf8(window), "sha256") in digests
+                    and (token is None or token.match(text, at))):
+                out.append(text[last:at])
+                out.append(MASKED)
+                at = last = at + length
+            else:
+                at += 1
+        return "".join(out) + text[last:] if out else text
+
+    def hides_number(self, value: int | float) -> bool:
+        text = json.dumps(value)
+        digests = self._by_length.get(len(text), ())
+        return hmac.digest(self._key, _utf8(text), "sha256") in digests

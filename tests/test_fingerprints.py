@@ -1,0 +1,98 @@
+"""Masked values known only by their keyed fingerprint are blanked exactly as their text would
+be; a loaded session that cannot hide what it hid before is not loaded; the journal holds no
+masked value's text, only its length and keyed digest."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+import secret_resume_app as app
+from tether.journal.fingerprints import FINGERPRINT_TYPE, Fingerprints
+from tether.journal.redaction import HiddenValues
+from tether.runtime.recalled import HiddenNotRecalled
+from tether.store.sqlite import SQLiteStore
+
+KEY = b"k" * 32
+values = st.text(st.characters(codec="utf-8", exclude_categories=("Cs",)), min_size=1,
+                 max_size=12)
+around = st.text(st.sampled_from("ab1 ,._-é7"), max_size=8)
+
+
+def _known(value: str, key: bytes = KEY) -> Fingerprints:
+    made = Fingerprints(key)
+    entry = made.remember(value)
+    assert entry is not None
+    loaded = Fingerprints(key)
+    loaded.recall(entry)
+    return loaded
+
+
+@given(values, around, around, around)
+def test_a_fingerprint_blanks_exactly_what_the_value_itself_blanks(
+        value: str, before: str, between: str, after: str) -> None:
+    text = f"{before}{value}{between}{value}{after}"
+    known = _known(value)
+    for tokens in (True, False):
+        assert known.blank(text, tokens=tokens) == HiddenValues([value]).blank(text,
+                                                                               tokens=tokens)
+
+
+@pytest.mark.parametrize(("value", "text", "blanked"), [
+    ("4111", "card4111x and 4111", "card[masked]x and [masked]"),  # 4 chars: inside a word too
+    ("737", "cvv 737; 1737 v7 737.5", "cvv [masked]; 1737 v7 737.5"),  # short: whole tokens
+    ("4929120945581307", "n=4929120945581307.", "n=[masked]."),
+])
+def test_fixed_cases(value: str, text: str, blanked: str) -> None:
+    assert _known(value).blank(text) == blanked
+
+
+def test_a_number_sent_back_as_a_number_is_known() -> None:
+    known = _known("4929120945581307")
+    assert known.hides_number(4929120945581307) and not known.hides_number(4929120945581308)
+
+
+def test_another_key_knows_nothing_and_says_so() -> None:
+    entry = Fingerprints(KEY).remember("4111")
+    assert entry is not None
+    with pytest.raises(LookupError, match="TETHER_REDACTION_KEY"):
+        Fingerprints(b"other" * 8).recall(entry)
+
+
+def _paused(tmp_path: Path) -> tuple[SQLiteStore, str]:
+    store = SQLiteStore(tmp_path / "j.db")
+    session = app.build(store).session(app.TASK)
+    assert session.run().stop_reason.value == "needs_approval"
+    return store, session.id
+
+
+def test_the_journal_holds_the_fingerprint_not_the_value(tmp_path: Path) -> None:
+    store, sid = _paused(tmp_path)
+    (hidden,) = [e for e in store.read(sid) if e.type == FINGERPRINT_TYPE]
+    assert set(hidden.data) == {"key", "chars", "digest"}
+    assert hidden.data["chars"] == len(app.CARD) and app.CARD not in json.dumps(hidden.data)
+
+
+def test_a_recipe_whose_broker_lacks_the_credential_cannot_load_the_session(
+        tmp_path: Path) -> None:
+    store, sid = _paused(tmp_path)
+    other = app.build(store)
+    assert other.credentials is not None and other.credentials.unregister("fetch_invoice")
+    with pytest.raises(HiddenNotRecalled, match="registers 'fetch_invoice'"):
+        other.load(sid)
+    app.build(store).load(sid)  # the recipe as it was loads it
+
+
+def test_a_process_with_another_redaction_key_cannot_load_the_session(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("TETHER_REDACTION_KEY", "the key it ran with")
+    store, sid = _paused(tmp_path)
+    monkeypatch.setenv("TETHER_REDACTION_KEY", "another key")
+    with pytest.raises(HiddenNotRecalled, match="another redaction key"):
+        app.build(store).load(sid)
+    monkeypatch.setenv("TETHER_REDACTION_KEY", "the key it ran with")
+    assert app.build(store).resume(sid).stop_reason.value == "needs_approval"
