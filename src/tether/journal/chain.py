@@ -394,6 +394,11 @@ class Journal:
             text = one(text)
         return text
 
+    def hide_all(self, text: str) -> str:
+        """``text`` with every secret and every value a decision hid blanked, as a sealed event
+        has them: for what goes to a party that is not the session's model (a summariser)."""
+        return self._redactions.values.blank(self.hide_secrets(text))
+
     def _notify(self, event: Event) -> None:
         for fn in self.bus:
             try:
