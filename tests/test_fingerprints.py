@@ -4,6 +4,7 @@ masked value's text, only its length and keyed digest."""
 
 from __future__ import annotations
 
+import hmac
 import json
 from pathlib import Path
 
@@ -12,9 +13,11 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import secret_resume_app as app
-from tether.journal.fingerprints import FINGERPRINT_TYPE, Fingerprints
+from tether.journal.chain import Journal
+from tether.journal.fingerprints import FINGERPRINT_TYPE, Fingerprints, redaction_key
 from tether.journal.redaction import HiddenValues
 from tether.runtime.recalled import HiddenNotRecalled
+from tether.store.memory import MemoryStore
 from tether.store.sqlite import SQLiteStore
 
 KEY = b"k" * 32
@@ -96,3 +99,26 @@ def test_a_process_with_another_redaction_key_cannot_load_the_session(
         app.build(store).load(sid)
     monkeypatch.setenv("TETHER_REDACTION_KEY", "the key it ran with")
     assert app.build(store).resume(sid).stop_reason.value == "needs_approval"
+
+
+def test_a_fingerprint_is_never_blanked_by_the_value_it_fingerprints(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A masked value that happens to occur in its own digest (hex text, as ``"3e0a"`` can) must
+    not be blanked out of the ``value.hidden`` event: the digest is no value's text, and a
+    loaded session needs it whole."""
+    monkeypatch.setenv("TETHER_REDACTION_KEY", "a fixed key")
+    key = redaction_key()
+    value = next(v for v in (f"{i:04x}" for i in range(1 << 16))
+                 if v in hmac.digest(key, v.encode(), "sha256").hex())
+    store = MemoryStore()
+    journal = Journal("s1", store=store)
+    journal.append("session.start", {"task": "t"})
+    journal.redact(value)
+    journal.flush()
+    stored = store.read("s1")
+    (hidden,) = [e for e in stored if e.type == FINGERPRINT_TYPE]
+    assert value in hidden.data["digest"]
+    loaded = Journal("s1", store=store, history=stored)
+    loaded.recall(stored)
+    loaded.append("tool.result", {"content": f"the code is {value}"})
+    assert loaded.events()[-1].data["content"] == "the code is [masked]"
