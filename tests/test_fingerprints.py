@@ -122,3 +122,21 @@ def test_a_fingerprint_is_never_blanked_by_the_value_it_fingerprints(
     loaded.recall(stored)
     loaded.append("tool.result", {"content": f"the code is {value}"})
     assert loaded.events()[-1].data["content"] == "the code is [masked]"
+
+
+def test_the_key_file_is_made_once_and_shared_and_a_missing_place_says_what_to_set(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("TETHER_REDACTION_KEY", raising=False)
+    monkeypatch.delenv("TETHER_AUDIT_KEY", raising=False)
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path))
+    first = redaction_key()
+    assert redaction_key() == first and len(first) == 32
+    made = tmp_path / "tether" / "redaction.key"
+    assert made.stat().st_mode & 0o077 == 0  # the user's own
+    monkeypatch.setenv("TETHER_AUDIT_KEY", "audit")
+    assert redaction_key() not in (first, b"audit")  # derived from the audit key, not it
+    monkeypatch.delenv("TETHER_AUDIT_KEY")
+    (tmp_path / "file").write_text("")
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "file"))  # no directory can be made
+    with pytest.raises(OSError, match="set TETHER_REDACTION_KEY"):
+        redaction_key()

@@ -46,12 +46,17 @@ def redaction_key() -> bytes:
     audit = os.environ.get(_AUDIT_VARIABLE)
     if audit:
         return hmac.digest(audit.encode(), b"tether redaction fingerprints", "sha256")
-    return _key_file()
-
-
-def _key_file() -> bytes:
     base = os.environ.get("XDG_DATA_HOME") or os.path.join(Path.home(), ".local", "share")
     path = Path(base) / "tether" / "redaction.key"
+    try:
+        return _key_file(path)
+    except (OSError, ValueError) as exc:
+        raise OSError(f"no redaction key: {KEY_VARIABLE} is not set and the key file {path} "
+                      f"could not be read or made ({type(exc).__name__}); set {KEY_VARIABLE} "
+                      "(the same in every process that runs or resumes these sessions)") from None
+
+
+def _key_file(path: Path) -> bytes:
     try:
         return bytes.fromhex(path.read_text().strip())
     except FileNotFoundError:
