@@ -76,7 +76,7 @@ def _paused(tmp_path: Path) -> tuple[SQLiteStore, str]:
 def test_the_journal_holds_the_fingerprint_not_the_value(tmp_path: Path) -> None:
     store, sid = _paused(tmp_path)
     (hidden,) = [e for e in store.read(sid) if e.type == FINGERPRINT_TYPE]
-    assert set(hidden.data) == {"key", "chars", "digest"}
+    assert set(hidden.data) == {"key", "chars", "shape", "digest"}
     assert hidden.data["chars"] == len(app.CARD) and app.CARD not in json.dumps(hidden.data)
 
 
