@@ -140,3 +140,19 @@ def test_the_key_file_is_made_once_and_shared_and_a_missing_place_says_what_to_s
     monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "file"))  # no directory can be made
     with pytest.raises(OSError, match="set TETHER_REDACTION_KEY"):
         redaction_key()
+
+
+def test_a_provider_that_fails_on_load_refuses_the_session_quoting_no_secret(
+        tmp_path: Path) -> None:
+    store, sid = _paused(tmp_path)
+    other = app.build(store)
+    assert other.credentials is not None
+    other.credentials.unregister("fetch_invoice")
+
+    def provider() -> str:
+        raise RuntimeError(f"vault sealed; last key was {app.SECRET}")
+
+    other.credentials.register("fetch_invoice", provider=provider)
+    with pytest.raises(HiddenNotRecalled, match="could not be read again") as refused:
+        other.load(sid)
+    assert app.SECRET not in str(refused.value)

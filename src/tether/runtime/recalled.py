@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from tether.credentials import CredentialBroker
+from tether.credentials import CredentialBroker, CredentialError
 from tether.journal.chain import Journal
 from tether.journal.fingerprints import KeyMismatch
 from tether.types import Event
@@ -37,7 +37,12 @@ def recall_hidden(journal: Journal, events: Sequence[Event],
     session = journal.session_id
     tools = sorted({str(e.data["tool"]) for e in events if e.type == "credential.issued"})
     for tool in tools:
-        redactor = None if credentials is None else credentials.redactor(tool)
+        try:
+            redactor = None if credentials is None else credentials.redactor(tool)
+        except CredentialError as exc:  # its message is built without the secret
+            raise HiddenNotRecalled(f"session {session} was issued a credential for tool "
+                                    f"{tool!r}, which could not be read again to hide it: "
+                                    f"{exc}") from None
         if redactor is None:
             raise HiddenNotRecalled(
                 f"session {session} was issued a credential for tool {tool!r}, and this "
