@@ -95,7 +95,8 @@ MUTATIONS: dict[str, tuple[Mutation, str, Callable[[int], int], str]] = {
 
 
 def populate(url: str) -> tuple[str, str]:
-    """Two real sessions: one paused, approved and finished (23 events: one is the fingerprint of the masked account), one paused."""
+    """Two real sessions: one paused, approved and finished (23 events, one of them the
+    fingerprint of its masked account), one paused."""
     finished, _ = audit_app.start(url)
     paused, _ = audit_app.start(url)
     store = open_store(url)
