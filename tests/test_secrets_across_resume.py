@@ -5,6 +5,7 @@ content on, on SQLite and PostgreSQL, through the API and through the CLI."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import re
@@ -17,9 +18,11 @@ import pytest
 
 import secret_resume_app as app
 from audit_helpers import store_url
+from tether.integrations.governed import GovernedRun
 from tether.journal.chain import verify_chain
 from tether.journal.views.spans import derive_spans
 from tether.store.base import open_store
+from tether.store.sqlite import SQLiteStore
 from tether.types import Event
 
 APP = app.__file__
@@ -56,7 +59,7 @@ def _leaks(text: str, card: bool = True) -> list[str]:
 def _after_the_mask(events: list[Event]) -> list[Event]:
     """The events from the step whose decision masked the card on: the user wrote the card in
     the task, so the session's start and first request hold it, as they do in one process."""
-    masked = next(e.seq for e in events if e.type == "model.response"
+    masked = next(e.seq for e in events if e.type in ("model.response", "tool.decision")
                   and "charge_card" in json.dumps(e.data))
     return [e for e in events if e.seq >= masked]
 
@@ -115,4 +118,37 @@ def test_through_the_cli_run_approve_resume(tmp_path: Path) -> None:
         assert _leaks(text, card=False) == [], "the CLI's output"
     events = _stored(url, sid)
     assert events[-1].data["reason"] == "finished"
+    _nowhere_after_the_mask(events)
+
+
+def test_a_foreign_frameworks_run_continued_in_another_process_keeps_them_hidden(
+        tmp_path: Path) -> None:
+    """The adapters' door (``GovernedRun(resume=...)``) loads a stored run as a session does."""
+    path = tmp_path / "run.db"
+
+    def door(resume: str | None = None) -> GovernedRun:
+        recipe = app.build()  # each process builds its own tools and broker
+        return GovernedRun(list(recipe.tools), policy=app.CardPolicy(), request=app.TASK,
+                           store=SQLiteStore(path), credentials=recipe.credentials,
+                           framework="foreign", resume=resume)
+
+    async def body(arguments: dict[str, object]) -> str:
+        raise AssertionError("tether's own tools run themselves")
+
+    async def first() -> str:
+        run = door()
+        await run.call("c1", "fetch_invoice", {"invoice": "I-1"}, body)
+        await run.call("c2", "charge_card", {"card": app.CARD, "amount": 5}, body)
+        waiting = await run.call("c3", "pay", {"to": "acme"}, body)
+        assert waiting.approval_id is not None
+        return run.id
+
+    sid = asyncio.run(first())
+    later = door(resume=sid)
+    dumped = asyncio.run(later.call("c4", "debug_dump", {}, body)).result
+    assert _leaks(dumped.content, card=False) == []
+    later.close(f"the key was {app.SECRET} and the card {app.CARD}")
+    events = SQLiteStore(path).read(sid)
+    assert verify_chain(events) is None and events[-1].type == "session.end"
+    assert "session.resumed" in [e.type for e in events]
     _nowhere_after_the_mask(events)
