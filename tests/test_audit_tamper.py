@@ -95,7 +95,8 @@ MUTATIONS: dict[str, tuple[Mutation, str, Callable[[int], int], str]] = {
 
 
 def populate(url: str) -> tuple[str, str]:
-    """Two real sessions: one paused, approved and finished (22 events), one paused."""
+    """Two real sessions: one paused, approved and finished (23 events, one of them the
+    fingerprint of its masked account), one paused."""
     finished, _ = audit_app.start(url)
     paused, _ = audit_app.start(url)
     store = open_store(url)
@@ -125,7 +126,7 @@ def test_an_untampered_store_verifies(url: str, capsys: pytest.CaptureFixture[st
     finished, paused = populate(url)
     code, out = verify(capsys, "--store", url)
     assert code == 0, out
-    assert f"ok      {finished}  22 events  head " in out
+    assert f"ok      {finished}  23 events  head " in out
     assert f"ok      {paused}  10 events" in out
     assert "2 sessions checked, 0 broken" in out
 
@@ -178,7 +179,7 @@ def exported(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
     finished, paused = populate(url)
     path = tmp_path / "export.jsonl"
     assert main(["audit", "export", "--format", "jsonl", "--store", url, "-o", str(path)]) == 0
-    assert "exported 32 events of 2 sessions" in capsys.readouterr().err
+    assert "exported 33 events of 2 sessions" in capsys.readouterr().err
     return path, finished, paused
 
 
@@ -194,15 +195,15 @@ def test_export_lines_carry_everything_needed_to_verify(
         exported: tuple[Path, str, str], capsys: pytest.CaptureFixture[str]) -> None:
     path, finished, paused = exported
     lines = lines_of(path)
-    assert len(lines) == 34 and [line for line in lines if "trailer" in line] == [
-        {"trailer": {"session_id": finished, "count": 22, "head": lines[21]["hash"]}},
-        {"trailer": {"session_id": paused, "count": 10, "head": lines[32]["hash"]}}]
+    assert len(lines) == 35 and [line for line in lines if "trailer" in line] == [
+        {"trailer": {"session_id": finished, "count": 23, "head": lines[22]["hash"]}},
+        {"trailer": {"session_id": paused, "count": 10, "head": lines[33]["hash"]}}]
     assert set(lines[0]) == {"seq", "type", "session_id", "timestamp", "data", "prev_hash",
                              "hash"}
     assert lines[0]["type"] == "session.start" and lines[0]["prev_hash"] == "0" * 64
     code, out = verify(capsys, "--file", str(path))
     assert code == 0, out
-    assert f"ok      {finished}  22 events" in out and f"ok      {paused}  10 events" in out
+    assert f"ok      {finished}  23 events" in out and f"ok      {paused}  10 events" in out
 
 
 @pytest.mark.parametrize(("tamper", "expected"), [

@@ -254,10 +254,12 @@ def test_a_session_with_a_protected_server_leaks_no_token(
 # -- hostile servers -------------------------------------------------------------------------------
 
 
+@pytest.mark.parametrize("flow_kind", ["client credentials", "authorization code"])
 def test_a_server_that_echoes_its_bearer_token_gets_it_into_no_prompt_or_event(
-        tmp_path: Path) -> None:
+        tmp_path: Path, flow_kind: str) -> None:
     """The server holds the token (it was sent it); echoing it back in a result must not put it
-    in front of the model or into the journal: the connection's secrets are the session's."""
+    in front of the model or into the journal: the connection's secrets are the session's —
+    whichever flow got the token (the code flow's come with a registration and a refresh)."""
     seen: list[str] = []
 
     def model(request: Any) -> Any:
@@ -266,7 +268,8 @@ def test_a_server_that_echoes_its_bearer_token_gets_it_into_no_prompt_or_event(
         return call("vault_whoami", {}) if asked == 0 else "done"
 
     with protected(tmp_path) as srv:
-        flow = ClientCredentials("machine", Secret(CLIENT_SECRET), issuer=srv.issuer)
+        flow: Any = (ClientCredentials("machine", Secret(CLIENT_SECRET), issuer=srv.issuer)
+                     if flow_kind == "client credentials" else code_flow())
         with connect(server(srv.url, flow)) as tools:
             agent = Agent(model=ScriptedModel(model), reasoning=ReAct(), tools=[*tools])
             session = agent.session("who am I?")

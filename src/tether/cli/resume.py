@@ -105,6 +105,7 @@ def bound_recipe(args: argparse.Namespace, *, create: bool = False) -> Agent | N
 
 
 def _load(agent: Agent, session_id: str, accept_recipe_change: bool = False) -> Session | None:
+    from tether.runtime.recalled import HiddenNotRecalled
     from tether.runtime.session import JournalTampered, RecipeChanged
 
     try:
@@ -112,7 +113,7 @@ def _load(agent: Agent, session_id: str, accept_recipe_change: bool = False) -> 
         if store is not None:
             session_id = full_session_id(store, session_id, agent.tenant_id)
         return agent.load(session_id, accept_recipe_change=accept_recipe_change)
-    except (JournalTampered, RecipeChanged) as exc:
+    except (JournalTampered, RecipeChanged, HiddenNotRecalled) as exc:
         error(str(exc))
     except LookupError as exc:
         error(f"{exc.args[0] if exc.args else exc}; `tether audit list` shows the stored "

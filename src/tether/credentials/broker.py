@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from typing import Any, NoReturn
 
 from tether.credentials.errors import CredentialError
+from tether.credentials.redactor import SecretRedactor
 from tether.credentials.secret import Secret
 from tether.credentials.token import ScopedToken, check_max_uses, check_name, check_ttl
 
@@ -92,6 +93,29 @@ class CredentialBroker:
         credential registered. Calls the tool's provider, if it has one, now."""
         check_name("session_id", session_id)
         check_name("tool", tool)
+        found = self._current(tool)
+        if found is None:
+            return None
+        registration, secret = found
+        token = ScopedToken(secret, session_id=session_id, tool=tool, ttl=registration.ttl,
+                            max_uses=registration.max_uses, clock=self._clock)
+        with self._lock:
+            self._issued.setdefault(session_id, []).append(token)
+        log.debug("issued %r", token)
+        return token
+
+    def redactor(self, tool: str) -> SecretRedactor | None:
+        """What blanks ``tool``'s current secret in text, without issuing a token (nothing can
+        reveal it through this); ``None`` if the tool has no credential registered. A session
+        loaded from its journal in another process asks this for every tool it was issued a
+        token for, so what it hid before it still hides (a provider is called now: a secret
+        rotated since is not the one the session saw, see docs/guide/credentials.md)."""
+        check_name("tool", tool)
+        found = self._current(tool)
+        return None if found is None else SecretRedactor(found[1])
+
+    def _current(self, tool: str) -> tuple[_Registration, Secret] | None:
+        """``tool``'s registration and its secret now (its provider called), if it has one."""
         with self._lock:
             registration = self._registrations.get(tool)
         if registration is None:
@@ -100,12 +124,7 @@ class CredentialBroker:
         if secret is None:
             assert registration.provider is not None  # register() guarantees exactly one
             secret = _fetch(tool, registration.provider)
-        token = ScopedToken(secret, session_id=session_id, tool=tool, ttl=registration.ttl,
-                            max_uses=registration.max_uses, clock=self._clock)
-        with self._lock:
-            self._issued.setdefault(session_id, []).append(token)
-        log.debug("issued %r", token)
-        return token
+        return registration, secret
 
     async def aissue(self, session_id: str, tool: str) -> ScopedToken | None:
         """``issue`` for async callers: a provider (which may do network I/O, as ``VaultKV``

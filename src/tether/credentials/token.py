@@ -14,27 +14,18 @@ mint extra uses. ``to_dict()`` is the metadata for audits.
 
 from __future__ import annotations
 
-import base64
-import binascii
-import hashlib
-import hmac
-import json
 import math
-import re
 import secrets
 import threading
 import time
-import urllib.parse
 from collections.abc import Callable
 from typing import Any, NoReturn, final
 
 from tether.credentials.errors import CredentialError
+from tether.credentials.redactor import REDACTED, SecretRedactor
 from tether.credentials.secret import Secret
 
-REDACTED = "[secret redacted]"
-# keys this process's secret digests (``ScopedToken.scrubs``): a digest is never written anywhere,
-# and keyed it is no help in guessing a low-entropy secret even if it were
-_DIGEST_KEY = secrets.token_bytes(32)
+__all__ = ["REDACTED", "ScopedToken", "check_max_uses", "check_name", "check_ttl"]
 
 
 def check_ttl(ttl: object) -> float:
@@ -60,59 +51,12 @@ def check_name(what: str, value: object) -> str:
     return value
 
 
-def _forms(secret: str) -> tuple[Secret, ...]:
-    """The secret as it may appear in text: raw, JSON-escaped, repr-escaped, URL-encoded, hex
-    (either case) and base64 (standard and URL-safe, with or without padding)."""
-    raw = secret.encode()
-    encoded = [base64.b64encode(raw).decode(), base64.urlsafe_b64encode(raw).decode()]
-    forms = {secret, json.dumps(secret)[1:-1], repr(secret)[1:-1],
-             urllib.parse.quote(secret, safe=""), urllib.parse.quote_plus(secret),
-             raw.hex(), raw.hex().upper(), *encoded, *(e.rstrip("=") for e in encoded)}
-    return tuple(Secret(f) for f in sorted(forms, key=len, reverse=True) if f)
-
-
-# a run of base64 text long enough to hide a secret inside something else it encodes
-_BASE64_RUN = re.compile(r"[A-Za-z0-9+/_-]{8,}={0,2}")
-_PERCENT_BASE64 = re.compile(r"%(?:2[bBfF]|3[dD])")  # +, / and = as a URL encodes them
-_URL_SAFE = str.maketrans("+/", "-_")
-
-
-def _cores(raw: bytes) -> tuple[Secret, ...]:
-    """The stretch of base64 that encodes nothing but ``raw``'s bytes, for each of the three
-    places ``raw`` can start in a 3-byte group, in both alphabets: base64 text hiding ``raw``
-    contains one of them, whatever comes before it. A cheap test that spares a run the
-    decoding ``_hides`` does."""
-    cores = set()
-    for shift in range(3):
-        encoded = base64.b64encode(bytes(shift) + raw).decode()
-        core = encoded[-(-8 * shift // 6):8 * (shift + len(raw)) // 6]
-        cores |= {core, core.translate(_URL_SAFE)}
-    return tuple(Secret(core) for core in cores if core)
-
-
-def _hides(run: str, secret: bytes) -> bool:
-    """Whether base64 ``run`` decodes to bytes containing ``secret`` (a Basic-auth header
-    encodes ``user:secret``, in which the secret's own base64 never appears). The run may start
-    with characters glued to the base64 (``token/``, ``%20`` of a URL, any word): each of the
-    four alignments is tried."""
-    for start in range(4):
-        tail = run[start:]
-        padded = tail + "=" * (-len(tail.rstrip("=")) % 4)
-        for decode in (base64.b64decode, base64.urlsafe_b64decode):
-            try:
-                if secret in decode(padded):
-                    return True
-            except (ValueError, binascii.Error):
-                continue
-    return False
-
-
 @final
 class ScopedToken:
     """A secret for one tool in one session, for ``ttl`` seconds and ``max_uses`` reveals."""
 
-    __slots__ = ("_clock", "_cores", "_expires_at", "_forms", "_id", "_lock", "_max_uses",
-                 "_revoked", "_scrubs", "_secret", "_session_id", "_tool", "_ttl", "_uses")
+    __slots__ = ("_clock", "_expires_at", "_id", "_lock", "_max_uses", "_redactor",
+                 "_revoked", "_secret", "_session_id", "_tool", "_ttl", "_uses")
 
     def __init__(self, secret: str | Secret, *, session_id: str, tool: str, ttl: float = 60.0,
                  max_uses: int = 1, clock: Callable[[], float] = time.monotonic) -> None:
@@ -126,11 +70,8 @@ class ScopedToken:
         self._lock = threading.Lock()
         self._uses = 0
         self._revoked = False
-        self._forms = _forms(self._secret.get())
-        self._cores = _cores(self._secret.get().encode())
+        self._redactor = SecretRedactor(self._secret)
         self._expires_at = clock() + self._ttl
-        self._scrubs = hmac.new(_DIGEST_KEY, self._secret.get().encode(),
-                                hashlib.sha256).hexdigest()
 
     # -- the one way to the secret -------------------------------------------------------------
 
@@ -178,26 +119,7 @@ class ScopedToken:
         """``text`` with every occurrence of the secret (raw, JSON-, repr- or URL-encoded, hex,
         base64, or inside base64 of a longer text such as ``user:secret``, URL-encoded or not)
         replaced by ``[secret redacted]``."""
-        if not isinstance(text, str):
-            raise TypeError(f"redact takes a str, got {type(text).__name__}; convert the value "
-                            "to the text that will be shown, then redact that")
-        for form in self._forms:
-            text = text.replace(form.get(), REDACTED)
-        raw = self._secret.get().encode()
-        cores = [core.get() for core in self._cores] or [""]
-
-        def scrub(found: re.Match[str]) -> str:
-            run = found.group()
-            hides = any(core in run for core in cores) and _hides(run, raw)
-            return REDACTED if hides else run
-
-        text = _BASE64_RUN.sub(scrub, text)
-        if _PERCENT_BASE64.search(text):  # base64 in a URL: %2B, %2F, %3D cut it into pieces
-            joined = _PERCENT_BASE64.sub(lambda m: urllib.parse.unquote(m.group()), text)
-            scrubbed = _BASE64_RUN.sub(scrub, joined)
-            if scrubbed != joined:  # only text that hid the secret is given back decoded
-                text = scrubbed
-        return text
+        return self._redactor.redact(text)
 
     # -- metadata ------------------------------------------------------------------------------
 
@@ -266,7 +188,7 @@ class ScopedToken:
     def scrubs(self) -> str:
         """Which secret ``redact`` hides, as a keyed digest (never the secret): tokens of one
         secret redact alike, so a journal keeps one scrubber per secret, not one per call."""
-        return self._scrubs
+        return self._redactor.scrubs
 
     def __repr__(self) -> str:
         state = "revoked" if self._revoked else "expired" if self.expired else (

@@ -54,6 +54,7 @@ from tether.runtime.chokepoint.turn import ToolCalls
 from tether.runtime.interrupt import lost_call_charge
 from tether.runtime.limits import Limits
 from tether.runtime.provenance import ArgumentProvenance, Sightings
+from tether.runtime.recalled import recall_hidden
 from tether.runtime.result import ToolResult
 from tether.runtime.state import SessionState, call_signature
 from tether.runtime.stop import Stop, StopReason
@@ -160,6 +161,8 @@ class GovernedRun:
         self._credentials = credentials
         self._journal = Journal(self.id, on_append=self._state.apply, store=store,
                                 history=back.events if back is not None else ())
+        if back is not None:  # what the stored run hid stays hidden (before anything appends)
+            recall_hidden(self._journal, back.events, credentials)
         self._gate = gate = PolicyGate(policy, self.subject, self.id, self._journal, self._state,
                           self._accountant, {"framework": framework}, timeout=policy_timeout,
                           request=request)

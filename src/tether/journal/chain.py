@@ -31,6 +31,7 @@ from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from decimal import Decimal
 from typing import Any
 
+from tether.journal.fingerprints import FINGERPRINT_TYPE, Fingerprints, redaction_key
 from tether.journal.redaction import (
     Redactions,
     Scrubber,
@@ -156,7 +157,7 @@ def _seal(prev_hash: str, session_id: str, record: Pending,
     Redaction works on the data's values, never on the encoded text, so it cannot corrupt the
     envelope (seq, timestamp, keys) whatever the redacted value looks like."""
     seq, type, timestamp, data_json = record
-    if redactions is not None:
+    if redactions is not None and type != FINGERPRINT_TYPE:  # a digest is no value's text
         plain = json.loads(data_json)
         hide_arguments(type, plain, redactions.arguments)
         data_json = canonical_text(scrub(plain, redactions.scrubbers, redactions.values))
@@ -238,9 +239,9 @@ class Journal:
     step's events reach the store in one transaction and a decision is durable before its effect.
     """
 
-    __slots__ = ("_dropped", "_flushed", "_json", "_notified", "_on_append", "_pending",
-                 "_redactions", "_scrubbing", "_sealed", "_secrets", "bus", "lease", "session_id",
-                 "store")
+    __slots__ = ("_dropped", "_fingerprints", "_flushed", "_json", "_notified", "_on_append",
+                 "_pending", "_redactions", "_scrubbing", "_sealed", "_secrets", "bus", "lease",
+                 "session_id", "store")
 
     def __init__(self, session_id: str,
                  on_append: Callable[[str, Mapping[str, Any]], None] | None = None, *,
@@ -257,6 +258,7 @@ class Journal:
         self._redactions = Redactions()
         self._secrets: list[Scrubber] = []  # scrubbers of secrets: for live text too
         self._scrubbing: set[str] = set()  # the keys of those scrubbers (scrub_with)
+        self._fingerprints: Fingerprints | None = None  # of hidden values (redact), made lazily
         self._on_append = on_append
         self.bus = EventBus()
 
@@ -342,8 +344,31 @@ class Journal:
         """Never let ``value`` (a masked or hidden field, as text) reach a sealed event: it is
         written ``[masked]`` in every event sealed from now on — the whole current step
         included — whatever its length (``tether.journal.redaction`` says how a short one is
-        found)."""
+        found). With a store, the value's keyed fingerprint is journaled too (never its text:
+        ``tether.journal.fingerprints``), so a session loaded from it in another process keeps
+        blanking the value (``recall``)."""
         self._redactions.values.add(value)
+        if self.store is not None and value:
+            entry = self._keyed().remember(value)
+            if entry is not None:
+                self.append(FINGERPRINT_TYPE, entry)
+
+    def _keyed(self) -> Fingerprints:
+        if self._fingerprints is None:
+            self._fingerprints = Fingerprints(redaction_key())
+        return self._fingerprints
+
+    def recall(self, events: Sequence[Event]) -> None:
+        """Blank again, in every event sealed from now on, the values ``events`` (this
+        session's stored journal) hid, known by their fingerprints; KeyMismatch (nothing
+        recalled) when they were made under another redaction key than this process has."""
+        journaled = [e.data for e in events if e.type == FINGERPRINT_TYPE]
+        if not journaled:
+            return
+        keyed = self._keyed()
+        for data in journaled:
+            keyed.recall(data)
+        self._redactions.values.known = keyed
 
     def hide_argument(self, call_id: str, name: str) -> None:
         """Keep argument ``name`` of call ``call_id`` out of the journal, whatever its type."""
@@ -368,6 +393,11 @@ class Journal:
         for one in self._secrets:
             text = one(text)
         return text
+
+    def hide_all(self, text: str) -> str:
+        """``text`` with every secret and every value a decision hid blanked, as a sealed event
+        has them: for what goes to a party that is not the session's model (a summariser)."""
+        return self._redactions.values.blank(self.hide_secrets(text))
 
     def _notify(self, event: Event) -> None:
         for fn in self.bus:
@@ -401,6 +431,7 @@ class Journal:
         gateway's journal redacts its secrets and masked values as the last one did."""
         self._redactions.scrubbers.extend(earlier._redactions.scrubbers)
         self._redactions.values = earlier._redactions.values  # the same values, still hidden
+        self._fingerprints = earlier._fingerprints
         self._secrets.extend(earlier._secrets)
         self._scrubbing |= earlier._scrubbing
 

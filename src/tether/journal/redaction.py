@@ -23,7 +23,7 @@ import json
 import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 MASKED = "[masked]"
 LEGACY_MASKED = "[redacted]"  # what journals wrote for a hidden value before "[masked]"
@@ -41,23 +41,35 @@ STRUCTURAL_KEYS = frozenset({
 
 Scrubber = Callable[[str], str]
 # a whole token: not next to a letter, digit or underscore, nor to a digit across "." or ","
-_NOT_AFTER, _NOT_BEFORE = r"(?<!\w)(?<!\d[.,])", r"(?!\w)(?![.,]\d)"
+NOT_AFTER, NOT_BEFORE = r"(?<!\w)(?<!\d[.,])", r"(?!\w)(?![.,]\d)"
+
+
+class Known(Protocol):
+    """Values known some other way than by their text (``tether.journal.fingerprints``)."""
+
+    def __bool__(self) -> bool: ...
+
+    def blank(self, text: str, *, tokens: bool = True) -> str: ...
+
+    def hides_number(self, value: int | float) -> bool: ...
 
 
 class HiddenValues:
-    """The texts of values decisions hid: how to blank them in a string or a number."""
+    """The texts of values decisions hid: how to blank them in a string or a number. ``known``:
+    values a loaded session knows only by fingerprint, blanked the same way."""
 
-    __slots__ = ("_long", "_pattern", "_short")
+    __slots__ = ("_long", "_pattern", "_short", "known")
 
-    def __init__(self, values: Sequence[str] = ()) -> None:
+    def __init__(self, values: Sequence[str] = (), known: Known | None = None) -> None:
         self._long: list[str] = []
         self._short: set[str] = set()
         self._pattern: re.Pattern[str] | None = None
+        self.known = known
         for value in values:
             self.add(value)
 
     def __bool__(self) -> bool:
-        return bool(self._long or self._short)
+        return bool(self._long or self._short or self.known)
 
     def add(self, value: str) -> None:
         if not value:
@@ -68,7 +80,7 @@ class HiddenValues:
         elif value not in self._short:
             self._short.add(value)
             words = "|".join(map(re.escape, sorted(self._short, key=len, reverse=True)))
-            self._pattern = re.compile(rf"{_NOT_AFTER}(?:{words}){_NOT_BEFORE}")
+            self._pattern = re.compile(rf"{NOT_AFTER}(?:{words}){NOT_BEFORE}")
 
     def blank(self, text: str, *, tokens: bool = True) -> str:
         """``text`` with every hidden value in it written ``[masked]`` (short ones as whole
@@ -78,10 +90,15 @@ class HiddenValues:
                 text = text.replace(value, MASKED)
         if tokens and self._pattern is not None:
             text = self._pattern.sub(MASKED, text)
+        if self.known:
+            text = self.known.blank(text, tokens=tokens)
         return text
 
     def hides_number(self, value: int | float) -> bool:
-        return json.dumps(value) in self._short or json.dumps(value) in self._long
+        text = json.dumps(value)
+        if text in self._short or text in self._long:
+            return True
+        return self.known is not None and self.known.hides_number(value)
 
 
 @dataclass(slots=True)

@@ -20,8 +20,9 @@ summariser's price) with its output capped at ``summary_tokens``; refused when i
 when the summariser fails or when it returns nothing — then the turns are dropped instead, and
 the event says why. A summariser that reports more than it was allowed is an overrun: charged,
 journaled, and the run stops as after any overrun. The summariser is sent the turns with every
-registered secret blanked, and what it writes is blanked again before it is journaled or sent
-on: a summary never carries a secret.
+registered secret and every value a decision masked blanked (the summariser may be another
+provider than the session's model), and what it writes is blanked of secrets again before it
+is journaled or sent on: a summary never carries a secret.
 """
 
 from __future__ import annotations
@@ -134,7 +135,7 @@ class CompactingEnvironment(Environment):
         """The summary of ``replaced`` from a governed call, or (None, why there is none)."""
         journal, summariser = self._journal, self._summariser
         messages = (Message.system(self._compaction.instructions),
-                    Message.user(journal.hide_secrets(transcript(replaced))))
+                    Message.user(journal.hide_all(transcript(replaced))))
         input_estimate = sum(map(summariser.estimate_message_tokens, messages))
         accountant = self._summary_accountant
         try:

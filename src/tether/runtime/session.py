@@ -34,6 +34,7 @@ from tether.runtime.interrupt import interruption, lost_call_charge, uncertain_c
 from tether.runtime.lease import leased, leased_briefly
 from tether.runtime.opening import open_run
 from tether.runtime.output import OutputCheck
+from tether.runtime.recalled import recall_hidden
 from tether.runtime.result import Result, Trajectory
 from tether.runtime.state import fold
 from tether.runtime.stop import Stop, StopReason
@@ -172,11 +173,14 @@ class Session:
                 "or pass accept_recipe_change=True (CLI: --accept-recipe-change) if the change "
                 "is intended")
         subject = start["subject"]
-        return cls(agent, start["task"], budget=Budget.from_dict(start["budget"]),
-                   user_id=subject["user_id"], tenant_id=subject["tenant_id"],
-                   roles=subject["roles"], context=start.get("context"), session_id=session_id,
-                   history=events, metadata=start.get("metadata"),
-                   request=start.get("request"), thread=(start.get("thread") or {}).get("id"))
+        session = cls(agent, start["task"], budget=Budget.from_dict(start["budget"]),
+                      user_id=subject["user_id"], tenant_id=subject["tenant_id"],
+                      roles=subject["roles"], context=start.get("context"),
+                      session_id=session_id, history=events, metadata=start.get("metadata"),
+                      request=start.get("request"),
+                      thread=(start.get("thread") or {}).get("id"))
+        recall_hidden(session._journal, events, agent.credentials)  # before it appends a thing
+        return session
 
     def __repr__(self) -> str:
         return f"<Session {self.id} agent={self.agent.name!r}>"
