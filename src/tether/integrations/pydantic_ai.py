@@ -44,11 +44,13 @@ try:
     from pydantic_ai.models import ModelRequestParameters, StreamedResponse
     from pydantic_ai.models.wrapper import WrapperModel
     from pydantic_ai.settings import ModelSettings
+    from pydantic_ai.tools import Tool as AITool
     from pydantic_ai.toolsets import AbstractToolset, FunctionToolset, WrapperToolset
 except ImportError as exc:  # pragma: no cover - the extra is missing
     raise ImportError("tether.integrations.pydantic_ai needs pydantic-ai: "
                       "pip install 'tether[pydantic-ai]'") from exc
 
+from tether.integrations.decided import Reader
 from tether.integrations.governed import GovernedRun, Metered
 from tether.integrations.runs import ForeignRun, declared_tools
 from tether.models.base import (
@@ -214,7 +216,20 @@ def foreign_tools(toolset: AbstractToolset[Any], meta: Mapping[str, ToolMeta] | 
                         "FunctionToolset, or pydantic-ai Tools or functions")
     return declared_tools([ToolSpec(name, t.tool_def.description or "",
                                     t.tool_def.parameters_json_schema)
-                           for name, t in toolset.tools.items()], meta, overlay)
+                           for name, t in toolset.tools.items()], meta, overlay,
+                          {name: _reader(t) for name, t in toolset.tools.items()})
+
+
+def _reader(tool: AITool[Any]) -> Reader:
+    """pydantic-ai's own reading of a tool's arguments (its schema's validator, as its tool
+    manager runs it before any call): the door decides on what the function will get."""
+    validator = tool.function_schema.validator
+
+    def read(arguments: Mapping[str, Any]) -> dict[str, Any]:
+        read: dict[str, Any] = validator.validate_python(dict(arguments))
+        return read
+
+    return read
 
 
 class PydanticAIRun(ForeignRun):
