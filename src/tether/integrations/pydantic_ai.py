@@ -214,6 +214,11 @@ def foreign_tools(toolset: AbstractToolset[Any], meta: Mapping[str, ToolMeta] | 
         raise TypeError(f"tether needs the tools up front to decide on them; "
                         f"{type(toolset).__name__} lists its tools only during a run. Pass a "
                         "FunctionToolset, or pydantic-ai Tools or functions")
+    if type(toolset).call_tool is not FunctionToolset.call_tool:
+        raise TypeError(f"{type(toolset).__name__} overrides call_tool, which runs after "
+                        "tether's decision and could run arguments nobody decided; put that "
+                        "layer outside run.toolset (a WrapperToolset around it), where tether "
+                        "decides on what it hands on")
     return declared_tools([ToolSpec(name, t.tool_def.description or "",
                                     t.tool_def.parameters_json_schema)
                            for name, t in toolset.tools.items()], meta, overlay,
