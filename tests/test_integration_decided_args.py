@@ -326,3 +326,24 @@ async def test_agents_sdk_a_function_that_takes_its_context_gets_it_and_the_deci
     assert got == [("ToolContext", 2)] and results(run.journal)[0]["content"] == "abab"
     decided = [e.data["arguments"] for e in run.journal.events() if e.type == "tool.decision"]
     assert decided == [{"word": "ab", "times": 2}]  # the default too: what the function got
+
+
+async def test_langgraph_arguments_langgraph_injects_are_its_own_not_compared() -> None:
+    from langchain.tools import ToolRuntime
+    from langchain_core.tools import InjectedToolCallId
+    from langchain_core.tools import tool as as_tool
+
+    got: list[tuple[str, str, str]] = []
+
+    def send_email(to: str, body: str, call_id: str, runtime: Any) -> str:
+        """Send an email."""
+        got.append((to, call_id, type(runtime).__name__))
+        return f"sent to {to}"
+
+    send_email.__annotations__.update(call_id=Annotated[str, InjectedToolCallId],
+                                      runtime=ToolRuntime)
+    run, agent = langgraph_run([as_tool(send_email)],
+                               [("send_email", {"to": "alice@corp.test", "body": "x"})])
+    await agent.ainvoke({"messages": [{"role": "user", "content": "mail alice"}]})
+    assert got == [("alice@corp.test", "t0c0", "ToolRuntime")]
+    assert decided_runs(run.journal) == [{"to": "alice@corp.test", "body": "x"}]

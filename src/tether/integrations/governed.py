@@ -37,7 +37,9 @@ from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, NoReturn
 
+from tether.integrations.decided import FOREIGN_META as FOREIGN_META  # their former home
 from tether.integrations.decided import Body, deciding, done, identity, jsonable, reading
+from tether.integrations.decided import ForeignTool as ForeignTool
 from tether.integrations.reopen import Reopened, framework_id, reopen
 from tether.journal.chain import Journal, canonical_json
 from tether.policy.base import Effect, Policy, Subject
