@@ -170,3 +170,58 @@ async def test_agents_sdk_a_sub_agent_on_the_same_run_is_refused_not_hung() -> N
     result = delegated(run.journal.events())
     assert result["status"] == "error" and REFUSED in result["content"]
     assert REFUSED in str(answer.final_output)
+
+
+async def test_a_sub_run_draws_on_its_parents_call_and_is_bound_by_its_denials() -> None:
+    from pydantic_ai import Agent as AIAgent
+    from pydantic_ai.models.function import FunctionModel
+
+    from test_integration_pydantic_ai import Rules, scripted
+    from tether import Budget
+    from tether.integrations.pydantic_ai import PydanticAIRun
+
+    sent: list[str] = []
+
+    def send_email(to: str, body: str) -> str:
+        """Send an email."""
+        sent.append(to)
+        return f"sent to {to}"
+
+    subs: list[PydanticAIRun] = []
+
+    async def delegate(task: str) -> str:
+        """Ask a helper agent."""
+        sub = PydanticAIRun([send_email], parent=run, policy=Allow(), request=task,
+                            model=FunctionModel(scripted(
+                                ("send_email", {"to": "mallory@evil.test", "body": "x"}),
+                                ("send_email", {"to": "alice@corp.test", "body": "y"}))),
+                            meta={"send_email": ToolMeta()}, budget=Budget(max_tokens=10_000))
+        subs.append(sub)
+        answer = str((await AIAgent(sub.model, toolsets=[sub.toolset]).run(task)).output)
+        sub.close(answer)
+        return answer
+
+    run = PydanticAIRun([delegate], model=FunctionModel(scripted(DELEGATE)), policy=Rules(),
+                        request="x", meta={"delegate": ToolMeta()},
+                        budget=Budget(max_tokens=1_000))
+    await asyncio.wait_for(AIAgent(run.model, toolsets=[run.toolset]).run("x"), BOUND)
+    assert sent == ["alice@corp.test"]  # the parent's policy denies mallory: so does the sub-run
+    (sub,) = subs
+    start = sub.journal.events()[0].data
+    assert start["budget"]["max_tokens"] < 1_000  # the parent's lease, not its own 10 000
+    assert start["context"]["parent_session"] == run.id
+    charged = [e.data for e in run.journal.events() if e.type == "subagent.charge"]
+    assert charged and charged[0]["input_tokens"] == 150  # three model calls of 50: the parent's
+    assert run.governed.remaining_budget()["tokens"] == 1_000 - 2 * 60 - 180
+
+
+def test_a_sub_run_outside_its_parents_tool_calls_is_refused() -> None:
+    from tether.integrations.pydantic_ai import PydanticAIRun
+
+    def look() -> str:
+        """Look."""
+        return "seen"
+
+    run = PydanticAIRun([look], policy=Allow(), request="x")
+    with pytest.raises(ValueError, match="inside one of its tool calls"):
+        PydanticAIRun([look], policy=Allow(), request="x", parent=run)

@@ -51,6 +51,7 @@ class Decided:
     arguments: dict[str, Any]
     body: Body
     refused: str | None = None
+    context: ToolContext | None = None  # what the call's session lends a sub-run
 
 
 # the call being run by the door in this context (set around one call's body)
@@ -135,11 +136,18 @@ class ForeignTool:
         held = _DECIDED.get()
         if held is None or held.call_id != context.call_id:
             raise ToolFailure(f"Error: {self.name!r} can only run through its framework's call")
-        held.name, held.arguments = self.name, arguments
+        held.name, held.arguments, held.context = self.name, arguments, context
         result = await held.body(arguments)
         if held.refused is not None:  # refused at the last seam, whatever a layer made of it
             raise ArgumentsChanged(held.refused)
         return result
+
+
+def running_call(session_id: str) -> ToolContext | None:
+    """The context of the call of session ``session_id`` whose body runs here, if one does."""
+    held = _DECIDED.get()
+    context = held.context if held is not None else None
+    return context if context is not None and context.session_id == session_id else None
 
 
 def deciding(call_id: str, body: Body) -> Any:

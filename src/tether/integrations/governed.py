@@ -25,7 +25,11 @@ process: a run stored with its journal is continued with ``resume=`` its id
 (``tether.integrations.reopen``). A framework that asks whether a call must wait before it
 runs it (the Agents SDK) asks ``ask_first``: the policy is probed without a record, and only a
 call it sends to a person enters the door there — so its approval exists when the framework
-pauses, and an allowed call still runs inside the framework's own tool call.
+pauses, and an allowed call still runs inside the framework's own tool call. A sub-agent
+started inside a governed tool gets a run of its own made with ``parent=`` (the call's lease of
+the budget, the parent's policy too, its spend charged back: as a native sub-agent); one given
+this run's own tools or model is refused at once (``NestedRunError``), since the door takes one
+call at a time and it would wait for the call it runs in.
 """
 
 from __future__ import annotations
@@ -33,13 +37,28 @@ from __future__ import annotations
 import asyncio
 import os
 from collections.abc import Iterable, Mapping, Sequence
-from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, NoReturn
 
 from tether.integrations.decided import FOREIGN_META as FOREIGN_META  # their former home
-from tether.integrations.decided import Body, deciding, done, identity, jsonable, reading
+from tether.integrations.decided import (
+    Body,
+    deciding,
+    done,
+    identity,
+    jsonable,
+    reading,
+)
 from tether.integrations.decided import ForeignTool as ForeignTool
+from tether.integrations.nesting import (
+    Lender,
+    charge_back,
+    lent_by,
+    not_nested,
+    running,
+    sub_run,
+)
+from tether.integrations.nesting import NestedRunError as NestedRunError  # raised from here
 from tether.integrations.reopen import Reopened, framework_id, reopen
 from tether.journal.chain import Journal, canonical_json
 from tether.policy.base import Effect, Policy, Subject
@@ -62,24 +81,13 @@ from tether.runtime.state import SessionState, call_signature
 from tether.runtime.stop import Stop, StopReason
 from tether.store.base import Store
 from tether.store.memory import MemoryStore
-from tether.tools.base import Tool, ToolFailure
+from tether.tools.base import Tool, ToolContext, ToolFailure
 from tether.tools.registry import ToolRegistry
 from tether.types import Message, ModelResponse, ToolCall
 
 if TYPE_CHECKING:
     from tether.credentials import CredentialBroker
     from tether.models.pricing import Price
-
-# the ids of the runs whose tool body runs in this context: a call on one of them from there
-# (a sub-agent given the run's own tools or model) would wait for the call it runs inside
-_INSIDE: ContextVar[frozenset[str]] = ContextVar("tether_inside", default=frozenset())
-
-
-class NestedRunError(RuntimeError):
-    """A governed run was called from inside one of its own tool calls (a sub-agent given the
-    run's tools or model): refused at once, since it would wait forever for the call it runs
-    in. The parent's call fails with this message; the parent run goes on."""
-
 
 class RunStopped(Exception):
     """The governed run stopped (a budget, a loop, a model that overran its cap): nothing more
@@ -123,10 +131,13 @@ class GovernedRun:
                  approval_ttl: float = 24 * 3600.0, max_result_chars: int = 20_000,
                  session_id: str | None = None, credentials: CredentialBroker | None = None,
                  policy_timeout: float | None = DEFAULT_POLICY_TIMEOUT,
-                 resume: str | None = None) -> None:
+                 resume: str | None = None, parent: Lender | None = None) -> None:
         self.registry = ToolRegistry(tools)
         check_names(policy, self.registry.specs, whose=f"the {framework} run's tools", advice=(
             "Fix the names, or declare the tools the policy names"))
+        self._lent = None if parent is None else parent.lend()
+        if self._lent is not None:  # a sub-run: the parent's lease, the parent's denials too
+            budget, policy = sub_run(self._lent, budget, policy)
         back = None
         if resume is not None:  # a stored run, continued (tether.integrations.reopen)
             back = reopen(store, resume, framework=framework, tenant_id=tenant_id,
@@ -184,7 +195,9 @@ class GovernedRun:
         start: dict[str, Any] = {
             "task": self.request, "system_prompt": "", "agent": framework, "model": model,
             "tools": list(self.registry.names), "budget": self.budget.to_dict(),
-            "context": {"framework": framework},
+            "context": {"framework": framework, **({
+                "parent_session": self._lent.session_id, "parent_call": self._lent.call_id}
+                if self._lent is not None else {})},
             "subject": {"user_id": self.subject.user_id, "tenant_id": self.subject.tenant_id,
                         "roles": sorted(self.subject.roles)}}
         if self.request and any(r.side_effect and r.intents for r in resources):
@@ -192,6 +205,10 @@ class GovernedRun:
         self._journal.append("session.start", start)
         self._journal.flush()
         self._accountant.start_clock()
+
+    def lend(self) -> ToolContext:
+        """What a sub-run made in one of this run's tool calls draws on (``parent=``)."""
+        return lent_by(self.id)
 
     @property
     def journal(self) -> Journal:
@@ -219,9 +236,10 @@ class GovernedRun:
             if known is not None and known[0] == signature:
                 return Outcome(known[1])  # resolved already (a framework's second resume)
             call = self._call_of(call_id, name, dict(arguments), signature)
-            held, inside = deciding(call.id, body), _INSIDE.set(_INSIDE.get() | {self.id})
+            held = deciding(call.id, body)
             try:
-                (result,) = await self._calls.run([call])
+                with running(self.id):
+                    (result,) = await self._calls.run([call])
             except Stop as stop:
                 approval = self._state.approvals.get(call.id)
                 if stop.reason is not StopReason.NEEDS_APPROVAL or approval is None \
@@ -233,7 +251,6 @@ class GovernedRun:
                                           f"{stop.detail}. A person must approve it first.",
                                           "denied"), approval)
             finally:
-                _INSIDE.reset(inside)
                 done(held)
             self._ledger[call_id] = (signature, result)
             self._waiting.pop(call_id, None)
@@ -242,13 +259,7 @@ class GovernedRun:
 
     def not_nested(self) -> None:
         """NestedRunError when this context runs inside one of this run's own tool calls."""
-        if self.id in _INSIDE.get():
-            raise NestedRunError(
-                f"tether: governed run {self.id} was called from inside one of its own tool "
-                "calls (a sub-agent given the run's tools or model); that call would wait for "
-                "the one it runs in, so it is refused. Give the sub-agent a run of its own "
-                "(another adapter run object, with its own budget and journal), or run a tether "
-                "Agent there")
+        not_nested(self.id)
 
     async def ask_first(self, call_id: str, name: str, arguments: Mapping[str, Any]) -> bool:
         """For a framework that asks whether a call must wait for a person before it runs it
@@ -457,6 +468,7 @@ class GovernedRun:
             "reason": reason, "detail": detail, "answer": answer,
             "spend": self._accountant.spend().to_dict()})
         self._journal.flush()
+        charge_back(self._lent, self._accountant.spend())  # a sub-run's, to its parent call
         self._approvals.expire_pending(self.id, f"the run ended ({reason})")
         if self._credentials is not None:
             self._credentials.revoke_session(self.id)

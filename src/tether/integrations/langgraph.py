@@ -53,8 +53,9 @@ except ImportError as exc:  # pragma: no cover - the extra is missing
     raise ImportError("tether.integrations.langgraph needs LangGraph and LangChain: "
                       "pip install 'tether[langgraph]'") from exc
 
-from tether.integrations.governed import GovernedRun, Metered, NestedRunError, Outcome
+from tether.integrations.governed import GovernedRun, Metered, Outcome
 from tether.integrations.langgraph_tools import guarded, reader
+from tether.integrations.nesting import NestedRunError
 from tether.integrations.runs import ForeignRun, declared_tools
 from tether.models.base import (
     CHARS_PER_TOKEN,

@@ -17,7 +17,7 @@ from tether.integrations.governed import GovernedRun
 from tether.journal.chain import Journal
 from tether.policy.overlay import Overlay
 from tether.runtime.chokepoint.approvals import ApprovalStore
-from tether.tools.base import Tool, ToolMeta
+from tether.tools.base import Tool, ToolContext, ToolMeta
 from tether.types import ToolSpec
 
 
@@ -55,6 +55,10 @@ class ForeignRun:
     @property
     def approvals(self) -> ApprovalStore:
         return self.governed.approvals
+
+    def lend(self) -> ToolContext:
+        """What a sub-run made in one of this run's tool calls draws on: ``parent=run``."""
+        return self.governed.lend()
 
     def close(self, answer: object = "") -> None:
         """End the session (``finished``), recording the agent's answer when it is text."""
