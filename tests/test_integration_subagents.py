@@ -1,9 +1,12 @@
-"""A sub-agent started inside a governed tool: never a hang, under every adapter.
+"""A sub-agent started inside a governed tool: governed or refused, never a hang, under every
+adapter.
 
-A sub-agent given the run's own tools or model is refused at its first call (it would wait for
-the call it runs inside); the parent's call fails with that message and the parent run goes on.
-A tether Agent started there runs, governed as a session of its own. Every wait is bounded:
-a hang fails the test instead of stalling the suite."""
+A sub-run made there with ``parent=run`` draws on the call's lease of the budget, obeys the
+parent's policy too and charges its spend back. A sub-agent given the run's own tools or model
+is refused at its first call (it would wait for the call it runs inside); the parent's call
+fails with that message and the parent run goes on. A tether Agent started there runs, governed
+as a session of its own. Every wait is bounded: a hang fails the test instead of stalling the
+suite."""
 
 from __future__ import annotations
 
@@ -225,3 +228,85 @@ def test_a_sub_run_outside_its_parents_tool_calls_is_refused() -> None:
     run = PydanticAIRun([look], policy=Allow(), request="x")
     with pytest.raises(ValueError, match="inside one of its tool calls"):
         PydanticAIRun([look], policy=Allow(), request="x", parent=run)
+
+
+def mailer(sent: list[str]) -> Any:
+    def send_email(to: str, body: str) -> str:
+        """Send an email."""
+        sent.append(to)
+        return f"sent to {to}"
+    return send_email
+
+
+MALLORY_THEN_ALICE = (("send_email", {"to": "mallory@evil.test", "body": "x"}),
+                      ("send_email", {"to": "alice@corp.test", "body": "y"}))
+
+
+def charged_back(run: Any, sub: Any) -> None:
+    """The sub-run recorded its parent, and its spend landed on the parent's call."""
+    assert sub.journal.events()[0].data["context"]["parent_session"] == run.id
+    assert [e.type for e in run.journal.events()].count("subagent.charge") == 1
+
+
+async def test_langgraph_a_sub_run_is_bound_by_its_parents_denials() -> None:
+    from langchain.agents import create_agent
+
+    from test_integration_langgraph import Rules, scripted
+    from tether.integrations.langgraph import LangGraphRun
+
+    sent: list[str] = []
+    subs: list[LangGraphRun] = []
+
+    async def delegate(task: str) -> str:
+        """Ask a helper agent."""
+        model = scripted(*[[c] for c in MALLORY_THEN_ALICE])
+        sub = LangGraphRun([mailer(sent)], parent=run, policy=Allow(), request=task,
+                           model=model, meta={"send_email": ToolMeta()})
+        subs.append(sub)
+        state = await create_agent(model, tools=sub.tools, middleware=[sub.middleware]).ainvoke(
+            {"messages": [{"role": "user", "content": task}]})
+        sub.close(state)
+        return str(state["messages"][-1].content)
+
+    model = scripted([DELEGATE])
+    run = LangGraphRun([delegate], model=model, policy=Rules(), request="x",
+                       meta={"delegate": ToolMeta()})
+    agent = create_agent(model, tools=run.tools, middleware=[run.middleware])
+    await asyncio.wait_for(agent.ainvoke({"messages": [{"role": "user", "content": "x"}]}),
+                           BOUND)
+    assert sent == ["alice@corp.test"]
+    charged_back(run, subs[0])
+
+
+async def test_agents_sdk_a_sub_run_is_bound_by_its_parents_denials() -> None:
+    from agents import Agent as SDKAgent
+    from agents import Runner, function_tool, set_tracing_disabled
+
+    from test_integration_openai_agents import Rules, Script
+    from tether.integrations.openai_agents import OpenAIAgentsRun
+
+    set_tracing_disabled(True)
+    sent: list[str] = []
+    subs: list[OpenAIAgentsRun] = []
+
+    async def delegate(task: str) -> str:
+        """Ask a helper agent."""
+        script = Script(*MALLORY_THEN_ALICE)
+        sub = OpenAIAgentsRun([function_tool(mailer(sent))], parent=run, policy=Allow(),
+                              request=task, model=script.model,
+                              meta={"send_email": ToolMeta()})
+        subs.append(sub)
+        assert sub.model is not None
+        answer = await Runner.run(SDKAgent(name="helper", model=sub.model, tools=sub.tools),
+                                  task)
+        sub.close(str(answer.final_output))
+        return str(answer.final_output)
+
+    script = Script(DELEGATE)
+    run = OpenAIAgentsRun([function_tool(delegate)], model=script.model, policy=Rules(),
+                          request="x", meta={"delegate": ToolMeta()})
+    assert run.model is not None
+    await asyncio.wait_for(Runner.run(SDKAgent(name="boss", model=run.model, tools=run.tools),
+                                      "x"), BOUND)
+    assert sent == ["alice@corp.test"]
+    charged_back(run, subs[0])
