@@ -9,6 +9,8 @@ from collections.abc import Callable
 from typing import Annotated, Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 pytest.importorskip("langgraph")
 pytest.importorskip("agents")
@@ -18,8 +20,8 @@ from agents import RunContextWrapper
 from pydantic import AfterValidator, BaseModel
 
 from tether import Decision, Effect
-from tether.integrations.decided import ArgumentsChanged
-from tether.journal.chain import Journal
+from tether.integrations.decided import _DECIDED, ArgumentsChanged, arrived, deciding, done
+from tether.journal.chain import Journal, canonical_json
 from tether.policy import Action, Context, Resource, Subject
 from tether.tools.base import ToolMeta
 
@@ -372,3 +374,38 @@ async def test_langgraph_arguments_langgraph_injects_are_its_own_not_compared() 
     await agent.ainvoke({"messages": [{"role": "user", "content": "mail alice"}]})
     assert got == [("alice@corp.test", "t0c0", "ToolRuntime")]
     assert decided_runs(run.journal) == [{"to": "alice@corp.test", "body": "x"}]
+
+
+JSON = st.recursive(st.none() | st.booleans() | st.integers() | st.text(max_size=5),
+                    lambda inner: st.lists(inner, max_size=3)
+                    | st.dictionaries(st.text(max_size=3), inner, max_size=3), max_leaves=6)
+
+
+@settings(max_examples=200, deadline=None)
+@given(decided=st.dictionaries(st.sampled_from("abcd"), JSON, max_size=4),
+       injected=st.dictionaries(st.sampled_from("xyz"), JSON, max_size=2),
+       key=st.sampled_from("abcd"), value=JSON)
+def test_the_last_seam_passes_exactly_the_decided_arguments(
+        decided: dict[str, Any], injected: dict[str, Any], key: str, value: Any) -> None:
+    async def body(arguments: dict[str, Any]) -> None:
+        return None
+
+    token = deciding("c1", body)
+    try:
+        held = _DECIDED.get()
+        assert held is not None
+        held.name, held.arguments = "t", decided
+        arrived("t", {**decided, **injected}, "abcd")  # injected ones are not the model's
+        changed = {**decided, key: value}
+        if canonical_json(changed) == canonical_json(decided):  # True is not 1 here
+            arrived("t", changed, "abcd")
+        else:
+            with pytest.raises(ArgumentsChanged):
+                arrived("t", changed, "abcd")
+            assert held.refused is not None and key in held.refused
+        with pytest.raises(ArgumentsChanged):
+            arrived("another tool", decided, "abcd")
+    finally:
+        done(token)
+    with pytest.raises(ArgumentsChanged, match="without a tether decision"):
+        arrived("t", decided, "abcd")
