@@ -79,8 +79,10 @@ def governed_tool(tool: FunctionTool, governed: GovernedRun) -> FunctionTool:
                          "approval store decides for governed tools: let the policy ask for "
                          "approvals (REQUIRE_APPROVAL) and drop needs_approval")
     if getattr(tool, "_is_agent_tool", False):
-        raise ValueError(f"tool {tool.name!r} is an agent run as a tool; govern that agent's "
-                         "own tools and model with an OpenAIAgentsRun of its own")
+        raise ValueError(f"tool {tool.name!r} is an agent run as a tool; run that agent from "
+                         "a function tool of yours, with an OpenAIAgentsRun of its own made "
+                         "there with parent=run (its tools and model governed, on this run's "
+                         "budget and policy)")
     name, original, own = tool.name, tool.on_invoke_tool, _function_of(tool)
 
     async def invoke(ctx: ToolContext[Any], raw: str) -> Any:
