@@ -217,8 +217,8 @@ async def test_agents_sdk_a_validator_that_reads_its_output_differently_is_refus
 
 # -- pydantic-ai ---------------------------------------------------------------------------------
 
-def pydantic_run(field: Any, calls: list[tuple[str, dict[str, Any]]], **agent_options: Any,
-                 ) -> tuple[Any, Any, list[tuple[str, str]]]:
+def pydantic_run(field: Any, calls: list[tuple[str, dict[str, Any]]], policy: Any = None,
+                 **agent_options: Any) -> tuple[Any, Any, list[tuple[str, str]]]:
     from pydantic_ai import Agent, DeferredToolRequests
     from pydantic_ai.models.function import FunctionModel
 
@@ -234,8 +234,8 @@ def pydantic_run(field: Any, calls: list[tuple[str, dict[str, Any]]], **agent_op
 
     send_email.__annotations__ = {"to": field, "body": str, "return": str}
 
-    run = PydanticAIRun([send_email], model=FunctionModel(scripted(*calls)), policy=Rules(),
-                        request="mail", meta={"send_email": SEND})
+    run = PydanticAIRun([send_email], model=FunctionModel(scripted(*calls)),
+                        policy=policy or Rules(), request="mail", meta={"send_email": SEND})
     agent = Agent(run.model, toolsets=[run.toolset], output_type=[str, DeferredToolRequests],
                   **agent_options)
     return run, agent, sent
@@ -409,3 +409,24 @@ def test_the_last_seam_passes_exactly_the_decided_arguments(
         done(token)
     with pytest.raises(ArgumentsChanged, match="without a tether decision"):
         arrived("t", decided, "abcd")
+
+
+async def test_pydantic_ai_an_approved_normalised_call_runs_once_as_decided() -> None:
+    class Ask(Rules):
+        def evaluate(self, subject: Subject, action: Action, resource: Resource,
+                     context: Context) -> Decision:
+            if action.arguments.get("to") == "ceo@corp.test":
+                return Decision(Effect.REQUIRE_APPROVAL, "the CEO needs a person", "mail")
+            return super().evaluate(subject, action, resource, context)
+
+    run, agent, sent = pydantic_run(Tidy, [("send_email", {"to": " CEO@corp.test", "body": "x"})],
+                                    policy=Ask())
+    paused = await agent.run("mail the ceo")
+    (pending,) = run.approvals.pending()
+    assert pending.arguments == {"to": "ceo@corp.test", "body": "x"} and sent == []
+    run.approvals.approve(pending.id, approver="ops")
+    for _ in range(2):  # a second resume gets the recorded result
+        await agent.run(message_history=paused.all_messages(),
+                        deferred_tool_results=run.resume_with(paused.output))
+    assert sent == [("ceo@corp.test", "x")]
+    assert decided_runs(run.journal) == [{"to": "ceo@corp.test", "body": "x"}]
