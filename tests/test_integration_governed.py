@@ -9,7 +9,8 @@ from typing import Any
 import pytest
 
 from tether import Budget, Decision, Effect, Price
-from tether.integrations.governed import ForeignTool, GovernedRun, RunStopped
+from tether.integrations.decided import ForeignTool
+from tether.integrations.governed import GovernedRun, RunStopped
 from tether.journal.chain import verify_chain
 from tether.policy import Action, Context, Resource, Subject, YamlPolicy
 from tether.policy.names import PolicyNameError
@@ -223,3 +224,47 @@ def test_declared_tools_read_meta_by_name_then_the_overlay_and_refuse_a_typo() -
     assert send.meta.side_effect and read.meta.output_trust == "untrusted"
     with pytest.raises(ValueError, match=r"meta declares \['sned'\].*fix the names"):
         declared_tools(specs, {"sned": ToolMeta()})
+
+
+async def test_a_call_id_resent_with_other_arguments_is_decided_anew() -> None:
+    run = governed()
+    ran: list[dict[str, Any]] = []
+    first = await run.call("c1", "send", {"to": "alice"}, body(ran, "sent to alice"))
+    assert first.result.content == "sent to alice"
+    other = await run.call("c1", "send", {"to": "boss"}, body(ran, "sent to boss"))
+    assert other.approval_id is not None  # decided: a person is asked, alice's result not given
+    assert "sent to alice" not in other.result.content and ran == [{"to": "alice"}]
+    denied = await run.call("c1", "send", {"to": "mallory"}, body(ran))
+    assert denied.result.status == "denied" and ran == [{"to": "alice"}]
+
+
+async def test_an_approval_does_not_pass_to_the_same_call_id_with_other_arguments() -> None:
+    run = governed()
+    ran: list[dict[str, Any]] = []
+    waiting = await run.call("c1", "send", {"to": "boss"}, body(ran))
+    assert waiting.approval_id is not None
+    run.approvals.approve(waiting.approval_id, approver="ops")
+    changed = await run.call("c1", "send", {"to": "boss", "cc": "mallory"}, body(ran))
+    assert changed.approval_id not in (None, waiting.approval_id) and ran == []
+
+
+async def test_a_call_resent_as_its_tool_reads_it_is_the_same_call_in_another_process(
+        tmp_path: Path) -> None:
+    def tidy(arguments: Any) -> dict[str, Any]:  # a framework's validation: it normalises
+        return {k: str(v).strip().lower() for k, v in arguments.items()}
+
+    send = ForeignTool(SEND.spec, SEND.meta, reader=tidy)
+    store, ran = SQLiteStore(tmp_path / "g.db"), []
+    first = GovernedRun([send], policy=Rules(), request="x", framework="test", store=store)
+    assert (await first.call("c1", "send", {"to": " Alice "}, body(ran))).result.status == "ok"
+    waiting = await first.call("c2", "send", {"to": " BOSS"}, body(ran))
+    assert waiting.approval_id is not None and ran == [{"to": "alice"}]
+    first.approvals.approve(waiting.approval_id, approver="ops")
+    # another process; the framework resends both calls as it validated them (pydantic-ai does)
+    again = GovernedRun([send], policy=Rules(), request="x", framework="test", store=store,
+                        resume=first.id)
+    assert (await again.call("c1", "send", {"to": "alice"}, body(ran))).result.content == "done"
+    assert (await again.call("c2", "send", {"to": "boss"}, body(ran))).result.status == "ok"
+    assert ran == [{"to": "alice"}, {"to": "boss"}]  # each once, as decided
+    again.close()
+    assert verify_chain(store.read(first.id)) is None

@@ -25,20 +25,42 @@ process: a run stored with its journal is continued with ``resume=`` its id
 (``tether.integrations.reopen``). A framework that asks whether a call must wait before it
 runs it (the Agents SDK) asks ``ask_first``: the policy is probed without a record, and only a
 call it sends to a person enters the door there — so its approval exists when the framework
-pauses, and an allowed call still runs inside the framework's own tool call.
+pauses, and an allowed call still runs inside the framework's own tool call. A sub-agent
+started inside a governed tool gets a run of its own made with ``parent=`` (the call's lease of
+the budget, the parent's policy too, its spend charged back: as a native sub-agent); one given
+this run's own tools or model is refused at once (``NestedRunError``), since the door takes one
+call at a time and it would wait for the call it runs in.
 """
 
 from __future__ import annotations
 
 import asyncio
 import os
-from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
-from contextvars import ContextVar
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, NoReturn
 
+from tether.integrations.decided import FOREIGN_META as FOREIGN_META  # their former home
+from tether.integrations.decided import (
+    Body,
+    deciding,
+    done,
+    identity,
+    jsonable,
+    reading,
+)
+from tether.integrations.decided import ForeignTool as ForeignTool
+from tether.integrations.nesting import (
+    Lender,
+    charge_back,
+    lent_by,
+    not_nested,
+    running,
+    sub_run,
+)
+from tether.integrations.nesting import NestedRunError as NestedRunError  # raised from here
 from tether.integrations.reopen import Reopened, framework_id, reopen
-from tether.journal.chain import Journal
+from tether.journal.chain import Journal, canonical_json
 from tether.policy.base import Effect, Policy, Subject
 from tether.policy.deadline import DEFAULT_POLICY_TIMEOUT
 from tether.policy.names import check_names
@@ -60,22 +82,13 @@ from tether.runtime.state import SessionState, call_signature
 from tether.runtime.stop import Stop, StopReason
 from tether.store.base import Store
 from tether.store.memory import MemoryStore
-from tether.tools.base import Tool, ToolContext, ToolFailure, ToolMeta
+from tether.tools.base import Tool, ToolContext, ToolFailure
 from tether.tools.registry import ToolRegistry
-from tether.types import Message, ModelResponse, ToolCall, ToolSpec
+from tether.types import Message, ModelResponse, ToolCall
 
 if TYPE_CHECKING:
     from tether.credentials import CredentialBroker
     from tether.models.pricing import Price
-
-Body = Callable[[dict[str, Any]], Awaitable[Any]]
-# a foreign tool's declared facts when nothing declares them: the cautious reading — it may
-# have side effects and reach outside, and what it returns was written by someone else
-FOREIGN_META = ToolMeta(tags=frozenset({"foreign"}), risk="medium", side_effect=True,
-                        egress=True, output_trust="untrusted")
-# the framework's body for the call being run (call id, body): set by the door around one call
-_BODY: ContextVar[tuple[str, Body] | None] = ContextVar("tether_foreign_body", default=None)
-
 
 class RunStopped(Exception):
     """The governed run stopped (a budget, a loop, a model that overran its cap): nothing more
@@ -108,29 +121,6 @@ class Metered:
         return self.reservation.max_output_tokens
 
 
-class ForeignTool:
-    """A framework's tool as tether sees it: name, schema and declared metadata. Its body is
-    the framework's own call, handed to the door with each call (so it runs with the
-    framework's context); the framework validates the arguments itself."""
-
-    __slots__ = ("meta", "name", "spec")
-
-    def __init__(self, spec: ToolSpec, meta: ToolMeta = FOREIGN_META) -> None:
-        self.name, self.spec, self.meta = spec.name, spec, meta
-
-    def __repr__(self) -> str:
-        return f"<foreign tool {self.name}>"
-
-    def validate(self, arguments: Mapping[str, Any]) -> dict[str, Any]:
-        return dict(arguments)
-
-    async def invoke(self, arguments: dict[str, Any], context: ToolContext) -> Any:
-        held = _BODY.get()
-        if held is None or held[0] != context.call_id:
-            raise ToolFailure(f"Error: {self.name!r} can only run through its framework's call")
-        return await held[1](arguments)
-
-
 class GovernedRun:
     """One foreign framework's run (or several resumptions of it), governed as one session."""
 
@@ -142,14 +132,17 @@ class GovernedRun:
                  approval_ttl: float = 24 * 3600.0, max_result_chars: int = 20_000,
                  session_id: str | None = None, credentials: CredentialBroker | None = None,
                  policy_timeout: float | None = DEFAULT_POLICY_TIMEOUT,
-                 resume: str | None = None) -> None:
+                 resume: str | None = None, parent: Lender | None = None) -> None:
         self.registry = ToolRegistry(tools)
         check_names(policy, self.registry.specs, whose=f"the {framework} run's tools", advice=(
             "Fix the names, or declare the tools the policy names"))
+        self._lent = None if parent is None else parent.lend()
+        if self._lent is not None:  # a sub-run: the parent's lease, the parent's denials too
+            budget, policy = sub_run(self._lent, budget, policy)
         back = None
         if resume is not None:  # a stored run, continued (tether.integrations.reopen)
             back = reopen(store, resume, framework=framework, tenant_id=tenant_id,
-                          tools=self.registry.names, request=request, budget=budget)
+                          tools=self.registry, request=request, budget=budget)
             budget, user, roles = back.budget, back.user, back.roles
         self.id = resume or session_id or os.urandom(16).hex()
         self.request = request
@@ -205,7 +198,9 @@ class GovernedRun:
         start: dict[str, Any] = {
             "task": self.request, "system_prompt": "", "agent": framework, "model": model,
             "tools": list(self.registry.names), "budget": self.budget.to_dict(),
-            "context": {"framework": framework},
+            "context": {"framework": framework, **({
+                "parent_session": self._lent.session_id, "parent_call": self._lent.call_id}
+                if self._lent is not None else {})},
             "subject": {"user_id": self.subject.user_id, "tenant_id": self.subject.tenant_id,
                         "roles": sorted(self.subject.roles)}}
         if self.request and any(r.side_effect and r.intents for r in resources):
@@ -213,6 +208,10 @@ class GovernedRun:
         self._journal.append("session.start", start)
         self._journal.flush()
         self._accountant.start_clock()
+
+    def lend(self) -> ToolContext:
+        """What a sub-run made in one of this run's tool calls draws on (``parent=``)."""
+        return lent_by(self.id)
 
     @property
     def journal(self) -> Journal:
@@ -230,17 +229,20 @@ class GovernedRun:
     async def call(self, call_id: str, name: str, arguments: Mapping[str, Any],
                    body: Body) -> Outcome:
         """Decide one framework tool call and, if allowed, run ``body`` with the arguments the
-        decision covers. Always an Outcome (refusals included); RunStopped when the run stops."""
+        decision covers. Always an Outcome (refusals included); RunStopped when the run stops;
+        NestedRunError when called from inside one of this run's own tool calls."""
+        self.not_nested()
         async with self._lock:
             self._check_open()
-            signature = call_signature(name, dict(arguments))
+            signature = identity(self.registry.get(name), arguments, name)
             known = self._ledger.get(call_id)
             if known is not None and known[0] == signature:
                 return Outcome(known[1])  # resolved already (a framework's second resume)
             call = self._call_of(call_id, name, dict(arguments), signature)
-            held = _BODY.set((call.id, body))
+            held = deciding(call.id, body)
             try:
-                (result,) = await self._calls.run([call])
+                with running(self.id):
+                    (result,) = await self._calls.run([call])
             except Stop as stop:
                 approval = self._state.approvals.get(call.id)
                 if stop.reason is not StopReason.NEEDS_APPROVAL or approval is None \
@@ -252,11 +254,15 @@ class GovernedRun:
                                           f"{stop.detail}. A person must approve it first.",
                                           "denied"), approval)
             finally:
-                _BODY.reset(held)
+                done(held)
             self._ledger[call_id] = (signature, result)
             self._waiting.pop(call_id, None)
             await self._journal.aflush()
             return Outcome(result)
+
+    def not_nested(self) -> None:
+        """NestedRunError when this context runs inside one of this run's own tool calls."""
+        not_nested(self.id)
 
     async def ask_first(self, call_id: str, name: str, arguments: Mapping[str, Any]) -> bool:
         """For a framework that asks whether a call must wait for a person before it runs it
@@ -266,7 +272,8 @@ class GovernedRun:
         asked first without journaling anything (``PolicyGate.probe``); only a call it would
         send to a person goes through the door here, so no allowed call runs outside the
         framework's own tool call. RunStopped when the run stops."""
-        signature = call_signature(name, dict(arguments))
+        self.not_nested()
+        signature = identity(self.registry.get(name), arguments, name)
         known, waiting = self._ledger.get(call_id), self._waiting.get(call_id)
         if known is not None and known[0] == signature:
             return False  # resolved: the door hands back its result
@@ -277,8 +284,11 @@ class GovernedRun:
             return False  # the door refuses it, or raises
         if self._sightings is None:  # what the session has seen, read as the gate reads it
             self._sightings = Sightings(self.request, self._state.ran)
-        provenance = ArgumentProvenance(arguments, self._sightings)
-        decision = self._gate.probe(tool, arguments, provenance)
+        try:  # the arguments as the tool reads them: what the door would decide on
+            read = tool.validate(arguments)
+        except Exception:
+            return False  # the door refuses them
+        decision = self._gate.probe(tool, read, ArgumentProvenance(read, self._sightings))
         if getattr(decision, "effect", None) is not Effect.REQUIRE_APPROVAL:
             return False
 
@@ -307,14 +317,28 @@ class GovernedRun:
         the approval a person was asked for when the framework sent it before."""
         own = self._ids.get(call_id, call_id)
         for call in self._state.unresolved():
-            if call.id == own and call.name == name and call.arguments == arguments:
+            if call.id == own and call.name == name and (
+                    call.arguments == arguments or self._reads_as(call, arguments)):
                 return call
+        for asked in self._state.unresolved():  # every call the model made gets a result
+            self._calls.record(skipped(asked, (
+                "the framework changed its arguments before running it; what ran is journaled "
+                "as a call of its own") if asked.id == own else (
+                "the framework ran a call of this turn with changed arguments; this one, if "
+                "it runs, is journaled as a call of its own")))
         call = ToolCall(self._fresh(call_id), name, arguments)
         self._journal.append("client.call", {"call": call})
         waiting = self._waiting.get(call_id)
         if waiting is not None and waiting[0] == signature:
             self._attach(call, waiting[1])
         return call
+
+    def _reads_as(self, call: ToolCall, arguments: Mapping[str, Any]) -> bool:
+        """Whether the model's ``call`` reads, by its tool's own reading of arguments, as
+        ``arguments``: a framework that validated them before the door (pydantic-ai) hands
+        over the model's call normalised, and it is still the model's call."""
+        read = reading(self.registry.get(call.name), call.arguments)
+        return read is not None and canonical_json(read) == canonical_json(jsonable(arguments))
 
     def _fresh(self, call_id: str) -> str:
         """A tether call id for ``call_id`` that no earlier call of the session has."""
@@ -340,13 +364,14 @@ class GovernedRun:
                       ceiling: int | None = None) -> Metered:
         """Reserve one model call of ``input_estimate`` tokens (tether's estimate of all it
         sends) and journal its request; RunStopped when the budget does not allow it."""
+        self.not_nested()
         async with self._lock:
             self._check_open()
             for call in self._state.unresolved():  # every call gets a result
                 result = skipped(call, "the framework did not run this call")
                 self._calls.record(result)
                 self._ledger[framework_id(call.id, self._used)] = (
-                    call_signature(call.name, call.arguments), result)
+                    identity(self.registry.get(call.name), call.arguments, call.name), result)
             try:
                 reservation = self._accountant.reserve_model_call(input_estimate, True,
                                                                   ceiling=ceiling)
@@ -368,6 +393,7 @@ class GovernedRun:
         (journaled) or unusable usage. ``outside``: tools the model called that tether does not
         govern (the framework runs them itself), journaled by name. Returns the tether call id
         of each call whose framework id an earlier call already had."""
+        self.not_nested()
         async with self._lock:
             reservation, step, usage = metered.reservation, metered.step, response.usage
             if not usable(usage):
@@ -403,6 +429,7 @@ class GovernedRun:
     async def failed(self, metered: Metered, error: BaseException) -> None:
         """Journal a model call that raised (the framework decides what follows); one that was
         cancelled is charged at its reservation, since the provider may well have billed it."""
+        self.not_nested()
         async with self._lock:
             if isinstance(error, Exception):
                 self._journal.append("model.error", {
@@ -444,6 +471,7 @@ class GovernedRun:
             "reason": reason, "detail": detail, "answer": answer,
             "spend": self._accountant.spend().to_dict()})
         self._journal.flush()
+        charge_back(self._lent, self._accountant.spend())  # a sub-run's, to its parent call
         self._approvals.expire_pending(self.id, f"the run ended ({reason})")
         if self._credentials is not None:
             self._credentials.revoke_session(self.id)

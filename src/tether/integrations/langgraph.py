@@ -54,6 +54,8 @@ except ImportError as exc:  # pragma: no cover - the extra is missing
                       "pip install 'tether[langgraph]'") from exc
 
 from tether.integrations.governed import GovernedRun, Metered, Outcome
+from tether.integrations.langgraph_tools import guarded, reader
+from tether.integrations.nesting import NestedRunError
 from tether.integrations.runs import ForeignRun, declared_tools
 from tether.models.base import (
     CHARS_PER_TOKEN,
@@ -246,7 +248,13 @@ class TetherMiddleware(AgentMiddleware):
 
     def _blocking(self, work: Coroutine[Any, Any, T]) -> T:
         """Run ``work`` to its end from LangGraph's sync API: on this run's own event loop, one
-        at a time (LangGraph runs a turn's tool calls in threads), in the caller's context."""
+        at a time (LangGraph runs a turn's tool calls in threads), in the caller's context;
+        NestedRunError from inside one of the run's own tool calls (it would wait on itself)."""
+        try:
+            self.governed.not_nested()
+        except NestedRunError:
+            work.close()
+            raise
         with self._lock:
             if self._runner is None:
                 self._runner = asyncio.Runner()
@@ -346,7 +354,8 @@ def foreign_tools(tools: Sequence[BaseTool], meta: Mapping[str, ToolMeta] | None
     """tether's view of LangChain tools: each one's name, description and schema (what the
     model sees: injected arguments left out), its metadata from ``meta`` (by name) and then
     ``overlay``, else the cautious reading."""
-    return declared_tools([_spec(t) for t in tools], meta, overlay)
+    readers = {t.name: read for t in tools if (read := reader(t)) is not None}
+    return declared_tools([_spec(t) for t in tools], meta, overlay, readers)
 
 
 class LangGraphRun(ForeignRun):
@@ -367,11 +376,14 @@ class LangGraphRun(ForeignRun):
                  meta: Mapping[str, ToolMeta] | None = None, overlay: Overlay | None = None,
                  cap_setting: str | None = "max_tokens", passthrough: Iterable[str] = (),
                  **options: Any) -> None:
-        self.tools: list[BaseTool] = [t if isinstance(t, BaseTool) else as_tool(t)
-                                      for t in tools]
-        self.governed = GovernedRun(foreign_tools(self.tools, meta, overlay), policy=policy,
-                                    request=request, framework="langgraph",
-                                    model=_model_name(model), **options)
+        given = [t if isinstance(t, BaseTool) else as_tool(t) for t in tools]
+        declared = foreign_tools(given, meta, overlay)
+        self.governed = GovernedRun(declared, policy=policy, request=request,
+                                    framework="langgraph", model=_model_name(model), **options)
+        # what the graph runs: each tool's body checks it got the decided arguments
+        self.tools: list[BaseTool] = [
+            guarded(t, set(d.spec.parameters.get("properties") or {}))
+            for t, d in zip(given, declared, strict=True)]
         self.middleware = TetherMiddleware(self.governed, cap_setting=cap_setting,
                                            passthrough=passthrough)
 

@@ -24,7 +24,9 @@ tool's output, so the model reads the policy's reason. The Agents SDK is importe
 
 from __future__ import annotations
 
+import asyncio
 import copy
+import inspect
 import json
 from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
@@ -32,6 +34,7 @@ from typing import TYPE_CHECKING, Any
 try:
     from agents import FunctionTool, function_tool
     from agents.exceptions import AgentsException
+    from agents.function_schema import FuncSchema, function_schema
     from agents.items import ModelResponse as AgentsResponse
     from agents.models.interface import Model, ModelTracing
     from agents.run_state import RunState
@@ -40,6 +43,7 @@ except ImportError as exc:  # pragma: no cover - the extra is missing
     raise ImportError("tether.integrations.openai_agents needs the OpenAI Agents SDK: "
                       "pip install 'tether[openai-agents]'") from exc
 
+from tether.integrations.decided import Reader, arrived, jsonable
 from tether.integrations.governed import GovernedRun, Metered, RunStopped
 from tether.integrations.runs import ForeignRun, declared_tools
 from tether.models.base import CHARS_PER_TOKEN, estimate_message_tokens, estimate_tools_tokens
@@ -75,9 +79,11 @@ def governed_tool(tool: FunctionTool, governed: GovernedRun) -> FunctionTool:
                          "approval store decides for governed tools: let the policy ask for "
                          "approvals (REQUIRE_APPROVAL) and drop needs_approval")
     if getattr(tool, "_is_agent_tool", False):
-        raise ValueError(f"tool {tool.name!r} is an agent run as a tool; govern that agent's "
-                         "own tools and model with an OpenAIAgentsRun of its own")
-    name, original = tool.name, tool.on_invoke_tool
+        raise ValueError(f"tool {tool.name!r} is an agent run as a tool; run that agent from "
+                         "a function tool of yours, with an OpenAIAgentsRun of its own made "
+                         "there with parent=run (its tools and model governed, on this run's "
+                         "budget and policy)")
+    name, original, own = tool.name, tool.on_invoke_tool, _function_of(tool)
 
     async def invoke(ctx: ToolContext[Any], raw: str) -> Any:
         try:
@@ -88,7 +94,9 @@ def governed_tool(tool: FunctionTool, governed: GovernedRun) -> FunctionTool:
             return f"Error: the arguments of {name!r} are not a JSON object; it was not run."
 
         async def body(allowed: dict[str, Any]) -> Any:  # only what the decision covers
-            return await original(ctx, json.dumps(allowed))
+            if own is None:  # a tool of its own making: it reads exactly this JSON
+                return await original(ctx, json.dumps(allowed))
+            return await _run_function(name, *own, ctx, allowed)
 
         try:
             outcome = await governed.call(ctx.tool_call_id or name, name, arguments, body)
@@ -106,6 +114,52 @@ def governed_tool(tool: FunctionTool, governed: GovernedRun) -> FunctionTool:
     wrapped.on_invoke_tool = invoke
     wrapped.needs_approval = needs_approval
     return wrapped
+
+
+def _function_of(tool: FunctionTool) -> tuple[Callable[..., Any], FuncSchema] | None:
+    """A ``function_tool``'s function and the schema the SDK reads its arguments with, rebuilt
+    from it (tether reads and runs them the same way); None for a FunctionTool made by hand."""
+    function = getattr(tool, "__wrapped__", None)  # the SDK's: the function_tool's callable
+    if function is None:
+        return None
+    try:
+        return function, function_schema(function)
+    except Exception as exc:
+        raise ValueError(f"tether cannot read the arguments of tool {tool.name!r} as its "
+                         f"function does ({exc}); make it a function_tool of a plain "
+                         "function") from None
+
+
+def reader(tool: FunctionTool) -> Reader | None:
+    """The SDK's reading of a ``function_tool``'s arguments (its schema's validation, every
+    field, in JSON form): what the door decides on is what the function will get."""
+    own = _function_of(tool)
+    if own is None:
+        return None
+    model = own[1].params_pydantic_model
+
+    def read(arguments: Mapping[str, Any]) -> dict[str, Any]:
+        parsed = model(**arguments)
+        return {k: jsonable(getattr(parsed, k)) for k in type(parsed).model_fields}
+
+    return read
+
+
+async def _run_function(name: str, function: Callable[..., Any], schema: FuncSchema,
+                        ctx: ToolContext[Any], allowed: dict[str, Any]) -> Any:
+    """Run a ``function_tool``'s function itself with the decided arguments, as the SDK would
+    (its context first when it takes one; a plain function in a thread) — and only if its
+    schema reads them back as they are (``arrived``): nothing validates them after that."""
+    parsed = schema.params_pydantic_model(**allowed)
+    fields = type(parsed).model_fields
+    arrived(name, {k: getattr(parsed, k) for k in fields}, fields)
+    args, kwargs = schema.to_call_args(parsed)
+    if schema.takes_context:
+        args = [ctx, *args]
+    if inspect.iscoroutinefunction(function):
+        return await function(*args, **kwargs)
+    result = await asyncio.to_thread(function, *args, **kwargs)
+    return await result if inspect.isawaitable(result) else result
 
 
 class TetherModel(Model):
@@ -302,8 +356,9 @@ def foreign_tools(tools: Sequence[FunctionTool], meta: Mapping[str, ToolMeta] | 
                   overlay: Overlay | None = None) -> tuple[Tool, ...]:
     """tether's view of Agents SDK function tools: each one's name, description and schema,
     its metadata from ``meta`` (by name) and then ``overlay``, else the cautious reading."""
+    readers = {t.name: read for t in tools if (read := reader(t)) is not None}
     return declared_tools([ToolSpec(t.name, t.description, t.params_json_schema)
-                           for t in tools], meta, overlay)
+                           for t in tools], meta, overlay, readers)
 
 
 def _function_tools(tools: Iterable[Any]) -> list[FunctionTool]:

@@ -44,11 +44,13 @@ try:
     from pydantic_ai.models import ModelRequestParameters, StreamedResponse
     from pydantic_ai.models.wrapper import WrapperModel
     from pydantic_ai.settings import ModelSettings
+    from pydantic_ai.tools import Tool as AITool
     from pydantic_ai.toolsets import AbstractToolset, FunctionToolset, WrapperToolset
 except ImportError as exc:  # pragma: no cover - the extra is missing
     raise ImportError("tether.integrations.pydantic_ai needs pydantic-ai: "
                       "pip install 'tether[pydantic-ai]'") from exc
 
+from tether.integrations.decided import Reader
 from tether.integrations.governed import GovernedRun, Metered
 from tether.integrations.runs import ForeignRun, declared_tools
 from tether.models.base import (
@@ -212,9 +214,27 @@ def foreign_tools(toolset: AbstractToolset[Any], meta: Mapping[str, ToolMeta] | 
         raise TypeError(f"tether needs the tools up front to decide on them; "
                         f"{type(toolset).__name__} lists its tools only during a run. Pass a "
                         "FunctionToolset, or pydantic-ai Tools or functions")
+    if type(toolset).call_tool is not FunctionToolset.call_tool:
+        raise TypeError(f"{type(toolset).__name__} overrides call_tool, which runs after "
+                        "tether's decision and could run arguments nobody decided; put that "
+                        "layer outside run.toolset (a WrapperToolset around it), where tether "
+                        "decides on what it hands on")
     return declared_tools([ToolSpec(name, t.tool_def.description or "",
                                     t.tool_def.parameters_json_schema)
-                           for name, t in toolset.tools.items()], meta, overlay)
+                           for name, t in toolset.tools.items()], meta, overlay,
+                          {name: _reader(t) for name, t in toolset.tools.items()})
+
+
+def _reader(tool: AITool[Any]) -> Reader:
+    """pydantic-ai's own reading of a tool's arguments (its schema's validator, as its tool
+    manager runs it before any call): the door decides on what the function will get."""
+    validator = tool.function_schema.validator
+
+    def read(arguments: Mapping[str, Any]) -> dict[str, Any]:
+        read: dict[str, Any] = validator.validate_python(dict(arguments))
+        return read
+
+    return read
 
 
 class PydanticAIRun(ForeignRun):

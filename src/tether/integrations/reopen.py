@@ -17,16 +17,18 @@ from the run's start, pauses and the gap between processes included.
 from __future__ import annotations
 
 import time
-from collections.abc import Container, Mapping, Sequence
+from collections.abc import Container, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from tether.integrations.decided import identity
 from tether.journal.chain import verify_chain
 from tether.runtime.budget import Budget
 from tether.runtime.result import ToolResult
 from tether.runtime.revive import revive
-from tether.runtime.state import SessionState, call_signature
+from tether.runtime.state import SessionState
 from tether.store.base import Store
+from tether.tools.registry import ToolRegistry
 from tether.types import Event, ToolCall
 
 
@@ -47,7 +49,7 @@ class Reopened:
 
 
 def reopen(store: Store | None, session_id: str, *, framework: str, tenant_id: str | None,
-           tools: Sequence[str], request: str, budget: Budget | None) -> Reopened:
+           tools: ToolRegistry, request: str, budget: Budget | None) -> Reopened:
     """The stored run ``session_id``, ready to go on; LookupError when there is none for this
     framework and tenant, ValueError when its journal breaks, it ended, or its tools, request
     or budget (when given) are not the ones it was started with."""
@@ -63,11 +65,11 @@ def reopen(store: Store | None, session_id: str, *, framework: str, tenant_id: s
         raise ValueError(f"run {session_id}: its journal's hash chain breaks at event {broken}; "
                          f"it will not be continued (run `tether audit verify --session "
                          f"{session_id}`)")
-    if sorted(start.get("tools") or ()) != sorted(tools):
-        raise ValueError(f"run {session_id} was started with the tools "
-                         f"{sorted(start.get('tools') or ())}, not {sorted(tools)}: its waiting "
-                         "calls would run under rules nobody decided them by; continue it with "
-                         "the tools that started it")
+    started = sorted(start.get("tools") or ())
+    if started != sorted(tools.names):
+        raise ValueError(f"run {session_id} was started with the tools {started}, not "
+                         f"{sorted(tools.names)}: its waiting calls would run under rules "
+                         "nobody decided them by; continue it with the tools that started it")
     if request != start["task"] or (budget is not None and budget.to_dict() != start["budget"]):
         raise ValueError(f"run {session_id} was started for the request {start['task']!r} "
                          f"with the budget {start['budget']}; continue it with the same")
@@ -83,7 +85,7 @@ def reopen(store: Store | None, session_id: str, *, framework: str, tenant_id: s
         elif event.type == "client.call":
             calls[data["call"].id] = data["call"]
         elif event.type in ("approval.requested", "tool.result") and data["call_id"] in calls:
-            _remember(reopened, calls, calls[data["call_id"]], event.type, data)
+            _remember(reopened, calls, calls[data["call_id"]], event.type, data, tools)
     if state.stop_reason is not None:
         raise ValueError(f"run {session_id} ended ({state.stop_reason}); it runs nothing more: "
                          "start a new run")
@@ -92,11 +94,11 @@ def reopen(store: Store | None, session_id: str, *, framework: str, tenant_id: s
 
 
 def _remember(reopened: Reopened, calls: Mapping[str, ToolCall], call: ToolCall, kind: str,
-              data: Mapping[str, Any]) -> None:
+              data: Mapping[str, Any], tools: ToolRegistry) -> None:
     """Note what became of one framework call: it waits for ``data``'s approval, or it has
     ``data``'s result."""
-    own, sent = framework_id(call.id, calls), call.arguments
-    signature = call_signature(call.name, sent if isinstance(sent, str) else dict(sent))
+    own = framework_id(call.id, calls)
+    signature = identity(tools.get(call.name), call.arguments, call.name)
     reopened.ids[own] = call.id
     if kind == "approval.requested":
         reopened.waiting[own] = (signature, data["approval_id"])

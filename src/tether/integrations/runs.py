@@ -12,26 +12,30 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from tether.integrations.governed import FOREIGN_META, ForeignTool, GovernedRun
+from tether.integrations.decided import FOREIGN_META, ForeignTool, Reader
+from tether.integrations.governed import GovernedRun
 from tether.journal.chain import Journal
 from tether.policy.overlay import Overlay
 from tether.runtime.chokepoint.approvals import ApprovalStore
-from tether.tools.base import Tool, ToolMeta
+from tether.tools.base import Tool, ToolContext, ToolMeta
 from tether.types import ToolSpec
 
 
 def declared_tools(specs: Sequence[ToolSpec], meta: Mapping[str, ToolMeta] | None = None,
-                   overlay: Overlay | None = None) -> tuple[Tool, ...]:
+                   overlay: Overlay | None = None,
+                   readers: Mapping[str, Reader] | None = None) -> tuple[Tool, ...]:
     """tether's view of a framework's tools (``specs``: what the model sees of each): each one's
-    metadata from ``meta`` (by name) and then ``overlay``, else the cautious reading. A name in
-    ``meta`` that is none of the tools is refused: a typo would leave a tool undeclared."""
+    metadata from ``meta`` (by name) and then ``overlay``, else the cautious reading, and its
+    framework's own reading of its arguments from ``readers`` (by name). A name in ``meta``
+    that is none of the tools is refused: a typo would leave a tool undeclared."""
     declared, names = dict(meta or {}), [s.name for s in specs]
     unknown = sorted(set(declared) - set(names))
     if unknown:
         raise ValueError(f"meta declares {unknown}, which are not among the tools "
                          f"({', '.join(sorted(names))}); fix the names")
-    found: tuple[Tool, ...] = tuple(ForeignTool(s, declared.get(s.name, FOREIGN_META))
-                                    for s in specs)
+    read = readers or {}
+    found: tuple[Tool, ...] = tuple(ForeignTool(s, declared.get(s.name, FOREIGN_META),
+                                                read.get(s.name)) for s in specs)
     return overlay.apply(found) if overlay is not None else found
 
 
@@ -51,6 +55,10 @@ class ForeignRun:
     @property
     def approvals(self) -> ApprovalStore:
         return self.governed.approvals
+
+    def lend(self) -> ToolContext:
+        """What a sub-run made in one of this run's tool calls draws on: ``parent=run``."""
+        return self.governed.lend()
 
     def close(self, answer: object = "") -> None:
         """End the session (``finished``), recording the agent's answer when it is text."""
