@@ -118,7 +118,12 @@ def test_priority_runs_first_and_a_dedup_key_refuses_a_second_session_while_one_
     late = [fleet.enqueue("record 1 effects", priority=9) for _ in range(3)]
     urgent = fleet.enqueue("record 1 effects", priority=1, dedup="invoice-1")
     with pytest.raises(AlreadyQueued, match="invoice-1"):
-        fleet.enqueue("record 1 effects", dedup="invoice-1")
+        fleet.enqueue("record 1 effects", session_id="second", dedup="invoice-1")
+    from tether.durable.activation import TASK_KEY
+
+    refused_task = fleet.recipe.journal_store.get_private(  # type: ignore[union-attr]
+        "second", TASK_KEY)
+    assert refused_task is None  # a refused session keeps no task behind
     workers.start("w1", concurrency=1)  # one at a time: the order is the queue's
     wait_until(lambda: unfinished(fleet) == 0, "the four sessions", 60)
     store = fleet.recipe.journal_store
@@ -218,3 +223,24 @@ def test_every_status_a_session_can_reach_is_named_and_a_failed_activation_is_no
     assert describe("s", [], 0, []).status == "unknown"
     assert {"queued", "running", "needs_approval", "uncertain_effect", "paused", "cancelled",
             "refused", "failed", "erased", "unknown"} == set(STATUSES)
+
+
+def test_a_failed_activation_is_reported_with_its_error_and_wake_tries_again(
+        database: Database, fleet: Fleet, workers: Workers) -> None:  # noqa: F811
+    store = fleet.recipe.journal_store
+    assert store is not None
+    session_id = fleet.enqueue("record 2 effects")
+    store.drop_private(session_id)  # its task lost before any worker ran it: the body raises
+    workers.start("w1")
+    wait_until(lambda: unfinished(fleet) == 0, "the activation to end", 60)
+    report = fleet.describe(session_id)
+    assert report.status == "failed" and "no task is queued" in report.detail
+    assert fleet.waiting() == {session_id: "failed"}
+    fleet.enqueue("record 2 effects", session_id=session_id)  # the task again: DBOS attaches
+    assert fleet.status(session_id) == "failed"  # (its workflow ended: nothing ran)
+    woken = fleet.wake(session_id)
+    assert woken == f"{session_id}#0.1"
+    wait_until(lambda: fleet.status(session_id) == "finished", "the woken session", 60)
+    assert fleet.wake(session_id) is None
+    assert sorted(n for s, n in fleet_app.ledger_rows(database.ledger) if s == session_id) \
+        == [0, 1]

@@ -38,7 +38,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from tether.durable.activation import journal_store, queue_task, status_of
+from tether.durable.activation import TASK_KEY, journal_store, queue_task, status_of
 from tether.durable.status import FAILED, LIVE, NEEDS_A_PERSON, Attempt, Report, describe
 
 if TYPE_CHECKING:
@@ -174,8 +174,15 @@ class Fleet:
         session_id = session_id or os.urandom(16).hex()
         if SEPARATOR in session_id:
             raise ValueError(f"a fleet's session id cannot contain {SEPARATOR!r}")
-        queue_task(journal_store(self.recipe), session_id, task)
-        self._enqueue(session_id, session_id, priority=priority, dedup=dedup)
+        store = journal_store(self.recipe)
+        kept = store.get_private(session_id, TASK_KEY) is not None
+        queue_task(store, session_id, task)
+        try:
+            self._enqueue(session_id, session_id, priority=priority, dedup=dedup)
+        except AlreadyQueued:
+            if not kept:  # refused: keep no task for a session that will never run
+                store.drop_private(session_id)
+            raise
         return session_id
 
     def _enqueue(self, workflow_id: str, session_id: str, *,
@@ -290,7 +297,7 @@ class Fleet:
         agent = self.recipe
         events = journal_store(agent).read(session_id)
         pauses = sum(1 for e in events if e.type == "session.paused")
-        if report.status == "failed" and events:  # the body is safe to run again from the top
+        if report.status == "failed":  # the body is safe to run again from the top
             failures = sum(1 for a in activations if a.state in FAILED)
             workflow_id = f"{session_id}{SEPARATOR}{pauses}.{failures}"
         elif events and events[-1].type in ("session.paused", "effect.settled") and \
