@@ -185,6 +185,10 @@ def test_a_session_whose_journal_was_tampered_with_is_reported_refused_and_wake_
     wait_until(lambda: unfinished(fleet) == 0, "the woken activation to end", 60)
     assert fleet.status(session_id) == "refused"
     assert "does not verify" in fleet.describe(session_id).detail
+    from tether.durable import SessionRefused
+
+    with pytest.raises(SessionRefused, match="does not verify"):  # before any decision
+        fleet.deny(session_id, request.id, approver="ops")
     assert sorted(n for s, n in fleet_app.ledger_rows(database.ledger) if s == session_id) \
         == [0]
     where = ["--agent", AGENT, "--db", database.dbos]
