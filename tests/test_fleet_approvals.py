@@ -88,23 +88,33 @@ def test_an_approval_given_before_the_pause_is_journaled_never_strands_the_fleet
 
 def test_approvals_given_the_moment_they_are_requested_strand_none_of_many_sessions(
         database: Database, fleet: Fleet, workers: Workers) -> None:  # noqa: F811
-    """The race as a user meets it, no gate: an approver approves each request as soon as it
-    appears, while its session may or may not have journaled its pause."""
+    """The race as a user meets it, no gate: an approver thread approves each request the
+    moment it appears, while its session may or may not have journaled its pause."""
     workers.start("w1")
     workers.start("w2")
-    ids = [fleet.enqueue("record 3 effects, approve the second") for _ in range(8)]
-    approvals = fleet.recipe.approval_store
+    ids = [fleet.enqueue("record 3 effects, approve the second") for _ in range(12)]
     store = fleet.recipe.journal_store
     assert store is not None
+    done, approved = threading.Event(), list[str]()
 
-    def approve_what_waits() -> bool:
-        for request in approvals.pending():
-            fleet.approve(request.session_id, request.id, approver="ops")
-        return all(fleet.status(s) == "finished" for s in ids)
+    def approver() -> None:
+        with Fleet(fleet.agent, database.dbos) as own:  # an approver's own process, as it were
+            approvals = own.recipe.approval_store
+            while not done.is_set():
+                for request in approvals.pending():  # decided at once, then woken: what
+                    approvals.approve(request.id, approver="ops")  # Fleet.approve does, with
+                    own.wake(request.session_id)  # no look at the session in between
+                    approved.append(request.session_id)  # (its wake, if any, is enqueued)
 
-    stranded = lambda: (any(fleet.status(s) == "paused" for s in ids)  # noqa: E731
-                        and unfinished(fleet) == 0)
-    wait_until(lambda: approve_what_waits() or stranded(), "every session to finish", 120)
+    quick = threading.Thread(target=approver)
+    quick.start()
+    try:
+        wait_until(lambda: len(approved) == len(ids) and unfinished(fleet) == 0 and all(
+            store.read(s) and store.read(s)[-1].type in ("session.paused", "session.end")
+            for s in ids), "every session's activations to end", 120)
+    finally:
+        done.set()
+        quick.join(60)
     assert {s: fleet.status(s) for s in ids} == dict.fromkeys(ids, "finished")
     for session_id in ids:
         assert made(database, session_id) == [0, 1, 2]

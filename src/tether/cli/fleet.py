@@ -174,7 +174,8 @@ def run_decide(fleet: Fleet, args: argparse.Namespace) -> int:
     except (LookupError, ApprovalError, SessionRefused) as exc:
         error(str(exc))
         return EXIT_FINDING
-    print(f"{args.verb}d; " + (f"woken as {woken}" if woken else "the session waits on"))
+    print(f"{args.verb}d; " + (f"woken as {woken}" if woken else
+                               f"the session is {fleet.status(args.session)}"))
     return EXIT_OK
 
 
