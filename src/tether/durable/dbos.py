@@ -14,6 +14,11 @@ Decisions:
   a human holds no worker and no queue slot; approving (``approve``) or settling (``settle``)
   records the decision in tether's store, then enqueues the next activation under the id
   ``<session id>#<n>`` (n = the session's pauses so far), so two approvers racing wake it once.
+  Waking reads the journal, never DBOS's state: an approver who decides before the pause is
+  journaled finds nothing to wake, and the pausing activation then goes on by itself
+  (``tether.durable.activation`` argues why one of the two always acts). An activation that
+  raised is woken again under ``<session id>#<n>.<failures>``; a session whose journal does not
+  verify is refused (``SessionRefused``), never woken or decided for.
   A DBOS ``recv`` would also wait durably, but a workflow blocked in it counts against its
   queue's concurrency and holds a thread (DBOS counts it among the worker's active workflows).
 - Workers pin one application version (``APP_VERSION``): DBOS recovers a dead executor's
