@@ -93,6 +93,8 @@ def test_the_fleet_command_line_queues_lists_wakes_cancels_and_reports_what_is_n
     capsys.readouterr()
     assert main(["fleet", "status", *where]) == 0
     assert capsys.readouterr().out.split() == ["s1", "cancelled"]
+    assert main(["fleet", "status", "nobody", *where]) == 1
+    assert capsys.readouterr().out.split() == ["nobody", "unknown"]
     assert main(["fleet", "wake", "s1", *where]) == 1  # cancelled before it started
     assert "nothing to wake: cancelled" in capsys.readouterr().err
     assert main(["fleet", "enqueue", "record 1 effects", "--priority", "0", *where]) == 2

@@ -61,7 +61,9 @@ def register(commands: Any) -> None:
                          help=f"1 (first) to {2**31 - 1}; lower runs first")
     enqueue.add_argument("--dedup", default=None, metavar="KEY",
                          help="refused while a session queued with this key waits or runs")
-    add("status", "print each session's status (or one's)", run_status)
+    status = add("status", "print each session's status (or one's), and why where it helps",
+                 run_status)
+    status.add_argument("session", nargs="?", default=None, help="one session's id")
     add("waiting", "print the sessions waiting for a person", run_waiting)
     for verb in ("approve", "deny"):
         decide = add(verb, f"{verb} a session's approval request, then wake it", run_decide,
@@ -147,11 +149,14 @@ def run_enqueue(fleet: Fleet, args: argparse.Namespace) -> int:
 
 @fleet_command
 def run_status(fleet: Fleet, args: argparse.Namespace) -> int:
-    activations = fleet.activations()
-    for session_id in dict.fromkeys(a.session_id for a in activations):
+    activations = fleet.activations(args.session)
+    ids = [args.session] if args.session else [a.session_id for a in activations]
+    for session_id in dict.fromkeys(ids):
         report = fleet.describe(session_id, [a for a in activations
                                              if a.session_id == session_id])
         print(f"{session_id}  {report.status}" + (f"  {report.detail}" if report.detail else ""))
+        if args.session and report.status == "unknown":
+            return EXIT_FINDING
     return EXIT_OK
 
 
