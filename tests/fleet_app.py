@@ -10,7 +10,10 @@ does not exist yet, effect 1 creates it once made and never returns: the process
 there, between an effect and its journaled result. ``FLEET_TEST_SLOW`` (seconds) makes every
 effect's result take that long after the effect is made. With ``FLEET_TEST_GATE`` naming a file,
 a task containing ``held`` asks for its third effect only once that file exists (the session
-stays running, its model call in flight, until the test opens the gate).
+stays running, its model call in flight, until the test opens the gate). With
+``FLEET_TEST_PAUSE_GATE`` naming a file, a session's approval request, once stored, writes
+``<file>.requested`` and the session goes no further (it has not journaled its pause yet) until
+that file exists: the test decides the request in between, as an approver who is quick would.
 
 ``python tests/fleet_app.py activate SESSION TASK`` runs one fleet activation of that session.
 """
@@ -37,6 +40,8 @@ from tether import (
     tool,
 )
 from tether.policy import Action, Context, Resource, Subject
+from tether.runtime.chokepoint.approvals import ApprovalRequest, StoredApprovals
+from tether.store.base import open_store
 
 LEDGER_TABLE = "fleet_ledger"
 
@@ -113,8 +118,23 @@ def build() -> Agent:
                 return Decision(Effect.REQUIRE_APPROVAL, "effect 1 needs a person", "fleet")
             return Decision(Effect.ALLOW, "ok", "fleet")
 
+    store = open_store(os.environ["FLEET_TEST_STORE"])
     return Agent(model=ScriptedModel(respond), reasoning=ReAct(), tools=[record],
-                 policy=ApproveWhenAsked(), store=os.environ["FLEET_TEST_STORE"], name="fleet")
+                 policy=ApproveWhenAsked(), store=store, approvals=HeldAtTheRequest(store),
+                 name="fleet")
+
+
+class HeldAtTheRequest(StoredApprovals):
+    """The store's approvals; with ``FLEET_TEST_PAUSE_GATE`` set, a request once stored holds
+    its session (before its pause is journaled) until the gate file exists."""
+
+    def add(self, request: ApprovalRequest) -> None:
+        super().add(request)
+        gate = os.environ.get("FLEET_TEST_PAUSE_GATE")
+        if gate:
+            Path(f"{gate}.requested").write_text(request.id)
+            while not Path(gate).exists():  # the test opens the gate: an event, not a delay
+                threading.Event().wait(0.02)
 
 
 if __name__ == "__main__":

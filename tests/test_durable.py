@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from tether.journal.chain import verify_chain
+from tether.store.base import Store
 from tether.store.sqlite import SQLiteStore
 
 APP = str(Path(__file__).with_name("durable_app.py"))
@@ -154,3 +155,26 @@ def test_a_model_call_lost_in_a_crash_is_charged_at_its_reservation(tmp_path: Pa
     assert int(out[2]) >= lost["input_tokens"] + lost["output_tokens"]
     assert int(out[2]) <= 2000
     assert verify_chain(events) is None
+
+
+def test_a_lease_left_by_a_killed_process_of_this_host_is_taken_at_once(
+        store: Store) -> None:
+    """What a fleet's recovery rests on: the worker restarted after a kill -9 takes each of its
+    sessions at once, instead of every recovered session waiting out the lease's ttl (60 s), and
+    a live process's lease is still refused."""
+    from tether.journal.chain import Journal
+    from tether.store.base import SessionBusy, lease_holder
+
+    journal = Journal("s1", store=store)
+    journal.append("session.start", {"agent": "a", "subject": {}})
+    journal.flush()
+    killed = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(3600)"])
+    try:
+        host, _pid, _nonce = lease_holder().split(":")
+        store.acquire("s1", f"{host}:{killed.pid}:a1b2c3d4", 60)  # a worker, on this host
+        with pytest.raises(SessionBusy):  # its process lives: the lease holds for its ttl
+            store.acquire("s1", lease_holder(), 60)
+    finally:
+        os.kill(killed.pid, signal.SIGKILL)
+        killed.wait()
+    assert store.acquire("s1", lease_holder(), 60).token == 2  # gone: at once, not in 60 s

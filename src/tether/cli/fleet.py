@@ -6,9 +6,10 @@ subcommand is a thin call of ``tether.durable.Fleet`` (or ``tether.durable.worke
 so the command line can do nothing the Python API would refuse. DBOS's own tools (its CLI,
 Conductor) read the same system database for everything else: listings, queues, schedules.
 
-Exit codes: 0 done; 1 the thing asked about is not there (an unknown approval request, a session
-with nothing to wake or cancel); 2 the command could not run (no ``dbos`` extra, an agent
-factory that does not load, an unreachable database).
+Exit codes: 0 done; 1 the thing asked about is not there or is refused (an unknown approval
+request, a session with nothing to wake or cancel, a session the fleet refuses to run, a
+deduplication key still in use); 2 the command could not run (no ``dbos`` extra, an agent
+factory that does not load, an unreachable database, an option out of range).
 """
 
 from __future__ import annotations
@@ -56,10 +57,13 @@ def register(commands: Any) -> None:
     enqueue = add("enqueue", "queue a new session; prints its id", run_enqueue,
                   ("task", "what the session is to do"))
     enqueue.add_argument("--session-id", default=None, help="its id (default: a new one)")
-    enqueue.add_argument("--priority", type=int, default=None, help="lower runs first")
+    enqueue.add_argument("--priority", type=int, default=None,
+                         help=f"1 (first) to {2**31 - 1}; lower runs first")
     enqueue.add_argument("--dedup", default=None, metavar="KEY",
                          help="refused while a session queued with this key waits or runs")
-    add("status", "print each session's status (or one's)", run_status)
+    status = add("status", "print each session's status (or one's), and why where it helps",
+                 run_status)
+    status.add_argument("session", nargs="?", default=None, help="one session's id")
     add("waiting", "print the sessions waiting for a person", run_waiting)
     for verb in ("approve", "deny"):
         decide = add(verb, f"{verb} a session's approval request, then wake it", run_decide,
@@ -128,44 +132,71 @@ def fleet_command(body: Any) -> Any:
 
 @fleet_command
 def run_enqueue(fleet: Fleet, args: argparse.Namespace) -> int:
-    print(fleet.enqueue(args.task, session_id=args.session_id, priority=args.priority,
-                        dedup=args.dedup))
+    from tether.durable import AlreadyQueued
+
+    try:
+        session_id = fleet.enqueue(args.task, session_id=args.session_id,
+                                   priority=args.priority, dedup=args.dedup)
+    except ValueError as exc:
+        error(str(exc))
+        return EXIT_USAGE
+    except AlreadyQueued as exc:
+        error(str(exc))
+        return EXIT_FINDING
+    print(session_id)
     return EXIT_OK
 
 
 @fleet_command
 def run_status(fleet: Fleet, args: argparse.Namespace) -> int:
-    for session_id in dict.fromkeys(a.session_id for a in fleet.activations()):
-        print(f"{session_id}  {fleet.status(session_id)}")
+    activations = fleet.activations(args.session)
+    ids = [args.session] if args.session else [a.session_id for a in activations]
+    for session_id in dict.fromkeys(ids):
+        report = fleet.describe(session_id, [a for a in activations
+                                             if a.session_id == session_id])
+        print(f"{session_id}  {report.status}" + (f"  {report.detail}" if report.detail else ""))
+        if args.session and report.status == "unknown":
+            return EXIT_FINDING
     return EXIT_OK
 
 
 @fleet_command
 def run_waiting(fleet: Fleet, args: argparse.Namespace) -> int:
     for session_id, status in fleet.waiting().items():
-        print(f"{session_id}  {status}")
+        detail = fleet.describe(session_id).detail
+        print(f"{session_id}  {status}" + (f"  {detail}" if detail else ""))
     return EXIT_OK
 
 
 @fleet_command
 def run_decide(fleet: Fleet, args: argparse.Namespace) -> int:
+    from tether.durable import SessionRefused
     from tether.runtime.chokepoint.approvals import ApprovalError
 
     decide = fleet.approve if args.verb == "approve" else fleet.deny
     try:
         woken = decide(args.session, args.approval, approver=args.approver, note=args.note)
-    except (LookupError, ApprovalError) as exc:
+    except (LookupError, ApprovalError, SessionRefused) as exc:
         error(str(exc))
         return EXIT_FINDING
-    print(f"{args.verb}d; " + (f"woken as {woken}" if woken else "the session waits on"))
+    print(f"{args.verb}d; " + (f"woken as {woken}" if woken else
+                               f"the session is {fleet.status(args.session)}"))
     return EXIT_OK
 
 
 @fleet_command
 def run_wake(fleet: Fleet, args: argparse.Namespace) -> int:
-    woken = fleet.wake(args.session)
+    from tether.durable import SessionRefused
+
+    try:
+        woken = fleet.wake(args.session)
+    except SessionRefused as exc:
+        error(f"{exc}; nothing was woken")
+        return EXIT_FINDING
     if woken is None:
-        error(f"session {args.session} has nothing to wake: {fleet.status(args.session)}")
+        report = fleet.describe(args.session)
+        error(f"session {args.session} has nothing to wake: {report.status}"
+              + (f" ({report.detail})" if report.detail else ""))
         return EXIT_FINDING
     print(woken)
     return EXIT_OK

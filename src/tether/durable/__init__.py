@@ -12,11 +12,14 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from tether.durable.activation import activate
-    from tether.durable.dbos import Activation, AlreadyQueued, Fleet, serve
+    from tether.durable.dbos import Activation, AlreadyQueued, Fleet, SessionRefused, serve
+    from tether.durable.status import STATUSES, Report
 
-__all__ = ["Activation", "AlreadyQueued", "Fleet", "activate", "serve"]
+__all__ = ["STATUSES", "Activation", "AlreadyQueued", "Fleet", "Report", "SessionRefused",
+           "activate", "serve"]
 _HOMES = {"activate": "activation", "Activation": "dbos", "AlreadyQueued": "dbos",
-          "Fleet": "dbos", "serve": "dbos"}
+          "Fleet": "dbos", "SessionRefused": "dbos", "serve": "dbos", "STATUSES": "status",
+          "Report": "status"}
 
 
 def __getattr__(name: str) -> Any:  # imported when first used: the worker's CLI stays light

@@ -10,6 +10,18 @@ side effect that may or may not have happened), report the pause and run nothing
 resume it, and the journal's effect ledger skips every completed call and stops on an uncertain
 one instead of repeating it.
 
+A pause never strands a session, whatever the interleaving with a person's decision. The
+session stores its approval request (a row of the approval store), then journals its pause;
+an approver decides the request (a compare-and-set on that row), then looks at the journal and
+wakes the session only if it finds the pause. An approver quick enough to decide between the
+row and the pause finds no pause and wakes nothing, so the activation, once its pause is
+durable, looks again (the loop below: journal, then undecided requests) and goes on by itself
+when nothing is left undecided. Each side writes, then reads what the other writes, on the same
+database: whichever order their commits take, at least one sees the other's write (the approver
+the pause, or the activation the decision), so the session is continued by its own activation,
+or by the one the approver enqueues, or by both (harmless: the second waits for the lease, then
+runs nothing the journal has). The same holds for an operator's settlement of an uncertain call.
+
 Decision: this module knows nothing of DBOS (``tether.durable.dbos`` wraps it), so it is tested
 and reasoned about as plain tether. A worker that meets the session's lease held by another
 process waits for it (the holder is finishing the same session, or was a process on another
@@ -97,6 +109,8 @@ def activate(agent: Agent, session_id: str, task: str | None = None, *,
             continue
         except SessionEnded:  # it ended between the read and the resume: look again
             continue
+        if result.stop_reason.value in WAITING:  # its pause is durable: was it decided (or
+            continue  # settled) meanwhile? then nobody will wake it: look again and go on
         return result.stop_reason.value
 
 

@@ -14,6 +14,11 @@ Decisions:
   a human holds no worker and no queue slot; approving (``approve``) or settling (``settle``)
   records the decision in tether's store, then enqueues the next activation under the id
   ``<session id>#<n>`` (n = the session's pauses so far), so two approvers racing wake it once.
+  Waking reads the journal, never DBOS's state: an approver who decides before the pause is
+  journaled finds nothing to wake, and the pausing activation then goes on by itself
+  (``tether.durable.activation`` argues why one of the two always acts). An activation that
+  raised is woken again under ``<session id>#<n>.<failures>``; a session whose journal does not
+  verify is refused (``SessionRefused``), never woken or decided for.
   A DBOS ``recv`` would also wait durably, but a workflow blocked in it counts against its
   queue's concurrency and holds a thread (DBOS counts it among the worker's active workflows).
 - Workers pin one application version (``APP_VERSION``): DBOS recovers a dead executor's
@@ -38,7 +43,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from tether.durable.activation import WAITING, journal_store, queue_task, status_of
+from tether.durable.activation import TASK_KEY, journal_store, queue_task, status_of
+from tether.durable.status import FAILED, LIVE, NEEDS_A_PERSON, Attempt, Report, describe
 
 if TYPE_CHECKING:
     from dbos import DBOSClient, DBOSConfig
@@ -49,6 +55,7 @@ APP_NAME = "tether-fleet"
 APP_VERSION = "tether-fleet/1"  # bump only when the workflow's name or inputs change
 DEFAULT_QUEUE = "tether"
 SEPARATOR = "#"  # between a session id and its activation number, in a workflow id
+PRIORITIES = range(1, 2**31)  # DBOS's: lower runs first
 
 
 def load_factory(ref: str) -> Callable[[], Agent]:
@@ -87,6 +94,11 @@ def dbos_config(database: str, executor_id: str | None = None) -> DBOSConfig:
     return config
 
 
+class SessionRefused(Exception):
+    """The fleet will not run the session (its journal does not verify, or another recipe
+    started it); the message says why and what to look at."""
+
+
 class AlreadyQueued(Exception):
     """A session enqueued with the same deduplication key still waits or runs."""
 
@@ -104,6 +116,7 @@ class Activation:
     workflow_id: str
     state: str  # DBOS: ENQUEUED, PENDING, SUCCESS, ERROR, CANCELLED, ...
     status: str | None  # tether's: the stop reason the activation returned
+    error: str | None = None  # what it raised ("Type: message"), if it did
 
 
 @dataclass(frozen=True)
@@ -158,11 +171,23 @@ class Fleet:
         second."""
         if not isinstance(task, str) or not task.strip():
             raise ValueError("task must be a non-empty string")
+        if priority is not None and (isinstance(priority, bool) or priority not in PRIORITIES):
+            raise ValueError(f"priority must be a whole number from 1 (first) to {2**31 - 1}, "
+                             f"got {priority!r}; leave it out to queue behind no one")
+        if dedup is not None and (not isinstance(dedup, str) or not dedup.strip()):
+            raise ValueError("dedup must be a non-empty key (e.g. 'invoice-4411'), or None")
         session_id = session_id or os.urandom(16).hex()
         if SEPARATOR in session_id:
             raise ValueError(f"a fleet's session id cannot contain {SEPARATOR!r}")
-        queue_task(journal_store(self.recipe), session_id, task)
-        self._enqueue(session_id, session_id, priority=priority, dedup=dedup)
+        store = journal_store(self.recipe)
+        kept = store.get_private(session_id, TASK_KEY) is not None
+        queue_task(store, session_id, task)
+        try:
+            self._enqueue(session_id, session_id, priority=priority, dedup=dedup)
+        except AlreadyQueued:
+            if not kept:  # refused: keep no task for a session that will never run
+                store.drop_private(session_id)
+            raise
         return session_id
 
     def _enqueue(self, workflow_id: str, session_id: str, *,
@@ -199,38 +224,48 @@ class Fleet:
             owner = row.workflow_id.partition(SEPARATOR)[0]
             if row.config_name == self.agent and session_id in (None, owner):
                 output = row.output if row.status == "SUCCESS" else None
-                out.append(Activation(owner, row.workflow_id, row.status, output))
+                error = None if row.error is None else \
+                    f"{type(row.error).__name__}: {row.error}"
+                out.append(Activation(owner, row.workflow_id, row.status, output, error))
         return out
 
     def waiting(self) -> dict[str, str]:
-        """Sessions waiting for a person, by id: ``needs_approval`` (approve or deny, with
-        ``approve``/``deny``) or ``uncertain_effect`` (a side effect that may have happened:
-        an operator settles it with ``settle``; the fleet never retries it). Read from each
-        session's journal, after DBOS's statuses single the candidates out."""
-        candidates = {a.session_id for a in self.activations() if a.status in WAITING}
+        """Sessions that need a person before they move, by id, with their status:
+        ``needs_approval`` (``approve`` or ``deny``), ``uncertain_effect`` (a side effect that
+        may have happened: ``settle``; the fleet never retries it), ``paused`` (nobody is asked
+        for anything: ``wake``), ``failed`` (its activation raised: see ``describe``, then
+        ``wake``) or ``refused`` (the fleet will not run it: see ``describe``). Read from each
+        session's journal, after DBOS's records single the candidates out."""
+        by_session: dict[str, list[Activation]] = {}
+        for activation in self.activations():
+            by_session.setdefault(activation.session_id, []).append(activation)
         out = {}
-        for session_id in sorted(candidates):
-            status = self.status(session_id)
-            if status in WAITING:
+        for session_id, activations in sorted(by_session.items()):
+            last = activations[-1]
+            if last.state in LIVE or (last.state == "SUCCESS" and last.status not in
+                                      NEEDS_A_PERSON) or last.state == "CANCELLED":
+                continue  # runs, will run, or ended (an ended journal is not read again)
+            status = self.describe(session_id, activations).status
+            if status in NEEDS_A_PERSON:
                 out[session_id] = status
         return out
 
     def status(self, session_id: str) -> str:
-        """The session's status, from its journal (its stop reason when it ended or waits for a
-        person), else from DBOS: ``queued`` or ``running`` (or ``cancelled``)."""
+        """The session's status: its stop reason once it ended, else one of
+        ``tether.durable.status.STATUSES`` (queued, running, needs_approval, uncertain_effect,
+        paused, cancelled, refused, failed, erased, unknown); ``describe`` says why."""
+        return self.describe(session_id).status
+
+    def describe(self, session_id: str,
+                 activations: list[Activation] | None = None) -> Report:
+        """The session's status and, where it helps, why (a refusal's or a failure's cause,
+        what to do next): from its journal, which must verify, then from DBOS for what the
+        journal cannot know (whether a queue or a worker holds it)."""
         agent = self.recipe
         events = journal_store(agent).read(session_id)
-        settled = status_of(events, len(agent.approval_store.pending(session_id)))
-        if settled is not None:
-            return settled
-        states = {a.state for a in self.activations(session_id)}
-        if "PENDING" in states:
-            return "running"
-        if "ENQUEUED" in states or "DELAYED" in states:
-            return "queued"
-        if "CANCELLED" in states:
-            return "cancelled"
-        return "unknown" if not states else "paused"
+        found = self.activations(session_id) if activations is None else activations
+        return describe(session_id, events, len(agent.approval_store.pending(session_id)),
+                        [Attempt(a.state, a.error) for a in found])
 
     def approve(self, session_id: str, approval_id: str, *, approver: str,
                 note: str = "") -> str | None:
@@ -256,16 +291,27 @@ class Fleet:
 
     def wake(self, session_id: str) -> str | None:
         """Enqueue the session's next activation if it is paused and waits for nobody (e.g.
-        after a decision made with ``tether approvals``); returns its workflow id, or None when
-        there is nothing to wake. Idempotent: one activation per pause."""
+        after a decision made with ``tether approvals``, or a cancellation), or if its last
+        activation failed; returns its workflow id, or None when there is nothing to wake.
+        Idempotent: one activation per pause (and per failure). Raises ``SessionRefused`` for a
+        session the fleet will not run (``describe`` says why)."""
+        activations = self.activations(session_id)
+        report = self.describe(session_id, activations)
+        if report.status == "refused":
+            raise SessionRefused(f"session {session_id} is refused: {report.detail}")
         agent = self.recipe
         events = journal_store(agent).read(session_id)
-        if not events or events[-1].type not in ("session.paused", "effect.settled"):
-            return None
-        if status_of(events, len(agent.approval_store.pending(session_id))) is not None:
-            return None
         pauses = sum(1 for e in events if e.type == "session.paused")
-        workflow_id = f"{session_id}{SEPARATOR}{pauses}"
+        if report.status == "failed":  # the body is safe to run again from the top
+            failures = sum(1 for a in activations if a.state in FAILED)
+            workflow_id = f"{session_id}{SEPARATOR}{pauses}.{failures}"
+        elif events and events[-1].type in ("session.paused", "effect.settled") and \
+                status_of(events, len(agent.approval_store.pending(session_id))) is None:
+            # whatever DBOS says of the activation that paused it: it may have looked for a
+            # decision before this one and be returning (see tether.durable.activation)
+            workflow_id = f"{session_id}{SEPARATOR}{pauses}"
+        else:
+            return None
         self._enqueue(workflow_id, session_id)
         return workflow_id
 
@@ -299,6 +345,9 @@ class Fleet:
         if request is None or request.session_id != session_id:
             raise LookupError(f"no approval request {approval_id!r} of session {session_id!r}; "
                               "list them with `tether approvals list`")
+        report = self.describe(session_id)
+        if report.status == "refused":  # a decision it would never act on: record none
+            raise SessionRefused(f"session {session_id} is refused: {report.detail}")
 
 
 def serve(agent: str, database: str, *, executor_id: str, queue: str = DEFAULT_QUEUE,

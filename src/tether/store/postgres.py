@@ -419,15 +419,23 @@ class PostgresStore(PostgresThreads):
 
     def _changed_by(self, db: Any, approval_id: str, changes: Mapping[str, Any]) -> bool:
         """Whether the approval holds every one of ``changes`` (a decision carries who decided
-        and when): what a try committed before its connection dropped left behind."""
+        and when): what a try committed before its connection dropped left behind. Its status
+        may have moved on since, as only a committed approval's can (the session used it)."""
         row = db.execute(self._sql("SELECT record FROM {s}.approvals WHERE id = %s"),
                          (approval_id,)).fetchone()
-        return row is not None and all(json.loads(row[0]).get(key) == value
-                                       for key, value in changes.items())
+        if row is None:
+            return False
+        record = json.loads(row[0])
+        status = changes.get("status", record["status"])
+        return record["status"] in (status, *NEXT_STATUS.get(status, ())) and all(
+            record.get(key) == value for key, value in changes.items() if key != "status")
 
     def close(self) -> None:
         self._committers.close()
         self._pool.close()
+
+
+NEXT_STATUS = {"approved": ("used",)}  # what an approval's status can become after it
 
 
 def ride_through_in_url(url: str, given: float | None) -> tuple[str, float]:
