@@ -122,8 +122,9 @@ def _explain(session_id: str, events: Sequence[Event], i: int, recorded: int | N
         return found("missing", f"{gap} not stored; the chain jumps to seq {e.seq}")
     if e.prev_hash == prev and e.type == ERASED_TYPE:
         return found("edited", f"it is marked erased (by {e.data.get('erasure')!r}) but no "
-                     "erasure record that verifies lists it with this hash: its content was "
-                     "removed outside tether's erasure")
+                     "erasure record that verifies lists it with this hash and this marker: "
+                     "its content was removed outside tether's erasure, or its marker (former "
+                     "type, tenant, agent, timestamp) was changed since")
     if e.prev_hash == prev:
         if nxt is not None and nxt.prev_hash == prev:
             return found("inserted", f"the next event links straight to seq {at - 1}, so "
