@@ -6,6 +6,7 @@ relation files — read as bytes, not through SQL."""
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -167,7 +168,10 @@ def _relation_bytes(store: PostgresStore, tables: tuple[str, ...]) -> bytes:
     return blob
 
 
-def test_postgres_relation_files_hold_no_copy_after_an_erasure() -> None:
+@pytest.fixture
+def pg_as_superuser() -> Iterator[PostgresStore]:
+    """A PostgreSQL store whose role may read the server's files (the bytes these tests look
+    at); skipped (failed under CI) when it may not."""
     from conftest import postgres_store, unavailable
 
     store = postgres_store()
@@ -177,19 +181,25 @@ def test_postgres_relation_files_hold_no_copy_after_an_erasure() -> None:
             if not db.execute("SELECT rolsuper FROM pg_roles WHERE rolname = current_user"
                               ).fetchone()[0]:
                 unavailable("reading PostgreSQL's relation files needs a superuser")
-        ada_then_bob(store)
-        tables = ("events", "approvals", "private_arguments")
-        assert holds(_relation_bytes(store, tables))  # the test can see them
-        erasure = ConversationStore(store).forget(tenant_id="acme", user_id="ada")
-        blob = _relation_bytes(store, tables)
-        if any("older than the erasure" in left for left in erasure.left):
-            return  # another process's transaction outlived the wait: said, as it must be
-        assert holds(blob) == []
-        assert any("write-ahead log" in left for left in erasure.left)  # what is not reached
+        yield store
     finally:
         with store._pool.connection() as db:
             db.execute(f"DROP SCHEMA {store.schema} CASCADE")
         store.close()
+
+
+def test_postgres_relation_files_hold_no_copy_after_an_erasure(
+        pg_as_superuser: PostgresStore) -> None:
+    store = pg_as_superuser
+    ada_then_bob(store)
+    tables = ("events", "approvals", "private_arguments")
+    assert holds(_relation_bytes(store, tables))  # the test can see them
+    erasure = ConversationStore(store).forget(tenant_id="acme", user_id="ada")
+    blob = _relation_bytes(store, tables)
+    if any("tether store purge" in left for left in erasure.left):
+        return  # another process's transaction outlived the waits: said, as it must be
+    assert holds(blob) == []
+    assert any("write-ahead log" in left for left in erasure.left)  # what is not reached
 
 
 def test_the_forget_command_says_what_it_erases_and_what_it_cannot_reach(
@@ -209,3 +219,31 @@ def test_the_forget_command_says_what_it_erases_and_what_it_cannot_reach(
     assert "erased 4 events of 1 session(s), and their turns quoted in 4 events of 1 other " \
         "session(s)" in out and "not reached" not in out
     assert main(["audit", "verify", "--store", f"sqlite:///{path}"]) == 0
+
+
+def test_a_postgres_transaction_older_than_the_erasure_is_said_then_purged(
+        pg_as_superuser: PostgresStore, monkeypatch: pytest.MonkeyPatch) -> None:
+    import psycopg
+
+    from tether.store import postgres_erasure
+
+    from conftest import PG_URL
+
+    store = pg_as_superuser
+    monkeypatch.setattr(postgres_erasure, "OLDER_WAIT", 0.2)  # not the 30 s of a real wait
+    monkeypatch.setattr(postgres_erasure, "LOCK_WAIT", 0.2)
+    ada_then_bob(store)
+    with psycopg.connect(PG_URL) as reader:  # a report that began before the erasure
+        reader.execute("BEGIN ISOLATION LEVEL REPEATABLE READ")
+        reader.execute(f"SELECT count(*) FROM {store.schema}.events").fetchone()
+        erasure = ConversationStore(store).forget(tenant_id="acme", user_id="ada")
+        [older] = [left for left in erasure.left if "older than the erasure" in left]
+        assert str(reader.info.backend_pid) in older and "tether store purge" in older
+        # it reads the events table, so VACUUM FULL cannot lock it: said, not waited on
+        assert any("VACUUM FULL of events could not take its lock" in left
+                   for left in erasure.left)
+        assert holds(_relation_bytes(store, ("events",)))  # it may still read them
+        reader.rollback()
+    left = store.purge_erased()  # what `tether store purge` runs
+    assert not any("tether store purge" in one for one in left)
+    assert holds(_relation_bytes(store, ("events",))) == []

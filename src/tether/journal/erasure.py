@@ -144,8 +144,8 @@ def erase_sessions(store: Store, session_ids: Iterable[str], *, subject: Mapping
                     for e in stored.get(sid, ()) if not is_erased(e)]
             if kept:
                 rewrites[sid] = kept
-        if not rewrites:
-            return Erasure(None, (), 0)
+        if not rewrites:  # erased already: what an earlier run could not purge goes now
+            return Erasure(None, (), 0, left=store.purge_erased() if stored else ())
         listing = {sid: [[e.seq, e.hash, sealed(e, kind, data)] for e, kind, data in rewritten]
                    for sid, rewritten in rewrites.items()}
         record = Journal(erasure_id, store=store)

@@ -12,8 +12,10 @@ writes each into a new file holding only live rows. It takes each table's exclus
 time of the rewrite: every session's appends to this store wait for it. VACUUM FULL must keep a
 dead row version that a transaction older than its deletion may still read — any transaction
 of the database, not only tether's — so the erasure first waits, up to ``OLDER_WAIT`` seconds,
-for those to end. What it cannot reach is said, not hidden (``Erasure.left``): such a
-transaction still open, and the server's write-ahead log (and any WAL archive, replica or
+for those to end; and it waits at most ``LOCK_WAIT`` seconds for each table's lock, since every
+append queues behind a VACUUM that waits. What it cannot reach is said, not hidden
+(``Erasure.left``): such a transaction still open, a table it could not lock, and the server's
+write-ahead log (and any WAL archive, replica or
 backup), which keeps the erased text until its segments are recycled.
 The store rewrites an event's type and data in place and never its hash, link or timestamp,
 which ``tether.journal.erasure`` vouches for from the erasure record.
@@ -29,6 +31,7 @@ from typing import TYPE_CHECKING, Any
 from tether.store.postgres_outage import RideThrough, riding
 
 OLDER_WAIT = 30.0  # seconds an erasure waits for transactions older than it to end
+LOCK_WAIT = 5.0  # seconds VACUUM FULL waits for a table's lock (appends queue behind it)
 REWRITTEN = ("events", "approvals", "private_arguments", "threads")
 WAL_LEFT = ("PostgreSQL's write-ahead log (pg_wal), and any WAL archive, replica or backup of "
             "the database, keep the erased text until their segments are recycled or expire; "
@@ -71,16 +74,37 @@ class PostgresErasure:
             older = _older_transactions(db, after)
             db.autocommit = True
             try:
-                for table in REWRITTEN:
-                    db.execute(self._sql(f"VACUUM FULL {{s}}.{table}"))
+                locked = self._vacuum(db)
             finally:
                 db.autocommit = False
-        if not older:
-            return (WAL_LEFT,)
-        return (f"{len(older)} transaction(s) of this database older than the erasure were still "
-                f"open after {OLDER_WAIT:.0f} s (pids {', '.join(map(str, older))}), so "
-                "VACUUM FULL had to keep the old row versions they may read; run `tether "
-                "memory forget` again once they end", WAL_LEFT)
+        left = []
+        if older:
+            left.append(f"{len(older)} transaction(s) of this database older than the erasure "
+                        f"were still open after {OLDER_WAIT:g} s (pids "
+                        f"{', '.join(map(str, older))}), so VACUUM FULL had to keep the old row "
+                        "versions they may read; run `tether store purge` once they end")
+        if locked:
+            left.append(f"VACUUM FULL of {', '.join(locked)} could not take its lock within "
+                        f"{LOCK_WAIT:g} s (a transaction was using the table), so their old row "
+                        "versions stay; run `tether store purge` once it ends")
+        return (*left, WAL_LEFT)
+
+    def _vacuum(self, db: Any) -> list[str]:
+        """VACUUM FULL each rewritten table, waiting at most ``LOCK_WAIT`` for its lock (every
+        append queues behind a VACUUM that waits); the tables it could not lock."""
+        import psycopg
+
+        locked = []
+        db.execute(f"SET lock_timeout = {int(LOCK_WAIT * 1000)}")
+        try:
+            for table in REWRITTEN:
+                try:
+                    db.execute(self._sql(f"VACUUM FULL {{s}}.{table}"))
+                except psycopg.errors.LockNotAvailable:
+                    locked.append(table)
+        finally:
+            db.execute("RESET lock_timeout")
+        return locked
 
 
 def _older_transactions(db: Any, after: int) -> list[int]:

@@ -61,7 +61,6 @@ class SQLiteErasure:
                 busy, _, _ = self._db.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
         if busy:
             return (f"{self.path}-wal still holds earlier versions of the erased events: "
-                    "another connection was reading the store throughout the checkpoint; they "
-                    "go at the next checkpoint that completes (run `tether memory forget` "
-                    "again, or close the other connections)",)
+                    "another connection was reading the store throughout the checkpoint; run "
+                    "`tether store purge` once the other connections are done",)
         return ()
