@@ -11,6 +11,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from tether import Agent, ModelRequest, ReAct, ScriptedModel
 from tether.journal.erasure import vouched
@@ -247,3 +249,104 @@ def test_a_postgres_transaction_older_than_the_erasure_is_said_then_purged(
     left = store.purge_erased()  # what `tether store purge` runs
     assert not any("tether store purge" in one for one in left)
     assert holds(_relation_bytes(store, ("events",))) == []
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(which=st.integers(0, 1000), field=st.sampled_from(["type", "timestamp", "data"]),
+       text=st.text(min_size=1, max_size=8))
+def test_any_edit_of_a_rewritten_event_fails_verify(which: int, field: str, text: str) -> None:
+    from tether.store.memory import MemoryStore
+    from tether.types import Event
+
+    store = MemoryStore()
+    ada, bob = ada_then_bob(store)
+    erasure = ConversationStore(store).forget(tenant_id="acme", user_id="ada")
+    rewritten = [(sid, e) for sid in (ada, bob) for e in store.read(sid)
+                 if sid == ada or "[erased]" in e.json_text]
+    assert len(rewritten) == erasure.events + erasure.copied_events
+    sid, e = rewritten[which % len(rewritten)]
+    data = e.json_text
+    if field == "data":  # a character of the kept data changed, or something slipped in
+        at = which % len(data)
+        data = data[:at] + text + data[at + 1:] if data[at] != text else data[:-1] + \
+            f',"x":{json.dumps(text)}}}'
+    kind = e.type + text if field == "type" else e.type
+    stamp = e.timestamp + len(text) if field == "timestamp" else e.timestamp
+    if (kind, stamp, data) == (e.type, e.timestamp, e.json_text):
+        return
+    try:
+        json.loads(data)
+    except ValueError:
+        data = json.dumps({**json.loads(e.json_text), "x": text})
+    store._events[sid][e.seq - 1] = Event.from_json(e.seq, kind, sid, stamp, data,
+                                                    e.prev_hash, e.hash)
+    events = store.read(sid)
+    assert diagnose(sid, events, erased=vouched(events, store.read)) is not None
+
+
+def test_a_paused_session_that_quotes_the_user_loses_the_passages_in_its_approvals(
+        store: Store) -> None:
+    from tether import Budget, Decision, Effect, tool
+
+    @tool(side_effect=True)
+    def send_note(text: str) -> str:
+        """Send a note."""
+        return "sent"
+
+    class AskFirst:
+        inline = True
+
+        def evaluate(self, subject: Any, action: Any, resource: Any, context: Any) -> Decision:
+            if action.tool != "send_note":
+                return Decision(Effect.ALLOW, "reads only", "ask")
+            return Decision(Effect.REQUIRE_APPROVAL, f"send {action.arguments}?", "ask")
+
+    memory = ConversationStore(store)
+    Agent(model=ScriptedModel([ANSWERED]), reasoning=ReAct(), store=store).run(
+        ASKED, user_id="ada", tenant_id="acme", thread="trip")
+
+    def forwards(request: ModelRequest) -> Any:
+        if request.messages[-1].role == "tool":
+            return call("send_note", {"text": f"FYI {ANSWERED}"})
+        return call("recall_conversations", {"query": "passport"})
+
+    bob = Agent(model=ScriptedModel(forwards), reasoning=ReAct(), policy=AskFirst(),
+                tools=[memory.recall_tool(scope="tenant"), send_note], store=store)
+    paused = bob.run("tell the office", user_id="bob", tenant_id="acme",
+                     budget=Budget(max_steps=4))
+    assert paused.stop_reason.value == "needs_approval"
+    assert holds(json.dumps(store.list_approvals(session_id=paused.session_id)).encode())
+    erasure = memory.forget(tenant_id="acme", user_id="ada")
+    assert erasure.copies == (paused.session_id,)
+    [request] = store.list_approvals(session_id=paused.session_id)
+    assert holds(json.dumps(request).encode()) == []
+    assert request["arguments"] == {"text": "FYI [erased]"}  # bob's own words stay
+    bob.load(paused.session_id)  # the paused session still loads: its chain verifies
+
+
+def test_a_sqlite_reader_during_the_erasure_is_said_then_purged(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    import sqlite3
+
+    from tether.cli import main
+
+    path = tmp_path / "t.db"
+    store = SQLiteStore(path)
+    reader = sqlite3.connect(path, isolation_level=None)
+    try:
+        ada_then_bob(store)
+        store._db.execute("PRAGMA busy_timeout=100")  # not the 30 s a real reader gets
+        reader.execute("BEGIN")
+        reader.execute("SELECT count(*) FROM events").fetchone()  # a snapshot, held
+        erasure = ConversationStore(store).forget(tenant_id="acme", user_id="ada")
+        [left] = erasure.left
+        assert "-wal still holds" in left and "tether store purge" in left
+        assert holds((tmp_path / "t.db-wal").read_bytes())
+        reader.execute("ROLLBACK")
+        assert main(["store", "purge", "--store", f"sqlite:///{path}"]) == 0
+        assert "not reached" not in capsys.readouterr().out
+        wal = tmp_path / "t.db-wal"
+        assert holds(wal.read_bytes() if wal.exists() else b"") == []
+    finally:
+        reader.close()
+        store.close()
