@@ -232,10 +232,15 @@ def test_a_postgres_transaction_older_than_the_erasure_is_said_then_purged(
     from conftest import PG_URL
 
     store = pg_as_superuser
+    real_waits = postgres_erasure.OLDER_WAIT, postgres_erasure.LOCK_WAIT
     monkeypatch.setattr(postgres_erasure, "OLDER_WAIT", 0.2)  # not the 30 s of a real wait
     monkeypatch.setattr(postgres_erasure, "LOCK_WAIT", 0.2)
     ada_then_bob(store)
     with psycopg.connect(PG_URL) as reader:  # a report that began before the erasure
+        # a VACUUM that waited for this reader's lock would hang the test; past 30 s idle the
+        # server ends the reader instead, and the assertions below say what went wrong
+        reader.execute("SET idle_in_transaction_session_timeout = '30s'")
+        reader.commit()
         reader.execute("BEGIN ISOLATION LEVEL REPEATABLE READ")
         reader.execute(f"SELECT count(*) FROM {store.schema}.events").fetchone()
         erasure = ConversationStore(store).forget(tenant_id="acme", user_id="ada")
@@ -246,6 +251,9 @@ def test_a_postgres_transaction_older_than_the_erasure_is_said_then_purged(
                    for left in erasure.left)
         assert holds(_relation_bytes(store, ("events",)))  # it may still read them
         reader.rollback()
+    # other processes' transactions come and go meanwhile (other tests): the real waits
+    monkeypatch.setattr(postgres_erasure, "OLDER_WAIT", real_waits[0])
+    monkeypatch.setattr(postgres_erasure, "LOCK_WAIT", real_waits[1])
     left = store.purge_erased()  # what `tether store purge` runs
     assert not any("tether store purge" in one for one in left)
     assert holds(_relation_bytes(store, ("events",))) == []

@@ -132,18 +132,9 @@ def erase_sessions(store: Store, session_ids: Iterable[str], *, subject: Mapping
         stored = {sid: _verified(store, sid) for sid in leases}
         erasure_id = PREFIX + os.urandom(12).hex()
         blank = passage_scrubber(passages)
-        rewrites: dict[str, list[tuple[Event, str, dict[str, Any]]]] = {}
-        for sid in quoting:
-            changed = [(e, e.type, data) for e in stored.get(sid, ()) if not is_erased(e)
-                       for data in [_without(e, blank, erasure_id)] if data is not None]
-            if changed:
-                rewrites[sid] = changed
+        rewrites = _rewrites(erasure_id, {sid: stored.get(sid, []) for sid in quoting}, blank)
         copied = tuple(rewrites)
-        for sid in ids:
-            kept = [(e, ERASED_TYPE, marker(erasure_id, e))
-                    for e in stored.get(sid, ()) if not is_erased(e)]
-            if kept:
-                rewrites[sid] = kept
+        rewrites |= _rewrites(erasure_id, {sid: stored.get(sid, []) for sid in ids}, None)
         if not rewrites:  # erased already: what an earlier run could not purge goes now
             return Erasure(None, (), 0, left=store.purge_erased() if stored else ())
         listing = {sid: [[e.seq, e.hash, sealed(e, kind, data)] for e, kind, data in rewritten]
@@ -168,6 +159,27 @@ def erase_sessions(store: Store, session_ids: Iterable[str], *, subject: Mapping
     finally:
         for sid, lease in leases.items():
             store.release(sid, lease)
+
+
+Rewrite = tuple[Event, str, dict[str, Any]]  # an event, its type and data after the erasure
+
+
+def _rewrites(erasure_id: str, sessions: Mapping[str, Sequence[Event]],
+              blank: Scrubber | None) -> dict[str, list[Rewrite]]:
+    """What the erasure writes over the events of ``sessions`` not erased yet: each one's
+    marker (``blank`` None: the session is erased whole), or its data with the passages
+    blanked (only the events that quote one); sessions with nothing to write left out."""
+    found: dict[str, list[Rewrite]] = {}
+    for sid, events in sessions.items():
+        kept = [e for e in events if not is_erased(e)]
+        if blank is None:
+            changed = [(e, ERASED_TYPE, marker(erasure_id, e)) for e in kept]
+        else:
+            changed = [(e, e.type, data) for e in kept
+                       for data in [_without(e, blank, erasure_id)] if data is not None]
+        if changed:
+            found[sid] = changed
+    return found
 
 
 def _verified(store: Store, session_id: str) -> list[Event]:
