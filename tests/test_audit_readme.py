@@ -77,6 +77,8 @@ def test_the_shell_commands_run_in_order(tmp_path: Path) -> None:
         if argv[1:3] == ["store", "prune"]:
             assert out.startswith(("would prune 0 sessions", "pruned 0 sessions"))
             assert out.endswith("1 kept\n") or "--dry-run" in argv
+        if argv[1:3] == ["store", "purge"]:  # SQLite, nobody else reading: nothing left
+            assert out.startswith("purged sqlite:///") and "not reached" not in out
     assert seen == ["examples/billing_desk.py", "approvals", "approvals", "resume", "settle",
                     "audit", "audit", "audit", "audit", "audit", "audit", "audit", "what-if",
-                    "store", "store"]
+                    "store", "store", "store"]

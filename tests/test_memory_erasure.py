@@ -161,11 +161,11 @@ def test_an_erasure_cut_short_is_finished_by_running_it_again() -> None:
     real = store.erase
     calls = []
 
-    def dies_on_the_second(session_id: str, erased: object) -> None:
+    def dies_on_the_second(session_id: str, erased: object, **options: bool) -> None:
         calls.append(session_id)
         if len(calls) == 2:
             raise RuntimeError("killed")
-        real(session_id, erased)  # type: ignore[arg-type]
+        real(session_id, erased, **options)  # type: ignore[arg-type]
 
     store.erase = dies_on_the_second  # type: ignore[method-assign]
     with pytest.raises(RuntimeError, match="killed"):

@@ -45,8 +45,9 @@ def register(commands: Any) -> None:
     search.add_argument("query", metavar="QUERY")
     search.add_argument("-k", type=int, default=5, help="how many turns (default 5)")
     search.set_defaults(run=run_search)
-    forget = command("forget", "erase everything the user said and was told in the tenant; "
-                     "the journals still verify, and an erasure record says what was removed")
+    forget = command("forget", "erase everything the user said and was told in the tenant, "
+                     "and their turns where the tenant's other sessions quote them; the "
+                     "journals still verify, and an erasure record says what was removed")
     forget.add_argument("--reason", default="the user asked to be forgotten",
                         help="kept in the erasure record")
     forget.add_argument("--yes", action="store_true", help="do it (without: say what would go)")
@@ -107,9 +108,15 @@ def run_forget(args: argparse.Namespace) -> int:
         return EXIT_USAGE
     try:
         if not args.yes:
+            from tether.knowledge.forgetting import quoting_sessions, users_sessions
+
             threads = memory.threads(tenant_id=args.tenant, user_id=args.user)
+            sessions = users_sessions(memory.store, args.tenant, args.user)
+            copies = quoting_sessions(memory.store, args.tenant, sessions)
             print(f"would erase every session of user {args.user!r}{_in(args.tenant)} "
-                  f"({len(threads)} thread(s)); run again with --yes to erase")
+                  f"({len(sessions)} session(s), {len(threads)} thread(s)), and their turns "
+                  f"where {len(copies)} other session(s) quote them; run again with --yes to "
+                  "erase")
             return EXIT_OK
         erasure = memory.forget(tenant_id=args.tenant, user_id=args.user, reason=args.reason)
     except ErasureRefused as exc:
@@ -120,8 +127,12 @@ def run_forget(args: argparse.Namespace) -> int:
     if erasure.erasure_id is None:
         print(f"nothing to erase for user {args.user!r}{_in(args.tenant)}")
     else:
-        print(f"erased {erasure.events} events of {len(erasure.sessions)} session(s); "
-              f"erasure record {erasure.erasure_id} (`tether audit verify` checks it)")
+        print(f"erased {erasure.events} events of {len(erasure.sessions)} session(s), and "
+              f"their turns quoted in {erasure.copied_events} events of "
+              f"{len(erasure.copies)} other session(s); erasure record {erasure.erasure_id} "
+              "(`tether audit verify` checks it)")
+        for left in erasure.left:
+            print(f"not reached: {left}")
     return EXIT_OK
 
 

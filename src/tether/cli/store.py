@@ -1,4 +1,4 @@
-"""``tether store prune``: retention for journals, one whole session at a time.
+"""``tether store prune`` and ``purge``: retention for journals, one whole session at a time.
 
 Why: journals grow without end, and retention rules ("keep 400 days") are a legal requirement as
 often as a disk one. Pruning must never damage what it keeps: a hash chain with its first half
@@ -7,7 +7,9 @@ cut away no longer verifies, and a verifying journal is the point of keeping it.
 Decision: prune removes whole sessions — every event, the index row and the approval records —
 chosen by when the session was *last* written, never events inside a session, so every kept
 session still verifies from its first event. ``--dry-run`` lists what would go first. A paused
-session counts by its last write like any other; its pending approvals go with it.
+session counts by its last write like any other; its pending approvals go with it. ``purge``
+lets the store's files keep no earlier version of what was pruned or erased
+(``Store.purge_erased``), which ``tether memory forget`` does itself.
 
 Exit codes: 0 done (even if nothing was old enough); 2 the command could not run (bad usage, a
 time that cannot be read, no store).
@@ -44,6 +46,14 @@ def register(commands: Any) -> None:
                        help="list the sessions that would be deleted; delete nothing")
     add_store_option(prune)
     prune.set_defaults(run=run_prune)
+    purge = sub.add_parser(
+        "purge", help="let the store's files keep no earlier version of erased or pruned rows",
+        description="Make the store's own files keep no earlier version of what an erasure "
+        "rewrote or a prune deleted (SQLite: the write-ahead log checkpointed and truncated; "
+        "PostgreSQL: VACUUM FULL of the tables that held it, which locks them while it runs); "
+        "says what it could not reach. `tether memory forget` runs it itself.")
+    add_store_option(purge)
+    purge.set_defaults(run=run_purge)
 
 
 def run_prune(args: argparse.Namespace) -> int:
@@ -68,4 +78,18 @@ def run_prune(args: argparse.Namespace) -> int:
         store.close()
     print(f"pruned {count} session{'' if count == 1 else 's'} last written before {cutoff}; "
           f"{kept} kept")
+    return EXIT_OK
+
+
+def run_purge(args: argparse.Namespace) -> int:
+    store = open_existing(args.store)
+    if store is None:
+        return EXIT_USAGE
+    try:
+        left = store.purge_erased()
+    finally:
+        store.close()
+    print(f"purged {store.url}")
+    for one in left:
+        print(f"not reached: {one}")
     return EXIT_OK

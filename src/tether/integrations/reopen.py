@@ -23,6 +23,7 @@ from typing import Any
 
 from tether.integrations.decided import identity
 from tether.journal.chain import verify_chain
+from tether.journal.erasure import vouched
 from tether.runtime.budget import Budget
 from tether.runtime.result import ToolResult
 from tether.runtime.revive import revive
@@ -60,7 +61,7 @@ def reopen(store: Store | None, session_id: str, *, framework: str, tenant_id: s
     if start is None or start.get("agent") != framework or (
             (start.get("subject") or {}).get("tenant_id") != tenant_id):
         raise LookupError(f"no {framework} run {session_id!r} in the store")
-    broken = verify_chain(events)
+    broken = verify_chain(events, vouched(events, store.read))  # a copy's passages erased
     if broken is not None:
         raise ValueError(f"run {session_id}: its journal's hash chain breaks at event {broken}; "
                          f"it will not be continued (run `tether audit verify --session "

@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from tether.journal.chain import GENESIS, hash_holds, seal, verify_chain
+from tether.journal.erasure import erasure_of
 from tether.store.base import ERASED_TYPE
 from tether.types import Event
 
@@ -122,8 +123,13 @@ def _explain(session_id: str, events: Sequence[Event], i: int, recorded: int | N
         return found("missing", f"{gap} not stored; the chain jumps to seq {e.seq}")
     if e.prev_hash == prev and e.type == ERASED_TYPE:
         return found("edited", f"it is marked erased (by {e.data.get('erasure')!r}) but no "
-                     "erasure record that verifies lists it with this hash: its content was "
-                     "removed outside tether's erasure")
+                     "erasure record that verifies lists it with this hash and this marker: "
+                     "its content was removed outside tether's erasure, or its marker (former "
+                     "type, tenant, agent, timestamp) was changed since")
+    if e.prev_hash == prev and erasure_of(e) is not None:
+        return found("edited", f"the {e.type!r} event's passages quoting an erased user were "
+                     f"erased (by {erasure_of(e)!r}), and no erasure record that verifies lists "
+                     "it as it stands now: it was edited since")
     if e.prev_hash == prev:
         if nxt is not None and nxt.prev_hash == prev:
             return found("inserted", f"the next event links straight to seq {at - 1}, so "

@@ -23,6 +23,7 @@ from typing import Any, Literal
 
 from tether.journal.erasure import Erasure, erase_sessions
 from tether.knowledge.bm25 import bm25_rank
+from tether.knowledge.forgetting import quoting_sessions, turns_of, users_sessions
 from tether.knowledge.retrieval import check_request
 from tether.runtime.thread import Turn, ended_turns
 from tether.store.base import Store, ThreadEntry, open_store
@@ -105,22 +106,18 @@ class ConversationStore:
     def forget(self, *, tenant_id: str | None, user_id: str,
                reason: str = "the user asked to be forgotten") -> Erasure:
         """Erase everything ``user_id`` of ``tenant_id`` said and was told: the content of every
-        session they ran (on a thread or not) and their threads; the journals still verify and
-        an erasure record says what was removed (``tether.journal.erasure``). ErasureRefused,
-        with nothing erased, when one of those sessions is running."""
+        session they ran (on a thread or not) and their threads, and every copy of their turns
+        tether made in the tenant's other sessions (``tether.knowledge.forgetting``); the
+        journals still verify, an erasure record says what was removed
+        (``tether.journal.erasure``), and ``Erasure.left`` says what the store's files may still
+        hold. ErasureRefused, with nothing erased, when one of those sessions is running."""
         if not isinstance(user_id, str) or not user_id:
             raise ValueError("forget needs the user's id (user_id='...')")
-        sessions = list(dict.fromkeys(e.session_id
-                                      for e in self.store.thread_entries(tenant_id, user_id)))
-        on_threads = set(sessions)
-        for info in self.store.sessions():
-            if info.tenant_id == tenant_id and info.session_id not in on_threads:
-                first = self.store.read(info.session_id)[:1]
-                if first and first[0].type == "session.start" and (
-                        first[0].data.get("subject") or {}).get("user_id") == user_id:
-                    sessions.append(info.session_id)
+        sessions = users_sessions(self.store, tenant_id, user_id)
         erasure = erase_sessions(self.store, sessions, reason=reason,
-                                 subject={"tenant_id": tenant_id, "user_id": user_id})
+                                 subject={"tenant_id": tenant_id, "user_id": user_id},
+                                 passages=turns_of(self.store, sessions),
+                                 copies=quoting_sessions(self.store, tenant_id, sessions))
         self.store.leave_threads(tenant_id, user_id)
         return erasure
 

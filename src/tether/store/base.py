@@ -370,11 +370,19 @@ class Store(Protocol):
         listed. The sessions themselves stay."""
         ...
 
-    def erase(self, session_id: str, erased: Sequence[tuple[int, str]]) -> None:
-        """Replace the data of events ``(seq, data as JSON)`` of a session with an erasure
-        marker and their type with ``ERASED_TYPE``, keeping each event's hash and link
-        (``tether.journal.erasure`` decides what is written and vouches for it); also drops the
-        session's private arguments. One transaction."""
+    def erase(self, session_id: str, rewritten: Sequence[tuple[int, str, str]], *,
+              drop_private: bool = True) -> None:
+        """Replace the type and data of events ``(seq, type, data as JSON)`` of a session,
+        keeping each event's timestamp, hash and link (``tether.journal.erasure`` decides what
+        is written and vouches for it); with ``drop_private``, also drops the session's private
+        arguments. One transaction."""
+        ...
+
+    def purge_erased(self) -> tuple[str, ...]:
+        """After ``erase``: make the store's own files keep no earlier version of what was
+        rewritten (SQLite: deleted content is zeroed, ``secure_delete``, and the write-ahead log
+        checkpointed and truncated; PostgreSQL: ``VACUUM FULL`` of the tables that held it).
+        Returns what still may hold it, each said in a sentence (empty: nothing)."""
         ...
 
     def close(self) -> None: ...

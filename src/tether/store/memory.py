@@ -12,7 +12,6 @@ from typing import Any
 
 from tether.store.base import (
     ANCHOR_GENESIS,
-    ERASED_TYPE,
     Anchor,
     ConflictError,
     Lease,
@@ -169,14 +168,19 @@ class MemoryStore:
         with self._lock:
             return len(self._threads.pop(thread_key(tenant_id, user_id), []))
 
-    def erase(self, session_id: str, erased: Sequence[tuple[int, str]]) -> None:
+    def erase(self, session_id: str, rewritten: Sequence[tuple[int, str, str]], *,
+              drop_private: bool = True) -> None:
         with self._lock:
             stored = self._events.get(session_id, [])
-            for seq, data_json in erased:
+            for seq, type, data_json in rewritten:
                 e = stored[seq - 1]
-                stored[seq - 1] = Event.from_json(e.seq, ERASED_TYPE, session_id, e.timestamp,
+                stored[seq - 1] = Event.from_json(e.seq, type, session_id, e.timestamp,
                                                   data_json, e.prev_hash, e.hash)
-            self._drop_private(session_id)
+            if drop_private:
+                self._drop_private(session_id)
+
+    def purge_erased(self) -> tuple[str, ...]:
+        return ()  # the process's memory: nothing of it outlives the store
 
     def put_private(self, session_id: str, call_id: str, arguments: Mapping[str, Any]) -> None:
         # kept as JSON, like the durable stores: the caller's dict may change, values round-trip

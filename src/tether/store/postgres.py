@@ -37,6 +37,7 @@ from tether.store.base import (
     holder_is_gone,
 )
 from tether.store.loop_commit import LoopCommitters
+from tether.store.postgres_erasure import PostgresErasure
 from tether.store.postgres_outage import (
     DEFAULT_RIDE_THROUGH,
     DOWN_GRACE,
@@ -55,7 +56,7 @@ DEFAULT_SCHEMA = "tether"
 RENEW_BOUND = 2.0  # seconds a lease renewal (on the event loop) waits out a lost database
 
 
-class PostgresStore(PostgresThreads):
+class PostgresStore(PostgresThreads, PostgresErasure):
     """``url`` is a libpq URL; the store's tables live in ``schema``, which may also be named in
     the URL as ``?schema=NAME`` or libpq's ``?options=-csearch_path%3DNAME``. A lost database
     (a restart, a failover) is waited out for ``ride_through`` seconds (30 by default, or

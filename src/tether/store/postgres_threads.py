@@ -1,14 +1,13 @@
-"""The PostgreSQL store's conversation threads and content erasure.
+"""The PostgreSQL store's conversation threads.
 
 Why apart from ``store.postgres``: threads (which sessions continue which conversation, for
-whom) and erasure (a user's content removed, hashes kept) are an index and a rewrite beside the
-journal, not part of appending and reading it; the store class mixes them in.
+whom) are an index beside the journal, not part of appending and reading it; the store class
+mixes them in (and erasure from ``store.postgres_erasure``).
 
 Decision: joining a thread, and giving an ended turn its place in the thread's history, take a
 transaction-scoped advisory lock on the thread, so workers at once get consecutive places; a
 join is idempotent (a retry after a lost commit reply finds the session already placed and
-returns its place), and so is a place in the history. Erasure updates an event's type and data
-in place, never its hash or link, which ``tether.journal.erasure`` vouches for.
+returns its place), and so is a place in the history.
 """
 
 from __future__ import annotations
@@ -19,7 +18,7 @@ import time
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from tether.store.base import ERASED_TYPE, ThreadEntry, thread_key
+from tether.store.base import ThreadEntry, thread_key
 from tether.store.postgres_outage import RideThrough, riding
 
 _WHERE = "WHERE tenant_id = %s AND user_id = %s AND thread_id = %s"
@@ -33,7 +32,7 @@ def _lock_thread(db: Any, tenant: str, user: str, thread_id: str) -> None:
 
 
 class PostgresThreads:
-    """Mixed into ``PostgresStore``: the thread index and erasure, on its pool."""
+    """Mixed into ``PostgresStore``: the thread index, on its pool."""
 
     url: str
     _ride: RideThrough
@@ -96,20 +95,3 @@ class PostgresThreads:
             cursor = db.execute(self._sql("DELETE FROM {s}.threads WHERE tenant_id = %s AND "
                                           "user_id = %s"), thread_key(tenant_id, user_id))
             return int(cursor.rowcount)
-
-    @riding
-    def erase(self, session_id: str, erased: Sequence[tuple[int, str]]) -> None:
-        with self._connection() as db:
-            found = db.execute(self._sql("SELECT 1 FROM {s}.sessions WHERE session_id = %s "
-                                         "FOR UPDATE"), (session_id,)).fetchone()
-            if found is None:
-                raise LookupError(f"no session {session_id!r} in {self.url}")
-            with db.cursor() as cursor:
-                cursor.executemany(self._sql(
-                    "UPDATE {s}.events SET type = %s, data = %s, jsonb_era = FALSE "
-                    "WHERE session_id = %s AND seq = %s"),
-                    [(ERASED_TYPE, data, session_id, seq) for seq, data in erased])
-            db.execute(self._sql("DELETE FROM {s}.private_arguments WHERE session_id = %s"),
-                       (session_id,))
-
-

@@ -40,6 +40,7 @@ from tether.store.base import (
     seal_anchor,
 )
 from tether.store.sqlite_checkpoint import BACKSTOP_PAGES, Checkpointer
+from tether.store.sqlite_erasure import SQLiteErasure
 from tether.store.sqlite_open import (
     connect,
     connect_read_only,
@@ -78,7 +79,7 @@ def path_of(url: str) -> str:
     return path
 
 
-class SQLiteStore(SQLiteThreads):
+class SQLiteStore(SQLiteThreads, SQLiteErasure):
     def __init__(self, path: str | Path, *, synchronous: str = "NORMAL") -> None:
         if synchronous.upper() not in ("NORMAL", "FULL", "EXTRA"):
             raise StoreError(f"synchronous must be NORMAL, FULL or EXTRA, got {synchronous!r}")

@@ -41,6 +41,7 @@ def connect(path: str) -> sqlite3.Connection:
                          check_same_thread=False)
     try:
         db.execute(f"PRAGMA busy_timeout={int(BUSY_SECONDS * 1000)}")
+        db.execute("PRAGMA secure_delete=ON")  # erased rows leave no bytes (sqlite_erasure)
         use_wal(db)
     except BaseException:
         db.close()

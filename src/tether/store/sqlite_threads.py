@@ -1,14 +1,12 @@
-"""The SQLite store's conversation threads and content erasure.
+"""The SQLite store's conversation threads.
 
 Why apart from ``store.sqlite``: threads (which sessions continue which conversation, for whom)
-and erasure (a user's content removed, hashes kept) are an index and a rewrite beside the
-journal, not part of appending and reading it; the store class mixes them in.
+are an index beside the journal, not part of appending and reading it; the store class mixes
+them in (and erasure from ``store.sqlite_erasure``).
 
 Decision: a thread's place is taken with one ``INSERT ... SELECT max + 1`` inside the store's
 ``BEGIN IMMEDIATE`` transaction, so two sessions joining at once get two places, and a turn's
-place in the thread's history (``ended``) likewise; erasure updates
-an event's type and data in place and never its hash or link, which ``tether.journal.erasure``
-vouches for from the erasure record.
+place in the thread's history (``ended``) likewise.
 """
 
 from __future__ import annotations
@@ -19,12 +17,12 @@ import time
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from tether.store.base import ERASED_TYPE, ThreadEntry, thread_key
+from tether.store.base import ThreadEntry, thread_key
 from tether.store.sqlite_open import transaction
 
 
 class SQLiteThreads:
-    """Mixed into ``SQLiteStore``: the thread index and erasure, on its connection and lock."""
+    """Mixed into ``SQLiteStore``: the thread index, on its connection and lock."""
 
     path: str
     url: str
@@ -83,17 +81,3 @@ class SQLiteThreads:
             with transaction(self._db, self.path, self.url):
                 return self._db.execute("DELETE FROM threads WHERE tenant_id = ? AND user_id = ?",
                                         thread_key(tenant_id, user_id)).rowcount
-
-    def erase(self, session_id: str, erased: Sequence[tuple[int, str]]) -> None:
-        with self._lock:
-            self._writable(session_id)
-            db = self._db
-            with transaction(db, self.path, self.url, session_id):
-                row = db.execute("SELECT key FROM sessions WHERE session_id = ?",
-                                 (session_id,)).fetchone()
-                if row is None:
-                    raise LookupError(f"no session {session_id!r} in {self.url}")
-                db.executemany("UPDATE events SET type = ?, data = ? WHERE session_key = ? "
-                               "AND seq = ?",
-                               [(ERASED_TYPE, data, row[0], seq) for seq, data in erased])
-                db.execute("DELETE FROM private_arguments WHERE session_id = ?", (session_id,))
