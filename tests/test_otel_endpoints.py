@@ -133,9 +133,9 @@ def test_a_traces_variable_alone_sends_spans_there_and_no_metrics(
 
 
 def test_close_returns_within_its_timeout_when_the_collector_never_answers(
-        black_hole: BlackHole) -> None:
-    telemetry = configure(environ={"OTEL_EXPORTER_OTLP_ENDPOINT": black_hole.url,
-                                   "OTEL_EXPORTER_OTLP_TIMEOUT": "60"})
+        black_hole: BlackHole, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("OTEL_EXPORTER_OTLP_TIMEOUT", "60")  # each request's own (SDK-read)
+    telemetry = configure(environ={"OTEL_EXPORTER_OTLP_ENDPOINT": black_hole.url})
     run_once(telemetry)
     assert black_hole.received.wait(60)  # the worker is now blocked on the black hole
     timeout = 4.0
@@ -148,9 +148,9 @@ def test_close_returns_within_its_timeout_when_the_collector_never_answers(
 
 
 def test_flush_returns_false_within_its_timeout_when_the_collector_never_answers(
-        black_hole: BlackHole) -> None:
-    telemetry = configure(environ={"OTEL_EXPORTER_OTLP_ENDPOINT": black_hole.url,
-                                   "OTEL_EXPORTER_OTLP_TIMEOUT": "60"})
+        black_hole: BlackHole, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("OTEL_EXPORTER_OTLP_TIMEOUT", "60")
+    telemetry = configure(environ={"OTEL_EXPORTER_OTLP_ENDPOINT": black_hole.url})
     try:
         run_once(telemetry)
         assert black_hole.received.wait(60)

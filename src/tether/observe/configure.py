@@ -2,16 +2,20 @@
 
 Why: operators configure OpenTelemetry through its standard environment variables
 (``OTEL_EXPORTER_OTLP_ENDPOINT`` and its per-signal variants, ``OTEL_SERVICE_NAME``, the GenAI
-content switch) and a SIEM
-through a file or a syslog address (``TETHER_SIEM_PATH``, ``TETHER_SIEM_SYSLOG``); a
-deployment should get tether's telemetry from the same settings without code per sink.
+content switch) and a SIEM through a file or a syslog address (``TETHER_SIEM_PATH``,
+``TETHER_SIEM_SYSLOG``); a deployment should get tether's telemetry from the same settings
+without code per sink.
 ``configure()`` reads arguments first, then the environment.
 
 Decision: it builds and returns a ``Telemetry`` bundle — the sinks to hand to
 ``Agent(telemetry=...)`` and whatever they own (a meter provider) — and installs nothing
 process-wide: no global tracer provider, no hidden default that a second agent in the same
-process would inherit. With nothing configured the bundle is empty and telemetry is off, at
-no cost.
+process would inherit, not even the SDK's exit hook (the bundle's ``close`` is bounded; the
+hook would wait at exit on a collector that never answers). With nothing configured the bundle
+is empty and telemetry is off, at no cost. Endpoints resolve as the OTLP specification says: a
+signal's own variable (``OTEL_EXPORTER_OTLP_TRACES_ENDPOINT``) is the URL, used as is; only
+the generic one gets ``/v1/traces`` or ``/v1/metrics`` appended — appending to the former sent
+every span to a path no collector serves, counted only as failures.
 """
 
 from __future__ import annotations
