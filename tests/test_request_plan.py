@@ -202,3 +202,39 @@ def test_an_account_named_for_one_clause_binds_no_other() -> None:
     request = ("Update my standing order: my new landlord's account is "
                "CA133012400231215421872. Also, pay back the 10.00 my friend sent me.")
     assert decide(PAY, request, recipient="GB29NWBK60161331926819").effect is Effect.ALLOW
+
+
+# the AgentDojo banking overlay's intents: "transfer" asks for send_money, "scheduled" for
+# schedule_transaction, and one clause can use words of several tools
+SEND = Resource("send_money", side_effect=True, parties=frozenset({"recipient"}),
+                intents=frozenset({"send", "pay", "transfer", "refund", "payment"}))
+SCHEDULE = Resource("schedule_transaction", side_effect=True, parties=frozenset({"recipient"}),
+                    intents=frozenset({"schedule", "scheduled", "recurring"}))
+UPDATE = Resource("update_scheduled_transaction", side_effect=True,
+                  parties=frozenset({"recipient"}),
+                  intents=frozenset({"update", "adjust", "change", "modify"}))
+BANK = [SEND, SCHEDULE, UPDATE]
+RENT, NEW = "GB29NWBK60161331926819", "DE89370400440532013000"
+
+
+def bank(resource: Resource, request: str, recipient: str) -> Effect:
+    plan = read_request(request, BANK)
+    return scope_to_plan.evaluate(Subject(), Action(resource.name, {"recipient": recipient}),
+                                  resource, Context("s", 0, {}, {}, plan=plan)).effect
+
+
+def test_an_account_named_for_another_tool_binds_no_payment_to_it() -> None:
+    """ "transfer" in "update my scheduled transfer" is what is updated, not a payment asked
+    for: the account that clause names is the update's, and a payment to it waits."""
+    request = f"Pay rent to {RENT}. Update my scheduled transfer to {NEW}."
+    assert bank(SEND, request, RENT) is Effect.ALLOW
+    assert bank(UPDATE, request, NEW) is Effect.ALLOW
+    assert bank(SEND, request, NEW) is Effect.REQUIRE_APPROVAL
+    assert bank(SCHEDULE, request, NEW) is Effect.REQUIRE_APPROVAL
+    # the clause's own action binds the account it names, whichever tools it mentions after
+    schedule = f"Schedule a recurring payment of 50 to {NEW} every month."
+    assert bank(SCHEDULE, schedule, NEW) is Effect.ALLOW
+    assert bank(SEND, schedule, NEW) is Effect.REQUIRE_APPROVAL
+    # two actions joined in one clause: each binds the account
+    both = f"Send 10 to {NEW} and schedule the same payment monthly."
+    assert bank(SEND, both, NEW) is Effect.ALLOW

@@ -11,6 +11,7 @@ import socket
 import subprocess
 import sys
 import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -275,3 +276,45 @@ def test_export_finds_a_broken_chain(tmp_path: Path, store: str,
 def _no_writer_before() -> Iterator[None]:
     yield
     assert no_writer_left()
+
+
+def test_close_keeps_its_timeout_when_the_writer_is_stuck_and_the_queue_full(
+        tmp_path: Path) -> None:
+    """A writer stuck on its destination with its queue full: ``close(timeout)`` returns
+    within its timeout (it used to wait for room for its stop marker, for ever), and the
+    writer still stops once it is let go."""
+    release, entered = threading.Event(), threading.Event()
+
+    class Stuck:  # the store the sink reads a resumed session's context from: it hangs
+        def read(self, session_id: str) -> list[Event]:
+            entered.set()
+            release.wait(60)
+            return []
+
+    decision = _events()[1]
+    sink = SIEMSink(tmp_path / "siem.jsonl", queue_size=1, store=Stuck())  # type: ignore[arg-type]
+    closed = threading.Event()
+
+    took: list[float] = []
+
+    def close() -> None:
+        start = time.monotonic()
+        sink.close(timeout=1.0)
+        took.append(time.monotonic() - start)
+        closed.set()
+
+    closer = threading.Thread(target=close)
+    try:
+        sink(decision)  # not a start: the writer reads the store and hangs there
+        assert entered.wait(60)
+        sink(decision)  # fills the queue
+        closer.start()
+        assert closed.wait(30), "close() outlived its timeout"
+        assert took[0] < 1.0 * 1.5 + 1, took
+    finally:
+        release.set()
+        if closer.is_alive():
+            closer.join(60)
+    for writer in [t for t in threading.enumerate() if t.name == "tether-siem"]:
+        writer.join(60)  # let go, it writes what was queued and stops
+    assert no_writer_left() and len(lines(tmp_path / "siem.jsonl")) == 2

@@ -165,3 +165,39 @@ def test_workers_migrating_an_old_postgres_schema_at_the_same_instant_all_get_th
             db.execute(f"INSERT INTO {schema}.meta VALUES ('schema_version', '3')")
         failures += [o for o in together(f"{PG_URL}?schema={schema}") if o != "ok"]
     assert failures == []
+
+
+def test_the_switch_to_wal_is_retried_while_another_worker_holds_the_file(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Deterministic: another connection holds a write lock on a new (not yet WAL) file, so
+    SQLite refuses the switch at once, without waiting out the busy timeout (its deadlock
+    rule); the open retries, and the holder lets go during the first back-off."""
+    import types
+
+    from tether.store import sqlite_open
+
+    path = str(tmp_path / "new.db")
+    holder = sqlite3.connect(path, isolation_level=None)
+    holder.execute("CREATE TABLE other(x)")
+    holder.execute("BEGIN IMMEDIATE")  # another worker, mid-write
+    holder.execute("INSERT INTO other VALUES (1)")
+    backoffs: list[float] = []
+
+    def back_off(seconds: float) -> None:  # the first back-off: the other worker finishes
+        backoffs.append(seconds)
+        if holder.in_transaction:
+            holder.execute("COMMIT")
+
+    monkeypatch.setattr(sqlite_open, "time", types.SimpleNamespace(
+        monotonic=sqlite_open.time.monotonic, sleep=back_off))
+    try:
+        SQLiteStore(path).close()
+    finally:
+        holder.close()
+    assert len(backoffs) >= 1  # it was refused, then retried
+    check = sqlite3.connect(path)
+    try:
+        assert check.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+        assert check.execute("SELECT count(*) FROM other").fetchone()[0] == 1
+    finally:
+        check.close()

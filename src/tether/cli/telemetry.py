@@ -5,7 +5,9 @@ collector is named the way OpenTelemetry names it (``OTEL_EXPORTER_OTLP_ENDPOINT
 SIEM reads a file or a syslog port (``TETHER_SIEM_PATH``, ``TETHER_SIEM_SYSLOG``); they should
 report there with no flag of their own. Decision: only when such a variable is set is
 ``tether.observe`` imported at all (a CLI without telemetry pays nothing), the sinks are made
-once per process and flushed when it exits, so a short command's spans are not lost.
+once per process and flushed when it exits, so a short command's spans are not lost — for
+at most ``EXIT_TIMEOUT`` seconds in all, so a collector that never answers cannot hold the
+command's exit (what is unsent then is lost, as with a collector that is down).
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from tether.types import Event
 if TYPE_CHECKING:
     from tether.runtime.agent import Agent
 
+EXIT_TIMEOUT = 5.0  # seconds the exit flush may take, in total
 ENDPOINTS = ("OTEL_EXPORTER_OTLP_ENDPOINT", "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT",
              "TETHER_SIEM_PATH", "TETHER_SIEM_SYSLOG")
 
@@ -35,7 +38,7 @@ def environment_sinks() -> tuple[Callable[[Event], object], ...]:
     from tether.observe import configure
 
     telemetry = configure()
-    atexit.register(telemetry.close)
+    atexit.register(telemetry.close, EXIT_TIMEOUT)
     return telemetry.sinks
 
 

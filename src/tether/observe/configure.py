@@ -1,16 +1,21 @@
 """``tether.observe.configure()``: the telemetry sinks an operator's settings ask for.
 
 Why: operators configure OpenTelemetry through its standard environment variables
-(``OTEL_EXPORTER_OTLP_ENDPOINT``, ``OTEL_SERVICE_NAME``, the GenAI content switch) and a SIEM
-through a file or a syslog address (``TETHER_SIEM_PATH``, ``TETHER_SIEM_SYSLOG``); a
-deployment should get tether's telemetry from the same settings without code per sink.
+(``OTEL_EXPORTER_OTLP_ENDPOINT`` and its per-signal variants, ``OTEL_SERVICE_NAME``, the GenAI
+content switch) and a SIEM through a file or a syslog address (``TETHER_SIEM_PATH``,
+``TETHER_SIEM_SYSLOG``); a deployment should get tether's telemetry from the same settings
+without code per sink.
 ``configure()`` reads arguments first, then the environment.
 
 Decision: it builds and returns a ``Telemetry`` bundle — the sinks to hand to
 ``Agent(telemetry=...)`` and whatever they own (a meter provider) — and installs nothing
 process-wide: no global tracer provider, no hidden default that a second agent in the same
-process would inherit. With nothing configured the bundle is empty and telemetry is off, at
-no cost.
+process would inherit, not even the SDK's exit hook (the bundle's ``close`` is bounded; the
+hook would wait at exit on a collector that never answers). With nothing configured the bundle
+is empty and telemetry is off, at no cost. Endpoints resolve as the OTLP specification says: a
+signal's own variable (``OTEL_EXPORTER_OTLP_TRACES_ENDPOINT``) is the URL, used as is; only
+the generic one gets ``/v1/traces`` or ``/v1/metrics`` appended — appending to the former sent
+every span to a path no collector serves, counted only as failures.
 """
 
 from __future__ import annotations
@@ -20,6 +25,7 @@ from collections.abc import Callable, Collection, Iterator, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from tether.observe._bounded import Deadline, bounded
 from tether.types import Event
 
 if TYPE_CHECKING:
@@ -42,20 +48,28 @@ class Telemetry:
         return bool(self.sinks)
 
     def flush(self, timeout: float = 30.0) -> bool:
-        """Wait until every sink has exported what it was given; False if one timed out."""
-        done = all([getattr(sink, "flush", lambda _t: True)(timeout) for sink in self.sinks])
+        """Wait until every sink has exported what it was given, ``timeout`` seconds in total;
+        False if one did not finish in time."""
+        deadline = Deadline.after(timeout)
+        done = all([getattr(sink, "flush", lambda _t: True)(deadline.left())
+                    for sink in self.sinks])
         if self.meter_provider is not None:
-            done = bool(self.meter_provider.force_flush(int(timeout * 1000))) and done
+            provider = self.meter_provider
+            done = bounded(lambda: provider.force_flush(deadline.millis()), deadline,
+                           "metrics-flush") and done
         return done
 
     def close(self, timeout: float = 30.0) -> None:
-        """Flush and shut every sink (and the meter provider) down."""
+        """Flush and shut every sink (and the meter provider) down, ``timeout`` seconds in
+        total: what is unsent by then is lost, as with a collector that is down."""
+        deadline = Deadline.after(timeout)
         for sink in self.sinks:
             close = getattr(sink, "close", None)
             if close is not None:
-                close(timeout)
+                close(deadline.left())
         if self.meter_provider is not None:
-            self.meter_provider.shutdown(int(timeout * 1000))
+            provider = self.meter_provider
+            bounded(lambda: provider.shutdown(deadline.millis()), deadline, "metrics-shutdown")
 
     def __enter__(self) -> Telemetry:
         return self
@@ -71,9 +85,12 @@ def configure(*, endpoint: str | None = None, exporter: SpanExporter | None = No
               environ: Mapping[str, str] | None = None) -> Telemetry:
     """Sinks from the arguments, else from the environment.
 
-    Spans go to ``exporter``, or over OTLP/HTTP to ``endpoint`` (else
-    ``OTEL_EXPORTER_OTLP_TRACES_ENDPOINT`` / ``OTEL_EXPORTER_OTLP_ENDPOINT``); with an endpoint,
-    metrics go there too (``/v1/metrics``) unless ``metrics=False``. ``content`` and
+    Spans go to ``exporter``, or over OTLP/HTTP as the OTLP specification resolves the
+    endpoint: ``endpoint`` (a collector's base URL) + ``/v1/traces``, else
+    ``OTEL_EXPORTER_OTLP_TRACES_ENDPOINT`` used as is, else ``OTEL_EXPORTER_OTLP_ENDPOINT`` +
+    ``/v1/traces``. Metrics (unless ``metrics=False``) likewise go to ``endpoint`` +
+    ``/v1/metrics``, else ``OTEL_EXPORTER_OTLP_METRICS_ENDPOINT`` as is, else the generic
+    variable + ``/v1/metrics``; with none of those, no metrics. ``content`` and
     ``service_name`` are as for ``OTelSink``. OCSF security events go to the JSON-lines file
     ``siem_path`` (else ``TETHER_SIEM_PATH``) and/or ``syslog`` (else ``TETHER_SIEM_SYSLOG``:
     ``udp://host:port`` or ``tcp://host:port``), with ``redact_keys`` (else the comma-separated
@@ -89,22 +106,39 @@ def configure(*, endpoint: str | None = None, exporter: SpanExporter | None = No
         keys = redact_keys or [k.strip() for k in env.get("TETHER_SIEM_REDACT_KEYS", "").split(",")
                                if k.strip()]
         sinks.append(SIEMSink(siem_path, syslog=syslog, redact_keys=list(keys)))
-    base = endpoint or env.get("OTEL_EXPORTER_OTLP_ENDPOINT")
-    traces = endpoint or env.get("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT") or base
-    if exporter is None and not traces:
+    traces = _signal_endpoint(endpoint, env, "traces")
+    if exporter is None and traces is None:
         return Telemetry(tuple(sinks))
-    from tether.observe.otel import OTelSink, tether_resource
+    from tether.observe.otel import OTelSink, otlp_span_exporter, tether_resource
 
     provider = None
-    if base and metrics is not False:
+    points = _signal_endpoint(endpoint, env, "metrics")
+    if points is not None and metrics is not False:
         from opentelemetry.exporter.otlp.proto.http.metric_exporter import OTLPMetricExporter
         from opentelemetry.sdk.metrics import MeterProvider
         from opentelemetry.sdk.metrics.export import PeriodicExportingMetricReader
 
-        reader = PeriodicExportingMetricReader(OTLPMetricExporter(
-            endpoint=base.rstrip("/") + "/v1/metrics"))
-        provider = MeterProvider(metric_readers=[reader],
-                                 resource=tether_resource(service_name))
-    sinks.append(OTelSink(exporter, endpoint=None if exporter is not None else traces,
-                          meter_provider=provider, content=content, service_name=service_name))
+        reader = PeriodicExportingMetricReader(OTLPMetricExporter(endpoint=points))
+        # no exit hook of the SDK's own: the bundle owns the provider and its close() is
+        # bounded; the SDK's hook would wait at exit on a collector that never answers
+        provider = MeterProvider(metric_readers=[reader], resource=tether_resource(service_name),
+                                 shutdown_on_exit=False)
+    spans = exporter if exporter is not None else otlp_span_exporter(traces)
+    sinks.append(OTelSink(spans, meter_provider=provider, content=content,
+                          service_name=service_name))
     return Telemetry(tuple(sinks), provider)
+
+
+def _signal_endpoint(endpoint: str | None, env: Mapping[str, str], signal: str) -> str | None:
+    """Where ``signal`` goes, as the OTLP specification resolves it: the ``endpoint`` argument
+    (a base URL) with the signal's path; else the signal's own variable, used as is; else
+    ``OTEL_EXPORTER_OTLP_ENDPOINT`` with the signal's path; else nowhere (telemetry off)."""
+    from tether.observe.otel import signal_url
+
+    if endpoint:
+        return signal_url(endpoint, signal)
+    own = env.get(f"OTEL_EXPORTER_OTLP_{signal.upper()}_ENDPOINT")
+    if own:
+        return own
+    base = env.get("OTEL_EXPORTER_OTLP_ENDPOINT")
+    return signal_url(base, signal) if base else None

@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 from tether.journal.views import genai as g
 from tether.journal.views.measures import Point, event_points, span_points
 from tether.journal.views.spans import SpanDeriver, SpanRecord
+from tether.observe._bounded import Deadline, bounded
 from tether.tracing import TraceParent
 from tether.types import Event
 
@@ -200,18 +201,21 @@ class OTelSink:
         return done.wait(timeout)
 
     def close(self, timeout: float | None = 30.0) -> None:
-        """Export what is queued, stop the worker and shut the exporter down."""
+        """Export what is queued, stop the worker and shut the exporter down, all within
+        ``timeout`` seconds in total: what is still unsent then is lost, as with a collector
+        that is down (the worker is a daemon thread: it never holds the process's exit)."""
         if self._closed:
             return
-        self.flush(timeout)
+        deadline = Deadline.after(timeout)
+        self.flush(deadline.left())
         self._closed = True
         if self._worker is not None:
             self._pending.append(None)
             self._wake.set()
-            self._worker.join(timeout)
-        try:
-            self.exporter.shutdown()
-        except Exception:  # a telemetry failure never fails its caller
+            self._worker.join(deadline.left())
+        # shutting an OTLP exporter down also cuts its retries short; it runs even when the
+        # deadline has passed, but is waited for only until then
+        if not bounded(self.exporter.shutdown, deadline, "otel-shutdown"):
             self.failures += 1
 
     def __enter__(self) -> OTelSink:
@@ -287,15 +291,25 @@ class OTelSink:
                         "run goes on)", what)
 
 
-def _otlp_exporter(endpoint: str | None) -> SpanExporter:
-    """OTLP/HTTP to ``endpoint``, else where OpenTelemetry's own exporter sends by default (its
-    environment variables, then http://localhost:4318)."""
+def signal_url(base: str, signal: str) -> str:
+    """The URL of ``signal`` ("traces", "metrics") under a collector's base URL, as the OTLP
+    specification builds it from ``OTEL_EXPORTER_OTLP_ENDPOINT``: ``/v1/{signal}`` appended
+    (once: a base that already ends with it is taken as that URL)."""
+    path = f"/v1/{signal}"
+    base = base.rstrip("/")
+    return base if base.endswith(path) else base + path
+
+
+def otlp_span_exporter(url: str | None = None) -> SpanExporter:
+    """OTLP/HTTP to exactly ``url`` (a signal URL, used as is), else where OpenTelemetry's own
+    exporter sends by default (its environment variables, then http://localhost:4318)."""
     try:
         from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
     except ImportError as exc:
         raise ImportError("OTelSink needs OpenTelemetry: pip install 'tether[otel]'") from exc
-    if endpoint is not None:
-        endpoint = endpoint.rstrip("/")
-        if not endpoint.endswith("/v1/traces"):
-            endpoint += "/v1/traces"
-    return OTLPSpanExporter(endpoint=endpoint)
+    return OTLPSpanExporter(endpoint=url)
+
+
+def _otlp_exporter(endpoint: str | None) -> SpanExporter:
+    """OTLP/HTTP to the collector at ``endpoint`` (a base URL, or its ``/v1/traces`` URL)."""
+    return otlp_span_exporter(None if endpoint is None else signal_url(endpoint, "traces"))

@@ -10,8 +10,10 @@ puts the event on a bounded queue; one writer thread derives the records and wri
 queue drops the event (``dropped``), an exporter error is counted (``failures``) — the first of
 each is reported once as a ``logging`` warning, nothing is raised into the run. ``flush()``
 waits until what was queued is written; ``close()`` (or leaving a ``with`` block) flushes and
-stops the writer. The derivation is the same pure view ``tether audit export --format ocsf``
-uses, so the file a live run wrote and the export of its stored journal agree record for record.
+stops the writer, within its ``timeout`` when one is given: a writer stuck on its destination
+with a full queue is left to write what is queued and stop on its own. The derivation is the
+same pure view ``tether audit export --format ocsf`` uses, so the file a live run wrote and the
+export of its stored journal agree record for record.
 
 Memory stays bounded: per session, the writer keeps what its ``session.start`` said and its
 calls' tools and policies, and drops them at the session's end — or at a pause, when it has a
@@ -26,6 +28,7 @@ already masked and scrubbed.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import queue
@@ -37,6 +40,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from tether.journal.views.ocsf import OCSFView, record_json, redact
+from tether.observe._bounded import Deadline
 from tether.observe.syslog import SyslogTarget, SyslogWriter, frame
 
 if TYPE_CHECKING:
@@ -147,15 +151,21 @@ class SIEMSink:
         return marker.done.wait(timeout)
 
     def close(self, timeout: float | None = None) -> None:
-        """Write what is queued, stop the writer, close the file and the socket."""
+        """Write what is queued, stop the writer, close the file and the socket — within
+        ``timeout`` seconds in total: a writer stuck on its destination is left to finish
+        what is queued on its own (a daemon thread: it never holds the process's exit), and
+        stops when the queue is empty."""
         with self._lock:
             if self._closed:
                 return
             self._closed = True
             thread = self._thread
         if thread is not None:
-            self._queue.put(_STOP)
-            thread.join(timeout)
+            deadline = Deadline.after(timeout)
+            # a writer behind with a full queue stops on its own once it has emptied it
+            with contextlib.suppress(queue.Full):
+                self._queue.put(_STOP, timeout=deadline.left())
+            thread.join(deadline.left())
         else:
             self._close_outputs()
 
@@ -179,6 +189,8 @@ class SIEMSink:
                     item.done.set()
                     continue
                 self._handle(item)  # type: ignore[arg-type]
+                if self._closed and self._queue.empty():  # closed with no room for _STOP
+                    return
         finally:
             self._close_outputs()
 

@@ -19,7 +19,9 @@ keeps the clause, the count it asks for ("twice", "3 times"); the plan keeps the
 request names — quoted, or by shape: an e-mail address, a URL, an IBAN. A named value binds a
 party of the same shape: a call whose recipient is an e-mail address its asking clause did not
 name, when that clause named one, was not asked for (an address binds within its clause: "my
-landlord's account is X. Refund my friend" does not bind the refund to X); a quoted name binds
+landlord's account is X. Refund my friend" does not bind the refund to X; and to the clause's
+own action, the tool whose word comes first: in "update my scheduled transfer to X", X is the
+update's, and a payment to X was not asked for); a quoted name binds
 anywhere in the request, since a clause refers to the others ("my friend recommended 'Le
 Marais'. If it's rated above 4, make a reservation"), and only a party that is a name, never an
 id or a number (a listing's "file 3" is the file the user quoted, for all the plan can tell:
@@ -100,17 +102,23 @@ def same(value: Any) -> str:
 @dataclass(frozen=True, slots=True)
 class PlanEntry:
     """A side-effecting tool the request asks for, in one clause; ``by``: who read it there —
-    ``rules``, or ``model`` (the planner's reading, validated: ``tether.policy.planner``)."""
+    ``rules``, or ``model`` (the planner's reading, validated: ``tether.policy.planner``);
+    ``binds``: whether the addresses the clause names are this tool's parties — the clause's
+    own action's, the tool whose word comes first ("update my scheduled transfer to X": the
+    update's, not a payment's)."""
 
     tool: str
     clause: str
     count: int = 1
     by: str = "rules"
+    binds: bool = True
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {"tool": self.tool, "clause": self.clause, "count": self.count}
         if self.by != "rules":  # (a plan the rules read alone is journaled as it always was)
             out["by"] = self.by
+        if not self.binds:
+            out["binds"] = False
         return out
 
 
@@ -134,7 +142,7 @@ class RequestPlan:
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> RequestPlan:
         return cls(tuple(PlanEntry(e["tool"], e["clause"], int(e.get("count", 1)),
-                                   str(e.get("by", "rules")))
+                                   str(e.get("by", "rules")), bool(e.get("binds", True)))
                          for e in data.get("entries", ())),
                    tuple((str(c), str(w)) for c, w in data.get("aside", ())),
                    tuple(str(v) for v in data.get("named", ())))
@@ -165,17 +173,28 @@ def read_request(request: str, resources: Iterable[Resource]) -> RequestPlan:
     for clause in clauses(request):
         words = tokens(clause)
         active, why = _active(words)
+        uses = {r.name: at for r in wanted if (at := _first_use(r, active)) is not None}
+        lead = min(uses.values(), default=None)
         for resource in wanted:
-            if _asks(resource, active):
-                entries.append(PlanEntry(resource.name, clause, asked_count(clause)))
+            if resource.name in uses:
+                entries.append(PlanEntry(resource.name, clause, asked_count(clause),
+                                         binds=uses[resource.name] == lead))
             elif why and _asks(resource, words):
                 aside.append((clause, why))
     return RequestPlan(tuple(entries), tuple(dict.fromkeys(aside)), _named(request))
 
 
 def _asks(resource: Resource, words: list[str]) -> bool:
-    have = set(words)
-    return any(have.issuperset(intent.split("+")) for intent in resource.intents)
+    return _first_use(resource, words) is not None
+
+
+def _first_use(resource: Resource, words: list[str]) -> int | None:
+    """Where ``words`` first use one of the resource's intents (all of an intent's parts
+    present: the first of them), or None when they use none."""
+    at = {w: i for i, w in reversed(list(enumerate(words)))}  # each word's first position
+    found = [min(at[part] for part in parts) for parts in
+             (intent.split("+") for intent in resource.intents) if all(p in at for p in parts)]
+    return min(found, default=None)
 
 
 def _active(words: list[str]) -> tuple[list[str], str]:
@@ -239,9 +258,12 @@ def unnamed_parties(resource: Resource, arguments: Mapping[str, Any], plan: Requ
     if not resource.parties:
         return []
     entries = tuple(entries)
-    addresses = {_flat(v) for e in entries for v in _named(e.clause) if shape(v) in ADDRESSES}
+    named = [(e, v) for e in entries for v in _named(e.clause) if shape(v) in ADDRESSES]
+    # an asking clause that names an address binds the party's shape; the address itself is
+    # a party of the clause's own action only (``PlanEntry.binds``)
+    addresses = {_flat(v) for e, v in named if e.binds}
     names = {same(v) for v in plan.named if shape(v) == "text"}
-    shapes = {shape(v) for v in addresses} | ({"text"} if names else set())
+    shapes = {shape(v) for _, v in named} | ({"text"} if names else set())
     clauses = [tokens(e.clause) for e in entries]
     out = []
     for party in sorted(resource.parties):

@@ -66,10 +66,14 @@ def subagent(state: SessionState, data: Mapping[str, Any]) -> None:
     t.tool_calls += data["tool_calls"]
 
 
+SUMMARY_CALL = "compaction"  # the ``purpose`` of an in-flight call that is a summary's
+
+
 def summary_asked(state: SessionState, data: Mapping[str, Any]) -> None:
-    """A compaction's summary call (tether.runtime.compactor): in flight until answered,
-    so a crash or an interruption during it charges its reservation like any lost call."""
-    state.in_flight = data
+    """A compaction's summary call (tether.runtime.compactor): in flight until answered, so a
+    crash or an interruption during it charges its reservation like any lost call — marked as
+    a summary's, whose charge is not a step (``tether.runtime.interrupt.lost_call``)."""
+    state.in_flight = {**data, "purpose": SUMMARY_CALL}
 
 
 def summary_charged(state: SessionState, data: Mapping[str, Any]) -> None:

@@ -11,9 +11,10 @@ pause does. When a call that needs an operator (``effects.needs_operator``: the 
 applies after a crash) had started and has no result, the reason is ``uncertain_effect`` and the
 pause lists the call, exactly what resuming after ``kill -9`` records; otherwise the reason is
 ``interrupted``, which waits for nobody: ``resume()`` goes on where the run stopped. A model call
-in flight is charged at its reservation at once (``model.unmetered``), like a call the time
-budget cancels. Everything here is synchronous, so a second interruption cannot land inside the
-pause: it lands after the pause is durable.
+in flight is charged at its reservation at once (``model.unmetered``; a summary call's by its
+``compaction.error``, not a step), like a call the time budget cancels. Everything here is
+synchronous, so a second interruption cannot land inside the pause: it lands after the pause is
+durable.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from tether.runtime.charges import SUMMARY_CALL
 from tether.runtime.chokepoint.effects import needs_operator
 from tether.runtime.state import SessionState
 from tether.runtime.stop import Stop, StopReason
@@ -58,3 +60,21 @@ def lost_call_charge(in_flight: Mapping[str, Any]) -> dict[str, Any]:
     return {"step": in_flight["step"], "input_tokens": in_flight["reserved_input"],
             "output_tokens": in_flight["max_output_tokens"] or 0,
             "cost_usd": in_flight["reserved_cost_usd"]}
+
+
+def lost_call(in_flight: Mapping[str, Any], error: str | None) -> tuple[str, dict[str, Any]]:
+    """The event (type, data) that charges a call left with no answer: ``error`` names the
+    interruption that cut it off (``model.unmetered``), or is None when a crash lost it
+    (``model.lost``, journaled on resume); either counts a turn's step. A compaction's summary
+    call is not a step: its charge is its own outcome, ``compaction.error`` marked ``lost``
+    (the compaction is made again when the run goes on; a rerun, never interrupted, asks for
+    that summary once and so does not replay the lost call)."""
+    charge = lost_call_charge(in_flight)
+    if in_flight.get("purpose") == SUMMARY_CALL:
+        return "compaction.error", {
+            "step": charge["step"], "lost": True, "cached_input_tokens": 0,
+            "error": error or "lost: the process stopped during the summary call",
+            **{k: charge[k] for k in ("input_tokens", "output_tokens", "cost_usd")}}
+    if error is None:
+        return "model.lost", charge
+    return "model.unmetered", {**charge, "error": error}

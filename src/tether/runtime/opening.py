@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 from tether.journal.chain import Journal
 from tether.policy.plan import read_request
 from tether.runtime.chokepoint.gate import resource_of
-from tether.runtime.interrupt import lost_call_charge
+from tether.runtime.interrupt import lost_call
 from tether.runtime.output import OutputCheck, instructions
 from tether.runtime.state import SessionState
 from tether.runtime.thread import HISTORY_ORDER, thread_history
@@ -47,7 +47,7 @@ def open_run(session: Session, journal: Journal, state: SessionState, resuming: 
             "link": before.root().header()})  # the trace of the run before
         lost = state.in_flight
         if lost is not None:  # the process died waiting for the model: assume it was billed
-            journal.append("model.lost", lost_call_charge(lost))
+            journal.append(*lost_call(lost, None))
         parent = None
     else:
         prompt = agent.system_prompt

@@ -76,8 +76,9 @@ class _Record:
                                    if t == "tool.decision" and d["charged"]}
         self.refused = {d["call_id"]: d for t, d in live if t == "approval.refused"}
         # the summary calls' outcomes and the compactions, in order (tether.runtime.compactor)
-        self.summaries = [(t, d) for t, d in live if t in ("compaction.response",
-                                                           "compaction.error")]
+        # (but not one a crash or an interruption lost: the rerun asks for that summary once)
+        self.summaries = [(t, d) for t, d in live if t == "compaction.response"
+                          or (t == "compaction.error" and not d.get("lost"))]
         self.compactions = [d for t, d in live if t == "context.compacted"]
         self.summarised = 0
         # the planner's call and the plan it amended (tether.runtime.planning)

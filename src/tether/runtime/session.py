@@ -31,7 +31,7 @@ from tether.runtime.chokepoint.executor import ToolExecutor
 from tether.runtime.chokepoint.gate import PolicyGate
 from tether.runtime.chokepoint.turn import ToolCalls
 from tether.runtime.environment import Environment
-from tether.runtime.interrupt import interruption, lost_call_charge, uncertain_calls
+from tether.runtime.interrupt import interruption, lost_call, uncertain_calls
 from tether.runtime.lease import leased, leased_briefly
 from tether.runtime.opening import open_run
 from tether.runtime.output import OutputCheck
@@ -405,8 +405,7 @@ class Session:
         why = self._interrupt or "its task was cancelled"
         lost = self._state.in_flight
         if lost is not None:  # cancelled waiting for the model, which may well have billed it
-            self._journal.append("model.unmetered", {
-                **lost_call_charge(lost), "error": f"interrupted ({why}) during the call"})
+            self._journal.append(*lost_call(lost, f"interrupted ({why}) during the call"))
         spend = self._record_pause(interruption(self._state, self.agent.registry, why))
         self._journal.flush(last=True)
         return self._snapshot(spend)
