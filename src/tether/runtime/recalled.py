@@ -20,11 +20,14 @@ its own and hides its secrets from its first call on.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
-from tether.credentials import CredentialBroker, CredentialError
 from tether.journal.chain import Journal
 from tether.journal.fingerprints import KeyMismatch
 from tether.types import Event
+
+if TYPE_CHECKING:
+    from tether.credentials import CredentialBroker
 
 
 class HiddenNotRecalled(Exception):
@@ -36,6 +39,8 @@ def recall_hidden(journal: Journal, events: Sequence[Event],
     """Make ``journal`` (of a session loaded from ``events``) hide what the session hid."""
     session = journal.session_id
     tools = sorted({str(e.data["tool"]) for e in events if e.type == "credential.issued"})
+    if tools:  # (a session that was issued no token imports nothing of the credentials)
+        from tether.credentials import CredentialError
     for tool in tools:
         try:
             redactor = None if credentials is None else credentials.redactor(tool)

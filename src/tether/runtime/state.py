@@ -30,6 +30,7 @@ from tether.runtime.revive import revive
 from tether.runtime.stop import StopReason
 from tether.types import (
     BRANCH_CALL_PREFIX,
+    PLANNED_CALL_PREFIX,
     Event,
     Message,
     ToolCall,
@@ -62,8 +63,8 @@ class SessionState:
                  "may_have_approvals", "notice", "opening", "output", "output_invalid", "paused",
                  "plan", "planned", "planning", "private", "ran", "results", "settled",
                  "signatures", "started", "steps", "stop_detail", "stop_reason", "strategy_log",
-                 "tainted", "tally", "task", "turn", "turn_open", "turn_step", "turn_text",
-                 "unsent", "window")
+                 "tainted", "tally", "task", "turn", "turn_from_model", "turn_open", "turn_step",
+                 "turn_text", "unsent", "window")
 
     def __init__(self, window: int | None = None) -> None:
         if window is not None and window < 1:
@@ -80,6 +81,7 @@ class SessionState:
         self.turn_text = ""
         self.turn_step = 0
         self.turn_open = False
+        self.turn_from_model = False  # whether the open turn is a model's answer
         self.results: dict[str, ToolResult] = {}
         # every result of a tool that ran, the whole session long (with a window: the last
         # ones), with what a side-effecting call wrote: what provenance matches arguments
@@ -223,6 +225,7 @@ class SessionState:
         self.counted = (r.usage.input_tokens, len(self.conversation) - 1) if reported else None
         self.strategy_log.append(("turn", (r.text, r.tool_calls)))
         self._open_turn(r.tool_calls, r.text, t.steps)
+        self.turn_from_model = True
 
     def _on_branch_request(self, data: Mapping[str, Any]) -> None:
         """A model call on an explored branch (``Handle.ask_branch``): in flight until answered,
@@ -241,6 +244,7 @@ class SessionState:
         self._close_step()
         self.turn, self.turn_text, self.turn_step = calls, text, step
         self.turn_open = bool(calls)
+        self.turn_from_model = False  # set by a model's response (not a client's or plan's call)
         self.results, self.decisions, self.approvals = {}, {}, {}
         self.granted, self.started, self.settled = set(), set(), {}
         self._done, self._outbox = [], None
@@ -320,7 +324,9 @@ class SessionState:
                                                        data["content"], data["status"])
         if data["call_id"].startswith(BRANCH_CALL_PREFIX):
             self.branches.on_result(result)
-        else:  # a planned call's or a model turn's (``Handle.history``)
+        elif data["call_id"].startswith(PLANNED_CALL_PREFIX) or self.turn_from_model:
+            # a planned call's or a model turn's (``Handle.history``); a gateway's client calls
+            # are no strategy's, and keeping them would grow a long-lived gateway without end
             self.planned[data["call_id"]] = result
         if data.get("private"):
             self.private.add(data["content"], data["private"])
