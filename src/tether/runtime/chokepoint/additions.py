@@ -22,9 +22,12 @@ from __future__ import annotations
 
 import re
 
+from tether.tools.content import truncation_notice
+
 WARNING = ("\n[tether warning: this exact call was already made. Repeating it again will stop "
            "the run.]")
 CUT = "\u2026"  # stands in, in a rerun, for each character a truncation took away
+# what truncation_notice writes, after a newline (test_rerun_additions fails if they part)
 _TRUNCATED = re.compile(r"\n\[tether: result truncated: showing the first (\d+) of (\d+) "
                         r"characters\]\Z")
 _FALLBACK = "[tether: policy ran "
@@ -40,8 +43,7 @@ def fallback_note(fallback: str, instead_of: str, reason: str | None) -> str:
 
 def truncated(text: str, limit: int) -> str:
     """``text`` cut to ``limit`` characters, with the notice that says so."""
-    return (f"{text[:limit]}\n[tether: result truncated: showing the first {limit} of "
-            f"{len(text)} characters]")
+    return f"{text[:limit]}\n{truncation_notice(limit, len(text))}"
 
 
 def as_returned(content: str) -> str:
