@@ -117,7 +117,9 @@ def transfer(amount: int) -> ModelResponse:
                          finish_reason="tool_calls")
 
 
-def run(policy: Any, script: list[Any]) -> tuple[list[list[str]], Any, list[int]]:
+def run(policy: Any, script: list[Any], *, k: int = 2, task: str = "transfer money to bob",
+        **session: Any) -> tuple[list[list[str]], Any, list[int]]:
+    """The offers each turn was shown, the result, and the amounts transferred."""
     offers: list[list[str]] = []
     ran: list[int] = []
 
@@ -126,8 +128,8 @@ def run(policy: Any, script: list[Any]) -> tuple[list[list[str]], Any, list[int]
         return script[len(offers) - 1]
 
     agent = Agent(model=ScriptedModel(respond), reasoning=ReAct(), tools=bank(ran),
-                  policy=policy, tool_selection=ToolSelection(k=2))
-    result = agent.run("transfer money to bob")
+                  policy=policy, tool_selection=ToolSelection(k=k))
+    result = agent.run(task, **session)
     return offers, result, ran
 
 

@@ -175,6 +175,20 @@ class Policy(Protocol):
     ) -> Decision: ...
 
 
+@runtime_checkable
+class DenyParts(Protocol):
+    """A policy made of parts any one of which, denying, makes the whole deny (the members of
+    a ``DenyOverrides``, ``FirstMatch`` or ``DefaultDeny``; a YAML policy's deny rules).
+
+    Tool selection asks each part alone whether it refuses a tool without reading the call,
+    when the whole read the arguments: one part's rule on ``amount`` must not hide another
+    part's outright refusal. A part is believed only for a deny the whole also gives, so a
+    policy that lists its parts wrongly can hide nothing the gate would let pass."""
+
+    @property
+    def deny_parts(self) -> tuple[object, ...]: ...
+
+
 class AllowAll:
     """The default policy: every call is allowed (and still journaled)."""
 

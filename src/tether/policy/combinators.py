@@ -125,6 +125,11 @@ class FirstMatch:
         return self._members
 
     @property
+    def deny_parts(self) -> tuple[object, ...]:
+        """Any member's deny (or error) is the whole's (``tether.policy.base.DenyParts``)."""
+        return self._members
+
+    @property
     def inline(self) -> bool:
         """Decides on the caller's thread when every member does."""
         return members_inline(*self._members)
@@ -162,6 +167,11 @@ class DenyOverrides(Generic[D_co]):
 
     @property
     def members(self) -> tuple[object, ...]:
+        return self._members
+
+    @property
+    def deny_parts(self) -> tuple[object, ...]:
+        """Any member's deny (or error) is the whole's (``tether.policy.base.DenyParts``)."""
         return self._members
 
     @property
@@ -203,6 +213,11 @@ class DefaultDeny:
 
     @property
     def members(self) -> tuple[object, ...]:
+        return (self._inner,)
+
+    @property
+    def deny_parts(self) -> tuple[object, ...]:
+        """The inner policy's deny (or error) is the whole's."""
         return (self._inner,)
 
     @property

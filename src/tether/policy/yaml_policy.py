@@ -98,8 +98,8 @@ _Deny = tuple[Test, Decision, Decision]
 class YamlPolicy:
     """A policy loaded from YAML; ``evaluate`` is the Policy protocol."""
 
-    __slots__ = ("_default", "_index", "_others", "default", "description", "policy_id",
-                 "rules", "source")
+    __slots__ = ("_default", "_deny_rules", "_index", "_others", "default", "description",
+                 "policy_id", "rules", "source")
     inline = True  # rules over the request alone: no I/O (see tether.policy.deadline)
 
     def __init__(self, policy_id: str, default: Effect, rules: tuple[Rule, ...], source: str,
@@ -123,6 +123,7 @@ class YamlPolicy:
         named = {tool for rule in rules if rule.tools is not None for tool in rule.tools}
         self._index = {tool: entries(tool) for tool in named}
         self._others = entries(None)  # for tools no rule names
+        self._deny_rules = tuple(_DenyRule(r) for r in ordered if r.effect is Effect.DENY)
 
     @classmethod
     def from_string(cls, text: str, source: str = "<string>") -> YamlPolicy:
@@ -132,6 +133,12 @@ class YamlPolicy:
     def __repr__(self) -> str:
         return (f"YamlPolicy(policy_id={self.policy_id!r}, rules={len(self.rules)}, "
                 f"default={self.default.value!r}, source={self.source!r})")
+
+    @property
+    def deny_parts(self) -> tuple[object, ...]:
+        """Its deny rules, each a policy of its own: denies are weighed first, so one that
+        matches (or is unknown) makes the whole deny (``tether.policy.base.DenyParts``)."""
+        return self._deny_rules
 
     def evaluate(
         self, subject: Subject, action: Action, resource: Resource, context: Context
@@ -150,6 +157,27 @@ class YamlPolicy:
             if matched is None and maybe is not None:
                 return maybe
         return self._default
+
+
+class _DenyRule:
+    """One deny rule asked alone: its deny where it matches or is unknown, else abstains."""
+
+    __slots__ = ("rule",)
+    inline = True
+
+    def __init__(self, rule: Rule) -> None:
+        self.rule = rule
+
+    def __repr__(self) -> str:
+        return f"DenyRule({self.rule.id!r})"
+
+    def evaluate(self, subject: Subject, action: Action, resource: Resource,
+                 context: Context) -> Decision | None:
+        rule = self.rule
+        matched = rule.test(subject, action, resource, context)
+        if matched is None:
+            return rule.unknown_decision
+        return rule.decision if matched else None
 
 
 def _entry(rule: Rule) -> _Entry:

@@ -160,9 +160,9 @@ class Agent:
             raise ValueError("keep_hidden_arguments=True keeps hidden arguments in the store, "
                              "and this agent has none: give it one, e.g. "
                              "Agent(..., store='sqlite:///tether.db')")
-        if self.approvals is None:
+        if self.approvals is None or type(self.approvals) is _RecipeApprovals:
             scope = ALL_TENANTS if self.tenant_id is None else self.tenant_id
-            approvals = StoredApprovals(self.journal_store or MemoryStore(), scope)
+            approvals = _RecipeApprovals(self.journal_store or MemoryStore(), scope)
             object.__setattr__(self, "approvals", approvals)
         object.__setattr__(self, "approver", as_approver(self.approver))
         telemetry = (self.telemetry,) if callable(self.telemetry) else tuple(self.telemetry)
@@ -305,6 +305,12 @@ class Agent:
 
     def run(self, task: str, **kwargs: Any) -> Result:
         return self.session(task, **kwargs).run()
+
+
+class _RecipeApprovals(StoredApprovals):
+    """The approvals a recipe given none derives: its journal's store, its tenant's scope.
+    Marked, so that a recipe made from it with ``dataclasses.replace`` (another store, another
+    tenant) derives its own again instead of keeping these as if they had been given."""
 
 
 def run_sync(coro: Any) -> Any:

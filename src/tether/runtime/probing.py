@@ -32,7 +32,7 @@ import dataclasses
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
-from tether.policy.base import Action, Context, Decision, Effect
+from tether.policy.base import Action, Context, Decision, DenyParts, Effect
 from tether.policy.deadline import runs_inline
 
 if TYPE_CHECKING:
@@ -91,13 +91,12 @@ def denied_outright(gate: PolicyGate, tool: Any) -> bool:
 
 
 def _overriding(policy: object) -> Iterator[Any]:
-    """The members of ``policy`` whose DENY (or error) alone makes the whole deny."""
-    from tether.policy.combinators import DefaultDeny, DenyOverrides
-
-    if isinstance(policy, DenyOverrides | DefaultDeny):
-        for member in policy.members:
-            yield member
-            yield from _overriding(member)
+    """The parts of ``policy`` whose DENY (or error) alone makes the whole deny, at any depth
+    (``tether.policy.base.DenyParts``)."""
+    if isinstance(policy, DenyParts):
+        for part in policy.deny_parts:
+            yield part
+            yield from _overriding(part)
 
 
 def _member_denies(gate: PolicyGate, tool: Any, member: Any) -> bool:

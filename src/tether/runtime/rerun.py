@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 from tether.journal.redaction import HIDDEN_MARKERS
 from tether.models.base import CallCancelled, Model, ModelError, native_output
 from tether.models.pricing import Price
+from tether.runtime.chokepoint.additions import as_returned
 from tether.runtime.chokepoint.approvals import StoredApprovals
 from tether.runtime.environment import CANCELLED_BY_TIME
 from tether.runtime.revive import revive
@@ -251,9 +252,10 @@ class _RecordedTool:
             record.diverge(f"tool {self.name!r} ran in the rerun but not in the record",
                            None, {"call_id": context.call_id, "arguments": arguments})
             raise RuntimeError("not in the record")
+        content = as_returned(recorded["content"])  # the turn adds its notes again
         if recorded["status"] != "ok":  # the recorded failure, word for word
-            raise ToolFailure(recorded["content"], recorded["status"])
-        return recorded["content"]
+            raise ToolFailure(content, recorded["status"])
+        return content
 
 
 def _replay_approvals(record: _Record, store: StoredApprovals) -> None:

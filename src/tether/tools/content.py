@@ -238,6 +238,12 @@ def scrubbed(parts: Iterable[Part], scrub: Callable[[str], str]) -> tuple[Part, 
     return tuple(out)
 
 
+def truncation_notice(shown: int, total: int) -> str:
+    """The announcement that a result was cut (one wording for text and parts: a rerun finds
+    it, see ``tether.runtime.chokepoint.additions``)."""
+    return f"[tether: result truncated: showing the first {shown} of {total} characters]"
+
+
 def cut(parts: Iterable[Part], limit: int) -> tuple[Part, ...]:
     """``parts`` whose model-facing text fits ``limit`` characters: binary parts stay (their
     placeholder lines count against the limit), the text part that crosses it is cut and
@@ -262,7 +268,6 @@ def cut(parts: Iterable[Part], limit: int) -> tuple[Part, ...]:
             continue
         out.append(Text(text[:room]) if isinstance(part, Text) else
                    Resource(part.uri, part.mime_type, text[:room]))
-        out.append(Text(f"[tether: result truncated: showing the first {limit} of {total} "
-                        "characters]"))
+        out.append(Text(truncation_notice(limit, total)))
         room = -1
     return tuple(out)

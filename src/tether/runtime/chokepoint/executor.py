@@ -18,6 +18,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from tether.journal.redaction import MASKED
+from tether.runtime.chokepoint.additions import truncated
 from tether.runtime.eager import start
 from tether.runtime.result import ToolResult, ToolStatus
 from tether.runtime.stop import Stop
@@ -164,8 +165,7 @@ class ToolExecutor:
         limit = self.max_result_chars if max_chars is None else min(max_chars,
                                                                     self.max_result_chars)
         if len(text) > limit:
-            text = (f"{text[:limit]}\n[tether: result truncated: showing the first {limit} of "
-                    f"{len(text)} characters]")
+            text = truncated(text, limit)
         return text
 
 

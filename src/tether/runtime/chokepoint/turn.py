@@ -25,6 +25,7 @@ from tether.journal.redaction import HiddenValues
 from tether.models.base import CHARS_PER_TOKEN
 from tether.policy.base import Decision, Effect
 from tether.runtime.budget import Accountant, Spend, check_charge
+from tether.runtime.chokepoint.additions import WARNING, fallback_note
 from tether.runtime.chokepoint.approvals import (
     ApprovalError,
     ApprovalRequest,
@@ -64,8 +65,6 @@ if TYPE_CHECKING:  # the credentials package is loaded when a tool first needs a
 MAX_DEGRADE_DEPTH = 3
 RESULT_OVERHEAD_TOKENS = 48  # message framing, the truncation notice, a loop warning
 MIN_RESULT_CHARS = 80  # below this a result says nothing; the wrap-up is then best effort
-WARNING = ("\n[tether warning: this exact call was already made. Repeating it again will stop "
-           "the run.]")
 
 
 @dataclass(slots=True)
@@ -252,8 +251,7 @@ class ToolCalls:
         if call.id.startswith(BRANCH_CALL_PREFIX) and self.side_effecting(fallback):
             raise Rejected(refusal(call, f"policy would run {fallback!r} instead, which has side "
                                          "effects; an explored branch runs none"))
-        prefix = (f"[tether: policy ran {fallback!r} instead of {call.name!r}: "
-                  f"{decision.reason or 'degraded'}]\n")
+        prefix = fallback_note(fallback, call.name, decision.reason)
         admitted = self._admit(ToolCall(call.id, fallback, arguments), turn, depth + 1, prefix)
         return None if admitted is None else replace(admitted, call=call)
 
@@ -286,7 +284,7 @@ class ToolCalls:
             raise Rejected(refusal(call, f"tool {tool_name!r} is no longer available"))
         prefix = ""
         if tool_name != call.name:
-            prefix = f"[tether: policy ran {tool_name!r} instead of {call.name!r}]\n"
+            prefix = fallback_note(tool_name, call.name, None)
         call = self._with_real_arguments(call)
         arguments = self._executor.validate(tool, ToolCall(call.id, tool_name, call.arguments))
         return shape(call, tool, arguments, decision, prefix=prefix)
