@@ -11,6 +11,7 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from tether.errors import RunError, TetherError, UsageError
     from tether.models.base import Model, ModelError
     from tether.models.pricing import Price
     from tether.models.scripted import FakeModel, ScriptedModel
@@ -65,6 +66,9 @@ _WHERE = {
     "ModelResponse": "tether.types",
     "ToolCall": "tether.types",
     "Usage": "tether.types",
+    "TetherError": "tether.errors",
+    "UsageError": "tether.errors",
+    "RunError": "tether.errors",
 }
 __all__ = [
     "Agent",
@@ -88,16 +92,19 @@ __all__ = [
     "Price",
     "ReAct",
     "Result",
+    "RunError",
     "ScriptedModel",
     "Session",
     "Spend",
     "Step",
     "StopReason",
     "Strategy",
+    "TetherError",
     "ToolCall",
     "ToolResult",
     "Trajectory",
     "Usage",
+    "UsageError",
     "tool",
 ]
 

@@ -22,12 +22,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from tether.credentials import CredentialBroker, CredentialError
+from tether.errors import RunError
 from tether.journal.chain import Journal
 from tether.journal.fingerprints import KeyMismatch
 from tether.types import Event
 
 
-class HiddenNotRecalled(Exception):
+class HiddenNotRecalled(RunError):
     """A stored session's secrets or masked values could not be hidden again here."""
 
 
