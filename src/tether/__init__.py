@@ -10,6 +10,8 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
+from tether._version import __version__ as __version__
+
 if TYPE_CHECKING:
     from tether.errors import RunError, TetherError, UsageError
     from tether.models.base import Model, ModelError
@@ -30,8 +32,6 @@ if TYPE_CHECKING:
     from tether.runtime.subagent import AgentAsTool
     from tether.tools.decorator import tool
     from tether.types import Event, Message, ModelRequest, ModelResponse, ToolCall, Usage
-
-__version__ = "0.1.0"
 
 _WHERE = {
     "Agent": "tether.runtime.agent",
