@@ -81,6 +81,16 @@ def test_the_tree_splits_usage_from_run() -> None:
             assert issubclass(cls, UsageError) != issubclass(cls, RunError), name
 
 
+def test_the_drawn_tree_names_every_class() -> None:
+    """The hierarchy drawn in tether.errors' docstring cannot fall behind the code."""
+    import tether.errors
+
+    drawn = tether.errors.__doc__ or ""
+    missing = sorted(name for name, cls in _exception_classes().items()
+                     if cls.__name__ not in drawn)
+    assert missing == [], f"draw these in tether.errors' docstring: {missing}"
+
+
 def test_the_root_is_exported_from_tether() -> None:
     assert (tether.TetherError, tether.UsageError, tether.RunError) == (
         TetherError, UsageError, RunError)
@@ -181,6 +191,27 @@ def _references() -> None:
     import_object("no-colon", "an agent")
 
 
+def _integrations() -> None:
+    from tether import Budget
+    from tether.integrations.decided import ForeignTool
+    from tether.integrations.governed import GovernedRun
+    from tether.policy import AllowAll
+    from tether.types import ToolSpec
+
+    look = ForeignTool(ToolSpec("look", "Look something up.", {"type": "object"}))
+    run = GovernedRun([look], policy=AllowAll(), request="look twice", framework="test",
+                      budget=Budget(max_tool_calls=1))
+
+    async def body(arguments: dict[str, object]) -> str:
+        return "seen"
+
+    async def twice() -> None:
+        await run.call("c1", "look", {}, body)
+        await run.call("c2", "look", {}, body)  # the budget allows one: the run stops
+
+    asyncio.run(twice())
+
+
 RAISERS: dict[str, tuple[Callable[..., None], type[TetherError]]] = {
     "policy": (_policy, UsageError),
     "tools": (_tool, UsageError),
@@ -194,6 +225,7 @@ RAISERS: dict[str, tuple[Callable[..., None], type[TetherError]]] = {
     "credentials": (_credentials, RunError),
     "reasoning": (_reasoning, RunError),
     "references": (_references, UsageError),
+    "integrations": (_integrations, RunError),
 }
 
 
