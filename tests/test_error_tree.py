@@ -35,13 +35,19 @@ def _modules() -> Iterator[str]:
         yield ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
 
 
-def _defined_exception_names(module: str) -> list[str]:
-    """Classes a module defines (at any depth) whose bases name an exception or error."""
+def _class_names(module: str) -> list[str]:
+    """The classes a module defines at its top level; AssertionError for a class defined inside
+    a function or class whose bases look like an exception (the walk could not reach it)."""
     source = (PACKAGE.parent / module.replace(".", "/")).with_suffix(".py")
     if not source.exists():
         source = PACKAGE.parent / module.replace(".", "/") / "__init__.py"
     tree = ast.parse(source.read_text(encoding="utf-8"))
-    return [node.name for node in ast.walk(tree) if isinstance(node, ast.ClassDef)]
+    top = [node for node in tree.body if isinstance(node, ast.ClassDef)]
+    nested = [node.name for node in ast.walk(tree) if isinstance(node, ast.ClassDef)
+              and node not in top and any(ast.unparse(base).endswith(("Error", "Exception"))
+                                          for base in node.bases)]
+    assert nested == [], f"{module}: define {nested} at the top level, under tether.errors"
+    return [node.name for node in top]
 
 
 def _exception_classes() -> dict[str, type[BaseException]]:
@@ -53,7 +59,7 @@ def _exception_classes() -> dict[str, type[BaseException]]:
                 module = importlib.import_module(name)
             except ImportError as exc:  # an optional extra that is not installed
                 pytest.skip(f"{name} needs an extra that is not installed: {exc}")
-            for attribute in _defined_exception_names(name):
+            for attribute in _class_names(name):
                 value = getattr(module, attribute, None)
                 if (inspect.isclass(value) and issubclass(value, BaseException)
                         and value.__module__ == name):
