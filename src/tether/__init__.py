@@ -6,8 +6,8 @@ stays fast and pays for pydantic only once a tool is declared.
 
 The public surface: this face, every package face (a folder's ``__init__``) and the modules
 listed in docs/reference/surface.md. Every other module is internal (a leading underscore says
-so by its name; the rest by this rule) and may move in any release. Every exception raised is a
-``TetherError`` (``tether.errors``).
+so by its name; the rest by this rule) and may move in any release. Every exception class tether
+defines is a ``TetherError`` (``tether.errors``).
 """
 
 from __future__ import annotations

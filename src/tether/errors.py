@@ -1,4 +1,4 @@
-"""The root of every exception tether raises, so a caller can write ``except tether.TetherError``.
+"""The root of every exception class tether defines: a caller writes ``except tether.TetherError``.
 
 Decision (drawn as httpx's ``_exceptions.py`` is): one root, split in two by what the caller
 does next. A ``UsageError`` is a recipe, policy, tool definition or configuration that cannot
@@ -8,7 +8,8 @@ server failed, a store is unavailable, a journal does not verify, a credential w
 Each class stays in the module that raises it and keeps the built-in base callers catch it by
 (``class PolicyLoadError(UsageError, ValueError)``), so no existing ``except ValueError`` breaks.
 
-This module imports nothing from tether: every floor may import it.
+This module imports nothing from tether: every floor may import it. Not yet under it: plain
+argument checks that raise a bare ``ValueError`` or ``TypeError`` (docs/guide/errors.md).
 
 The hierarchy::
 
