@@ -29,8 +29,8 @@ from tether.integrations.langgraph import LangGraphRun
 from tether.journal.chain import verify_chain
 from tether.journal.views.timeline import header, timeline
 from tether.policy import Action, Context, Resource, Subject
-from tether.store.sqlite import SQLiteStore
-from tether.tools.base import ToolMeta
+from tether.store import SQLiteStore
+from tether.tools import ToolMeta
 
 outbox: list[str] = []
 

@@ -7,7 +7,7 @@ every call budgeted, gated and journaled, the budget holding, the journal verify
 
 from tether import Agent, Budget, ReAct
 from tether.models.local import local_model_server
-from tether.store.memory import MemoryStore
+from tether.store import MemoryStore
 from tether.tools import Calculator
 
 with local_model_server() as server:  # starts on 127.0.0.1, stops (with its children) after

@@ -3,14 +3,22 @@
 Every model call and tool call passes one chokepoint where it is budgeted, permissioned and
 recorded. The names below are the public face; they are imported lazily so ``import tether``
 stays fast and pays for pydantic only once a tool is declared.
+
+The public surface: this face, every package face (a folder's ``__init__``) and the modules
+listed in docs/reference/surface.md. Every other module is internal (a leading underscore says
+so by its name; the rest by this rule) and may move in any release. Every exception class tether
+defines is a ``TetherError`` (``tether.errors``).
 """
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from tether._lazy import exports
+from tether._version import __version__ as __version__
 
 if TYPE_CHECKING:
+    from tether.errors import RunError, TetherError, UsageError
     from tether.models.base import Model, ModelError
     from tether.models.pricing import Price
     from tether.models.scripted import FakeModel, ScriptedModel
@@ -29,8 +37,6 @@ if TYPE_CHECKING:
     from tether.runtime.subagent import AgentAsTool
     from tether.tools.decorator import tool
     from tether.types import Event, Message, ModelRequest, ModelResponse, ToolCall, Usage
-
-__version__ = "0.1.0"
 
 _WHERE = {
     "Agent": "tether.runtime.agent",
@@ -65,6 +71,9 @@ _WHERE = {
     "ModelResponse": "tether.types",
     "ToolCall": "tether.types",
     "Usage": "tether.types",
+    "TetherError": "tether.errors",
+    "UsageError": "tether.errors",
+    "RunError": "tether.errors",
 }
 __all__ = [
     "Agent",
@@ -88,27 +97,21 @@ __all__ = [
     "Price",
     "ReAct",
     "Result",
+    "RunError",
     "ScriptedModel",
     "Session",
     "Spend",
     "Step",
     "StopReason",
     "Strategy",
+    "TetherError",
     "ToolCall",
     "ToolResult",
     "Trajectory",
     "Usage",
+    "UsageError",
     "tool",
 ]
 
 
-def __getattr__(name: str) -> Any:
-    if name not in _WHERE:
-        raise AttributeError(f"module 'tether' has no attribute {name!r}")
-    value = getattr(importlib.import_module(_WHERE[name]), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted([*globals(), *_WHERE])
+__getattr__, __dir__ = exports(__name__, _WHERE, globals())

@@ -20,8 +20,10 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
+from tether.errors import UsageError
 
-class BadReference(Exception):
+
+class BadReference(UsageError):
     """A reference does not name what it should; the message says what to fix."""
 
 

@@ -22,6 +22,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from tether.errors import UsageError
+
 if TYPE_CHECKING:
     from tether.store.base import Store
 
@@ -106,7 +108,7 @@ def parse_time(text: str, *, now: float | None = None) -> float:
     return moment.timestamp()
 
 
-class AmbiguousId(Exception):
+class AmbiguousId(UsageError):
     """An id prefix that starts more than one id: the command cannot tell which is meant."""
 
 

@@ -12,6 +12,8 @@ from __future__ import annotations
 
 from typing import Literal
 
+from tether.errors import RunError
+
 Reason = Literal[
     "expired",  # the token's ttl has passed
     "used_up",  # the token has been revealed max_uses times
@@ -25,7 +27,7 @@ Reason = Literal[
 ]
 
 
-class CredentialError(Exception):
+class CredentialError(RunError):
     """A credential could not be issued or revealed. ``reason`` says which check failed."""
 
     def __init__(self, message: str, *, reason: Reason, tool: str | None = None) -> None:

@@ -8,7 +8,9 @@ DBOS workflow whose body is one tether activation, recovered after a crash from 
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from tether._lazy import exports
 
 if TYPE_CHECKING:
     from tether.durable.activation import activate
@@ -22,9 +24,5 @@ _HOMES = {"activate": "activation", "Activation": "dbos", "AlreadyQueued": "dbos
           "Report": "status"}
 
 
-def __getattr__(name: str) -> Any:  # imported when first used: the worker's CLI stays light
-    if name not in _HOMES:
-        raise AttributeError(f"module 'tether.durable' has no attribute {name!r}")
-    import importlib
-
-    return getattr(importlib.import_module(f"tether.durable.{_HOMES[name]}"), name)
+# imported when first used: the worker's CLI stays light
+__getattr__, __dir__ = exports(__name__, _HOMES, globals())

@@ -45,6 +45,7 @@ from typing import TYPE_CHECKING
 
 from tether.durable.activation import TASK_KEY, journal_store, queue_task, status_of
 from tether.durable.status import FAILED, LIVE, NEEDS_A_PERSON, Attempt, Report, describe
+from tether.errors import RunError
 
 if TYPE_CHECKING:
     from dbos import DBOSClient, DBOSConfig
@@ -94,12 +95,12 @@ def dbos_config(database: str, executor_id: str | None = None) -> DBOSConfig:
     return config
 
 
-class SessionRefused(Exception):
+class SessionRefused(RunError):
     """The fleet will not run the session (its journal does not verify, or another recipe
     started it); the message says why and what to look at."""
 
 
-class AlreadyQueued(Exception):
+class AlreadyQueued(RunError):
     """A session enqueued with the same deduplication key still waits or runs."""
 
     def __init__(self, dedup: str) -> None:

@@ -7,8 +7,9 @@ imported lazily: ``import tether.evals`` costs nothing until one is used.
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from tether._lazy import exports
 
 if TYPE_CHECKING:
     from tether.evals.faults import FaultyModel, FaultyTool
@@ -107,13 +108,4 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> Any:
-    if name not in _WHERE:
-        raise AttributeError(f"module 'tether.evals' has no attribute {name!r}")
-    value = getattr(importlib.import_module(_WHERE[name]), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted([*globals(), *_WHERE])
+__getattr__, __dir__ = exports(__name__, _WHERE, globals())

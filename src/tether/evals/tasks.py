@@ -17,12 +17,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from tether.errors import UsageError
 from tether.evals import graders as g
 from tether.evals.graders import Grader
 from tether.policy.yaml_source import Node, PolicyLoadError, describe, parse_yaml
 
 
-class SuiteError(ValueError):
+class SuiteError(UsageError, ValueError):
     """A suite file is unreadable, malformed or invalid; nothing was loaded."""
 
 

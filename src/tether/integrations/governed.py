@@ -40,6 +40,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, NoReturn
 
+from tether.errors import RunError
 from tether.integrations.decided import FOREIGN_META as FOREIGN_META  # their former home
 from tether.integrations.decided import (
     Body,
@@ -90,7 +91,7 @@ if TYPE_CHECKING:
     from tether.credentials import CredentialBroker
     from tether.models.pricing import Price
 
-class RunStopped(Exception):
+class RunStopped(RunError):
     """The governed run stopped (a budget, a loop, a model that overran its cap): nothing more
     runs in it. ``reason`` is a ``StopReason``; the journal's ``session.end`` says the same."""
 

@@ -20,6 +20,7 @@ from contextlib import contextmanager
 from contextvars import ContextVar
 from typing import TYPE_CHECKING, Protocol
 
+from tether.errors import UsageError
 from tether.integrations.decided import running_call
 from tether.policy.base import Policy, policy_id_of
 from tether.policy.combinators import DenyOverrides
@@ -33,7 +34,7 @@ if TYPE_CHECKING:
 _INSIDE: ContextVar[frozenset[str]] = ContextVar("tether_inside", default=frozenset())
 
 
-class NestedRunError(RuntimeError):
+class NestedRunError(UsageError, RuntimeError):
     """A governed run was called from inside one of its own tool calls (a sub-agent given the
     run's tools or model): refused at once, since it would wait forever for the call it runs
     in. The parent's call fails with this message; the parent run goes on."""

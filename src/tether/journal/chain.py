@@ -31,6 +31,7 @@ from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from decimal import Decimal
 from typing import Any
 
+from tether.errors import UsageError
 from tether.journal.fingerprints import FINGERPRINT_TYPE, Fingerprints, redaction_key
 from tether.journal.redaction import (
     Redactions,
@@ -49,7 +50,7 @@ Record = tuple[int, str, float, Mapping[str, Any]]
 Pending = tuple[int, str, float, str]  # seq, type, timestamp, data as canonical JSON text
 
 
-class JournalValueError(ValueError):
+class JournalValueError(UsageError, ValueError):
     """Event data that JSON text cannot carry faithfully; nothing was appended."""
 
 

@@ -48,6 +48,7 @@ from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from tether.errors import RunError
 from tether.journal.chain import Journal, canonical_text, seal, verify_chain
 from tether.journal.redaction import MIN_SUBSTRING_CHARS, Scrubber, scrub
 from tether.store.base import ERASED_TYPE, ERASURE_TYPE, Lease, Store, lease_holder
@@ -60,7 +61,7 @@ COPY_KEY = "erased"  # in an event whose passages were erased: {"erasure": <the 
 _COPY = re.compile(r'"erased"\s*:\s*\{')
 
 
-class ErasureRefused(RuntimeError):
+class ErasureRefused(RunError, RuntimeError):
     """Nothing was erased: a session is running, or does not verify."""
 
 

@@ -33,6 +33,7 @@ import secrets
 from pathlib import Path
 from typing import Any
 
+from tether.errors import UsageError
 from tether.journal.redaction import MASKED, MIN_SUBSTRING_CHARS, NOT_AFTER, NOT_BEFORE
 
 FINGERPRINT_TYPE = "value.hidden"  # the event that carries one fingerprint
@@ -77,7 +78,7 @@ def _key_file(path: Path) -> bytes:
     return bytes.fromhex(path.read_text().strip())
 
 
-class KeyMismatch(LookupError):
+class KeyMismatch(UsageError, LookupError):
     """A journal's fingerprints were made under another redaction key than this process has."""
 
 

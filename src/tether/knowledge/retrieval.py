@@ -28,13 +28,14 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
+from tether.errors import UsageError
 from tether.tools.base import Tool, ToolContext
 from tether.tools.decorator import tool
 
 RRF_C = 60  # the constant of Cormack et al.: damps the weight of the first few ranks
 
 
-class RetrievalError(ValueError):
+class RetrievalError(UsageError, ValueError):
     """A retrieval request or corpus is malformed; the message says what to change."""
 
 

@@ -12,7 +12,9 @@ only when a connection opens, so ``import tether`` and ``import tether.mcp`` nev
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from tether._lazy import exports
 
 if TYPE_CHECKING:
     from tether.mcp.annotations import tool_meta, tool_name
@@ -73,9 +75,4 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> Any:
-    if name not in _WHERE:
-        raise AttributeError(f"module 'tether.mcp' has no attribute {name!r}")
-    import importlib
-
-    return getattr(importlib.import_module(f"tether.mcp.{_WHERE[name]}"), name)
+__getattr__, __dir__ = exports(__name__, _WHERE, globals())

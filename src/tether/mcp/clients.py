@@ -34,6 +34,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from tether.errors import RunError
 from tether.runtime.budget import Budget
 from tether.tools.caller import SILENT, Caller
 from tether.tools.registry import ToolRegistry
@@ -77,7 +78,7 @@ class Governance:
     telemetry: tuple[Callable[[Event], object], ...] = ()
 
 
-class ClientExpired(Exception):
+class ClientExpired(RunError):
     """A call came under a key whose gateway was released after being idle."""
 
 

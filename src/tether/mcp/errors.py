@@ -9,8 +9,10 @@ hangs the run or reaches the model as a traceback.
 
 from __future__ import annotations
 
+from tether.errors import RunError
 
-class MCPError(RuntimeError):
+
+class MCPError(RunError, RuntimeError):
     """Base of every error of tether's MCP client."""
 
 

@@ -295,7 +295,7 @@ def build_server(gateways: ClientGateways, listing: Sequence[types.Tool], *,
         levels.set(client_key(ctx), params.level)
         return types.EmptyResult()
 
-    from tether import __version__
+    from tether._version import __version__
 
     with _quietly():
         return Server(name, version=__version__, instructions=instructions,

@@ -7,9 +7,9 @@ they first make a call, and the names below load their modules on first access.
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
+from tether._lazy import exports
 from tether.models.base import Model, ModelError, StreamingModel
 from tether.models.pricing import DEFAULT_CATALOG, Price, PriceCatalog
 from tether.models.scripted import FakeModel, ScriptedModel
@@ -54,13 +54,4 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> Any:
-    if name not in _WHERE:
-        raise AttributeError(f"module 'tether.models' has no attribute {name!r}")
-    value = getattr(importlib.import_module(_WHERE[name]), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted([*globals(), *_WHERE])
+__getattr__, __dir__ = exports(__name__, _WHERE, globals())

@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Iterable
 from typing import Protocol, runtime_checkable
 
+from tether.errors import RunError
 from tether.models.pricing import Price
 from tether.types import Message, ModelRequest, ModelResponse, ToolSpec
 
@@ -20,7 +21,7 @@ CHARS_PER_TOKEN = 4
 MESSAGE_OVERHEAD_TOKENS = 4
 
 
-class ModelError(Exception):
+class ModelError(RunError):
     """A model call failed in a way the run cannot continue from (after any retries)."""
 
 

@@ -64,7 +64,7 @@ def to_sdk_spans(records: Iterable[SpanRecord], resource: Resource) -> list[Read
     from opentelemetry.sdk.util.instrumentation import InstrumentationScope
     from opentelemetry.trace import Link, SpanContext, SpanKind, Status, StatusCode, TraceFlags
 
-    from tether import __version__
+    from tether._version import __version__
 
     scope = InstrumentationScope("tether", __version__, g.SCHEMA_URL)
     kinds = {"INTERNAL": SpanKind.INTERNAL, "CLIENT": SpanKind.CLIENT}
@@ -97,7 +97,7 @@ class _Instruments:
     """The metric instruments, made once from a meter provider."""
 
     def __init__(self, provider: MeterProvider) -> None:
-        from tether import __version__
+        from tether._version import __version__
 
         meter = provider.get_meter("tether", __version__, schema_url=g.SCHEMA_URL)
         self._by_name: dict[str, Any] = {

@@ -7,9 +7,9 @@ presets and the YAML engine load on first use, so importing the seam never pays 
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
+from tether._lazy import exports
 from tether.policy.base import (
     RESTRICTIVENESS,
     Action,
@@ -68,13 +68,4 @@ __all__ = ["RESTRICTIVENESS", "Action", "AllowAll", "ContainUntrusted", "Contain
            "scope_to_request", "untrusted_shapes"]
 
 
-def __getattr__(name: str) -> Any:
-    if name not in _WHERE:
-        raise AttributeError(f"module 'tether.policy' has no attribute {name!r}")
-    value = getattr(importlib.import_module(f"tether.policy.{_WHERE[name]}"), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted([*globals(), *_WHERE])
+__getattr__, __dir__ = exports(__name__, _WHERE, globals())

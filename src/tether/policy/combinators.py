@@ -29,6 +29,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Generic, Protocol, TypeVar
 
+from tether.errors import RunError
 from tether.policy.base import (
     RESTRICTIVENESS,
     Action,
@@ -56,7 +57,7 @@ class Voter(Protocol[D_co]):
     ) -> D_co: ...
 
 
-class _Failed(Exception):
+class _Failed(RunError):
     """A member raised or answered with something that is not a Decision or None."""
 
     def __init__(self, decision: Decision) -> None:

@@ -24,6 +24,7 @@ from __future__ import annotations
 import sys
 from collections.abc import Iterable, Iterator
 
+from tether.errors import UsageError
 from tether.policy.base import (
     Action,
     Context,
@@ -42,7 +43,7 @@ AGENT_ADVICE = ("Fix the names; a policy shared by agents whose tools differ can
                 "Agent(check_policy_names=False)")
 
 
-class PolicyNameError(ValueError):
+class PolicyNameError(UsageError, ValueError):
     """A policy names tools or arguments the tools it governs do not have."""
 
 

@@ -19,8 +19,10 @@ from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any, NoReturn
 
+from tether.errors import UsageError
 
-class PolicyLoadError(ValueError):
+
+class PolicyLoadError(UsageError, ValueError):
     """A policy (or policy test) file is unreadable, malformed or invalid; nothing was loaded."""
 
 

@@ -8,8 +8,9 @@ ReAct loads none of the others."""
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from tether._lazy import exports
 
 if TYPE_CHECKING:
     from tether.reasoning.lats import LATS
@@ -33,9 +34,4 @@ __all__ = ["LATS", "GraderCheck", "GraderValue", "ReAct", "Reflexion", "RouteRul
            "SelfCritique", "SelfEvaluation"]
 
 
-def __getattr__(name: str) -> Any:
-    if name not in _WHERE:
-        raise AttributeError(f"module 'tether.reasoning' has no attribute {name!r}")
-    value = getattr(importlib.import_module(_WHERE[name]), name)
-    globals()[name] = value
-    return value
+__getattr__, __dir__ = exports(__name__, _WHERE, globals())

@@ -34,6 +34,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from tether.errors import RunError
 from tether.evals.graders import CallRecord
 from tether.reasoning.lats_values import (
     GraderValue,
@@ -329,7 +330,7 @@ def _before_answered(key: str, answered: set[str]) -> bool:
         and int(k[len(node) + 2:]) > int(index) for k in answered)
 
 
-class _Spent(Exception):
+class _Spent(RunError):
     """What the budget has left is kept for finishing: the search ends here."""
 
 

@@ -34,6 +34,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
+from tether.errors import RunError
+
 _ONE_AT_A_TIME = threading.Lock()
 MISSING = ("LLM+P needs the planning extra: pip install 'tether[planning]' (unified-planning, "
            "up-fast-downward, pddl-pyvalidator)")
@@ -59,7 +61,7 @@ class Validation:
     report: str
 
 
-class PlanningError(Exception):
+class PlanningError(RunError):
     """The problem cannot be planned for; the message is written for the model to fix it."""
 
 

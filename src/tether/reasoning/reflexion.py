@@ -28,6 +28,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
 
+from tether.errors import RunError
 from tether.evals.graders import CallRecord, Grade, Grader, Outcome, grade
 from tether.reasoning.react import ReAct
 from tether.runtime.handle import Handle, Strategy
@@ -83,7 +84,7 @@ class GraderCheck:
                                                 tuple(calls), self.environment))
 
 
-class AttemptOver(Exception):
+class AttemptOver(RunError):
     """An attempt reached its own cap (not the run's budget): it ends, and is evaluated."""
 
 

@@ -30,6 +30,7 @@ import re
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
+from tether.errors import RunError
 from tether.journal.chain import JournalValueError
 from tether.runtime.answer_calls import usable, without_cut_call
 from tether.runtime.branch_log import digest
@@ -55,7 +56,7 @@ SIMULATED = ("[tether: not run — {tool} has side effects, and this branch is o
 _KEY = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,79}")
 
 
-class BranchRefused(Exception):
+class BranchRefused(RunError):
     """The budget left does not allow another branch call: nothing was asked or spent, and the
     run goes on — the search should end and use what it found."""
 

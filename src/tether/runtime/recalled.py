@@ -22,6 +22,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
+from tether.errors import RunError
 from tether.journal.chain import Journal
 from tether.journal.fingerprints import KeyMismatch
 from tether.types import Event
@@ -30,7 +31,7 @@ if TYPE_CHECKING:
     from tether.credentials import CredentialBroker
 
 
-class HiddenNotRecalled(Exception):
+class HiddenNotRecalled(RunError):
     """A stored session's secrets or masked values could not be hidden again here."""
 
 

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from functools import partial
 from typing import TYPE_CHECKING, Any, NoReturn
 
+from tether.errors import RunError
 from tether.journal.chain import EventBus, Journal, verify_chain
 from tether.journal.erasure import vouched
 from tether.models.base import native_output
@@ -52,17 +53,17 @@ WRAP_UP = ("[tether] The run is stopping: {why}. Tools are no longer available. 
            "unfinished because of this.")
 
 
-class JournalTampered(Exception):
+class JournalTampered(RunError):
     """A stored journal does not verify; it is not resumed."""
 
 
-class SessionEnded(RuntimeError, ValueError):
+class SessionEnded(RunError, RuntimeError, ValueError):
     """An ended session runs nothing more: it is neither resumed nor settled. (A RuntimeError as
     every refusal to resume, a ValueError as every refusal to settle: callers of either catch it.)
     """
 
 
-class RecipeChanged(Exception):
+class RecipeChanged(RunError):
     """A stored session was started by a different recipe; it is not resumed as it is."""
 
 

@@ -33,6 +33,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from tether.errors import RunError
 from tether.journal.chain import verify_chain
 from tether.journal.erasure import vouched
 from tether.runtime.state import fold
@@ -45,7 +46,7 @@ MAX_THREAD_ID = 200  # characters; ids are keys, not content
 HISTORY_ORDER = "ended"
 
 
-class ThreadTampered(RuntimeError):
+class ThreadTampered(RunError, RuntimeError):
     """An earlier session of the thread does not verify; the thread is not continued."""
 
 

@@ -19,12 +19,13 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from tether.errors import RunError
 from tether.types import Event
 
 DEFAULT_URL = "sqlite:///tether.db"
 
 
-class StoreError(Exception):
+class StoreError(RunError):
     """A store cannot do what was asked; the message says why and what to do."""
 
 

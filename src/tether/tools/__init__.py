@@ -6,7 +6,9 @@ Imports are lazy so ``import tether`` does not pay for pydantic until a tool is 
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from tether._lazy import exports
 
 if TYPE_CHECKING:
     from tether.tools.base import Tool, ToolArgumentError, ToolContext, ToolMeta
@@ -36,9 +38,4 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> Any:
-    if name not in _WHERE:
-        raise AttributeError(f"module 'tether.tools' has no attribute {name!r}")
-    import importlib
-
-    return getattr(importlib.import_module(f"tether.tools.{_WHERE[name]}"), name)
+__getattr__, __dir__ = exports(__name__, _WHERE, globals())

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field, fields
 from types import MappingProxyType
 from typing import Any, Literal, Protocol, runtime_checkable
 
+from tether.errors import RunError
 from tether.records import fast_init
 from tether.tools.caller import SILENT, Caller
 from tether.types import ToolSpec
@@ -190,7 +191,7 @@ class ToolContext:
     caller: Caller = SILENT
 
 
-class ToolArgumentError(ValueError):
+class ToolArgumentError(RunError, ValueError):
     """Arguments do not match the tool's schema. ``field`` names the offending field."""
 
     def __init__(self, field: str, message: str) -> None:
@@ -198,7 +199,7 @@ class ToolArgumentError(ValueError):
         self.field = field
 
 
-class ToolFailure(Exception):
+class ToolFailure(RunError):
     """Raised by a tool to fail with exactly ``text`` as its result (status ``error`` or
     ``timeout``), instead of the executor's ``Error: 'tool' failed: Type: message``. A rerun
     raises it to replay a recorded failure word for word."""

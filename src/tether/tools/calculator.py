@@ -14,6 +14,7 @@ import operator
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from tether.errors import RunError
 from tether.tools.base import ToolArgumentError, ToolContext, ToolMeta
 from tether.types import ToolSpec
 
@@ -37,7 +38,7 @@ _FUNCTIONS: dict[str, Callable[..., Any]] = {
 _CONSTANTS = {"pi": math.pi, "e": math.e}
 
 
-class CalculatorError(ValueError):
+class CalculatorError(RunError, ValueError):
     """The expression cannot be evaluated; the message says why, for the model to fix it."""
 
 

@@ -30,6 +30,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol, runtime_checkable
 
+from tether.errors import RunError
+
 LogLevel = Literal["debug", "info", "notice", "warning", "error", "critical", "alert",
                    "emergency"]
 LOG_LEVELS: tuple[LogLevel, ...] = ("debug", "info", "notice", "warning", "error", "critical",
@@ -37,7 +39,7 @@ LOG_LEVELS: tuple[LogLevel, ...] = ("debug", "info", "notice", "warning", "error
 MAX_LOG_CHARS = 4000  # a log line longer than this is cut: a log is not a result channel
 
 
-class CallerCannot(Exception):
+class CallerCannot(RunError):
     """The caller cannot answer this request (nobody is waiting, or it lacks the capability)."""
 
 

@@ -33,6 +33,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
+from tether.errors import RunError
 from tether.urls import redact_url
 
 MAX_BINARY_BYTES = 8 * 1024 * 1024
@@ -158,7 +159,7 @@ class Content:
         return hash(self.parts)
 
 
-class TooMuchBinary(ValueError):
+class TooMuchBinary(RunError, ValueError):
     """A result's binary parts are more than ``MAX_BINARY_BYTES`` in all."""
 
 

@@ -18,6 +18,7 @@ import inspect
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any, get_type_hints, overload
 
+from tether.errors import UsageError
 from tether.tools.base import Risk, ToolArgumentError, ToolContext, ToolMeta, Trust
 from tether.tools.caller import Caller
 from tether.tools.signature import PlainSignature
@@ -28,7 +29,7 @@ INJECTED = frozenset({"ctx", "context", "user_id", "tenant_id", "session_id", "c
                       "caller"})
 
 
-class ToolDefinitionError(TypeError):
+class ToolDefinitionError(UsageError, TypeError):
     """A function cannot become a tool as written; the message says what to change."""
 
 

@@ -24,6 +24,7 @@ import json
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import IO, Any
 
+from tether.errors import UsageError
 from tether.journal.chain import canonical_text
 from tether.store.base import audit_key
 from tether.types import Event
@@ -31,7 +32,7 @@ from tether.types import Event
 FIELDS = ("seq", "type", "session_id", "timestamp", "data", "prev_hash", "hash")
 
 
-class ExportFormatError(ValueError):
+class ExportFormatError(UsageError, ValueError):
     """A line of an export is not an event; the message names the line and what is wrong."""
 
 

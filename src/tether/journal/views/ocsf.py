@@ -57,7 +57,7 @@ _PROVIDERS = (("claude", "anthropic"), ("gpt-", "openai"), ("o1", "openai"), ("o
 
 
 def product_version() -> str:
-    from tether import __version__
+    from tether._version import __version__
 
     return __version__
 

@@ -16,13 +16,14 @@ from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import Any, Literal, Protocol
 
+from tether.errors import RunError
 from tether.journal.chain import canonical_json
 from tether.store.base import Store
 
 Status = Literal["pending", "approved", "denied", "used"]
 
 
-class ApprovalError(Exception):
+class ApprovalError(RunError):
     """An approval cannot be given, refused or used as asked; the message says why."""
 
 

@@ -46,6 +46,7 @@ from dataclasses import dataclass, replace
 from decimal import Decimal
 from typing import TYPE_CHECKING, Any
 
+from tether.errors import RunError
 from tether.journal.redaction import MASKED
 from tether.runtime.answer_calls import usable
 from tether.runtime.budget import Accountant, Reservation, Tally
@@ -70,7 +71,7 @@ SAMPLING_SYSTEM = (
     "beyond what they contain.")
 
 
-class Refused(Exception):
+class Refused(RunError):
     """The session did not do what a tool asked; the message says why (it goes to the tool)."""
 
 

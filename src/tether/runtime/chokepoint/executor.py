@@ -17,6 +17,7 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from tether.errors import RunError
 from tether.journal.redaction import MASKED
 from tether.runtime.chokepoint.additions import truncated
 from tether.runtime.eager import start
@@ -38,7 +39,7 @@ from tether.types import ToolCall, detached
 MAX_SHOWN_RAW = 200
 
 
-class Rejected(Exception):
+class Rejected(RunError):
     """A gate refused the call before it ran; ``result`` is what the model is told."""
 
     def __init__(self, result: ToolResult) -> None:
