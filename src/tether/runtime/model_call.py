@@ -65,6 +65,11 @@ if TYPE_CHECKING:
 Failed = Callable[[BaseException, bool], BaseException | None]
 
 
+class Unanswered(Exception):
+    """A side call (a summary, the planner's reading) gave no usable answer; its door already
+    journaled why, and its caller falls back (the message says why)."""
+
+
 @dataclass(frozen=True, slots=True)
 class Door:
     """What one kind of model call passes the governed call (see the module docstring).
