@@ -38,6 +38,7 @@ import asyncio
 import os
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from decimal import Decimal
 from typing import TYPE_CHECKING, Any, NoReturn
 
 from tether.integrations.decided import FOREIGN_META as FOREIGN_META  # their former home
@@ -65,7 +66,6 @@ from tether.policy.base import Effect, Policy, Subject
 from tether.policy.deadline import DEFAULT_POLICY_TIMEOUT
 from tether.policy.names import check_names
 from tether.policy.plan import read_request
-from tether.runtime.answer_calls import usable
 from tether.runtime.budget import Accountant, Budget, Reservation
 from tether.runtime.chokepoint.approvals import ApprovalStore, StoredApprovals
 from tether.runtime.chokepoint.effects import skipped
@@ -75,6 +75,7 @@ from tether.runtime.chokepoint.gateway import attach_approval
 from tether.runtime.chokepoint.turn import ToolCalls
 from tether.runtime.interrupt import lost_call_charge
 from tether.runtime.limits import Limits
+from tether.runtime.model_call import Door, ModelCall
 from tether.runtime.provenance import ArgumentProvenance, Sightings
 from tether.runtime.recalled import recall_hidden
 from tether.runtime.result import ToolResult
@@ -84,7 +85,7 @@ from tether.store.base import Store
 from tether.store.memory import MemoryStore
 from tether.tools.base import Tool, ToolContext, ToolFailure
 from tether.tools.registry import ToolRegistry
-from tether.types import Message, ModelResponse, ToolCall
+from tether.types import Message, ModelResponse, ToolCall, Usage
 
 if TYPE_CHECKING:
     from tether.credentials import CredentialBroker
@@ -377,15 +378,26 @@ class GovernedRun:
                                                                   ceiling=ceiling)
             except Stop as stop:
                 self._stop(stop)
-            step = self._state.tally.steps + 1
-            self._journal.append("model.request", {
-                "step": step, "ref": len(self._state.conversation), "new": list(new),
+            metered = Metered(self._state.tally.steps + 1, reservation)
+            await self._meter(metered).open({
+                "step": metered.step, "ref": len(self._state.conversation), "new": list(new),
                 "tools": self.registry.names, "final": False,
                 "max_output_tokens": reservation.max_output_tokens,
                 "reserved_input": reservation.input_tokens,
                 "reserved_cost_usd": reservation.cost_usd})
-            await self._journal.aflush()
-            return Metered(step, reservation)
+            return metered
+
+    def _meter(self, metered: Metered) -> ModelCall:
+        """The one governed model call (``tether.runtime.model_call``) of a framework's call,
+        which the framework makes itself: tether opens it and settles it."""
+        def unusable(usage: Usage) -> Stop:
+            self._unmetered(metered, "the model reported unusable usage")
+            return Stop(StopReason.MODEL_ERROR, "the model reported unusable usage "
+                        f"({usage.input_tokens!r} input, {usage.output_tokens!r} output "
+                        "tokens): charged at the reservation")
+
+        return ModelCall(self._journal, self._accountant,
+                         Door("model.request", "model.response", metered.step, unusable))
 
     async def charge(self, metered: Metered, response: ModelResponse,
                      outside: Sequence[str] = ()) -> dict[str, str]:
@@ -395,34 +407,23 @@ class GovernedRun:
         of each call whose framework id an earlier call already had."""
         self.not_nested()
         async with self._lock:
-            reservation, step, usage = metered.reservation, metered.step, response.usage
-            if not usable(usage):
-                self._unmetered(metered, "the model reported unusable usage")
-                self._stop(Stop(StopReason.MODEL_ERROR, "the model reported unusable usage "
-                                f"({usage.input_tokens!r} input, {usage.output_tokens!r} "
-                                "output tokens): charged at the reservation"))
-            calls = []
-            for c in response.tool_calls:
-                self._ledger.pop(c.id, None)  # a new call, whatever an old one was called
-                calls.append(ToolCall(self._fresh(c.id), c.name, c.arguments))
-            response = ModelResponse(response.text, tuple(calls), usage, response.model,
-                                     response.finish_reason)
-            cost = self._accountant.cost_of(usage)
-            self._journal.append("model.response", {
-                "step": step, "response": response, "cost_usd": cost,
-                "reserved_input": reservation.input_tokens,
-                **({"outside": sorted(set(outside))} if outside else {})})
-            over = self._accountant.overrun(reservation, usage, cost)
-            if over is not None:
-                reason, detail = over
-                self._journal.append("model.overrun", {
-                    "step": step, "limit": reason.value, "detail": detail,
-                    "reserved": {"input_tokens": reservation.input_tokens,
-                                 "output_tokens": reservation.max_output_tokens,
-                                 "cost_usd": reservation.cost_usd},
-                    "reported": {"input_tokens": usage.input_tokens,
-                                 "output_tokens": usage.output_tokens, "cost_usd": cost}})
-                self._stop(Stop(reason, f"overrun: {detail}"))
+            reservation, step = metered.reservation, metered.step
+
+            def record(cost: Decimal, _: str | None) -> dict[str, Any]:
+                calls = []
+                for c in response.tool_calls:
+                    self._ledger.pop(c.id, None)  # a new call, whatever an old one was called
+                    calls.append(ToolCall(self._fresh(c.id), c.name, c.arguments))
+                return {"step": step, "response": ModelResponse(
+                    response.text, tuple(calls), response.usage, response.model,
+                    response.finish_reason), "cost_usd": cost,
+                    "reserved_input": reservation.input_tokens,
+                    **({"outside": sorted(set(outside))} if outside else {})}
+
+            try:
+                self._meter(metered).settle(response, reservation, record)
+            except Stop as stop:  # an overrun (journaled), or usage that cannot be charged
+                self._stop(stop)
             await self._journal.aflush()
             return {k: v for k, v in self._ids.items() if k != v}
 
