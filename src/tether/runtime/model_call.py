@@ -119,11 +119,12 @@ class ModelCall:
         await (flush or self.journal.aflush)()
         return seq
 
-    async def answer(self, call: Awaitable[object], deadline: float | None,
-                     failed: Failed) -> ModelResponse:
+    async def answer(self, call: Awaitable[object], deadline: float | None, failed: Failed,
+                     misread: Callable[[object], BaseException] | None = None) -> ModelResponse:
         """The model's answer to ``call``, within ``deadline`` (loop time; None: none). An
         unanswered call goes to the door's ``failed`` (billed when the deadline cancelled it)
-        and what that returns is raised."""
+        and what that returns is raised; so does an answer that is no ``ModelResponse`` (a
+        ``TypeError``), unless the door reads that as its own case (``misread``)."""
         timer = None
         try:
             response, rest = start(call)
@@ -134,7 +135,7 @@ class ModelCall:
                     timer = asyncio.timeout_at(deadline)
                     async with timer:
                         response = await rest
-            if not isinstance(response, ModelResponse):
+            if not isinstance(response, ModelResponse) and misread is None:
                 raise TypeError(f"model returned {type(response).__name__}, not ModelResponse")
         except (Exception, Stop, asyncio.CancelledError) as exc:
             expired = (timer is not None and timer.expired()) or isinstance(exc, CallCancelled)
@@ -142,6 +143,9 @@ class ModelCall:
             if raised is None or raised is exc:
                 raise
             raise raised from (None if expired else exc)
+        if not isinstance(response, ModelResponse):
+            assert misread is not None
+            raise misread(response)
         return response
 
     def settle(self, response: ModelResponse, reservation: Reservation,
