@@ -38,7 +38,6 @@ import asyncio
 import os
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from decimal import Decimal
 from typing import TYPE_CHECKING, Any, NoReturn
 
 from tether.integrations.decided import FOREIGN_META as FOREIGN_META  # their former home
@@ -379,25 +378,26 @@ class GovernedRun:
             except Stop as stop:
                 self._stop(stop)
             metered = Metered(self._state.tally.steps + 1, reservation)
-            await self._meter(metered).open({
+            _, durable = self._meter(metered).open({
                 "step": metered.step, "ref": len(self._state.conversation), "new": list(new),
                 "tools": self.registry.names, "final": False,
                 "max_output_tokens": reservation.max_output_tokens,
                 "reserved_input": reservation.input_tokens,
                 "reserved_cost_usd": reservation.cost_usd})
+            await durable
             return metered
 
     def _meter(self, metered: Metered) -> ModelCall:
         """The one governed model call (``tether.runtime.model_call``) of a framework's call,
         which the framework makes itself: tether opens it and settles it."""
-        def unusable(usage: Usage) -> Stop:
+        def unusable(_: int, __: Reservation, usage: Usage) -> Stop:
             self._unmetered(metered, "the model reported unusable usage")
             return Stop(StopReason.MODEL_ERROR, "the model reported unusable usage "
                         f"({usage.input_tokens!r} input, {usage.output_tokens!r} output "
                         "tokens): charged at the reservation")
 
         return ModelCall(self._journal, self._accountant,
-                         Door("model.request", "model.response", metered.step, unusable))
+                         Door("model.request", "model.response", unusable))
 
     async def charge(self, metered: Metered, response: ModelResponse,
                      outside: Sequence[str] = ()) -> dict[str, str]:
@@ -409,19 +409,16 @@ class GovernedRun:
         async with self._lock:
             reservation, step = metered.reservation, metered.step
 
-            def record(cost: Decimal, _: str | None) -> dict[str, Any]:
-                calls = []
-                for c in response.tool_calls:
-                    self._ledger.pop(c.id, None)  # a new call, whatever an old one was called
-                    calls.append(ToolCall(self._fresh(c.id), c.name, c.arguments))
-                return {"step": step, "response": ModelResponse(
-                    response.text, tuple(calls), response.usage, response.model,
-                    response.finish_reason), "cost_usd": cost,
-                    "reserved_input": reservation.input_tokens,
-                    **({"outside": sorted(set(outside))} if outside else {})}
-
-            try:
-                self._meter(metered).settle(response, reservation, record)
+            calls = []
+            for c in response.tool_calls:
+                self._ledger.pop(c.id, None)  # a new call, whatever an old one was called
+                calls.append(ToolCall(self._fresh(c.id), c.name, c.arguments))
+            try:  # (usage it cannot charge stops the run: the ids given above are never used)
+                self._meter(metered).settle(step, response, reservation, {
+                    "step": step, "response": ModelResponse(
+                        response.text, tuple(calls), response.usage, response.model,
+                        response.finish_reason), "reserved_input": reservation.input_tokens,
+                    **({"outside": sorted(set(outside))} if outside else {})})
             except Stop as stop:  # an overrun (journaled), or usage that cannot be charged
                 self._stop(stop)
             await self._journal.aflush()

@@ -98,9 +98,9 @@ async def ask_branch(env: Environment, key: str, messages: Sequence[Message],
     # (a tool the branch's selection left out is not forced on it, as on a turn)
     choice = tool_choice if specs and tool_choice in (
         *TOOL_CHOICES, *(s.name for s in specs)) else None
-    call = env.model_call(step, reservation, "branch.request", "branch.response", branch=key)
+    call = env.model_call(branch=key)
     try:
-        seq = await call.open({
+        seq, durable = call.open({
             "step": step, "key": key, "messages": messages, "digest": wanted,
             "tools": tuple(s.name for s in specs),
             "max_output_tokens": reservation.max_output_tokens,
@@ -109,19 +109,19 @@ async def ask_branch(env: Environment, key: str, messages: Sequence[Message],
             **({"tool_choice": choice} if choice is not None else {})})
     except JournalValueError as exc:
         raise ValueError(f"the branch's messages cannot be journaled: {exc}") from None
+    await durable
     traceparent = env._trace.model_call(seq).header() if env._trace else ""  # (as a turn's)
     request = ModelRequest(sent, specs, reservation.max_output_tokens, input_estimate, choice,
                            traceparent) if output is None else StructuredRequest(
         sent, specs, reservation.max_output_tokens, input_estimate, choice, traceparent,
         output.spec.schema)
-    response = await call.answer(env._model.complete(request), reservation.deadline,
-                                 env.failed_call(step, reservation))
+    response = await call.answer(env._model.complete(request), step, reservation,
+                                 reservation.deadline, env.failed_call)
     response = branch_ids(without_cut_call(ModelResponse(
         env._journal.hide_secrets(response.text), response.tool_calls, response.usage,
         response.model, response.finish_reason)), key)
-    shown = response
-    call.settle(response, reservation, lambda cost, _: {
-        "step": step, "key": key, "response": shown, "cost_usd": cost,
+    call.settle(step, response, reservation, {
+        "step": step, "key": key, "response": response,
         "reserved_input": reservation.input_tokens})
     if (reservation.bound_by is not None and response.finish_reason == "length"
             and reservation.max_output_tokens is not None

@@ -39,7 +39,7 @@ from tether.runtime.compaction import Compaction, Cut, digest, plan, replacement
 from tether.runtime.environment import Environment
 from tether.runtime.model_call import Door, ModelCall, Unanswered
 from tether.runtime.stop import Stop
-from tether.types import Message, ModelRequest, ModelResponse, Usage
+from tether.types import Message, ModelRequest, ModelResponse
 
 
 class CompactingEnvironment(Environment):
@@ -144,12 +144,12 @@ class CompactingEnvironment(Environment):
         except Stop as refused:
             return None, f"the summary call does not fit the budget ({refused.detail})"
 
-        def unusable(_: Usage) -> Unanswered:
+        def unusable(*_: Any) -> Unanswered:
             self._summary_failed(step, "the summariser reported unusable usage: charged at "
                                  "the reservation", reservation)
             return Unanswered("the summariser reported unusable usage")
 
-        def failed(exc: BaseException, _: bool) -> BaseException | None:
+        def failed(exc: BaseException, *_: Any) -> BaseException | None:
             if isinstance(exc, asyncio.CancelledError):
                 return None
             expired = isinstance(exc, TimeoutError)  # it may well have been billed
@@ -159,22 +159,23 @@ class CompactingEnvironment(Environment):
             return Unanswered(f"the summariser failed ({error})")
 
         call = ModelCall(journal, self._summary_accountant, Door(
-            "compaction.request", "compaction.response", step, unusable,
+            "compaction.request", "compaction.response", unusable,
             {"purpose": "compaction"}, "overrun of the summary call"))
-        await call.open({
+        _, durable = call.open({
             "step": step, "model": summariser.name, "start": cut.start, "end": cut.end,
             "digest": digest(replaced), "max_output_tokens": reservation.max_output_tokens,
             "reserved_input": reservation.input_tokens,
             "reserved_cost_usd": reservation.cost_usd})  # (a crash during the call: charged)
+        await durable
         request = ModelRequest(messages, (), reservation.max_output_tokens, input_estimate)
         try:
-            response = await call.answer(summariser.complete(request), reservation.deadline,
-                                         failed)
+            response = await call.answer(summariser.complete(request), step, reservation,
+                                         reservation.deadline, failed)
             text = journal.hide_secrets(response.text).strip()
-            call.settle(response, reservation, lambda cost, _: {
+            call.settle(step, response, reservation, {
                 "step": step, "text": text, "model": response.model,
                 "finish_reason": response.finish_reason, **response.usage.to_dict(),
-                "cache_write_tokens": response.usage.cache_write_tokens, "cost_usd": cost,
+                "cache_write_tokens": response.usage.cache_write_tokens,
                 "reserved_input": reservation.input_tokens})
         except Unanswered as why:
             return None, str(why)

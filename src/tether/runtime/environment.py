@@ -31,7 +31,7 @@ from tether.runtime.answer_calls import unique_ids, without_cut_call
 from tether.runtime.budget import Accountant, Reservation
 from tether.runtime.chokepoint.effects import skipped
 from tether.runtime.chokepoint.turn import ToolCalls
-from tether.runtime.model_call import Door, Failed, ModelCall
+from tether.runtime.model_call import Door, ModelCall
 from tether.runtime.output import OutputCheck
 from tether.runtime.result import ToolResult
 from tether.runtime.state import SessionState
@@ -54,10 +54,11 @@ CANCELLED_BY_TIME = "the time budget ran out during the call; it was cancelled"
 
 
 class Environment:
-    __slots__ = ("_accountant", "_answered", "_ceiling", "_choosable", "_first_tool_choice",
-                 "_journal", "_min_seconds", "_model", "_on_delta", "_output", "_pending",
-                 "_seen_ids", "_sent_estimate", "_show_budget", "_specs", "_state", "_tool_names",
-                 "_tools", "_tools_added", "_tools_estimate", "_trace", "stopped")
+    __slots__ = ("_accountant", "_answered", "_call", "_ceiling", "_choosable",
+                 "_first_tool_choice", "_journal", "_min_seconds", "_model", "_on_delta",
+                 "_output", "_pending", "_seen_ids", "_sent_estimate", "_show_budget", "_specs",
+                 "_state", "_tool_names", "_tools", "_tools_added", "_tools_estimate", "_trace",
+                 "stopped")
 
     def __init__(self, *, model: Model, specs: Sequence[ToolSpec], tools: ToolCalls,
                  accountant: Accountant, journal: Journal, state: SessionState,
@@ -93,6 +94,7 @@ class Environment:
         self._first_tool_choice = first_tool_choice  # the tool choice of the session's first turn
         # the last answer's place in the conversation and its estimate (see _ask)
         self._answered: tuple[int, int] = (-1, 0)
+        self._call = self.model_call()  # every turn's governed model call
 
     # -- model calls ---------------------------------------------------------------------------
 
@@ -161,8 +163,8 @@ class Environment:
         step = self._state.tally.steps + 1
         choice = tool_choice if tool_choice is not None and specs else (
             self._first_tool_choice if step == 1 and specs else None)
-        call = self.model_call(step, reservation)
-        seq = await call.open({
+        call = self._call
+        seq, durable = call.open({
             "step": step, "ref": len(self._state.conversation),
             "new": new, "tools": self._tool_names if specs else (),
             "max_output_tokens": reservation.max_output_tokens, "final": final,
@@ -170,6 +172,7 @@ class Environment:
             "reserved_cost_usd": reservation.cost_usd,
             **({"tool_choice": choice} if choice is not None else {}),
         })  # (the step so far is durable before the next model call)
+        await durable
         self._sent_estimate += new_estimate
         traceparent = self._trace.model_call(seq).header() if self._trace else ""
         # the wrap-up is free text, and so is a turn the strategy capped: a side question (a
@@ -186,8 +189,8 @@ class Environment:
         sent = self._accountant.now() if reservation.deadline is not None else 0.0
         on_delta = self._on_delta
         answered = await call.answer(self._model.complete(request) if on_delta is None
-                                     else self._streamed(request, on_delta),
-                                     reservation.deadline, self.failed_call(step, reservation))
+                                     else self._streamed(request, on_delta), step,
+                                     reservation, reservation.deadline, self.failed_call)
         response = self._record(call, answered, reservation, step, final)
         if reservation.deadline is not None:
             self._accountant.learn_rate(response.usage.output_tokens, sent)
@@ -204,40 +207,50 @@ class Environment:
         return ModelResponse(response.text, calls, response.usage, response.model,
                              response.finish_reason)
 
-    def model_call(self, step: int, reservation: Reservation, request: str = "model.request",
-                   response: str = "model.response", **where: str) -> ModelCall:
-        """The governed call (``tether.runtime.model_call``) of a turn, or of a branch (its
-        ``request`` and ``response`` events and its key in ``where``)."""
-        def unusable(usage: Usage) -> Stop:
-            return self._unmetered(step, reservation, (
-                "the model reported unusable usage on a branch call: charged at the reservation"
-                if where else
-                f"the model reported unusable usage ({usage.input_tokens!r} input, "
-                f"{usage.output_tokens!r} output, {usage.cached_input_tokens!r} cached "
-                "tokens): charged at the reservation"))
+    def model_call(self, **where: str) -> ModelCall:
+        """A governed call (``tether.runtime.model_call``) through this session's door: a
+        turn's (made once), or a branch's (``where``: its key)."""
+        if not where:
+            return ModelCall(self._journal, self._accountant, Door(
+                "model.request", "model.response", self._unusable,
+                unjournalable=self._unjournalable))
+        return ModelCall(self._journal, self._accountant, Door(
+            "branch.request", "branch.response", self._unusable_on_branch, where,
+            "overrun on a branch call", True, self._unjournalable_on_branch))
 
-        def unjournalable(exc: JournalValueError) -> Stop:
-            what = "the branch answer" if where else "the model's response"
-            return self._unmetered(step, reservation, f"{what} cannot be journaled: {exc}")
+    def _unusable(self, step: int, reservation: Reservation, usage: Usage) -> Stop:
+        return self._unmetered(step, reservation, (
+            f"the model reported unusable usage ({usage.input_tokens!r} input, "
+            f"{usage.output_tokens!r} output, {usage.cached_input_tokens!r} cached "
+            "tokens): charged at the reservation"))
 
-        door = Door(request, response, step, unusable, where,
-                    "overrun on a branch call" if where else "overrun", True, unjournalable)
-        return ModelCall(self._journal, self._accountant, door)
+    def _unusable_on_branch(self, step: int, reservation: Reservation, _: Usage) -> Stop:
+        return self._unmetered(step, reservation, "the model reported unusable usage on a "
+                               "branch call: charged at the reservation")
 
-    def failed_call(self, step: int, reservation: Reservation) -> Failed:
+    def _unjournalable(self, step: int, reservation: Reservation,
+                       exc: JournalValueError) -> Stop:
+        return self._unmetered(step, reservation,
+                               f"the model's response cannot be journaled: {exc}")
+
+    def _unjournalable_on_branch(self, step: int, reservation: Reservation,
+                                 exc: JournalValueError) -> Stop:
+        return self._unmetered(step, reservation,
+                               f"the branch answer cannot be journaled: {exc}")
+
+    def failed_call(self, exc: BaseException, expired: bool, step: int,
+                    reservation: Reservation) -> BaseException | None:
         """A turn's (or a branch's) unanswered call: journaled, and the run stops — for time,
         charged at its reservation, when the deadline cancelled it (it may well have been
         billed). A model that raises Stop does not stop the run another way."""
-        def failed(exc: BaseException, expired: bool) -> BaseException | None:
-            if isinstance(exc, asyncio.CancelledError):
-                return None
-            if expired:
-                self._unmetered(step, reservation, CANCELLED_BY_TIME)
-                return Stop(StopReason.TIME_BUDGET, "time budget ran out during a model call")
-            error = f"{type(exc).__name__}: {exc}"
-            self._journal.append("model.error", {"step": step, "error": error})
-            return Stop(StopReason.MODEL_ERROR, error)
-        return failed
+        if isinstance(exc, asyncio.CancelledError):
+            return None
+        if expired:
+            self._unmetered(step, reservation, CANCELLED_BY_TIME)
+            return Stop(StopReason.TIME_BUDGET, "time budget ran out during a model call")
+        error = f"{type(exc).__name__}: {exc}"
+        self._journal.append("model.error", {"step": step, "error": error})
+        return Stop(StopReason.MODEL_ERROR, error)
 
     def _record(self, call: ModelCall, response: ModelResponse, reservation: Reservation,
                 step: int, final: bool) -> ModelResponse:
@@ -254,10 +267,8 @@ class Environment:
                                      response.finish_reason)
         if response.tool_calls:
             response = unique_ids(without_cut_call(response), step, self._seen_ids)
-        shown = response
-        call.settle(response, reservation, lambda cost, _: {
-            "step": step, "response": shown, "cost_usd": cost,
-            "reserved_input": reservation.input_tokens})
+        call.settle(step, response, reservation, {
+            "step": step, "response": response, "reserved_input": reservation.input_tokens})
         answered = self._model.estimate_message_tokens(self._state.conversation[-1])
         self._sent_estimate += answered
         self._answered = (len(self._state.conversation) - 1, answered)

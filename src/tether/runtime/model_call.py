@@ -11,7 +11,7 @@ is written once, and a mutation of it is caught by the tests of all six doors.
 
 Decision: a ``ModelCall`` is the accountant that prices the call, the journal, and a ``Door``
 (what the caller passes). It does the steps in order — ``reserve`` → ``open`` (the request,
-journaled and flushed before anything is sent) → ``answer`` (under the deadline) → ``settle``
+journaled, and flushed before anything is sent) → ``answer`` (under the deadline) → ``settle``
 (usage check → charge → response record → overrun record and stop). A foreign framework makes
 the call itself, so its door uses ``open`` and ``settle`` around the framework's own call; the
 others use all four. What differs between the doors, and is all they pass:
@@ -46,7 +46,6 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
-from decimal import Decimal
 from typing import TYPE_CHECKING, Any
 
 from tether.journal.chain import JournalValueError
@@ -61,8 +60,8 @@ if TYPE_CHECKING:
     from tether.runtime.budget import Accountant, Reservation
 
 # (the door's failure record for an unanswered call: the exception, whether the provider may
-# well have billed it; what to raise — None: the exception itself)
-Failed = Callable[[BaseException, bool], BaseException | None]
+# well have billed it, the step, the reservation; what to raise — None: the exception itself)
+Failed = Callable[[BaseException, bool, int, "Reservation"], BaseException | None]
 
 
 class Unanswered(Exception):
@@ -73,37 +72,32 @@ class Unanswered(Exception):
 @dataclass(frozen=True, slots=True)
 class Door:
     """What one kind of model call passes the governed call (see the module docstring).
-    ``where``: what the overrun record adds to say which call it was; ``says``: how the stop's
-    detail names it; ``stops``: whether an overrun stops the run (else the door withholds the
-    answer). ``unusable``: the door's record of an answer whose usage cannot be charged as
-    reported (it charges the reservation) and what to raise; ``unjournalable``: the same for
-    an answer the journal refuses (None: the error goes up as it is)."""
+    ``unusable``: the door's record of an answer whose usage cannot be charged as reported (it
+    charges the reservation) and what to raise; ``where``: what the overrun record adds to say
+    which call it was; ``says``: how the stop's detail names it; ``stops``: whether an overrun
+    stops the run (else the door withholds the answer); ``unjournalable``: the door's record of
+    an answer the journal refuses, and what to raise (None: the error goes up as it is). A door
+    is made once per kind of call: its hooks are given the step and the reservation."""
 
     request: str
     response: str
-    step: int
-    unusable: Callable[[Usage], BaseException]
+    unusable: Callable[[int, Reservation, Usage], BaseException]
     where: Mapping[str, str] = field(default_factory=dict)
     says: str = "overrun"
     stops: bool = True
-    unjournalable: Callable[[JournalValueError], BaseException] | None = None
+    unjournalable: Callable[[int, Reservation, JournalValueError], BaseException] | None = None
 
 
-@dataclass(frozen=True, slots=True)
-class Settled:
-    """A charged answer: its cost, and how it went past its reservation (None: it did not)."""
-
-    cost: Decimal
-    overrun: str | None
-
-
-@dataclass(frozen=True, slots=True)
 class ModelCall:
-    """One governed model call through ``door``, priced by ``accountant``."""
+    """The governed model calls through ``door``, priced by ``accountant`` (one object per
+    door and accountant: a turn's is made once per session, so a step allocates nothing)."""
 
-    journal: Journal
-    accountant: Accountant
-    door: Door
+    __slots__ = ("accountant", "door", "journal")
+
+    def __init__(self, journal: Journal, accountant: Accountant, door: Door) -> None:
+        self.journal = journal
+        self.accountant = accountant
+        self.door = door
 
     def reserve(self, input_estimate: int, final: bool = False, *, known: int = 0,
                 ceiling: int | None = None, min_seconds: float = 0.0) -> Reservation:
@@ -111,15 +105,17 @@ class ModelCall:
         return self.accountant.reserve_model_call(input_estimate, final, known=known,
                                                   ceiling=ceiling, min_seconds=min_seconds)
 
-    async def open(self, data: Mapping[str, Any],
-                   flush: Callable[[], Awaitable[None]] | None = None) -> int:
-        """Journal the request (its reservation charged until its outcome replaces it) and make
-        it durable before the call is sent: a crash during the call is charged. Its sequence."""
+    def open(self, data: Mapping[str, Any], flush: Callable[[], Awaitable[None]] | None = None,
+             ) -> tuple[int, Awaitable[None]]:
+        """Journal the request (its reservation charged until its outcome replaces it): its
+        sequence, and the write that makes it durable, which the caller awaits before it sends
+        the call (a crash during the call is then charged). Not a coroutine itself: a step pays
+        for no frame of its own here."""
         seq = self.journal.append(self.door.request, data)
-        await (flush or self.journal.aflush)()
-        return seq
+        return seq, (flush or self.journal.aflush)()
 
-    async def answer(self, call: Awaitable[object], deadline: float | None, failed: Failed,
+    async def answer(self, call: Awaitable[object], step: int, reservation: Reservation,
+                     deadline: float | None, failed: Failed,
                      misread: Callable[[object], BaseException] | None = None) -> ModelResponse:
         """The model's answer to ``call``, within ``deadline`` (loop time; None: none). An
         unanswered call goes to the door's ``failed`` (billed when the deadline cancelled it)
@@ -139,7 +135,7 @@ class ModelCall:
                 raise TypeError(f"model returned {type(response).__name__}, not ModelResponse")
         except (Exception, Stop, asyncio.CancelledError) as exc:
             expired = (timer is not None and timer.expired()) or isinstance(exc, CallCancelled)
-            raised = failed(exc, expired)
+            raised = failed(exc, expired, step, reservation)
             if raised is None or raised is exc:
                 raise
             raise raised from (None if expired else exc)
@@ -148,30 +144,34 @@ class ModelCall:
             raise misread(response)
         return response
 
-    def settle(self, response: ModelResponse, reservation: Reservation,
-               record: Callable[[Decimal, str | None], Mapping[str, Any]]) -> Settled:
-        """Check the answer's usage, charge it (its response record, built by ``record`` from
-        the cost and the overrun), and journal an overrun and stop (``Door.stops``)."""
+    def settle(self, step: int, response: ModelResponse, reservation: Reservation,
+               data: dict[str, Any]) -> str | None:
+        """Check the answer's usage, charge it — its response record, ``data`` completed here
+        with the charge (``cost_usd``) and, for a door that does not stop, the overrun — and
+        journal an overrun and stop (``Door.stops``). How the answer went past its reservation
+        (None: it did not)."""
         door, usage = self.door, response.usage
         if not usable(usage):
-            raise door.unusable(usage)
-        cost = self.accountant.cost_of(usage)
+            raise door.unusable(step, reservation, usage)
+        cost = data["cost_usd"] = self.accountant.cost_of(usage)
         over = self.accountant.overrun(reservation, usage, cost)
         how = None if over is None else over[1]
+        if how is not None and not door.stops:
+            data["overrun"] = how
         try:
-            self.journal.append(door.response, record(cost, how))
+            self.journal.append(door.response, data)
         except JournalValueError as exc:
             if door.unjournalable is None:
                 raise
-            raise door.unjournalable(exc) from None
+            raise door.unjournalable(step, reservation, exc) from None
         if over is not None and door.stops:
             reason, detail = over
             self.journal.append("model.overrun", {
-                "step": door.step, "limit": reason.value, "detail": detail, **door.where,
+                "step": step, "limit": reason.value, "detail": detail, **door.where,
                 "reserved": {"input_tokens": reservation.input_tokens,
                              "output_tokens": reservation.max_output_tokens,
                              "cost_usd": reservation.cost_usd},
                 "reported": {"input_tokens": usage.input_tokens,
                              "output_tokens": usage.output_tokens, "cost_usd": cost}})
             raise Stop(reason, f"{door.says}: {detail}", wrap_up=False)
-        return Settled(cost, how)
+        return how

@@ -43,7 +43,7 @@ from tether.runtime.chokepoint.gate import resource_of
 from tether.runtime.model_call import Door, ModelCall, Unanswered
 from tether.runtime.state import SessionState
 from tether.runtime.stop import Stop, StopLatch, Stoppable
-from tether.types import Message, ModelRequest, StructuredRequest, Usage
+from tether.types import Message, ModelRequest, StructuredRequest
 
 if TYPE_CHECKING:
     from tether.runtime.session import Session
@@ -115,12 +115,12 @@ async def _ask(session: Session, planner: ModelPlanner, journal: Journal, state:
         return
     tools = [r.name for r in askable(resources)]
 
-    def unusable(_: Usage) -> Unanswered:
+    def unusable(*_: Any) -> Unanswered:
         _failed(journal, "the planner reported unusable usage: charged at the reservation",
                 reservation)
         return Unanswered("unusable usage")
 
-    def failed(exc: BaseException, _: bool) -> BaseException | None:
+    def failed(exc: BaseException, *_: Any) -> BaseException | None:
         if isinstance(exc, asyncio.CancelledError):  # interrupted: charged now, as a turn is
             _failed(journal, "interrupted during the planner's call, which may well have been "
                     "billed; it is not asked again", reservation)
@@ -131,24 +131,26 @@ async def _ask(session: Session, planner: ModelPlanner, journal: Journal, state:
         _failed(journal, journal.hide_secrets(error), reservation if expired else None)
         return Unanswered(error)
 
-    call = ModelCall(journal, priced, Door("plan.request", "plan.response", 0, unusable,
+    call = ModelCall(journal, priced, Door("plan.request", "plan.response", unusable,
                                            {"purpose": "plan"}, "overrun of the planner's call"))
-    await call.open({
+    _, durable = call.open({
         "model": model.name, "tools": tools, "max_tokens": planner.max_tokens,
         "max_output_tokens": reservation.max_output_tokens,
         "reserved_input": reservation.input_tokens, "reserved_cost_usd": reservation.cost_usd})
+    await durable
     request: ModelRequest = (  # (durable before the call: a crash during it is charged)
         StructuredRequest(messages, (), reservation.max_output_tokens, estimate,
                           output_schema=answer_schema(tools))
         if native_output(model, False) else
         ModelRequest(messages, (), reservation.max_output_tokens, estimate))
     try:
-        response = await call.answer(model.complete(request), reservation.deadline, failed)
+        response = await call.answer(model.complete(request), 0, reservation,
+                                     reservation.deadline, failed)
         text = journal.hide_secrets(response.text)
-        call.settle(response, reservation, lambda cost, _: {
+        call.settle(0, response, reservation, {
             "text": text, "model": response.model, "finish_reason": response.finish_reason,
             **response.usage.to_dict(), "cache_write_tokens": response.usage.cache_write_tokens,
-            "cost_usd": cost, "reserved_input": reservation.input_tokens})
+            "reserved_input": reservation.input_tokens})
     except Unanswered:
         return
     _amend(session, journal, state, text)

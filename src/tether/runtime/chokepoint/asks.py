@@ -51,7 +51,7 @@ from tether.runtime.budget import Accountant, Reservation, Tally
 from tether.runtime.chokepoint.approvals import ApprovalError, ApprovalStore, new_request
 from tether.runtime.model_call import Door, ModelCall
 from tether.runtime.stop import Stop
-from tether.types import Message, ModelRequest, Usage
+from tether.types import Message, ModelRequest
 
 if TYPE_CHECKING:
     from tether.journal.chain import Journal
@@ -248,12 +248,12 @@ class CallAsks:
             except Stop as stop:
                 raise refused(f"the call does not fit the session's budget ({stop.detail}); it "
                               "was not made") from None
-            def unusable(_: Usage) -> Refused:
+            def unusable(*_: Any) -> Refused:
                 self._failed(server, "the model reported unusable usage: charged at the "
                              "reservation", reservation, True)
                 return Refused("the model's answer could not be charged")
 
-            def failed(exc: BaseException, _: bool) -> BaseException | None:
+            def failed(exc: BaseException, *_: Any) -> BaseException | None:
                 if isinstance(exc, asyncio.CancelledError | TimeoutError):
                     self._failed(server, "the tool call's time ran out during the sampling "
                                  "call, which may well have been billed", reservation, True)
@@ -271,31 +271,29 @@ class CallAsks:
                 return Refused("the model's answer could not be read")
 
             # no step, and an overrun does not stop the session: the answer is withheld
-            call = ModelCall(journal, metered, Door("sampling.request", "sampling.response", 0,
+            call = ModelCall(journal, metered, Door("sampling.request", "sampling.response",
                                                     unusable, stops=False))
-            await call.open({
+            _, durable = call.open({
                 "call_id": self.call_id, "server": server, "model": model.name,
                 "messages": [m.to_dict() for m in sent[1:]], "max_tokens": max_tokens,
                 "max_output_tokens": reservation.max_output_tokens,
                 "reserved_input": reservation.input_tokens,
                 "reserved_cost_usd": reservation.cost_usd, "notes": list(notes)},
                 self._flush)  # durable before the call
+            await durable
             request = ModelRequest(sent, (), reservation.max_output_tokens, estimate)
-            response = await call.answer(model.complete(request),
+            response = await call.answer(model.complete(request), 0, reservation,
                                          asyncio.get_running_loop().time() + left, failed,
                                          misread)
             text = journal.hide_secrets(response.text)
 
-            def record(cost: Decimal, over: str | None) -> dict[str, Any]:
-                self._overrun = over is not None
-                return {"call_id": self.call_id, "server": server, "text": text,
-                        "model": response.model, "finish_reason": response.finish_reason,
-                        **response.usage.to_dict(),
-                        "cache_write_tokens": response.usage.cache_write_tokens,
-                        "cost_usd": cost, "reserved": _held(reservation),
-                        **({"overrun": over} if over is not None else {})}
-
-            over = call.settle(response, reservation, record).overrun
+            over = call.settle(0, response, reservation, {
+                "call_id": self.call_id, "server": server, "text": text,
+                "model": response.model, "finish_reason": response.finish_reason,
+                **response.usage.to_dict(),
+                "cache_write_tokens": response.usage.cache_write_tokens,
+                "reserved": _held(reservation)})
+            self._overrun = over is not None
             if over is not None:
                 raise Refused(f"the model went past the call's reservation ({over}); its "
                               "answer is withheld")
