@@ -118,6 +118,9 @@ DOORS = [(turn, "model.response", "model.unmetered"),
          (planner, "plan.response", "plan.error"),
          (sampling, "sampling.response", "sampling.error"),
          (framework, "model.response", "model.unmetered")]
+REQUESTS = {"model.response": "model.request", "branch.response": "branch.request",
+            "compaction.response": "compaction.request", "plan.response": "plan.request",
+            "sampling.response": "sampling.request"}
 IDS = [d[0].__name__ for d in DOORS]
 
 
@@ -132,6 +135,17 @@ def test_a_call_is_charged_what_it_reported_at_its_price(
     answered = of(door(usage), response)
     assert answered, f"the {door.__name__} door answered nothing"
     assert Decimal(str(answered[0]["cost_usd"])) == PRICE.cost(usage) > 0
+
+
+@pytest.mark.parametrize(("door", "response", "unmetered"), DOORS, ids=IDS)
+def test_the_request_is_journaled_with_its_reservation_before_its_answer(
+        door: Callable[[Usage], Events], response: str, unmetered: str) -> None:
+    events = door(Usage(300, 7))
+    kinds = [t for t, _ in events]
+    asked = kinds.index(REQUESTS[response])
+    assert asked < kinds.index(response)
+    reserved = events[asked][1]
+    assert reserved["reserved_input"] > 0 and reserved["max_output_tokens"] > 0
 
 
 @pytest.mark.parametrize(("door", "response", "unmetered"), DOORS, ids=IDS)
