@@ -1,16 +1,17 @@
 """The Environment: the single chokepoint every model call and every tool call passes.
 
 Decision: this class only sequences; each concern is its own part — the Accountant (budgets), the
-PolicyGate (SARC and decisions), ToolCalls (a turn's calls: gates, effects, approvals, running)
-and the Journal (the record, which also drives the state projection). For a model call: reserve,
-record the request, call within the deadline, check the reported usage against the reservation
-(an overrun stops the run), record the response and its charge. What the next request adds
-comes from the journaled state, so an Environment rebuilt on resume picks up exactly where the
-last one stopped. The Environment remembers the Stop it raised and raises it again on every
-later call (``StopLatch``), so no strategy can go on, or end the run another way, after a stop.
-A strategy's doors beyond the model turn and the tool calls — planned calls, branches, notes —
-are ``tether.runtime.strategy_doors``; what of an answer may be charged and run (its usage, a
-call cut short, unique ids) is ``tether.runtime.answer_calls``.
+PolicyGate (SARC and decisions), ToolCalls (a turn's calls: gates, effects, approvals, running) and
+the Journal (the record, which also drives the state projection). For a model call: reserve, record
+the request, call within the deadline, check the reported usage against the reservation (an overrun
+stops the run), record the response and its charge — through the one governed call every door uses
+(``tether.runtime.model_call``), made once per session for its turns. What the next request adds
+comes from the journaled state, so an Environment rebuilt on resume picks up exactly where the last
+one stopped. The Environment remembers the Stop it raised and raises it again on every later call
+(``StopLatch``), so no strategy can go on, or end the run another way, after a stop. A strategy's
+doors beyond the model turn and the tool calls — planned calls, branches, notes — are
+``tether.runtime.strategy_doors``; what of an answer may be charged and run (its usage, a call cut
+short, unique ids) is ``tether.runtime.answer_calls``.
 """
 
 from __future__ import annotations

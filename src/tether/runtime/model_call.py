@@ -16,29 +16,34 @@ journaled, and flushed before anything is sent) → ``answer`` (under the deadli
 the call itself, so its door uses ``open`` and ``settle`` around the framework's own call; the
 others use all four. What differs between the doors, and is all they pass:
 
-=============  ===================  ===========  ==========  =========================  ========
-door           request / response   step         price       a failed or unusable call  overrun
-=============  ===================  ===========  ==========  =========================  ========
-turn           model.request /      counts one   the run's   model.error / .unmetered,  stops
-               model.response                                the run stops
-branch         branch.request /     counts one   the run's   as the turn's              stops
-               branch.response
-compaction     compaction.request / no step      the         compaction.error, the       stops
-               compaction.response               summariser  turns are dropped instead
-planner        plan.request /       no step      the         plan.error, the rules'      stops
-               plan.response        (0)          planner     plan stands
-sampling       sampling.request /   no step      a lease     sampling.error, refused to  answer
-               sampling.response                 of the run  the tool                   withheld
-framework      model.request /      counts one   the run's   model.error / .unmetered,  stops
-               model.response                                the run stops
-=============  ===================  ===========  ==========  =========================  ========
+- the turn: ``model.request`` / ``model.response``; counts a step; the run's price; capped by
+  the budget, the model's ceiling and the strategy's cap; the answer's text blanked of secrets,
+  its calls given ids of their own; a failed call is ``model.error`` (``model.unmetered`` when
+  the deadline cancelled it), an unusable one ``model.unmetered``, and the run stops;
+- a branch: ``branch.request`` / ``branch.response``, as the turn's but out of the
+  conversation, its calls named ``branch_<key>_<i>``; an overrun record names its ``branch``;
+- a compaction summary: ``compaction.request`` / ``compaction.response``; no step; the
+  summariser's price; capped at ``summary_tokens``; sent turns blanked of secrets and masked
+  values; a failed or unusable call is ``compaction.error`` and the turns are dropped instead;
+  an overrun record says ``purpose: compaction``;
+- the planner: ``plan.request`` / ``plan.response``; no step (0 in its overrun record, which
+  says ``purpose: plan``); the planner's price; capped at ``max_tokens``; a failed or unusable
+  call is ``plan.error`` and the rules' plan stands;
+- a sampling request: ``sampling.request`` / ``sampling.response``; no step; a lease of the
+  run's budget; capped by the lease, the request's ``maxTokens`` and the server's ceiling; its
+  deadline the tool call's own; a failed or unusable call is ``sampling.error`` and the tool is
+  refused; an overrun does not stop the session (below);
+- a foreign framework's call: ``model.request`` / ``model.response`` as the turn's; counts a
+  step; the framework makes the call itself, so tether opens and settles it; a stop ends the
+  governed run (``RunStopped``).
 
 A stopping overrun is journaled here and only here (``model.overrun``: the step, the limit, the
 detail, what was reserved and what was reported, and where — ``purpose`` or ``branch`` — when it
 was not a turn), and raises ``Stop`` with no wrap-up: a model that ignored one cap can ignore the
 next. A sampling call does not stop the session — its tool call is a guest — so its overrun is
 recorded on its ``sampling.response`` and the answer withheld (``Door.stops`` False). The event
-data each door journals is its own (the door builds it), so stored journals do not change.
+data each door journals is its own (the door builds it; ``settle`` adds the charge), so stored
+journals do not change.
 """
 
 from __future__ import annotations
