@@ -372,13 +372,13 @@ class GovernedRun:
                 self._calls.record(result)
                 self._ledger[framework_id(call.id, self._used)] = (
                     identity(self.registry.get(call.name), call.arguments, call.name), result)
+            meter = self._meter()
             try:
-                reservation = self._accountant.reserve_model_call(input_estimate, True,
-                                                                  ceiling=ceiling)
+                reservation = meter.reserve(input_estimate, True, ceiling=ceiling)
             except Stop as stop:
                 self._stop(stop)
             metered = Metered(self._state.tally.steps + 1, reservation)
-            _, durable = self._meter(metered).open({
+            _, durable = meter.open({
                 "step": metered.step, "ref": len(self._state.conversation), "new": list(new),
                 "tools": self.registry.names, "final": False,
                 "max_output_tokens": reservation.max_output_tokens,
@@ -387,11 +387,11 @@ class GovernedRun:
             await durable
             return metered
 
-    def _meter(self, metered: Metered) -> ModelCall:
+    def _meter(self) -> ModelCall:
         """The one governed model call (``tether.runtime.model_call``) of a framework's call,
         which the framework makes itself: tether opens it and settles it."""
-        def unusable(_: int, __: Reservation, usage: Usage) -> Stop:
-            self._unmetered(metered, "the model reported unusable usage")
+        def unusable(step: int, reservation: Reservation, usage: Usage) -> Stop:
+            self._unmetered(Metered(step, reservation), "the model reported unusable usage")
             return Stop(StopReason.MODEL_ERROR, "the model reported unusable usage "
                         f"({usage.input_tokens!r} input, {usage.output_tokens!r} output "
                         "tokens): charged at the reservation")
@@ -414,7 +414,7 @@ class GovernedRun:
                 self._ledger.pop(c.id, None)  # a new call, whatever an old one was called
                 calls.append(ToolCall(self._fresh(c.id), c.name, c.arguments))
             try:  # (usage it cannot charge stops the run: the ids given above are never used)
-                self._meter(metered).settle(step, response, reservation, {
+                self._meter().settle(step, response, reservation, {
                     "step": step, "response": ModelResponse(
                         response.text, tuple(calls), response.usage, response.model,
                         response.finish_reason), "reserved_input": reservation.input_tokens,

@@ -89,16 +89,15 @@ async def ask_branch(env: Environment, key: str, messages: Sequence[Message],
     input_estimate = sum(map(estimate, sent)) + (tools_estimate if specs else 0) + (
         output.request_estimate if output is not None else 0)
     ceiling = env._ceiling if cap is None else min(cap, env._ceiling or cap)
+    call = env.model_call(branch=key)
     try:
-        reservation = env._accountant.reserve_model_call(input_estimate, ceiling=ceiling,
-                                                         min_seconds=env._min_seconds)
+        reservation = call.reserve(input_estimate, ceiling=ceiling, min_seconds=env._min_seconds)
     except Stop as refused:
         raise BranchRefused(refused) from None
     step = state.tally.steps + 1
     # (a tool the branch's selection left out is not forced on it, as on a turn)
     choice = tool_choice if specs and tool_choice in (
         *TOOL_CHOICES, *(s.name for s in specs)) else None
-    call = env.model_call(branch=key)
     try:
         seq, durable = call.open({
             "step": step, "key": key, "messages": messages, "digest": wanted,

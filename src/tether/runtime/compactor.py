@@ -138,11 +138,6 @@ class CompactingEnvironment(Environment):
         messages = (Message.system(self._compaction.instructions),
                     Message.user(journal.hide_all(transcript(replaced))))
         input_estimate = sum(map(summariser.estimate_message_tokens, messages))
-        try:
-            reservation = self._summary_accountant.reserve_model_call(
-                input_estimate, ceiling=self._compaction.summary_tokens)
-        except Stop as refused:
-            return None, f"the summary call does not fit the budget ({refused.detail})"
 
         def unusable(*_: Any) -> Unanswered:
             self._summary_failed(step, "the summariser reported unusable usage: charged at "
@@ -161,6 +156,10 @@ class CompactingEnvironment(Environment):
         call = ModelCall(journal, self._summary_accountant, Door(
             "compaction.request", "compaction.response", unusable,
             {"purpose": "compaction"}, "overrun of the summary call"))
+        try:
+            reservation = call.reserve(input_estimate, ceiling=self._compaction.summary_tokens)
+        except Stop as refused:
+            return None, f"the summary call does not fit the budget ({refused.detail})"
         _, durable = call.open({
             "step": step, "model": summariser.name, "start": cut.start, "end": cut.end,
             "digest": digest(replaced), "max_output_tokens": reservation.max_output_tokens,

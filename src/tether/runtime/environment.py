@@ -149,18 +149,16 @@ class Environment:
         counted = self._state.counted
         ceiling = self._ceiling if cap is None else min(cap, self._ceiling or cap)
         if counted is None:
-            reservation = self._accountant.reserve_model_call(input_estimate, final,
-                                                              ceiling=ceiling,
-                                                              min_seconds=self._min_seconds)
+            reservation = self._call.reserve(input_estimate, final, ceiling=ceiling,
+                                             min_seconds=self._min_seconds)
         else:  # the provider counted everything before its last answer: estimate only the rest
             input_tokens, answer = counted
             known = self._answered  # the answer's estimate, made when it was recorded
             rest = new_estimate + (known[1] if known[0] == answer else sum(map(
                 estimate, self._state.conversation[answer:])))
             rest += self._tools_added  # (tools new to this request: not in the count)
-            reservation = self._accountant.reserve_model_call(rest, final, known=input_tokens,
-                                                              ceiling=ceiling,
-                                                              min_seconds=self._min_seconds)
+            reservation = self._call.reserve(rest, final, known=input_tokens, ceiling=ceiling,
+                                             min_seconds=self._min_seconds)
         step = self._state.tally.steps + 1
         choice = tool_choice if tool_choice is not None and specs else (
             self._first_tool_choice if step == 1 and specs else None)

@@ -97,18 +97,15 @@ class ModelCall:
     """The governed model calls through ``door``, priced by ``accountant`` (one object per
     door and accountant: a turn's is made once per session, so a step allocates nothing)."""
 
-    __slots__ = ("accountant", "door", "journal")
+    __slots__ = ("accountant", "door", "journal", "reserve")
 
     def __init__(self, journal: Journal, accountant: Accountant, door: Door) -> None:
         self.journal = journal
         self.accountant = accountant
         self.door = door
-
-    def reserve(self, input_estimate: int, final: bool = False, *, known: int = 0,
-                ceiling: int | None = None, min_seconds: float = 0.0) -> Reservation:
-        """The call's reservation; Stop naming the limit when the budget does not allow it."""
-        return self.accountant.reserve_model_call(input_estimate, final, known=known,
-                                                  ceiling=ceiling, min_seconds=min_seconds)
+        # the call's reservation, or Stop naming the limit that prevents it (the accountant's
+        # own method, bound here: a step pays no call of its own for it)
+        self.reserve = accountant.reserve_model_call
 
     def open(self, data: Mapping[str, Any], flush: Callable[[], Awaitable[None]] | None = None,
              ) -> tuple[int, Awaitable[None]]:

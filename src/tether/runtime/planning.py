@@ -107,12 +107,6 @@ async def _ask(session: Session, planner: ModelPlanner, journal: Journal, state:
                           {t.name: t.spec.description for t in agent.registry})
     messages = (Message.system(system), Message.user(journal.hide_secrets(user)))
     estimate = sum(map(model.estimate_message_tokens, messages))
-    try:
-        reservation = priced.reserve_model_call(estimate, ceiling=planner.max_tokens)
-    except Stop as refused:
-        _failed(journal, f"the planner's call does not fit the budget ({refused.detail}); it "
-                "was not made", None)
-        return
     tools = [r.name for r in askable(resources)]
 
     def unusable(*_: Any) -> Unanswered:
@@ -133,6 +127,12 @@ async def _ask(session: Session, planner: ModelPlanner, journal: Journal, state:
 
     call = ModelCall(journal, priced, Door("plan.request", "plan.response", unusable,
                                            {"purpose": "plan"}, "overrun of the planner's call"))
+    try:
+        reservation = call.reserve(estimate, ceiling=planner.max_tokens)
+    except Stop as refused:
+        _failed(journal, f"the planner's call does not fit the budget ({refused.detail}); it "
+                "was not made", None)
+        return
     _, durable = call.open({
         "model": model.name, "tools": tools, "max_tokens": planner.max_tokens,
         "max_output_tokens": reservation.max_output_tokens,

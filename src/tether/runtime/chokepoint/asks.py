@@ -242,12 +242,7 @@ class CallAsks:
             # holds back this session's wrap-up, so the call reserves as a final one would
             metered = Accountant(replace(lease, max_steps=None, max_tool_calls=None),
                                  self._s.accountant.price, Tally())
-            try:
-                reservation = metered.reserve_model_call(estimate, final=True,
-                                                         ceiling=max_tokens)
-            except Stop as stop:
-                raise refused(f"the call does not fit the session's budget ({stop.detail}); it "
-                              "was not made") from None
+
             def unusable(*_: Any) -> Refused:
                 self._failed(server, "the model reported unusable usage: charged at the "
                              "reservation", reservation, True)
@@ -273,6 +268,11 @@ class CallAsks:
             # no step, and an overrun does not stop the session: the answer is withheld
             call = ModelCall(journal, metered, Door("sampling.request", "sampling.response",
                                                     unusable, stops=False))
+            try:
+                reservation = call.reserve(estimate, final=True, ceiling=max_tokens)
+            except Stop as stop:
+                raise refused(f"the call does not fit the session's budget ({stop.detail}); it "
+                              "was not made") from None
             _, durable = call.open({
                 "call_id": self.call_id, "server": server, "model": model.name,
                 "messages": [m.to_dict() for m in sent[1:]], "max_tokens": max_tokens,
