@@ -66,7 +66,6 @@ from tether.policy.base import Effect, Policy, Subject
 from tether.policy.deadline import DEFAULT_POLICY_TIMEOUT
 from tether.policy.names import check_names
 from tether.policy.plan import read_request
-from tether.runtime.answer_calls import usable
 from tether.runtime.budget import Accountant, Budget, Reservation
 from tether.runtime.chokepoint.approvals import ApprovalStore, StoredApprovals
 from tether.runtime.chokepoint.effects import skipped
@@ -76,6 +75,7 @@ from tether.runtime.chokepoint.gateway import attach_approval
 from tether.runtime.chokepoint.turn import ToolCalls
 from tether.runtime.interrupt import lost_call_charge
 from tether.runtime.limits import Limits
+from tether.runtime.model_call import Door, ModelCall
 from tether.runtime.provenance import ArgumentProvenance, Sightings
 from tether.runtime.recalled import recall_hidden
 from tether.runtime.result import ToolResult
@@ -85,7 +85,7 @@ from tether.store.base import Store
 from tether.store.memory import MemoryStore
 from tether.tools.base import Tool, ToolContext, ToolFailure
 from tether.tools.registry import ToolRegistry
-from tether.types import Message, ModelResponse, ToolCall
+from tether.types import Message, ModelResponse, ToolCall, Usage
 
 if TYPE_CHECKING:
     from tether.credentials import CredentialBroker
@@ -373,20 +373,32 @@ class GovernedRun:
                 self._calls.record(result)
                 self._ledger[framework_id(call.id, self._used)] = (
                     identity(self.registry.get(call.name), call.arguments, call.name), result)
+            meter = self._meter()
             try:
-                reservation = self._accountant.reserve_model_call(input_estimate, True,
-                                                                  ceiling=ceiling)
+                reservation = meter.reserve(input_estimate, True, ceiling=ceiling)
             except Stop as stop:
                 self._stop(stop)
-            step = self._state.tally.steps + 1
-            self._journal.append("model.request", {
-                "step": step, "ref": len(self._state.conversation), "new": list(new),
+            metered = Metered(self._state.tally.steps + 1, reservation)
+            _, durable = meter.open({
+                "step": metered.step, "ref": len(self._state.conversation), "new": list(new),
                 "tools": self.registry.names, "final": False,
                 "max_output_tokens": reservation.max_output_tokens,
                 "reserved_input": reservation.input_tokens,
                 "reserved_cost_usd": reservation.cost_usd})
-            await self._journal.aflush()
-            return Metered(step, reservation)
+            await durable
+            return metered
+
+    def _meter(self) -> ModelCall:
+        """The one governed model call (``tether.runtime.model_call``) of a framework's call,
+        which the framework makes itself: tether opens it and settles it."""
+        def unusable(step: int, reservation: Reservation, usage: Usage) -> Stop:
+            self._unmetered(Metered(step, reservation), "the model reported unusable usage")
+            return Stop(StopReason.MODEL_ERROR, "the model reported unusable usage "
+                        f"({usage.input_tokens!r} input, {usage.output_tokens!r} output "
+                        "tokens): charged at the reservation")
+
+        return ModelCall(self._journal, self._accountant,
+                         Door("model.request", "model.response", unusable))
 
     async def charge(self, metered: Metered, response: ModelResponse,
                      outside: Sequence[str] = ()) -> dict[str, str]:
@@ -396,34 +408,20 @@ class GovernedRun:
         of each call whose framework id an earlier call already had."""
         self.not_nested()
         async with self._lock:
-            reservation, step, usage = metered.reservation, metered.step, response.usage
-            if not usable(usage):
-                self._unmetered(metered, "the model reported unusable usage")
-                self._stop(Stop(StopReason.MODEL_ERROR, "the model reported unusable usage "
-                                f"({usage.input_tokens!r} input, {usage.output_tokens!r} "
-                                "output tokens): charged at the reservation"))
+            reservation, step = metered.reservation, metered.step
+
             calls = []
             for c in response.tool_calls:
                 self._ledger.pop(c.id, None)  # a new call, whatever an old one was called
                 calls.append(ToolCall(self._fresh(c.id), c.name, c.arguments))
-            response = ModelResponse(response.text, tuple(calls), usage, response.model,
-                                     response.finish_reason)
-            cost = self._accountant.cost_of(usage)
-            self._journal.append("model.response", {
-                "step": step, "response": response, "cost_usd": cost,
-                "reserved_input": reservation.input_tokens,
-                **({"outside": sorted(set(outside))} if outside else {})})
-            over = self._accountant.overrun(reservation, usage, cost)
-            if over is not None:
-                reason, detail = over
-                self._journal.append("model.overrun", {
-                    "step": step, "limit": reason.value, "detail": detail,
-                    "reserved": {"input_tokens": reservation.input_tokens,
-                                 "output_tokens": reservation.max_output_tokens,
-                                 "cost_usd": reservation.cost_usd},
-                    "reported": {"input_tokens": usage.input_tokens,
-                                 "output_tokens": usage.output_tokens, "cost_usd": cost}})
-                self._stop(Stop(reason, f"overrun: {detail}"))
+            try:  # (usage it cannot charge stops the run: the ids given above are never used)
+                self._meter().settle(step, response, reservation, {
+                    "step": step, "response": ModelResponse(
+                        response.text, tuple(calls), response.usage, response.model,
+                        response.finish_reason), "reserved_input": reservation.input_tokens,
+                    **({"outside": sorted(set(outside))} if outside else {})})
+            except Stop as stop:  # an overrun (journaled), or usage that cannot be charged
+                self._stop(stop)
             await self._journal.aflush()
             return {k: v for k, v in self._ids.items() if k != v}
 

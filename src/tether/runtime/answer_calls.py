@@ -2,8 +2,7 @@
 
 Why its own module: a session turn's answer (``Environment``) and an explored branch's answer
 (``tether.runtime.branching``) pass the same checks before they are journaled, and the branch
-code must not reach up into the Environment for them; a side call's answer (a compaction's
-summary, the planner's reading) is awaited within its reservation's deadline the same way.
+code must not reach up into the Environment for them.
 
 Decision: these are pure functions of the answer (and, for ids, of the ids the session has seen):
 usage that is not whole non-negative numbers is not charged as reported; the last call of an
@@ -13,21 +12,13 @@ repeated, or pass for a strategy's planned or branch call.
 
 from __future__ import annotations
 
-import asyncio
-from typing import TYPE_CHECKING
-
 from tether.types import (
     BRANCH_CALL_PREFIX,
     PLANNED_CALL_PREFIX,
-    ModelRequest,
     ModelResponse,
     ToolCall,
     Usage,
 )
-
-if TYPE_CHECKING:
-    from tether.models.base import Model
-    from tether.runtime.budget import Reservation
 
 _STRATEGY_PREFIXES = (PLANNED_CALL_PREFIX, BRANCH_CALL_PREFIX)
 CUT_OFF = "<cut off at the output limit before the arguments were complete>"
@@ -73,18 +64,3 @@ def unique_ids(response: ModelResponse, step: int, seen: set[str]) -> ModelRespo
         fixed.append(ToolCall(new_id, c.name, c.arguments))
     return ModelResponse(response.text, tuple(fixed), response.usage, response.model,
                          response.finish_reason)
-
-
-async def answer_within(model: Model, request: ModelRequest,
-                        reservation: Reservation) -> ModelResponse:
-    """A side call's answer (a summary, the planner's reading), within its reservation's
-    deadline (``TimeoutError`` past it); ``TypeError`` for anything but a ModelResponse."""
-    call = model.complete(request)
-    if reservation.deadline is None:
-        response = await call
-    else:
-        async with asyncio.timeout_at(reservation.deadline):
-            response = await call
-    if not isinstance(response, ModelResponse):
-        raise TypeError(f"model returned {type(response).__name__}, not ModelResponse")
-    return response

@@ -4,11 +4,12 @@ Why: a tree search (LATS, Zhou et al. 2023) expands nodes of different partial t
 it must ask the model from a *branch's* context, not from the session's one linear conversation;
 and an explored branch must never cause a real side effect, since most branches are abandoned.
 
-Decision: a branch call (``Handle.ask_branch``) is a model call like any other — reserved and
-charged by the Accountant, counted as a step, cut at its output cap, an overrun stops the run —
-journaled as ``branch.request`` (the strategy's key, the branch's messages after the session's
-opening, their digest, the tools it was offered) and ``branch.response``; it never folds into
-the conversation. With tool selection a branch is offered — and shown — a selection of its own,
+Decision: a branch call (``Handle.ask_branch``) is a model call like any other, through the one
+governed call (``tether.runtime.model_call``) — reserved and charged by the Accountant, counted
+as a step, cut at its output cap, an overrun stops the run — journaled as ``branch.request``
+(the strategy's key, the branch's messages after the session's opening, their digest, the tools
+it was offered) and ``branch.response``; it never folds into the conversation.
+With tool selection a branch is offered — and shown — a selection of its own,
 ranked for the task and the branch's messages, as a turn is, and its calls are held to it
 (``Environment.branch_tools``, ``tether.runtime.selecting``). A
 reservation the budget refuses does not stop the run: nothing was spent, and the search ends
@@ -32,9 +33,8 @@ from typing import TYPE_CHECKING
 
 from tether.errors import RunError
 from tether.journal.chain import JournalValueError
-from tether.runtime.answer_calls import usable, without_cut_call
+from tether.runtime.answer_calls import without_cut_call
 from tether.runtime.branch_log import digest
-from tether.runtime.budget import Reservation
 from tether.runtime.result import ToolResult
 from tether.runtime.stop import Stop, StopReason
 from tether.types import (
@@ -90,9 +90,9 @@ async def ask_branch(env: Environment, key: str, messages: Sequence[Message],
     input_estimate = sum(map(estimate, sent)) + (tools_estimate if specs else 0) + (
         output.request_estimate if output is not None else 0)
     ceiling = env._ceiling if cap is None else min(cap, env._ceiling or cap)
+    call = env.model_call(branch=key)
     try:
-        reservation = env._accountant.reserve_model_call(input_estimate, ceiling=ceiling,
-                                                         min_seconds=env._min_seconds)
+        reservation = call.reserve(input_estimate, ceiling=ceiling, min_seconds=env._min_seconds)
     except Stop as refused:
         raise BranchRefused(refused) from None
     step = state.tally.steps + 1
@@ -100,7 +100,7 @@ async def ask_branch(env: Environment, key: str, messages: Sequence[Message],
     choice = tool_choice if specs and tool_choice in (
         *TOOL_CHOICES, *(s.name for s in specs)) else None
     try:
-        seq = env._journal.append("branch.request", {
+        seq, durable = call.open({
             "step": step, "key": key, "messages": messages, "digest": wanted,
             "tools": tuple(s.name for s in specs),
             "max_output_tokens": reservation.max_output_tokens,
@@ -109,46 +109,26 @@ async def ask_branch(env: Environment, key: str, messages: Sequence[Message],
             **({"tool_choice": choice} if choice is not None else {})})
     except JournalValueError as exc:
         raise ValueError(f"the branch's messages cannot be journaled: {exc}") from None
-    await env._journal.aflush()
+    await durable
     traceparent = env._trace.model_call(seq).header() if env._trace else ""  # (as a turn's)
     request = ModelRequest(sent, specs, reservation.max_output_tokens, input_estimate, choice,
                            traceparent) if output is None else StructuredRequest(
         sent, specs, reservation.max_output_tokens, input_estimate, choice, traceparent,
         output.spec.schema)
-    response = await env._call(request, reservation, step)
-    response = _recorded(env, response, reservation, step, key)
+    response = await call.answer(env._model.complete(request), step, reservation,
+                                 reservation.deadline, env.failed_call)
+    response = branch_ids(without_cut_call(ModelResponse(
+        env._journal.hide_secrets(response.text), response.tool_calls, response.usage,
+        response.model, response.finish_reason)), key)
+    call.settle(step, response, reservation, {
+        "step": step, "key": key, "response": response,
+        "reserved_input": reservation.input_tokens})
     if (reservation.bound_by is not None and response.finish_reason == "length"
             and reservation.max_output_tokens is not None
             and response.usage.output_tokens >= reservation.max_output_tokens):
         raise Stop(reservation.bound_by, f"the model's answer was cut at the "
                    f"{reservation.max_output_tokens} output tokens the budget had left")
     return _copy(response)
-
-
-def _recorded(env: Environment, response: ModelResponse, reservation: Reservation, step: int,
-              key: str) -> ModelResponse:
-    """Journal a branch answer and charge it at its reported usage, as ``Environment._record``
-    does a turn's (unusable usage is charged at the reservation, an overrun stops the run) —
-    out of the conversation."""
-    usage = response.usage
-    if not usable(usage):
-        error = "the model reported unusable usage on a branch call: charged at the reservation"
-        env._unmetered(step, reservation, error)
-        raise Stop(StopReason.MODEL_ERROR, error)
-    text = env._journal.hide_secrets(response.text)
-    response = branch_ids(without_cut_call(ModelResponse(
-        text, response.tool_calls, usage, response.model, response.finish_reason)), key)
-    cost = env._accountant.cost_of(usage)
-    try:
-        env._journal.append("branch.response", {"step": step, "key": key, "response": response,
-                                                "cost_usd": cost,
-                                                "reserved_input": reservation.input_tokens})
-    except JournalValueError as exc:
-        env._unmetered(step, reservation, f"the branch answer cannot be journaled: {exc}")
-        raise Stop(StopReason.MODEL_ERROR,
-                   f"the branch answer cannot be journaled: {exc}") from None
-    env.check_overrun(step, reservation, usage, cost, branch=key)
-    return response
 
 
 def branch_ids(response: ModelResponse, key: str) -> ModelResponse:

@@ -15,28 +15,29 @@ range replaced, the digest of what it held, the message that took its place, the
 before and after, the strategy, and why a summary fell back to a drop). Resume folds the same
 conversation; rerun replays the recorded summary and reports a compaction that differs.
 
-The summary call is governed like any other: reserved through the accountant (at the
-summariser's price) with its output capped at ``summary_tokens``; refused when it does not fit,
-when the summariser fails or when it returns nothing — then the turns are dropped instead, and
-the event says why. A summariser that reports more than it was allowed is an overrun: charged,
-journaled, and the run stops as after any overrun. The summariser is sent the turns with every
-registered secret and every value a decision masked blanked (the summariser may be another
-provider than the session's model), and what it writes is blanked of secrets again before it
-is journaled or sent on: a summary never carries a secret.
+The summary call is governed like any other (``tether.runtime.model_call``): reserved through the
+accountant (at the summariser's price) with its output capped at ``summary_tokens``; refused when
+it does not fit, when the summariser fails or when it returns nothing — then the turns are dropped
+instead, and the event says why. A summariser that reports more than it was allowed is an overrun:
+charged, journaled, and the run stops as after any overrun. The summariser is sent the turns with
+every registered secret and every value a decision masked blanked (the summariser may be another
+provider than the session's model), and what it writes is blanked of secrets again before it is
+journaled or sent on: a summary never carries a secret.
 """
 
 from __future__ import annotations
 
+import asyncio
 import functools
 import math
 from collections.abc import Callable
 from typing import Any
 
 from tether.models.base import Model
-from tether.runtime.answer_calls import answer_within
 from tether.runtime.budget import Reservation
 from tether.runtime.compaction import Compaction, Cut, digest, plan, replacement, transcript
 from tether.runtime.environment import Environment
+from tether.runtime.model_call import Door, ModelCall, Unanswered
 from tether.runtime.stop import Stop
 from tether.types import Message, ModelRequest, ModelResponse
 
@@ -137,43 +138,46 @@ class CompactingEnvironment(Environment):
         messages = (Message.system(self._compaction.instructions),
                     Message.user(journal.hide_all(transcript(replaced))))
         input_estimate = sum(map(summariser.estimate_message_tokens, messages))
-        accountant = self._summary_accountant
+
+        def unusable(*_: Any) -> Unanswered:
+            self._summary_failed(step, "the summariser reported unusable usage: charged at "
+                                 "the reservation", reservation)
+            return Unanswered("the summariser reported unusable usage")
+
+        def failed(exc: BaseException, *_: Any) -> BaseException | None:
+            if isinstance(exc, asyncio.CancelledError):
+                return None
+            expired = isinstance(exc, TimeoutError)  # it may well have been billed
+            error = journal.hide_secrets("the time budget ran out during the summary call"
+                                         if expired else f"{type(exc).__name__}: {exc}")
+            self._summary_failed(step, error, reservation if expired else None)
+            return Unanswered(f"the summariser failed ({error})")
+
+        call = ModelCall(journal, self._summary_accountant, Door(
+            "compaction.request", "compaction.response", unusable,
+            {"purpose": "compaction"}, "overrun of the summary call"))
         try:
-            reservation = accountant.reserve_model_call(
-                input_estimate, ceiling=self._compaction.summary_tokens)
+            reservation = call.reserve(input_estimate, ceiling=self._compaction.summary_tokens)
         except Stop as refused:
             return None, f"the summary call does not fit the budget ({refused.detail})"
-        journal.append("compaction.request", {
+        _, durable = call.open({
             "step": step, "model": summariser.name, "start": cut.start, "end": cut.end,
             "digest": digest(replaced), "max_output_tokens": reservation.max_output_tokens,
             "reserved_input": reservation.input_tokens,
-            "reserved_cost_usd": reservation.cost_usd})
-        await journal.aflush()  # durable before the call: a crash during it is charged
+            "reserved_cost_usd": reservation.cost_usd})  # (a crash during the call: charged)
+        await durable
         request = ModelRequest(messages, (), reservation.max_output_tokens, input_estimate)
         try:
-            response = await answer_within(self._summariser, request, reservation)
-        except (Exception, Stop) as exc:
-            expired = isinstance(exc, TimeoutError)
-            error = ("the time budget ran out during the summary call" if expired
-                     else f"{type(exc).__name__}: {exc}")
-            self._summary_failed(step, journal.hide_secrets(error),
-                                 reservation if expired else None)
-            return None, f"the summariser failed ({journal.hide_secrets(error)})"
-        usage = response.usage
-        counts = (usage.input_tokens, usage.output_tokens, usage.cached_input_tokens,
-                  usage.cache_write_tokens)
-        if not all(type(n) is int and n >= 0 for n in counts):
-            self._summary_failed(step, "the summariser reported unusable usage: charged at "
-                                 "the reservation", reservation)
-            return None, "the summariser reported unusable usage"
-        cost = accountant.cost_of(usage)
-        text = journal.hide_secrets(response.text).strip()
-        journal.append("compaction.response", {
-            "step": step, "text": text, "model": response.model,
-            "finish_reason": response.finish_reason, **usage.to_dict(),
-            "cache_write_tokens": usage.cache_write_tokens, "cost_usd": cost,
-            "reserved_input": reservation.input_tokens})
-        self._check_overrun(step, reservation, response, cost)
+            response = await call.answer(summariser.complete(request), step, reservation,
+                                         reservation.deadline, failed)
+            text = journal.hide_secrets(response.text).strip()
+            call.settle(step, response, reservation, {
+                "step": step, "text": text, "model": response.model,
+                "finish_reason": response.finish_reason, **response.usage.to_dict(),
+                "cache_write_tokens": response.usage.cache_write_tokens,
+                "reserved_input": reservation.input_tokens})
+        except Unanswered as why:
+            return None, str(why)
         if not text:
             return None, "the summariser returned no summary"
         return text, ""
@@ -187,23 +191,6 @@ class CompactingEnvironment(Environment):
             "output_tokens": (charged.max_output_tokens or 0) if charged else 0,
             "cached_input_tokens": 0,
             "cost_usd": charged.cost_usd if charged else 0})
-
-    def _check_overrun(self, step: int, reservation: Reservation, response: ModelResponse,
-                       cost: Any) -> None:
-        """Stop the run, as after any overrun, when the summariser went past its reservation."""
-        over = self._summary_accountant.overrun(reservation, response.usage, cost)
-        if over is None:
-            return
-        reason, detail = over
-        usage = response.usage
-        self._journal.append("model.overrun", {
-            "step": step, "purpose": "compaction", "limit": reason.value, "detail": detail,
-            "reserved": {"input_tokens": reservation.input_tokens,
-                         "output_tokens": reservation.max_output_tokens,
-                         "cost_usd": reservation.cost_usd},
-            "reported": {"input_tokens": usage.input_tokens,
-                         "output_tokens": usage.output_tokens, "cost_usd": cost}})
-        raise Stop(reason, f"overrun of the summary call: {detail}", wrap_up=False)
 
 
 def with_compaction(factory: Callable[..., Environment],

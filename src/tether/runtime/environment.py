@@ -1,16 +1,17 @@
 """The Environment: the single chokepoint every model call and every tool call passes.
 
 Decision: this class only sequences; each concern is its own part — the Accountant (budgets), the
-PolicyGate (SARC and decisions), ToolCalls (a turn's calls: gates, effects, approvals, running)
-and the Journal (the record, which also drives the state projection). For a model call: reserve,
-record the request, call within the deadline, check the reported usage against the reservation
-(an overrun stops the run), record the response and its charge. What the next request adds
-comes from the journaled state, so an Environment rebuilt on resume picks up exactly where the
-last one stopped. The Environment remembers the Stop it raised and raises it again on every
-later call (``StopLatch``), so no strategy can go on, or end the run another way, after a stop.
-A strategy's doors beyond the model turn and the tool calls — planned calls, branches, notes —
-are ``tether.runtime.strategy_doors``; what of an answer may be charged and run (its usage, a
-call cut short, unique ids) is ``tether.runtime.answer_calls``.
+PolicyGate (SARC and decisions), ToolCalls (a turn's calls: gates, effects, approvals, running) and
+the Journal (the record, which also drives the state projection). For a model call: reserve, record
+the request, call within the deadline, check the reported usage against the reservation (an overrun
+stops the run), record the response and its charge — through the one governed call every door uses
+(``tether.runtime.model_call``), made once per session for its turns. What the next request adds
+comes from the journaled state, so an Environment rebuilt on resume picks up exactly where the last
+one stopped. The Environment remembers the Stop it raised and raises it again on every later call
+(``StopLatch``), so no strategy can go on, or end the run another way, after a stop. A strategy's
+doors beyond the model turn and the tool calls — planned calls, branches, notes — are
+``tether.runtime.strategy_doors``; what of an answer may be charged and run (its usage, a call cut
+short, unique ids) is ``tether.runtime.answer_calls``.
 """
 
 from __future__ import annotations
@@ -18,22 +19,20 @@ from __future__ import annotations
 import asyncio
 import operator
 from collections.abc import Callable, Sequence
-from decimal import Decimal
 from typing import Any
 
 from tether.journal.chain import Journal, JournalValueError
 from tether.models.base import (
-    CallCancelled,
     Model,
     estimate_tools_tokens,
     min_answer_seconds,
     output_ceiling,
 )
-from tether.runtime.answer_calls import unique_ids, usable, without_cut_call
+from tether.runtime.answer_calls import unique_ids, without_cut_call
 from tether.runtime.budget import Accountant, Reservation
 from tether.runtime.chokepoint.effects import skipped
 from tether.runtime.chokepoint.turn import ToolCalls
-from tether.runtime.eager import start
+from tether.runtime.model_call import Door, ModelCall
 from tether.runtime.output import OutputCheck
 from tether.runtime.result import ToolResult
 from tether.runtime.state import SessionState
@@ -56,10 +55,11 @@ CANCELLED_BY_TIME = "the time budget ran out during the call; it was cancelled"
 
 
 class Environment:
-    __slots__ = ("_accountant", "_answered", "_ceiling", "_choosable", "_first_tool_choice",
-                 "_journal", "_min_seconds", "_model", "_on_delta", "_output", "_pending",
-                 "_seen_ids", "_sent_estimate", "_show_budget", "_specs", "_state", "_tool_names",
-                 "_tools", "_tools_added", "_tools_estimate", "_trace", "stopped")
+    __slots__ = ("_accountant", "_answered", "_call", "_ceiling", "_choosable",
+                 "_first_tool_choice", "_journal", "_min_seconds", "_model", "_on_delta",
+                 "_output", "_pending", "_seen_ids", "_sent_estimate", "_show_budget", "_specs",
+                 "_state", "_tool_names", "_tools", "_tools_added", "_tools_estimate", "_trace",
+                 "stopped")
 
     def __init__(self, *, model: Model, specs: Sequence[ToolSpec], tools: ToolCalls,
                  accountant: Accountant, journal: Journal, state: SessionState,
@@ -95,6 +95,7 @@ class Environment:
         self._first_tool_choice = first_tool_choice  # the tool choice of the session's first turn
         # the last answer's place in the conversation and its estimate (see _ask)
         self._answered: tuple[int, int] = (-1, 0)
+        self._call = self.model_call()  # every turn's governed model call
 
     # -- model calls ---------------------------------------------------------------------------
 
@@ -148,30 +149,29 @@ class Environment:
         counted = self._state.counted
         ceiling = self._ceiling if cap is None else min(cap, self._ceiling or cap)
         if counted is None:
-            reservation = self._accountant.reserve_model_call(input_estimate, final,
-                                                              ceiling=ceiling,
-                                                              min_seconds=self._min_seconds)
+            reservation = self._call.reserve(input_estimate, final, ceiling=ceiling,
+                                             min_seconds=self._min_seconds)
         else:  # the provider counted everything before its last answer: estimate only the rest
             input_tokens, answer = counted
             known = self._answered  # the answer's estimate, made when it was recorded
             rest = new_estimate + (known[1] if known[0] == answer else sum(map(
                 estimate, self._state.conversation[answer:])))
             rest += self._tools_added  # (tools new to this request: not in the count)
-            reservation = self._accountant.reserve_model_call(rest, final, known=input_tokens,
-                                                              ceiling=ceiling,
-                                                              min_seconds=self._min_seconds)
+            reservation = self._call.reserve(rest, final, known=input_tokens, ceiling=ceiling,
+                                             min_seconds=self._min_seconds)
         step = self._state.tally.steps + 1
         choice = tool_choice if tool_choice is not None and specs else (
             self._first_tool_choice if step == 1 and specs else None)
-        seq = self._journal.append("model.request", {
+        call = self._call
+        seq, durable = call.open({
             "step": step, "ref": len(self._state.conversation),
             "new": new, "tools": self._tool_names if specs else (),
             "max_output_tokens": reservation.max_output_tokens, "final": final,
             "reserved_input": reservation.input_tokens,
             "reserved_cost_usd": reservation.cost_usd,
             **({"tool_choice": choice} if choice is not None else {}),
-        })
-        await self._journal.aflush()  # the step so far is durable before the next model call
+        })  # (the step so far is durable before the next model call)
+        await durable
         self._sent_estimate += new_estimate
         traceparent = self._trace.model_call(seq).header() if self._trace else ""
         # the wrap-up is free text, and so is a turn the strategy capped: a side question (a
@@ -186,8 +186,11 @@ class Environment:
                 tuple(self._state.conversation), specs, reservation.max_output_tokens,
                 input_estimate, choice, traceparent, self._output.spec.schema)
         sent = self._accountant.now() if reservation.deadline is not None else 0.0
-        response = self._record(await self._call(request, reservation, step), reservation,
-                                step, final)
+        on_delta = self._on_delta
+        answered = await call.answer(self._model.complete(request) if on_delta is None
+                                     else self._streamed(request, on_delta), step,
+                                     reservation, reservation.deadline, self.failed_call)
+        response = self._record(call, answered, reservation, step, final)
         if reservation.deadline is not None:
             self._accountant.learn_rate(response.usage.output_tokens, sent)
         cap = reservation.max_output_tokens
@@ -203,47 +206,57 @@ class Environment:
         return ModelResponse(response.text, calls, response.usage, response.model,
                              response.finish_reason)
 
-    async def _call(self, request: ModelRequest, reservation: Reservation,
-                    step: int) -> ModelResponse:
-        """The model's answer, within the deadline, or Stop (journaled) when there is none."""
-        timer = None
-        try:
-            on_delta = self._on_delta
-            response, rest = start(self._model.complete(request) if on_delta is None
-                                   else self._streamed(request, on_delta))
-            if rest is not None:  # it suspended: the rest runs within the deadline, if any
-                if reservation.deadline is None:
-                    response = await rest
-                else:
-                    timer = asyncio.timeout_at(reservation.deadline)
-                    async with timer:
-                        response = await rest
-            if not isinstance(response, ModelResponse):
-                raise TypeError(f"model returned {type(response).__name__}, not ModelResponse")
-        except (Exception, Stop) as exc:  # a model that raises Stop does not stop the run
-            if (timer is not None and timer.expired()) or isinstance(exc, CallCancelled):
-                # the provider may well have billed it
-                self._unmetered(step, reservation, CANCELLED_BY_TIME)
-                raise Stop(StopReason.TIME_BUDGET,
-                           "time budget ran out during a model call") from None
-            error = f"{type(exc).__name__}: {exc}"
-            self._journal.append("model.error", {"step": step, "error": error})
-            raise Stop(StopReason.MODEL_ERROR, error) from exc
-        return response
+    def model_call(self, **where: str) -> ModelCall:
+        """A governed call (``tether.runtime.model_call``) through this session's door: a
+        turn's (made once), or a branch's (``where``: its key)."""
+        if not where:
+            return ModelCall(self._journal, self._accountant, Door(
+                "model.request", "model.response", self._unusable,
+                unjournalable=self._unjournalable))
+        return ModelCall(self._journal, self._accountant, Door(
+            "branch.request", "branch.response", self._unusable_on_branch, where,
+            "overrun on a branch call", True, self._unjournalable_on_branch))
 
-    def _record(self, response: ModelResponse, reservation: Reservation, step: int,
-                final: bool) -> ModelResponse:
-        """Journal the response and charge it at its reported usage — or, when that usage is
-        not whole non-negative numbers, at the reservation (a model error). A response whose
-        usage went past what was reserved is charged, journaled as an overrun, and stops the
-        run at once with that limit's reason."""
+    def _unusable(self, step: int, reservation: Reservation, usage: Usage) -> Stop:
+        return self._unmetered(step, reservation, (
+            f"the model reported unusable usage ({usage.input_tokens!r} input, "
+            f"{usage.output_tokens!r} output, {usage.cached_input_tokens!r} cached "
+            "tokens): charged at the reservation"))
+
+    def _unusable_on_branch(self, step: int, reservation: Reservation, _: Usage) -> Stop:
+        return self._unmetered(step, reservation, "the model reported unusable usage on a "
+                               "branch call: charged at the reservation")
+
+    def _unjournalable(self, step: int, reservation: Reservation,
+                       exc: JournalValueError) -> Stop:
+        return self._unmetered(step, reservation,
+                               f"the model's response cannot be journaled: {exc}")
+
+    def _unjournalable_on_branch(self, step: int, reservation: Reservation,
+                                 exc: JournalValueError) -> Stop:
+        return self._unmetered(step, reservation,
+                               f"the branch answer cannot be journaled: {exc}")
+
+    def failed_call(self, exc: BaseException, expired: bool, step: int,
+                    reservation: Reservation) -> BaseException | None:
+        """A turn's (or a branch's) unanswered call: journaled, and the run stops — for time,
+        charged at its reservation, when the deadline cancelled it (it may well have been
+        billed). A model that raises Stop does not stop the run another way."""
+        if isinstance(exc, asyncio.CancelledError):
+            return None
+        if expired:
+            self._unmetered(step, reservation, CANCELLED_BY_TIME)
+            return Stop(StopReason.TIME_BUDGET, "time budget ran out during a model call")
+        error = f"{type(exc).__name__}: {exc}"
+        self._journal.append("model.error", {"step": step, "error": error})
+        return Stop(StopReason.MODEL_ERROR, error)
+
+    def _record(self, call: ModelCall, response: ModelResponse, reservation: Reservation,
+                step: int, final: bool) -> ModelResponse:
+        """Journal the response and charge it through the governed call (an overrun or usage
+        that cannot be charged as reported stops the run), out of the wrap-up any calls it may
+        not make, a secret the model repeats blanked, each call with an id of its own."""
         usage = response.usage
-        if not usable(usage):
-            error = (f"the model reported unusable usage ({usage.input_tokens!r} input, "
-                     f"{usage.output_tokens!r} output, {usage.cached_input_tokens!r} cached "
-                     "tokens): charged at the reservation")
-            self._unmetered(step, reservation, error)
-            raise Stop(StopReason.MODEL_ERROR, error)
         if final and response.tool_calls:  # tools were not offered: calls cannot be honoured
             response = ModelResponse(response.text, (), usage, response.model,
                                      response.finish_reason)
@@ -253,45 +266,21 @@ class Environment:
                                      response.finish_reason)
         if response.tool_calls:
             response = unique_ids(without_cut_call(response), step, self._seen_ids)
-        cost = self._accountant.cost_of(usage)
-        try:
-            self._journal.append("model.response", {
-                "step": step, "response": response, "cost_usd": cost,
-                "reserved_input": reservation.input_tokens,
-            })
-        except JournalValueError as exc:  # e.g. NaN in arguments an adapter parsed itself
-            self._unmetered(step, reservation, f"the model's response cannot be journaled: {exc}")
-            raise Stop(StopReason.MODEL_ERROR, f"the model's response cannot be journaled: "
-                       f"{exc}") from None
+        call.settle(step, response, reservation, {
+            "step": step, "response": response, "reserved_input": reservation.input_tokens})
         answered = self._model.estimate_message_tokens(self._state.conversation[-1])
         self._sent_estimate += answered
         self._answered = (len(self._state.conversation) - 1, answered)
-        self.check_overrun(step, reservation, usage, cost)
         return response
 
-    def check_overrun(self, step: int, reservation: Reservation, usage: Usage, cost: Decimal,
-                      **where: str) -> None:
-        """Journal and stop on a call whose reported usage went past its reservation."""
-        over = self._accountant.overrun(reservation, usage, cost)
-        if over is not None:
-            reason, detail = over
-            self._journal.append("model.overrun", {
-                "step": step, "limit": reason.value, "detail": detail, **where,
-                "reserved": {"input_tokens": reservation.input_tokens,
-                             "output_tokens": reservation.max_output_tokens,
-                             "cost_usd": reservation.cost_usd},
-                "reported": {"input_tokens": usage.input_tokens,
-                             "output_tokens": usage.output_tokens, "cost_usd": cost}})
-            # no wrap-up either: a model that ignored one cap can ignore the next
-            raise Stop(reason, f"overrun{' on a branch call' if where else ''}: {detail}",
-                       wrap_up=False)
-
-    def _unmetered(self, step: int, reservation: Reservation, error: str) -> None:
-        """Charge a call whose real usage is unknown at what was reserved for it."""
+    def _unmetered(self, step: int, reservation: Reservation, error: str) -> Stop:
+        """Charge a call whose real usage is unknown at what was reserved for it; the stop
+        that follows (a model error)."""
         self._journal.append("model.unmetered", {
             "step": step, "error": error, "input_tokens": reservation.input_tokens,
             "output_tokens": reservation.max_output_tokens or 0,
             "cost_usd": reservation.cost_usd})
+        return Stop(StopReason.MODEL_ERROR, error)
 
     async def _streamed(self, request: ModelRequest,
                         on_delta: Callable[[str], None]) -> ModelResponse:

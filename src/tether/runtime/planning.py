@@ -6,18 +6,18 @@ for a person. A model reads it better; its reading is only trusted as far as ``v
 (``tether.policy.planner``) can check it against the request.
 
 Decision: off by default (``Agent(planner=ModelPlanner(...))``); a recipe without it pays nothing,
-not even an import. With it, when the rules read a plan (a tool a request can ask for exists),
-the run makes one call right after the session's start, before the first model turn: the
-planner sees the request and the tools' descriptions — never a tool result, nothing untrusted —
-with every registered secret blanked. The call is governed as a compaction's summary is
-(``tether.runtime.compactor``): reserved through the accountant at the planner's price with its
-output capped at ``max_tokens``; ``plan.request`` durable before it is sent; ``plan.response``
-(its charge: tokens and cost, not a step) or ``plan.error`` (why, charged its reservation when
-the provider may well have billed it: cancelled for time, usage unusable, lost); then
-``plan.amended`` (the merged plan, what the planner added and what was rejected), which the state
-folds into the plan every later decision reads. A call that does not fit the budget is not
-made; one that fails leaves the rules' plan, and the event says why. A planner that reports more
-than it was allowed is an overrun: charged, journaled, and the run stops.
+not even an import. With it, when the rules read a plan (a tool a request can ask for exists), the
+run makes one call right after the session's start, before the first model turn: the planner sees
+the request and the tools' descriptions — never a tool result, nothing untrusted — with every
+registered secret blanked. The call is governed as a compaction's summary is, by the one governed
+call (``tether.runtime.model_call``): reserved through the accountant at the planner's price with
+its output capped at ``max_tokens``; ``plan.request`` durable before it is sent; ``plan.response``
+(its charge: tokens and cost, not a step) or ``plan.error`` (why, charged its reservation when the
+provider may well have billed it: cancelled for time, usage unusable, lost); then ``plan.amended``
+(the merged plan, what the planner added and what was rejected), which the state folds into the
+plan every later decision reads. A call that does not fit the budget is not made; one that fails
+leaves the rules' plan, and the event says why. A planner that reports more than it was allowed is
+an overrun: charged, journaled, and the run stops.
 
 The planner is never called twice: a call interrupted is charged at its reservation at once, and
 on resume a ``plan.request`` with no outcome (the process died during the call) is charged so
@@ -38,12 +38,12 @@ from tether.journal.chain import Journal
 from tether.models.base import CallCancelled, Model, native_output
 from tether.policy.plan import askable
 from tether.policy.planner import answer_schema, prompt, validated
-from tether.runtime.answer_calls import answer_within
 from tether.runtime.budget import Accountant, Reservation
 from tether.runtime.chokepoint.gate import resource_of
+from tether.runtime.model_call import Door, ModelCall, Unanswered
 from tether.runtime.state import SessionState
 from tether.runtime.stop import Stop, StopLatch, Stoppable
-from tether.types import Message, ModelRequest, ModelResponse, StructuredRequest
+from tether.types import Message, ModelRequest, StructuredRequest
 
 if TYPE_CHECKING:
     from tether.runtime.session import Session
@@ -107,49 +107,52 @@ async def _ask(session: Session, planner: ModelPlanner, journal: Journal, state:
                           {t.name: t.spec.description for t in agent.registry})
     messages = (Message.system(system), Message.user(journal.hide_secrets(user)))
     estimate = sum(map(model.estimate_message_tokens, messages))
+    tools = [r.name for r in askable(resources)]
+
+    def unusable(*_: Any) -> Unanswered:
+        _failed(journal, "the planner reported unusable usage: charged at the reservation",
+                reservation)
+        return Unanswered("unusable usage")
+
+    def failed(exc: BaseException, *_: Any) -> BaseException | None:
+        if isinstance(exc, asyncio.CancelledError):  # interrupted: charged now, as a turn is
+            _failed(journal, "interrupted during the planner's call, which may well have been "
+                    "billed; it is not asked again", reservation)
+            return None
+        expired = isinstance(exc, TimeoutError | CallCancelled)  # it may well have been billed
+        error = ("the time budget ran out during the planner's call" if expired
+                 else f"{type(exc).__name__}: {exc}")
+        _failed(journal, journal.hide_secrets(error), reservation if expired else None)
+        return Unanswered(error)
+
+    call = ModelCall(journal, priced, Door("plan.request", "plan.response", unusable,
+                                           {"purpose": "plan"}, "overrun of the planner's call"))
     try:
-        reservation = priced.reserve_model_call(estimate, ceiling=planner.max_tokens)
+        reservation = call.reserve(estimate, ceiling=planner.max_tokens)
     except Stop as refused:
         _failed(journal, f"the planner's call does not fit the budget ({refused.detail}); it "
                 "was not made", None)
         return
-    tools = [r.name for r in askable(resources)]
-    journal.append("plan.request", {
+    _, durable = call.open({
         "model": model.name, "tools": tools, "max_tokens": planner.max_tokens,
         "max_output_tokens": reservation.max_output_tokens,
         "reserved_input": reservation.input_tokens, "reserved_cost_usd": reservation.cost_usd})
-    await journal.aflush()  # durable before the call: a crash during it is charged
-    request: ModelRequest = (
+    await durable
+    request: ModelRequest = (  # (durable before the call: a crash during it is charged)
         StructuredRequest(messages, (), reservation.max_output_tokens, estimate,
                           output_schema=answer_schema(tools))
         if native_output(model, False) else
         ModelRequest(messages, (), reservation.max_output_tokens, estimate))
     try:
-        response = await answer_within(model, request, reservation)
-    except asyncio.CancelledError:  # interrupted: charged now, as a model turn would be
-        _failed(journal, "interrupted during the planner's call, which may well have been "
-                "billed; it is not asked again", reservation)
-        raise
-    except (Exception, Stop) as exc:
-        expired = isinstance(exc, TimeoutError | CallCancelled)  # it may well have been billed
-        error = ("the time budget ran out during the planner's call" if expired
-                 else f"{type(exc).__name__}: {exc}")
-        _failed(journal, journal.hide_secrets(error), reservation if expired else None)
+        response = await call.answer(model.complete(request), 0, reservation,
+                                     reservation.deadline, failed)
+        text = journal.hide_secrets(response.text)
+        call.settle(0, response, reservation, {
+            "text": text, "model": response.model, "finish_reason": response.finish_reason,
+            **response.usage.to_dict(), "cache_write_tokens": response.usage.cache_write_tokens,
+            "reserved_input": reservation.input_tokens})
+    except Unanswered:
         return
-    usage = response.usage
-    counts = (usage.input_tokens, usage.output_tokens, usage.cached_input_tokens,
-              usage.cache_write_tokens)
-    if not all(type(n) is int and n >= 0 for n in counts):
-        _failed(journal, "the planner reported unusable usage: charged at the reservation",
-                reservation)
-        return
-    cost = priced.cost_of(usage)
-    text = journal.hide_secrets(response.text)
-    journal.append("plan.response", {
-        "text": text, "model": response.model, "finish_reason": response.finish_reason,
-        **usage.to_dict(), "cache_write_tokens": usage.cache_write_tokens, "cost_usd": cost,
-        "reserved_input": reservation.input_tokens})
-    _check_overrun(journal, priced, reservation, response, cost)
     _amend(session, journal, state, text)
 
 
@@ -180,21 +183,3 @@ def _failed(journal: Journal, error: str, charged: Mapping[str, Any] | Reservati
     journal.append("plan.error", {
         "error": error, "fallback": FALLBACK, "input_tokens": charge[0],
         "output_tokens": charge[1], "cached_input_tokens": 0, "cost_usd": charge[2]})
-
-
-def _check_overrun(journal: Journal, accountant: Accountant, reservation: Reservation,
-                   response: ModelResponse, cost: Any) -> None:
-    """Stop the run, as after any overrun, when the planner went past its reservation."""
-    over = accountant.overrun(reservation, response.usage, cost)
-    if over is None:
-        return
-    reason, detail = over
-    usage = response.usage
-    journal.append("model.overrun", {
-        "step": 0, "purpose": "plan", "limit": reason.value, "detail": detail,
-        "reserved": {"input_tokens": reservation.input_tokens,
-                     "output_tokens": reservation.max_output_tokens,
-                     "cost_usd": reservation.cost_usd},
-        "reported": {"input_tokens": usage.input_tokens,
-                     "output_tokens": usage.output_tokens, "cost_usd": cost}})
-    raise Stop(reason, f"overrun of the planner's call: {detail}", wrap_up=False)

@@ -48,11 +48,11 @@ from typing import TYPE_CHECKING, Any
 
 from tether.errors import RunError
 from tether.journal.redaction import MASKED
-from tether.runtime.answer_calls import usable
 from tether.runtime.budget import Accountant, Reservation, Tally
 from tether.runtime.chokepoint.approvals import ApprovalError, ApprovalStore, new_request
+from tether.runtime.model_call import Door, ModelCall
 from tether.runtime.stop import Stop
-from tether.types import Message, ModelRequest, ModelResponse
+from tether.types import Message, ModelRequest
 
 if TYPE_CHECKING:
     from tether.journal.chain import Journal
@@ -243,56 +243,60 @@ class CallAsks:
             # holds back this session's wrap-up, so the call reserves as a final one would
             metered = Accountant(replace(lease, max_steps=None, max_tool_calls=None),
                                  self._s.accountant.price, Tally())
+
+            def unusable(*_: Any) -> Refused:
+                self._failed(server, "the model reported unusable usage: charged at the "
+                             "reservation", reservation, True)
+                return Refused("the model's answer could not be charged")
+
+            def failed(exc: BaseException, *_: Any) -> BaseException | None:
+                if isinstance(exc, asyncio.CancelledError | TimeoutError):
+                    self._failed(server, "the tool call's time ran out during the sampling "
+                                 "call, which may well have been billed", reservation, True)
+                    return None if isinstance(exc, asyncio.CancelledError) else Refused(
+                        "the tool call's time ran out during the sampling call")
+                if not isinstance(exc, Exception):  # (a Stop a model raises goes up as it is)
+                    return None
+                error = journal.hide_secrets(f"{type(exc).__name__}: {exc}")
+                self._failed(server, error, reservation, False)
+                return Refused(f"the model call failed: {error}")
+
+            def misread(response: object) -> Refused:
+                self._failed(server, f"the model returned {type(response).__name__}, not a "
+                             "ModelResponse: charged at the reservation", reservation, True)
+                return Refused("the model's answer could not be read")
+
+            # no step, and an overrun does not stop the session: the answer is withheld
+            call = ModelCall(journal, metered, Door("sampling.request", "sampling.response",
+                                                    unusable, stops=False))
             try:
-                reservation = metered.reserve_model_call(estimate, final=True,
-                                                         ceiling=max_tokens)
+                reservation = call.reserve(estimate, final=True, ceiling=max_tokens)
             except Stop as stop:
                 raise refused(f"the call does not fit the session's budget ({stop.detail}); it "
                               "was not made") from None
-            journal.append("sampling.request", {
+            _, durable = call.open({
                 "call_id": self.call_id, "server": server, "model": model.name,
                 "messages": [m.to_dict() for m in sent[1:]], "max_tokens": max_tokens,
                 "max_output_tokens": reservation.max_output_tokens,
                 "reserved_input": reservation.input_tokens,
-                "reserved_cost_usd": reservation.cost_usd, "notes": list(notes)})
-            await self._flush()  # durable before the call
+                "reserved_cost_usd": reservation.cost_usd, "notes": list(notes)},
+                self._flush)  # durable before the call
+            await durable
             request = ModelRequest(sent, (), reservation.max_output_tokens, estimate)
-            try:
-                async with asyncio.timeout(left):
-                    response = await model.complete(request)
-            except (asyncio.CancelledError, TimeoutError) as exc:
-                self._failed(server, "the tool call's time ran out during the sampling call, "
-                             "which may well have been billed", reservation, True)
-                if isinstance(exc, asyncio.CancelledError):
-                    raise
-                raise Refused("the tool call's time ran out during the sampling call") from None
-            except Exception as exc:
-                error = journal.hide_secrets(f"{type(exc).__name__}: {exc}")
-                self._failed(server, error, reservation, False)
-                raise Refused(f"the model call failed: {error}") from None
-            if not isinstance(response, ModelResponse):
-                self._failed(server, f"the model returned {type(response).__name__}, not a "
-                             "ModelResponse: charged at the reservation", reservation, True)
-                raise Refused("the model's answer could not be read")
-            usage = response.usage
-            if not usable(usage):
-                self._failed(server, "the model reported unusable usage: charged at the "
-                             "reservation", reservation, True)
-                raise Refused("the model's answer could not be charged")
-            cost = metered.cost_of(usage)
-            over = metered.overrun(reservation, usage, cost)
+            response = await call.answer(model.complete(request), 0, reservation,
+                                         asyncio.get_running_loop().time() + left, failed,
+                                         misread)
             text = journal.hide_secrets(response.text)
-            data: dict[str, Any] = {
+
+            over = call.settle(0, response, reservation, {
                 "call_id": self.call_id, "server": server, "text": text,
                 "model": response.model, "finish_reason": response.finish_reason,
-                **usage.to_dict(), "cache_write_tokens": usage.cache_write_tokens,
-                "cost_usd": cost, "reserved": _held(reservation)}
+                **response.usage.to_dict(),
+                "cache_write_tokens": response.usage.cache_write_tokens,
+                "reserved": _held(reservation)})
+            self._overrun = over is not None
             if over is not None:
-                self._overrun = True
-                data["overrun"] = over[1]
-            journal.append("sampling.response", data)
-            if over is not None:
-                raise Refused(f"the model went past the call's reservation ({over[1]}); its "
+                raise Refused(f"the model went past the call's reservation ({over}); its "
                               "answer is withheld")
             return Sampled(text, response.model or model.name, response.finish_reason or "stop")
         finally:
