@@ -47,7 +47,7 @@ The hierarchy::
         ├── ToolArgumentError, ToolFailure ─ ArgumentsChanged   (tools.base, integrations)
         ├── CalculatorError, CallerCannot, TooMuchBinary        (tools)
         └── internal signals that never leave tether: BranchRefused, Rejected, Refused,
-            AttemptOver, ClientExpired, and the private _Failed, _Spent, _Unmetered
+            AttemptOver, ClientExpired, Unanswered, and the private _Failed, _Spent, _Unmetered
 
 Not in the tree: ``tether.runtime.stop.Stop``, the budget stop, is a ``BaseException`` so that
 no ``except Exception`` in a tool, a strategy or a foreign framework can swallow it; it is a

@@ -53,6 +53,7 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from tether.errors import RunError
 from tether.journal.chain import JournalValueError
 from tether.models.base import CallCancelled
 from tether.runtime.answer_calls import usable
@@ -69,7 +70,7 @@ if TYPE_CHECKING:
 Failed = Callable[[BaseException, bool, int, "Reservation"], BaseException | None]
 
 
-class Unanswered(Exception):
+class Unanswered(RunError):
     """A side call (a summary, the planner's reading) gave no usable answer; its door already
     journaled why, and its caller falls back (the message says why)."""
 
