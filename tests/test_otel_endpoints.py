@@ -143,8 +143,9 @@ def test_close_returns_within_its_timeout_when_the_collector_never_answers(
     telemetry.close(timeout=timeout)
     elapsed = time.monotonic() - start
     # one deadline for everything close does (flush, worker, exporter, meter provider): the
-    # old code waited the timeout once per stage and the exporter's own 60 s after that
-    assert elapsed < timeout * 1.5, elapsed
+    # old code waited the timeout once per stage (12 s here) and the exporter's own 60 s after
+    # that; twice the timeout leaves a loaded machine room and still tells the two apart
+    assert elapsed < timeout * 2, elapsed
 
 
 def test_flush_returns_false_within_its_timeout_when_the_collector_never_answers(
@@ -156,7 +157,7 @@ def test_flush_returns_false_within_its_timeout_when_the_collector_never_answers
         assert black_hole.received.wait(60)
         start = time.monotonic()
         assert telemetry.flush(timeout=2.0) is False
-        assert time.monotonic() - start < 2.0 * 1.5 + 1
+        assert time.monotonic() - start < 2.0 * 2 + 1
     finally:
         telemetry.close(timeout=1.0)
 
