@@ -28,6 +28,7 @@ demo: $(VENV)/.installed
 lint: $(VENV)/.installed-dev
 	$(BIN)/ruff check src tests examples bench docs/hooks
 	$(BIN)/mypy
+	$(BIN)/lint-imports
 	$(MAKE) docs
 
 # The documentation site (mkdocs.yml): strict, so a broken link, a missing page or an API
