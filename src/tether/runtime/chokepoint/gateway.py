@@ -46,9 +46,14 @@ from tether.runtime.chokepoint.approvals import (
     StoredApprovals,
     call_hash,
 )
+from tether.runtime.chokepoint.assembly import (
+    RunContext,
+    ToolDoor,
+    assemble,
+    subject_record,
+    write_start,
+)
 from tether.runtime.chokepoint.executor import ToolExecutor
-from tether.runtime.chokepoint.gate import PolicyGate
-from tether.runtime.chokepoint.turn import ToolCalls
 from tether.runtime.limits import Limits
 from tether.runtime.result import ToolResult
 from tether.runtime.state import SessionState
@@ -153,24 +158,22 @@ class Gateway:
                 journal.bus.subscribe(sink)
         self._journal = journal
         client = self.subject.user_id
-        gate = PolicyGate(self._policy, self.subject, session_id, journal, self._state,
-                          self._accountant, {"client": client}, timeout=self._policy_timeout)
-        self._calls = ToolCalls(bound_to=self._bound_to, session_id=session_id,
-            executor=self._executor, gate=gate, accountant=self._accountant, journal=journal,
-            state=self._state, limits=self._limits, approvals=self._approvals,
-            approval_ttl=self._approval_ttl, credentials=self._credentials,
-            telemetry=self._telemetry)
+        run = RunContext(session_id, journal, self._state, self._accountant)
+        self._calls = assemble(run, ToolDoor(
+            self._policy, self.subject, {"client": client}, self._executor, self._limits,
+            self._approvals, self._approval_ttl, self._policy_timeout,
+            credentials=self._credentials, bound_to=self._bound_to,
+            telemetry=self._telemetry)).calls
         self._calls.delivered = {}  # results with parts reach the client whole
         start: dict[str, Any] = {
             "task": f"tool calls from {client}", "system_prompt": "", "agent": "gateway",
             "model": "", "tools": list(self.registry.names), "budget": self.budget.to_dict(),
             "context": {"client": client},
-            "subject": {"user_id": client, "tenant_id": self.subject.tenant_id,
-                        "roles": sorted(self.subject.roles)},
+            "subject": subject_record(self.subject),
         }
         if self._rolls:
             start[SEGMENT] = link_to(segment, previous, self._accountant.spend().to_dict())
-        self._start_seq = journal.append("session.start", start)
+        self._start_seq = write_start(journal, start)
         journal.flush()
         self._segment_calls, self._segment_opened = 0, self._clock()
 
