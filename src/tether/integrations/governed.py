@@ -68,7 +68,6 @@ from tether.policy.names import check_names
 from tether.policy.plan import read_request
 from tether.runtime.budget import Accountant, Budget, Reservation
 from tether.runtime.chokepoint.approvals import ApprovalStore, StoredApprovals
-from tether.runtime.chokepoint.effects import skipped
 from tether.runtime.chokepoint.assembly import (
     RunContext,
     ToolDoor,
@@ -76,6 +75,7 @@ from tether.runtime.chokepoint.assembly import (
     subject_record,
     write_start,
 )
+from tether.runtime.chokepoint.effects import skipped
 from tether.runtime.chokepoint.executor import ToolExecutor
 from tether.runtime.chokepoint.gate import resource_of
 from tether.runtime.chokepoint.gateway import attach_approval
