@@ -68,11 +68,17 @@ from tether.policy.names import check_names
 from tether.policy.plan import read_request
 from tether.runtime.budget import Accountant, Budget, Reservation
 from tether.runtime.chokepoint.approvals import ApprovalStore, StoredApprovals
+from tether.runtime.chokepoint.assembly import (
+    RunContext,
+    ToolDoor,
+    assemble,
+    subject_record,
+    write_start,
+)
 from tether.runtime.chokepoint.effects import skipped
 from tether.runtime.chokepoint.executor import ToolExecutor
-from tether.runtime.chokepoint.gate import PolicyGate, resource_of
+from tether.runtime.chokepoint.gate import resource_of
 from tether.runtime.chokepoint.gateway import attach_approval
-from tether.runtime.chokepoint.turn import ToolCalls
 from tether.runtime.interrupt import lost_call_charge
 from tether.runtime.limits import Limits
 from tether.runtime.model_call import Door, ModelCall
@@ -157,13 +163,12 @@ class GovernedRun:
                                 history=back.events if back is not None else ())
         if back is not None:  # what the stored run hid stays hidden (before anything appends)
             recall_hidden(self._journal, back.events, credentials)
-        self._gate = gate = PolicyGate(policy, self.subject, self.id, self._journal, self._state,
-                          self._accountant, {"framework": framework}, timeout=policy_timeout,
-                          request=request)
-        self._calls = ToolCalls(session_id=self.id, executor=ToolExecutor(
-            self.registry, max_result_chars), gate=gate, accountant=self._accountant,
-            journal=self._journal, state=self._state, limits=limits or Limits(),
-            approvals=self._approvals, approval_ttl=approval_ttl, credentials=credentials)
+        run = RunContext(self.id, self._journal, self._state, self._accountant)
+        door = assemble(run, ToolDoor(
+            policy, self.subject, {"framework": framework}, ToolExecutor(
+                self.registry, max_result_chars), limits or Limits(), self._approvals,
+            approval_ttl, policy_timeout, request=request, credentials=credentials))
+        self._gate, self._calls = door.gate, door.calls
         self._lock = asyncio.Lock()  # one call at a time: the budget is checked, then charged
         self._ledger: dict[str, tuple[str, ToolResult]] = {}  # framework id -> resolved call
         self._waiting: dict[str, tuple[str, str]] = {}  # framework id -> (signature, approval)
@@ -185,9 +190,7 @@ class GovernedRun:
         self._state.tally.active_seconds = back.elapsed
         self._journal.append("session.resumed", {
             "after": "pause", "agent": framework, "model": model,
-            "budget": self.budget.to_dict(), "subject": {
-                "user_id": self.subject.user_id, "tenant_id": self.subject.tenant_id,
-                "roles": sorted(self.subject.roles)}})
+            "budget": self.budget.to_dict(), "subject": subject_record(self.subject)})
         lost = self._state.in_flight
         if lost is not None:  # its process died waiting for the model: assume it was billed
             self._journal.append("model.lost", lost_call_charge(lost))
@@ -202,11 +205,10 @@ class GovernedRun:
             "context": {"framework": framework, **({
                 "parent_session": self._lent.session_id, "parent_call": self._lent.call_id}
                 if self._lent is not None else {})},
-            "subject": {"user_id": self.subject.user_id, "tenant_id": self.subject.tenant_id,
-                        "roles": sorted(self.subject.roles)}}
+            "subject": subject_record(self.subject)}
         if self.request and any(r.side_effect and r.intents for r in resources):
             start["plan"] = read_request(self.request, resources).to_dict()
-        self._journal.append("session.start", start)
+        write_start(self._journal, start)
         self._journal.flush()
         self._accountant.start_clock()
 

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from tether.journal.chain import Journal
 from tether.policy.plan import read_request
+from tether.runtime.chokepoint.assembly import subject_record, write_start
 from tether.runtime.chokepoint.gate import resource_of
 from tether.runtime.interrupt import lost_call
 from tether.runtime.output import OutputCheck, instructions
@@ -34,9 +35,7 @@ def open_run(session: Session, journal: Journal, state: SessionState, resuming: 
     agent = session.agent
     who: dict[str, Any] = {
         "agent": agent.name, "model": agent.model.name, **_provider(agent),
-        "budget": session.budget.to_dict(), "subject": {
-            "user_id": session.subject.user_id, "tenant_id": session.subject.tenant_id,
-            "roles": sorted(session.subject.roles)}}
+        "budget": session.budget.to_dict(), "subject": subject_record(session.subject)}
     if resuming:
         previous = next(e.seq for e in reversed(journal.events())
                         if e.type in ("session.start", "session.resumed"))
@@ -72,7 +71,7 @@ def open_run(session: Session, journal: Journal, state: SessionState, resuming: 
         if check is not None:
             start["output"] = {"type": check.spec.name, "retries": check.retries,
                                "native": check.native}
-        seq = journal.append("session.start", start)
+        seq = write_start(journal, start)
         parent = TraceParent.parse(session.context.get("traceparent")) if agent.telemetry \
             else None
     return Segment(session.id, seq, parent) if agent.telemetry else None

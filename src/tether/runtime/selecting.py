@@ -246,13 +246,14 @@ class SelectingEnvironment(Environment):
         return tuple(names)
 
 
-def selecting_parts(agent: Agent, journal: Journal, gate: PolicyGate) -> tuple[
+def selecting_parts(agent: Agent, journal: Journal) -> tuple[
         ToolExecutor, Callable[..., Environment]]:
-    """The executor and the Environment factory of a session whose recipe selects tools."""
+    """The executor and the Environment factory of a session whose recipe selects tools (the
+    factory takes the run's policy gate as ``gate=``: the executor is built before it)."""
     assert agent.tool_selection is not None and agent.tool_index is not None
     offer = recorded_offer(journal)
     executor = OfferedExecutor(agent.registry, agent.max_result_chars, offer)
     factory = partial(SelectingEnvironment, selection=agent.tool_selection,
-                      index=agent.tool_index, catalog=agent.registry, gate=gate, offer=offer)
+                      index=agent.tool_index, catalog=agent.registry, offer=offer)
     return executor, factory
 

@@ -28,9 +28,8 @@ from tether.runtime import strategy_doors
 from tether.runtime.agent import run_sync
 from tether.runtime.budget import Accountant, Budget, Spend
 from tether.runtime.chokepoint.approvals import ApprovalRequest
+from tether.runtime.chokepoint.assembly import RunContext, ToolDoor, assemble
 from tether.runtime.chokepoint.executor import ToolExecutor
-from tether.runtime.chokepoint.gate import PolicyGate
-from tether.runtime.chokepoint.turn import ToolCalls
 from tether.runtime.environment import Environment
 from tether.runtime.interrupt import interruption, lost_call, uncertain_calls
 from tether.runtime.lease import leased, leased_briefly
@@ -326,30 +325,37 @@ class Session:
         return OutputCheck(spec, agent.output_retries,
                            native_output(agent.model, bool(agent.registry.specs)))
 
+    def _tool_door(self, executor: ToolExecutor) -> ToolDoor:
+        """What this session's tool calls are governed by: its recipe's policy, limits and
+        approvals, its subject and context, and where hidden arguments are kept, if anywhere."""
+        agent = self.agent
+        private = agent.journal_store if agent.keep_hidden_arguments else None
+        return ToolDoor(
+            agent.policy, self.subject, self.context, executor, agent.limits,
+            agent.approval_store, agent.approval_ttl, agent.policy_timeout,
+            request=self.request, credentials=agent.credentials,
+            keep=None if private is None else partial(private.put_private, self.id),
+            kept=None if private is None else partial(private.get_private, self.id),
+            approver=agent.decides_approvals, telemetry=tuple(agent.telemetry),
+            model=agent.model)
+
     async def _drive(self) -> Result:
         agent, journal, state = self.agent, self._journal, self._state
         resuming = len(journal) > 0
         self._accountant.start_clock()
         check = self._output_check()
         trace = open_run(self, journal, state, resuming, check)
-        private = agent.journal_store if agent.keep_hidden_arguments else None
-        gate = PolicyGate(agent.policy, self.subject, self.id, journal, state, self._accountant,
-                          self.context,
-                          keep=None if private is None else partial(private.put_private, self.id),
-                          timeout=agent.policy_timeout, request=self.request)
         executor = ToolExecutor(agent.registry, agent.max_result_chars)
         environment: Callable[..., Environment] = Environment
         if agent.tool_selection is not None:  # each turn offered a few tools
             from tether.runtime.selecting import selecting_parts
 
-            executor, environment = selecting_parts(agent, journal, gate)
-        tools = ToolCalls(session_id=self.id, executor=executor,
-                          gate=gate, accountant=self._accountant, journal=journal, state=state,
-                          limits=agent.limits, approvals=agent.approval_store,
-                          approval_ttl=agent.approval_ttl, credentials=agent.credentials,
-                          approver=agent.decides_approvals, trace=trace,
-                          telemetry=tuple(agent.telemetry), model=agent.model,
-                          kept=None if private is None else partial(private.get_private, self.id))
+            executor, environment = selecting_parts(agent, journal)
+        door = assemble(RunContext(self.id, journal, state, self._accountant, trace),
+                        self._tool_door(executor))
+        tools = door.calls
+        if agent.tool_selection is not None:  # the selecting turn consults the gate
+            environment = partial(environment, gate=door.gate)
         if agent.compaction is not None:  # (a recipe without compaction pays nothing for it)
             from tether.runtime.compactor import with_compaction
 

@@ -46,9 +46,14 @@ from tether.runtime.chokepoint.approvals import (
     StoredApprovals,
     call_hash,
 )
+from tether.runtime.chokepoint.assembly import (
+    RunContext,
+    ToolDoor,
+    assemble,
+    subject_record,
+    write_start,
+)
 from tether.runtime.chokepoint.executor import ToolExecutor
-from tether.runtime.chokepoint.gate import PolicyGate
-from tether.runtime.chokepoint.turn import ToolCalls
 from tether.runtime.limits import Limits
 from tether.runtime.result import ToolResult
 from tether.runtime.state import SessionState
@@ -122,19 +127,21 @@ class Gateway:
         self._store = store
         self._accountant = Accountant(self.budget, None, self._state.tally)
         self._approvals = approvals or StoredApprovals(store or MemoryStore())
-        self._policy, self._policy_timeout = policy, policy_timeout
         # approvals are the client's, not this session's: a client that opens a new session
         # per call (the MCP Inspector does) finds, on its retry, the approval a person gave
         self._bound_to = f"client:{tenant_id or ''}:{client}"
-        self._executor = ToolExecutor(self.registry, max_result_chars)
-        self._limits = limits or CLIENT_LIMITS
-        self._approval_ttl = approval_ttl
         self._credentials = credentials
+        # sinks told of every event; with any, calls carry their span (tether.tracing)
+        self._telemetry = tuple(telemetry)
+        # what every segment's calls are governed by (a roll changes the run, not the door)
+        self._door = ToolDoor(policy, self.subject, {"client": client},
+                              ToolExecutor(self.registry, max_result_chars),
+                              limits or CLIENT_LIMITS, self._approvals, approval_ttl,
+                              policy_timeout, credentials=credentials, bound_to=self._bound_to,
+                              telemetry=self._telemetry)
         self._roll_calls, self._roll_seconds, self._clock = roll_calls, roll_seconds, clock
         self._rolls = roll_calls is not None or roll_seconds is not None
         self._count = 0
-        # sinks told of every event; with any, calls carry their span (tether.tracing)
-        self._telemetry = tuple(telemetry)
         self._lock = asyncio.Lock()  # one call at a time: the budget is checked, then charged
         self._closed = False
         self._open(session_id or os.urandom(16).hex(), 1, None)
@@ -153,24 +160,18 @@ class Gateway:
                 journal.bus.subscribe(sink)
         self._journal = journal
         client = self.subject.user_id
-        gate = PolicyGate(self._policy, self.subject, session_id, journal, self._state,
-                          self._accountant, {"client": client}, timeout=self._policy_timeout)
-        self._calls = ToolCalls(bound_to=self._bound_to, session_id=session_id,
-            executor=self._executor, gate=gate, accountant=self._accountant, journal=journal,
-            state=self._state, limits=self._limits, approvals=self._approvals,
-            approval_ttl=self._approval_ttl, credentials=self._credentials,
-            telemetry=self._telemetry)
+        run = RunContext(session_id, journal, self._state, self._accountant)
+        self._calls = assemble(run, self._door).calls
         self._calls.delivered = {}  # results with parts reach the client whole
         start: dict[str, Any] = {
             "task": f"tool calls from {client}", "system_prompt": "", "agent": "gateway",
             "model": "", "tools": list(self.registry.names), "budget": self.budget.to_dict(),
             "context": {"client": client},
-            "subject": {"user_id": client, "tenant_id": self.subject.tenant_id,
-                        "roles": sorted(self.subject.roles)},
+            "subject": subject_record(self.subject),
         }
         if self._rolls:
             start[SEGMENT] = link_to(segment, previous, self._accountant.spend().to_dict())
-        self._start_seq = journal.append("session.start", start)
+        self._start_seq = write_start(journal, start)
         journal.flush()
         self._segment_calls, self._segment_opened = 0, self._clock()
 
