@@ -25,6 +25,7 @@ but the value's length and shape.
 
 from __future__ import annotations
 
+import contextlib
 import hmac
 import json
 import os
@@ -60,19 +61,16 @@ def redaction_key() -> bytes:
 
 
 def _key_file(path: Path) -> bytes:
-    try:
+    with contextlib.suppress(FileNotFoundError):  # none yet: this process makes one
         return bytes.fromhex(path.read_text().strip())
-    except FileNotFoundError:
-        pass
     path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
     draft = path.with_name(f".{path.name}.{secrets.token_hex(8)}")
     fd = os.open(draft, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
     with os.fdopen(fd, "w") as out:
         out.write(secrets.token_hex(32))
-    try:
-        os.link(draft, path)  # the first process to get here wins; the others read its key
-    except FileExistsError:
-        pass
+    try:  # the first process to link its draft wins; the others read its key
+        with contextlib.suppress(FileExistsError):
+            os.link(draft, path)
     finally:
         draft.unlink()
     return bytes.fromhex(path.read_text().strip())
