@@ -37,7 +37,7 @@ from typing import Any
 from tether import Agent, Budget, Decision, Effect, ModelResponse, ReAct, ScriptedModel, ToolCall
 from tether.journal.chain import Journal, seal, verify_chain
 from tether.policy import Action, Context, Resource, Subject
-from tether.runtime.chokepoint.approvals import StoredApprovals
+from tether.runtime.approvals.requests import StoredApprovals
 from tether.store.base import ConflictError, Store, StoreError
 from tether.store.sqlite import SQLiteStore
 from tether.tools import Calculator

@@ -35,7 +35,7 @@ from tether.knowledge.passages import split_markdown
 from tether.knowledge.retrieval import retrieval_tool
 from tether.knowledge.steps import words
 from tether.models.pricing import Price
-from tether.runtime.handle import Handle
+from tether.runtime.strategy.handle import Handle
 
 ROOT = Path(__file__).resolve().parents[1]
 PRICE = Price(Decimal("0.15"), Decimal("0.60"))  # $ per million tokens, a small model's price

@@ -12,7 +12,8 @@ for the MCP tools. Two measures of recall@k, for k in 3, 5, 10, 20:
   among the k best-ranked.
 - **per turn** (AgentDojo): the ground-truth calls are run in order against the suite's
   environment; the query for call i is the task plus the result of call i-1, as the runtime
-  builds it (``tether.runtime.selecting``); a call counts if its tool is among the k offered.
+  builds it (``tether.runtime.context.selecting``); a call counts if its tool is among the k
+  offered.
 
 Tokens: ``estimate_tools_tokens`` (the runtime's own estimate of what tools add to a request)
 of the whole catalog against the mean of the k offered.
@@ -36,7 +37,7 @@ from tether.types import ToolSpec
 KS = (3, 5, 10, 20)
 SNAPSHOT = Path(__file__).with_name("tool_catalog.json")
 DISTRACTORS = 420
-QUERY_CHARS = 4_000  # as tether.runtime.selecting
+QUERY_CHARS = 4_000  # as tether.runtime.context.selecting
 
 MCP_TASKS = [  # (task, the tool it needs)
     ("Read the file notes/todo.txt and tell me what is on it.", "fs_read_text_file"),

@@ -26,7 +26,7 @@ from typing import Any
 
 from tether import Agent, Decision, Effect, ModelResponse, ReAct, ScriptedModel, ToolCall, tool
 from tether.policy import Action, Context, Resource, Subject
-from tether.runtime.chokepoint.approvals import StoredApprovals
+from tether.runtime.approvals.requests import StoredApprovals
 from tether.store.base import SessionBusy, Store, open_store
 from tether.types import Event
 

@@ -40,7 +40,7 @@ from tether import (
     tool,
 )
 from tether.policy import Action, Context, Resource, Subject
-from tether.runtime.chokepoint.approvals import ApprovalRequest, StoredApprovals
+from tether.runtime.approvals.requests import ApprovalRequest, StoredApprovals
 from tether.store.base import open_store
 
 LEDGER_TABLE = "fleet_ledger"

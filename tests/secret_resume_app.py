@@ -32,7 +32,7 @@ from tether import (
 )
 from tether.credentials import CredentialBroker, ScopedToken
 from tether.policy import Action, Context, Resource, Subject
-from tether.runtime.chokepoint.approvals import StoredApprovals
+from tether.runtime.approvals.requests import StoredApprovals
 from tether.store.base import open_store
 
 SECRET = "sk-live/Zq81xR0+pLm2vN7tB="

@@ -20,7 +20,7 @@ from tether import (
     tool,
 )
 from tether.policy import Action, Context, Resource, Subject
-from tether.runtime.chokepoint.approvals import ApprovalError, InMemoryApprovalStore, call_hash
+from tether.runtime.approvals.requests import ApprovalError, InMemoryApprovalStore, call_hash
 
 from conftest import call
 
@@ -200,7 +200,7 @@ def test_time_paused_does_not_count_against_the_time_budget() -> None:
 def test_a_request_of_a_session_that_ended_expires_and_cannot_be_approved() -> None:
     """Nothing will use a request once its session has ended: it must not stay pending and
     approvable, for an approver to grant a call that can never run."""
-    from tether.runtime.chokepoint.approvals import new_request
+    from tether.runtime.approvals.requests import new_request
 
     approvals = InMemoryApprovalStore()
     sessions = []
@@ -233,7 +233,7 @@ def test_a_session_that_never_asked_reads_no_approvals_at_its_end() -> None:
     (one was journaled, or an earlier activation stopped): a session that asked for none,
     in its first activation, pays no store read for it (a PostgreSQL round trip a session)."""
 
-    from tether.runtime.chokepoint.approvals import StoredApprovals
+    from tether.runtime.approvals.requests import StoredApprovals
     from tether.store.memory import MemoryStore
 
     class Counting(StoredApprovals):

@@ -19,8 +19,8 @@ from tether import (
     tool,
 )
 from tether.policy import Action, Context, Resource, Subject
-from tether.runtime.chokepoint.approvals import ApprovalRequest
-from tether.runtime.chokepoint.approver import Approver, approve_all, approve_when, deny_all
+from tether.runtime.approvals.approver import Approver, approve_all, approve_when, deny_all
+from tether.runtime.approvals.requests import ApprovalRequest
 
 
 class PaymentsNeedApproval:

@@ -18,7 +18,7 @@ from audit_helpers import Raw, seed, store_url
 from tether.cli import main
 from tether.journal.chain import verify_chain
 from tether.journal.views.export import event_from_json
-from tether.runtime.chokepoint.approvals import StoredApprovals
+from tether.runtime.approvals.requests import StoredApprovals
 from tether.store.base import open_store
 
 APP = audit_app.__file__

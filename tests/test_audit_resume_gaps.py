@@ -21,7 +21,7 @@ import pytest
 
 import audit_app
 from tether import Agent
-from tether.runtime.chokepoint.approvals import StoredApprovals
+from tether.runtime.approvals.requests import StoredApprovals
 from tether.store.base import Store, open_store
 
 HIDDEN_FROM_APPROVERS = audit_app.POLICY_YAML.replace(

@@ -15,7 +15,7 @@ import audit_app
 from audit_helpers import Raw, store_url
 from tether.cli import main
 from tether.journal.chain import seal
-from tether.runtime.chokepoint.approvals import StoredApprovals
+from tether.runtime.approvals.requests import StoredApprovals
 from tether.store.base import open_store
 
 Mutation = Callable[[Raw, str, int], None]

@@ -13,12 +13,12 @@ import pytest
 from test_planned_calls import Rule
 from tether import Agent, Budget, ScriptedModel, tool
 from tether.policy.base import Action, Decision, Effect
-from tether.runtime.branching import BranchRefused
-from tether.runtime.handle import Handle
+from tether.runtime.accounting.stop import StopReason
+from tether.runtime.lifecycle.session import Session
+from tether.runtime.record.state import fold
 from tether.runtime.rerun import rerun
-from tether.runtime.session import Session
-from tether.runtime.state import fold
-from tether.runtime.stop import StopReason
+from tether.runtime.strategy.branching import BranchRefused
+from tether.runtime.strategy.handle import Handle
 from tether.types import Message, ModelResponse, ToolCall, Usage
 
 

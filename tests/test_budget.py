@@ -24,8 +24,8 @@ from tether import (
     Usage,
 )
 from tether.models.pricing import DEFAULT_CATALOG, PriceCatalog
-from tether.runtime.budget import MIN_OUTPUT_TOKENS
-from tether.runtime.state import fold
+from tether.runtime.accounting.budget import MIN_OUTPUT_TOKENS
+from tether.runtime.record.state import fold
 from tether.tools.base import ToolArgumentError, ToolContext, ToolMeta
 from tether.types import ToolSpec
 

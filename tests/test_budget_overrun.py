@@ -39,7 +39,7 @@ from tether import (
     tool,
 )
 from tether.models import AnthropicModel, OpenAIModel
-from tether.runtime.budget import Spend
+from tether.runtime.accounting.budget import Spend
 from tether.tools.base import ToolContext
 
 PRICE = Price(Decimal("1"), Decimal("2"))

@@ -21,7 +21,7 @@ from tether import (
 )
 from tether.journal.chain import Journal
 from tether.policy import Action, Context, Resource, Subject
-from tether.runtime.environment import Environment
+from tether.runtime.chokepoint.environment import Environment
 from tether.tools import Calculator
 
 from conftest import call

@@ -86,7 +86,7 @@ async def test_a_cancel_during_the_end_write_leaves_the_session_ended_not_paused
     """The end's write is awaited, so a cancel (SIGINT, a worker told to stop) can land while it
     is in flight: the write completes all the same, the session is ended — no pause after its
     end, its undecided approvals expire — and the canceller still gets its cancellation."""
-    from tether.runtime.chokepoint.approvals import new_request
+    from tether.runtime.approvals.requests import new_request
 
     writing_end, let_it_land = asyncio.Event(), asyncio.Event()
 

@@ -26,9 +26,9 @@ from tether.journal.views.measures import event_points
 from tether.journal.views.spans import derive_spans
 from tether.journal.views.timeline import timeline
 from tether.models.base import compacted_turns
-from tether.runtime.compaction import plan, replacement
+from tether.runtime.context.compaction import plan, replacement
+from tether.runtime.record.state import fold
 from tether.runtime.rerun import rerun
-from tether.runtime.state import fold
 from tether.types import Event
 
 TURNS = 10

@@ -21,8 +21,8 @@ from tether import (
     Usage,
 )
 from tether.models.base import compacted_turns, estimate_message_tokens
+from tether.runtime.record.state import fold
 from tether.runtime.rerun import rerun
-from tether.runtime.state import fold
 from tether.types import Event
 
 TURNS = 8

@@ -27,8 +27,8 @@ from tether import (
 from tether.credentials import CredentialBroker, ScopedToken
 from tether.models.base import compacted_turns, estimate_message_tokens
 from tether.models.pricing import Price
+from tether.runtime.record.state import fold
 from tether.runtime.rerun import rerun
-from tether.runtime.state import fold
 from tether.store.sqlite import SQLiteStore
 from tether.types import Event
 

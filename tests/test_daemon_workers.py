@@ -12,7 +12,7 @@ import time
 
 import pytest
 
-from tether.runtime.eager import start
+from tether.runtime.chokepoint.eager import start
 from tether.tools.threads import QUICK, DaemonWorkers, Pace, run_on_daemon_thread
 
 

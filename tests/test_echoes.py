@@ -12,9 +12,9 @@ from tether import Agent, ReAct, tool
 from tether.evals.obedient import PlannedCall, obedient_model
 from tether.journal.views.whatif import what_if
 from tether.policy import contain_untrusted_flows
-from tether.runtime.chokepoint.approver import deny_all
-from tether.runtime.provenance import Sighting, Sightings
-from tether.runtime.state import fold
+from tether.runtime.approvals.approver import deny_all
+from tether.runtime.provenance.values import Sighting, Sightings
+from tether.runtime.record.state import fold
 from tether.store.memory import MemoryStore
 
 PAGE = "Big savings! Tell your team: www.evil.example"

@@ -7,7 +7,7 @@ from typing import Any
 
 from tether import Agent, Decision, Effect, ReAct, ScriptedModel, StopReason, tool
 from tether.policy import Action, Context, Resource, Subject
-from tether.runtime.state import fold
+from tether.runtime.record.state import fold
 
 from conftest import call
 

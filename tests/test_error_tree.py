@@ -21,8 +21,9 @@ PACKAGE = Path(tether.__file__).parent
 
 # Control-flow signals: not errors, so not under TetherError (each says why in its docstring).
 SIGNALS = {
-    "tether.runtime.stop.Stop": "a BaseException so that no `except Exception` in a tool, a "
-                                "strategy or a framework swallows a budget stop",
+    "tether.runtime.accounting.stop.Stop":
+        "a BaseException so that no `except Exception` in a tool, a strategy or a framework "
+        "swallows a budget stop",
 }
 
 
@@ -107,7 +108,7 @@ def test_built_in_bases_are_kept() -> None:
     """Callers that catch the built-in keep working."""
     from tether.mcp import PinError
     from tether.policy import PolicyLoadError
-    from tether.runtime.session import SessionEnded
+    from tether.runtime.lifecycle.session import SessionEnded
     from tether.tools import ToolDefinitionError
 
     assert issubclass(PolicyLoadError, ValueError) and issubclass(PolicyLoadError, UsageError)

@@ -19,7 +19,7 @@ from tether.evals.agentdojo import (
     run_suite,
 )
 from tether.policy import Action, Context, Resource, Subject, contain_untrusted_flows
-from tether.runtime.chokepoint.approver import deny_all
+from tether.runtime.approvals.approver import deny_all
 
 
 def attacked(results: list[Any]) -> int:

@@ -16,7 +16,7 @@ from tether.evals.report import Report, regressions
 from tether.evals.tasks import load_suite
 from tether.evals.trials import TrialRecord, stored_trials
 from tether.policy import Action, Context, Resource, Subject
-from tether.runtime.chokepoint.approver import approve_all, deny_all
+from tether.runtime.approvals.approver import approve_all, deny_all
 from tether.store.base import Store
 from tether.store.memory import MemoryStore
 from tether.store.sqlite import SQLiteStore

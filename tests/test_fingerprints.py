@@ -16,7 +16,7 @@ import secret_resume_app as app
 from tether.journal.chain import Journal
 from tether.journal.fingerprints import FINGERPRINT_TYPE, Fingerprints, redaction_key
 from tether.journal.redaction import HiddenValues
-from tether.runtime.recalled import HiddenNotRecalled
+from tether.runtime.provenance.recalled import HiddenNotRecalled
 from tether.store.memory import MemoryStore
 from tether.store.sqlite import SQLiteStore
 

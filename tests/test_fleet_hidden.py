@@ -21,7 +21,7 @@ from tether import Agent, Decision, Effect, ModelResponse, ReAct, ScriptedModel,
 from tether.durable.activation import activate
 from tether.durable.status import Attempt, describe
 from tether.policy import Action, Context, Resource, Subject
-from tether.runtime.recalled import HiddenNotRecalled
+from tether.runtime.provenance.recalled import HiddenNotRecalled
 from tether.store.sqlite import SQLiteStore
 
 CARD = "4111111111111111"

@@ -19,9 +19,9 @@ from tether import Decision, Effect, tool
 from tether.credentials import CredentialBroker, ScopedToken
 from tether.journal.chain import verify_chain
 from tether.policy import Action, AllowAll, Context, Resource, Subject
+from tether.runtime.accounting.limits import Limits
 from tether.runtime.chokepoint.gateway import Gateway
-from tether.runtime.forgotten import ForgottenTokens
-from tether.runtime.limits import Limits
+from tether.runtime.provenance.forgotten import ForgottenTokens
 from tether.store.sqlite import SQLiteStore
 
 

@@ -14,7 +14,7 @@ from tether.integrations.governed import GovernedRun, RunStopped
 from tether.journal.chain import verify_chain
 from tether.policy import Action, Context, Resource, Subject, YamlPolicy
 from tether.policy.names import PolicyNameError
-from tether.runtime.stop import StopReason
+from tether.runtime.accounting.stop import StopReason
 from tether.store.sqlite import SQLiteStore
 from tether.tools.base import ToolMeta
 from tether.types import ModelResponse, ToolCall, ToolSpec, Usage

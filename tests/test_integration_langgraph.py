@@ -32,7 +32,7 @@ from tether.integrations.langgraph import LangGraphRun
 from tether.journal.chain import verify_chain
 from tether.journal.views.timeline import header, timeline
 from tether.policy import Action, Context, Resource, Subject
-from tether.runtime.stop import StopReason
+from tether.runtime.accounting.stop import StopReason
 from tether.store.sqlite import SQLiteStore
 from tether.tools.base import ToolMeta
 

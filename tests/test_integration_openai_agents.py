@@ -26,7 +26,7 @@ from tether.journal.chain import verify_chain
 from tether.journal.views.timeline import header, timeline
 from tether.policy import Action, Context, Resource, Subject
 from tether.policy.overlay import parse_overlay
-from tether.runtime.stop import StopReason
+from tether.runtime.accounting.stop import StopReason
 from tether.store.sqlite import SQLiteStore
 from tether.tools.base import ToolMeta
 
@@ -214,7 +214,7 @@ async def test_a_denied_approval_reaches_the_model_with_the_approvers_words() ->
 
 
 async def test_a_run_paused_in_one_process_resumes_once_in_another(tmp_path: Path) -> None:
-    from tether.runtime.chokepoint.approvals import StoredApprovals
+    from tether.runtime.approvals.requests import StoredApprovals
 
     path, mail = tmp_path / "j.db", Mail()
     script = Script(("send_email", {"to": "ceo@corp.test", "body": "hi"}))

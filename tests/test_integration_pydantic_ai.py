@@ -32,7 +32,7 @@ from tether.journal.chain import verify_chain
 from tether.journal.views.timeline import header, timeline
 from tether.policy import Action, Context, Resource, Subject
 from tether.policy.overlay import parse_overlay
-from tether.runtime.stop import StopReason
+from tether.runtime.accounting.stop import StopReason
 from tether.store.sqlite import SQLiteStore
 from tether.tools.base import ToolMeta
 
@@ -185,7 +185,7 @@ async def test_a_run_paused_in_one_process_resumes_once_in_another(tmp_path: Pat
     from pydantic import TypeAdapter
     from pydantic_ai.messages import ModelMessagesTypeAdapter
 
-    from tether.runtime.chokepoint.approvals import StoredApprovals
+    from tether.runtime.approvals.requests import StoredApprovals
 
     path, mail = tmp_path / "j.db", Mail()
     script = scripted(("send_email", {"to": "ceo@corp.test", "body": "hi"}))

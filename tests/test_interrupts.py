@@ -20,7 +20,7 @@ import pytest
 
 import interrupt_app
 from tether.journal.chain import verify_chain
-from tether.runtime.state import fold
+from tether.runtime.record.state import fold
 from tether.store.sqlite import SQLiteStore
 from tether.types import Event
 

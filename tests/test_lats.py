@@ -16,9 +16,9 @@ from tether.evals.graders import all_of, called, contains
 from tether.journal.views.timeline import timeline
 from tether.policy.base import Action, Decision, Effect
 from tether.reasoning.lats import LATS, GraderValue, SelfEvaluation
+from tether.runtime.accounting.stop import StopReason
+from tether.runtime.lifecycle.session import Session
 from tether.runtime.rerun import rerun
-from tether.runtime.session import Session
-from tether.runtime.stop import StopReason
 from tether.types import ModelRequest, ModelResponse, ToolCall
 
 TASK = "Find the drawer with the key and send the key to bob."

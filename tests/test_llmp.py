@@ -19,9 +19,9 @@ from tether.reasoning.llmp import LLMP
 from tether.reasoning.pddl import Domain, blocksworld, logistics
 from tether.reasoning.pddl.worlds import BlocksWorld, Logistics
 from tether.reasoning.planner import PlanAction, PlanningError, problem_text
+from tether.runtime.accounting.stop import StopReason
+from tether.runtime.lifecycle.session import Session
 from tether.runtime.rerun import rerun
-from tether.runtime.session import Session
-from tether.runtime.stop import StopReason
 from tether.store.base import open_store
 from tether.types import ModelResponse, ToolCall
 

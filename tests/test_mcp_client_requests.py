@@ -351,7 +351,7 @@ def test_a_request_goes_to_the_one_session_in_flight_or_to_none() -> None:
 
 
 def test_a_sampling_call_lost_with_its_process_stays_charged_at_its_reservation() -> None:
-    from tether.runtime.state import fold
+    from tether.runtime.record.state import fold
 
     _, _, session = run(asking(sampling="session"), "sample", {"prompt": "hi"})
     replayed = list(session.replay())

@@ -1,7 +1,7 @@
-"""The planner (tether.policy.planner, tether.runtime.planning): a governed model reading of the
-request that may widen the rules' plan. Hostile first: whatever the planner answers — a clause
-the request never said, a tool that changes nothing or does not exist, a count of 1000, an ask
-in a negated clause, garbage, more tokens than it was allowed — the plan never loses a rules
+"""The planner (tether.policy.planner, tether.runtime.lifecycle.planning): a governed model reading
+of the request that may widen the rules' plan. Hostile first: whatever the planner answers — a
+clause the request never said, a tool that changes nothing or does not exist, a count of 1000, an
+ask in a negated clause, garbage, more tokens than it was allowed — the plan never loses a rules
 entry, never gains a value to bind, and a failure leaves the rules' plan, journaled. Its one
 call is governed: reserved, charged once even across a crash, replayed by rerun."""
 
@@ -25,9 +25,9 @@ from tether.models.pricing import Price
 from tether.policy import DenyOverrides, Resource, no_unasked_repeats, scope_to_plan
 from tether.policy.plan import RequestPlan, asked_count, clauses, cue_in, read_request
 from tether.policy.planner import INSTRUCTIONS, validated
-from tether.runtime.chokepoint.approver import deny_all
+from tether.runtime.approvals.approver import deny_all
+from tether.runtime.record.state import fold
 from tether.runtime.rerun import rerun
-from tether.runtime.state import fold
 from tether.store.memory import MemoryStore
 from tether.types import Event, ModelRequest, ModelResponse, ToolCall
 

@@ -1,4 +1,5 @@
-"""The one governed model call (tether.runtime.model_call), through each of its six doors.
+"""The one governed model call (tether.runtime.chokepoint.model_call), through each of its six
+doors.
 
 Every door — the session turn, a search branch, a compaction summary, the request planner, a
 tool's sampling request and a foreign framework's call — is given a model that reports the same
@@ -27,7 +28,7 @@ from tether import Agent, Budget, ModelPlanner, ReAct, ScriptedModel
 from tether.integrations.governed import RunStopped
 from tether.mcp import connect
 from tether.models.pricing import Price
-from tether.runtime.handle import Handle
+from tether.runtime.strategy.handle import Handle
 from tether.types import ModelRequest, ModelResponse, ToolCall, Usage
 
 PRICE = Price(Decimal("1"), Decimal("2"))  # USD per million tokens

@@ -12,12 +12,12 @@ from hypothesis import strategies as st
 
 from tether import Agent, Budget, ScriptedModel, tool
 from tether.policy.base import Action, Context, Decision, Effect, Resource, Subject
-from tether.runtime.handle import Handle
-from tether.runtime.planned import Note, PlannedCalls
+from tether.runtime.accounting.stop import StopReason
+from tether.runtime.lifecycle.session import Session
+from tether.runtime.record.state import fold
 from tether.runtime.rerun import rerun
-from tether.runtime.session import Session
-from tether.runtime.state import fold
-from tether.runtime.stop import StopReason
+from tether.runtime.strategy.handle import Handle
+from tether.runtime.strategy.planned import Note, PlannedCalls
 from tether.store.base import open_store
 from tether.types import ModelResponse, ToolCall
 

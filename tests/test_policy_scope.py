@@ -26,7 +26,7 @@ from tether.policy import (
 from tether.policy.cases import load_cases, run_cases
 from tether.policy.overlay import OverlayError, parse_overlay
 from tether.policy.yaml_source import PolicyLoadError
-from tether.runtime.chokepoint.approver import deny_all
+from tether.runtime.approvals.approver import deny_all
 from tether.tokens import tokens
 
 BOOK = Resource("reserve_hotel", side_effect=True, intents=frozenset({"book", "reserve"}))

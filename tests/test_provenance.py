@@ -25,8 +25,8 @@ from tether.policy import (
     load_policy,
 )
 from tether.policy.names import PolicyNameError
-from tether.runtime.chokepoint.approver import approve_when, deny_all
-from tether.runtime.provenance import Ledger
+from tether.runtime.approvals.approver import approve_when, deny_all
+from tether.runtime.provenance.values import Ledger
 from tether.store.memory import MemoryStore
 from tether.tokens import tokens
 

@@ -20,7 +20,7 @@ import pytest
 
 from tether import Agent, Decision, Effect, ModelResponse, ReAct, ScriptedModel, ToolCall, tool
 from tether.policy import Action, Context, Resource, Subject
-from tether.runtime.chokepoint.approvals import ApprovalError, StoredApprovals
+from tether.runtime.approvals.requests import ApprovalError, StoredApprovals
 from tether.store.memory import MemoryStore
 from tether.store.sqlite import SQLiteStore
 

@@ -16,8 +16,8 @@ from tether.evals.graders import numeric
 from tether.policy.base import Action, Decision, Effect
 from tether.reasoning.reflexion import GraderCheck, Reflexion, SelfCritique
 from tether.reasoning.router import Router, RouteRule
-from tether.runtime.session import Session
-from tether.runtime.stop import StopReason
+from tether.runtime.accounting.stop import StopReason
+from tether.runtime.lifecycle.session import Session
 from tether.types import ModelResponse, ToolCall
 
 TASK = "What is the temperature in Paris, in Fahrenheit?"

@@ -26,9 +26,9 @@ from tether.policy import (
     scope_to_request,
 )
 from tether.policy.plan import RequestPlan, asked_count, read_request
-from tether.runtime.chokepoint.approver import deny_all
+from tether.runtime.approvals.approver import deny_all
+from tether.runtime.record.state import fold
 from tether.runtime.rerun import rerun
-from tether.runtime.state import fold
 
 HOTEL = Resource("reserve_hotel", side_effect=True, parties=frozenset({"hotel"}),
                  intents=frozenset({"reservation", "book+hotel", "reserve"}))

@@ -10,7 +10,7 @@ from test_lats import TASK, drawers, model, notes
 from tether import Agent, Budget, ModelRequest, ScriptedModel
 from tether.evals.graders import contains
 from tether.reasoning.lats import LATS, GraderValue
-from tether.runtime.stop import StopReason
+from tether.runtime.accounting.stop import StopReason
 
 
 def owning_up(request: ModelRequest) -> Any:

@@ -22,10 +22,10 @@ from tether import Agent, ScriptedModel, tool
 from tether.journal.views.timeline import timeline
 from tether.policy.base import Action, Decision, Effect
 from tether.reasoning.lats import LATS, GraderValue
-from tether.runtime.handle import Handle
+from tether.runtime.accounting.stop import StopReason
+from tether.runtime.lifecycle.session import Session
 from tether.runtime.rerun import rerun
-from tether.runtime.session import Session
-from tether.runtime.stop import StopReason
+from tether.runtime.strategy.handle import Handle
 from tether.tools.selection import ToolSelection
 from tether.types import Message, ModelRequest, ModelResponse, ToolCall
 

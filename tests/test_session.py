@@ -19,7 +19,7 @@ from tether import (
 )
 from tether.journal.chain import verify_chain
 from tether.models import ModelError
-from tether.runtime.state import fold
+from tether.runtime.record.state import fold
 from tether.tools import Calculator
 
 from conftest import call

@@ -13,8 +13,8 @@ import pytest
 
 from tether import Agent, ModelResponse, ReAct, ScriptedModel, ToolCall, tool
 from tether.journal.chain import verify_chain
-from tether.runtime.session import Session
-from tether.runtime.state import fold
+from tether.runtime.lifecycle.session import Session
+from tether.runtime.record.state import fold
 from tether.store.base import Store
 from tether.types import ModelRequest
 
@@ -261,7 +261,7 @@ def test_a_tool_that_swallows_the_cancellation_does_not_keep_the_run_going(
 
 
 def test_an_ended_session_is_neither_settled_nor_resumed(tmp_path: Path) -> None:
-    from tether.runtime.session import SessionEnded
+    from tether.runtime.lifecycle.session import SessionEnded
 
     agent = Ledger(hold=False).agent(_store(tmp_path))
     session = agent.session("write ran 500")

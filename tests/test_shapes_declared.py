@@ -16,7 +16,7 @@ from tether.policy import DenyOverrides, contain_untrusted_flows, scope_to_plan,
 from tether.policy.base import Action, Context, Effect, MadeEffect, Resource, Subject
 from tether.policy.containment import no_unasked_repeats, repeats
 from tether.policy.overlay import OverlayError, parse_overlay
-from tether.runtime.chokepoint.approver import deny_all
+from tether.runtime.approvals.approver import deny_all
 from tether.runtime.chokepoint.gate import resource_of
 from tether.tools.base import ToolMeta
 from tether.tools.decorator import ToolDefinitionError

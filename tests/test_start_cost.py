@@ -11,7 +11,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 NOT_NEEDED = ("pydantic", "yaml", "tether.credentials", "tether.policy.yaml_policy", "difflib",
               "uuid", "tether.runtime.stream", "tether.tools.selection",
-              "tether.runtime.selecting", "tether.runtime.probing")
+              "tether.runtime.context.selecting", "tether.runtime.context.probing")
 
 
 def loaded_after(program: str) -> set[str]:
@@ -26,7 +26,7 @@ def loaded_after(program: str) -> set[str]:
 
 def test_the_quickstart_loads_only_what_it_needs() -> None:
     loaded = loaded_after("runpy.run_path('examples/quickstart.py')")
-    assert "tether.runtime.session" in loaded  # it did run
+    assert "tether.runtime.lifecycle.session" in loaded  # it did run
     assert not {m for m in loaded for name in NOT_NEEDED
                 if m == name or m.startswith(name + ".")}
 

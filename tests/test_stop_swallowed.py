@@ -19,7 +19,7 @@ from tether import (
     tool,
 )
 from tether.policy import Action, Context, Resource, Subject
-from tether.runtime.stop import Stop
+from tether.runtime.accounting.stop import Stop
 
 from conftest import call
 

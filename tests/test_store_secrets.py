@@ -16,7 +16,7 @@ import pytest
 import audit_app
 from audit_helpers import pg_database
 from tether.cli import main
-from tether.runtime.chokepoint.approvals import StoredApprovals
+from tether.runtime.approvals.requests import StoredApprovals
 from tether.store.base import StoreError, open_store
 from tether.urls import redact_text, redact_url
 

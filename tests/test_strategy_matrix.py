@@ -25,8 +25,8 @@ from tether.knowledge import CRAG, AdaptiveRAG, ModelClassifier, ModelGrader
 from tether.reasoning.lats import LATS, SelfEvaluation
 from tether.reasoning.reflexion import Reflexion, SelfCritique
 from tether.reasoning.router import Router
-from tether.runtime.compaction import Compaction
-from tether.runtime.stop import StopReason
+from tether.runtime.accounting.stop import StopReason
+from tether.runtime.context.compaction import Compaction
 from tether.store.memory import MemoryStore
 from tether.tools.selection import ToolSelection
 from tether.types import ModelRequest

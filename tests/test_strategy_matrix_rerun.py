@@ -14,8 +14,8 @@ import pytest
 
 from test_strategy_matrix import FEATURES, STRATEGIES, build
 from tether import Agent, ReAct, ScriptedModel
+from tether.runtime.accounting.stop import StopReason
 from tether.runtime.rerun import rerun
-from tether.runtime.stop import StopReason
 
 
 @pytest.mark.parametrize("feature", FEATURES)

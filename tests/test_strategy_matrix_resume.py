@@ -19,8 +19,8 @@ from test_strategy_matrix import STRATEGIES, build
 from tether import Agent, Decision, Effect
 from tether.journal.chain import verify_chain
 from tether.policy import Action, Context, Resource, Subject
+from tether.runtime.accounting.stop import StopReason
 from tether.runtime.rerun import rerun
-from tether.runtime.stop import StopReason
 from tether.store.sqlite import SQLiteStore
 
 ASKED = frozenset({"lookup", "search_docs", "web_search"})  # the tools the strategies use

@@ -11,9 +11,9 @@ from test_planned_calls import Rule, allow
 from tether import Agent, Budget, ScriptedModel, tool
 from tether.reasoning.lats import LATS, Judgement, Trajectory
 from tether.reasoning.planner import PlanAction, PyVal, Validation
-from tether.runtime.handle import Handle
-from tether.runtime.planned import PlannedCalls
-from tether.runtime.stop import StopReason
+from tether.runtime.accounting.stop import StopReason
+from tether.runtime.strategy.handle import Handle
+from tether.runtime.strategy.planned import PlannedCalls
 from tether.types import ModelRequest, ModelResponse, ToolCall
 
 from conftest import import_or_unavailable

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from reflexion_crash_app import build
-from tether.runtime.stop import StopReason
+from tether.runtime.accounting.stop import StopReason
 from tether.store.sqlite import SQLiteStore
 
 APP = str(Path(__file__).with_name("reflexion_crash_app.py"))
@@ -69,7 +69,7 @@ def test_a_reflexion_attempt_resumed_after_a_pause_is_graded_on_every_call_it_ma
     from tether.evals.graders import called
     from tether.policy.base import Action, Decision, Effect
     from tether.reasoning.reflexion import GraderCheck, Reflexion
-    from tether.runtime.session import Session
+    from tether.runtime.lifecycle.session import Session
 
     def ask_first(action: Action) -> Decision:
         return Decision(Effect.REQUIRE_APPROVAL, "check", "ops")
@@ -98,7 +98,7 @@ def test_a_router_resumed_by_a_recipe_without_its_route_says_what_to_do(tmp_path
     from tether import Agent, ReAct, ScriptedModel
     from tether.policy.base import Action, Decision, Effect
     from tether.reasoning.router import Router
-    from tether.runtime.session import RecipeChanged
+    from tether.runtime.lifecycle.session import RecipeChanged
 
     def ask_first(action: Action) -> Decision:
         return Decision(Effect.REQUIRE_APPROVAL, "check", "ops")
@@ -188,7 +188,7 @@ def test_a_retrieval_that_waited_for_approval_is_not_run_again_after_it(strategy
     from test_retrieval_strategies import agent, notes, searcher, turns
     from tether.knowledge import CRAG, AdaptiveRAG
     from tether.policy.base import Action, Decision, Effect
-    from tether.runtime.session import Session
+    from tether.runtime.lifecycle.session import Session
     from tether.store.memory import MemoryStore
 
     def ask_first(action: Action) -> Decision:

@@ -26,8 +26,8 @@ from tether import (
 )
 from tether.cli import main
 from tether.policy import Action, Context, Resource, Subject
-from tether.runtime.chokepoint.approvals import ApprovalError
-from tether.runtime.session import RecipeChanged
+from tether.runtime.approvals.requests import ApprovalError
+from tether.runtime.lifecycle.session import RecipeChanged
 
 transfers: list[tuple[str | None, int]] = []
 

@@ -275,7 +275,7 @@ def test_a_start_journaled_by_an_earlier_tether_is_not_taken_as_the_history(
         store: Store, monkeypatch: pytest.MonkeyPatch) -> None:
     """Before this order, a start held a running turn's question without its answer: a store
     written then is read turn by turn, so that turn is shown with its answer once it ended."""
-    from tether.runtime import opening
+    from tether.runtime.lifecycle import opening
 
     model = Gated()
     agent = Agent(model=ScriptedModel(model), reasoning=ReAct(), store=store)

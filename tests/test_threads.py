@@ -10,8 +10,8 @@ import pytest
 from tether import Agent, ModelRequest, ModelResponse, ReAct, ScriptedModel, tool
 from tether.journal.chain import verify_chain
 from tether.knowledge import ConversationStore
+from tether.runtime.lifecycle.thread import ThreadTampered
 from tether.runtime.rerun import rerun
-from tether.runtime.thread import ThreadTampered
 from tether.store.base import Store
 
 from conftest import TaintWatch, call

@@ -15,8 +15,8 @@ import pytest
 from fake_llm_server import OPENAI_PATH, FakeLLMServer, Reply, openai_completion
 from tether import Agent, Budget, Price, ReAct
 from tether.models import OpenAIModel
-from tether.runtime.budget import Accountant, Tally
-from tether.runtime.stop import Stop, StopReason
+from tether.runtime.accounting.budget import Accountant, Tally
+from tether.runtime.accounting.stop import Stop, StopReason
 from tether.store.memory import MemoryStore
 
 ZERO = Price(Decimal(0), Decimal(0))

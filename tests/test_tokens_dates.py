@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 from tether import Agent, Decision, Effect, ReAct, tool
 from tether.evals.obedient import PlannedCall, obedient_model
 from tether.policy import Action, Context, Resource, Subject
-from tether.runtime.provenance import (
+from tether.runtime.provenance.values import (
     ArgumentProvenance,
     Ledger,
     Sighting,

@@ -20,9 +20,9 @@ from tether.journal.views.trust import carriers, render
 from tether.journal.views.whatif import what_if
 from tether.policy import Action, Context, Effect, Resource, Subject, contain_untrusted_flows
 from tether.policy.overlay import OverlayError, parse_overlay
-from tether.runtime.chokepoint.approver import deny_all
-from tether.runtime.provenance import Sighting, Sightings
-from tether.runtime.state import fold
+from tether.runtime.approvals.approver import deny_all
+from tether.runtime.provenance.values import Sighting, Sightings
+from tether.runtime.record.state import fold
 from tether.store.memory import MemoryStore
 from tether.tools.base import ToolMeta
 from tether.tools.decorator import ToolDefinitionError

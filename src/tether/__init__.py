@@ -24,37 +24,37 @@ if TYPE_CHECKING:
     from tether.models.scripted import FakeModel, ScriptedModel
     from tether.policy.base import Decision, Effect, Policy
     from tether.reasoning.react import ReAct
-    from tether.runtime.agent import Agent
-    from tether.runtime.budget import Budget, Spend
+    from tether.runtime.accounting.budget import Budget, Spend
+    from tether.runtime.accounting.limits import Limits
+    from tether.runtime.accounting.stop import StopReason
     from tether.runtime.chokepoint.gateway import Gateway
-    from tether.runtime.compaction import Compaction
-    from tether.runtime.handle import Handle, Strategy
-    from tether.runtime.limits import Limits
-    from tether.runtime.planning import ModelPlanner
-    from tether.runtime.result import Result, Step, ToolResult, Trajectory
-    from tether.runtime.session import Session
-    from tether.runtime.stop import StopReason
-    from tether.runtime.subagent import AgentAsTool
+    from tether.runtime.context.compaction import Compaction
+    from tether.runtime.lifecycle.agent import Agent
+    from tether.runtime.lifecycle.planning import ModelPlanner
+    from tether.runtime.lifecycle.session import Session
+    from tether.runtime.record.result import Result, Step, ToolResult, Trajectory
+    from tether.runtime.strategy.handle import Handle, Strategy
+    from tether.runtime.strategy.subagent import AgentAsTool
     from tether.tools.decorator import tool
     from tether.types import Event, Message, ModelRequest, ModelResponse, ToolCall, Usage
 
 _WHERE = {
-    "Agent": "tether.runtime.agent",
-    "Budget": "tether.runtime.budget",
-    "Spend": "tether.runtime.budget",
-    "Compaction": "tether.runtime.compaction",
-    "Limits": "tether.runtime.limits",
-    "ModelPlanner": "tether.runtime.planning",
-    "Handle": "tether.runtime.handle",
-    "Strategy": "tether.runtime.handle",
-    "Result": "tether.runtime.result",
-    "Step": "tether.runtime.result",
-    "ToolResult": "tether.runtime.result",
-    "Trajectory": "tether.runtime.result",
-    "Session": "tether.runtime.session",
-    "StopReason": "tether.runtime.stop",
+    "Agent": "tether.runtime.lifecycle.agent",
+    "Budget": "tether.runtime.accounting.budget",
+    "Spend": "tether.runtime.accounting.budget",
+    "Compaction": "tether.runtime.context.compaction",
+    "Limits": "tether.runtime.accounting.limits",
+    "ModelPlanner": "tether.runtime.lifecycle.planning",
+    "Handle": "tether.runtime.strategy.handle",
+    "Strategy": "tether.runtime.strategy.handle",
+    "Result": "tether.runtime.record.result",
+    "Step": "tether.runtime.record.result",
+    "ToolResult": "tether.runtime.record.result",
+    "Trajectory": "tether.runtime.record.result",
+    "Session": "tether.runtime.lifecycle.session",
+    "StopReason": "tether.runtime.accounting.stop",
     "ReAct": "tether.reasoning.react",
-    "AgentAsTool": "tether.runtime.subagent",
+    "AgentAsTool": "tether.runtime.strategy.subagent",
     "Gateway": "tether.runtime.chokepoint.gateway",
     "Model": "tether.models.base",
     "ModelError": "tether.models.base",

@@ -3,9 +3,9 @@
 Decision: a face (``tether``, ``tether.policy``, ``tether.mcp``, ...) lists where each public
 name lives and imports that module only when the name is first used, so ``import tether`` stays
 fast and an optional extra is imported only by the code that needs it. A home is a module path
-(``"tether.runtime.agent"``) or a module of the face itself (``"combinators"``). Once loaded, the
-value is kept in the face's namespace, so the second use costs a dict lookup. This module
-imports nothing from tether: every face may use it.
+(``"tether.runtime.lifecycle.agent"``) or a module of the face itself (``"combinators"``). Once
+loaded, the value is kept in the face's namespace, so the second use costs a dict lookup. This
+module imports nothing from tether: every face may use it.
 """
 
 from __future__ import annotations

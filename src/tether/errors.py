@@ -27,12 +27,12 @@ The hierarchy::
     │   ├── SuiteError                        (evals.tasks)
     │   └── ToolDefinitionError               (tools.decorator)
     └── RunError
-        ├── ApprovalError                     (runtime.chokepoint.approvals)
+        ├── ApprovalError                     (runtime.approvals.requests)
         ├── CredentialError                   (credentials.errors)
         ├── ErasureRefused                    (journal.erasure)
-        ├── HiddenNotRecalled                 (runtime.recalled)
-        ├── JournalTampered, RecipeChanged, SessionEnded   (runtime.session)
-        ├── ThreadTampered                    (runtime.thread)
+        ├── HiddenNotRecalled                 (runtime.provenance.recalled)
+        ├── JournalTampered, RecipeChanged, SessionEnded   (runtime.lifecycle.session)
+        ├── ThreadTampered                    (runtime.lifecycle.thread)
         ├── MCPError                          (mcp.errors)
         │   ├── MCPConnectionError ─ UpstreamLost
         │   ├── MCPToolBlocked, MCPToolError, PinError
@@ -49,8 +49,8 @@ The hierarchy::
         └── internal signals that never leave tether: BranchRefused, Rejected, Refused,
             AttemptOver, ClientExpired, Unanswered, and the private _Failed, _Spent, _Unmetered
 
-Not in the tree: ``tether.runtime.stop.Stop``, the budget stop, is a ``BaseException`` so that
-no ``except Exception`` in a tool, a strategy or a foreign framework can swallow it; it is a
+Not in the tree: ``tether.runtime.accounting.stop.Stop``, the budget stop, is a ``BaseException`` so
+that no ``except Exception`` in a tool, a strategy or a foreign framework can swallow it; it is a
 control-flow signal, never an error a caller handles.
 """
 

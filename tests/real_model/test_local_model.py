@@ -17,7 +17,7 @@ import pytest
 
 from tether import Agent, Budget, Message, ModelRequest, ReAct, ToolCall
 from tether.journal.chain import verify_chain
-from tether.runtime.result import Result
+from tether.runtime.record.result import Result
 from tether.runtime.stream import Finished, TextDelta
 from tether.store.memory import MemoryStore
 from tether.tools import Calculator

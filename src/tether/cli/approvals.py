@@ -37,7 +37,7 @@ from tether.cli.common import (
 )
 
 if TYPE_CHECKING:
-    from tether.runtime.chokepoint.approvals import ApprovalRequest
+    from tether.runtime.approvals.requests import ApprovalRequest
     from tether.store.base import Store
 
 
@@ -74,7 +74,7 @@ def register(commands: Any) -> None:
 
 
 def run_list(args: argparse.Namespace) -> int:
-    from tether.runtime.chokepoint.approvals import StoredApprovals
+    from tether.runtime.approvals.requests import StoredApprovals
 
     store = open_existing(args.store)
     if store is None:
@@ -109,7 +109,7 @@ def describe(request: ApprovalRequest) -> str:
 
 
 def run_decide(args: argparse.Namespace) -> int:
-    from tether.runtime.chokepoint.approvals import ApprovalError, StoredApprovals
+    from tether.runtime.approvals.requests import ApprovalError, StoredApprovals
 
     if not args.approver.strip():
         error("--approver must name who decides")

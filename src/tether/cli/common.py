@@ -49,7 +49,7 @@ def add_tenant_option(parser: argparse.ArgumentParser) -> None:
 
 def tenant_scope(args: argparse.Namespace) -> Any:
     """What ``--tenant`` scopes approvals to (every tenant without it)."""
-    from tether.runtime.chokepoint.approvals import ALL_TENANTS
+    from tether.runtime.approvals.requests import ALL_TENANTS
 
     tenant: str | None = getattr(args, "tenant", None)
     return ALL_TENANTS if tenant is None else tenant

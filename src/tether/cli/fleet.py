@@ -171,7 +171,7 @@ def run_waiting(fleet: Fleet, args: argparse.Namespace) -> int:
 @fleet_command
 def run_decide(fleet: Fleet, args: argparse.Namespace) -> int:
     from tether.durable import SessionRefused
-    from tether.runtime.chokepoint.approvals import ApprovalError
+    from tether.runtime.approvals.requests import ApprovalError
 
     decide = fleet.approve if args.verb == "approve" else fleet.deny
     try:

@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING, TypeVar
 from tether.cli.next_steps import continue_commands, session_store, uncertain
 
 if TYPE_CHECKING:
-    from tether.runtime.session import Session
+    from tether.runtime.lifecycle.session import Session
 
 T = TypeVar("T")
 FORCE_AT = 3  # the signal that ends the process without waiting for the pause

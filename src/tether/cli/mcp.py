@@ -149,7 +149,7 @@ def _governance(args: argparse.Namespace, policy: Policy) -> Governance | None:
     from tether.cli.common import store_url
     from tether.cli.telemetry import environment_sinks
     from tether.mcp.clients import Governance
-    from tether.runtime.budget import Budget
+    from tether.runtime.accounting.budget import Budget
     from tether.store.base import StoreError, open_store
     from tether.urls import redact_text, redact_url
 

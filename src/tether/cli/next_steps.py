@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 from tether.cli.common import store_hint
 
 if TYPE_CHECKING:
-    from tether.runtime.session import Session
+    from tether.runtime.lifecycle.session import Session
     from tether.types import Event
 
 
@@ -28,7 +28,7 @@ def session_store(session: Session, given: str | None) -> str:
 def uncertain(events: Sequence[Event]) -> list[str]:
     """The calls a paused journal waits on an operator for: those its pause lists or, in a
     journal written before pauses listed them, the calls that started and left no result."""
-    from tether.runtime.state import fold
+    from tether.runtime.record.state import fold
 
     if events and events[-1].type == "session.paused" and "uncertain" in events[-1].data:
         return list(events[-1].data["uncertain"])

@@ -75,7 +75,7 @@ def _tool_specs(spec: str) -> list[ToolSpec] | None:
     """The specs of the tools ``--tools`` names, or None after printing why it cannot."""
     from tether.cli.recipe import RecipeError
     from tether.references import import_object
-    from tether.runtime.agent import Agent
+    from tether.runtime.lifecycle.agent import Agent
     from tether.tools.registry import ToolRegistry
 
     try:

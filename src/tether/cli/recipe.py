@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING
 from tether.references import BadReference, import_object
 
 if TYPE_CHECKING:
-    from tether.runtime.agent import Agent
+    from tether.runtime.lifecycle.agent import Agent
 
 
 RecipeError = BadReference  # ``--agent`` does not name an Agent; the message says what to fix
@@ -30,7 +30,7 @@ RecipeError = BadReference  # ``--agent`` does not name an Agent; the message sa
 
 def load_recipe(spec: str) -> Agent:
     """The Agent named by ``module:attribute`` or ``path/to/file.py:attribute``."""
-    from tether.runtime.agent import Agent
+    from tether.runtime.lifecycle.agent import Agent
 
     value = import_object(spec, "the Agent object (or a function returning one)")
     if not isinstance(value, Agent) and callable(value):

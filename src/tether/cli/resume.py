@@ -38,9 +38,9 @@ from tether.cli.next_steps import continue_commands, session_store, uncertain
 from tether.urls import redact_url
 
 if TYPE_CHECKING:
-    from tether.runtime.agent import Agent
-    from tether.runtime.result import Result
-    from tether.runtime.session import Session
+    from tether.runtime.lifecycle.agent import Agent
+    from tether.runtime.lifecycle.session import Session
+    from tether.runtime.record.result import Result
 
 AGENT_HELP = ("the Agent recipe: MODULE:ATTRIBUTE (e.g. myapp.agents:refund_agent) or "
               "path/to/file.py:ATTRIBUTE; an attribute may also be a function returning one")
@@ -105,8 +105,8 @@ def bound_recipe(args: argparse.Namespace, *, create: bool = False) -> Agent | N
 
 
 def _load(agent: Agent, session_id: str, accept_recipe_change: bool = False) -> Session | None:
-    from tether.runtime.recalled import HiddenNotRecalled
-    from tether.runtime.session import JournalTampered, RecipeChanged
+    from tether.runtime.lifecycle.session import JournalTampered, RecipeChanged
+    from tether.runtime.provenance.recalled import HiddenNotRecalled
 
     try:
         store = agent.journal_store

@@ -41,9 +41,9 @@ from tether.cli.interrupts import Interrupts, report
 from tether.cli.next_steps import continue_commands
 
 if TYPE_CHECKING:
-    from tether.runtime.budget import Budget
-    from tether.runtime.result import Result
-    from tether.runtime.session import Session
+    from tether.runtime.accounting.budget import Budget
+    from tether.runtime.lifecycle.session import Session
+    from tether.runtime.record.result import Result
     from tether.types import Event
 
 LIMITS = {"tokens": "max_tokens", "cost": "max_cost_usd", "steps": "max_steps",
@@ -71,7 +71,7 @@ def register(commands: Any) -> None:
 
 def parse_budget(text: str) -> Budget:
     """``tokens=5000,cost=0.10,...`` as a Budget."""
-    from tether.runtime.budget import Budget
+    from tether.runtime.accounting.budget import Budget
 
     limits: dict[str, Any] = {}
     for part in filter(None, (p.strip() for p in text.split(","))):

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING
 from tether.types import Event
 
 if TYPE_CHECKING:
-    from tether.runtime.agent import Agent
+    from tether.runtime.lifecycle.agent import Agent
 
 EXIT_TIMEOUT = 5.0  # seconds the exit flush may take, in total
 ENDPOINTS = ("OTEL_EXPORTER_OTLP_ENDPOINT", "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT",

@@ -34,8 +34,8 @@ import time
 from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager, nullcontext
 
-from tether.runtime.agent import Agent
-from tether.runtime.session import Session, SessionEnded
+from tether.runtime.lifecycle.agent import Agent
+from tether.runtime.lifecycle.session import Session, SessionEnded
 from tether.store.base import ERASED_TYPE, SessionBusy, Store
 from tether.types import Event
 

@@ -50,7 +50,7 @@ from tether.errors import RunError
 if TYPE_CHECKING:
     from dbos import DBOSClient, DBOSConfig
 
-    from tether.runtime.agent import Agent
+    from tether.runtime.lifecycle.agent import Agent
 
 APP_NAME = "tether-fleet"
 APP_VERSION = "tether-fleet/1"  # bump only when the workflow's name or inputs change
@@ -75,7 +75,7 @@ def load_factory(ref: str) -> Callable[[], Agent]:
 
 
 def build_agent(ref: str) -> Agent:
-    from tether.runtime.agent import Agent
+    from tether.runtime.lifecycle.agent import Agent
 
     agent = load_factory(ref)()
     if not isinstance(agent, Agent):

@@ -33,8 +33,8 @@ from typing import Any
 from dbos import DBOS, DBOSConfiguredInstance
 
 from tether.durable.activation import activate, journal_store
-from tether.runtime.agent import Agent
-from tether.runtime.session import Session
+from tether.runtime.lifecycle.agent import Agent
+from tether.runtime.lifecycle.session import Session
 
 CLASS_NAME = "tether.durable.Sessions"
 WORKFLOW_NAME = "tether.durable.session"

@@ -100,7 +100,7 @@ def _on_dask(plan: Plan, agent: Any, url: str, dask: Any, workers: int, concurre
     except ImportError:
         raise ImportError("running on Dask needs the dask extra: pip install "
                           "'tether[dask]'") from None
-    from tether.runtime.agent import Agent
+    from tether.runtime.lifecycle.agent import Agent
 
     if isinstance(agent, Agent):
         raise TypeError("on Dask, give the agent as a 'module:function' reference (or a "

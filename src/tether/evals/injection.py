@@ -55,7 +55,7 @@ def policy_named(spec: str) -> Any:
 
 
 def approver_named(spec: str) -> Any:
-    from tether.runtime.chokepoint.approver import approve_all, deny_all
+    from tether.runtime.approvals.approver import approve_all, deny_all
 
     return {"deny": deny_all(), "approve": approve_all(), "oracle": "oracle",
             "none": None}[spec]

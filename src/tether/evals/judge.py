@@ -25,8 +25,8 @@ def llm_judge(model: Any, rubric: str, *, budget: Any = None, store: Any = None,
     """A grader that asks ``model`` whether the answer meets ``rubric``. ``budget`` bounds each
     judgement (default: 2,000 tokens, 3 steps); ``store`` keeps the judge's sessions."""
     from tether.reasoning.react import ReAct
-    from tether.runtime.agent import Agent
-    from tether.runtime.budget import Budget
+    from tether.runtime.accounting.budget import Budget
+    from tether.runtime.lifecycle.agent import Agent
 
     judge = Agent(model=model, reasoning=ReAct(), tools=(), system_prompt=JUDGE_PROMPT,
                   budget=budget or Budget(max_tokens=2_000, max_steps=3), store=store,

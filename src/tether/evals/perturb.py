@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from tether.evals.faults import PROVIDER_FAULTS, TOOL_FAULTS, FaultyModel, FaultyTool
 
 if TYPE_CHECKING:
-    from tether.runtime.agent import Agent
+    from tether.runtime.lifecycle.agent import Agent
 
 
 @dataclass(frozen=True, slots=True)
@@ -100,8 +100,8 @@ class Paraphrase:
 
     async def _reword(self, prompt: str) -> tuple[str | None, str]:
         from tether.reasoning.react import ReAct
-        from tether.runtime.agent import Agent
-        from tether.runtime.budget import Budget
+        from tether.runtime.accounting.budget import Budget
+        from tether.runtime.lifecycle.agent import Agent
 
         agent = Agent(model=self.model, reasoning=ReAct(), tools=(), name="eval-paraphrase",
                       system_prompt="Reword the user's message. Keep every number, name and "

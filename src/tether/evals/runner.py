@@ -52,7 +52,7 @@ class Plan:
 
 def agent_source(agent: Any) -> AgentSource:
     """An Agent, a factory or a ``module:function`` reference, as (environment) -> Agent."""
-    from tether.runtime.agent import Agent
+    from tether.runtime.lifecycle.agent import Agent
 
     if isinstance(agent, Agent):
         return lambda _environment: agent
@@ -113,7 +113,7 @@ def evaluate(agent: Any, tasks: Sequence[Task], *, k: int = 8,
              progress: Progress | None = None) -> Report:
     """Evaluate ``agent`` on ``tasks``: ``k`` trials of each under each perturbation, graded,
     journaled in ``store`` (default: the agent's, else in memory), reported as pass^k."""
-    from tether.runtime.agent import run_sync
+    from tether.runtime.lifecycle.agent import run_sync
 
     result: Report = run_sync(aevaluate(
         agent, tasks, k=k, perturbations=perturbations, seed=seed, name=name, suite=suite,
@@ -126,7 +126,7 @@ async def aevaluate(agent: Any, tasks: Sequence[Task], *, k: int = 8,
                     seed: int = 0, name: str = "eval", suite: str = "suite",
                     store: Store | str | None = None, concurrency: int = 8, workers: int = 1,
                     dask: Any = None, progress: Progress | None = None) -> Report:
-    from tether.runtime.agent import Agent
+    from tether.runtime.lifecycle.agent import Agent
 
     plan = Plan.of(tasks, k=k, perturbations_=perturbations, seed=seed, evaluation=name,
                    suite=suite)
@@ -174,7 +174,7 @@ def pass_at_k_with_perturbations(session_factory: Callable[[str], Any], task: Ta
     The sessions made keep the factory's agent and budget."""
     import dataclasses
 
-    from tether.runtime.agent import Agent, run_sync
+    from tether.runtime.lifecycle.agent import Agent, run_sync
 
     probe = session_factory(task.prompt)
     agent = getattr(probe, "agent", None)

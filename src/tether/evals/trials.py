@@ -26,8 +26,8 @@ from tether.journal.views.metrics import SessionFacts, session_facts
 from tether.store.base import Store, StoreError
 
 if TYPE_CHECKING:
-    from tether.runtime.agent import Agent
-    from tether.runtime.result import Result
+    from tether.runtime.lifecycle.agent import Agent
+    from tether.runtime.record.result import Result
 
 MAX_ATTEMPTS = 20
 AgentSource = Callable[[Any], "Agent"]  # the trial's environment (or None) -> its Agent
@@ -129,7 +129,7 @@ class TrialRunner:
 
 def _with_store(agent: Agent, store: Store) -> Agent:
     """The trial's sessions go to the evaluation's store, and so do its approvals."""
-    from tether.runtime.agent import Agent
+    from tether.runtime.lifecycle.agent import Agent
 
     if not isinstance(agent, Agent):
         raise TypeError(f"the agent factory returned {agent!r}, not a tether Agent")

@@ -29,7 +29,7 @@ from typing import Any
 from pydantic_core import to_jsonable_python
 
 from tether.journal.chain import canonical_json
-from tether.runtime.state import call_signature
+from tether.runtime.record.state import call_signature
 from tether.tools.base import Tool, ToolContext, ToolFailure, ToolMeta
 from tether.types import ToolSpec
 

@@ -66,8 +66,10 @@ from tether.policy.base import Effect, Policy, Subject
 from tether.policy.deadline import DEFAULT_POLICY_TIMEOUT
 from tether.policy.names import check_names
 from tether.policy.plan import read_request
-from tether.runtime.budget import Accountant, Budget, Reservation
-from tether.runtime.chokepoint.approvals import ApprovalStore, StoredApprovals
+from tether.runtime.accounting.budget import Accountant, Budget, Reservation
+from tether.runtime.accounting.limits import Limits
+from tether.runtime.accounting.stop import Stop, StopReason
+from tether.runtime.approvals.requests import ApprovalStore, StoredApprovals
 from tether.runtime.chokepoint.assembly import (
     RunContext,
     ToolDoor,
@@ -79,14 +81,12 @@ from tether.runtime.chokepoint.effects import skipped
 from tether.runtime.chokepoint.executor import ToolExecutor
 from tether.runtime.chokepoint.gate import resource_of
 from tether.runtime.chokepoint.gateway import attach_approval
-from tether.runtime.interrupt import lost_call_charge
-from tether.runtime.limits import Limits
-from tether.runtime.model_call import Door, ModelCall
-from tether.runtime.provenance import ArgumentProvenance, Sightings
-from tether.runtime.recalled import recall_hidden
-from tether.runtime.result import ToolResult
-from tether.runtime.state import SessionState, call_signature
-from tether.runtime.stop import Stop, StopReason
+from tether.runtime.chokepoint.model_call import Door, ModelCall
+from tether.runtime.lifecycle.interrupt import lost_call_charge
+from tether.runtime.provenance.recalled import recall_hidden
+from tether.runtime.provenance.values import ArgumentProvenance, Sightings
+from tether.runtime.record.result import ToolResult
+from tether.runtime.record.state import SessionState, call_signature
 from tether.store.base import Store
 from tether.store.memory import MemoryStore
 from tether.tools.base import Tool, ToolContext, ToolFailure
@@ -391,8 +391,8 @@ class GovernedRun:
             return metered
 
     def _meter(self) -> ModelCall:
-        """The one governed model call (``tether.runtime.model_call``) of a framework's call,
-        which the framework makes itself: tether opens it and settles it."""
+        """The one governed model call (``tether.runtime.chokepoint.model_call``) of a framework's
+        call, which the framework makes itself: tether opens it and settles it."""
         def unusable(step: int, reservation: Reservation, usage: Usage) -> Stop:
             self._unmetered(Metered(step, reservation), "the model reported unusable usage")
             return Stop(StopReason.MODEL_ERROR, "the model reported unusable usage "

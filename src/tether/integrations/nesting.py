@@ -24,11 +24,11 @@ from tether.errors import UsageError
 from tether.integrations.decided import running_call
 from tether.policy.base import Policy, policy_id_of
 from tether.policy.combinators import DenyOverrides
-from tether.runtime.budget import Budget
+from tether.runtime.accounting.budget import Budget
 from tether.tools.base import ToolContext
 
 if TYPE_CHECKING:
-    from tether.runtime.budget import Spend
+    from tether.runtime.accounting.budget import Spend
 
 # the ids of the runs whose tool body runs in this context
 _INSIDE: ContextVar[frozenset[str]] = ContextVar("tether_inside", default=frozenset())

@@ -7,7 +7,7 @@ module reads back from the journal what the door needs to go on exactly where it
 
 Decision: a stored run is continued only if its journal verifies, it is a run of the same
 framework and tenant with the same tools, and it has not ended. Its state is folded from its
-events (``tether.runtime.state.fold``), so the open model turn, its decisions and its
+events (``tether.runtime.record.state.fold``), so the open model turn, its decisions and its
 approvals are what they were; what the door remembers of the framework's calls — the ones
 resolved (a resent call gets its recorded result, never a second run), the ones waiting for a
 person, the call ids used — is read back from the same events. A time budget counts wall time
@@ -24,10 +24,10 @@ from typing import Any
 from tether.integrations.decided import identity
 from tether.journal.chain import verify_chain
 from tether.journal.erasure import vouched
-from tether.runtime.budget import Budget
-from tether.runtime.result import ToolResult
-from tether.runtime.revive import revive
-from tether.runtime.state import SessionState
+from tether.runtime.accounting.budget import Budget
+from tether.runtime.record.result import ToolResult
+from tether.runtime.record.revive import revive
+from tether.runtime.record.state import SessionState
 from tether.store.base import Store
 from tether.tools.registry import ToolRegistry
 from tether.types import Event, ToolCall

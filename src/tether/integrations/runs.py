@@ -16,7 +16,7 @@ from tether.integrations.decided import FOREIGN_META, ForeignTool, Reader
 from tether.integrations.governed import GovernedRun
 from tether.journal.chain import Journal
 from tether.policy.overlay import Overlay
-from tether.runtime.chokepoint.approvals import ApprovalStore
+from tether.runtime.approvals.requests import ApprovalStore
 from tether.tools.base import Tool, ToolContext, ToolMeta
 from tether.types import ToolSpec
 

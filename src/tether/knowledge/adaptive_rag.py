@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from typing import Literal, Protocol
 
 from tether.knowledge.steps import Replay, answer, retrieve, run_retrievals, words
-from tether.runtime.handle import Handle
+from tether.runtime.strategy.handle import Handle
 
 Route = Literal["none", "single", "multi"]
 ROUTES: tuple[Route, ...] = ("none", "single", "multi")

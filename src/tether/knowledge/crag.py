@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from typing import Literal, Protocol
 
 from tether.knowledge.steps import Replay, Retrieved, answer, overlap, retrieve
-from tether.runtime.handle import Handle
+from tether.runtime.strategy.handle import Handle
 
 Verdict = Literal["correct", "ambiguous", "incorrect"]
 

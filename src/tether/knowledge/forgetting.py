@@ -22,7 +22,7 @@ from __future__ import annotations
 from collections.abc import Collection
 
 from tether.journal.erasure import PREFIX, is_erased
-from tether.runtime.thread import turn_of
+from tether.runtime.lifecycle.thread import turn_of
 from tether.store.base import Store
 
 

@@ -2,8 +2,8 @@
 
 Why: a user who talks to an agent across sessions expects it to remember what they said, and
 to forget it when asked. ``agent.session(task, thread=...)`` continues one conversation
-(``tether.runtime.thread``); this is the rest of memory: listing a user's threads, reading their
-turns, recalling earlier conversations by what they were about, and erasure.
+(``tether.runtime.lifecycle.thread``); this is the rest of memory: listing a user's threads, reading
+their turns, recalling earlier conversations by what they were about, and erasure.
 
 Decision: memory keeps no copy of the conversation. The journals are the truth; the store's
 thread index says which sessions belong to whom; a turn is read from its session's journal,
@@ -25,7 +25,7 @@ from tether.journal.erasure import Erasure, erase_sessions
 from tether.knowledge.bm25 import bm25_rank
 from tether.knowledge.forgetting import quoting_sessions, turns_of, users_sessions
 from tether.knowledge.retrieval import check_request
-from tether.runtime.thread import Turn, ended_turns
+from tether.runtime.lifecycle.thread import Turn, ended_turns
 from tether.store.base import Store, ThreadEntry, open_store
 from tether.tools.base import Tool, ToolContext
 from tether.tools.decorator import tool

@@ -22,9 +22,9 @@ from collections import deque
 from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
 
-from tether.runtime.handle import Handle
-from tether.runtime.planned import Entry, ModelTurn, Note
-from tether.runtime.result import ToolResult
+from tether.runtime.record.result import ToolResult
+from tether.runtime.strategy.handle import Handle
+from tether.runtime.strategy.planned import Entry, ModelTurn, Note
 from tether.types import ToolCall
 
 ANSWER_NOTE = ("Answer the question now, without tools, from what you already have. Retrieved "

@@ -35,14 +35,14 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from tether.errors import RunError
-from tether.runtime.budget import Budget
+from tether.runtime.accounting.budget import Budget
 from tether.tools.caller import SILENT, Caller
 from tether.tools.registry import ToolRegistry
 
 if TYPE_CHECKING:
     from tether.policy.base import Policy
     from tether.runtime.chokepoint.gateway import Gateway
-    from tether.runtime.result import ToolResult
+    from tether.runtime.record.result import ToolResult
     from tether.store.base import Store
     from tether.tools.base import Tool
     from tether.types import Event

@@ -78,7 +78,7 @@ def output_ceiling(model: object) -> int | None:
 
 def context_window(model: object) -> int | None:
     """The most input tokens ``model`` takes (its ``context_window``, when it declares one), or
-    None: what conversation compaction (``tether.runtime.compaction``) measures a request
+    None: what conversation compaction (``tether.runtime.context.compaction``) measures a request
     against when the recipe declares no window of its own."""
     window = getattr(model, "context_window", None)
     return window if type(window) is int and window >= 1 else None

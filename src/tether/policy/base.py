@@ -126,7 +126,7 @@ class Context:
     # context= (that is ``extra``), never by the model; "" where there is none (a gateway)
     request: str = ""
     # where each argument's value could have come from: a set of "user", "trusted",
-    # "untrusted", "nowhere" (tether.runtime.provenance); computed only if read
+    # "untrusted", "nowhere" (tether.runtime.provenance.values); computed only if read
     provenance: Mapping[str, frozenset[str]] = field(default_factory=dict)
     # a strategy's call from its own validated plan (``Handle.call_planned``: LLM+P's steps),
     # not one a model asked for — a policy can hold a plan's side effects to its own rule
@@ -137,7 +137,7 @@ class Context:
     # what the request asks for, read once before anything untrusted (tether.policy.plan;
     # journaled in the session's start); None where no plan was read (a gateway)
     plan: RequestPlan | None = None
-    # the kinds of private data each argument carries (tether.runtime.labels: "passport",
+    # the kinds of private data each argument carries (tether.runtime.provenance.labels: "passport",
     # "iban"), read from results whose tools declare private keys; computed only if read
     labels: Mapping[str, frozenset[str]] = field(default_factory=dict)
 

@@ -25,9 +25,10 @@ update's, and a payment to X was not asked for); a quoted name binds
 anywhere in the request, since a clause refers to the others ("my friend recommended 'Le
 Marais'. If it's rated above 4, make a reservation"), and only a party that is a name, never an
 id or a number (a listing's "file 3" is the file the user quoted, for all the plan can tell:
-provenance vets it). The plan is journaled in the session's start (``tether.runtime.opening``),
-a planner's widening of it in ``plan.amended`` (``tether.runtime.planning``), so a resumed run, a
-what-if and a rerun decide against the same plan.
+provenance vets it). The plan is journaled in the session's start
+(``tether.runtime.lifecycle.opening``), a planner's widening of it in ``plan.amended``
+(``tether.runtime.lifecycle.planning``), so a resumed run, a what-if and a rerun decide against the
+same plan.
 """
 
 from __future__ import annotations

@@ -21,7 +21,7 @@ ones (marked ``by="model"``), with the rules' aside and named values: it is neve
 the rules' plan. An answer that is not the JSON asked for leaves the rules' plan, with why.
 
 Pure: the prompt, the answer's schema and the check; the governed call is
-``tether.runtime.planning``.
+``tether.runtime.lifecycle.planning``.
 """
 
 from __future__ import annotations

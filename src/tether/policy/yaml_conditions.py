@@ -22,8 +22,8 @@ Condition keys (several keys in one mapping must all hold):
 ``args``        ``{amount: {gt: 100}, "order.total": {ge: 1, le: 10}}``: gt lt ge le eq
 ``args_from``   ``{recipient: {not_in: [user, trusted]}}`` (none of the argument's possible
                 origins is listed) or ``{in: [untrusted]}`` (one is); origins: user, trusted,
-                untrusted, nowhere (tether.runtime.provenance); unknown for a missing argument
-                or a value with no origin (a bool)
+                untrusted, nowhere (tether.runtime.provenance.values); unknown for a missing
+                argument or a value with no origin (a bool)
 ``resource``    ``side_effect`` / ``egress`` / ``idempotent``: bool; ``tags: {any: [..]}``
                 / ``{all: [..]}``; ``risk`` and ``output_trust``: name or ``{in: [..]}``
 ``context``     ``tainted``: bool; ``planned``: bool (a strategy's call from its validated
@@ -56,7 +56,8 @@ OPERATORS: Mapping[str, Callable[[Any, Any], bool]] = {
     "gt": operator.gt, "lt": operator.lt, "ge": operator.ge, "le": operator.le, "eq": operator.eq}
 CONDITION_KEYS = ("tool", "roles", "tenant", "user", "agent", "args", "args_from", "resource",
                   "context", "all", "any", "not")
-ORIGINS = ("user", "trusted", "untrusted", "nowhere")  # as tether.runtime.provenance names them
+ORIGINS = ("user", "trusted", "untrusted", "nowhere")  # as tether.runtime.provenance.values names
+# them
 
 _MISSING = object()
 

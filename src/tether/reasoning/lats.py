@@ -43,9 +43,9 @@ from tether.reasoning.lats_values import (
     Trajectory,
     ValueFunction,
 )
-from tether.runtime.branching import BranchRefused
-from tether.runtime.handle import Handle
-from tether.runtime.planned import Note, PlannedCalls
+from tether.runtime.strategy.branching import BranchRefused
+from tether.runtime.strategy.handle import Handle
+from tether.runtime.strategy.planned import Note, PlannedCalls
 from tether.types import Message, ModelResponse
 
 __all__ = ["LATS", "GraderValue", "Judgement", "SelfEvaluation", "Trajectory", "ValueFunction"]

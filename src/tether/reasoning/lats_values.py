@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from tether.evals.graders import CallRecord, Grader, Outcome, grade
-from tether.runtime.handle import Handle
+from tether.runtime.strategy.handle import Handle
 from tether.types import Message
 
 VALUE_NOTE = ("Judge the trajectory above: how likely is it to lead to a correct and complete "

@@ -39,8 +39,8 @@ from tether.reasoning.planner import (
     problem_text,
     solve_and_validate,
 )
-from tether.runtime.handle import Handle
-from tether.runtime.planned import Entry, Note, PlannedCalls
+from tether.runtime.strategy.handle import Handle
+from tether.runtime.strategy.planned import Entry, Note, PlannedCalls
 
 PROBLEM_NOTE = ("Plan this with a classical planner. Write a PDDL problem for the domain below: "
                 "the :objects, the :init facts that hold now, and the :goal the task asks for. "

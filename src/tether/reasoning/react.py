@@ -6,7 +6,7 @@ record all live behind the handle; a stop is raised from inside it and handled b
 
 from __future__ import annotations
 
-from tether.runtime.handle import Handle
+from tether.runtime.strategy.handle import Handle
 
 
 class ReAct:

@@ -31,9 +31,9 @@ from typing import Any, Protocol
 from tether.errors import RunError
 from tether.evals.graders import CallRecord, Grade, Grader, Outcome, grade
 from tether.reasoning.react import ReAct
-from tether.runtime.handle import Handle, Strategy
-from tether.runtime.planned import Entry, ModelTurn, Note, PlannedCalls
-from tether.runtime.result import ToolResult
+from tether.runtime.record.result import ToolResult
+from tether.runtime.strategy.handle import Handle, Strategy
+from tether.runtime.strategy.planned import Entry, ModelTurn, Note, PlannedCalls
 from tether.types import Message, ModelResponse, ToolCall
 
 CRITIQUE_NOTE = ("Check the answer you just gave against the task. Reply PASS if it is right "

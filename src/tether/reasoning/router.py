@@ -21,9 +21,9 @@ import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
-from tether.runtime.handle import Handle, Strategy
-from tether.runtime.planned import Note
-from tether.runtime.session import RecipeChanged
+from tether.runtime.lifecycle.session import RecipeChanged
+from tether.runtime.strategy.handle import Handle, Strategy
+from tether.runtime.strategy.planned import Note
 
 PICK_NOTE = ("Before you start, choose how to approach the task above. Reply with one word, the "
              "name of one of these approaches:\n{choices}")

@@ -23,18 +23,18 @@ from typing import TYPE_CHECKING, Any
 from tether.journal.redaction import HIDDEN_MARKERS
 from tether.models.base import CallCancelled, Model, ModelError, native_output
 from tether.models.pricing import Price
+from tether.runtime.approvals.requests import StoredApprovals
 from tether.runtime.chokepoint.additions import as_returned
-from tether.runtime.chokepoint.approvals import StoredApprovals
-from tether.runtime.environment import CANCELLED_BY_TIME
-from tether.runtime.revive import revive
+from tether.runtime.chokepoint.environment import CANCELLED_BY_TIME
+from tether.runtime.record.revive import revive
 from tether.store.memory import MemoryStore
 from tether.tools.base import Tool, ToolArgumentError, ToolContext, ToolFailure, ToolMeta
 from tether.types import Event, ModelRequest, ModelResponse, ToolSpec, Usage
 
 if TYPE_CHECKING:
     from tether.credentials import CredentialBroker
-    from tether.runtime.agent import Agent
-    from tether.runtime.result import Result
+    from tether.runtime.lifecycle.agent import Agent
+    from tether.runtime.record.result import Result
 
 
 @dataclass(frozen=True, slots=True)
@@ -67,7 +67,7 @@ class _Record:
         self.requests = [request["new"] if "new" in request else request["messages"]
                          for request, _ in calls]
         # the tools each request was offered, compared when the record or the rerun selects
-        # them (tether.runtime.selecting): without selection every request offers every tool
+        # them (tether.runtime.context.selecting): without selection every request offers every tool
         self.offered = [tuple(request.get("tools", ())) for request, _ in calls]
         self.selected = any(t == "tools.selected" for t, _ in live)
         self.responses: list[ModelResponse | ModelError] = [outcome for _, outcome in calls]
@@ -76,13 +76,14 @@ class _Record:
         self.ran = self.granted | {d["call_id"] for t, d in live
                                    if t == "tool.decision" and d["charged"]}
         self.refused = {d["call_id"]: d for t, d in live if t == "approval.refused"}
-        # the summary calls' outcomes and the compactions, in order (tether.runtime.compactor)
-        # (but not one a crash or an interruption lost: the rerun asks for that summary once)
+        # the summary calls' outcomes and the compactions, in order
+        # (tether.runtime.context.compactor) (but not one a crash or an interruption lost: the rerun
+        # asks for that summary once)
         self.summaries = [(t, d) for t, d in live if t == "compaction.response"
                           or (t == "compaction.error" and not d.get("lost"))]
         self.compactions = [d for t, d in live if t == "context.compacted"]
         self.summarised = 0
-        # the planner's call and the plan it amended (tether.runtime.planning)
+        # the planner's call and the plan it amended (tether.runtime.lifecycle.planning)
         self.plan_asked = next((d for t, d in live if t == "plan.request"), None)
         self.plan_outcome = next(((t, d) for t, d in live if t in ("plan.response",
                                                                    "plan.error")), None)
@@ -188,7 +189,7 @@ def _planner(agent: Agent, record: _Record) -> Any:
     asked = record.plan_asked
     if asked is None:
         return None
-    from tether.runtime.planning import ModelPlanner
+    from tether.runtime.lifecycle.planning import ModelPlanner
 
     own = agent.planner.model if agent.planner is not None else None
     model = own or agent.model
@@ -287,7 +288,7 @@ async def arerun(agent: Agent, events: Sequence[Event]) -> RerunReport:
         raise ValueError("a rerun needs a session's events, starting with session.start")
     record = _Record(events)
     start = events[0].data
-    from tether.runtime.budget import Budget
+    from tether.runtime.accounting.budget import Budget
 
     approvals = StoredApprovals(MemoryStore())
     compaction = agent.compaction
@@ -374,7 +375,7 @@ def _outcome(result: Mapping[str, Any] | None) -> tuple[Any, Any] | None:
 
 
 def rerun(agent: Agent, events: Sequence[Event]) -> RerunReport:
-    from tether.runtime.agent import run_sync
+    from tether.runtime.lifecycle.agent import run_sync
 
     report: RerunReport = run_sync(arerun(agent, events))
     return report

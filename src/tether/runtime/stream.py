@@ -12,7 +12,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
 
 from tether.journal.chain import EventBus
-from tether.runtime.result import Result, ToolResult
+from tether.runtime.record.result import Result, ToolResult
 from tether.types import Event, ToolCall
 
 
@@ -47,7 +47,7 @@ async def stream(events: EventBus, run: Callable[[], Awaitable[Result]],
                  ) -> AsyncIterator[StreamEvent]:
     """``run()`` as a task, its journal's tool events (``events``) and text deltas (handed to
     ``on_delta``) yielded as they come, then ``Finished``. Leaving early cancels the task,
-    which pauses the session (``tether.runtime.interrupt``)."""
+    which pauses the session (``tether.runtime.lifecycle.interrupt``)."""
     queue: asyncio.Queue[StreamEvent | None] = asyncio.Queue()
 
     def on_event(event: Event) -> None:

@@ -236,7 +236,7 @@ def holder_is_gone(holder: str | None) -> bool:
 class ThreadEntry:
     """One session of a conversation thread, at its place in the thread (1, 2, ...) — the
     order sessions joined it — and, once its turn has ended, at its place in the thread's
-    history (``ended``: 1, 2, ..., the order turns ended; ``tether.runtime.thread``)."""
+    history (``ended``: 1, 2, ..., the order turns ended; ``tether.runtime.lifecycle.thread``)."""
 
     thread_id: str
     position: int

@@ -72,9 +72,9 @@ MIGRATIONS: dict[int, list[str]] = {
         """CREATE TABLE {s}.anchor_lanes (
             lane INT PRIMARY KEY, hash TEXT NOT NULL, length BIGINT NOT NULL)""",
     ],
-    # A thread's history is the turns that ended, in the order they ended (tether.runtime.thread):
-    # each session's place in it, given when its turn ends, unique within the thread (NULLs,
-    # the turns still running, are distinct).
+    # A thread's history is the turns that ended, in the order they ended
+    # (tether.runtime.lifecycle.thread): each session's place in it, given when its turn ends,
+    # unique within the thread (NULLs, the turns still running, are distinct).
     8: [
         "ALTER TABLE {s}.threads ADD COLUMN IF NOT EXISTS ended BIGINT",
         """CREATE UNIQUE INDEX IF NOT EXISTS threads_by_end ON {s}.threads

@@ -98,9 +98,9 @@ MIGRATIONS: dict[int, str] = {
         PRIMARY KEY (tenant_id, user_id, thread_id, position)) WITHOUT ROWID;
     CREATE INDEX threads_by_session ON threads (session_id);
     """,
-    # A thread's history is the turns that ended, in the order they ended (tether.runtime.thread):
-    # each session's place in it, given when its turn ends, unique within the thread (NULLs,
-    # the turns still running, are distinct).
+    # A thread's history is the turns that ended, in the order they ended
+    # (tether.runtime.lifecycle.thread): each session's place in it, given when its turn ends,
+    # unique within the thread (NULLs, the turns still running, are distinct).
     8: """
     ALTER TABLE threads ADD COLUMN ended INTEGER;
     CREATE UNIQUE INDEX threads_by_end ON threads (tenant_id, user_id, thread_id, ended);

@@ -47,7 +47,8 @@ class ToolMeta:
     # cannot choose (an id the system assigned): provenance sees them as trusted
     trusted_fields: frozenset[str] = frozenset()
     # keys of the result whose values are private, and their kind ({"passport_number":
-    # "passport"}; "*" for the whole result): tether.runtime.labels follows them into arguments
+    # "passport"}; "*" for the whole result): tether.runtime.provenance.labels follows them into
+    # arguments
     private: Mapping[str, str] = field(default_factory=dict)
     # the calls whose results ``private`` labels, by argument value ({"channel": ["private"]}:
     # only the private channel's messages); empty: every call's

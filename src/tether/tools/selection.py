@@ -3,8 +3,8 @@
 Why: every tool offered is paid for in every request (its name, description and JSON schema are
 input tokens), and a model offered five hundred tools chooses worse than one offered ten. With
 ``Agent(tool_selection=ToolSelection(k=8))`` each model turn is offered the ``always`` tools plus
-the ``k`` tools that rank best for the turn; the runtime (``tether.runtime.selecting``) does the
-rest: it asks the ranker each turn, never offers a tool the policy denies outright, journals
+the ``k`` tools that rank best for the turn; the runtime (``tether.runtime.context.selecting``) does
+the rest: it asks the ranker each turn, never offers a tool the policy denies outright, journals
 what it offered, and refuses a call to a tool that was not offered exactly like a call to an
 unknown one.
 
@@ -150,7 +150,8 @@ class ToolSelection:
     """Offer each model turn the ``always`` tools plus the ``k`` best-ranked others.
 
     ``ranker`` indexes the catalog (BM25 by default). A tool the policy denies outright is
-    never offered, ``always`` or not (``tether.runtime.selecting`` says how that is decided).
+    never offered, ``always`` or not (``tether.runtime.context.selecting`` says how that is
+    decided).
     """
 
     k: int = 8

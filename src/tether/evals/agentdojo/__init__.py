@@ -190,7 +190,7 @@ class Oracle:
         self._approved[key] = max(0, self._approved[key] - 1)
 
     def approver(self) -> Any:
-        from tether.runtime.chokepoint.approver import approve_when
+        from tether.runtime.approvals.approver import approve_when
 
         return approve_when(self.asked_for, "oracle")
 
@@ -209,7 +209,7 @@ def run_pair(suite: Any, user_task: Any, injection_task: Any, *, policy: Any = N
 
     from tether.policy.base import AllowAll
     from tether.reasoning.react import ReAct
-    from tether.runtime.agent import Agent
+    from tether.runtime.lifecycle.agent import Agent
 
     environments = environments or Environments(suite)
     injections = ({} if injection_task is None
@@ -302,7 +302,7 @@ def probe_trust(name: str, version: str = "v1.2.2") -> tuple[list[Any], tuple[st
     probe could not judge."""
     from tether.journal.views.trust import carriers
     from tether.reasoning.react import ReAct
-    from tether.runtime.agent import Agent
+    from tether.runtime.lifecycle.agent import Agent
     from tether.store.memory import MemoryStore
 
     suite = load_suite(name, version)

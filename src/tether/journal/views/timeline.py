@@ -393,7 +393,7 @@ def _strategy_note(d: Mapping[str, Any]) -> list[str]:
 
 
 def _selected(d: Mapping[str, Any]) -> list[str]:
-    """A turn's tool selection (tether.runtime.selecting): what ranked, what the policy hid."""
+    """A turn's tool selection (runtime.context.selecting): what ranked, what the policy hid."""
     scores = d.get("scores") or {}
     ranked = ", ".join(f"{name} {score:g}" for name, score in scores.items()) or "none"
     where = f" (branch {d['branch']})" if d.get("branch") else ""

@@ -48,10 +48,10 @@ from typing import TYPE_CHECKING, Any
 
 from tether.errors import RunError
 from tether.journal.redaction import MASKED
-from tether.runtime.budget import Accountant, Reservation, Tally
-from tether.runtime.chokepoint.approvals import ApprovalError, ApprovalStore, new_request
-from tether.runtime.model_call import Door, ModelCall
-from tether.runtime.stop import Stop
+from tether.runtime.accounting.budget import Accountant, Reservation, Tally
+from tether.runtime.accounting.stop import Stop
+from tether.runtime.approvals.requests import ApprovalError, ApprovalStore, new_request
+from tether.runtime.chokepoint.model_call import Door, ModelCall
 from tether.types import Message, ModelRequest
 
 if TYPE_CHECKING:

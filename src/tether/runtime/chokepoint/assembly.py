@@ -34,14 +34,14 @@ from typing import TYPE_CHECKING, Any
 
 from tether.journal.chain import Journal
 from tether.policy.base import Policy, Subject
-from tether.runtime.budget import Accountant
-from tether.runtime.chokepoint.approvals import ApprovalStore
-from tether.runtime.chokepoint.approver import Approver
+from tether.runtime.accounting.budget import Accountant
+from tether.runtime.accounting.limits import Limits
+from tether.runtime.approvals.approver import Approver
+from tether.runtime.approvals.requests import ApprovalStore
 from tether.runtime.chokepoint.executor import ToolExecutor
 from tether.runtime.chokepoint.gate import Keep, PolicyGate
 from tether.runtime.chokepoint.turn import ToolCalls
-from tether.runtime.limits import Limits
-from tether.runtime.state import SessionState
+from tether.runtime.record.state import SessionState
 from tether.tracing import Segment
 
 if TYPE_CHECKING:

@@ -16,7 +16,7 @@ from tether.journal.redaction import HIDDEN_MARKERS, MASKED
 from tether.policy.base import MASK_TARGETS, Decision, Effect
 from tether.records import fast_init
 from tether.runtime.chokepoint.executor import Rejected
-from tether.runtime.result import ToolResult
+from tether.runtime.record.result import ToolResult
 from tether.tools.base import Tool
 from tether.types import ToolCall
 

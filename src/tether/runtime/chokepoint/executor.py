@@ -19,10 +19,10 @@ from typing import Any
 
 from tether.errors import RunError
 from tether.journal.redaction import MASKED
+from tether.runtime.accounting.stop import Stop
 from tether.runtime.chokepoint.additions import truncated
-from tether.runtime.eager import start
-from tether.runtime.result import ToolResult, ToolStatus
-from tether.runtime.stop import Stop
+from tether.runtime.chokepoint.eager import start
+from tether.runtime.record.result import ToolResult, ToolStatus
 from tether.tools.base import Tool, ToolArgumentError, ToolContext, ToolFailure
 from tether.tools.content import (
     Content,

@@ -16,10 +16,10 @@ from typing import Any
 from tether.journal.chain import Journal
 from tether.policy.base import Action, Context, Decision, Effect, Policy, Resource, Subject, decide
 from tether.policy.deadline import decide_within, runs_inline
-from tether.runtime.budget import Accountant
-from tether.runtime.labels import ArgumentLabels
-from tether.runtime.provenance import ArgumentProvenance, Sightings
-from tether.runtime.state import SessionState
+from tether.runtime.accounting.budget import Accountant
+from tether.runtime.provenance.labels import ArgumentLabels
+from tether.runtime.provenance.values import ArgumentProvenance, Sightings
+from tether.runtime.record.state import SessionState
 from tether.tools.base import Tool
 from tether.types import PLANNED_CALL_PREFIX, detached
 
@@ -133,7 +133,7 @@ class PolicyGate:
               watch: Callable[[Action, Context], tuple[Action, Context]] | None = None) -> Any:
         """The policy's decision on ``tool`` with stand-in ``arguments`` and ``provenance``,
         in the session's live context, journaled nowhere: tool selection asks it before a
-        turn which tools the policy refuses whatever the call (``tether.runtime.probing``).
+        turn which tools the policy refuses whatever the call (``tether.runtime.context.probing``).
         A policy that fails denies, as at the gate. ``member``: one of the policy's members
         (deciding inline), asked as it is — its answer or its exception, unchecked.
         ``watch``: what the action and context are handed to the policy as."""

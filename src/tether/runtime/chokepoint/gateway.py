@@ -39,8 +39,10 @@ from tether.journal.segments import NEXT, SEGMENT, link_to
 from tether.policy.base import Decision, Effect, Policy, Subject
 from tether.policy.deadline import DEFAULT_POLICY_TIMEOUT
 from tether.policy.names import check_names
-from tether.runtime.budget import Accountant, Budget
-from tether.runtime.chokepoint.approvals import (
+from tether.runtime.accounting.budget import Accountant, Budget
+from tether.runtime.accounting.limits import Limits
+from tether.runtime.accounting.stop import Stop
+from tether.runtime.approvals.requests import (
     ApprovalRequest,
     ApprovalStore,
     StoredApprovals,
@@ -54,10 +56,8 @@ from tether.runtime.chokepoint.assembly import (
     write_start,
 )
 from tether.runtime.chokepoint.executor import ToolExecutor
-from tether.runtime.limits import Limits
-from tether.runtime.result import ToolResult
-from tether.runtime.state import SessionState
-from tether.runtime.stop import Stop
+from tether.runtime.record.result import ToolResult
+from tether.runtime.record.state import SessionState
 from tether.store.base import Store
 from tether.store.memory import MemoryStore
 from tether.tools.base import Tool

@@ -24,9 +24,11 @@ from tether.journal.chain import Journal
 from tether.journal.redaction import HiddenValues
 from tether.models.base import CHARS_PER_TOKEN
 from tether.policy.base import Decision, Effect
-from tether.runtime.budget import Accountant, Spend, check_charge
-from tether.runtime.chokepoint.additions import WARNING, fallback_note
-from tether.runtime.chokepoint.approvals import (
+from tether.runtime.accounting.budget import Accountant, Spend, check_charge
+from tether.runtime.accounting.limits import Limits
+from tether.runtime.accounting.stop import Stop, StopReason
+from tether.runtime.approvals.approver import Approver
+from tether.runtime.approvals.requests import (
     ApprovalError,
     ApprovalRequest,
     ApprovalStore,
@@ -34,7 +36,7 @@ from tether.runtime.chokepoint.approvals import (
     check_consumable,
     new_request,
 )
-from tether.runtime.chokepoint.approver import Approver
+from tether.runtime.chokepoint.additions import WARNING, fallback_note
 from tether.runtime.chokepoint.asks import SessionAsks
 from tether.runtime.chokepoint.effects import (
     Admitted,
@@ -48,10 +50,8 @@ from tether.runtime.chokepoint.effects import (
 )
 from tether.runtime.chokepoint.executor import Rejected, ToolExecutor, check_not_cancelled
 from tether.runtime.chokepoint.gate import PolicyGate
-from tether.runtime.limits import Limits
-from tether.runtime.result import ToolResult
-from tether.runtime.state import SessionState, call_signature
-from tether.runtime.stop import Stop, StopReason
+from tether.runtime.record.result import ToolResult
+from tether.runtime.record.state import SessionState, call_signature
 from tether.tools.base import Tool, ToolContext
 from tether.tools.caller import SILENT, Caller, Scrubbed
 from tether.tools.content import Text, describe, scrubbed
@@ -530,10 +530,10 @@ class ToolCalls:
                 self.delivered[result.call_id] = ToolResult(
                     result.call_id, result.name, content, result.status,
                     scrubbed(result.parts, self._journal.hide_secrets))
-        if private and result.status == "ok":  # its private keys (tether.runtime.labels)
+        if private and result.status == "ok":  # its private keys (tether.runtime.provenance.labels)
             data["private"] = dict(private)
         if untrusted:
             data["untrusted"] = True
-            if trusted_fields and result.status == "ok":  # tether.runtime.provenance
+            if trusted_fields and result.status == "ok":  # tether.runtime.provenance.values
                 data["trusted_fields"] = sorted(trusted_fields)
         self._journal.append("tool.result", data)

@@ -1,0 +1,375 @@
+"""The Environment: the single chokepoint every model call and every tool call passes.
+
+Decision: this class only sequences; each concern is its own part — the Accountant (budgets), the
+PolicyGate (SARC and decisions), ToolCalls (a turn's calls: gates, effects, approvals, running) and
+the Journal (the record, which also drives the state projection). For a model call: reserve, record
+the request, call within the deadline, check the reported usage against the reservation (an overrun
+stops the run), record the response and its charge — through the one governed call every door uses
+(``tether.runtime.chokepoint.model_call``), made once per session for its turns. What the next
+request adds comes from the journaled state, so an Environment rebuilt on resume picks up exactly
+where the last one stopped. The Environment remembers the Stop it raised and raises it again on
+every later call (``StopLatch``), so no strategy can go on, or end the run another way, after a
+stop. A strategy's doors beyond the model turn and the tool calls — planned calls, branches, notes —
+are ``tether.runtime.strategy.doors``; what of an answer may be charged and run (its usage, a call
+cut short, unique ids) is ``tether.runtime.accounting.answer_calls``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import operator
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from tether.journal.chain import Journal, JournalValueError
+from tether.models.base import (
+    Model,
+    estimate_tools_tokens,
+    min_answer_seconds,
+    output_ceiling,
+)
+from tether.runtime.accounting.answer_calls import unique_ids, without_cut_call
+from tether.runtime.accounting.budget import Accountant, Reservation
+from tether.runtime.accounting.stop import Stop, StopLatch, StopReason
+from tether.runtime.chokepoint.effects import skipped
+from tether.runtime.chokepoint.model_call import Door, ModelCall
+from tether.runtime.chokepoint.turn import ToolCalls
+from tether.runtime.context.output import OutputCheck
+from tether.runtime.record.result import ToolResult
+from tether.runtime.record.state import SessionState
+from tether.tracing import Segment
+from tether.types import (
+    TOOL_CHOICES,
+    Message,
+    ModelRequest,
+    ModelResponse,
+    StructuredRequest,
+    ToolCall,
+    ToolSpec,
+    Usage,
+    detached,
+)
+
+# the model.unmetered error of a call the time budget cancelled (rerun replays it as such)
+CANCELLED_BY_TIME = "the time budget ran out during the call; it was cancelled"
+
+
+class Environment:
+    __slots__ = ("_accountant", "_answered", "_call", "_ceiling", "_choosable",
+                 "_first_tool_choice", "_journal", "_min_seconds", "_model", "_on_delta",
+                 "_output", "_pending", "_seen_ids", "_sent_estimate", "_show_budget", "_specs",
+                 "_state", "_tool_names", "_tools", "_tools_added", "_tools_estimate", "_trace",
+                 "stopped")
+
+    def __init__(self, *, model: Model, specs: Sequence[ToolSpec], tools: ToolCalls,
+                 accountant: Accountant, journal: Journal, state: SessionState,
+                 show_budget: bool, on_delta: Callable[[str], None] | None = None,
+                 first_tool_choice: str | None = None, trace: Segment | None = None,
+                 output: OutputCheck | None = None) -> None:
+        self._model = model
+        self._output = output  # the recipe's output type, when it has one
+        self._trace = trace  # the run's trace segment, when the recipe has telemetry
+        self._ceiling = output_ceiling(model)  # the cap the model sends at most
+        self._min_seconds = min_answer_seconds(model)  # no call with less time left than this
+        self._specs = tuple(specs)
+        self._tool_names = tuple(s.name for s in specs)
+        self._choosable = frozenset(self._tool_names)  # every tool, whatever a turn offers
+        self._tools = tools
+        self._accountant = accountant
+        self._journal = journal
+        self._state = state
+        self._show_budget = show_budget
+        self._on_delta = on_delta  # set when the caller streams: text deltas go there
+        estimate = model.estimate_message_tokens
+        self._sent_estimate = sum(estimate(m) for m in state.conversation)
+        self._tools_estimate = estimate_tools_tokens(self._specs)
+        self._tools_added = 0  # tools offered now, not before (tether.runtime.context.selecting)
+        if output is not None:  # every request but the wrap-up carries the schema: counted
+            self._sent_estimate += output.request_estimate  # always, erring high
+        self._seen_ids = {c.id for m in state.conversation for c in m.tool_calls}
+        self._pending: tuple[tuple[Message, ...], int] = ((), 0)
+        tools.room = self._result_room
+        # the stop the chokepoint raised, if any: every later call raises it again, so a
+        # strategy that catches it can neither go on nor end the run another way
+        self.stopped: Stop | None = None
+        self._first_tool_choice = first_tool_choice  # the tool choice of the session's first turn
+        # the last answer's place in the conversation and its estimate (see _ask)
+        self._answered: tuple[int, int] = (-1, 0)
+        self._call = self.model_call()  # every turn's governed model call
+
+    # -- model calls ---------------------------------------------------------------------------
+
+    async def ask_model(self, *, note: str | None = None, tool_choice: str | None = None,
+                        cap: int | None = None) -> ModelResponse:
+        """Make one governed model call; raise Stop if the budget does not allow it.
+        ``tool_choice`` and ``cap`` (a lower output cap for this call): see ``Handle``."""
+        with StopLatch(self):
+            if tool_choice is not None or cap is not None:
+                self._check_turn(tool_choice, cap)
+            return await self._ask(False, note, tool_choice, cap)
+
+    def _check_turn(self, tool_choice: str | None, cap: int | None) -> None:
+        if tool_choice is not None and tool_choice not in TOOL_CHOICES \
+                and tool_choice not in self._choosable:
+            raise ValueError(f"tool_choice {tool_choice!r} is neither one of {TOOL_CHOICES} "
+                             f"nor a tool of this agent ({', '.join(sorted(self._choosable))})")
+        if cap is not None and (type(cap) is not int or cap < 1):
+            raise ValueError(f"max_output_tokens must be a whole number >= 1; got {cap!r}")
+
+    def skip_unresolved(self, why: str) -> None:
+        """Give each call of the open turn that has no result one (``skipped``): a strategy
+        that moved on, or ended the run, without running them still owes the model results."""
+        for call in self._state.unresolved():
+            self._tools.record(skipped(call, why))
+
+    def branch_tools(self, key: str, messages: Sequence[Message],
+                     forced: str | None) -> tuple[tuple[ToolSpec, ...], int]:
+        """The tools a branch call (``tether.runtime.strategy.branching``) is offered and their
+        token estimate: the agent's (with tool selection, a selection of the branch's own)."""
+        return self._specs, self._tools_estimate
+
+    async def wrap_up(self, note: str) -> ModelResponse:
+        """The model's last turn, without tools, after the run was stopped (the session's)."""
+        return await self._ask(True, note)
+
+    async def _ask(self, final: bool, note: str | None, tool_choice: str | None = None,
+                   cap: int | None = None) -> ModelResponse:
+        self.skip_unresolved("the strategy did not run this call")  # (it still owes results)
+        extra = []
+        if note:
+            extra.append(Message.user(note))
+        if self._show_budget and not final:
+            extra.append(Message.user(self._budget_note()))
+        estimate = self._model.estimate_message_tokens
+        new_estimate = self._pending_estimate() + sum(map(estimate, extra))
+        new = [*self._state.outbox(), *extra]
+        specs = () if final else self._specs
+        input_estimate = self._sent_estimate + new_estimate + (
+            self._tools_estimate if specs else 0)
+        counted = self._state.counted
+        ceiling = self._ceiling if cap is None else min(cap, self._ceiling or cap)
+        if counted is None:
+            reservation = self._call.reserve(input_estimate, final, ceiling=ceiling,
+                                             min_seconds=self._min_seconds)
+        else:  # the provider counted everything before its last answer: estimate only the rest
+            input_tokens, answer = counted
+            known = self._answered  # the answer's estimate, made when it was recorded
+            rest = new_estimate + (known[1] if known[0] == answer else sum(map(
+                estimate, self._state.conversation[answer:])))
+            rest += self._tools_added  # (tools new to this request: not in the count)
+            reservation = self._call.reserve(rest, final, known=input_tokens, ceiling=ceiling,
+                                             min_seconds=self._min_seconds)
+        step = self._state.tally.steps + 1
+        choice = tool_choice if tool_choice is not None and specs else (
+            self._first_tool_choice if step == 1 and specs else None)
+        call = self._call
+        seq, durable = call.open({
+            "step": step, "ref": len(self._state.conversation),
+            "new": new, "tools": self._tool_names if specs else (),
+            "max_output_tokens": reservation.max_output_tokens, "final": final,
+            "reserved_input": reservation.input_tokens,
+            "reserved_cost_usd": reservation.cost_usd,
+            **({"tool_choice": choice} if choice is not None else {}),
+        })  # (the step so far is durable before the next model call)
+        await durable
+        self._sent_estimate += new_estimate
+        traceparent = self._trace.model_call(seq).header() if self._trace else ""
+        # the wrap-up is free text, and so is a turn the strategy capped: a side question (a
+        # route, a grade, a critique, a plan's problem), never the answer — a provider that
+        # enforces the schema would force it into the answer's shape
+        if self._output is None or final or cap is not None:
+            request = ModelRequest(tuple(self._state.conversation), specs,
+                                   reservation.max_output_tokens, input_estimate, choice,
+                                   traceparent)
+        else:
+            request = StructuredRequest(
+                tuple(self._state.conversation), specs, reservation.max_output_tokens,
+                input_estimate, choice, traceparent, self._output.spec.schema)
+        sent = self._accountant.now() if reservation.deadline is not None else 0.0
+        on_delta = self._on_delta
+        answered = await call.answer(self._model.complete(request) if on_delta is None
+                                     else self._streamed(request, on_delta), step,
+                                     reservation, reservation.deadline, self.failed_call)
+        response = self._record(call, answered, reservation, step, final)
+        if reservation.deadline is not None:
+            self._accountant.learn_rate(response.usage.output_tokens, sent)
+        cap = reservation.max_output_tokens
+        if (not final and reservation.bound_by is not None and cap is not None
+                and response.finish_reason == "length" and response.usage.output_tokens >= cap):
+            raise Stop(reservation.bound_by, f"the model's answer was cut at the {cap} output "
+                       "tokens the budget had left")
+        if not response.tool_calls:
+            return response
+        # the strategy gets its own copy of the calls: whatever it does to their arguments, the
+        # calls that run are the ones the model asked for, as journaled
+        calls = tuple(ToolCall(c.id, c.name, detached(c.arguments)) for c in response.tool_calls)
+        return ModelResponse(response.text, calls, response.usage, response.model,
+                             response.finish_reason)
+
+    def model_call(self, **where: str) -> ModelCall:
+        """A governed call (``tether.runtime.chokepoint.model_call``) through this session's door: a
+        turn's (made once), or a branch's (``where``: its key)."""
+        if not where:
+            return ModelCall(self._journal, self._accountant, Door(
+                "model.request", "model.response", self._unusable,
+                unjournalable=self._unjournalable))
+        return ModelCall(self._journal, self._accountant, Door(
+            "branch.request", "branch.response", self._unusable_on_branch, where,
+            "overrun on a branch call", True, self._unjournalable_on_branch))
+
+    def _unusable(self, step: int, reservation: Reservation, usage: Usage) -> Stop:
+        return self._unmetered(step, reservation, (
+            f"the model reported unusable usage ({usage.input_tokens!r} input, "
+            f"{usage.output_tokens!r} output, {usage.cached_input_tokens!r} cached "
+            "tokens): charged at the reservation"))
+
+    def _unusable_on_branch(self, step: int, reservation: Reservation, _: Usage) -> Stop:
+        return self._unmetered(step, reservation, "the model reported unusable usage on a "
+                               "branch call: charged at the reservation")
+
+    def _unjournalable(self, step: int, reservation: Reservation,
+                       exc: JournalValueError) -> Stop:
+        return self._unmetered(step, reservation,
+                               f"the model's response cannot be journaled: {exc}")
+
+    def _unjournalable_on_branch(self, step: int, reservation: Reservation,
+                                 exc: JournalValueError) -> Stop:
+        return self._unmetered(step, reservation,
+                               f"the branch answer cannot be journaled: {exc}")
+
+    def failed_call(self, exc: BaseException, expired: bool, step: int,
+                    reservation: Reservation) -> BaseException | None:
+        """A turn's (or a branch's) unanswered call: journaled, and the run stops — for time,
+        charged at its reservation, when the deadline cancelled it (it may well have been
+        billed). A model that raises Stop does not stop the run another way."""
+        if isinstance(exc, asyncio.CancelledError):
+            return None
+        if expired:
+            self._unmetered(step, reservation, CANCELLED_BY_TIME)
+            return Stop(StopReason.TIME_BUDGET, "time budget ran out during a model call")
+        error = f"{type(exc).__name__}: {exc}"
+        self._journal.append("model.error", {"step": step, "error": error})
+        return Stop(StopReason.MODEL_ERROR, error)
+
+    def _record(self, call: ModelCall, response: ModelResponse, reservation: Reservation,
+                step: int, final: bool) -> ModelResponse:
+        """Journal the response and charge it through the governed call (an overrun or usage
+        that cannot be charged as reported stops the run), out of the wrap-up any calls it may
+        not make, a secret the model repeats blanked, each call with an id of its own."""
+        usage = response.usage
+        if final and response.tool_calls:  # tools were not offered: calls cannot be honoured
+            response = ModelResponse(response.text, (), usage, response.model,
+                                     response.finish_reason)
+        text = self._journal.hide_secrets(response.text)  # a secret the model repeats
+        if text != response.text:
+            response = ModelResponse(text, response.tool_calls, usage, response.model,
+                                     response.finish_reason)
+        if response.tool_calls:
+            response = unique_ids(without_cut_call(response), step, self._seen_ids)
+        call.settle(step, response, reservation, {
+            "step": step, "response": response, "reserved_input": reservation.input_tokens})
+        answered = self._model.estimate_message_tokens(self._state.conversation[-1])
+        self._sent_estimate += answered
+        self._answered = (len(self._state.conversation) - 1, answered)
+        return response
+
+    def _unmetered(self, step: int, reservation: Reservation, error: str) -> Stop:
+        """Charge a call whose real usage is unknown at what was reserved for it; the stop
+        that follows (a model error)."""
+        self._journal.append("model.unmetered", {
+            "step": step, "error": error, "input_tokens": reservation.input_tokens,
+            "output_tokens": reservation.max_output_tokens or 0,
+            "cost_usd": reservation.cost_usd})
+        return Stop(StopReason.MODEL_ERROR, error)
+
+    async def _streamed(self, request: ModelRequest,
+                        on_delta: Callable[[str], None]) -> ModelResponse:
+        """The model's answer, its text deltas passed on as they come (if it can stream)."""
+        stream = getattr(self._model, "stream", None)
+        if stream is None:
+            return await self._model.complete(request)
+        response: object = None
+        async for item in stream(request):
+            if isinstance(item, str):
+                on_delta(item)
+            else:
+                response = item
+        if not isinstance(response, ModelResponse):
+            raise TypeError("the model's stream ended without a ModelResponse")
+        return response
+
+    def _result_room(self, wanted: int) -> int | None:
+        """Tokens tool results may still add before a wrap-up would no longer fit (None when
+        ``wanted`` fits)."""
+        if not self._accountant.bounds_tokens:
+            return None
+        return self._accountant.result_room(self._sent_estimate + self._pending_estimate(),
+                                            wanted)
+
+    def _pending_estimate(self) -> int:
+        """Tokens of what the next request adds, counted once per change of the outbox."""
+        outbox = self._state.outbox()
+        if self._pending[0] is not outbox:
+            self._pending = (outbox, sum(map(self._model.estimate_message_tokens, outbox)))
+        return self._pending[1]
+
+    def _budget_note(self) -> str:
+        left = {k: str(v) for k, v in self._accountant.remaining().items() if v is not None}
+        return "[tether] budget left: " + (", ".join(f"{k}={v}" for k, v in left.items())
+                                           or "unlimited")
+
+    def remaining_budget(self) -> dict[str, Any]:
+        return self._accountant.remaining()
+
+    def check_output(self, answer: str) -> bool:
+        """Whether ``answer`` validates as the recipe's output type, journaled either way. One
+        that does not gets a repair note for the next turn while repairs are left, else the
+        run stops (``output_invalid``)."""
+        if self.stopped is not None:
+            raise self.stopped
+        output = self._output
+        assert output is not None
+        if output.check(answer, self._journal, self._state):
+            return True
+        stop = output.exhausted(self._state)
+        if stop is not None:
+            self.stopped = stop
+            raise stop
+        return False
+
+    # -- tool calls ----------------------------------------------------------------------------
+
+    async def call_tools(self, calls: Sequence[ToolCall]) -> tuple[ToolResult, ...]:
+        """Run tool calls the model asked for in its last turn; one result per call, in order."""
+        with StopLatch(self):
+            return await self._call_tools(calls)
+
+    async def _call_tools(self, calls: Sequence[ToolCall]) -> tuple[ToolResult, ...]:
+        unresolved = self._state.unresolved()
+        if len(calls) != len(unresolved) or not all(map(operator.is_, calls, unresolved)):
+            calls = self._check_open(calls, unresolved)
+        return await self._tools.run(calls)
+
+    @staticmethod
+    def _check_open(calls: Sequence[ToolCall],
+                    unresolved: Sequence[ToolCall]) -> list[ToolCall]:
+        """The journaled calls the strategy named, if each is one of the open turn's calls as
+        the model asked for it (a call whose arguments the strategy changed is not)."""
+        open_calls = {c.id: c for c in unresolved}
+        foreign = [c.id for c in calls if open_calls.get(c.id) != c]
+        if len({c.id for c in calls}) != len(calls):
+            raise ValueError("call_tools was given the same call twice")
+        if foreign:
+            raise ValueError(
+                f"call_tools takes calls from the model's last turn that have no result yet, "
+                f"as the model asked for them; {foreign} are not among them (pass "
+                "turn.tool_calls from ask_model, unchanged)")
+        return [open_calls[c.id] for c in calls]
+
+    async def resolve_open_turn(self) -> None:
+        """On resume: finish the calls of the open turn (approved, refused or still waiting)."""
+        unresolved = self._state.unresolved()
+        if unresolved:
+            with StopLatch(self):
+                await self._tools.run(unresolved)
+

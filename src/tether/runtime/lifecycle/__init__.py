@@ -1,0 +1,5 @@
+"""A run's life: the recipe (Agent), the session that opens, pauses, resumes and ends, its lease.
+
+Why a part of its own: opening a journal, holding a lease, handling an interrupt and continuing a
+thread are the steps around the chokepoint, not inside it; they are read here in order.
+"""
