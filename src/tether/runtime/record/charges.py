@@ -7,24 +7,32 @@ said and did — the conversation, the open turn, the outcome — which ``tether
 folds; kept together, the rules for charging a call read in one place.
 
 Decision: these are handlers of the one projection, ``SessionState``, as its own methods are —
-the same handlers for the live session and for ``fold`` — and they touch only its ``tally`` and
-``in_flight``. A tool call is counted where its decision or approval is folded (``state``): the
-charge belongs with the gate's decision, not with the money.
+the same handlers for the live session and for ``fold`` — and they touch only its ``tally``,
+``in_flight`` and ``planning``, which ``Charged`` names: the state imports this module, never
+the other way round, so the two read without an import circle. A tool call is counted where its
+decision or approval is folded (``state``): the charge belongs with the gate's decision, not with
+the money.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from decimal import Decimal
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
+from tether.runtime.accounting.budget import Tally
 from tether.types import ModelResponse, Usage
 
-if TYPE_CHECKING:
-    from tether.runtime.record.state import SessionState
+
+class Charged(Protocol):
+    """What of a session's state its charges touch (``SessionState`` has these and more)."""
+
+    tally: Tally
+    in_flight: Mapping[str, Any] | None
+    planning: tuple[str, Mapping[str, Any]] | None
 
 
-def answered(state: SessionState, data: Mapping[str, Any]) -> ModelResponse:
+def answered(state: Charged, data: Mapping[str, Any]) -> ModelResponse:
     """An answered model call (a turn's or a branch's): a step, its usage and cost, and
     how far its input went past the estimate (later estimates are scaled by it)."""
     state.in_flight = None
@@ -39,13 +47,13 @@ def answered(state: SessionState, data: Mapping[str, Any]) -> ModelResponse:
     return r
 
 
-def failed(state: SessionState, data: Mapping[str, Any]) -> None:
+def failed(state: Charged, data: Mapping[str, Any]) -> None:
     """A model call that raised: a step, with nothing reported to charge."""
     state.in_flight = None
     state.tally.steps += 1
 
 
-def lost(state: SessionState, data: Mapping[str, Any]) -> None:
+def lost(state: Charged, data: Mapping[str, Any]) -> None:
     """A model call whose real usage is unknown — its answer died with its process, it was
     cancelled by the time budget, or its reported usage was unusable: charged at its
     reservation, since the provider may well have billed it."""
@@ -56,7 +64,7 @@ def lost(state: SessionState, data: Mapping[str, Any]) -> None:
     t.cost += Decimal(data["cost_usd"])
 
 
-def subagent(state: SessionState, data: Mapping[str, Any]) -> None:
+def subagent(state: Charged, data: Mapping[str, Any]) -> None:
     """A sub-agent's spend becomes this session's."""
     t = state.tally
     t.usage = t.usage + Usage(data["input_tokens"], data["output_tokens"],
@@ -69,14 +77,14 @@ def subagent(state: SessionState, data: Mapping[str, Any]) -> None:
 SUMMARY_CALL = "compaction"  # the ``purpose`` of an in-flight call that is a summary's
 
 
-def summary_asked(state: SessionState, data: Mapping[str, Any]) -> None:
+def summary_asked(state: Charged, data: Mapping[str, Any]) -> None:
     """A compaction's summary call (tether.runtime.context.compactor): in flight until answered, so
     a crash or an interruption during it charges its reservation like any lost call — marked as
     a summary's, whose charge is not a step (``tether.runtime.lifecycle.interrupt.lost_call``)."""
     state.in_flight = {**data, "purpose": SUMMARY_CALL}
 
 
-def summary_charged(state: SessionState, data: Mapping[str, Any]) -> None:
+def summary_charged(state: Charged, data: Mapping[str, Any]) -> None:
     """A summary call's outcome, charged (tokens and cost; it is not a step)."""
     state.in_flight = None
     t = state.tally
@@ -85,7 +93,7 @@ def summary_charged(state: SessionState, data: Mapping[str, Any]) -> None:
     t.cost += Decimal(data["cost_usd"])
 
 
-def plan_asked(state: SessionState, data: Mapping[str, Any]) -> None:
+def plan_asked(state: Charged, data: Mapping[str, Any]) -> None:
     """The planner's call (tether.runtime.lifecycle.planning), reserved and sent: not in flight as a
     turn is — an interruption or a crash is charged this reservation by the planner's own
     ``plan.error`` (at once, or on resume), since a lost turn's charge counts a step and the
@@ -93,20 +101,20 @@ def plan_asked(state: SessionState, data: Mapping[str, Any]) -> None:
     state.planning = ("plan.request", data)
 
 
-def plan_charged(state: SessionState, data: Mapping[str, Any]) -> None:
+def plan_charged(state: Charged, data: Mapping[str, Any]) -> None:
     """The planner's call answered (``plan.response``): charged, not a step."""
     state.planning = ("plan.response", data)
     _charge(state, data)
 
 
-def plan_failed(state: SessionState, data: Mapping[str, Any]) -> None:
+def plan_failed(state: Charged, data: Mapping[str, Any]) -> None:
     """The planner's call gave no usable answer (``plan.error``): charged what it may have
     been billed (its reservation, or nothing when it was never sent), not a step."""
     state.planning = ("plan.error", data)
     _charge(state, data)
 
 
-def sampling_sent(state: SessionState, data: Mapping[str, Any]) -> None:
+def sampling_sent(state: Charged, data: Mapping[str, Any]) -> None:
     """A tool's sampling call (``tether.runtime.chokepoint.asks``), sent: charged at its
     reservation until its outcome replaces that (so a call whose answer died with the process
     stays charged what the provider may well have billed). Not a step."""
@@ -115,7 +123,7 @@ def sampling_sent(state: SessionState, data: Mapping[str, Any]) -> None:
     t.cost += Decimal(data["reserved_cost_usd"])
 
 
-def sampled(state: SessionState, data: Mapping[str, Any]) -> None:
+def sampled(state: Charged, data: Mapping[str, Any]) -> None:
     """A sampling call's outcome (``sampling.response`` / ``sampling.error``): its reservation
     (``reserved``) taken back, what it is charged added."""
     held = data["reserved"]
@@ -127,7 +135,7 @@ def sampled(state: SessionState, data: Mapping[str, Any]) -> None:
     t.cost += Decimal(data["cost_usd"]) - Decimal(held["cost_usd"])
 
 
-def _charge(state: SessionState, data: Mapping[str, Any]) -> None:
+def _charge(state: Charged, data: Mapping[str, Any]) -> None:
     t = state.tally
     t.usage = t.usage + Usage(data["input_tokens"], data["output_tokens"],
                               data["cached_input_tokens"], data.get("cache_write_tokens", 0))
