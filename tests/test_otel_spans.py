@@ -23,7 +23,7 @@ from tether.models import Price
 from tether.observe import OTelSink, to_sdk_spans
 from tether.observe.otel import tether_resource
 from tether.policy import Action, Context, Resource, Subject
-from tether.runtime.strategy.subagent import AgentAsTool
+from tether.runtime.lifecycle.subagent import AgentAsTool
 from tether.store.sqlite import SQLiteStore
 from tether.tools import Calculator
 from tether.tracing import Segment, TraceParent

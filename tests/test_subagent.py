@@ -19,8 +19,8 @@ from tether import (
 )
 from tether.models import Price
 from tether.policy import Action, Context, Resource, Subject
+from tether.runtime.lifecycle.subagent import AgentAsTool
 from tether.runtime.record.state import fold
-from tether.runtime.strategy.subagent import AgentAsTool
 
 from conftest import call
 

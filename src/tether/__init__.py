@@ -32,9 +32,9 @@ if TYPE_CHECKING:
     from tether.runtime.lifecycle.agent import Agent
     from tether.runtime.lifecycle.planning import ModelPlanner
     from tether.runtime.lifecycle.session import Session
+    from tether.runtime.lifecycle.subagent import AgentAsTool
     from tether.runtime.record.result import Result, Step, ToolResult, Trajectory
     from tether.runtime.strategy.handle import Handle, Strategy
-    from tether.runtime.strategy.subagent import AgentAsTool
     from tether.tools.decorator import tool
     from tether.types import Event, Message, ModelRequest, ModelResponse, ToolCall, Usage
 
@@ -54,7 +54,7 @@ _WHERE = {
     "Session": "tether.runtime.lifecycle.session",
     "StopReason": "tether.runtime.accounting.stop",
     "ReAct": "tether.reasoning.react",
-    "AgentAsTool": "tether.runtime.strategy.subagent",
+    "AgentAsTool": "tether.runtime.lifecycle.subagent",
     "Gateway": "tether.runtime.chokepoint.gateway",
     "Model": "tether.models.base",
     "ModelError": "tether.models.base",
