@@ -1,9 +1,50 @@
 """The runtime: Agent (recipe), Session (one run), Environment (the chokepoint) and its parts.
 
-The runtime is in named parts, each one concern (docs/architecture.md draws them):
-``accounting`` (budgets, stops), ``provenance`` (where values came from), ``record`` (a session as
-a fold over its journal), ``approvals``, ``chokepoint`` (one governed model call, one governed
-tool call), ``strategy`` (the doors a strategy has), ``context`` (what each turn is shown) and
-``lifecycle`` (recipe, open, pause, resume, end). Every module in them is internal; the public
-modules of the runtime are ``tether.runtime.rerun`` and ``tether.runtime.stream``.
+The runtime is in named parts, each one concern, each importing only the parts below it (an
+import-linter contract in pyproject.toml keeps the order; docs/architecture.md draws it):
+``lifecycle`` (recipe, open, pause, resume, end, sub-agents), ``strategy`` (the doors a strategy
+has), ``context`` (what each turn is shown), ``chokepoint`` (one governed model call, one
+governed tool call), ``record`` (a session as a fold over its journal), ``approvals``,
+``provenance`` (where values came from) and ``accounting`` (budgets, stops).
+
+Every module in the parts is internal. What a user reaches for is named here: the in-process
+approvers, the fold of a journal, what a strategy reads back from its history, the budget stop
+and the refusal to load a session that cannot hide its secrets again. ``tether.runtime.rerun``
+(re-running a stored session) and ``tether.runtime.stream`` (the events of a streaming run) are
+the runtime's two public modules. The recipe and the session are exported by ``tether`` itself.
 """
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from tether._lazy import exports
+
+if TYPE_CHECKING:
+    from tether.runtime.accounting.stop import Stop
+    from tether.runtime.approvals.approver import Approver, approve_all, approve_when, deny_all
+    from tether.runtime.approvals.requests import ApprovalRequest
+    from tether.runtime.provenance.recalled import HiddenNotRecalled
+    from tether.runtime.record.state import SessionState, fold
+    from tether.runtime.strategy.planned import ModelTurn, Note, PlannedCalls
+
+_WHERE = {
+    "Stop": "tether.runtime.accounting.stop",
+    "Approver": "tether.runtime.approvals.approver",
+    "approve_all": "tether.runtime.approvals.approver",
+    "approve_when": "tether.runtime.approvals.approver",
+    "deny_all": "tether.runtime.approvals.approver",
+    "ApprovalRequest": "tether.runtime.approvals.requests",
+    "HiddenNotRecalled": "tether.runtime.provenance.recalled",
+    "SessionState": "tether.runtime.record.state",
+    "fold": "tether.runtime.record.state",
+    "ModelTurn": "tether.runtime.strategy.planned",
+    "Note": "tether.runtime.strategy.planned",
+    "PlannedCalls": "tether.runtime.strategy.planned",
+}
+
+__all__ = ["ApprovalRequest", "Approver", "HiddenNotRecalled", "ModelTurn", "Note",
+           "PlannedCalls", "SessionState", "Stop", "approve_all", "approve_when", "deny_all",
+           "fold"]
+
+__getattr__, __dir__ = exports(__name__, _WHERE, globals())
