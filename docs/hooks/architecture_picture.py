@@ -1,26 +1,23 @@
-"""docs/architecture.md's two pictures, the floors and the runtime's named parts, drawn from the
-imports at every build.
+"""docs/architecture.md's pictures of the floors, drawn from the imports at every build.
 
 A hand-drawn picture of a code base's layers is right the day it is drawn. This MkDocs hook builds
 the import graph with grimp (the graph import-linter itself checks, so the picture and
-`lint-imports` read the same imports), reads the floors from pyproject.toml's layers contract, and
-replaces two markers in architecture.md with inline SVG (picture_svg.py):
+`lint-imports` read the same imports), reads the floors from pyproject.toml's layers contracts,
+and replaces markers in architecture.md with inline SVG (picture_svg.py):
 
-- ``<!-- picture: floors -->``: every package under src/tether as a box on its floor, top to
-  bottom as the contract lists them; the plain modules of one floor (the ground's ``types``,
-  ``errors``, ...) share a box; what the contract does not place sits in a row above it. Arrows
-  are the imports between boxes, counted (one per importing module and imported module); an
-  import the floors forbid (up a floor, or between siblings the contract calls independent: the
-  contract's listed exceptions) is red.
-- ``<!-- picture: runtime -->``: the runtime's named parts (every package and module directly
-  under src/tether/runtime), ordered so that the most imports point down, with the imports between
-  them counted; an import on a circle between parts is orange and dashed. A table beside it says
-  what each part imports from the floors below and who above imports it.
+- ``<!-- picture: PACKAGE -->``: the layers contract whose container is PACKAGE (``tether``: the
+  floors; ``tether.runtime``: the runtime's named parts), every package and module directly under
+  it a box on its floor, top to bottom as the contract lists them; the plain modules of one floor
+  (the ground's ``types``, ``errors``, ...) share a box; what the contract does not place (the
+  package face) sits in a row above. Arrows are the imports between boxes, counted (one per
+  importing and imported module); an import the floors forbid (up a floor, or between siblings
+  the contract calls independent: the contract's listed exceptions) is red.
+- ``<!-- table: PACKAGE -->``: what each part imports from outside it, and who outside imports it.
 
-Decision: the boxes come from the source tree and the floors from the contract, with nothing named
-here, so a package that is added or moved (the MCP serving side's own package) is drawn where the
-contract puts it without a change to this file; tests/test_architecture_picture.py reads the
-drawing back and compares it with the graph.
+Decision: the boxes come from the source tree and the floors from the contracts, with no package
+named here, so a package that is added or moved (the MCP serving side's own package) is drawn
+where its contract puts it without a change to this file, and a new contract gets its picture by
+a marker; tests/test_architecture_picture.py reads the drawing back and compares it with the graph.
 """
 
 from __future__ import annotations
@@ -32,12 +29,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from picture_svg import ALLOWED, CIRCLE, FORBIDDEN, Arrow, Box, Row, draw
+from picture_svg import ALLOWED, FORBIDDEN, Arrow, Box, Row, draw
 
 ROOT = Path(__file__).resolve().parents[2]
-PACKAGE, RUNTIME = "tether", "runtime"
+PACKAGE = "tether"
 PAGE = "architecture.md"
-FLOORS_MARK, RUNTIME_MARK = "<!-- picture: floors -->", "<!-- picture: runtime -->"
 FACE = "__init__"  # the package's own __init__.py, as a member name
 
 
@@ -59,21 +55,25 @@ class Graph:
     """Direct imports between modules of the package, each (importer, imported), sorted."""
 
     imports: tuple[tuple[str, str], ...]
-    exceptions: frozenset[tuple[str, str]]  # the contract's ignore_imports
 
 
-def contract(pyproject: Path = ROOT / "pyproject.toml") -> dict[str, Any]:
+def contracts(pyproject: Path = ROOT / "pyproject.toml") -> tuple[dict[str, Any], ...]:
+    """The layers contracts of pyproject.toml's import-linter section, in order."""
     config = tomllib.loads(pyproject.read_text())["tool"]["importlinter"]
-    layers: dict[str, Any] = next(c for c in config["contracts"] if c["type"] == "layers")
-    return layers
+    return tuple(c for c in config["contracts"] if c["type"] == "layers")
+
+
+def container(layers: dict[str, Any]) -> str:
+    found: list[str] = layers.get("containers") or [PACKAGE]
+    return found[0]
 
 
 def floors(layers: dict[str, Any]) -> tuple[Floor, ...]:
-    container = (layers.get("containers") or [PACKAGE])[0]
+    prefix = container(layers) + "."
     found = []
     for layer in layers["layers"]:
         names = [name.strip().strip("()") for name in re.split(r"[|:]", layer)]
-        members = tuple(name.removeprefix(container + ".") for name in names if name)
+        members = tuple(name.removeprefix(prefix) for name in names if name)
         found.append(Floor(members, independent="|" in layer))
     return tuple(found)
 
@@ -85,71 +85,73 @@ def children(directory: Path) -> tuple[str, ...]:
     return tuple(sorted(names))
 
 
-def import_graph(layers: dict[str, Any]) -> Graph:
+def directory(package: str) -> Path:
+    return ROOT / "src" / Path(*package.split("."))
+
+
+def import_graph(exclude_type_checking_imports: bool = False) -> Graph:
     import grimp
 
-    graph = grimp.build_graph(PACKAGE, cache_dir=None, exclude_type_checking_imports=bool(
-        layers.get("exclude_type_checking_imports", False)))
-    imports = sorted((module, imported) for module in graph.modules
-                     for imported in graph.find_modules_directly_imported_by(module))
-    exceptions = frozenset((importer.strip(), imported.strip()) for importer, imported in (
-        line.split("->") for line in layers.get("ignore_imports", [])))
-    return Graph(tuple(imports), exceptions)
+    graph = grimp.build_graph(PACKAGE, cache_dir=None,
+                              exclude_type_checking_imports=exclude_type_checking_imports)
+    return Graph(tuple(sorted((module, imported) for module in graph.modules
+                              for imported in graph.find_modules_directly_imported_by(module))))
 
 
-def member(module: str, depth: int) -> str:
-    """The name directly under the package ``depth`` levels down that holds ``module``."""
-    parts = module.split(".")
-    return parts[depth] if len(parts) > depth else FACE
+def member(module: str, package: str) -> str | None:
+    """The name directly under ``package`` that holds ``module`` (its face: ``__init__``)."""
+    if module == package:
+        return FACE
+    if not module.startswith(package + "."):
+        return None
+    return module[len(package) + 1:].split(".")[0]
 
 
-def _counted(graph: Graph, box_of: dict[str, str], depth: int,
-             within: str = "") -> dict[tuple[str, str], list[tuple[str, str]]]:
-    pairs: dict[tuple[str, str], list[tuple[str, str]]] = {}
-    for module, imported in graph.imports:
-        if not (module.startswith(within) and imported.startswith(within)):
-            continue
-        source = box_of.get(member(module, depth))
-        target = box_of.get(member(imported, depth))
-        if source and target and source != target:
-            pairs.setdefault((source, target), []).append((module, imported))
-    return pairs
+# -- a contract's picture --------------------------------------------------------------------
 
 
-# -- the floors ------------------------------------------------------------------------------
+def rows(layers: dict[str, Any], nested: frozenset[str] = frozenset(),
+         ) -> tuple[tuple[Row, ...], dict[str, Floor]]:
+    """A contract's rows, top to bottom (first what it does not place), and each box's floor.
 
-
-def floors_rows(tree: Path = ROOT / "src" / PACKAGE,
-                layers: dict[str, Any] | None = None) -> tuple[tuple[Row, ...], dict[str, int],
-                                                                dict[str, Floor]]:
-    """The rows of the floors picture, each box's row, and each box's floor (none: unplaced)."""
-    layers = layers or contract()
+    A package is a box of its own; the plain modules of one floor share a box when there are
+    several (the ground's ``types``, ``errors``, ...). A package that is the container of another
+    contract (``nested``) lists its parts in its box: the other picture draws them."""
+    package = container(layers)
+    tree = directory(package)
     names = (FACE, *children(tree))
     placed = [(floor, [n for n in floor.members if n in names]) for floor in floors(layers)]
     unplaced = [n for n in names if not any(n in floor.members for floor, _ in placed)]
-    rows: list[Row] = []
+    found: list[Row] = []
     floor_of: dict[str, Floor] = {}
     for index, (floor, present) in enumerate([(None, unplaced), *placed]):
-        boxes = [Box(n, n, (n,), _note(tree, n)) for n in present if (tree / n).is_dir()]
         modules = tuple(n for n in present if not (tree / n).is_dir())
-        if modules:
-            key = f"modules {index}"
-            title = "modules" if floor else "the package face"
-            boxes.append(Box(key, title, modules, ", ".join(
-                f"{PACKAGE}/{n}.py" if n == FACE else n for n in modules)))
+        boxes = [Box(n, "the package face" if n == FACE else n, (n,), _note(package, n, nested))
+                 for n in present
+                 if (tree / n).is_dir() or len(modules) == 1]
+        if len(modules) > 1:
+            boxes.append(Box(f"modules {index}", "modules" if floor else "the package face",
+                             modules, ", ".join(_module(package, n) for n in modules)))
         if boxes:
-            rows.append(Row(floor.label(index) if floor else "not in the contract", tuple(boxes)))
-            for box in boxes:
-                if floor:
-                    floor_of[box.key] = floor
-    rank = {box.key: i for i, row in enumerate(rows) for box in row.boxes}
-    return tuple(rows), rank, floor_of
+            found.append(Row(floor.label(index) if floor else "not in the contract",
+                             tuple(boxes)))
+            floor_of.update({box.key: floor for box in boxes if floor})
+    return tuple(found), floor_of
 
 
-def _note(tree: Path, name: str) -> str:
-    if name != RUNTIME:
-        return ""
-    return ", ".join(n for n in children(tree / name))
+def _module(package: str, name: str) -> str:
+    return f"{package.replace('.', '/')}/__init__.py" if name == FACE else name
+
+
+def _note(package: str, name: str, nested: frozenset[str]) -> str:
+    path = directory(package) / name
+    if f"{package}.{name}" in nested:
+        return ", ".join(children(path))
+    if name == FACE:
+        return _module(package, name)
+    if not path.is_dir():
+        return "module"
+    return f"{sum(p.name != '__init__.py' for p in path.rglob('*.py'))} modules"
 
 
 def forbidden(source: str, target: str, rank: dict[str, int], floor_of: dict[str, Floor]) -> bool:
@@ -158,107 +160,49 @@ def forbidden(source: str, target: str, rank: dict[str, int], floor_of: dict[str
         return False  # outside the contract: the picture shows it, the contract does not judge it
     if rank[source] > rank[target]:
         return True
-    same = floor_of[source] is floor_of[target]
-    return same and floor_of[source].independent
+    return floor_of[source] is floor_of[target] and floor_of[source].independent
 
 
-def floors_picture(graph: Graph, layers: dict[str, Any], tree: Path = ROOT / "src" / PACKAGE,
-                   ) -> str:
-    rows, rank, floor_of = floors_rows(tree, layers)
-    box_of = {name: box.key for row in rows for box in row.boxes for name in box.members}
+def picture(graph: Graph, layers: dict[str, Any], nested: frozenset[str] = frozenset()) -> str:
+    """The contract's container drawn: its floors, boxes, and the imports between boxes."""
+    package = container(layers)
+    found, floor_of = rows(layers, nested)
+    rank = {box.key: i for i, row in enumerate(found) for box in row.boxes}
+    box_of = {name: box.key for row in found for box in row.boxes for name in box.members}
+    pairs: dict[tuple[str, str], list[str]] = {}
+    for module, imported in graph.imports:
+        source = box_of.get(member(module, package) or "")
+        target = box_of.get(member(imported, package) or "")
+        if source and target and source != target:
+            pairs.setdefault((source, target), []).append(f"{module} -> {imported}")
     arrows = []
-    for (source, target), pairs in _counted(graph, box_of, 1).items():
+    for (source, target), lines in pairs.items():
         bad = forbidden(source, target, rank, floor_of)
-        arrows.append(Arrow(source, target, len(pairs), FORBIDDEN if bad else ALLOWED,
-                            "\n".join(f"{a} -> {b}" for a, b in pairs) if bad else ""))
-    return draw("floors-picture", "tether's floors: packages and the imports between them",
-                rows, tuple(arrows))
+        arrows.append(Arrow(source, target, len(lines), FORBIDDEN if bad else ALLOWED,
+                            "\n".join(lines) if bad else ""))
+    name = package.replace(".", "-") + "-picture"
+    return draw(name, f"{package}: its floors and the imports between them", found,
+                tuple(arrows))
 
 
-# -- the runtime's named parts ---------------------------------------------------------------
-
-
-def circles(counts: dict[tuple[str, str], int]) -> set[tuple[str, str]]:
-    """The arrows on an import circle: both ends in one strongly connected component."""
-    nodes = sorted({n for pair in counts for n in pair})
-    reach = {n: {t for (s, t) in counts if s == n} for n in nodes}
-    changed = True
-    while changed:  # transitive closure; a handful of parts
-        changed = False
-        for n in nodes:
-            more = set().union(*(reach[m] for m in reach[n])) - reach[n]
-            if more:
-                reach[n] |= more
-                changed = True
-    return {(s, t) for (s, t) in counts if s in reach[t]}
-
-
-def order(nodes: list[str], counts: dict[tuple[str, str], int]) -> dict[str, int]:
-    """Each part's row, importers above what they import: Eades' greedy order breaks circles at
-    their lightest imports, then each part sits one row above the highest part it imports."""
-    left: list[str] = []
-    right: list[str] = []
-    rest = sorted(nodes)
-    while rest:
-        weight = {n: (sum(c for (s, t), c in counts.items() if s == n and t in rest),
-                      sum(c for (s, t), c in counts.items() if t == n and s in rest))
-                  for n in rest}
-        sink = [n for n in rest if weight[n][0] == 0]
-        source = [n for n in rest if weight[n][1] == 0]
-        if sink:
-            right.insert(0, sink[0])
-        else:
-            left.append(source[0] if source else max(
-                rest, key=lambda n: (weight[n][0] - weight[n][1], n)))
-        rest.remove(right[0] if sink else left[-1])
-    sequence = left + right  # importers first
-    position = {n: i for i, n in enumerate(sequence)}
-    height: dict[str, int] = {}
-    for n in reversed(sequence):
-        below = [height[t] for (s, t) in counts if s == n and position[t] > position[n]]
-        height[n] = 1 + max(below, default=-1)
-    top = max(height.values(), default=0)
-    return {n: top - height[n] for n in nodes}
-
-
-def runtime_picture(graph: Graph, tree: Path = ROOT / "src" / PACKAGE) -> tuple[str, str]:
-    """The runtime's parts as an SVG, and the table of what each imports and is imported by."""
-    parts = children(tree / RUNTIME)
-    inside = f"{PACKAGE}.{RUNTIME}."
-    pairs = _counted(graph, {p: p for p in parts}, 2, within=inside)
-    counts = {pair: len(found) for pair, found in pairs.items()}
-    on_circle = circles(counts)
-    rows_of = order(list(parts), counts)
-    rows = tuple(Row("", tuple(
-        Box(p, p, (p,), _size(tree / RUNTIME / p))
-        for p in parts if rows_of[p] == i)) for i in range(max(rows_of.values()) + 1))
-    arrows = tuple(Arrow(s, t, c, CIRCLE if (s, t) in on_circle else ALLOWED)
-                   for (s, t), c in counts.items())
-    svg = draw("runtime-picture", "the runtime's named parts and the imports between them",
-               rows, arrows)
-    return svg, _table(graph, parts, inside)
-
-
-def _size(path: Path) -> str:
-    if not path.is_dir():
-        return "module"
-    return f"{len(list(path.glob('*.py'))) - 1} modules"
-
-
-def _table(graph: Graph, parts: tuple[str, ...], inside: str) -> str:
+def table(graph: Graph, package: str) -> str:
+    """Each part of a package: what it imports from outside the package, and who outside
+    imports it (by name directly under tether), counted."""
+    parts = children(directory(package))
     down: dict[str, Counter[str]] = {p: Counter() for p in parts}
     up: dict[str, Counter[str]] = {p: Counter() for p in parts}
     for module, imported in graph.imports:
-        if module.startswith(inside) and not imported.startswith(inside):
-            down[member(module, 2)][member(imported, 1)] += 1
-        elif imported.startswith(inside) and not module.startswith(inside):
-            up[member(imported, 2)][member(module, 1).replace(FACE, PACKAGE)] += 1
+        source, target = member(module, package), member(imported, package)
+        if source in down and target is None:
+            down[source][member(imported, PACKAGE) or imported] += 1
+        elif target in up and source is None:
+            up[target][(member(module, PACKAGE) or module).replace(FACE, PACKAGE)] += 1
 
     def listed(counter: Counter[str]) -> str:
         ranked = sorted(counter.items(), key=lambda item: (-item[1], item[0]))
         return ", ".join(f"{name} {count}" for name, count in ranked) or "nothing"
 
-    lines = ["| part | imports from outside the runtime | imported from outside by |",
+    lines = ["| part | imports from outside it | imported from outside by |",
              "| --- | --- | --- |"]
     lines += [f"| `{p}` | {listed(down[p])} | {listed(up[p])} |" for p in parts]
     return "\n".join(lines)
@@ -266,21 +210,26 @@ def _table(graph: Graph, parts: tuple[str, ...], inside: str) -> str:
 
 # -- the hook --------------------------------------------------------------------------------
 
+KEY = ('<p><small>Each row is a floor of the contract in pyproject.toml, top to bottom; an arrow '
+       'is the imports from one box to another, its number how many (importing module, imported '
+       'module) pairs it stands for; <span style="color:#c62828">red</span>: an import the floors '
+       'forbid, listed as an exception in the contract. Hover a box to see only its arrows. '
+       'Drawn from the code at every build (docs/hooks/architecture_picture.py).</small></p>')
+
 
 def render(markdown: str) -> str:
-    """architecture.md with its markers replaced by the pictures drawn from the code now."""
-    layers = contract()
-    graph = import_graph(layers)
-    svg, table = runtime_picture(graph)
-    caption = ('<p class="picture-key"><small>Grey: an import the floors allow; '
-               '<span style="color:#c62828">red</span>: one they forbid, listed as an '
-               'exception in the contract; <span style="color:#d97706">orange, dashed</span>: '
-               'an import on a circle between parts. Each number counts the module imports '
-               'the arrow stands for; hover a box to see only its arrows. Drawn at every '
-               'build from the code (docs/hooks/architecture_picture.py).</small></p>')
-    markdown = markdown.replace(FLOORS_MARK, f"<div>\n{floors_picture(graph, layers)}\n</div>"
-                                f"\n\n{caption}")
-    return markdown.replace(RUNTIME_MARK, f"<div>\n{svg}\n</div>\n\n{caption}\n\n{table}")
+    """The page with each marker replaced by what it names, drawn from the code now:
+    ``<!-- picture: PACKAGE -->`` the picture of the layers contract whose container is PACKAGE,
+    ``<!-- table: PACKAGE -->`` its parts' imports across its border."""
+    found = contracts()
+    graph = import_graph(any(c.get("exclude_type_checking_imports", False) for c in found))
+    nested = frozenset(container(c) for c in found)
+    for layers in found:
+        package = container(layers)
+        markdown = markdown.replace(f"<!-- picture: {package} -->",
+                                    f"<div>\n{picture(graph, layers, nested)}\n</div>\n\n{KEY}")
+        markdown = markdown.replace(f"<!-- table: {package} -->", table(graph, package))
+    return markdown
 
 
 def on_page_markdown(markdown: str, page: Any, config: Any, files: Any) -> str:

@@ -20,12 +20,13 @@ import math
 from dataclasses import dataclass
 from html import escape
 
-# Kinds of arrow: an import the floors allow, one they forbid (up a floor, or across independent
-# siblings: the contract's listed exceptions), and one that closes an import circle.
-ALLOWED, FORBIDDEN, CIRCLE = "allowed", "forbidden", "circle"
-COLOUR = {ALLOWED: "#6b7785", FORBIDDEN: "#c62828", CIRCLE: "#d97706"}
+# Kinds of arrow: an import the floors allow, and one they forbid (up a floor, or across
+# independent siblings: the contract's listed exceptions)
+ALLOWED, FORBIDDEN = "allowed", "forbidden"
+COLOUR = {ALLOWED: "#6b7785", FORBIDDEN: "#c62828"}
 
 BOX_H, ROW_GAP, BOX_GAP, LEFT, PORT, PAD = 38, 74, 22, 150, 16, 10
+MIN_WIDTH, ZIGZAG = 640, 0.2
 
 
 @dataclass(frozen=True)
@@ -100,13 +101,16 @@ def _layout(rows: tuple[Row, ...], arrows: tuple[Arrow, ...]) -> tuple[dict[str,
     left = _left(rows)
     spans = [sum(widths[b.key] for b in row.boxes) + BOX_GAP * (len(row.boxes) - 1)
              for row in rows]
-    inner = max(spans)
+    inner = max(*spans, MIN_WIDTH)
     places = {}
     for index, (row, span) in enumerate(zip(rows, spans, strict=True)):
         # the row's spare room shared around its boxes (CSS's space-around): boxes of a floor
-        # spread over the picture, so the arrows between floors spread too
+        # spread over the picture, so the arrows between floors spread too; a lone box stands
+        # left or right of the middle by turns, so an arrow that skips it passes beside it
         share = (inner - span) / len(row.boxes)
         x = left + share / 2
+        if len(row.boxes) == 1:
+            x += (inner - span) * ZIGZAG * (1 if index % 2 else -1)
         y = 40 + index * (BOX_H + ROW_GAP)
         for box in row.boxes:
             places[box.key] = _Place(x, y, widths[box.key], index)
@@ -194,7 +198,6 @@ def draw(name: str, caption: str, rows: tuple[Row, ...], arrows: tuple[Arrow, ..
         start, end = ports[i, "out"], ports[i, "in"]
         colour = COLOUR[arrow.kind]
         weight = 0.8 + 0.55 * math.log2(arrow.count) + (0.7 if arrow.kind != ALLOWED else 0)
-        dash = ' stroke-dasharray="5 3"' if arrow.kind == CIRCLE else ""
         opacity = ".45" if arrow.kind == ALLOWED else ".95"
         plural = "s" if arrow.count != 1 else ""
         kind = "" if arrow.kind == ALLOWED else f" ({arrow.kind})"
@@ -207,7 +210,7 @@ def draw(name: str, caption: str, rows: tuple[Row, ...], arrows: tuple[Arrow, ..
                    f'data-count="{arrow.count}" data-kind="{arrow.kind}" opacity="{opacity}">'
                    f"<title>{escape(title)}</title>"
                    f'<path d="{_path(start, end, sides)}" fill="none" stroke="{colour}" '
-                   f'stroke-width="{weight:.2f}"{dash} marker-end="url(#{name}-{arrow.kind})"/>'
+                   f'stroke-width="{weight:.2f}" marker-end="url(#{name}-{arrow.kind})"/>'
                    f'<text x="{end[0] + 2.5:.1f}" y="{label_y:.1f}" font-size="8.5" '
                    f'fill="{colour}">{arrow.count}</text></g>')
     for row in rows:
