@@ -77,7 +77,9 @@ def children(package: str) -> set[str]:
 
 
 def imports() -> list[tuple[str, str]]:
-    graph = grimp.build_graph("tether", cache_dir=None)
+    config = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["importlinter"]
+    graph = grimp.build_graph("tether", cache_dir=None, exclude_type_checking_imports=bool(
+        config.get("exclude_type_checking_imports", False)))  # as lint-imports reads them
     return [(m, i) for m in graph.modules for i in graph.find_modules_directly_imported_by(m)]
 
 

@@ -57,9 +57,13 @@ class Graph:
     imports: tuple[tuple[str, str], ...]
 
 
-def contracts(pyproject: Path = ROOT / "pyproject.toml") -> tuple[dict[str, Any], ...]:
+def importlinter(pyproject: Path = ROOT / "pyproject.toml") -> dict[str, Any]:
+    config: dict[str, Any] = tomllib.loads(pyproject.read_text())["tool"]["importlinter"]
+    return config
+
+
+def contracts(config: dict[str, Any]) -> tuple[dict[str, Any], ...]:
     """The layers contracts of pyproject.toml's import-linter section, in order."""
-    config = tomllib.loads(pyproject.read_text())["tool"]["importlinter"]
     return tuple(c for c in config["contracts"] if c["type"] == "layers")
 
 
@@ -221,8 +225,9 @@ def render(markdown: str) -> str:
     """The page with each marker replaced by what it names, drawn from the code now:
     ``<!-- picture: PACKAGE -->`` the picture of the layers contract whose container is PACKAGE,
     ``<!-- table: PACKAGE -->`` its parts' imports across its border."""
-    found = contracts()
-    graph = import_graph(any(c.get("exclude_type_checking_imports", False) for c in found))
+    config = importlinter()
+    found = contracts(config)  # the graph as lint-imports builds it: with TYPE_CHECKING imports
+    graph = import_graph(bool(config.get("exclude_type_checking_imports", False)))  # unless told
     nested = frozenset(container(c) for c in found)
     for layers in found:
         package = container(layers)
