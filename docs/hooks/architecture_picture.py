@@ -39,7 +39,7 @@ FACE = "__init__"  # the package's own __init__.py, as a member name
 
 @dataclass(frozen=True)
 class Floor:
-    """One layer of the contract: its members (names directly under tether) in the order given."""
+    """One layer of a contract: its members (names directly under its container), in order."""
 
     members: tuple[str, ...]
     independent: bool
