@@ -32,7 +32,9 @@ lint: $(VENV)/.installed-dev
 	$(MAKE) docs
 
 # The documentation site (mkdocs.yml): strict, so a broken link, a missing page or an API
-# docstring that does not render fails `make test`; built offline into build/site (git-ignored)
+# docstring that does not render fails `make test`; built offline into build/site (git-ignored).
+# Its hooks generate what must follow the code: the CLI reference from the parsers, and
+# architecture.md's pictures of the floors from the imports and the import-linter contracts.
 docs: $(VENV)/.installed-dev
 	$(BIN)/mkdocs build --strict --site-dir build/site
 
