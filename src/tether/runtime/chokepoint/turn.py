@@ -62,8 +62,7 @@ MIN_RESULT_CHARS = 80  # below this a result says nothing; the wrap-up is then b
 
 
 @dataclass(slots=True)
-class _Turn:
-    held: Holds = field(default_factory=Holds)  # calls held back for a person
+class _Turn(Holds):  # the calls held back for a person (held.py), and what the turn runs
     stop: Stop | None = None
     batch: list[Admitted] = field(default_factory=list)
 
@@ -151,7 +150,7 @@ class ToolCalls:
         turn = _Turn()
         for call in calls:
             admitted = self._one(call, turn)
-            if admitted is None or turn.held.blocked:
+            if admitted is None or turn.blocked:
                 continue  # resolved already, waits for a person, or waits behind a call that does
             if admitted.tool.meta.side_effect:  # runs alone, after everything before it
                 await self._flush(turn)
@@ -160,14 +159,14 @@ class ToolCalls:
             else:
                 turn.batch.append(admitted)
         await self._flush(turn)
-        state, held = self._state, turn.held
-        if held.uncertain:
+        state = self._state
+        if turn.uncertain:
             raise Stop(StopReason.UNCERTAIN_EFFECT,
-                       f"call(s) {held.uncertain} started before the process stopped and have no "
+                       f"call(s) {turn.uncertain} started before the process stopped and have no "
                        "result; an operator must settle each: retry or skip")
-        if held.waiting:
+        if turn.waiting:
             raise Stop(StopReason.NEEDS_APPROVAL,
-                       f"{len(held.waiting)} call(s) wait for approval")
+                       f"{len(turn.waiting)} call(s) wait for approval")
         if turn.stop is not None:
             raise turn.stop
         errors, denials = state.streaks()
@@ -184,7 +183,7 @@ class ToolCalls:
             return None
         try:
             if self._held.waits(call):  # from an earlier pass: settled, not decided anew
-                admitted = self._held.settle(call, turn.held)
+                admitted = self._held.settle(call, turn)
             else:
                 admitted = self._admit(call, turn)
         except Rejected as rejected:  # named as the model called it, even if degraded
@@ -216,7 +215,7 @@ class ToolCalls:
         if decision.effect is Effect.DEGRADE:
             return self._degrade(call, decision, turn, depth, arguments)
         if decision.effect is Effect.REQUIRE_APPROVAL:
-            return self._held.ask(call, tool, arguments, decision, turn.held)
+            return self._held.ask(call, tool, arguments, decision, turn)
         return shape(call, tool, arguments, decision, warn, prefix)
 
     def _degrade(self, call: ToolCall, decision: Decision, turn: _Turn, depth: int,
