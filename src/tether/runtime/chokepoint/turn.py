@@ -1,15 +1,18 @@
 """The tool side of the chokepoint: one turn's calls, each gated, decided, run and recorded.
 
-Decision: every call of a turn goes through the same gates in the same order — resolve and
-validate, loop check, budget check, policy decision — and the decision is enforced before
-anything runs: ALLOW runs; DENY refuses; PARTIAL_ALLOW runs with only the named fields;
-MASK runs with the named fields redacted from the input, the output and/or the journal; DEGRADE
-runs a fallback tool, whose call is decided again; REQUIRE_APPROVAL records an approval request
-and holds the call. Once a call of a turn waits for approval, later calls are still decided (so
-every approval a turn needs is asked for at once) but none runs before it, so side effects keep
-their order. The same code resolves a turn on resume, from the journal's record of the turn:
-decided calls run without being decided again, approved calls run once, refused ones get a
-refusal. Every call gets a result; a reason to stop is raised only after that.
+A tool call reads as one pipeline, top to bottom: **settle what waits** (a call the journal
+already knows — interrupted, approved or decided earlier — is settled by ``held.py``, not decided
+anew), **admit what is new** (resolve and validate, loop check, budget check, policy decision),
+**run** (in batches; a side-effecting call alone, journaled ``tool.started`` and durable before
+it can happen) and **record** (``tool.result``).
+
+Decision: the policy's decision is enforced before anything runs: ALLOW runs; DENY refuses;
+PARTIAL_ALLOW runs with only the named fields; MASK runs with the named fields redacted from the
+input, the output and/or the journal; DEGRADE runs a fallback tool, whose call is decided again;
+REQUIRE_APPROVAL records an approval request and holds the call. Once a call of a turn waits for
+approval, later calls are still decided (so every approval a turn needs is asked for at once) but
+none runs before it, so side effects keep their order. Every call gets a result; a reason to stop
+is raised only after that.
 """
 
 from __future__ import annotations
@@ -18,7 +21,7 @@ import asyncio
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Any, NoReturn
+from typing import TYPE_CHECKING, Any
 
 from tether.journal.chain import Journal
 from tether.journal.redaction import HiddenValues
@@ -28,31 +31,22 @@ from tether.runtime.accounting.budget import Accountant, Spend, check_charge
 from tether.runtime.accounting.limits import Limits
 from tether.runtime.accounting.stop import Stop, StopReason
 from tether.runtime.approvals.approver import Approver
-from tether.runtime.approvals.requests import (
-    ApprovalError,
-    ApprovalRequest,
-    ApprovalStore,
-    call_hash,
-    check_consumable,
-    new_request,
-)
+from tether.runtime.approvals.requests import ApprovalStore
 from tether.runtime.chokepoint.additions import WARNING, fallback_note
 from tether.runtime.chokepoint.asks import SessionAsks
 from tether.runtime.chokepoint.effects import (
     Admitted,
-    check_unredacted,
-    is_hidden,
     masked_for_journal,
-    needs_operator,
     refusal,
     shape,
     skipped,
 )
 from tether.runtime.chokepoint.executor import Rejected, ToolExecutor, check_not_cancelled
 from tether.runtime.chokepoint.gate import PolicyGate
+from tether.runtime.chokepoint.held import HeldCalls, Holds
 from tether.runtime.record.result import ToolResult
 from tether.runtime.record.state import SessionState, call_signature
-from tether.tools.base import Tool, ToolContext
+from tether.tools.base import ToolContext
 from tether.tools.caller import SILENT, Caller, Scrubbed
 from tether.tools.content import Text, describe, scrubbed
 from tether.tracing import Segment
@@ -68,31 +62,20 @@ MIN_RESULT_CHARS = 80  # below this a result says nothing; the wrap-up is then b
 
 
 @dataclass(slots=True)
-class _Turn:
-    waiting: list[str] = field(default_factory=list)  # ids of calls waiting for approval
-    uncertain: list[str] = field(default_factory=list)  # started before a crash, no result
+class _Turn(Holds):  # the calls held back for a person (held.py), and what the turn runs
     stop: Stop | None = None
     batch: list[Admitted] = field(default_factory=list)
-
-    @property
-    def blocked(self) -> bool:
-        """Nothing after a call that waits for a person may run."""
-        return bool(self.waiting or self.uncertain)
 
 
 class ToolCalls:
     __slots__ = (
         "_accountant",
-        "_approval_ttl",
-        "_approvals",
-        "_approver",
         "_asks",
-        "_bound_to",
         "_credentials",
         "_executor",
         "_gate",
+        "_held",
         "_journal",
-        "_kept",
         "_limits",
         "_session_id",
         "_state",
@@ -117,22 +100,23 @@ class ToolCalls:
         self._telemetry = telemetry
         # whose approvals these are: the session's, or for a gateway its client's, so a call
         # the client retries in a new session finds the approval a person gave
-        self._bound_to = bound_to or session_id
+        bound_to = bound_to or session_id
         self._executor = executor
         self._gate = gate
         self._accountant = accountant
         self._journal = journal
         self._state = state
         self._limits = limits
-        self._approvals = approvals
-        self._approval_ttl = approval_ttl
-        self._approver = approver  # decides requests in process; None: a person does
         self._credentials = credentials
+        # what waits from an earlier pass over the turn, and new calls held for a person
+        self._held = HeldCalls(session_id=session_id, bound_to=bound_to, executor=executor,
+                               accountant=accountant, journal=journal, state=state,
+                               approvals=approvals, approval_ttl=approval_ttl, approver=approver,
+                               kept=kept, tenant_id=gate.subject.tenant_id)
         # what a call may ask of the session while it runs (sampling: on ``model``; None: refused)
         self._asks = SessionAsks(session_id=session_id, journal=journal, accountant=accountant,
-                                 model=model, approvals=approvals, bound_to=self._bound_to,
+                                 model=model, approvals=approvals, bound_to=bound_to,
                                  tenant_id=gate.subject.tenant_id)
-        self._kept = kept  # arguments the journal hid, by call id, where they were kept
         # tokens results may still add so the wrap-up fits (bound by the Environment)
         self.room: Callable[[int], int | None] = lambda wanted: None
         # whoever waits for the next calls' results (a gateway sets its client's per call)
@@ -197,15 +181,9 @@ class ToolCalls:
         if turn.stop is not None:
             self.record(skipped(call, f"the run is stopping ({turn.stop.reason})"))
             return None
-        approval_id = self._state.approvals.get(call.id)
-        decided = self._state.decisions.get(call.id)
         try:
-            if call.id in self._state.started:
-                admitted = self._interrupted(call, turn)
-            elif approval_id is not None:
-                admitted = self._approved(call, approval_id, turn)
-            elif decided is not None:
-                admitted = self._redecided(call, decided["tool"], decided["decision"])
+            if self._held.waits(call):  # from an earlier pass: settled, not decided anew
+                admitted = self._held.settle(call, turn)
             else:
                 admitted = self._admit(call, turn)
         except Rejected as rejected:  # named as the model called it, even if degraded
@@ -237,7 +215,7 @@ class ToolCalls:
         if decision.effect is Effect.DEGRADE:
             return self._degrade(call, decision, turn, depth, arguments)
         if decision.effect is Effect.REQUIRE_APPROVAL:
-            return self._ask_approval(call, tool, arguments, decision, turn)
+            return self._held.ask(call, tool, arguments, decision, turn)
         return shape(call, tool, arguments, decision, warn, prefix)
 
     def _degrade(self, call: ToolCall, decision: Decision, turn: _Turn, depth: int,
@@ -254,142 +232,6 @@ class ToolCalls:
         prefix = fallback_note(fallback, call.name, decision.reason)
         admitted = self._admit(ToolCall(call.id, fallback, arguments), turn, depth + 1, prefix)
         return None if admitted is None else replace(admitted, call=call)
-
-    def _ask_approval(self, call: ToolCall, tool: Tool, arguments: dict[str, Any],
-                      decision: Decision, turn: _Turn) -> Admitted | None:
-        """Record an approval request for the call. An in-process approver decides it at once,
-        and the call is then admitted or refused exactly as a person's decision would be on
-        resume; otherwise the call waits."""
-        request = new_request(
-            session_id=self._session_id, bound_to=self._bound_to, call_id=call.id, tool=tool.name,
-            shown=masked_for_journal(arguments, decision), arguments=arguments,
-            reason=decision.reason, policy_id=decision.policy_id, ttl=self._approval_ttl,
-            tenant_id=self._gate.subject.tenant_id)
-        self._approvals.add(request)
-        self._journal.append("approval.requested", {
-            "approval_id": request.id, "call_id": call.id, "tool": tool.name,
-            "arguments": request.arguments, "call_hash": request.call_hash,
-            "reason": request.reason, "policy_id": request.policy_id,
-            "requested_at": request.requested_at, "expires_at": request.expires_at,
-        })
-        if self._approver is not None and self._approver.decide(request, self._approvals):
-            return self._approved(call, request.id, turn)
-        turn.waiting.append(call.id)
-        return None
-
-    def _redecided(self, call: ToolCall, tool_name: str, decision: Decision) -> Admitted:
-        """A call decided earlier that has not run yet (it waited behind an approval)."""
-        tool = self._executor.registry.get(tool_name)
-        if tool is None:
-            raise Rejected(refusal(call, f"tool {tool_name!r} is no longer available"))
-        prefix = ""
-        if tool_name != call.name:
-            prefix = fallback_note(tool_name, call.name, None)
-        call = self._with_real_arguments(call)
-        arguments = self._executor.validate(tool, ToolCall(call.id, tool_name, call.arguments))
-        return shape(call, tool, arguments, decision, prefix=prefix)
-
-    def _with_real_arguments(self, call: ToolCall) -> ToolCall:
-        """A call about to run on resume, never with a placeholder: if the journal hid some of
-        its arguments, the arguments kept apart from it (``Agent(keep_hidden_arguments=True)``)
-        — only if they are the very ones the policy decided on, as the journaled signature
-        shows; with nothing kept, Rejected (``check_unredacted``)."""
-        if self._kept is None or not is_hidden(call.arguments):
-            check_unredacted(call)
-            return call
-        decided = self._state.decisions.get(call.id)
-        arguments = self._kept(call.id)
-        if decided is None or arguments is None:
-            check_unredacted(call)  # hidden, and nothing kept: this refuses it
-            return call
-        if call_signature(decided["tool"], arguments) != decided["signature"]:
-            raise Rejected(refusal(call, "the arguments kept for it apart from the journal are "
-                                         "not the ones the policy decided on; it was not run"))
-        return ToolCall(call.id, call.name, arguments)
-
-    def _interrupted(self, call: ToolCall, turn: _Turn) -> Admitted | None:
-        """A side-effecting call that started before the process stopped (or the run was
-        interrupted) and left no result. It runs again only when an operator settled it
-        ``retry``, or when it is declared idempotent and no person approved it — then as a
-        journaled re-run (``effect.rerun``); otherwise it waits for an operator."""
-        state = self._state
-        decided = state.decisions[call.id]
-        tool = self._executor.registry.get(decided["tool"])
-        if tool is None:
-            raise Rejected(refusal(call, f"tool {decided['tool']!r} is no longer available"))
-        settled = state.settled.get(call.id)
-        if settled is not None and settled["action"] == "skip":
-            note = settled.get("note") or "no note"
-            raise Rejected(ToolResult(call.id, call.name, f"Not executed again: the call was "
-                                      f"interrupted and an operator chose to skip it ({note}).",
-                                      "skipped"))
-        if settled is None and needs_operator(tool, call.id in state.granted):
-            turn.uncertain.append(call.id)
-            return None
-        if turn.blocked:
-            return None
-        call = self._with_real_arguments(call)
-        arguments = self._executor.validate(tool, ToolCall(call.id, tool.name, call.arguments))
-        if settled is None:  # idempotent: it runs again, and the journal says so
-            self._journal.append("effect.rerun", {
-                "call_id": call.id, "tool": tool.name,
-                "why": "declared idempotent, it started and left no result, so it runs again"})
-        if call.id in state.granted:
-            return Admitted(call, tool, arguments)
-        return shape(call, tool, arguments, decided["decision"])
-
-    def _approved(self, call: ToolCall, approval_id: str, turn: _Turn) -> Admitted | None:
-        request = self._approvals.get(approval_id)
-        if request is None:
-            raise Rejected(refusal(call, "its approval request was lost; ask again"))
-        user = f"{self._session_id}/{call.id}"  # what an approval is used up by
-        granted = call.id in self._state.granted
-        used = request.status == "used" and request.used_by == user
-        if not (granted or used):
-            if request.status == "pending" and not request.expired():
-                turn.waiting.append(call.id)
-                return None
-            if not turn.blocked and request.status != "approved":
-                why = "expired before anyone decided" if request.status == "pending" else (
-                    f"{request.status} by {request.approver}"
-                    + (f": {request.note}" if request.note else ""))
-                self._refuse(call, request, why, told=f"approval {why}")
-        if turn.blocked:
-            return None  # an earlier call still waits: nothing after it may run or be refused
-        tool = self._executor.registry.get(request.tool)
-        if tool is None:
-            raise Rejected(refusal(call, f"tool {request.tool!r} is no longer available"))
-        call = self._with_real_arguments(call)
-        arguments = self._executor.validate(tool, ToolCall(call.id, request.tool,
-                                                           call.arguments))
-        digest = call_hash(self._bound_to, tool.name, arguments)
-        if not granted:
-            if not used:
-                try:
-                    check_consumable(request, digest)
-                except ApprovalError as exc:
-                    self._refuse(call, request, str(exc))
-            self._accountant.check_tool_call()
-            # journaled, and durable, before the approval is used up: a crash between the two
-            # leaves a grant whose approval is still usable by this call, and by no other
-            self._journal.append("approval.granted", {
-                "approval_id": approval_id, "call_id": call.id, "tool": tool.name,
-                "approver": request.approver, "note": request.note, "charged": True})
-            self._journal.flush()
-        if not used:
-            try:
-                self._approvals.consume(approval_id, digest, by=user)
-            except ApprovalError as exc:
-                self._refuse(call, request, str(exc))
-        return Admitted(call, tool, arguments)
-
-    def _refuse(self, call: ToolCall, request: ApprovalRequest, why: str,
-                told: str | None = None) -> NoReturn:
-        """Journal why an approval cannot be used for ``call``, and refuse the call."""
-        self._journal.append("approval.refused", {
-            "approval_id": request.id, "call_id": call.id, "tool": request.tool, "why": why,
-            "approver": request.approver, "note": request.note})
-        raise Rejected(refusal(call, told or why))
 
     async def _flush(self, turn: _Turn) -> None:
         batch, turn.batch = turn.batch, []
