@@ -72,7 +72,10 @@ asks for by name, each kept where the protocol needs it:
 - ``asyncio.CancelledError`` re-raised for a task asked to stop: asyncio's cancellation protocol;
 - ``KeyboardInterrupt`` raised by the SIGTERM handler of ``tether mcp serve``: it stops the
   server the way Ctrl-C does, through the same ``finally`` blocks;
-- ``SystemExit`` in ``python -m tether``: the exit status of the process.
+- ``SystemExit`` in ``python -m tether``: the exit status of the process;
+- ``argparse.ArgumentTypeError`` from the command line's argument types: argparse turns it
+  into a usage message; and pydantic-ai's ``ApprovalRequired``, its own pause for an approval,
+  which its agent loop catches.
 """
 
 from __future__ import annotations
