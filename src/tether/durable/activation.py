@@ -59,7 +59,7 @@ def queued_task(store: Store, session_id: str) -> str:
     record = store.get_private(session_id, TASK_KEY)
     if record is None or not isinstance(record.get("task"), str):
         raise NotFound(f"session {session_id} was never started and no task is queued for "
-                          "it in the agent's store: queue it with Fleet.enqueue")
+                       "it in the agent's store: queue it with Fleet.enqueue")
     return str(record["task"])
 
 

@@ -345,7 +345,7 @@ class Fleet:
         request = self.recipe.approval_store.get(approval_id)
         if request is None or request.session_id != session_id:
             raise NotFound(f"no approval request {approval_id!r} of session {session_id!r}; "
-                              "list them with `tether approvals list`")
+                           "list them with `tether approvals list`")
         report = self.describe(session_id)
         if report.status == "refused":  # a decision it would never act on: record none
             raise SessionRefused(f"session {session_id} is refused: {report.detail}")

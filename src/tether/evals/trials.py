@@ -93,7 +93,7 @@ class TrialRunner:
             except StoreError:  # another worker took this attempt meanwhile: take the next
                 continue
         raise RunFailed(f"trial {key.id} has {MAX_ATTEMPTS} attempts without a grade; "
-                           "look at its sessions with `tether audit show`")
+                        "look at its sessions with `tether audit show`")
 
     async def _attempt(self, key: TrialKey, attempt: int, task: Task,
                        perturbation: Perturbation) -> TrialRecord:

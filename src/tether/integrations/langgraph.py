@@ -267,8 +267,8 @@ class TetherMiddleware(AgentMiddleware):
                     raise
                 work.close()
                 raise WrongState("tether's LangGraph middleware was called through the sync "
-                                   "API (invoke, stream) inside a running event loop; use "
-                                   "ainvoke or astream there") from exc
+                                 "API (invoke, stream) inside a running event loop; use "
+                                 "ainvoke or astream there") from exc
 
     def close(self) -> None:
         with self._lock:

@@ -66,8 +66,8 @@ def reopen(store: Store | None, session_id: str, *, framework: str, tenant_id: s
     broken = verify_chain(events, vouched(events, store.read))  # a copy's passages erased
     if broken is not None:
         raise BadData(f"run {session_id}: its journal's hash chain breaks at event {broken}; "
-                         f"it will not be continued (run `tether audit verify --session "
-                         f"{session_id}`)")
+                      f"it will not be continued (run `tether audit verify --session "
+                      f"{session_id}`)")
     started = sorted(start.get("tools") or ())
     if started != sorted(tools.names):
         raise InvalidArgument(f"run {session_id} was started with the tools {started}, not "

@@ -138,7 +138,7 @@ def _wait_until_up(process: subprocess.Popen[bytes], log: IO[bytes], base_url: s
             log.seek(0)
             error = log.read().decode(errors="replace")[-2000:]
             raise RunFailed(f"the local model server exited ({process.returncode}) before it "
-                               f"answered: {error.strip() or 'no output'}")
+                            f"answered: {error.strip() or 'no output'}")
         with contextlib.suppress(OSError), \
                 urllib.request.urlopen(f"{base_url}/models", timeout=2) as reply:
             if reply.status == 200:

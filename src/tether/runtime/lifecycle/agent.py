@@ -323,4 +323,4 @@ def run_sync(coro: Any) -> Any:
         return asyncio.run(coro)
     coro.close()
     raise WrongState("run() was called inside a running event loop; use `await agent.arun(...)`"
-                       " or `await session.arun()` there")
+                     " or `await session.arun()` there")

@@ -146,12 +146,12 @@ class Session:
         store = agent.journal_store
         if store is None:
             raise WrongState("this agent has no store to load sessions from; build it with "
-                               "Agent(..., store='sqlite:///tether.db')")
+                             "Agent(..., store='sqlite:///tether.db')")
         events = store.read(session_id)
         if events and events[0].type == ERASED_TYPE and (
                 agent.tenant_id in (None, events[0].data["subject"].get("tenant_id"))):
             raise NotFound(f"session {session_id}'s content was erased (by "
-                              f"{events[0].data.get('erasure')}); there is nothing to load")
+                           f"{events[0].data.get('erasure')}); there is nothing to load")
         if not events or events[0].type != "session.start" or (
                 agent.tenant_id is not None
                 and events[0].data["subject"].get("tenant_id") != agent.tenant_id):
