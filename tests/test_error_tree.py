@@ -1,11 +1,15 @@
 """One error tree: every exception tether defines is a ``TetherError``, split into usage errors
 and run errors, and ``except tether.TetherError`` catches what each subpackage raises through
-its public API. Control-flow signals are the only exceptions, each listed with its reason."""
+its public API. No ``raise`` in the package names a built-in or a foreign exception class, but
+for the few a protocol asks for by name; every class keeps the built-in bases it had, so an
+``except ValueError`` written before the tree took a check in still catches it. Control-flow
+signals are the only exceptions, each listed with its reason."""
 
 from __future__ import annotations
 
 import ast
 import asyncio
+import builtins
 import importlib
 import inspect
 import warnings
@@ -115,6 +119,136 @@ def test_built_in_bases_are_kept() -> None:
     assert issubclass(ToolDefinitionError, TypeError)
     assert issubclass(SessionEnded, RuntimeError) and issubclass(SessionEnded, ValueError)
     assert issubclass(PinError, KeyError) and issubclass(PinError, RuntimeError)
+
+
+# The raises a protocol asks for by name (tether.errors' docstring says why for each kind):
+# the exception as written in the raise -> the places ("file:function") it may be raised from,
+# or None for every module of a folder named in the reason's key.
+PROTOCOL_RAISES: dict[str, tuple[frozenset[str] | None, str]] = {
+    "AttributeError": (frozenset({"_lazy.py:load", "secret.py:__setattr__",
+                                  "secret.py:__delattr__"}),
+                       "a module's __getattr__ and an immutable object's __setattr__ and "
+                       "__delattr__: hasattr, getattr(default) and copy read this exact type"),
+    "asyncio.CancelledError": (frozenset({"executor.py:check_not_cancelled"}),
+                               "asyncio's cancellation: the task was asked to stop"),
+    "KeyboardInterrupt": (frozenset({"mcp.py:stop"}),
+                          "SIGTERM stops `tether mcp serve` the way Ctrl-C does"),
+    "SystemExit": (frozenset({"__main__.py:<module>"}), "the exit status of `python -m tether`"),
+    "argparse.ArgumentTypeError": (None, "cli: argparse turns it into a usage message"),
+    "ApprovalRequired": (frozenset({"pydantic_ai.py:call_tool"}),
+                         "pydantic-ai's own pause for an approval: its agent loop catches it"),
+}
+
+BUILT_IN = {name for name, value in vars(builtins).items()
+            if isinstance(value, type) and issubclass(value, BaseException)}
+
+
+def _foreign_raises(path: Path) -> Iterator[tuple[str, str, int]]:
+    """(exception as written, "file:function", line) for each ``raise`` in ``path`` of a class
+    that is not tether's: a built-in, or a name or module attribute imported from elsewhere."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    foreign: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.level == 0 and not (
+                node.module or "").startswith("tether"):
+            foreign.update(alias.asname or alias.name for alias in node.names)
+        elif isinstance(node, ast.Import):
+            foreign.update((alias.asname or alias.name).split(".")[0] for alias in node.names
+                           if not alias.name.startswith("tether"))
+
+    def walk(node: ast.AST, where: str) -> Iterator[tuple[str, str, int]]:
+        for child in ast.iter_child_nodes(node):
+            inner = where
+            if isinstance(child, ast.FunctionDef | ast.AsyncFunctionDef):
+                inner = child.name
+            if isinstance(child, ast.Raise) and child.exc is not None:
+                raised = child.exc.func if isinstance(child.exc, ast.Call) else child.exc
+                root = raised
+                while isinstance(root, ast.Attribute):
+                    root = root.value
+                if isinstance(root, ast.Name) and (
+                        (raised is root and root.id in BUILT_IN) or root.id in foreign):
+                    yield ast.unparse(raised), f"{path.name}:{where}", child.lineno
+            yield from walk(child, inner)
+
+    yield from walk(tree, "<module>")
+
+
+def test_no_raise_of_a_built_in_outside_the_protocols() -> None:
+    """A bare ``raise ValueError`` escapes ``except tether.TetherError``: raise the tree class
+    that keeps the built-in as a base (tether.errors: InvalidArgument, WrongType, ...)."""
+    found = [(raised, place, path.relative_to(PACKAGE.parent), line)
+             for path in sorted(PACKAGE.rglob("*.py"))
+             for raised, place, line in _foreign_raises(path)]
+    assert len(found) >= 6, found  # the walk saw the protocol raises
+    stray = [f"{where}:{line} raises {raised}" for raised, place, where, line in found
+             if raised not in PROTOCOL_RAISES or not _allowed(raised, place, where)]
+    assert stray == [], ("raise a class of tether.errors (it keeps the built-in base), or "
+                         f"argue a protocol in PROTOCOL_RAISES and tether.errors: {stray}")
+    used = {raised for raised, *_ in found}
+    assert used == set(PROTOCOL_RAISES), f"stale entries: {set(PROTOCOL_RAISES) - used}"
+
+
+def _allowed(raised: str, place: str, where: Path) -> bool:
+    places, _ = PROTOCOL_RAISES[raised]
+    return "cli" in where.parts if places is None else place in places
+
+
+def test_the_drawn_tree_names_each_protocol_kind() -> None:
+    import tether.errors
+
+    drawn = tether.errors.__doc__ or ""
+    for raised in ("AttributeError", "CancelledError", "KeyboardInterrupt", "SystemExit"):
+        assert raised in drawn, f"tether.errors' docstring: say why {raised} stays built-in"
+
+
+# Every class of the tree with the built-in exceptions it is (besides Exception): a class may
+# gain one, never lose one, or an ``except`` written against it stops catching.
+BUILT_IN_BASES: dict[str, frozenset[str]] = {name: frozenset(bases.split()) for name, bases in {
+    "AlreadyQueued": "", "AmbiguousId": "", "ApprovalError": "",
+    "ArgumentsChanged": "", "AttemptOver": "", "BadData": "ValueError",
+    "BadReference": "", "BranchRefused": "", "CalculatorError": "ValueError",
+    "CallCancelled": "", "CallerCannot": "", "ClientExpired": "", "ConflictError": "",
+    "CredentialError": "", "ErasureRefused": "RuntimeError",
+    "ExportFormatError": "ValueError", "HiddenNotRecalled": "", "IndexRefused": "ValueError",
+    "InvalidArgument": "ValueError", "JournalTampered": "", "JournalValueError": "ValueError",
+    "KeyMismatch": "LookupError", "MCPConnectionError": "RuntimeError",
+    "MCPError": "RuntimeError", "MCPToolBlocked": "RuntimeError",
+    "MCPToolError": "RuntimeError", "MissingExtra": "ImportError",
+    "MissingFile": "FileNotFoundError OSError", "ModelError": "",
+    "NestedRunError": "RuntimeError", "NotFound": "LookupError",
+    "OverlayError": "ValueError", "PinError": "RuntimeError KeyError LookupError",
+    "PlannerMissing": "ImportError RuntimeError", "PlanningError": "",
+    "PolicyLoadError": "ValueError", "PolicyNameError": "ValueError", "ProviderError": "",
+    "RecipeChanged": "", "Refused": "", "Rejected": "", "RetrievalError": "ValueError",
+    "RunError": "", "RunFailed": "RuntimeError", "RunStopped": "", "SchemaError": "",
+    "SessionBusy": "", "SessionEnded": "RuntimeError ValueError", "SessionMoved": "",
+    "SessionRefused": "", "StoreError": "", "StoreFull": "", "StoreUnavailable": "",
+    "SuiteError": "ValueError", "TetherError": "", "ThreadTampered": "RuntimeError",
+    "TimedOut": "TimeoutError OSError", "ToolArgumentError": "ValueError",
+    "ToolDefinitionError": "TypeError", "ToolFailure": "", "TooMuchBinary": "ValueError",
+    "Unanswered": "", "Unreachable": "OSError", "UpstreamLost": "RuntimeError",
+    "UsageError": "", "WrongState": "RuntimeError", "WrongType": "TypeError",
+    "_Failed": "", "_Spent": "", "_Unmetered": "",
+}.items()}
+
+
+def _built_in_bases(cls: type[BaseException]) -> frozenset[str]:
+    return frozenset(base.__name__ for base in cls.__mro__
+                     if base.__module__ == "builtins" and base not in (Exception, BaseException,
+                                                                        object))
+
+
+def test_every_class_keeps_its_built_in_bases() -> None:
+    classes = {cls.__name__: cls for cls in _exception_classes().values()
+               if issubclass(cls, TetherError)}
+    classes.update(TetherError=TetherError, UsageError=UsageError, RunError=RunError)
+    unlisted = sorted(set(classes) - set(BUILT_IN_BASES) - {"AgentsRunStopped"})
+    assert unlisted == [], f"list these in BUILT_IN_BASES with their built-in bases: {unlisted}"
+    lost = {name: sorted(BUILT_IN_BASES[name] - _built_in_bases(cls))
+            for name, cls in classes.items() if name in BUILT_IN_BASES
+            and not BUILT_IN_BASES[name] <= _built_in_bases(cls)}
+    assert lost == {}, f"these classes lost a built-in base an `except` may catch them by: {lost}"
 
 
 def _policy() -> None:

@@ -16,3 +16,10 @@ def test_the_guide_block_prints_what_its_comments_say(capsys: pytest.CaptureFixt
     namespace: dict[str, object] = {"__name__": "errors_guide"}
     exec(compile(block, PAGE, "exec", dont_inherit=True), namespace)
     assert capsys.readouterr().out.splitlines() == expected == ["PolicyLoadError", "SessionEnded"]
+
+
+def test_the_built_in_bases_block_prints_what_its_comment_says(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    (block,) = blocks(PAGE, "Built-in bases are kept")
+    exec(compile(block, PAGE, "exec", dont_inherit=True), {"__name__": "errors_guide"})
+    assert capsys.readouterr().out.split() == ["InvalidArgument", "True"]

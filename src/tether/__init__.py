@@ -18,7 +18,21 @@ from tether._lazy import exports
 from tether._version import __version__ as __version__
 
 if TYPE_CHECKING:
-    from tether.errors import RunError, TetherError, UsageError
+    from tether.errors import (
+        BadData,
+        InvalidArgument,
+        MissingExtra,
+        MissingFile,
+        NotFound,
+        RunError,
+        RunFailed,
+        TetherError,
+        TimedOut,
+        Unreachable,
+        UsageError,
+        WrongState,
+        WrongType,
+    )
     from tether.models.base import Model, ModelError
     from tether.models.pricing import Price
     from tether.models.scripted import FakeModel, ScriptedModel
@@ -74,10 +88,21 @@ _WHERE = {
     "TetherError": "tether.errors",
     "UsageError": "tether.errors",
     "RunError": "tether.errors",
+    "BadData": "tether.errors",
+    "InvalidArgument": "tether.errors",
+    "MissingExtra": "tether.errors",
+    "MissingFile": "tether.errors",
+    "NotFound": "tether.errors",
+    "RunFailed": "tether.errors",
+    "TimedOut": "tether.errors",
+    "Unreachable": "tether.errors",
+    "WrongState": "tether.errors",
+    "WrongType": "tether.errors",
 }
 __all__ = [
     "Agent",
     "AgentAsTool",
+    "BadData",
     "Budget",
     "Compaction",
     "Decision",
@@ -86,18 +111,23 @@ __all__ = [
     "FakeModel",
     "Gateway",
     "Handle",
+    "InvalidArgument",
     "Limits",
     "Message",
+    "MissingExtra",
+    "MissingFile",
     "Model",
     "ModelError",
     "ModelPlanner",
     "ModelRequest",
     "ModelResponse",
+    "NotFound",
     "Policy",
     "Price",
     "ReAct",
     "Result",
     "RunError",
+    "RunFailed",
     "ScriptedModel",
     "Session",
     "Spend",
@@ -105,11 +135,15 @@ __all__ = [
     "StopReason",
     "Strategy",
     "TetherError",
+    "TimedOut",
     "ToolCall",
     "ToolResult",
     "Trajectory",
+    "Unreachable",
     "Usage",
     "UsageError",
+    "WrongState",
+    "WrongType",
     "tool",
 ]
 

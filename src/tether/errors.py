@@ -1,20 +1,29 @@
 """The root of every exception class tether defines: a caller writes ``except tether.TetherError``.
 
 Decision (drawn as httpx's ``_exceptions.py`` is): one root, split in two by what the caller
-does next. A ``UsageError`` is a recipe, policy, tool definition or configuration that cannot
-work: nothing ran, and the fix is in the caller's code or files. A ``RunError`` is a run (or a
-request to it) that stopped or was refused: the recipe is sound, the world was not (a model or
-server failed, a store is unavailable, a journal does not verify, a credential was refused).
+does next. A ``UsageError`` is a recipe, policy, tool definition, argument or configuration that
+cannot work: nothing ran, and the fix is in the caller's code or files. A ``RunError`` is a run
+(or a request to it) that stopped or was refused: the recipe is sound, the world was not (a model
+or server failed, a store is unavailable, a journal does not verify, a credential was refused).
 Each class stays in the module that raises it and keeps the built-in base callers catch it by
 (``class PolicyLoadError(UsageError, ValueError)``), so no existing ``except ValueError`` breaks.
 
-This module imports nothing from tether: every floor may import it. Not yet under it: plain
-argument checks that raise a bare ``ValueError`` or ``TypeError`` (docs/guide/errors.md).
+The plain checks (an argument out of range, an object of the wrong type, a call made where it
+cannot work, an id that names nothing, an extra not installed) raise the few general classes
+defined here, one per built-in they used to raise, so tether raises no bare built-in exception.
+A test walks every ``raise`` in the package and holds it to that (tests/test_error_tree.py).
+This module imports nothing from tether: every floor may import it.
 
 The hierarchy::
 
     TetherError
     ├── UsageError
+    │   ├── InvalidArgument (ValueError)      here: a value that cannot work
+    │   ├── WrongType (TypeError)             here: an object of the wrong kind
+    │   ├── WrongState (RuntimeError)         here: a call made where or when it cannot work
+    │   ├── NotFound (LookupError)            here: an id that names nothing stored
+    │   ├── MissingExtra (ImportError) ─ PlannerMissing (reasoning.planner)
+    │   ├── MissingFile (FileNotFoundError)   here: a file tether needs is not there
     │   ├── AmbiguousId                       (cli.common)
     │   ├── BadReference                      (references)
     │   ├── ExportFormatError                 (journal.views.export)
@@ -27,6 +36,9 @@ The hierarchy::
     │   ├── SuiteError                        (evals.tasks)
     │   └── ToolDefinitionError               (tools.decorator)
     └── RunError
+        ├── RunFailed (RuntimeError)          here: a process or step a run needs failed
+        ├── BadData (ValueError)              here: a journal or an answer that does not hold
+        ├── Unreachable (OSError) ─ TimedOut (TimeoutError)   here: nothing took it in time
         ├── ApprovalError                     (runtime.approvals.requests)
         ├── CredentialError                   (credentials.errors)
         ├── ErasureRefused                    (journal.erasure)
@@ -51,12 +63,38 @@ The hierarchy::
 
 Not in the tree: ``tether.runtime.accounting.stop.Stop``, the budget stop, is a ``BaseException`` so
 that no ``except Exception`` in a tool, a strategy or a foreign framework can swallow it; it is a
-control-flow signal, never an error a caller handles.
+control-flow signal, never an error a caller handles. And the few built-ins a Python protocol
+asks for by name, each kept where the protocol needs it:
+
+- ``AttributeError`` from a module's ``__getattr__`` (``tether._lazy``) and from an immutable
+  object's ``__setattr__``/``__delattr__`` (``Secret``): ``hasattr``, ``getattr(..., default)``
+  and ``copy`` read that exact type as "no such attribute" / "cannot be set";
+- ``asyncio.CancelledError`` re-raised for a task asked to stop: asyncio's cancellation protocol;
+- ``KeyboardInterrupt`` raised by the SIGTERM handler of ``tether mcp serve``: it stops the
+  server the way Ctrl-C does, through the same ``finally`` blocks;
+- ``SystemExit`` in ``python -m tether``: the exit status of the process;
+- ``argparse.ArgumentTypeError`` from the command line's argument types: argparse turns it
+  into a usage message; and pydantic-ai's ``ApprovalRequired``, its own pause for an approval,
+  which its agent loop catches.
 """
 
 from __future__ import annotations
 
-__all__ = ["RunError", "TetherError", "UsageError"]
+__all__ = [
+    "BadData",
+    "InvalidArgument",
+    "MissingExtra",
+    "MissingFile",
+    "NotFound",
+    "RunError",
+    "RunFailed",
+    "TetherError",
+    "TimedOut",
+    "Unreachable",
+    "UsageError",
+    "WrongState",
+    "WrongType",
+]
 
 
 class TetherError(Exception):
@@ -71,3 +109,54 @@ class UsageError(TetherError):
 class RunError(TetherError):
     """A run, or a request to one, that stopped or was refused: the recipe is sound, but a
     model, server, store, journal or credential was not; the message says what to do."""
+
+
+class InvalidArgument(UsageError, ValueError):
+    """An argument, option or value that cannot work (a negative budget, an unknown name, two
+    options that exclude each other): give the value the message asks for."""
+
+
+class WrongType(UsageError, TypeError):
+    """An object of the wrong kind where tether needs a specific one (a model that is not a
+    tether Model, a string where a list goes), or one that cannot be pickled: pass what the
+    message names."""
+
+
+class WrongState(UsageError, RuntimeError):
+    """A call made where or when it cannot work: on something closed, already running or not
+    started, from inside a running event loop, without the store it needs; the message says
+    what to call instead."""
+
+
+class NotFound(UsageError, LookupError):
+    """An id (a session, a run, an approval request) that names nothing stored: check the id,
+    or list what there is as the message says."""
+
+
+class MissingExtra(UsageError, ImportError):
+    """An optional extra that is not installed: ``pip install`` what the message names."""
+
+
+class MissingFile(UsageError, FileNotFoundError):
+    """A file tether needs (a model's weights, the redaction key) is not there and could not be
+    made: install or set what the message names."""
+
+
+class RunFailed(RunError, RuntimeError):
+    """A process or step the run depends on failed (a local model server exited, a trial was
+    never graded, a rerun left its record): the message says where to look."""
+
+
+class BadData(RunError, ValueError):
+    """Data read while running does not hold together (a journal whose hash chain breaks, a
+    provider's answer without a choice): nothing is done with it."""
+
+
+class Unreachable(RunError, OSError):
+    """Something tether sends to or waits on would not take it (a syslog datagram too large for
+    UDP): the message says which transport or setting to use."""
+
+
+class TimedOut(Unreachable, TimeoutError):
+    """Something tether waited on did not answer in time (a local model server, a call on the
+    MCP connection's loop)."""

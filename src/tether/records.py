@@ -17,6 +17,8 @@ from __future__ import annotations
 import dataclasses
 from typing import Any, TypeVar
 
+from tether.errors import WrongType
+
 T = TypeVar("T")
 
 _MISSING: Any = object()
@@ -26,13 +28,13 @@ def fast_init(cls: type[T]) -> type[T]:
     """Give a frozen, slotted dataclass an equivalent ``__init__`` that builds it faster."""
     params = getattr(cls, "__dataclass_params__", None)
     if params is None or not params.frozen or "__slots__" not in cls.__dict__:
-        raise TypeError(f"fast_init takes a @dataclass(frozen=True, slots=True) class, not "
+        raise WrongType(f"fast_init takes a @dataclass(frozen=True, slots=True) class, not "
                         f"{cls.__qualname__}; put it above the @dataclass line")
     namespace: dict[str, Any] = {"MISSING": _MISSING}
     signature, body = [], []
     for f in dataclasses.fields(cls):  # type: ignore[arg-type]
         if f.kw_only:
-            raise TypeError(f"fast_init cannot rebuild {cls.__qualname__}.__init__: field "
+            raise WrongType(f"fast_init cannot rebuild {cls.__qualname__}.__init__: field "
                             f"{f.name!r} is keyword-only")
         name = f.name
         # the field's slot: the class's own, or (a subclass adding fields) a base class's

@@ -15,6 +15,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from tether.errors import InvalidArgument
 from tether.records import fast_init
 
 Role = Literal["system", "user", "assistant", "tool"]
@@ -38,13 +39,13 @@ def detached(value: Any) -> Any:
         return kind(detached(v) for v in value)
     if kind is float:
         if not math.isfinite(value):
-            raise ValueError(f"{value} is not a finite number")
+            raise InvalidArgument(f"{value} is not a finite number")
         return value
     return copy.deepcopy(value)
 
 
 def _refuse_constant(name: str) -> Any:
-    raise ValueError(f"{name} is not JSON")
+    raise InvalidArgument(f"{name} is not JSON")
 
 
 @fast_init

@@ -27,6 +27,7 @@ from tether.cli.common import (
     store_url,
     usage,
 )
+from tether.errors import InvalidArgument
 
 GRADER_AGENT = "eval-grader"  # the sessions that hold grades are not runs
 
@@ -127,7 +128,7 @@ def _baseline(path: str | None) -> dict[str, Any] | None:
     try:
         loaded: dict[str, Any] = json.loads(Path(path).read_text(encoding="utf-8"))
     except (OSError, ValueError) as exc:
-        raise ValueError(f"cannot read the baseline {path}: {exc}") from None
+        raise InvalidArgument(f"cannot read the baseline {path}: {exc}") from None
     return loaded
 
 

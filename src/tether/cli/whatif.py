@@ -34,6 +34,7 @@ from tether.cli.common import (
     open_existing,
     parse_time,
 )
+from tether.errors import InvalidArgument
 
 if TYPE_CHECKING:
     from tether.policy.base import Policy
@@ -65,22 +66,22 @@ def load_any_policy(spec: str) -> Policy:
         try:
             return load_policy(spec)
         except PolicyLoadError as exc:
-            raise ValueError(str(exc)) from None
+            raise InvalidArgument(str(exc)) from None
     from tether.cli.recipe import RecipeError
     from tether.references import import_object
 
     try:
         value = import_object(spec, "a policy object")
     except RecipeError as exc:
-        raise ValueError(str(exc)) from None
+        raise InvalidArgument(str(exc)) from None
     if isinstance(value, type):  # a policy class that needs no arguments, e.g. AllowAll
         try:
             value = value()
         except TypeError as exc:
-            raise ValueError(f"{spec} is a class that cannot be built without arguments "
-                             f"({exc}); name a policy object") from None
+            raise InvalidArgument(f"{spec} is a class that cannot be built without arguments "
+                                  f"({exc}); name a policy object") from None
     if not callable(getattr(value, "evaluate", None)):
-        raise ValueError(f"{spec} has no evaluate(subject, action, resource, context) method")
+        raise InvalidArgument(f"{spec} has no evaluate(subject, action, resource, context) method")
     policy: Policy = value
     return policy
 

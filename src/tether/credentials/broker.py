@@ -26,6 +26,7 @@ from tether.credentials.errors import CredentialError
 from tether.credentials.redactor import SecretRedactor
 from tether.credentials.secret import Secret
 from tether.credentials.token import ScopedToken, check_max_uses, check_name, check_ttl
+from tether.errors import InvalidArgument, WrongType
 
 Provider = Callable[[], str | Secret]
 
@@ -58,18 +59,19 @@ class CredentialBroker:
         Each token lives ``ttl`` seconds and can be revealed ``max_uses`` times."""
         check_name("tool", tool)
         if (secret is None) == (provider is None):
-            raise ValueError(f"register({tool!r}, ...) needs exactly one of secret= or provider=: "
-                             "a fixed secret, or a callable that returns the current one")
+            raise InvalidArgument(f"register({tool!r}, ...) needs exactly one of secret= or "
+                                  "provider=: a fixed secret, or a callable that returns the "
+                                  "current one")
         if provider is not None and not callable(provider):
-            raise TypeError(f"provider for {tool!r} must be a callable returning str or Secret, "
+            raise WrongType(f"provider for {tool!r} must be a callable returning str or Secret, "
                             f"got {type(provider).__name__}")
         wrapped = secret if secret is None or isinstance(secret, Secret) else Secret(secret)
         registration = _Registration(wrapped, provider, check_ttl(ttl), check_max_uses(max_uses))
         with self._lock:
             if tool in self._registrations:
-                raise ValueError(f"a credential is already registered for tool {tool!r}; call "
-                                 f"unregister({tool!r}) first, or register a provider= that "
-                                 "returns the current secret if it rotates")
+                raise InvalidArgument(f"a credential is already registered for tool {tool!r}; call "
+                                      f"unregister({tool!r}) first, or register a provider= that "
+                                      "returns the current secret if it rotates")
             self._registrations[tool] = registration
 
     def unregister(self, tool: str) -> bool:
@@ -163,7 +165,7 @@ class CredentialBroker:
         return f"CredentialBroker(tools={tools!r}, sessions={sessions}, tokens={tokens})"
 
     def __reduce_ex__(self, protocol: Any) -> NoReturn:
-        raise TypeError("a CredentialBroker cannot be pickled or copied: it holds secrets and "
+        raise WrongType("a CredentialBroker cannot be pickled or copied: it holds secrets and "
                         "live tokens. Share the one broker, or build one per process from your "
                         "secret store")
 

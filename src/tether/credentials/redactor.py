@@ -25,6 +25,7 @@ import urllib.parse
 from typing import Any, NoReturn, final
 
 from tether.credentials.secret import Secret
+from tether.errors import WrongType
 
 REDACTED = "[secret redacted]"
 # keys this process's secret digests (``ScopedToken.scrubs``): a digest is never written anywhere,
@@ -102,7 +103,7 @@ class SecretRedactor:
         base64, or inside base64 of a longer text such as ``user:secret``, URL-encoded or not)
         replaced by ``[secret redacted]``."""
         if not isinstance(text, str):
-            raise TypeError(f"redact takes a str, got {type(text).__name__}; convert the value "
+            raise WrongType(f"redact takes a str, got {type(text).__name__}; convert the value "
                             "to the text that will be shown, then redact that")
         for form in self._forms:
             text = text.replace(form.get(), REDACTED)
@@ -126,4 +127,4 @@ class SecretRedactor:
         return "SecretRedactor(<one secret>)"
 
     def __reduce_ex__(self, protocol: Any) -> NoReturn:
-        raise TypeError("a SecretRedactor cannot be pickled: it holds its secret")
+        raise WrongType("a SecretRedactor cannot be pickled: it holds its secret")

@@ -14,6 +14,8 @@ from __future__ import annotations
 import hmac
 from typing import Any, NoReturn, final
 
+from tether.errors import InvalidArgument, WrongType
+
 MASK = "Secret('****')"
 
 
@@ -26,11 +28,12 @@ class Secret:
 
     def __init__(self, value: str) -> None:
         if not isinstance(value, str):
-            raise TypeError(f"a Secret wraps a str, got {type(value).__name__}; convert it to "
+            raise WrongType(f"a Secret wraps a str, got {type(value).__name__}; convert it to "
                             "text before wrapping it")
         if not value:
-            raise ValueError("a Secret cannot be empty: an empty secret would match everywhere "
-                             "when output is scrubbed; check where the value came from")
+            raise InvalidArgument("a Secret cannot be empty: an empty secret would match "
+                                  "everywhere when output is scrubbed; check where the value came "
+                                  "from")
         object.__setattr__(self, "_value", value)
 
     def get(self) -> str:
@@ -66,7 +69,7 @@ class Secret:
         return self
 
     def __reduce_ex__(self, protocol: Any) -> NoReturn:
-        raise TypeError("a Secret cannot be pickled: the pickle would hold the secret in readable "
+        raise WrongType("a Secret cannot be pickled: the pickle would hold the secret in readable "
                         "form. Register it with a CredentialBroker and pass ScopedTokens, or "
                         "pickle token.to_dict() when you need the metadata")
 

@@ -24,6 +24,7 @@ from typing import Any, NoReturn, final
 from tether.credentials.errors import CredentialError
 from tether.credentials.redactor import REDACTED, SecretRedactor
 from tether.credentials.secret import Secret
+from tether.errors import InvalidArgument, WrongType
 
 __all__ = ["REDACTED", "ScopedToken", "check_max_uses", "check_name", "check_ttl"]
 
@@ -31,23 +32,23 @@ __all__ = ["REDACTED", "ScopedToken", "check_max_uses", "check_name", "check_ttl
 def check_ttl(ttl: object) -> float:
     """A ttl is a finite number of seconds above zero."""
     if isinstance(ttl, bool) or not isinstance(ttl, int | float):
-        raise ValueError(f"ttl must be a number of seconds, got {ttl!r}")
+        raise InvalidArgument(f"ttl must be a number of seconds, got {ttl!r}")
     if not (0 < ttl < math.inf):  # also rejects NaN
-        raise ValueError(f"ttl must be a finite number of seconds above 0, got {ttl!r}; "
-                         "keep it short: a token lives for one tool call")
+        raise InvalidArgument(f"ttl must be a finite number of seconds above 0, got {ttl!r}; "
+                              "keep it short: a token lives for one tool call")
     return float(ttl)
 
 
 def check_max_uses(max_uses: object) -> int:
     """``max_uses`` is a whole number of reveals, at least one."""
     if isinstance(max_uses, bool) or not isinstance(max_uses, int) or max_uses < 1:
-        raise ValueError(f"max_uses must be a whole number >= 1, got {max_uses!r}")
+        raise InvalidArgument(f"max_uses must be a whole number >= 1, got {max_uses!r}")
     return max_uses
 
 
 def check_name(what: str, value: object) -> str:
     if not isinstance(value, str) or not value:
-        raise ValueError(f"{what} must be a non-empty string, got {value!r}")
+        raise InvalidArgument(f"{what} must be a non-empty string, got {value!r}")
     return value
 
 
@@ -209,7 +210,7 @@ class ScopedToken:
         return self
 
     def __reduce_ex__(self, protocol: Any) -> NoReturn:
-        raise TypeError("a ScopedToken cannot be pickled: it is a live capability for one call "
+        raise WrongType("a ScopedToken cannot be pickled: it is a live capability for one call "
                         "in this process, and a pickle would carry its secret. Store or send "
                         "token.to_dict() (metadata, no secret) instead")
 

@@ -18,6 +18,7 @@ from typing import Any, NoReturn
 
 from tether.credentials.errors import CredentialError, Reason
 from tether.credentials.secret import Secret
+from tether.errors import InvalidArgument, MissingExtra, WrongType
 from tether.urls import redact_url
 
 
@@ -25,8 +26,8 @@ def _import(name: str) -> Any:
     try:
         return importlib.import_module(name)
     except ImportError:
-        raise ImportError(f"VaultKV needs the hvac package ({name} is missing): "
-                          "pip install -e '.[vault]' in tether's checkout") from None
+        raise MissingExtra(f"VaultKV needs the hvac package ({name} is missing): "
+                           "pip install -e '.[vault]' in tether's checkout") from None
 
 
 class VaultKV:
@@ -41,11 +42,11 @@ class VaultKV:
     def __init__(self, url: str, token: str | Secret | None = None, *, mount: str = "secret",
                  path: str, key: str, client: Any = None, timeout: float = 10.0) -> None:
         if client is not None and token is not None:
-            raise ValueError("pass either token= or client= to VaultKV, not both: a client "
-                             "you built already carries its own token")
+            raise InvalidArgument("pass either token= or client= to VaultKV, not both: a client "
+                                  "you built already carries its own token")
         for what, value in (("url", url), ("mount", mount), ("path", path), ("key", key)):
             if not isinstance(value, str) or not value.strip("/"):
-                raise ValueError(f"VaultKV {what} must be a non-empty string, got {value!r}")
+                raise InvalidArgument(f"VaultKV {what} must be a non-empty string, got {value!r}")
         hvac = _import("hvac")
         self.url = redact_url(url)
         self.mount = mount.strip("/")
@@ -124,5 +125,5 @@ class VaultKV:
                 f"key={self.key!r})")
 
     def __reduce_ex__(self, protocol: Any) -> NoReturn:
-        raise TypeError("a VaultKV cannot be pickled: its client holds the Vault token. Build "
+        raise WrongType("a VaultKV cannot be pickled: its client holds the Vault token. Build "
                         "one per process from configuration")

@@ -34,6 +34,7 @@ import time
 from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager, nullcontext
 
+from tether.errors import InvalidArgument, NotFound
 from tether.runtime.lifecycle.agent import Agent
 from tether.runtime.lifecycle.session import Session, SessionEnded
 from tether.store.base import ERASED_TYPE, SessionBusy, Store
@@ -57,8 +58,8 @@ def queue_task(store: Store, session_id: str, task: str) -> None:
 def queued_task(store: Store, session_id: str) -> str:
     record = store.get_private(session_id, TASK_KEY)
     if record is None or not isinstance(record.get("task"), str):
-        raise LookupError(f"session {session_id} was never started and no task is queued for "
-                          "it in the agent's store: queue it with Fleet.enqueue")
+        raise NotFound(f"session {session_id} was never started and no task is queued for "
+                       "it in the agent's store: queue it with Fleet.enqueue")
     return str(record["task"])
 
 
@@ -118,7 +119,7 @@ def journal_store(agent: Agent) -> Store:
     """The agent's store, which a fleet's agent must have (its workers share the journals)."""
     store = agent.journal_store
     if store is None:
-        raise ValueError(f"agent {agent.name!r} has no store, so no other worker could see its "
-                         "sessions: build it with Agent(..., store='postgresql://...' or "
-                         "'sqlite:///shared.db')")
+        raise InvalidArgument(f"agent {agent.name!r} has no store, so no other worker could see "
+                              "its sessions: build it with Agent(..., store='postgresql://...' or "
+                              "'sqlite:///shared.db')")
     return store

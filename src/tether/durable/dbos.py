@@ -45,7 +45,7 @@ from typing import TYPE_CHECKING
 
 from tether.durable.activation import TASK_KEY, journal_store, queue_task, status_of
 from tether.durable.status import FAILED, LIVE, NEEDS_A_PERSON, Attempt, Report, describe
-from tether.errors import RunError
+from tether.errors import InvalidArgument, NotFound, RunError, WrongType
 
 if TYPE_CHECKING:
     from dbos import DBOSClient, DBOSConfig
@@ -63,14 +63,14 @@ def load_factory(ref: str) -> Callable[[], Agent]:
     """The agent factory ``ref`` names (``package.module:function``), checked to exist."""
     module_name, _, attribute = ref.partition(":")
     if not module_name or not attribute:
-        raise ValueError(f"agent factory {ref!r} is not 'package.module:function'")
+        raise InvalidArgument(f"agent factory {ref!r} is not 'package.module:function'")
     try:
         factory = getattr(importlib.import_module(module_name), attribute)
     except (ImportError, AttributeError) as exc:
-        raise ValueError(f"agent factory {ref!r} cannot be loaded ({exc}); give the import "
-                         "path of a function that returns the fleet's Agent") from exc
+        raise InvalidArgument(f"agent factory {ref!r} cannot be loaded ({exc}); give the import "
+                              "path of a function that returns the fleet's Agent") from exc
     if not callable(factory):
-        raise ValueError(f"agent factory {ref!r} is not callable")
+        raise InvalidArgument(f"agent factory {ref!r} is not callable")
     return factory  # type: ignore[no-any-return]
 
 
@@ -79,7 +79,7 @@ def build_agent(ref: str) -> Agent:
 
     agent = load_factory(ref)()
     if not isinstance(agent, Agent):
-        raise TypeError(f"agent factory {ref!r} returned {agent!r}, not a tether Agent")
+        raise WrongType(f"agent factory {ref!r} returned {agent!r}, not a tether Agent")
     journal_store(agent)
     return agent
 
@@ -171,15 +171,15 @@ class Fleet:
         deduplication). Enqueuing a session id again attaches to it instead of starting a
         second."""
         if not isinstance(task, str) or not task.strip():
-            raise ValueError("task must be a non-empty string")
+            raise InvalidArgument("task must be a non-empty string")
         if priority is not None and (isinstance(priority, bool) or priority not in PRIORITIES):
-            raise ValueError(f"priority must be a whole number from 1 (first) to {2**31 - 1}, "
-                             f"got {priority!r}; leave it out to queue behind no one")
+            raise InvalidArgument(f"priority must be a whole number from 1 (first) to {2**31 - 1}, "
+                                  f"got {priority!r}; leave it out to queue behind no one")
         if dedup is not None and (not isinstance(dedup, str) or not dedup.strip()):
-            raise ValueError("dedup must be a non-empty key (e.g. 'invoice-4411'), or None")
+            raise InvalidArgument("dedup must be a non-empty key (e.g. 'invoice-4411'), or None")
         session_id = session_id or os.urandom(16).hex()
         if SEPARATOR in session_id:
-            raise ValueError(f"a fleet's session id cannot contain {SEPARATOR!r}")
+            raise InvalidArgument(f"a fleet's session id cannot contain {SEPARATOR!r}")
         store = journal_store(self.recipe)
         kept = store.get_private(session_id, TASK_KEY) is not None
         queue_task(store, session_id, task)
@@ -344,8 +344,8 @@ class Fleet:
     def _decision(self, session_id: str, approval_id: str) -> None:
         request = self.recipe.approval_store.get(approval_id)
         if request is None or request.session_id != session_id:
-            raise LookupError(f"no approval request {approval_id!r} of session {session_id!r}; "
-                              "list them with `tether approvals list`")
+            raise NotFound(f"no approval request {approval_id!r} of session {session_id!r}; "
+                           "list them with `tether approvals list`")
         report = self.describe(session_id)
         if report.status == "refused":  # a decision it would never act on: record none
             raise SessionRefused(f"session {session_id} is refused: {report.detail}")
@@ -363,7 +363,7 @@ def serve(agent: str, database: str, *, executor_id: str, queue: str = DEFAULT_Q
     from tether.durable.workflow import Sessions
 
     if concurrency < 1:
-        raise ValueError("concurrency must be >= 1 (sessions one worker runs at once)")
+        raise InvalidArgument("concurrency must be >= 1 (sessions one worker runs at once)")
     Sessions(agent, build_agent(agent))  # registered with DBOS under its factory's name
     DBOS(config=dbos_config(database, executor_id))
     try:

@@ -22,6 +22,7 @@ from collections.abc import Sequence
 from concurrent.futures import ProcessPoolExecutor
 from typing import Any
 
+from tether.errors import InvalidArgument, MissingExtra, WrongType
 from tether.evals.runner import Plan, Progress, agent_source, run_plan
 from tether.evals.trials import TrialRecord
 from tether.store.base import Store, open_store
@@ -37,8 +38,8 @@ def _chunks(size: int, workers: int) -> list[range]:
 def _shared_url(store: Store) -> str:
     url = getattr(store, "url", "")
     if not url or url.startswith("memory:"):
-        raise ValueError("trials in other processes need a store they can all open: pass "
-                         "store='sqlite:///evals.db' (one machine) or a postgresql:// URL")
+        raise InvalidArgument("trials in other processes need a store they can all open: pass "
+                              "store='sqlite:///evals.db' (one machine) or a postgresql:// URL")
     return str(url)
 
 
@@ -98,12 +99,12 @@ def _on_dask(plan: Plan, agent: Any, url: str, dask: Any, workers: int, concurre
     try:
         from distributed import Client, LocalCluster, as_completed
     except ImportError:
-        raise ImportError("running on Dask needs the dask extra: pip install "
-                          "'tether[dask]'") from None
+        raise MissingExtra("running on Dask needs the dask extra: pip install "
+                           "'tether[dask]'") from None
     from tether.runtime.lifecycle.agent import Agent
 
     if isinstance(agent, Agent):
-        raise TypeError("on Dask, give the agent as a 'module:function' reference (or a "
+        raise WrongType("on Dask, give the agent as a 'module:function' reference (or a "
                         "picklable factory): an Agent holds its store's connection")
     cluster = None
     if isinstance(dask, Client):
@@ -115,7 +116,7 @@ def _on_dask(plan: Plan, agent: Any, url: str, dask: Any, workers: int, concurre
     elif isinstance(dask, str):
         client = Client(dask)
     else:
-        raise TypeError("dask must be 'local', a scheduler address such as "
+        raise WrongType("dask must be 'local', a scheduler address such as "
                         "'tcp://127.0.0.1:8786', or a distributed.Client")
     try:
         if cluster is not None:  # a loaded machine starts the second worker late

@@ -18,16 +18,18 @@ from dataclasses import dataclass
 from fractions import Fraction
 from math import comb
 
+from tether.errors import InvalidArgument
+
 BOOTSTRAP_SAMPLES = 1000
 CONFIDENCE = 0.95
 
 
 def _check(n: int, c: int, k: int) -> None:
     if not 0 <= c <= n:
-        raise ValueError(f"correct trials c={c} must be between 0 and n={n}")
+        raise InvalidArgument(f"correct trials c={c} must be between 0 and n={n}")
     if not 1 <= k <= n:
-        raise ValueError(f"k={k} must be between 1 and the number of trials n={n}; run at "
-                         "least k trials per task")
+        raise InvalidArgument(f"k={k} must be between 1 and the number of trials n={n}; run at "
+                              "least k trials per task")
 
 
 def pass_hat_k(n: int, c: int, k: int) -> float:
@@ -69,7 +71,7 @@ def estimates(columns: Sequence[Sequence[float]], *, seed: int = 0,
     number of columns."""
     n = len(columns[0]) if columns else 0
     if n == 0:
-        raise ValueError("no tasks to estimate over")
+        raise InvalidArgument("no tasks to estimate over")
     means = [sum(column) / n for column in columns]
     if n == 1:
         return [Estimate(m, m, m) for m in means]

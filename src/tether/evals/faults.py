@@ -16,6 +16,7 @@ import random
 from collections.abc import AsyncIterator, Sequence
 from typing import Any
 
+from tether.errors import InvalidArgument
 from tether.models.base import Model
 from tether.models.errors import ErrorKind, ProviderError
 from tether.models.pricing import Price
@@ -28,10 +29,10 @@ PROVIDER_FAULTS = ("rate_limit", "server", "timeout")
 
 def _check(rate: float, kinds: Sequence[str], known: Sequence[str]) -> tuple[str, ...]:
     if not 0 <= rate <= 1:
-        raise ValueError(f"a fault rate is between 0 and 1, got {rate!r}")
+        raise InvalidArgument(f"a fault rate is between 0 and 1, got {rate!r}")
     unknown = [k for k in kinds if k not in known]
     if unknown or not kinds:
-        raise ValueError(f"fault kinds must be some of {', '.join(known)}; got {list(kinds)}")
+        raise InvalidArgument(f"fault kinds must be some of {', '.join(known)}; got {list(kinds)}")
     return tuple(kinds)
 
 

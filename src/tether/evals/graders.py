@@ -19,6 +19,8 @@ from dataclasses import dataclass, field
 from decimal import Decimal, InvalidOperation
 from typing import Any, Protocol
 
+from tether.errors import InvalidArgument, MissingExtra
+
 RAN = frozenset({"ok", "error", "timeout"})  # statuses of calls whose tool was invoked
 
 
@@ -93,8 +95,8 @@ def _normal(text: str) -> str:
 def _expected(given: Any, outcome: Outcome, grader: str) -> Any:
     value = outcome.expected if given is None else given
     if value is None:
-        raise ValueError(f"{grader}() has no expected value: give one to the grader or to the "
-                         "Task (expected=...)")
+        raise InvalidArgument(f"{grader}() has no expected value: give one to the grader or to the "
+                              "Task (expected=...)")
     return value
 
 
@@ -126,7 +128,7 @@ def numeric(expected: float | str | None = None, *, tolerance: float = 1e-9,
     """The last number in the answer is within ``tolerance`` (absolute) or ``relative`` of
     ``expected`` (or the task's)."""
     if not (tolerance >= 0 and relative >= 0):
-        raise ValueError("tolerance and relative must be >= 0")
+        raise InvalidArgument("tolerance and relative must be >= 0")
 
     def check(outcome: Outcome) -> Grade:
         want = Decimal(str(_expected(expected, outcome, "numeric")))
@@ -174,8 +176,8 @@ def json_schema(schema: Mapping[str, Any]) -> Grader:
     try:
         import jsonschema
     except ImportError:  # pragma: no cover - the extra is part of dev
-        raise ImportError("json_schema() needs the jsonschema package: pip install "
-                          "'tether[evals]'") from None
+        raise MissingExtra("json_schema() needs the jsonschema package: pip install "
+                           "'tether[evals]'") from None
     validator = jsonschema.Draft202012Validator(schema)
     validator.check_schema(schema)
 
@@ -224,8 +226,8 @@ def output_fields(expected: Mapping[str, Any] | None = None, **fields: Any) -> G
         want = {**(_expected(expected, outcome, "output_fields") if expected is not None
                    or not fields else {}), **fields}
         if not isinstance(want, Mapping):
-            raise ValueError("output_fields() compares fields: give it a mapping of field "
-                             "names to values")
+            raise InvalidArgument("output_fields() compares fields: give it a mapping of field "
+                                  "names to values")
         if outcome.output is None:
             return Grade(False, f"no validated output (the run stopped: {outcome.stop_reason})")
         wrong = []
@@ -246,7 +248,7 @@ def state(predicate: Callable[[Any], bool], name: str = "state") -> Grader:
     task's ``environment`` factory made for this trial)."""
     def check(outcome: Outcome) -> Grade:
         if outcome.environment is None:
-            raise ValueError("state() needs the task to have an environment factory")
+            raise InvalidArgument("state() needs the task to have an environment factory")
         ok = bool(predicate(outcome.environment))
         return Grade(ok, "" if ok else f"{name}: the final state does not satisfy it")
     return _named(check, name)

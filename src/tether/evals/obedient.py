@@ -16,6 +16,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from tether.errors import InvalidArgument
 from tether.models.scripted import ScriptedModel
 from tether.types import ModelRequest, ModelResponse, ToolCall
 
@@ -32,7 +33,7 @@ def obedient_model(user_calls: Sequence[PlannedCall], injection_calls: Sequence[
     """A model that makes ``user_calls``, then ``injection_calls`` if a tool result it read
     contains ``injection_text``, then answers ``answer`` (also when no tools are offered)."""
     if injection_calls and not injection_text:
-        raise ValueError("injection_calls need the injection_text whose reading triggers them")
+        raise InvalidArgument("injection_calls need the injection_text whose reading triggers them")
 
     def respond(request: ModelRequest) -> ModelResponse | str:
         made = sum(len(m.tool_calls) for m in request.messages if m.role == "assistant")

@@ -19,6 +19,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
+from tether.errors import InvalidArgument, WrongType
 from tether.evals.faults import PROVIDER_FAULTS, TOOL_FAULTS, FaultyModel, FaultyTool
 
 if TYPE_CHECKING:
@@ -247,16 +248,17 @@ def perturbations(given: Sequence[str | Perturbation]) -> list[Perturbation]:
     for item in given:
         if isinstance(item, str):
             if item not in BUILT_IN:
-                raise ValueError(f"unknown perturbation {item!r}; built in: "
-                                 f"{', '.join(BUILT_IN)} (or pass an object with a name and "
-                                 "async apply(setup, rng))")
+                raise InvalidArgument(f"unknown perturbation {item!r}; built in: "
+                                      f"{', '.join(BUILT_IN)} (or pass an object with a name and "
+                                      "async apply(setup, rng))")
             item = BUILT_IN[item]()
         if not callable(getattr(item, "apply", None)) or not isinstance(
                 getattr(item, "name", None), str):
-            raise TypeError(f"{item!r} is not a perturbation (needs name and apply)")
+            raise WrongType(f"{item!r} is not a perturbation (needs name and apply)")
         if any(p.name == item.name for p in out):
-            raise ValueError(f"the perturbation {item.name!r} is listed twice")
+            raise InvalidArgument(f"the perturbation {item.name!r} is listed twice")
         out.append(item)
     if not out:
-        raise ValueError("give at least one perturbation (\"canonical\" is the task as written)")
+        raise InvalidArgument('give at least one perturbation ("canonical" is the task as '
+                              "written)")
     return out

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from tether.errors import InvalidArgument
 from tether.evals.estimators import Estimate, curves
 from tether.evals.trials import TrialRecord
 from tether.journal.views.metrics import RunMetrics
@@ -65,7 +66,7 @@ class Report:
         records = tuple(sorted(records, key=lambda r: (r.key.task, r.key.perturbation,
                                                        r.key.repetition)))
         if not records:
-            raise ValueError(f"no graded trials of evaluation {evaluation!r}")
+            raise InvalidArgument(f"no graded trials of evaluation {evaluation!r}")
         names = list(order)
         for r in records:
             if r.key.perturbation not in names:
@@ -143,8 +144,8 @@ def regressions(current: Mapping[str, Any], baseline: Mapping[str, Any]) -> list
     """Where ``current`` (a report's JSON) has a pass^k below the lower end of ``baseline``'s
     interval, for every perturbation and k both have; each as a sentence."""
     if baseline.get("schema") != SCHEMA:
-        raise ValueError(f"the baseline is not a {SCHEMA} report (schema "
-                         f"{baseline.get('schema')!r})")
+        raise InvalidArgument(f"the baseline is not a {SCHEMA} report (schema "
+                              f"{baseline.get('schema')!r})")
     found = []
     for name, old in baseline["perturbations"].items():
         new = current["perturbations"].get(name)

@@ -19,6 +19,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from tether.errors import InvalidArgument, WrongType
 from tether.evals.keys import TrialKey
 from tether.evals.perturb import Perturbation, perturbations
 from tether.evals.report import Report
@@ -42,7 +43,7 @@ class Plan:
     def of(cls, tasks: Sequence[Task], *, k: int, perturbations_: Sequence[Any], seed: int,
            evaluation: str, suite: str) -> Plan:
         if not isinstance(k, int) or isinstance(k, bool) or k < 1:
-            raise ValueError(f"k must be a whole number >= 1, got {k!r}")
+            raise InvalidArgument(f"k must be a whole number >= 1, got {k!r}")
         checked = check_tasks(tasks)
         chosen = perturbations(perturbations_)
         keys = tuple(TrialKey(evaluation, suite, t.id, p.name, rep, seed)
@@ -59,7 +60,7 @@ def agent_source(agent: Any) -> AgentSource:
     if isinstance(agent, str):
         agent = load_reference(agent)
     if not callable(agent):
-        raise TypeError(f"agent {agent!r} is neither a tether Agent, a factory, nor a "
+        raise WrongType(f"agent {agent!r} is neither a tether Agent, a factory, nor a "
                         "'module:function' reference to one")
     try:
         takes = len(inspect.signature(agent).parameters)
@@ -76,7 +77,7 @@ def load_reference(reference: str) -> Any:
     try:
         return import_object(reference, "a function returning the Agent to evaluate")
     except BadReference as exc:
-        raise ValueError(str(exc)) from None
+        raise InvalidArgument(str(exc)) from None
 
 
 async def run_plan(plan: Plan, keys: Sequence[TrialKey], agent_for: AgentSource, store: Store,
@@ -85,7 +86,7 @@ async def run_plan(plan: Plan, keys: Sequence[TrialKey], agent_for: AgentSource,
     """Run ``keys`` of ``plan`` in this event loop, at most ``concurrency`` at once; the grades
     are written before it returns (or raises)."""
     if concurrency < 1:
-        raise ValueError("concurrency must be >= 1")
+        raise InvalidArgument("concurrency must be >= 1")
     runner = TrialRunner(store, plan.evaluation, agent_for)
     gate = asyncio.Semaphore(concurrency)
     done = 0
@@ -179,7 +180,7 @@ def pass_at_k_with_perturbations(session_factory: Callable[[str], Any], task: Ta
     probe = session_factory(task.prompt)
     agent = getattr(probe, "agent", None)
     if not isinstance(agent, Agent):
-        raise TypeError("session_factory must return a tether Session (agent.session(prompt))")
+        raise WrongType("session_factory must return a tether Session (agent.session(prompt))")
     agent = dataclasses.replace(agent, budget=probe.budget)
     result: Report = run_sync(aevaluate(agent, [task], k=k, perturbations=perturbations,
                                         seed=seed, name=f"pass-at-k-{task.id}"))

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from tether.errors import UsageError
+from tether.errors import InvalidArgument, UsageError, WrongType
 from tether.evals import graders as g
 from tether.evals.graders import Grader
 from tether.policy.yaml_source import Node, PolicyLoadError, describe, parse_yaml
@@ -41,14 +41,14 @@ class Task:
 
     def __post_init__(self) -> None:
         if not isinstance(self.prompt, str) or not self.prompt.strip():
-            raise ValueError("a Task needs a non-empty prompt")
+            raise InvalidArgument("a Task needs a non-empty prompt")
         if self.grader is not None and not callable(self.grader):
-            raise TypeError(f"grader {self.grader!r} is not callable: use one of "
+            raise WrongType(f"grader {self.grader!r} is not callable: use one of "
                             "tether.evals' graders or a function (Outcome) -> bool | Grade")
         if self.environment is not None and not callable(self.environment):
-            raise TypeError("environment must be a factory: a callable that makes a fresh one")
+            raise WrongType("environment must be a factory: a callable that makes a fresh one")
         if isinstance(self.tags, str):
-            raise TypeError(f"tags must be a list of strings, not the string {self.tags!r}")
+            raise WrongType(f"tags must be a list of strings, not the string {self.tags!r}")
         object.__setattr__(self, "tags", tuple(self.tags))
         if not self.id:
             digest = hashlib.sha256(self.prompt.encode()).hexdigest()[:12]
@@ -71,14 +71,15 @@ def check_tasks(tasks: Sequence[Task]) -> tuple[Task, ...]:
     """The tasks, refused if empty or if two share an id (their trials would be confused)."""
     tasks = tuple(tasks)
     if not tasks:
-        raise ValueError("no tasks to evaluate")
+        raise InvalidArgument("no tasks to evaluate")
     seen: dict[str, Task] = {}
     for task in tasks:
         if not isinstance(task, Task):
-            raise TypeError(f"{task!r} is not a tether.evals.Task")
+            raise WrongType(f"{task!r} is not a tether.evals.Task")
         if task.id in seen:
-            raise ValueError(f"two tasks have the id {task.id!r} ({seen[task.id].prompt[:40]!r}"
-                             f" and {task.prompt[:40]!r}); give each a distinct id=")
+            raise InvalidArgument(f"two tasks have the id {task.id!r} "
+                                  f"({seen[task.id].prompt[:40]!r} and {task.prompt[:40]!r}); give "
+                                  "each a distinct id=")
         seen[task.id] = task
     return tasks
 
@@ -122,7 +123,7 @@ def _jsonl(text: str, source: str) -> list[Node]:
         out: dict[str, Any] = {}
         for key, value in pairs:
             if key in out:
-                raise ValueError(f"the key {key!r} appears twice")
+                raise InvalidArgument(f"the key {key!r} appears twice")
             out[key] = value
         return out
 
@@ -143,7 +144,7 @@ def _jsonl(text: str, source: str) -> list[Node]:
 
 
 def _no_constant(name: str) -> Any:
-    raise ValueError(f"{name} is not a number JSON allows")
+    raise InvalidArgument(f"{name} is not a number JSON allows")
 
 
 TASK_KEYS = ("id", "prompt", "expected", "grader", "tags", "metadata")

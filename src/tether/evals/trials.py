@@ -17,6 +17,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from tether.errors import RunFailed, WrongType
 from tether.evals.graders import CallRecord, Grade, Outcome, grade
 from tether.evals.grades import GradeBook, StoredGrade, stored_grades
 from tether.evals.keys import TrialKey
@@ -91,8 +92,8 @@ class TrialRunner:
                 return await self._attempt(key, attempt, task, perturbation)
             except StoreError:  # another worker took this attempt meanwhile: take the next
                 continue
-        raise RuntimeError(f"trial {key.id} has {MAX_ATTEMPTS} attempts without a grade; "
-                           "look at its sessions with `tether audit show`")
+        raise RunFailed(f"trial {key.id} has {MAX_ATTEMPTS} attempts without a grade; "
+                        "look at its sessions with `tether audit show`")
 
     async def _attempt(self, key: TrialKey, attempt: int, task: Task,
                        perturbation: Perturbation) -> TrialRecord:
@@ -118,7 +119,7 @@ class TrialRunner:
             verdict = Grade(False, f"the trial could not run: {error}")
         events = session.replay()
         if not events:
-            raise RuntimeError(f"trial {session_id} journaled nothing")
+            raise RunFailed(f"trial {session_id} journaled nothing")
         grader = getattr(task.judge, "__qualname__", type(task.judge).__name__)
         await self.book.record(key, attempt, session_id, verdict, grader, error)
         return TrialRecord(key, attempt, session_id, verdict, session_facts(events), error)
@@ -132,7 +133,7 @@ def _with_store(agent: Agent, store: Store) -> Agent:
     from tether.runtime.lifecycle.agent import Agent
 
     if not isinstance(agent, Agent):
-        raise TypeError(f"the agent factory returned {agent!r}, not a tether Agent")
+        raise WrongType(f"the agent factory returned {agent!r}, not a tether Agent")
     return agent.with_store(store)
 
 

@@ -40,7 +40,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, NoReturn
 
-from tether.errors import RunError
+from tether.errors import RunError, WrongState
 from tether.integrations.decided import FOREIGN_META as FOREIGN_META  # their former home
 from tether.integrations.decided import (
     Body,
@@ -451,7 +451,7 @@ class GovernedRun:
         if self.stopped is not None:
             raise self.stopped
         if self._ended:
-            raise RuntimeError(f"governed run {self.id} is closed; open a new one")
+            raise WrongState(f"governed run {self.id} is closed; open a new one")
 
     def _stop(self, stop: Stop) -> NoReturn:
         """End the session with the stop's reason, and raise it (again on every later call)."""

@@ -30,6 +30,8 @@ from collections.abc import Awaitable, Callable, Coroutine, Iterable, Mapping, S
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from tether.errors import MissingExtra, WrongState
+
 try:
     from langchain.agents.middleware.types import (
         AgentMiddleware,
@@ -50,8 +52,8 @@ try:
     from langgraph.prebuilt.tool_node import ToolCallRequest
     from langgraph.types import Command, interrupt
 except ImportError as exc:  # pragma: no cover - the extra is missing
-    raise ImportError("tether.integrations.langgraph needs LangGraph and LangChain: "
-                      "pip install 'tether[langgraph]'") from exc
+    raise MissingExtra("tether.integrations.langgraph needs LangGraph and LangChain: "
+                       "pip install 'tether[langgraph]'") from exc
 
 from tether.integrations.governed import GovernedRun, Metered, Outcome
 from tether.integrations.langgraph_tools import guarded, reader
@@ -264,9 +266,9 @@ class TetherMiddleware(AgentMiddleware):
                 if "running event loop" not in str(exc):
                     raise
                 work.close()
-                raise RuntimeError("tether's LangGraph middleware was called through the sync "
-                                   "API (invoke, stream) inside a running event loop; use "
-                                   "ainvoke or astream there") from exc
+                raise WrongState("tether's LangGraph middleware was called through the sync "
+                                 "API (invoke, stream) inside a running event loop; use "
+                                 "ainvoke or astream there") from exc
 
     def close(self) -> None:
         with self._lock:

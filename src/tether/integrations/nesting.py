@@ -20,7 +20,7 @@ from contextlib import contextmanager
 from contextvars import ContextVar
 from typing import TYPE_CHECKING, Protocol
 
-from tether.errors import UsageError
+from tether.errors import InvalidArgument, UsageError
 from tether.integrations.decided import running_call
 from tether.policy.base import Policy, policy_id_of
 from tether.policy.combinators import DenyOverrides
@@ -73,9 +73,9 @@ def lent_by(run_id: str) -> ToolContext:
     sub-run's spend must land on the call that made it."""
     lent = running_call(run_id)
     if lent is None:
-        raise ValueError(f"a sub-run of governed run {run_id} is made inside one of its tool "
-                         "calls (the tool's body), where its spend lands on that call; make it "
-                         "there, or give the run no parent")
+        raise InvalidArgument(f"a sub-run of governed run {run_id} is made inside one of its tool "
+                              "calls (the tool's body), where its spend lands on that call; make "
+                              "it there, or give the run no parent")
     return lent
 
 

@@ -31,6 +31,8 @@ import json
 from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+from tether.errors import InvalidArgument, MissingExtra, WrongType
+
 try:
     from agents import FunctionTool, function_tool
     from agents.exceptions import AgentsException
@@ -40,8 +42,8 @@ try:
     from agents.run_state import RunState
     from openai.types.responses import ResponseCompletedEvent
 except ImportError as exc:  # pragma: no cover - the extra is missing
-    raise ImportError("tether.integrations.openai_agents needs the OpenAI Agents SDK: "
-                      "pip install 'tether[openai-agents]'") from exc
+    raise MissingExtra("tether.integrations.openai_agents needs the OpenAI Agents SDK: "
+                       "pip install 'tether[openai-agents]'") from exc
 
 from tether.integrations.decided import Reader, arrived, jsonable
 from tether.integrations.governed import GovernedRun, Metered, RunStopped
@@ -75,14 +77,14 @@ def governed_tool(tool: FunctionTool, governed: GovernedRun) -> FunctionTool:
     """A copy of ``tool`` whose every call goes through tether's door, and whose
     ``needs_approval`` is tether's: the SDK pauses a call exactly when tether does."""
     if tool.needs_approval is not False:
-        raise ValueError(f"tool {tool.name!r} has the SDK's own needs_approval; tether's "
-                         "approval store decides for governed tools: let the policy ask for "
-                         "approvals (REQUIRE_APPROVAL) and drop needs_approval")
+        raise InvalidArgument(f"tool {tool.name!r} has the SDK's own needs_approval; tether's "
+                              "approval store decides for governed tools: let the policy ask for "
+                              "approvals (REQUIRE_APPROVAL) and drop needs_approval")
     if getattr(tool, "_is_agent_tool", False):
-        raise ValueError(f"tool {tool.name!r} is an agent run as a tool; run that agent from "
-                         "a function tool of yours, with an OpenAIAgentsRun of its own made "
-                         "there with parent=run (its tools and model governed, on this run's "
-                         "budget and policy)")
+        raise InvalidArgument(f"tool {tool.name!r} is an agent run as a tool; run that agent from "
+                              "a function tool of yours, with an OpenAIAgentsRun of its own made "
+                              "there with parent=run (its tools and model governed, on this run's "
+                              "budget and policy)")
     name, original, own = tool.name, tool.on_invoke_tool, _function_of(tool)
 
     async def invoke(ctx: ToolContext[Any], raw: str) -> Any:
@@ -125,9 +127,9 @@ def _function_of(tool: FunctionTool) -> tuple[Callable[..., Any], FuncSchema] | 
     try:
         return function, function_schema(function)
     except Exception as exc:
-        raise ValueError(f"tether cannot read the arguments of tool {tool.name!r} as its "
-                         f"function does ({exc}); make it a function_tool of a plain "
-                         "function") from None
+        raise InvalidArgument(f"tether cannot read the arguments of tool {tool.name!r} as its "
+                              f"function does ({exc}); make it a function_tool of a plain "
+                              "function") from None
 
 
 def reader(tool: FunctionTool) -> Reader | None:
@@ -369,7 +371,7 @@ def _function_tools(tools: Iterable[Any]) -> list[FunctionTool]:
         elif callable(tool) and not hasattr(tool, "type"):
             out.append(function_tool(tool))
         else:
-            raise TypeError(f"tether governs the SDK's function tools; {type(tool).__name__} "
+            raise WrongType(f"tether governs the SDK's function tools; {type(tool).__name__} "
                             "runs at the provider or outside the function-tool API. Give it to "
                             "the Agent directly (tether does not govern it) or leave it out")
     return out

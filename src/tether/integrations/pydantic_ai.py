@@ -25,6 +25,8 @@ from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from tether.errors import MissingExtra, WrongType
+
 try:
     from pydantic_ai import DeferredToolRequests, DeferredToolResults
     from pydantic_ai.exceptions import ApprovalRequired
@@ -47,8 +49,8 @@ try:
     from pydantic_ai.tools import Tool as AITool
     from pydantic_ai.toolsets import AbstractToolset, FunctionToolset, WrapperToolset
 except ImportError as exc:  # pragma: no cover - the extra is missing
-    raise ImportError("tether.integrations.pydantic_ai needs pydantic-ai: "
-                      "pip install 'tether[pydantic-ai]'") from exc
+    raise MissingExtra("tether.integrations.pydantic_ai needs pydantic-ai: "
+                       "pip install 'tether[pydantic-ai]'") from exc
 
 from tether.integrations.decided import Reader
 from tether.integrations.governed import GovernedRun, Metered
@@ -211,11 +213,11 @@ def foreign_tools(toolset: AbstractToolset[Any], meta: Mapping[str, ToolMeta] | 
     """tether's view of a pydantic-ai toolset's tools: each one's name, description and schema,
     its metadata from ``meta`` (by name) and then ``overlay``, else the cautious reading."""
     if not isinstance(toolset, FunctionToolset):
-        raise TypeError(f"tether needs the tools up front to decide on them; "
+        raise WrongType(f"tether needs the tools up front to decide on them; "
                         f"{type(toolset).__name__} lists its tools only during a run. Pass a "
                         "FunctionToolset, or pydantic-ai Tools or functions")
     if type(toolset).call_tool is not FunctionToolset.call_tool:
-        raise TypeError(f"{type(toolset).__name__} overrides call_tool, which runs after "
+        raise WrongType(f"{type(toolset).__name__} overrides call_tool, which runs after "
                         "tether's decision and could run arguments nobody decided; put that "
                         "layer outside run.toolset (a WrapperToolset around it), where tether "
                         "decides on what it hands on")

@@ -21,10 +21,12 @@ from collections.abc import Container, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from tether.errors import BadData, InvalidArgument, NotFound
 from tether.integrations.decided import identity
 from tether.journal.chain import verify_chain
 from tether.journal.erasure import vouched
 from tether.runtime.accounting.budget import Budget
+from tether.runtime.lifecycle.session import SessionEnded
 from tether.runtime.record.result import ToolResult
 from tether.runtime.record.revive import revive
 from tether.runtime.record.state import SessionState
@@ -55,25 +57,25 @@ def reopen(store: Store | None, session_id: str, *, framework: str, tenant_id: s
     framework and tenant, ValueError when its journal breaks, it ended, or its tools, request
     or budget (when given) are not the ones it was started with."""
     if store is None:
-        raise ValueError("continuing a stored run needs its store: pass store=...")
+        raise InvalidArgument("continuing a stored run needs its store: pass store=...")
     events = store.read(session_id)
     start = events[0].data if events and events[0].type == "session.start" else None
     if start is None or start.get("agent") != framework or (
             (start.get("subject") or {}).get("tenant_id") != tenant_id):
-        raise LookupError(f"no {framework} run {session_id!r} in the store")
+        raise NotFound(f"no {framework} run {session_id!r} in the store")
     broken = verify_chain(events, vouched(events, store.read))  # a copy's passages erased
     if broken is not None:
-        raise ValueError(f"run {session_id}: its journal's hash chain breaks at event {broken}; "
-                         f"it will not be continued (run `tether audit verify --session "
-                         f"{session_id}`)")
+        raise BadData(f"run {session_id}: its journal's hash chain breaks at event {broken}; "
+                      f"it will not be continued (run `tether audit verify --session "
+                      f"{session_id}`)")
     started = sorted(start.get("tools") or ())
     if started != sorted(tools.names):
-        raise ValueError(f"run {session_id} was started with the tools {started}, not "
-                         f"{sorted(tools.names)}: its waiting calls would run under rules "
-                         "nobody decided them by; continue it with the tools that started it")
+        raise InvalidArgument(f"run {session_id} was started with the tools {started}, not "
+                              f"{sorted(tools.names)}: its waiting calls would run under rules "
+                              "nobody decided them by; continue it with the tools that started it")
     if request != start["task"] or (budget is not None and budget.to_dict() != start["budget"]):
-        raise ValueError(f"run {session_id} was started for the request {start['task']!r} "
-                         f"with the budget {start['budget']}; continue it with the same")
+        raise InvalidArgument(f"run {session_id} was started for the request {start['task']!r} "
+                              f"with the budget {start['budget']}; continue it with the same")
     state, who = SessionState(), start["subject"]
     reopened = Reopened(events, state, max(0.0, time.time() - events[0].timestamp),
                         Budget.from_dict(start["budget"]), who["user_id"], tuple(who["roles"]))
@@ -88,8 +90,8 @@ def reopen(store: Store | None, session_id: str, *, framework: str, tenant_id: s
         elif event.type in ("approval.requested", "tool.result") and data["call_id"] in calls:
             _remember(reopened, calls, calls[data["call_id"]], event.type, data, tools)
     if state.stop_reason is not None:
-        raise ValueError(f"run {session_id} ended ({state.stop_reason}); it runs nothing more: "
-                         "start a new run")
+        raise SessionEnded(f"run {session_id} ended ({state.stop_reason}); it runs nothing more: "
+                           "start a new run")
     reopened.used = set(calls)
     return reopened
 

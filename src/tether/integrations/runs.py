@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
+from tether.errors import InvalidArgument
 from tether.integrations.decided import FOREIGN_META, ForeignTool, Reader
 from tether.integrations.governed import GovernedRun
 from tether.journal.chain import Journal
@@ -31,8 +32,8 @@ def declared_tools(specs: Sequence[ToolSpec], meta: Mapping[str, ToolMeta] | Non
     declared, names = dict(meta or {}), [s.name for s in specs]
     unknown = sorted(set(declared) - set(names))
     if unknown:
-        raise ValueError(f"meta declares {unknown}, which are not among the tools "
-                         f"({', '.join(sorted(names))}); fix the names")
+        raise InvalidArgument(f"meta declares {unknown}, which are not among the tools "
+                              f"({', '.join(sorted(names))}); fix the names")
     read = readers or {}
     found: tuple[Tool, ...] = tuple(ForeignTool(s, declared.get(s.name, FOREIGN_META),
                                                 read.get(s.name)) for s in specs)

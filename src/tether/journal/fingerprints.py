@@ -34,7 +34,7 @@ import secrets
 from pathlib import Path
 from typing import Any
 
-from tether.errors import UsageError
+from tether.errors import MissingFile, UsageError
 from tether.journal.redaction import MASKED, MIN_SUBSTRING_CHARS, NOT_AFTER, NOT_BEFORE
 
 FINGERPRINT_TYPE = "value.hidden"  # the event that carries one fingerprint
@@ -55,9 +55,10 @@ def redaction_key() -> bytes:
     try:
         return _key_file(path)
     except (OSError, ValueError) as exc:
-        raise OSError(f"no redaction key: {KEY_VARIABLE} is not set and the key file {path} "
-                      f"could not be read or made ({type(exc).__name__}); set {KEY_VARIABLE} "
-                      "(the same in every process that runs or resumes these sessions)") from None
+        raise MissingFile(f"no redaction key: {KEY_VARIABLE} is not set and the key file {path} "
+                          f"could not be read or made ({type(exc).__name__}); set {KEY_VARIABLE} "
+                          "(the same in every process that runs or resumes these "
+                          "sessions)") from None
 
 
 def _key_file(path: Path) -> bytes:

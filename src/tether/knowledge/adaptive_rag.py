@@ -24,6 +24,7 @@ import re
 from dataclasses import dataclass
 from typing import Literal, Protocol
 
+from tether.errors import InvalidArgument
 from tether.knowledge.steps import Replay, answer, retrieve, run_retrievals, words
 from tether.runtime.strategy.handle import Handle
 
@@ -111,9 +112,9 @@ class AdaptiveRAG:
 
     def __post_init__(self) -> None:
         if not isinstance(self.retrieval_tool, str) or not self.retrieval_tool:
-            raise ValueError("AdaptiveRAG needs the name of the agent's retrieval tool")
+            raise InvalidArgument("AdaptiveRAG needs the name of the agent's retrieval tool")
         if type(self.max_hops) is not int or self.max_hops < 1:
-            raise ValueError("max_hops must be a whole number >= 1")
+            raise InvalidArgument("max_hops must be a whole number >= 1")
 
     async def run(self, handle: Handle) -> str:
         tool = self.retrieval_tool

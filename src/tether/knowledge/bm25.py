@@ -16,6 +16,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from tether.errors import MissingExtra
 from tether.knowledge.index import read_index, write_index
 from tether.knowledge.retrieval import Document, Passage, check_corpus, check_request
 
@@ -24,7 +25,7 @@ def _bm25s() -> Any:
     try:
         import bm25s
     except ImportError:
-        raise ImportError("BM25 search needs bm25s: pip install 'tether[knowledge]'") from None
+        raise MissingExtra("BM25 search needs bm25s: pip install 'tether[knowledge]'") from None
     return bm25s
 
 

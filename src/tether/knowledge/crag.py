@@ -26,6 +26,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal, Protocol
 
+from tether.errors import InvalidArgument
 from tether.knowledge.steps import Replay, Retrieved, answer, overlap, retrieve
 from tether.runtime.strategy.handle import Handle
 
@@ -109,9 +110,9 @@ class CRAG:
 
     def __post_init__(self) -> None:
         if not isinstance(self.retrieval_tool, str) or not self.retrieval_tool:
-            raise ValueError("CRAG needs the name of the agent's retrieval tool")
+            raise InvalidArgument("CRAG needs the name of the agent's retrieval tool")
         if type(self.max_rewrites) is not int or self.max_rewrites < 0:
-            raise ValueError("max_rewrites must be a whole number >= 0")
+            raise InvalidArgument("max_rewrites must be a whole number >= 0")
 
     async def run(self, handle: Handle) -> str:
         question, tool, fallback = handle.task, self.retrieval_tool, self.fallback_tool

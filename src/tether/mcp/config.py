@@ -18,6 +18,8 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Literal
 
+from tether.errors import InvalidArgument, WrongType
+
 if TYPE_CHECKING:
     from tether.mcp.oauth import OAuth
 
@@ -37,7 +39,7 @@ Sampling = Literal["decline", "session", "relay"]
 def _positive(what: str, value: float) -> None:
     if isinstance(value, bool) or not isinstance(value, int | float) or not (
             value > 0 and math.isfinite(value)):
-        raise ValueError(f"{what} must be a positive number of seconds, got {value!r}")
+        raise InvalidArgument(f"{what} must be a positive number of seconds, got {value!r}")
 
 
 @dataclass(frozen=True, slots=True)
@@ -77,13 +79,13 @@ class MCPServer:
 
     def __post_init__(self) -> None:
         if not isinstance(self.name, str) or not NAME.match(self.name):
-            raise ValueError(f"server name must be 1-32 letters, digits, '_' or '-', got "
-                             f"{self.name!r}; it becomes a tool tag and part of tool names")
+            raise InvalidArgument(f"server name must be 1-32 letters, digits, '_' or '-', got "
+                                  f"{self.name!r}; it becomes a tool tag and part of tool names")
         if (self.command is None) == (self.url is None):
-            raise ValueError(f"MCP server {self.name!r}: give exactly one of command= (stdio) or "
-                             "url= (streamable HTTP)")
+            raise InvalidArgument(f"MCP server {self.name!r}: give exactly one of command= (stdio) "
+                                  "or url= (streamable HTTP)")
         if isinstance(self.args, str):
-            raise TypeError(f"MCP server {self.name!r}: args must be a list of strings such as "
+            raise WrongType(f"MCP server {self.name!r}: args must be a list of strings such as "
                             f"[{self.args!r}], not a string")
         object.__setattr__(self, "args", tuple(str(a) for a in self.args))
         object.__setattr__(self, "env", MappingProxyType(dict(self.env)))
@@ -91,43 +93,43 @@ class MCPServer:
         if self.cwd is not None:
             object.__setattr__(self, "cwd", str(self.cwd))
         if self.url is not None and not self.url.startswith(("http://", "https://")):
-            raise ValueError(f"MCP server {self.name!r}: url must start with http:// or "
-                             f"https://, got {self.url!r}")
+            raise InvalidArgument(f"MCP server {self.name!r}: url must start with http:// or "
+                                  f"https://, got {self.url!r}")
         if self.url is not None and (self.env or self.cwd or self.args):
-            raise ValueError(f"MCP server {self.name!r}: args, env and cwd apply to a spawned "
-                             "(stdio) server; an HTTP server takes url= and headers=")
+            raise InvalidArgument(f"MCP server {self.name!r}: args, env and cwd apply to a spawned "
+                                  "(stdio) server; an HTTP server takes url= and headers=")
         if self.command is not None and self.headers:
-            raise ValueError(f"MCP server {self.name!r}: headers apply to an HTTP server; a "
-                             "stdio server takes command=, args=, env= and cwd=")
+            raise InvalidArgument(f"MCP server {self.name!r}: headers apply to an HTTP server; a "
+                                  "stdio server takes command=, args=, env= and cwd=")
         if self.auth is not None:
             from tether.mcp.oauth import FLOWS
 
             if not isinstance(self.auth, FLOWS):
-                raise TypeError(f"MCP server {self.name!r}: auth must be AuthorizationCode, "
+                raise WrongType(f"MCP server {self.name!r}: auth must be AuthorizationCode, "
                                 "ClientCredentials or PrivateKeyJWT (tether.mcp.oauth), got "
                                 f"{type(self.auth).__name__}")
             if self.url is None:
-                raise ValueError(f"MCP server {self.name!r}: auth= (OAuth) applies to an HTTP "
-                                 "server; a stdio server gets its credentials through env=")
+                raise InvalidArgument(f"MCP server {self.name!r}: auth= (OAuth) applies to an HTTP "
+                                      "server; a stdio server gets its credentials through env=")
         if self.prefix is not None and self.prefix and not NAME.match(self.prefix):
-            raise ValueError(f"prefix must be 1-32 letters, digits, '_' or '-' (or '' for none), "
-                             f"got {self.prefix!r}")
+            raise InvalidArgument("prefix must be 1-32 letters, digits, '_' or '-' (or '' for "
+                                  f"none), got {self.prefix!r}")
         if self.separator not in ("_", "-", "__"):
-            raise ValueError(f"separator must be '_', '-' or '__' (tool names must match "
-                             f"[A-Za-z0-9_-] for every provider), got {self.separator!r}")
+            raise InvalidArgument(f"separator must be '_', '-' or '__' (tool names must match "
+                                  f"[A-Za-z0-9_-] for every provider), got {self.separator!r}")
         for what in ("call_timeout", "connect_timeout", "close_timeout"):
             _positive(what, getattr(self, what))
         if self.elicitation not in ("decline", "ask", "relay") and not callable(
                 self.elicitation):
-            raise ValueError(f"MCP server {self.name!r}: elicitation must be 'decline', 'ask', "
-                             f"'relay' or an answerer (a function of the question), got "
-                             f"{self.elicitation!r}")
+            raise InvalidArgument(f"MCP server {self.name!r}: elicitation must be 'decline', "
+                                  "'ask', 'relay' or an answerer (a function of the question), got "
+                                  f"{self.elicitation!r}")
         if self.sampling not in ("decline", "session", "relay"):
-            raise ValueError(f"MCP server {self.name!r}: sampling must be 'decline', "
-                             f"'session' or 'relay', got {self.sampling!r}")
+            raise InvalidArgument(f"MCP server {self.name!r}: sampling must be 'decline', "
+                                  f"'session' or 'relay', got {self.sampling!r}")
         if type(self.sampling_max_tokens) is not int or self.sampling_max_tokens < 16:
-            raise ValueError(f"MCP server {self.name!r}: sampling_max_tokens must be a whole "
-                             f"number >= 16, got {self.sampling_max_tokens!r}")
+            raise InvalidArgument(f"MCP server {self.name!r}: sampling_max_tokens must be a whole "
+                                  f"number >= 16, got {self.sampling_max_tokens!r}")
 
     @classmethod
     def stdio(cls, name: str, command: str | Path, *args: str | Path,

@@ -19,6 +19,9 @@ import threading
 from collections.abc import Coroutine
 from typing import Any, TypeVar
 
+from tether.errors import TimedOut, WrongState
+from tether.mcp.errors import MCPConnectionError
+
 T = TypeVar("T")
 
 
@@ -45,7 +48,7 @@ class LoopThread:
     def submit(self, coro: Coroutine[Any, Any, T]) -> concurrent.futures.Future[T]:
         if self._loop.is_closed() or not self._thread.is_alive():
             coro.close()
-            raise RuntimeError("this MCP connection's event loop has stopped; reconnect")
+            raise MCPConnectionError("this MCP connection's event loop has stopped; reconnect")
         return asyncio.run_coroutine_threadsafe(coro, self._loop)
 
     async def run(self, coro: Coroutine[Any, Any, T]) -> T:
@@ -56,13 +59,13 @@ class LoopThread:
         """Run ``coro`` on the private loop and block until it finishes (for sync callers)."""
         if threading.current_thread() is self._thread:
             coro.close()
-            raise RuntimeError("blocking call from the MCP loop's own thread would deadlock")
+            raise WrongState("blocking call from the MCP loop's own thread would deadlock")
         future = self.submit(coro)
         try:
             return future.result(timeout)
         except concurrent.futures.TimeoutError:
             future.cancel()
-            raise TimeoutError(f"gave up after {timeout}s") from None
+            raise TimedOut(f"gave up after {timeout}s") from None
 
     def stop(self, timeout: float = 2.0) -> None:
         """Stop the loop once nothing is left on it (callers close their work first)."""

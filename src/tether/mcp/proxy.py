@@ -47,6 +47,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import mcp_types as types
 
+from tether.errors import InvalidArgument
 from tether.mcp.clients import Governance
 from tether.mcp.config import MCPServer
 from tether.mcp.errors import MCPError
@@ -77,7 +78,7 @@ def upstream_server(argv: Sequence[str], *, name: str = UPSTREAM,
     ``relay``: its sampling and elicitation requests during a call go to the proxy's client
     waiting for it (``"relay"``, journaled; ``tether mcp proxy``'s default), else declined."""
     if not argv or not argv[0]:
-        raise ValueError("give the command of the upstream MCP server after '--', e.g. "
+        raise InvalidArgument("give the command of the upstream MCP server after '--', e.g. "
                          "tether mcp proxy --policy policy.yaml -- npx -y "
                          "@modelcontextprotocol/server-filesystem /data")
     return MCPServer.stdio(name, argv[0], *argv[1:], env=env, trusted=trusted, prefix="",

@@ -53,6 +53,7 @@ import contextlib
 from collections.abc import Coroutine, Iterator, Mapping
 from typing import Any, TypeVar
 
+from tether.errors import InvalidArgument
 from tether.mcp.config import MCPServer
 from tether.runtime.chokepoint.asks import CallAsks, Refused, secret_looking
 from tether.runtime.chokepoint.asks import Question as Question
@@ -112,17 +113,17 @@ def checker(schema: Mapping[str, Any]) -> Any:
     """The check of an answer to a form of ``schema``: the content, or ValueError."""
     def check(answer: Any) -> dict[str, Any]:
         if not isinstance(answer, Mapping):
-            raise ValueError(f"the answer is a {type(answer).__name__}, not an object")
+            raise InvalidArgument(f"the answer is a {type(answer).__name__}, not an object")
         content = dict(answer)
         extra = sorted(set(content) - set(schema.get("properties") or {}))
         if extra:
-            raise ValueError(f"it has fields the form does not ask for: {extra}")
+            raise InvalidArgument(f"it has fields the form does not ask for: {extra}")
         from jsonschema import Draft202012Validator
 
         error = next(iter(Draft202012Validator(dict(schema)).iter_errors(content)), None)
         if error is not None:
             where = "/".join(map(str, error.absolute_path)) or "(the form)"
-            raise ValueError(f"{where}: {error.message}")
+            raise InvalidArgument(f"{where}: {error.message}")
         return content
 
     return check

@@ -56,6 +56,7 @@ from mcp.server.lowlevel import Server
 from mcp.server.streamable_http import MCP_SESSION_ID_HEADER
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
+from tether.errors import InvalidArgument
 from tether.mcp.clients import ClientExpired, ClientGateways, Governance, Outcome
 from tether.tools.base import Tool, ToolMeta
 from tether.tools.caller import LOG_LEVELS, CallerCannot, Elicited, LogLevel
@@ -409,7 +410,7 @@ async def serve(tools: Iterable[Tool], governance: Governance, *,
     server = build_server(gateways, listing_of(gateways.tools) if listing is None else listing,
                           name=name, before_call=before_call)
     if transport not in ("stdio", "http"):
-        raise ValueError(f"transport must be 'stdio' or 'http', got {transport!r}")
+        raise InvalidArgument(f"transport must be 'stdio' or 'http', got {transport!r}")
     try:
         if transport == "stdio":
             if on_ready is not None:

@@ -20,6 +20,7 @@ from collections.abc import Callable, Iterator, Mapping
 from types import TracebackType
 from typing import Any
 
+from tether.errors import WrongType
 from tether.mcp.annotations import tool_meta, tool_name
 from tether.mcp.config import MCPServer
 from tether.mcp.connection import Connection, require_sdk
@@ -47,7 +48,7 @@ class MCPToolset:
         the server gone is told to do, in place of the Python API's advice (the proxy tells its
         MCP clients to call again once it has restarted the server)."""
         if not isinstance(server, MCPServer):
-            raise TypeError(f"expected an MCPServer, got {server!r}; build one with "
+            raise WrongType(f"expected an MCPServer, got {server!r}; build one with "
                             "MCPServer.stdio(...) or MCPServer.http(...)")
         self.server = server
         self.pins: PinStore = MemoryPinStore() if pins is None else pins

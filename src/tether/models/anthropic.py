@@ -19,6 +19,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Mapping
 from typing import TYPE_CHECKING, Any
 
+from tether.errors import InvalidArgument
 from tether.models.anthropic_format import (
     OUTPUT_TOOL,
     StreamAssembler,
@@ -87,24 +88,24 @@ class AnthropicModel(ProviderModel):
         self.min_answer_seconds = checked_min_answer_seconds(min_answer_seconds)
         self.context_window = checked_context_window(context_window)
         if max_output_tokens < 1:
-            raise ValueError("max_output_tokens must be >= 1: the Messages API requires a "
-                             "max_tokens for every call")
+            raise InvalidArgument("max_output_tokens must be >= 1: the Messages API requires a "
+                                  "max_tokens for every call")
         self._price = price  # None: looked up on first use (tether.models.pricing)
         self._max_output_tokens = max_output_tokens
         self._params = dict(params or {})
         reserved = {"model", "messages", "system", "tools", "stream",
                     "max_tokens"} & self._params.keys()
         if reserved:
-            raise ValueError(f"params may not set {sorted(reserved)}: tether sets them from the "
-                             "request (use max_output_tokens= for the max_tokens ceiling)")
+            raise InvalidArgument(f"params may not set {sorted(reserved)}: tether sets them from "
+                                  "the request (use max_output_tokens= for the max_tokens ceiling)")
         self._base_url = setting("ANTHROPIC_BASE_URL", base_url, env_file)
         key: ApiKey | None = None
         if client is None:
             require_extra("anthropic", "anthropic")
             raw = setting("ANTHROPIC_API_KEY", api_key, env_file)
             if not raw:
-                raise ValueError("no Anthropic API key: set ANTHROPIC_API_KEY (in the "
-                                 "environment or a .env file) or pass api_key=...")
+                raise InvalidArgument("no Anthropic API key: set ANTHROPIC_API_KEY (in the "
+                                      "environment or a .env file) or pass api_key=...")
             key = ApiKey(raw)
         self._key = key
         self._timeout = timeout

@@ -28,6 +28,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from tether.errors import InvalidArgument
 from tether.models.base import CHARS_PER_TOKEN
 from tether.types import FinishReason, Message, ModelResponse, ToolCall, ToolSpec, Usage
 
@@ -78,7 +79,7 @@ def _assistant_blocks(m: Message) -> list[dict[str, Any]]:
 def _user_blocks(m: Message) -> list[dict[str, Any]]:
     if m.role == "tool":
         if m.tool_call_id is None:
-            raise ValueError("a tool message needs the tool_call_id of the call it answers")
+            raise InvalidArgument("a tool message needs the tool_call_id of the call it answers")
         block: dict[str, Any] = {"type": "tool_result", "tool_use_id": m.tool_call_id}
         if m.content:
             block["content"] = m.content

@@ -17,6 +17,7 @@ import threading
 import time
 from collections.abc import Callable
 
+from tether.errors import InvalidArgument
 from tether.models.errors import RETRYABLE, ErrorKind, ProviderError
 
 
@@ -33,9 +34,9 @@ class CircuitBreaker:
     def __init__(self, failure_threshold: int = 5, reset_after: float = 30.0, *,
                  clock: Callable[[], float] = time.monotonic) -> None:
         if failure_threshold < 1:
-            raise ValueError("failure_threshold must be >= 1")
+            raise InvalidArgument("failure_threshold must be >= 1")
         if not reset_after >= 0:
-            raise ValueError("reset_after must be a number of seconds >= 0")
+            raise InvalidArgument("reset_after must be a number of seconds >= 0")
         self.failure_threshold = failure_threshold
         self.reset_after = reset_after
         self._clock = clock

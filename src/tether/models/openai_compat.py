@@ -34,6 +34,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from tether.errors import InvalidArgument
 from tether.models.errors import ErrorKind, ProviderError
 from tether.types import TOOL_CHOICES
 
@@ -70,8 +71,8 @@ def profile(compat: str, base_url: str | None) -> Compat:
         official = base_url is None or "api.openai.com" in base_url
         return PROFILES["openai" if official else "generic"]
     if compat not in PROFILES:
-        raise ValueError(f"compat={compat!r} is not a known server kind; use one of "
-                         f"{', '.join(['auto', *PROFILES])}")
+        raise InvalidArgument(f"compat={compat!r} is not a known server kind; use one of "
+                              f"{', '.join(['auto', *PROFILES])}")
     return PROFILES[compat]
 
 

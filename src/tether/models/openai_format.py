@@ -23,6 +23,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from tether.errors import BadData, InvalidArgument
 from tether.models.base import estimate_text_tokens
 from tether.types import FinishReason, Message, ModelResponse, ToolCall, ToolSpec, Usage
 
@@ -45,7 +46,8 @@ def to_messages(messages: Iterable[Message]) -> list[dict[str, Any]]:
                         "tool_calls": [_call(c) for c in m.tool_calls]})
         elif m.role == "tool":
             if m.tool_call_id is None:
-                raise ValueError("a tool message needs the tool_call_id of the call it answers")
+                raise InvalidArgument("a tool message needs the tool_call_id of the call it "
+                                      "answers")
             out.append({"role": "tool", "tool_call_id": m.tool_call_id, "content": m.content})
         else:
             out.append({"role": m.role, "content": m.content})
@@ -140,7 +142,7 @@ def estimated_usage(input_estimate: int, text: str, calls: Iterable[ToolCall]) -
 def from_completion(completion: ChatCompletion, input_estimate: int) -> ModelResponse:
     """A ModelResponse from a non-streamed completion (its first choice)."""
     if not completion.choices:
-        raise ValueError("the completion has no choices")
+        raise BadData("the completion has no choices")
     choice = completion.choices[0]
     message = choice.message
     calls: list[ToolCall] = []

@@ -22,6 +22,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from decimal import Decimal
 
+from tether.errors import InvalidArgument
 from tether.types import Usage
 
 MILLION = Decimal(1_000_000)
@@ -30,7 +31,7 @@ MILLION = Decimal(1_000_000)
 def _money(label: str, value: object) -> Decimal:
     money = value if isinstance(value, Decimal) else Decimal(str(value))
     if not money.is_finite() or money < 0:
-        raise ValueError(f"Price.{label} must be a finite, non-negative Decimal, got {money}")
+        raise InvalidArgument(f"Price.{label} must be a finite, non-negative Decimal, got {money}")
     return money
 
 
@@ -47,7 +48,8 @@ class Tier:
 
     def __post_init__(self) -> None:
         if isinstance(self.above, bool) or not isinstance(self.above, int) or self.above < 0:
-            raise ValueError(f"Tier.above must be a whole number of tokens, got {self.above!r}")
+            raise InvalidArgument("Tier.above must be a whole number of tokens, got "
+                                  f"{self.above!r}")
         for label in ("input", "output", "cached_input", "cache_write"):
             value = getattr(self, label)
             if value is not None:
@@ -115,7 +117,7 @@ class PriceCatalog:
         self._aliases = dict(aliases or {})
         for alias, target in self._aliases.items():
             if target not in self._prices:
-                raise ValueError(f"alias {alias!r} points at unknown model {target!r}")
+                raise InvalidArgument(f"alias {alias!r} points at unknown model {target!r}")
 
     def lookup(self, model: str) -> Price | None:
         name = model.split(":", 1)[1] if ":" in model else model

@@ -12,6 +12,7 @@ from __future__ import annotations
 import math
 from typing import Any, ClassVar
 
+from tether.errors import InvalidArgument
 from tether.models.base import CHARS_PER_TOKEN
 from tether.models.estimate import provider_message_tokens
 from tether.models.pricing import Price, price_for
@@ -88,15 +89,15 @@ def checked_min_answer_seconds(value: float) -> float:
     """A model's ``min_answer_seconds=`` checked: a finite number of seconds, at least 0."""
     if isinstance(value, bool) or not isinstance(value, int | float) or not (
             0 <= value < math.inf):
-        raise ValueError(f"min_answer_seconds must be a finite number >= 0, got {value!r}")
+        raise InvalidArgument(f"min_answer_seconds must be a finite number >= 0, got {value!r}")
     return float(value)
 
 
 def checked_context_window(value: int | None) -> int | None:
     """A model's ``context_window=`` checked: a whole number of tokens >= 1, or None."""
     if value is not None and (type(value) is not int or value < 1):
-        raise ValueError(f"context_window must be a whole number of tokens >= 1 (or None), "
-                         f"got {value!r}")
+        raise InvalidArgument(f"context_window must be a whole number of tokens >= 1 (or None), "
+                              f"got {value!r}")
     return value
 
 
@@ -107,5 +108,5 @@ def checked_chars_per_token(value: float | None) -> float:
     if value is None:
         return CHARS_PER_TOKEN
     if not 0 < value <= CHARS_PER_TOKEN:
-        raise ValueError(f"chars_per_token must be in (0, {CHARS_PER_TOKEN}], got {value!r}")
+        raise InvalidArgument(f"chars_per_token must be in (0, {CHARS_PER_TOKEN}], got {value!r}")
     return float(value)

@@ -28,6 +28,7 @@ from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, 
 from dataclasses import dataclass
 from typing import TypeVar
 
+from tether.errors import InvalidArgument, WrongType
 from tether.models.base import (
     Model,
     context_window,
@@ -57,8 +58,8 @@ class Backoff:
     def __post_init__(self) -> None:
         if not (self.initial >= 0 and self.multiplier >= 1 and self.maximum >= 0
                 and 0 <= self.jitter <= 1):
-            raise ValueError("Backoff needs initial >= 0, multiplier >= 1, maximum >= 0 and "
-                             "0 <= jitter <= 1")
+            raise InvalidArgument("Backoff needs initial >= 0, multiplier >= 1, maximum >= 0 and "
+                                  "0 <= jitter <= 1")
 
     def delay(self, retry: int, rng: random.Random) -> float:
         base = min(self.maximum, self.initial * self.multiplier ** max(0, retry - 1))
@@ -108,11 +109,11 @@ class Resilient:
                  backoff: Backoff | None = None, breaker: CircuitBreaker | bool = True,
                  attempt_timeout: float | None = None) -> None:
         if retries < 0:
-            raise ValueError("retries must be >= 0")
+            raise InvalidArgument("retries must be >= 0")
         if deadline is not None and not deadline > 0:
-            raise ValueError("deadline must be a positive number of seconds, or None")
+            raise InvalidArgument("deadline must be a positive number of seconds, or None")
         if attempt_timeout is not None and not attempt_timeout > 0:
-            raise ValueError("attempt_timeout must be a positive number of seconds, or None")
+            raise InvalidArgument("attempt_timeout must be a positive number of seconds, or None")
         self._model = model
         self._retries = retries
         self._deadline = deadline
@@ -274,10 +275,10 @@ class Fallback:
 
     def __init__(self, models: Sequence[Model]) -> None:
         if not models:
-            raise ValueError("Fallback needs at least one model")
+            raise InvalidArgument("Fallback needs at least one model")
         for m in models:
             if not isinstance(m, Model):
-                raise TypeError(f"{m!r} is not a tether Model")
+                raise WrongType(f"{m!r} is not a tether Model")
         self._models = tuple(models)
 
     def __repr__(self) -> str:

@@ -39,6 +39,7 @@ from logging.handlers import RotatingFileHandler
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from tether.errors import InvalidArgument, WrongType
 from tether.journal.views.ocsf import OCSFView, record_json, redact
 from tether.observe._bounded import Deadline
 from tether.observe.syslog import SyslogTarget, SyslogWriter, frame
@@ -85,10 +86,10 @@ class SIEMSink:
                  queue_size: int = 10_000, store: Store | None = None,
                  version: str | None = None) -> None:
         if output_path is None and syslog is None:
-            raise ValueError("SIEMSink needs somewhere to write: output_path='siem.jsonl' "
-                             "and/or syslog='udp://HOST:PORT' (or tcp://)")
+            raise InvalidArgument("SIEMSink needs somewhere to write: output_path='siem.jsonl' "
+                                  "and/or syslog='udp://HOST:PORT' (or tcp://)")
         if isinstance(redact_keys, str):
-            raise TypeError(f"redact_keys takes a list of key names, not the string "
+            raise WrongType(f"redact_keys takes a list of key names, not the string "
                             f"{redact_keys!r}: write redact_keys=[{redact_keys!r}]")
         self.output_path = None if output_path is None else Path(output_path)
         self.syslog = None if syslog is None else SyslogTarget.parse(syslog)

@@ -22,6 +22,8 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
+from tether.errors import InvalidArgument, Unreachable
+
 FACILITY = 13  # log audit
 #: OCSF severity_id -> syslog severity (RFC 5424 §6.2.1)
 SEVERITIES = {0: 6, 1: 6, 2: 5, 3: 4, 4: 3, 5: 2, 6: 1, 99: 6}
@@ -47,8 +49,8 @@ class SyslogTarget:
         host = host.strip("[]")
         if protocol not in ("udp", "tcp") or not host or not port.isdigit() \
                 or not 0 < int(port) < 65536:
-            raise ValueError(f"syslog target {target!r} is not udp://HOST:PORT or "
-                             "tcp://HOST:PORT (e.g. syslog='tcp://127.0.0.1:6514')")
+            raise InvalidArgument(f"syslog target {target!r} is not udp://HOST:PORT or "
+                                  "tcp://HOST:PORT (e.g. syslog='tcp://127.0.0.1:6514')")
         return cls(host, int(port), protocol)
 
 
@@ -79,8 +81,8 @@ class SyslogWriter:
     def send(self, data: bytes) -> None:
         if self.target.protocol == "udp":
             if len(data) > UDP_LIMIT:
-                raise OSError(f"a {len(data)}-byte event does not fit a UDP datagram "
-                              f"({UDP_LIMIT}); send syslog over tcp:// instead")
+                raise Unreachable(f"a {len(data)}-byte event does not fit a UDP datagram "
+                                  f"({UDP_LIMIT}); send syslog over tcp:// instead")
             if self._sock is None:
                 self._sock = socket.socket(_family(self.target.host), socket.SOCK_DGRAM)
             self._sock.sendto(data, (self.target.host, self.target.port))

@@ -29,7 +29,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Generic, Protocol, TypeVar
 
-from tether.errors import RunError
+from tether.errors import InvalidArgument, RunError, WrongType
 from tether.policy.base import (
     RESTRICTIVENESS,
     Action,
@@ -67,15 +67,15 @@ class _Failed(RunError):
 
 def _members(kind: str, policies: Sequence[object], *, at_least: int) -> tuple[object, ...]:
     if len(policies) < at_least:
-        raise ValueError(f"{kind} needs at least {at_least} polic{'y' if at_least == 1 else 'ies'}"
-                         f"; pass them as positional arguments, e.g. {kind}(yaml_policy, "
-                         "contain_untrusted)")
+        raise InvalidArgument(f"{kind} needs at least {at_least} "
+                              f"polic{'y' if at_least == 1 else 'ies'}; pass them as positional "
+                              f"arguments, e.g. {kind}(yaml_policy, contain_untrusted)")
     for index, member in enumerate(policies):
         if isinstance(member, list | tuple):
-            raise TypeError(f"{kind} member {index} is a {type(member).__name__}; pass the "
+            raise WrongType(f"{kind} member {index} is a {type(member).__name__}; pass the "
                             f"policies as separate arguments: {kind}(*policies)")
         if not callable(getattr(member, "evaluate", None)):
-            raise TypeError(f"{kind} member {index} ({member!r}) has no evaluate(subject, "
+            raise WrongType(f"{kind} member {index} ({member!r}) has no evaluate(subject, "
                             "action, resource, context) method; pass a policy object such as "
                             "load_policy('policy.yaml') or an instance of your policy class")
     return tuple(policies)
@@ -102,9 +102,10 @@ def _ask(combinator: str, member: object, subject: Subject, action: Action, reso
 def _default_effect(value: Effect | str, kind: str) -> Effect:
     if isinstance(value, str) and value in _DEFAULTABLE:  # an Effect is a str, too
         return Effect(value)
-    raise ValueError(f"{kind} default must be one of {', '.join(e.value for e in _DEFAULTABLE)}, "
-                     f"got {value!r}; partial_allow, mask and degrade need fields or a fallback, "
-                     "so return them from a member policy instead")
+    raise InvalidArgument(f"{kind} default must be one of "
+                          f"{', '.join(e.value for e in _DEFAULTABLE)}, got {value!r}; "
+                          "partial_allow, mask and degrade need fields or a fallback, so return "
+                          "them from a member policy instead")
 
 
 class FirstMatch:

@@ -34,7 +34,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from tether.errors import RunError
+from tether.errors import InvalidArgument, RunError
 from tether.evals.graders import CallRecord
 from tether.reasoning.lats_values import (
     GraderValue,
@@ -120,11 +120,11 @@ class LATS:
         for name in ("n", "max_iterations", "max_depth", "reflection_tokens"):
             value = getattr(self, name)
             if type(value) is not int or value < 1:
-                raise ValueError(f"{name} must be a whole number >= 1")
+                raise InvalidArgument(f"{name} must be a whole number >= 1")
         if type(self.rollout_depth) is not int or self.rollout_depth < 0:
-            raise ValueError("rollout_depth must be a whole number >= 0")
+            raise InvalidArgument("rollout_depth must be a whole number >= 0")
         if not 0 < self.solved_at <= 1 or self.exploration < 0:
-            raise ValueError("solved_at must be in (0, 1] and exploration >= 0")
+            raise InvalidArgument("solved_at must be in (0, 1] and exploration >= 0")
 
     async def run(self, handle: Handle) -> str:
         search = _Search(self, handle)

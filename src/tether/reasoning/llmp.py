@@ -27,6 +27,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+from tether.errors import InvalidArgument
 from tether.reasoning.pddl import Domain
 from tether.reasoning.planner import (
     FastDownward,
@@ -107,9 +108,9 @@ class LLMP:
     def __post_init__(self) -> None:
         for name in ("max_problems", "problem_tokens"):
             if type(getattr(self, name)) is not int or getattr(self, name) < 1:
-                raise ValueError(f"{name} must be a whole number >= 1")
+                raise InvalidArgument(f"{name} must be a whole number >= 1")
         if type(self.max_replans) is not int or self.max_replans < 0:
-            raise ValueError("max_replans must be a whole number >= 0")
+            raise InvalidArgument("max_replans must be a whole number >= 0")
 
     async def run(self, handle: Handle) -> str:
         progress = _progress(handle.history())

@@ -34,7 +34,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
-from tether.errors import RunError
+from tether.errors import MissingExtra, RunError
 
 _ONE_AT_A_TIME = threading.Lock()
 MISSING = ("LLM+P needs the planning extra: pip install 'tether[planning]' (unified-planning, "
@@ -63,6 +63,11 @@ class Validation:
 
 class PlanningError(RunError):
     """The problem cannot be planned for; the message is written for the model to fix it."""
+
+
+class PlannerMissing(MissingExtra, RuntimeError):
+    """The planning extra is not installed; a ``RuntimeError`` too, as it was before it joined
+    the tree, so a caller's ``except RuntimeError`` still catches it."""
 
 
 class Planner(Protocol):
@@ -101,7 +106,7 @@ class FastDownward:
             from unified_planning.environment import Environment
             from unified_planning.io import PDDLReader
         except ImportError as exc:
-            raise RuntimeError(MISSING) from exc
+            raise PlannerMissing(MISSING) from exc
         wanted, named = domain_name(domain), _problem_domain(problem)
         if named != wanted:
             raise PlanningError(f"the problem names domain {named or '(none)'!r}; it must be "
@@ -139,7 +144,7 @@ class PyVal:
         try:
             from pyval import PDDLValidator
         except ImportError as exc:
-            raise RuntimeError(MISSING) from exc
+            raise PlannerMissing(MISSING) from exc
         with tempfile.TemporaryDirectory(prefix="tether-plan-") as tmp:
             paths = [Path(tmp, name) for name in ("domain.pddl", "problem.pddl", "plan.txt")]
             for path, text in zip(paths, (domain, problem, "\n".join(map(str, plan))),

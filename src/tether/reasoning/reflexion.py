@@ -28,7 +28,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
 
-from tether.errors import RunError
+from tether.errors import InvalidArgument, RunError
 from tether.evals.graders import CallRecord, Grade, Grader, Outcome, grade
 from tether.reasoning.react import ReAct
 from tether.runtime.record.result import ToolResult
@@ -185,7 +185,7 @@ class Reflexion:
             if value is None and name.startswith("attempt_"):
                 continue
             if type(value) is not int or value < 1:
-                raise ValueError(f"{name} must be a whole number >= 1")
+                raise InvalidArgument(f"{name} must be a whole number >= 1")
 
     async def run(self, handle: Handle) -> str:
         at = _progress(handle.history())

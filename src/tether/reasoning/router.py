@@ -21,6 +21,7 @@ import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
+from tether.errors import InvalidArgument
 from tether.runtime.lifecycle.session import RecipeChanged
 from tether.runtime.strategy.handle import Handle, Strategy
 from tether.runtime.strategy.planned import Note
@@ -41,8 +42,8 @@ class RouteRule:
 
     def __post_init__(self) -> None:
         if (self.pattern is None) == (self.when is None):
-            raise ValueError(f"rule for {self.route!r}: give a pattern or a predicate (when=), "
-                             "one of the two")
+            raise InvalidArgument(f"rule for {self.route!r}: give a pattern or a predicate "
+                                  "(when=), one of the two")
         if self.pattern is not None:
             re.compile(self.pattern)  # a bad pattern fails when the recipe is built
 
@@ -71,16 +72,16 @@ class Router:
 
     def __post_init__(self) -> None:
         if not self.routes:
-            raise ValueError("a Router needs at least one route")
+            raise InvalidArgument("a Router needs at least one route")
         default = self.default or next(iter(self.routes))
         object.__setattr__(self, "default", default)
         unknown = sorted({r.route for r in self.rules} - self.routes.keys()
                          | ({default} - self.routes.keys()))
         if unknown:
-            raise ValueError(f"routes {unknown} are named by a rule or as the default but not "
-                             f"among the routes ({', '.join(self.routes)})")
+            raise InvalidArgument(f"routes {unknown} are named by a rule or as the default but not "
+                                  f"among the routes ({', '.join(self.routes)})")
         if type(self.max_output_tokens) is not int or self.max_output_tokens < 1:
-            raise ValueError("max_output_tokens must be a whole number >= 1")
+            raise InvalidArgument("max_output_tokens must be a whole number >= 1")
 
     async def run(self, handle: Handle) -> str:
         earlier = [e for e in handle.history() if isinstance(e, Note) and e.kind == "route"

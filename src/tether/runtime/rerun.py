@@ -20,6 +20,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from tether.errors import InvalidArgument, RunFailed
 from tether.journal.redaction import HIDDEN_MARKERS
 from tether.models.base import CallCancelled, Model, ModelError, native_output
 from tether.models.pricing import Price
@@ -252,7 +253,7 @@ class _RecordedTool:
         if context.call_id not in record.ran or recorded is None:
             record.diverge(f"tool {self.name!r} ran in the rerun but not in the record",
                            None, {"call_id": context.call_id, "arguments": arguments})
-            raise RuntimeError("not in the record")
+            raise RunFailed("not in the record")
         content = as_returned(recorded["content"])  # the turn adds its notes again
         if recorded["status"] != "ok":  # the recorded failure, word for word
             raise ToolFailure(content, recorded["status"])
@@ -285,7 +286,7 @@ def _stand_in(broker: CredentialBroker | None) -> CredentialBroker | None:
 async def arerun(agent: Agent, events: Sequence[Event]) -> RerunReport:
     """Rerun a recorded session with ``agent``'s recipe (its policy, limits, tools' schemas)."""
     if not events or events[0].type != "session.start":
-        raise ValueError("a rerun needs a session's events, starting with session.start")
+        raise InvalidArgument("a rerun needs a session's events, starting with session.start")
     record = _Record(events)
     start = events[0].data
     from tether.runtime.accounting.budget import Budget

@@ -10,6 +10,7 @@ import time
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from tether.errors import NotFound
 from tether.store.base import (
     ANCHOR_GENESIS,
     Anchor,
@@ -85,7 +86,7 @@ class MemoryStore:
     def acquire(self, session_id: str, holder: str, ttl: float) -> Lease:
         with self._lock:
             if not self._events.get(session_id):
-                raise LookupError(f"no session {session_id!r} in {self.url}")
+                raise NotFound(f"no session {session_id!r} in {self.url}")
             current, token, expires = self._leases.get(session_id, (None, 0, 0.0))
             if current not in (None, holder) and expires > time.time() and \
                     not holder_is_gone(current):

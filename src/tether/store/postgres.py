@@ -23,6 +23,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 from urllib.parse import parse_qsl, quote, urlencode, urlsplit, urlunsplit
 
+from tether.errors import NotFound
 from tether.store.base import (
     Anchor,
     ConflictError,
@@ -252,7 +253,7 @@ class PostgresStore(PostgresThreads, PostgresErasure):
                                        "{s}.sessions WHERE session_id = %s FOR UPDATE"),
                              (session_id,)).fetchone()
             if row is None:
-                raise LookupError(f"no session {session_id!r} in {self.url}")
+                raise NotFound(f"no session {session_id!r} in {self.url}")
             current, token, expires = row
             if current not in (None, holder) and expires > time.time() and \
                     not holder_is_gone(current) and self._unreleased.get(session_id) != token:

@@ -28,6 +28,7 @@ import time
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
+from tether.errors import NotFound
 from tether.store.postgres_outage import RideThrough, riding
 
 OLDER_WAIT = 30.0  # seconds an erasure waits for transactions older than it to end
@@ -56,7 +57,7 @@ class PostgresErasure:
             found = db.execute(self._sql("SELECT 1 FROM {s}.sessions WHERE session_id = %s "
                                          "FOR UPDATE"), (session_id,)).fetchone()
             if found is None:
-                raise LookupError(f"no session {session_id!r} in {self.url}")
+                raise NotFound(f"no session {session_id!r} in {self.url}")
             with db.cursor() as cursor:
                 cursor.executemany(self._sql(
                     "UPDATE {s}.events SET type = %s, data = %s, jsonb_era = FALSE "

@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, urlparse
 
+from tether.errors import NotFound
 from tether.store.base import (
     ANCHOR_GENESIS,
     Anchor,
@@ -273,7 +274,7 @@ class SQLiteStore(SQLiteThreads, SQLiteErasure):
                 row = db.execute("SELECT lease_holder, lease_token, lease_expires FROM sessions "
                                  "WHERE session_id = ?", (session_id,)).fetchone()
                 if row is None:
-                    raise LookupError(f"no session {session_id!r} in {self.url}")
+                    raise NotFound(f"no session {session_id!r} in {self.url}")
                 current, token, expires = row
                 if current not in (None, holder) and expires > time.time() and \
                         not holder_is_gone(current):

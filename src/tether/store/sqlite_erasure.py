@@ -23,6 +23,7 @@ import threading
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
+from tether.errors import NotFound
 from tether.store.sqlite_open import guarded, transaction
 
 
@@ -46,7 +47,7 @@ class SQLiteErasure:
                 row = db.execute("SELECT key FROM sessions WHERE session_id = ?",
                                  (session_id,)).fetchone()
                 if row is None:
-                    raise LookupError(f"no session {session_id!r} in {self.url}")
+                    raise NotFound(f"no session {session_id!r} in {self.url}")
                 db.executemany("UPDATE events SET type = ?, data = ? WHERE session_key = ? "
                                "AND seq = ?",
                                [(type, data, row[0], seq) for seq, type, data in rewritten])

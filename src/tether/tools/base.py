@@ -14,7 +14,7 @@ from dataclasses import dataclass, field, fields
 from types import MappingProxyType
 from typing import Any, Literal, Protocol, runtime_checkable
 
-from tether.errors import RunError
+from tether.errors import InvalidArgument, RunError, WrongType
 from tether.records import fast_init
 from tether.tools.caller import SILENT, Caller
 from tether.types import ToolSpec
@@ -63,41 +63,43 @@ class ToolMeta:
         if not isinstance(self.private, Mapping) or not all(
                 isinstance(k, str) and k and isinstance(v, str) and v.split() == [v]
                 for k, v in self.private.items()):
-            raise TypeError("private maps result keys ('*' for the whole result) to the kind "
+            raise WrongType("private maps result keys ('*' for the whole result) to the kind "
                             "of data they hold, one word each: {'passport_number': 'passport'}")
         object.__setattr__(self, "private", MappingProxyType(
             {k: v.casefold() for k, v in sorted(self.private.items())}))
         object.__setattr__(self, "private_when", _private_when(self.private_when, self.private))
         if self.shapes is not None:
             if isinstance(self.shapes, str):
-                raise TypeError(f"shapes must be a collection of argument names such as "
+                raise WrongType(f"shapes must be a collection of argument names such as "
                                 f"{{{self.shapes!r}}}, not the string {self.shapes!r}")
             object.__setattr__(self, "shapes", frozenset(self.shapes))
         for name, what in (("tags", "strings"), ("parties", "argument names"),
                            ("trusted_fields", "keys"), ("intents", "words")):
             value = getattr(self, name)
             if isinstance(value, str):  # frozenset("payments") would be a set of letters
-                raise TypeError(f"{name} must be a collection of {what} such as "
+                raise WrongType(f"{name} must be a collection of {what} such as "
                                 f"{{{value!r}}}, not the string {value!r}")
             if not isinstance(value, frozenset):
                 object.__setattr__(self, name, frozenset(value))
         both = sorted(self.parties & (self.shapes or frozenset()))
         if both:
-            raise ValueError(f"{both} are parties (where they came from is checked as a "
-                             "party's); shapes lists the other arguments that shape the effect")
+            raise InvalidArgument(f"{both} are parties (where they came from is checked as a "
+                                  "party's); shapes lists the other arguments that shape the "
+                                  "effect")
         words = frozenset(word.casefold() for word in self.intents)
         if any(not all(part and part.split() == [part] for part in word.split("+"))
                for word in words):
-            raise ValueError(f"intents are words, or words joined by '+' that must all be "
-                             f"asked for (book+hotel), got {sorted(self.intents)}")
+            raise InvalidArgument(f"intents are words, or words joined by '+' that must all be "
+                                  f"asked for (book+hotel), got {sorted(self.intents)}")
         object.__setattr__(self, "intents", words)
         if self.risk not in RISKS:
-            raise ValueError(f"risk must be one of {RISKS}, got {self.risk!r}")
+            raise InvalidArgument(f"risk must be one of {RISKS}, got {self.risk!r}")
         if self.output_trust not in ("trusted", "untrusted"):
-            raise ValueError(f"output_trust must be 'trusted' or 'untrusted', got "
-                             f"{self.output_trust!r}")
+            raise InvalidArgument(f"output_trust must be 'trusted' or 'untrusted', got "
+                                  f"{self.output_trust!r}")
         if not (self.timeout > 0):  # also rejects NaN
-            raise ValueError(f"timeout must be a positive number of seconds, got {self.timeout!r}")
+            raise InvalidArgument("timeout must be a positive number of seconds, got "
+                                  f"{self.timeout!r}")
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {
@@ -152,10 +154,10 @@ def _private_when(when: Any, private: Mapping[str, str]) -> Mapping[str, frozens
     if not isinstance(when, Mapping) or not all(
             isinstance(k, str) and k and not isinstance(v, str) and v
             and all(isinstance(x, str) for x in v) for k, v in when.items()):
-        raise TypeError("private_when maps argument names to the values for which the result "
+        raise WrongType("private_when maps argument names to the values for which the result "
                         "is private: {'channel': ['private']}")
     if when and not private:
-        raise TypeError("private_when says which calls' results are private; declare which "
+        raise WrongType("private_when says which calls' results are private; declare which "
                         "keys are (private) too")
     return MappingProxyType({k: frozenset(_spelled(x) for x in v)
                              for k, v in sorted(when.items())})

@@ -33,7 +33,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from tether.errors import RunError
+from tether.errors import InvalidArgument, RunError, WrongType
 from tether.urls import redact_url
 
 MAX_BINARY_BYTES = 8 * 1024 * 1024
@@ -44,26 +44,26 @@ def check_mime(mime_type: object, kind: str, *, prefix: str = "") -> str:
     """``mime_type`` if it is a well-formed ``type/subtype`` (starting with ``prefix``), else
     ValueError naming the ``kind`` of part."""
     if not isinstance(mime_type, str) or _MIME.fullmatch(mime_type) is None:
-        raise ValueError(f"{kind} content has no valid MIME type ({str(mime_type)[:60]!r}); "
-                         "expected type/subtype, such as image/png")
+        raise InvalidArgument(f"{kind} content has no valid MIME type ({str(mime_type)[:60]!r}); "
+                              "expected type/subtype, such as image/png")
     if prefix and not mime_type.lower().startswith(prefix):
-        raise ValueError(f"{kind} content must have a {prefix}* MIME type, got {mime_type!r}")
+        raise InvalidArgument(f"{kind} content must have a {prefix}* MIME type, got {mime_type!r}")
     return mime_type
 
 
 def decode_base64(data: object, what: str) -> bytes:
     """The bytes of base64 ``data`` (as MCP carries binary), or ValueError."""
     if not isinstance(data, str):
-        raise ValueError(f"{what} has no base64 data")
+        raise InvalidArgument(f"{what} has no base64 data")
     try:
         return base64.b64decode(data, validate=True)
     except (binascii.Error, ValueError):
-        raise ValueError(f"{what} is not valid base64") from None
+        raise InvalidArgument(f"{what} is not valid base64") from None
 
 
 def _bytes(data: object, kind: str) -> bytes:
     if not isinstance(data, bytes | bytearray | memoryview):
-        raise TypeError(f"{kind} content holds bytes, got {type(data).__name__}")
+        raise WrongType(f"{kind} content holds bytes, got {type(data).__name__}")
     return bytes(data)
 
 
@@ -75,7 +75,7 @@ class Text:
 
     def __post_init__(self) -> None:
         if not isinstance(self.text, str):
-            raise TypeError(f"Text holds a str, got {type(self.text).__name__}")
+            raise WrongType(f"Text holds a str, got {type(self.text).__name__}")
 
 
 @dataclass(frozen=True, slots=True)
@@ -113,12 +113,12 @@ class Resource:
 
     def __post_init__(self) -> None:
         if not isinstance(self.uri, str) or not self.uri:
-            raise ValueError("a resource needs a URI")
+            raise InvalidArgument("a resource needs a URI")
         if (self.text is None) == (self.blob is None):
-            raise ValueError(f"resource {redact_url(self.uri)} must have either text or a "
-                             "blob, not both or neither")
+            raise InvalidArgument(f"resource {redact_url(self.uri)} must have either text or a "
+                                  "blob, not both or neither")
         if self.text is not None and not isinstance(self.text, str):
-            raise TypeError(f"a resource's text is a str, got {type(self.text).__name__}")
+            raise WrongType(f"a resource's text is a str, got {type(self.text).__name__}")
         if self.blob is not None:
             object.__setattr__(self, "blob", _bytes(self.blob, "resource"))
         if self.mime_type is not None:
@@ -145,7 +145,7 @@ class Content:
         made = tuple(Text(p) if isinstance(p, str) else p for p in parts)
         for part in made:
             if not isinstance(part, Text | Image | Audio | Resource):
-                raise TypeError(f"Content takes Text, Image, Audio, Resource or str parts, got "
+                raise WrongType(f"Content takes Text, Image, Audio, Resource or str parts, got "
                                 f"{type(part).__name__}")
         self.parts: tuple[Part, ...] = made
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 from types import MappingProxyType
 
+from tether.errors import InvalidArgument, WrongType
 from tether.tools.base import Tool
 from tether.types import ToolSpec
 
@@ -21,12 +22,12 @@ class ToolRegistry:
         table: dict[str, Tool] = {}
         for t in tools:
             if isinstance(t, type) or not isinstance(t, Tool):  # a tool class is not a tool
-                raise TypeError(
+                raise WrongType(
                     f"{t!r} is not a tool; decorate a typed function with @tool or implement "
                     "tether.tools.Tool (and pass an instance, not the class)"
                 )
             if t.name in table:
-                raise ValueError(f"two tools are named {t.name!r}; tool names must be unique")
+                raise InvalidArgument(f"two tools are named {t.name!r}; tool names must be unique")
             table[t.name] = t
         self._tools = MappingProxyType(table)
         self._specs = tuple(t.spec for t in table.values())

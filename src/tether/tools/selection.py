@@ -34,6 +34,7 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any, Protocol, runtime_checkable
 
+from tether.errors import InvalidArgument, WrongType
 from tether.types import ToolSpec
 
 #: BM25's usual constants: term-frequency saturation and length normalisation.
@@ -160,12 +161,12 @@ class ToolSelection:
 
     def __post_init__(self) -> None:
         if type(self.k) is not int or self.k < 1:
-            raise ValueError(f"ToolSelection(k={self.k!r}): k is how many ranked tools each "
-                             "turn is offered, a whole number >= 1")
+            raise InvalidArgument(f"ToolSelection(k={self.k!r}): k is how many ranked tools each "
+                                  "turn is offered, a whole number >= 1")
         always: Any = self.always
         if isinstance(always, str) or not all(isinstance(n, str) for n in always):
-            raise TypeError("ToolSelection(always=...) takes tool names, e.g. always=['search']")
+            raise WrongType("ToolSelection(always=...) takes tool names, e.g. always=['search']")
         object.__setattr__(self, "always", tuple(dict.fromkeys(always)))
         if not callable(getattr(self.ranker, "index", None)):
-            raise TypeError(f"ranker {self.ranker!r} has no index(specs) method; use "
+            raise WrongType(f"ranker {self.ranker!r} has no index(specs) method; use "
                             "tether.tools.selection.BM25() or implement ToolRanker")

@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from importlib.resources import files
 from typing import Any
 
+from tether.errors import InvalidArgument, MissingExtra
 from tether.evals.obedient import PlannedCall, obedient_model
 from tether.tools.base import ToolArgumentError, ToolContext, ToolFailure, ToolMeta
 from tether.types import ToolSpec
@@ -38,8 +39,8 @@ def _agentdojo() -> Any:
             warnings.simplefilter("ignore")
             import agentdojo.task_suite as task_suite
     except ImportError:
-        raise ImportError("the AgentDojo benchmark needs its extra: pip install "
-                          "'tether[agentdojo]'") from None
+        raise MissingExtra("the AgentDojo benchmark needs its extra: pip install "
+                           "'tether[agentdojo]'") from None
     return task_suite
 
 
@@ -260,7 +261,7 @@ def run_pair(suite: Any, user_task: Any, injection_task: Any, *, policy: Any = N
 
 def load_suite(name: str, version: str = "v1.2.2") -> Any:
     if name not in SUITES:
-        raise ValueError(f"unknown AgentDojo suite {name!r}; one of {', '.join(SUITES)}")
+        raise InvalidArgument(f"unknown AgentDojo suite {name!r}; one of {', '.join(SUITES)}")
     return _agentdojo().get_suite(version, name)
 
 
@@ -280,7 +281,7 @@ def run_user_task(name: str, user_task_id: str, *, policy: Any = None, approver:
     from tether.evals.agentdojo.adaptive import tasks_for
 
     if attack not in ("stock", "adaptive", "both"):
-        raise ValueError(f"unknown attack {attack!r}; one of stock, adaptive, both")
+        raise InvalidArgument(f"unknown attack {attack!r}; one of stock, adaptive, both")
     suite = load_suite(name, version)
     user_task = suite.get_user_task_by_id(user_task_id)
     environments = Environments(suite)

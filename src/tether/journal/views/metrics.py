@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
 
+from tether.errors import InvalidArgument
 from tether.types import Event
 
 BUDGET_REASONS = ("step_budget", "token_budget", "cost_budget", "time_budget",
@@ -59,7 +60,7 @@ class SessionFacts:
 def session_facts(events: Sequence[Event]) -> SessionFacts:
     """The facts of one session, from its events in order."""
     if not events or events[0].type != "session.start":
-        raise ValueError("a session's events start with session.start")
+        raise InvalidArgument("a session's events start with session.start")
     status, reason, spend = "open", None, None
     ran = errors = decided = denied = requested = granted = 0
     estimate: list[float] = []

@@ -21,6 +21,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
+from tether.errors import InvalidArgument
 from tether.types import Event
 from tether.vouched import split_vouched
 
@@ -54,8 +55,8 @@ def carriers(sessions: Iterable[Sequence[Event]], canaries: Sequence[str]) -> li
     findings (declared trusted) first, then by tool name."""
     wanted = [c for c in dict.fromkeys(canaries) if c]
     if not wanted:
-        raise ValueError("give at least one non-empty canary: the string you planted where "
-                         "third parties write")
+        raise InvalidArgument("give at least one non-empty canary: the string you planted where "
+                              "third parties write")
     seen: dict[tuple[str, str], tuple[set[str], int, tuple[str, int]]] = {}
     for events in sessions:
         for event in events:

@@ -30,6 +30,7 @@ from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
 from typing import Any
 
+from tether.errors import InvalidArgument
 from tether.journal.redaction import HIDDEN_MARKERS
 from tether.policy.base import (
     Action,
@@ -120,9 +121,9 @@ def replay_decisions(events: Iterable[Event], policy: Policy) -> WhatIf:
         decided[event.data.get("call_id", "")] = event.data.get("arguments") or {}
         start = starts.get(event.session_id)
         if start is None:
-            raise ValueError(f"session {event.session_id}: a tool.decision (seq {event.seq}) "
-                             "comes before its session.start; pass each session's events from "
-                             "the first one")
+            raise InvalidArgument(f"session {event.session_id}: a tool.decision (seq {event.seq}) "
+                                  "comes before its session.start; pass each session's events from "
+                                  "the first one")
         asked += 1
         old = recorded_decision(event.data["decision"])
         arguments = event.data.get("arguments") or {}

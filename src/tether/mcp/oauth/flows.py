@@ -15,6 +15,7 @@ from typing import Any, Literal, NoReturn
 from urllib.parse import urlsplit
 
 from tether.credentials import Secret
+from tether.errors import InvalidArgument, WrongType
 
 #: Given the authorization URL, bring the user (or a test's user agent) through it and return the
 #: URL the authorization server redirected to, with its ``code`` and ``state`` (or ``error``).
@@ -29,8 +30,8 @@ def _scopes(value: Iterable[str] | str) -> tuple[str, ...]:
     items = value.split() if isinstance(value, str) else [str(s) for s in value]
     for scope in items:
         if not scope or any(c.isspace() for c in scope):
-            raise ValueError(f"OAuth scope {scope!r} is empty or contains whitespace; give "
-                             "scopes as a list such as ['mcp:read', 'mcp:write']")
+            raise InvalidArgument(f"OAuth scope {scope!r} is empty or contains whitespace; give "
+                                  "scopes as a list such as ['mcp:read', 'mcp:write']")
     return tuple(items)
 
 
@@ -39,13 +40,13 @@ def _secret(what: str, value: Secret | str | None) -> Secret | None:
         return value
     if isinstance(value, str):
         return Secret(value)
-    raise TypeError(f"{what} must be a Secret (or a str, which is wrapped), got "
+    raise WrongType(f"{what} must be a Secret (or a str, which is wrapped), got "
                     f"{type(value).__name__}")
 
 
 def _client_id(value: object) -> None:
     if not isinstance(value, str) or not value or value != value.strip():
-        raise ValueError("client_id must be a non-empty string without surrounding spaces")
+        raise InvalidArgument("client_id must be a non-empty string without surrounding spaces")
 
 
 # -- the token store -------------------------------------------------------------------------------
@@ -140,7 +141,7 @@ class TokenStore:
                 f"client={'registered' if self._client is not None else 'none'})")
 
     def __reduce_ex__(self, protocol: Any) -> NoReturn:
-        raise TypeError("a TokenStore cannot be pickled or copied: it holds OAuth tokens")
+        raise WrongType("a TokenStore cannot be pickled or copied: it holds OAuth tokens")
 
 
 # -- the flows -------------------------------------------------------------------------------------
@@ -177,23 +178,23 @@ class AuthorizationCode:
             _client_id(self.client_id)
         object.__setattr__(self, "client_secret", _secret("client_secret", self.client_secret))
         if self.client_secret is not None and self.client_id is None:
-            raise ValueError("client_secret= needs the client_id= it belongs to")
+            raise InvalidArgument("client_secret= needs the client_id= it belongs to")
         if self.client_metadata_url is not None and (
                 not self.client_metadata_url.startswith("https://")
                 or urlsplit(self.client_metadata_url).path in ("", "/")):
-            raise ValueError("client_metadata_url must be an https URL with a path (the client-id "
-                             f"metadata document), got {self.client_metadata_url!r}")
+            raise InvalidArgument("client_metadata_url must be an https URL with a path (the "
+                                  f"client-id metadata document), got {self.client_metadata_url!r}")
         if self.redirect_uri is not None and not self.redirect_uri.startswith(
                 ("http://", "https://")):
-            raise ValueError(f"redirect_uri must be an http(s) URL, got {self.redirect_uri!r}")
+            raise InvalidArgument(f"redirect_uri must be an http(s) URL, got {self.redirect_uri!r}")
         if self.authorize is not None and not callable(self.authorize):
-            raise TypeError("authorize must be an async callable: authorize(url) -> redirect URL")
+            raise WrongType("authorize must be an async callable: authorize(url) -> redirect URL")
         object.__setattr__(self, "scopes", _scopes(self.scopes))
         if self.token_endpoint_auth_method is not None and self.token_endpoint_auth_method not in (
                 "client_secret_basic", "client_secret_post", "none"):
-            raise ValueError("token_endpoint_auth_method must be 'client_secret_basic', "
-                             f"'client_secret_post' or 'none', got "
-                             f"{self.token_endpoint_auth_method!r}")
+            raise InvalidArgument("token_endpoint_auth_method must be 'client_secret_basic', "
+                                  f"'client_secret_post' or 'none', got "
+                                  f"{self.token_endpoint_auth_method!r}")
 
     def secrets(self) -> list[Secret]:
         return [s for s in (self.client_secret,) if s is not None] + self.store.secrets()
@@ -219,11 +220,11 @@ class ClientCredentials:
     def __post_init__(self) -> None:
         _client_id(self.client_id)
         if self.client_secret is None:
-            raise ValueError("ClientCredentials needs client_secret= (a Secret)")
+            raise InvalidArgument("ClientCredentials needs client_secret= (a Secret)")
         object.__setattr__(self, "client_secret", _secret("client_secret", self.client_secret))
         if self.method not in ("client_secret_basic", "client_secret_post"):
-            raise ValueError("method must be 'client_secret_basic' or 'client_secret_post', got "
-                             f"{self.method!r}; for a signed assertion use PrivateKeyJWT")
+            raise InvalidArgument("method must be 'client_secret_basic' or 'client_secret_post', "
+                                  f"got {self.method!r}; for a signed assertion use PrivateKeyJWT")
         object.__setattr__(self, "scopes", _scopes(self.scopes))
 
     def secrets(self) -> list[Secret]:
@@ -251,11 +252,11 @@ class PrivateKeyJWT:
     def __post_init__(self) -> None:
         _client_id(self.client_id)
         if self.private_key is None:
-            raise ValueError("PrivateKeyJWT needs private_key= (a Secret holding the PEM key)")
+            raise InvalidArgument("PrivateKeyJWT needs private_key= (a Secret holding the PEM key)")
         object.__setattr__(self, "private_key", _secret("private_key", self.private_key))
         if not isinstance(self.lifetime, int) or isinstance(self.lifetime, bool) or not (
                 0 < self.lifetime <= 3600):
-            raise ValueError(f"lifetime must be 1..3600 seconds, got {self.lifetime!r}")
+            raise InvalidArgument(f"lifetime must be 1..3600 seconds, got {self.lifetime!r}")
         object.__setattr__(self, "scopes", _scopes(self.scopes))
 
     def secrets(self) -> list[Secret]:

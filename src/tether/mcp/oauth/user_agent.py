@@ -13,6 +13,7 @@ import contextlib
 import sys
 from urllib.parse import parse_qs, urlsplit
 
+from tether.errors import InvalidArgument
 from tether.mcp.errors import MCPConnectionError
 from tether.mcp.oauth.flows import AUTHORIZE_TIMEOUT, Authorize
 
@@ -48,9 +49,9 @@ def loopback_authorize(redirect_uri: str, *, timeout: float = AUTHORIZE_TIMEOUT,
     ``redirect_uri``, a listener bound to 127.0.0.1 (loopback only). Returns the redirect URL."""
     where = loopback_port(redirect_uri)
     if where is None:
-        raise ValueError(f"the default authorize needs an http loopback redirect_uri with a port "
-                         f"(http://127.0.0.1:PORT/callback), got {redirect_uri!r}; pass "
-                         "authorize= to handle another redirect URI")
+        raise InvalidArgument("the default authorize needs an http loopback redirect_uri with a "
+                              f"port (http://127.0.0.1:PORT/callback), got {redirect_uri!r}; pass "
+                              "authorize= to handle another redirect URI")
     _, port, path = where
 
     async def authorize(url: str) -> str:

@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from importlib.resources import files
 from typing import Any
 
+from tether.errors import InvalidArgument
 from tether.reasoning.planner import PlanAction, domain_name
 
 _ACTION = re.compile(r"\(:action\s+([^\s()]+)\s+:parameters\s*\(([^)]*)\)", re.I)
@@ -42,24 +43,24 @@ class Domain:
     def __post_init__(self) -> None:
         object.__setattr__(self, "name", domain_name(self.pddl))
         if not self.name:
-            raise ValueError("the domain's PDDL has no (define (domain NAME) ...)")
+            raise InvalidArgument("the domain's PDDL has no (define (domain NAME) ...)")
         declared = {m.group(1).lower(): len(re.findall(r"\?[^\s)]+", m.group(2)))
                     for m in _ACTION.finditer(self.pddl)}
         bound = {k.lower(): v for k, v in self.actions.items()}
         if declared.keys() != bound.keys():
-            raise ValueError(f"domain {self.name}: actions {sorted(declared)} but tools bound "
-                             f"for {sorted(bound)}; bind each action to one tool")
+            raise InvalidArgument(f"domain {self.name}: actions {sorted(declared)} but tools bound "
+                                  f"for {sorted(bound)}; bind each action to one tool")
         for action, arity in declared.items():
             if len(bound[action].params) != arity:
-                raise ValueError(f"domain {self.name}: action {action} has {arity} parameters "
-                                 f"but its tool binding names {len(bound[action].params)}")
+                raise InvalidArgument(f"domain {self.name}: action {action} has {arity} parameters "
+                                      f"but its tool binding names {len(bound[action].params)}")
         object.__setattr__(self, "actions", bound)
 
     def call_for(self, action: PlanAction) -> tuple[str, dict[str, Any]]:
         """The tool call a plan step runs: (tool name, arguments)."""
         binding = self.actions.get(action.name.lower())
         if binding is None or len(binding.params) != len(action.args):
-            raise ValueError(f"{action} is no action of domain {self.name}")
+            raise InvalidArgument(f"{action} is no action of domain {self.name}")
         return binding.tool, dict(zip(binding.params, action.args, strict=True))
 
     @property

@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from tether.errors import InvalidArgument
 from tether.tools.base import ToolFailure
 from tether.tools.decorator import tool
 
@@ -27,7 +28,7 @@ class BlocksWorld:
         self.moves = 0
         unknown = {v for v in self.on.values() if v != "table"} - self.on.keys()
         if unknown:
-            raise ValueError(f"blocks {sorted(unknown)} are under others but not in the world")
+            raise InvalidArgument(f"blocks {sorted(unknown)} are under others but not in the world")
 
     def clear(self, block: str) -> bool:
         return block != self.holding and block not in self.on.values()

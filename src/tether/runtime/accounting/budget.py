@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from decimal import Decimal, InvalidOperation
 from typing import Any
 
+from tether.errors import InvalidArgument
 from tether.models.pricing import MILLION, Price
 from tether.records import fast_init
 from tether.runtime.accounting.stop import Stop, StopReason
@@ -32,9 +33,9 @@ def _limit_int(name: str, value: Any) -> int | None:
     if value is None:
         return None
     if isinstance(value, bool) or not isinstance(value, int):
-        raise ValueError(f"Budget.{name} must be a whole number or None, got {value!r}")
+        raise InvalidArgument(f"Budget.{name} must be a whole number or None, got {value!r}")
     if value < 0:
-        raise ValueError(f"Budget.{name} must be >= 0, got {value}")
+        raise InvalidArgument(f"Budget.{name} must be >= 0, got {value}")
     return value
 
 
@@ -56,21 +57,22 @@ class Budget:
             try:
                 cost = Decimal(str(self.max_cost_usd))
             except InvalidOperation:
-                raise ValueError(
+                raise InvalidArgument(
                     f"Budget.max_cost_usd must be a number, got {self.max_cost_usd!r}"
                 ) from None
             if not cost.is_finite() or cost < 0:
-                raise ValueError(f"Budget.max_cost_usd must be finite and >= 0, got {cost}")
+                raise InvalidArgument(f"Budget.max_cost_usd must be finite and >= 0, got {cost}")
             object.__setattr__(self, "max_cost_usd", cost)
         if self.max_seconds is not None:
             if isinstance(self.max_seconds, bool) or not isinstance(self.max_seconds, int | float):
-                raise ValueError(f"Budget.max_seconds must be a number, got {self.max_seconds!r}")
+                raise InvalidArgument("Budget.max_seconds must be a number, got "
+                                      f"{self.max_seconds!r}")
             if not math.isfinite(self.max_seconds) or self.max_seconds < 0:
-                raise ValueError(f"Budget.max_seconds must be finite and >= 0, got "
+                raise InvalidArgument(f"Budget.max_seconds must be finite and >= 0, got "
                                  f"{self.max_seconds}")
         share = self.final_turn_share
         if not (isinstance(share, int | float) and 0 <= share < 1):
-            raise ValueError(f"Budget.final_turn_share must be in [0, 1), got {share!r}")
+            raise InvalidArgument(f"Budget.final_turn_share must be in [0, 1), got {share!r}")
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -175,7 +177,7 @@ def _tokens_for(money: Decimal, per_million: Decimal) -> int:
 def check_price(budget: Budget, price: Price | None) -> None:
     """Fail closed: a cost budget cannot be enforced for a model whose price is unknown."""
     if budget.max_cost_usd is not None and price is None:
-        raise ValueError(
+        raise InvalidArgument(
             "a cost budget needs the model's price, and this model has none; give one with "
             "Agent(price=Price(input=..., output=...)) or drop max_cost_usd"
         )
@@ -190,7 +192,7 @@ def check_charge(spend: Spend) -> None:
     if not all(type(n) is int and n >= 0 for n in counts) or not (
             isinstance(spend.cost_usd, Decimal) and spend.cost_usd.is_finite()
             and spend.cost_usd >= 0):
-        raise ValueError(f"a charge must be whole, non-negative counts and a non-negative "
+        raise InvalidArgument(f"a charge must be whole, non-negative counts and a non-negative "
                          f"Decimal cost; refused {spend!r}")
 
 

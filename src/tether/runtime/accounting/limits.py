@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from tether.errors import InvalidArgument
+
 
 @dataclass(frozen=True, slots=True)
 class Limits:
@@ -15,8 +17,8 @@ class Limits:
 
     def __post_init__(self) -> None:
         if not 1 <= self.loop_warn_at < self.loop_stop_at:
-            raise ValueError("Limits need 1 <= loop_warn_at < loop_stop_at")
+            raise InvalidArgument("Limits need 1 <= loop_warn_at < loop_stop_at")
         if self.tool_error_ceiling < 1:
-            raise ValueError("Limits.tool_error_ceiling must be >= 1")
+            raise InvalidArgument("Limits.tool_error_ceiling must be >= 1")
         if self.denial_ceiling < 1:
-            raise ValueError("Limits.denial_ceiling must be >= 1")
+            raise InvalidArgument("Limits.denial_ceiling must be >= 1")

@@ -19,6 +19,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from tether.errors import InvalidArgument, WrongType
 from tether.runtime.approvals.requests import ApprovalRequest, ApprovalStore
 
 Verdict = bool | Literal["approve", "deny"] | None
@@ -34,11 +35,11 @@ class Approver:
 
     def __post_init__(self) -> None:
         if not callable(self.rule):
-            raise TypeError(f"approver {self.rule!r} is not callable; give a function "
+            raise WrongType(f"approver {self.rule!r} is not callable; give a function "
                             "(ApprovalRequest) -> True / False / None")
         if not isinstance(self.name, str) or not self.name.strip():
-            raise ValueError("an approver needs a non-empty name: it is journaled as the one "
-                             "who decided")
+            raise InvalidArgument("an approver needs a non-empty name: it is journaled as the one "
+                                  "who decided")
 
     def decide(self, request: ApprovalRequest, approvals: ApprovalStore) -> bool:
         """Decide ``request`` in ``approvals``; True if it was decided (either way), False if

@@ -21,6 +21,7 @@ import operator
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from tether.errors import InvalidArgument, WrongType
 from tether.journal.chain import Journal, JournalValueError
 from tether.models.base import (
     Model,
@@ -111,10 +112,11 @@ class Environment:
     def _check_turn(self, tool_choice: str | None, cap: int | None) -> None:
         if tool_choice is not None and tool_choice not in TOOL_CHOICES \
                 and tool_choice not in self._choosable:
-            raise ValueError(f"tool_choice {tool_choice!r} is neither one of {TOOL_CHOICES} "
-                             f"nor a tool of this agent ({', '.join(sorted(self._choosable))})")
+            raise InvalidArgument(f"tool_choice {tool_choice!r} is neither one of {TOOL_CHOICES} "
+                                  "nor a tool of this agent "
+                                  f"({', '.join(sorted(self._choosable))})")
         if cap is not None and (type(cap) is not int or cap < 1):
-            raise ValueError(f"max_output_tokens must be a whole number >= 1; got {cap!r}")
+            raise InvalidArgument(f"max_output_tokens must be a whole number >= 1; got {cap!r}")
 
     def skip_unresolved(self, why: str) -> None:
         """Give each call of the open turn that has no result one (``skipped``): a strategy
@@ -295,7 +297,7 @@ class Environment:
             else:
                 response = item
         if not isinstance(response, ModelResponse):
-            raise TypeError("the model's stream ended without a ModelResponse")
+            raise WrongType("the model's stream ended without a ModelResponse")
         return response
 
     def _result_room(self, wanted: int) -> int | None:
@@ -358,9 +360,9 @@ class Environment:
         open_calls = {c.id: c for c in unresolved}
         foreign = [c.id for c in calls if open_calls.get(c.id) != c]
         if len({c.id for c in calls}) != len(calls):
-            raise ValueError("call_tools was given the same call twice")
+            raise InvalidArgument("call_tools was given the same call twice")
         if foreign:
-            raise ValueError(
+            raise InvalidArgument(
                 f"call_tools takes calls from the model's last turn that have no result yet, "
                 f"as the model asked for them; {foreign} are not among them (pass "
                 "turn.tool_calls from ask_model, unchanged)")

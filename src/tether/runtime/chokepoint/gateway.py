@@ -34,6 +34,7 @@ import time
 from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
+from tether.errors import InvalidArgument, WrongState
 from tether.journal.chain import Journal
 from tether.journal.segments import NEXT, SEGMENT, link_to
 from tether.policy.base import Decision, Effect, Policy, Subject
@@ -109,13 +110,14 @@ class Gateway:
                  clock: Callable[[], float] = time.monotonic,
                  telemetry: Iterable[Callable[[Event], object]] = ()) -> None:
         if roll_calls is not None and roll_calls < 1:
-            raise ValueError(f"roll_calls must be at least 1, or None (no roll); got {roll_calls}")
+            raise InvalidArgument("roll_calls must be at least 1, or None (no roll); got "
+                                  f"{roll_calls}")
         if roll_seconds is not None and not roll_seconds > 0:
-            raise ValueError("roll_seconds must be more than 0, or None (no roll); got "
-                             f"{roll_seconds}")
+            raise InvalidArgument("roll_seconds must be more than 0, or None (no roll); got "
+                                  f"{roll_seconds}")
         if store is None and (roll_calls is not None or roll_seconds is not None):
-            raise ValueError("rolling a gateway's journal needs a store: a segment it rolled "
-                             "over is kept by the store only; pass store=...")
+            raise InvalidArgument("rolling a gateway's journal needs a store: a segment it rolled "
+                                  "over is kept by the store only; pass store=...")
         self.registry = ToolRegistry(tools)
         if check_policy_names:  # a misspelt deny rule must not silently deny nothing
             check_names(policy, self.registry.specs, whose="the gateway's tools", advice=(
@@ -213,7 +215,7 @@ class Gateway:
         returned as ``Content`` keeps its parts (``ToolResult.parts``), masked as journaled."""
         async with self._lock:
             if self._closed:
-                raise RuntimeError(f"gateway {self.id} is closed; open a new one")
+                raise WrongState(f"gateway {self.id} is closed; open a new one")
             return await self._call(name, arguments, TraceParent.parse(traceparent), caller)
 
     def close(self, reason: str = "client disconnected") -> None:

@@ -53,7 +53,7 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from tether.errors import RunError
+from tether.errors import RunError, WrongType
 from tether.journal.chain import JournalValueError
 from tether.models.base import CallCancelled
 from tether.runtime.accounting.answer_calls import usable
@@ -135,7 +135,7 @@ class ModelCall:
                     async with timer:
                         response = await rest
             if not isinstance(response, ModelResponse) and misread is None:
-                raise TypeError(f"model returned {type(response).__name__}, not ModelResponse")
+                raise WrongType(f"model returned {type(response).__name__}, not ModelResponse")
         except (Exception, Stop, asyncio.CancelledError) as exc:
             expired = (timer is not None and timer.expired()) or isinstance(exc, CallCancelled)
             raised = failed(exc, expired, step, reservation)

@@ -27,6 +27,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from tether.errors import InvalidArgument, WrongType
 from tether.journal.chain import canonical_json
 from tether.models.base import COMPACTED, Model, compacted_turns, context_window
 from tether.types import Message
@@ -64,28 +65,30 @@ class Compaction:
 
     def __post_init__(self) -> None:
         if self.strategy not in STRATEGIES:
-            raise ValueError(f"Compaction(strategy={self.strategy!r}) is not one of "
-                             f"{STRATEGIES}: 'summarise' (a governed model call writes a "
-                             "summary) or 'drop' (the oldest turns are left out)")
+            raise InvalidArgument(f"Compaction(strategy={self.strategy!r}) is not one of "
+                                  f"{STRATEGIES}: 'summarise' (a governed model call writes a "
+                                  "summary) or 'drop' (the oldest turns are left out)")
         window = self.context_window
         if window is not None and (type(window) is not int or window < 1):
-            raise ValueError(f"Compaction.context_window must be a whole number of tokens >= 1 "
-                             f"(or None: the model's own); got {window!r}")
+            raise InvalidArgument("Compaction.context_window must be a whole number of tokens >= "
+                                  f"1 (or None: the model's own); got {window!r}")
         if not (isinstance(self.threshold, int | float) and 0 < self.threshold <= 1):
-            raise ValueError(f"Compaction.threshold must be in (0, 1], the share of the window "
-                             f"a request may fill before compaction; got {self.threshold!r}")
+            raise InvalidArgument("Compaction.threshold must be in (0, 1], the share of the "
+                                  "window a request may fill before compaction; got "
+                                  f"{self.threshold!r}")
         share = self.budget_share
         if share is not None and not (isinstance(share, int | float) and 0 < share <= 1):
-            raise ValueError(f"Compaction.budget_share must be in (0, 1] or None; got {share!r}")
+            raise InvalidArgument("Compaction.budget_share must be in (0, 1] or None; got "
+                                  f"{share!r}")
         if type(self.keep_last) is not int or self.keep_last < 1:
-            raise ValueError(f"Compaction.keep_last must be a whole number >= 1 (the last turn "
-                             "is always kept: its tool results are still to be sent); got "
-                             f"{self.keep_last!r}")
+            raise InvalidArgument("Compaction.keep_last must be a whole number >= 1 (the last "
+                                  "turn is always kept: its tool results are still to be sent); "
+                                  f"got {self.keep_last!r}")
         if type(self.summary_tokens) is not int or self.summary_tokens < 16:
-            raise ValueError(f"Compaction.summary_tokens must be a whole number >= 16; got "
-                             f"{self.summary_tokens!r}")
+            raise InvalidArgument(f"Compaction.summary_tokens must be a whole number >= 16; got "
+                                  f"{self.summary_tokens!r}")
         if self.model is not None and not isinstance(self.model, Model):
-            raise TypeError(f"Compaction.model {self.model!r} is not a tether Model")
+            raise WrongType(f"Compaction.model {self.model!r} is not a tether Model")
 
     def window(self, model: object) -> int | None:
         """The context window requests are measured against: the declared one, else the
@@ -96,12 +99,12 @@ class Compaction:
         """Refuse, where the recipe is built, a compaction that could never trigger, and a
         summariser whose calls a cost limit could not price (``cost_limited``)."""
         if self.window(model) is None and self.budget_share is None:
-            raise ValueError(
+            raise InvalidArgument(
                 "Compaction needs a context window to measure requests against, and this model "
                 "declares none: give one, e.g. Compaction(context_window=8192), or a "
                 "budget_share to compact against the token budget instead")
         if cost_limited and self.model is not None and self.model.price is None:
-            raise ValueError(
+            raise InvalidArgument(
                 f"the budget has a cost limit and the summariser {self.model.name!r} has no "
                 "price, so its calls could not be charged: give the summariser a price or "
                 "leave Compaction(model=None) to summarise with the agent's model")

@@ -23,6 +23,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from tether.errors import WrongType
 from tether.models.base import estimate_text_tokens
 from tether.runtime.accounting.stop import Stop, StopReason
 
@@ -81,14 +82,14 @@ def output_spec(output_type: Any) -> OutputSpec:
         issubclass(output_type, BaseModel) or dataclasses.is_dataclass(output_type)
         or is_typeddict(output_type))
     if not ok:
-        raise TypeError(f"output_type={output_type!r} is not a pydantic model, a dataclass or a "
+        raise WrongType(f"output_type={output_type!r} is not a pydantic model, a dataclass or a "
                         "TypedDict: give the class the answer must validate as, e.g. "
                         "Agent(..., output_type=Invoice)")
     try:
         adapter = TypeAdapter(output_type)
         schema = adapter.json_schema()
     except PydanticUserError as exc:
-        raise TypeError(f"output_type={output_type.__name__} cannot be validated "
+        raise WrongType(f"output_type={output_type.__name__} cannot be validated "
                         f"from JSON by pydantic: {exc}") from None
     name = _NAME.sub("_", output_type.__name__)[:64] or "output"
     return OutputSpec(output_type, adapter, schema, name)

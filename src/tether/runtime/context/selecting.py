@@ -49,6 +49,7 @@ from collections.abc import Callable, Sequence
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
+from tether.errors import InvalidArgument
 from tether.models.base import estimate_tools_tokens
 from tether.runtime.chokepoint.environment import Environment
 from tether.runtime.chokepoint.executor import Rejected, ToolExecutor, unknown_tool
@@ -136,18 +137,18 @@ def ranking(index: ToolIndex, query: str, limit: int,
     pairs."""
     ranked = index.rank(query, limit)
     if isinstance(ranked, str | bytes) or not isinstance(ranked, Sequence):
-        raise ValueError(f"the ranker returned {type(ranked).__name__}, not a sequence of "
-                         "(tool name, score) pairs")
+        raise InvalidArgument(f"the ranker returned {type(ranked).__name__}, not a sequence of "
+                              "(tool name, score) pairs")
     checked = []
     for item in ranked:
         if not (isinstance(item, tuple | list) and len(item) == 2):
-            raise ValueError(f"the ranker returned {item!r}, not a (tool name, score) pair")
+            raise InvalidArgument(f"the ranker returned {item!r}, not a (tool name, score) pair")
         name, score = item
         if not isinstance(name, str) or catalog.get(name) is None:
-            raise ValueError(f"the ranker named {name!r}, which is not a tool of this agent")
+            raise InvalidArgument(f"the ranker named {name!r}, which is not a tool of this agent")
         if isinstance(score, bool) or not isinstance(score, int | float) or not math.isfinite(
                 score):
-            raise ValueError(f"the ranker scored {name!r} {score!r}, not a finite number")
+            raise InvalidArgument(f"the ranker scored {name!r} {score!r}, not a finite number")
         checked.append((name, float(score)))
     return checked
 

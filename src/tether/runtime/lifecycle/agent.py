@@ -14,6 +14,7 @@ from collections.abc import AsyncIterator, Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from tether.errors import InvalidArgument, WrongState, WrongType
 from tether.models.base import Model
 from tether.models.pricing import Price
 from tether.policy.base import AllowAll, Policy
@@ -113,40 +114,40 @@ class Agent:
 
     def __post_init__(self) -> None:
         if not isinstance(self.model, Model):
-            raise TypeError(f"model {self.model!r} is not a tether Model (needs name, price, "
+            raise WrongType(f"model {self.model!r} is not a tether Model (needs name, price, "
                             "estimate_message_tokens and async complete)")
         if not callable(getattr(self.reasoning, "run", None)):
-            raise TypeError(f"reasoning {self.reasoning!r} has no run(handle) method; use "
+            raise WrongType(f"reasoning {self.reasoning!r} has no run(handle) method; use "
                             "tether.ReAct() or implement the Strategy protocol")
         if not callable(getattr(self.policy, "evaluate", None)):
-            raise TypeError(f"policy {self.policy!r} has no evaluate(subject, action, resource, "
+            raise WrongType(f"policy {self.policy!r} has no evaluate(subject, action, resource, "
                             "context) method")
         if not isinstance(self.budget, Budget):
-            raise TypeError("budget must be a tether.Budget")
+            raise WrongType("budget must be a tether.Budget")
         if self.max_result_chars < 1:
-            raise ValueError("max_result_chars must be >= 1")
+            raise InvalidArgument("max_result_chars must be >= 1")
         if not self.approval_ttl > 0:
-            raise ValueError("approval_ttl must be a positive number of seconds")
+            raise InvalidArgument("approval_ttl must be a positive number of seconds")
         if not 0 < self.lease_ttl < math.inf:
-            raise ValueError("lease_ttl must be a positive, finite number of seconds")
+            raise InvalidArgument("lease_ttl must be a positive, finite number of seconds")
         if self.policy_timeout is not None and not self.policy_timeout > 0:
-            raise ValueError("policy_timeout must be a positive number of seconds (or None: "
-                             "a policy that may block is then waited for without limit)")
+            raise InvalidArgument("policy_timeout must be a positive number of seconds (or None: "
+                                  "a policy that may block is then waited for without limit)")
         if type(self.output_retries) is not int or self.output_retries < 0:
-            raise ValueError("output_retries must be a whole number >= 0 (the repair turns an "
-                             "answer that does not validate as output_type gets)")
+            raise InvalidArgument("output_retries must be a whole number >= 0 (the repair turns an "
+                                  "answer that does not validate as output_type gets)")
         if self.compaction is not None:
             from tether.runtime.context.compaction import Compaction as _Compaction
 
             if not isinstance(self.compaction, _Compaction):
-                raise TypeError(f"compaction {self.compaction!r} is not a tether Compaction; "
+                raise WrongType(f"compaction {self.compaction!r} is not a tether Compaction; "
                                 "give Compaction(...) or None")
             self.compaction.check(self.model, self.budget.max_cost_usd is not None)
         if self.planner is not None:
             from tether.runtime.lifecycle.planning import ModelPlanner as _ModelPlanner
 
             if not isinstance(self.planner, _ModelPlanner):
-                raise TypeError(f"planner {self.planner!r} is not a tether ModelPlanner; give "
+                raise WrongType(f"planner {self.planner!r} is not a tether ModelPlanner; give "
                                 "ModelPlanner(...) or None")
             self.planner.check(self.budget.max_cost_usd is not None)
         spec = None
@@ -158,9 +159,9 @@ class Agent:
         if isinstance(self.store, str):
             object.__setattr__(self, "store", open_store(self.store))
         if self.keep_hidden_arguments and self.store is None:
-            raise ValueError("keep_hidden_arguments=True keeps hidden arguments in the store, "
-                             "and this agent has none: give it one, e.g. "
-                             "Agent(..., store='sqlite:///tether.db')")
+            raise InvalidArgument("keep_hidden_arguments=True keeps hidden arguments in the store, "
+                                  "and this agent has none: give it one, e.g. "
+                                  "Agent(..., store='sqlite:///tether.db')")
         if self.approvals is None or type(self.approvals) is _RecipeApprovals:
             scope = ALL_TENANTS if self.tenant_id is None else self.tenant_id
             approvals = _RecipeApprovals(self.journal_store or MemoryStore(), scope)
@@ -169,14 +170,14 @@ class Agent:
         telemetry = (self.telemetry,) if callable(self.telemetry) else tuple(self.telemetry)
         for sink in telemetry:
             if not callable(sink):
-                raise TypeError(f"telemetry {sink!r} is not callable: give sinks that take an "
+                raise WrongType(f"telemetry {sink!r} is not callable: give sinks that take an "
                                 "Event, e.g. Agent(..., telemetry=[tether.observe.OTelSink()])")
         object.__setattr__(self, "telemetry", telemetry)
         registry = ToolRegistry(self.tools)
         choice = self.first_tool_choice
         if choice is not None and choice not in TOOL_CHOICES and choice not in registry.names:
-            raise ValueError(f"first_tool_choice={choice!r} is neither one of {TOOL_CHOICES} nor "
-                             f"a tool of this agent ({', '.join(sorted(registry.names))})")
+            raise InvalidArgument(f"first_tool_choice={choice!r} is neither one of {TOOL_CHOICES} "
+                                  f"nor a tool of this agent ({', '.join(sorted(registry.names))})")
         if self.check_policy_names:
             check_names(self.policy, registry.specs)
         object.__setattr__(self, "tool_index", self._index_tools(registry))
@@ -192,19 +193,19 @@ class Agent:
         from tether.tools.selection import ToolSelection
 
         if not isinstance(selection, ToolSelection):
-            raise TypeError("tool_selection must be a tether.tools.selection.ToolSelection, "
+            raise WrongType("tool_selection must be a tether.tools.selection.ToolSelection, "
                             "e.g. ToolSelection(k=8)")
         missing = [n for n in selection.always if registry.get(n) is None]
         if missing:
-            raise ValueError(f"ToolSelection(always=...) names {missing}, not tools of this "
-                             f"agent ({', '.join(sorted(registry.names))})")
+            raise InvalidArgument(f"ToolSelection(always=...) names {missing}, not tools of this "
+                                  f"agent ({', '.join(sorted(registry.names))})")
         choice = self.first_tool_choice
         if choice is not None and choice not in TOOL_CHOICES and choice not in selection.always:
-            raise ValueError(f"first_tool_choice={choice!r} must be offered on the first turn: "
-                             "with tool_selection, put it in ToolSelection(always=...)")
+            raise InvalidArgument(f"first_tool_choice={choice!r} must be offered on the first "
+                                  "turn: with tool_selection, put it in ToolSelection(always=...)")
         index = selection.ranker.index(registry.specs)
         if not callable(getattr(index, "rank", None)):
-            raise TypeError(f"{selection.ranker!r}.index(specs) returned {index!r}, which has no "
+            raise WrongType(f"{selection.ranker!r}.index(specs) returned {index!r}, which has no "
                             "rank(query, limit) method (see tether.tools.selection.ToolIndex)")
         return index
 
@@ -280,18 +281,18 @@ class Agent:
 
         if self.tenant_id is not None:
             if tenant_id not in (None, self.tenant_id):
-                raise ValueError(f"this agent serves tenant {self.tenant_id!r}; it cannot start "
-                                 f"a session for tenant {tenant_id!r}")
+                raise InvalidArgument(f"this agent serves tenant {self.tenant_id!r}; it cannot "
+                                      f"start a session for tenant {tenant_id!r}")
             tenant_id = self.tenant_id
         if thread is not None:
             from tether.runtime.lifecycle.thread import check_thread_id
 
             check_thread_id(thread)
             if not user_id:  # else every anonymous session of the tenant would share it
-                raise ValueError("a thread belongs to a user: pass user_id=... with thread=")
+                raise InvalidArgument("a thread belongs to a user: pass user_id=... with thread=")
             if self.journal_store is None:
-                raise ValueError("a thread lives in a store, and this agent has none: give it "
-                                 "one, e.g. Agent(..., store='sqlite:///tether.db')")
+                raise InvalidArgument("a thread lives in a store, and this agent has none: give it "
+                                      "one, e.g. Agent(..., store='sqlite:///tether.db')")
         return Session(self, task, budget=budget or self.budget, user_id=user_id,
                        tenant_id=tenant_id, roles=roles, context=context, session_id=session_id,
                        metadata=metadata, request=request, thread=thread)
@@ -321,5 +322,5 @@ def run_sync(coro: Any) -> Any:
     except RuntimeError:
         return asyncio.run(coro)
     coro.close()
-    raise RuntimeError("run() was called inside a running event loop; use `await agent.arun(...)`"
-                       " or `await session.arun()` there")
+    raise WrongState("run() was called inside a running event loop; use `await agent.arun(...)`"
+                     " or `await session.arun()` there")

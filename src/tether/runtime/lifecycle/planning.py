@@ -34,6 +34,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from tether.errors import InvalidArgument, WrongType
 from tether.journal.chain import Journal
 from tether.models.base import CallCancelled, Model, native_output
 from tether.policy.plan import askable
@@ -62,16 +63,16 @@ class ModelPlanner:
 
     def __post_init__(self) -> None:
         if type(self.max_tokens) is not int or self.max_tokens < 16:
-            raise ValueError(f"ModelPlanner.max_tokens must be a whole number >= 16 (the "
-                             f"output cap of the planner's call); got {self.max_tokens!r}")
+            raise InvalidArgument(f"ModelPlanner.max_tokens must be a whole number >= 16 (the "
+                                  f"output cap of the planner's call); got {self.max_tokens!r}")
         if self.model is not None and not isinstance(self.model, Model):
-            raise TypeError(f"ModelPlanner.model {self.model!r} is not a tether Model (or "
+            raise WrongType(f"ModelPlanner.model {self.model!r} is not a tether Model (or "
                             "None: the agent's own model)")
 
     def check(self, cost_limited: bool) -> None:
         """Refuse, where the recipe is built, a planner a cost limit could not price."""
         if cost_limited and self.model is not None and self.model.price is None:
-            raise ValueError(
+            raise InvalidArgument(
                 f"the budget has a cost limit and the planner {self.model.name!r} has no "
                 "price, so its call could not be charged: give it a price or leave "
                 "ModelPlanner(model=None) to plan with the agent's model")

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from functools import partial
 from typing import TYPE_CHECKING, Any, NoReturn
 
-from tether.errors import RunError
+from tether.errors import InvalidArgument, NotFound, RunError, WrongState
 from tether.journal.chain import EventBus, Journal, verify_chain
 from tether.journal.erasure import vouched
 from tether.models.base import native_output
@@ -104,7 +104,7 @@ class Session:
                  metadata: Mapping[str, Any] | None = None, request: str | None = None,
                  thread: str | None = None) -> None:
         if not isinstance(task, str) or not task.strip():
-            raise ValueError("task must be a non-empty string")
+            raise InvalidArgument("task must be a non-empty string")
         self.agent = agent
         self.task = task
         # what the user asked, for the policy (Context.request): the task, unless someone other
@@ -145,17 +145,17 @@ class Session:
         recipe unless ``accept_recipe_change``."""
         store = agent.journal_store
         if store is None:
-            raise RuntimeError("this agent has no store to load sessions from; build it with "
-                               "Agent(..., store='sqlite:///tether.db')")
+            raise WrongState("this agent has no store to load sessions from; build it with "
+                             "Agent(..., store='sqlite:///tether.db')")
         events = store.read(session_id)
         if events and events[0].type == ERASED_TYPE and (
                 agent.tenant_id in (None, events[0].data["subject"].get("tenant_id"))):
-            raise LookupError(f"session {session_id}'s content was erased (by "
-                              f"{events[0].data.get('erasure')}); there is nothing to load")
+            raise NotFound(f"session {session_id}'s content was erased (by "
+                           f"{events[0].data.get('erasure')}); there is nothing to load")
         if not events or events[0].type != "session.start" or (
                 agent.tenant_id is not None
                 and events[0].data["subject"].get("tenant_id") != agent.tenant_id):
-            raise LookupError(f"no session {session_id!r} in {store.url}")
+            raise NotFound(f"no session {session_id!r} in {store.url}")
         broken = verify_chain(events, vouched(events, store.read))  # passages erased
         if broken is not None:
             why = (f"event {broken} was stored as JSONB by a tether before PostgreSQL schema 3 "
@@ -204,15 +204,15 @@ class Session:
         """Decide a call that was interrupted mid-effect: ``retry`` runs it again, ``skip``
         gives the model a result saying it was not repeated. Then ``resume()``."""
         if action not in ("retry", "skip"):
-            raise ValueError("action must be 'retry' or 'skip'")
+            raise InvalidArgument("action must be 'retry' or 'skip'")
         state = self._state
         if state.stop_reason is not None and not state.paused:
             raise SessionEnded(f"session {self.id} ended ({state.stop_reason}), so there is "
                                "nothing to settle: an ended session runs nothing more")
         if not operator or not operator.strip():
-            raise ValueError("say who settles: operator must be a non-empty name")
+            raise InvalidArgument("say who settles: operator must be a non-empty name")
         if call_id not in state.started or call_id in state.results:
-            raise ValueError(f"call {call_id!r} is not an interrupted call of this session")
+            raise InvalidArgument(f"call {call_id!r} is not an interrupted call of this session")
         with leased_briefly(self._journal, self.agent.lease_ttl):
             self._journal.append("effect.settled", {"call_id": call_id, "action": action,
                                                     "operator": operator, "note": note})
@@ -289,7 +289,7 @@ class Session:
         process died."""
         state = self._state
         if not len(self._journal):
-            raise RuntimeError(f"session {self.id} has not started; run it instead")
+            raise WrongState(f"session {self.id} has not started; run it instead")
         if state.stop_reason is not None and not state.paused:
             raise SessionEnded(f"session {self.id} is not paused; it ended "
                                f"({state.stop_reason}), so there is nothing to resume")
@@ -297,7 +297,7 @@ class Session:
 
     async def _activate(self) -> Result:
         if self._running:
-            raise RuntimeError(f"session {self.id} is already running")
+            raise WrongState(f"session {self.id} is already running")
         self._running = True
         task = asyncio.current_task()
         assert task is not None

@@ -33,7 +33,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from tether.errors import RunError
+from tether.errors import InvalidArgument, RunError
 from tether.journal.chain import verify_chain
 from tether.journal.erasure import vouched
 from tether.runtime.record.state import fold
@@ -73,8 +73,8 @@ class Turn:
 
 def check_thread_id(thread_id: object) -> str:
     if not isinstance(thread_id, str) or not thread_id.strip() or len(thread_id) > MAX_THREAD_ID:
-        raise ValueError(f"thread must be a non-empty string of at most {MAX_THREAD_ID} "
-                         f"characters, e.g. thread='support-4711'; got {thread_id!r}")
+        raise InvalidArgument(f"thread must be a non-empty string of at most {MAX_THREAD_ID} "
+                              f"characters, e.g. thread='support-4711'; got {thread_id!r}")
     return thread_id
 
 

@@ -17,6 +17,7 @@ from collections import deque
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
+from tether.errors import InvalidArgument
 from tether.journal.chain import canonical_json
 from tether.policy.base import MadeEffect
 from tether.policy.plan import RequestPlan
@@ -68,7 +69,8 @@ class SessionState:
 
     def __init__(self, window: int | None = None) -> None:
         if window is not None and window < 1:
-            raise ValueError(f"window must be at least 1 call, or None (no bound); got {window}")
+            raise InvalidArgument("window must be at least 1 call, or None (no bound); got "
+                                  f"{window}")
         self.window = window
         self.task = ""
         self.conversation: list[Message] = []

@@ -31,7 +31,7 @@ import re
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from tether.errors import RunError
+from tether.errors import InvalidArgument, RunError
 from tether.journal.chain import JournalValueError
 from tether.runtime.accounting.answer_calls import without_cut_call
 from tether.runtime.accounting.stop import Stop, StopReason
@@ -69,16 +69,16 @@ async def ask_branch(env: Environment, key: str, messages: Sequence[Message],
                      tool_choice: str | None, cap: int | None, tools: bool) -> ModelResponse:
     """One governed model call on a branch's context (see the module docstring)."""
     if not isinstance(key, str) or not _KEY.fullmatch(key):
-        raise ValueError(f"a branch call's key must be 1-80 letters, digits, '.', '_' or '-' "
-                         f"(e.g. 'n3.s1'), unique in the session; got {key!r}")
+        raise InvalidArgument(f"a branch call's key must be 1-80 letters, digits, '.', '_' or '-' "
+                              f"(e.g. 'n3.s1'), unique in the session; got {key!r}")
     messages = tuple(messages)
     if not all(isinstance(m, Message) for m in messages):
-        raise ValueError("ask_branch takes the branch's messages as tether Message objects")
+        raise InvalidArgument("ask_branch takes the branch's messages as tether Message objects")
     state, log = env._state, env._state.branches
     wanted = digest(messages)
     if key in log.asked and log.asked[key] != wanted:
-        raise ValueError(f"the branch call {key!r} was journaled with other messages: a key "
-                         "names one call; give each new call a key of its own")
+        raise InvalidArgument(f"the branch call {key!r} was journaled with other messages: a key "
+                              "names one call; give each new call a key of its own")
     if key in log.answers:  # resumed: answered already, from the journal (not asked again)
         return _copy(log.answers[key])
     specs, tools_estimate = env.branch_tools(key, messages, tool_choice) if tools else ((), 0)
@@ -108,7 +108,7 @@ async def ask_branch(env: Environment, key: str, messages: Sequence[Message],
             "reserved_cost_usd": reservation.cost_usd,
             **({"tool_choice": choice} if choice is not None else {})})
     except JournalValueError as exc:
-        raise ValueError(f"the branch's messages cannot be journaled: {exc}") from None
+        raise InvalidArgument(f"the branch's messages cannot be journaled: {exc}") from None
     await durable
     traceparent = env._trace.model_call(seq).header() if env._trace else ""  # (as a turn's)
     request = ModelRequest(sent, specs, reservation.max_output_tokens, input_estimate, choice,
@@ -148,11 +148,11 @@ async def call_branch(env: Environment, calls: Sequence[ToolCall]) -> tuple[Tool
     log = env._state.branches
     for c in calls:
         if not isinstance(c, ToolCall) or log.calls.get(c.id) != c:
-            raise ValueError(
+            raise InvalidArgument(
                 f"call_branch takes calls from a branch answer (ask_branch), as the model asked "
                 f"for them; {getattr(c, 'id', c)!r} is not one")
     if len({c.id for c in calls}) != len(calls):
-        raise ValueError("call_branch was given the same call twice")
+        raise InvalidArgument("call_branch was given the same call twice")
     out: dict[str, ToolResult] = {}
     run: list[ToolCall] = []
     for c in calls:

@@ -20,6 +20,7 @@ from collections.abc import Mapping, Sequence
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
+from tether.errors import InvalidArgument
 from tether.journal.chain import JournalValueError
 from tether.runtime.accounting.stop import StopLatch
 from tether.runtime.record.result import ToolResult
@@ -44,11 +45,11 @@ def record_note(env: Environment, kind: str, data: Mapping[str, Any]) -> None:
     """Journal a strategy's note (``Handle.record``); refused after a stop."""
     with StopLatch(env):
         if not isinstance(kind, str) or not kind:
-            raise ValueError("a strategy note needs a kind, e.g. record('route', {...})")
+            raise InvalidArgument("a strategy note needs a kind, e.g. record('route', {...})")
         try:
             env._journal.append("strategy.note", {"kind": kind, "data": dict(data)})
         except JournalValueError as exc:
-            raise ValueError(f"the strategy note cannot be journaled: {exc}") from None
+            raise InvalidArgument(f"the strategy note cannot be journaled: {exc}") from None
 
 
 async def call_planned(env: Environment, calls: Sequence[tuple[str, Mapping[str, Any]]],
@@ -64,7 +65,7 @@ async def call_planned(env: Environment, calls: Sequence[tuple[str, Mapping[str,
             env._journal.append("strategy.calls", {"reason": reason, "flushed": flushed,
                                                    "calls": turn})
         except JournalValueError as exc:
-            raise ValueError(f"the planned calls cannot be journaled: {exc}") from None
+            raise InvalidArgument(f"the planned calls cannot be journaled: {exc}") from None
         estimate = env._model.estimate_message_tokens
         env._sent_estimate += sum(map(estimate, flushed)) + estimate(state.conversation[-1])
         env._answered = (-1, 0)  # the conversation grew past the last answer

@@ -20,6 +20,7 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any, Protocol
 
+from tether.errors import WrongState
 from tether.runtime.record.result import ToolResult
 from tether.runtime.strategy.planned import Entry
 from tether.types import Message, ModelResponse, ToolCall, detached
@@ -86,7 +87,7 @@ class Handle:
         strategy's own turn: the model sees them as calls it did not write, each followed by
         its result."""
         if self._planned is None:
-            raise RuntimeError("this handle runs no planned calls")
+            raise WrongState("this handle runs no planned calls")
         frozen = tuple((c[0], detached(dict(c[1])))
                        if isinstance(c, tuple) and len(c) == 2 and isinstance(c[1], Mapping)
                        else c for c in calls)
@@ -104,7 +105,7 @@ class Handle:
         calls of the answer have ids ``branch_<key>_<i>``; run them with ``call_branch``.
         ``tools=False`` offers none (an evaluation, a reflection)."""
         if self._branch is None:
-            raise RuntimeError("this handle explores no branches")
+            raise WrongState("this handle explores no branches")
         return await self._branch[0](key, tuple(messages), tool_choice=tool_choice,
                                      cap=max_output_tokens, tools=tools)
 
@@ -115,7 +116,7 @@ class Handle:
         their result a placeholder with status ``simulated``. One result per call, in order.
         A path's side effects run for real only through ``call_planned``."""
         if self._branch is None:
-            raise RuntimeError("this handle explores no branches")
+            raise WrongState("this handle explores no branches")
         return await self._branch[1](tuple(calls))
 
     def history(self) -> tuple[Entry, ...]:
@@ -134,7 +135,7 @@ class Handle:
         """Journal what the strategy decided and why (a route, a grade, a plan) as a
         ``strategy.note`` event: it changes nothing the run does, and audit shows it."""
         if self._record is None:
-            raise RuntimeError("this handle journals nothing")
+            raise WrongState("this handle journals nothing")
         self._record(kind, data)
 
 

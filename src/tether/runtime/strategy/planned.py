@@ -22,6 +22,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from tether.errors import InvalidArgument
 from tether.runtime.record.result import ToolResult
 from tether.runtime.record.state import SessionState
 from tether.types import PLANNED_CALL_PREFIX, ToolCall, detached
@@ -65,20 +66,21 @@ def planned_turn(calls: Sequence[tuple[str, Mapping[str, Any]]], reason: str,
     """The calls as the gate will see them, each with its id; ValueError for what cannot be a
     call (no tool name, arguments that are not a JSON object, no reason)."""
     if not isinstance(reason, str) or not reason.strip():
-        raise ValueError("call_planned needs a reason (e.g. 'plan step 2/5: (stack a b)'): it "
-                         "is journaled with the calls")
+        raise InvalidArgument("call_planned needs a reason (e.g. 'plan step 2/5: (stack a b)'): it "
+                              "is journaled with the calls")
     if isinstance(calls, str | bytes) or not calls:
-        raise ValueError("call_planned takes a non-empty sequence of (tool name, arguments)")
+        raise InvalidArgument("call_planned takes a non-empty sequence of (tool name, arguments)")
     turn = 1 + sum(kind == "calls" for kind, _ in state.strategy_log)
     out = []
     for i, item in enumerate(calls, start=1):
         if not isinstance(item, tuple) or len(item) != 2:
-            raise ValueError(f"planned call {i} is {item!r}, not a (tool name, arguments) pair")
+            raise InvalidArgument(f"planned call {i} is {item!r}, not a (tool name, arguments) "
+                                  "pair")
         name, arguments = item
         if not isinstance(name, str) or not name:
-            raise ValueError(f"planned call {i} has no tool name")
+            raise InvalidArgument(f"planned call {i} has no tool name")
         if not isinstance(arguments, Mapping) or not all(isinstance(k, str) for k in arguments):
-            raise ValueError(f"planned call {i} ({name}): arguments must be a JSON object")
+            raise InvalidArgument(f"planned call {i} ({name}): arguments must be a JSON object")
         out.append(ToolCall(f"{PLANNED_CALL_PREFIX}{turn}_{i}", name, detached(dict(arguments))))
     return tuple(out)
 
