@@ -65,7 +65,7 @@ from tether.types import (
 
 
 class Environment:
-    __slots__ = ("_accountant", "_answered", "_call", "_ceiling", "_choosable",
+    __slots__ = ("_accountant", "_answered", "_call", "_ceiling", "_choosable", "_failed",
                  "_failures", "_first_tool_choice", "_journal", "_min_seconds", "_model",
                  "_on_delta", "_output", "_pending", "_seen_ids", "_sent_estimate", "_shapers",
                  "_show_budget", "_specs", "_state", "_tool_names", "_tools", "_tools_added",
@@ -109,9 +109,10 @@ class Environment:
         self._first_tool_choice = first_tool_choice  # the tool choice of the session's first turn
         # the last answer's place in the conversation and its estimate (see _ask)
         self._answered: tuple[int, int] = (-1, 0)
-        self._failures = Failures(run.journal)
+        self._failures = failures = Failures(run.journal)
+        self._failed = failures.failed_call  # (bound once: a step makes no bound method for it)
         self._call = ModelCall(run.journal, run.accountant,
-                               self._failures.turn_door())  # every turn's governed model call
+                               failures.turn_door())  # every turn's governed model call
 
     @property
     def state(self) -> SessionState:
@@ -225,8 +226,7 @@ class Environment:
         on_delta = self._on_delta
         answered = await call.answer(self._model.complete(request) if on_delta is None
                                      else streamed(self._model, request, on_delta), step,
-                                     reservation, reservation.deadline,
-                                     self._failures.failed_call)
+                                     reservation, reservation.deadline, self._failed)
         response = self._record(call, answered, reservation, step, final)
         if reservation.deadline is not None:
             self._accountant.learn_rate(response.usage.output_tokens, sent)

@@ -30,7 +30,6 @@ from tether.runtime.lifecycle.agent import run_sync
 from tether.runtime.lifecycle.interrupt import interruption, lost_call
 from tether.runtime.lifecycle.lease import leased, leased_briefly
 from tether.runtime.lifecycle.opening import open_run
-from tether.runtime.lifecycle.stopping import record_pause, wrap_up
 from tether.runtime.lifecycle.stored import JournalTampered as JournalTampered
 from tether.runtime.lifecycle.stored import RecipeChanged as RecipeChanged
 from tether.runtime.lifecycle.stored import stored_events
@@ -316,6 +315,8 @@ class Session:
             return await self._end(stop.reason, stop.detail, answer,
                              f"[tether] The run stopped: {stop.detail}. The answer is the "
                              "model's last output, which is not valid; result.output is None.")
+        from tether.runtime.lifecycle.stopping import wrap_up  # (a run that finishes: never)
+
         answer = await wrap_up(env, self._journal, stop)
         why = f"{stop.reason.value} ({stop.detail})"
         spent = f"Spent in all: {self.spend().against(self.budget)}."  # the wrap-up included
@@ -345,6 +346,8 @@ class Session:
 
     def _record_pause(self, stop: Stop) -> Spend:
         """Append the pause (the caller writes it: awaited in a run, at once when interrupted)."""
+        from tether.runtime.lifecycle.stopping import record_pause
+
         return record_pause(self._journal, self._state, self.agent.registry, self._accountant,
                             self.pending_approvals(), stop)
 

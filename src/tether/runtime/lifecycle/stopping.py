@@ -6,7 +6,8 @@ what waits (approvals, an operator's settlement, nothing for an interruption) â€
 says to the person who reads it. Those records are the session's words, not its course, and
 they made the session's file the longest of the runtime.
 
-Decision: plain functions of what they record from (the journal, the state, the accountant), so
+Decision: plain functions of what they record from (the journal, the state, the accountant),
+loaded only by a run that stops or pauses (a run that finishes pays nothing for them), so
 the session's ``_drive`` reads as the run's course; each appends and returns, and the caller
 writes it (awaited in a run, at once when interrupted).
 """
