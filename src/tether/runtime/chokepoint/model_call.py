@@ -1,7 +1,7 @@
 """One governed model call: the budget invariant of every model call, written once.
 
 Why: six doors make model calls — the session turn (``Environment``), a search branch
-(``tether.runtime.strategy.branching``), a compaction summary
+(``tether.runtime.chokepoint.branch_call``), a compaction summary
 (``tether.runtime.context.compactor``), the request planner (``tether.runtime.lifecycle.planning``),
 a tool's sampling request (``tether.runtime.chokepoint.asks``) and a foreign framework's call
 (``tether.integrations.governed``). Each must reserve, make its request durable, call under the
