@@ -18,7 +18,9 @@ spent and the run goes on; the search should end). The answer's calls get ids
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
 
 from tether.errors import RunError
 from tether.journal.chain import Journal, JournalValueError
@@ -28,7 +30,6 @@ from tether.runtime.accounting.budget import Accountant
 from tether.runtime.accounting.stop import Stop
 from tether.runtime.chokepoint.failures import Failures
 from tether.runtime.chokepoint.model_call import ModelCall
-from tether.runtime.context.output import OutputCheck
 from tether.runtime.record.state import SessionState
 from tether.tracing import Segment
 from tether.types import (
@@ -70,7 +71,8 @@ class Asking:
     """The chokepoint's parts a branch call is asked with."""
 
     model: Model
-    output: OutputCheck | None
+    schema: Mapping[str, Any] | None  # the recipe's output schema, if it has one ...
+    schema_estimate: int  # ... and the tokens it adds to a request that carries it
     ceiling: int | None
     min_seconds: float
     trace: Segment | None
@@ -86,10 +88,10 @@ async def ask_on_branch(asking: Asking, branch: BranchCall) -> ModelResponse:
     sent = (*state.opening, *branch.messages)
     # an uncapped branch call may be the answer: it carries the recipe's output schema, as a
     # turn does (a capped one — a value, a reflection — is a side question, as on a turn)
-    output = asking.output if cap is None else None
+    schema = asking.schema if cap is None else None
     input_estimate = sum(map(asking.model.estimate_message_tokens, sent)) + (
         branch.tools_estimate if specs else 0) + (
-        output.request_estimate if output is not None else 0)
+        asking.schema_estimate if schema is not None else 0)
     ceiling = asking.ceiling if cap is None else min(cap, asking.ceiling or cap)
     call = ModelCall(asking.journal, asking.accountant, asking.failures.branch_door(key))
     try:
@@ -113,9 +115,8 @@ async def ask_on_branch(asking: Asking, branch: BranchCall) -> ModelResponse:
     trace = asking.trace
     traceparent = trace.model_call(seq).header() if trace else ""  # (as a turn's)
     request = ModelRequest(sent, specs, reservation.max_output_tokens, input_estimate, choice,
-                           traceparent) if output is None else StructuredRequest(
-        sent, specs, reservation.max_output_tokens, input_estimate, choice, traceparent,
-        output.spec.schema)
+                           traceparent) if schema is None else StructuredRequest(
+        sent, specs, reservation.max_output_tokens, input_estimate, choice, traceparent, schema)
     response = await call.answer(asking.model.complete(request), step, reservation,
                                  reservation.deadline, asking.failures.failed_call)
     response = branch_ids(without_cut_call(ModelResponse(

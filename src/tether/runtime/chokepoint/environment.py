@@ -13,7 +13,7 @@ The Environment remembers the Stop it raised and raises it again on every later 
 
 Its seams, each a public protocol it implements, so nothing outside reads its private fields:
 
-- ``TurnShaper`` / ``TurnSeat`` (``tether.runtime.context.shaper``): what shapes a turn —
+- ``TurnShaper`` / ``TurnSeat`` (``tether.runtime.chokepoint.shaper``): what shapes a turn —
   compaction, tool selection — handed to it as an ordered tuple (empty: the plain path);
 - ``Seat`` (``tether.runtime.strategy.seat``): what a strategy's doors beyond the turn and the
   tool calls need — a call on a branch's context (``tether.runtime.chokepoint.branch_call``),
@@ -47,9 +47,9 @@ from tether.runtime.chokepoint.checks import check_open, check_turn
 from tether.runtime.chokepoint.effects import skipped
 from tether.runtime.chokepoint.failures import Failures
 from tether.runtime.chokepoint.model_call import ModelCall, streamed
+from tether.runtime.chokepoint.shaper import Offered, TurnShaper
 from tether.runtime.chokepoint.turn import ToolCalls
 from tether.runtime.context.output import OutputCheck
-from tether.runtime.context.shaper import Offered, TurnShaper
 from tether.runtime.record.result import ToolResult
 from tether.runtime.record.state import SessionState
 from tether.types import (
@@ -154,9 +154,11 @@ class Environment:
     async def ask_on_branch(self, branch: BranchCall) -> ModelResponse:
         """One governed model call on a branch's own context
         (``tether.runtime.chokepoint.branch_call``)."""
+        output = self._output
         return await ask_on_branch(Asking(
-            self._model, self._output, self._ceiling, self._min_seconds, self._trace,
-            self._journal, self._accountant, self._state, self._failures), branch)
+            self._model, None if output is None else output.spec.schema,
+            0 if output is None else output.request_estimate, self._ceiling, self._min_seconds,
+            self._trace, self._journal, self._accountant, self._state, self._failures), branch)
 
     async def wrap_up(self, note: str) -> ModelResponse:
         """The model's last turn, without tools, after the run was stopped (the session's)."""

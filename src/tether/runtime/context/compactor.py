@@ -1,6 +1,6 @@
 """The chokepoint's part in compaction: when to compact, the governed summary call, the record.
 
-Why a turn shaper (``tether.runtime.context.shaper``): a recipe without compaction must not pay
+Why a turn shaper (``tether.runtime.chokepoint.shaper``): a recipe without compaction must not pay
 for it on any step, so the session hands the Environment a ``Compactor`` only for a recipe that
 has one, and the plain Environment's path is untouched. Before each model turn it asks the
 Environment for the request's estimate (``TurnSeat.next_input``: as the reservation counts it, the
@@ -37,8 +37,8 @@ from tether.runtime.accounting.budget import Reservation
 from tether.runtime.accounting.stop import Stop
 from tether.runtime.chokepoint.assembly import RunContext
 from tether.runtime.chokepoint.model_call import Door, ModelCall, Unanswered
+from tether.runtime.chokepoint.shaper import Offered, TurnSeat
 from tether.runtime.context.compaction import Compaction, Cut, digest, plan, replacement, transcript
-from tether.runtime.context.shaper import Offered, TurnSeat
 from tether.types import Message, ModelRequest
 
 

@@ -2,7 +2,7 @@
 
 Why: ``Agent(tool_selection=ToolSelection(...))`` (``tether.tools.selection``) keeps a catalog of
 hundreds of tools out of every request. This module is the runtime's side of it: a turn shaper
-(``Selector``, ``tether.runtime.context.shaper``) that shows each turn its offer through
+(``Selector``, ``tether.runtime.chokepoint.shaper``) that shows each turn its offer through
 ``TurnSeat.show_tools``, and the executor that holds calls to it; with selection off none of it
 is loaded and a step costs what it did.
 
@@ -54,10 +54,10 @@ from tether.models.base import estimate_tools_tokens
 from tether.runtime.chokepoint.assembly import RunContext
 from tether.runtime.chokepoint.executor import Rejected, ToolExecutor, unknown_tool
 from tether.runtime.chokepoint.gate import PolicyGate
+from tether.runtime.chokepoint.shaper import Offered, TurnSeat
 from tether.runtime.context.probing import denied_outright
-from tether.runtime.context.shaper import Offered, TurnSeat
 from tether.tools.registry import ToolRegistry
-from tether.tools.selection import ToolIndex
+from tether.tools.selection import ToolIndex, ToolSelection
 from tether.types import (
     BRANCH_CALL_PREFIX,
     PLANNED_CALL_PREFIX,
@@ -68,7 +68,6 @@ from tether.types import (
 
 if TYPE_CHECKING:
     from tether.journal.chain import Journal
-    from tether.runtime.lifecycle.agent import Agent
     from tether.runtime.record.state import SessionState
 
 QUERY_CHARS = 4_000  # of what the turn adds, the last this many characters join the query
@@ -159,10 +158,10 @@ class Selector:
 
     __slots__ = ("_catalog", "_gate", "_index", "_journal", "_offer", "_selection", "_state")
 
-    def __init__(self, agent: Agent, run: RunContext, gate: PolicyGate, offer: Offer) -> None:
-        assert agent.tool_selection is not None and agent.tool_index is not None
-        self._selection, self._index = agent.tool_selection, agent.tool_index
-        self._catalog, self._gate, self._offer = agent.registry, gate, offer
+    def __init__(self, selection: ToolSelection, index: ToolIndex, catalog: ToolRegistry,
+                 run: RunContext, gate: PolicyGate, offer: Offer) -> None:
+        self._selection, self._index, self._catalog = selection, index, catalog
+        self._gate, self._offer = gate, offer
         self._journal: Journal = run.journal
         self._state: SessionState = run.state
 
@@ -241,7 +240,8 @@ class Selector:
         return tuple(names)
 
 
-def offered_executor(agent: Agent, journal: Journal) -> OfferedExecutor:
+def offered_executor(catalog: ToolRegistry, max_result_chars: int,
+                     journal: Journal) -> OfferedExecutor:
     """The executor of a session whose recipe selects tools, holding calls to the offers
     journaled so far (its ``offer``, shared with the session's ``Selector``)."""
-    return OfferedExecutor(agent.registry, agent.max_result_chars, recorded_offer(journal))
+    return OfferedExecutor(catalog, max_result_chars, recorded_offer(journal))

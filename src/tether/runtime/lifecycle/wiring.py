@@ -8,7 +8,7 @@ a separate decision, and it made the session's file the longest of the runtime. 
 in one place, and ``Session._drive`` reads as the run's course.
 
 Decision: the recipe's features that shape a turn are handed to the one ``Environment`` class
-as an ordered tuple of ``TurnShaper``s (``tether.runtime.context.shaper``): compaction first
+as an ordered tuple of ``TurnShaper``s (``tether.runtime.chokepoint.shaper``): compaction first
 (its trigger estimates the request as the last turn's offer left it), then tool selection. A
 recipe without either gets an empty tuple and loads neither module. The Environment takes the
 run's ``RunContext`` whole — the session id, journal, state, accountant and trace the tool side
@@ -25,8 +25,8 @@ from tether.models.base import native_output
 from tether.runtime.chokepoint.assembly import RunContext, ToolDoor, assemble
 from tether.runtime.chokepoint.environment import Environment
 from tether.runtime.chokepoint.executor import ToolExecutor
+from tether.runtime.chokepoint.shaper import TurnShaper
 from tether.runtime.context.output import OutputCheck
-from tether.runtime.context.shaper import TurnShaper
 
 if TYPE_CHECKING:
     from tether.runtime.lifecycle.agent import Agent
@@ -72,9 +72,11 @@ def environment(session: Session, run: RunContext, check: OutputCheck | None,
     else:  # each turn offered a few tools: calls are held to the offer, the gate probed
         from tether.runtime.context.selecting import Selector, offered_executor
 
-        executor = offered_executor(agent, run.journal)
+        assert agent.tool_index is not None  # (the recipe builds it with the selection)
+        executor = offered_executor(agent.registry, agent.max_result_chars, run.journal)
         door = assemble(run, tool_door(session, executor))
-        shapers.append(Selector(agent, run, door.gate, executor.offer))
+        shapers.append(Selector(agent.tool_selection, agent.tool_index, agent.registry, run,
+                                door.gate, executor.offer))
     return Environment(run, model=agent.model, specs=agent.registry.specs, tools=door.calls,
                        show_budget=agent.show_budget, on_delta=on_delta,
                        first_tool_choice=agent.first_tool_choice, output=check,

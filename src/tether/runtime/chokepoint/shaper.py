@@ -1,6 +1,10 @@
 """The seam between the chokepoint and what shapes a turn: ``TurnShaper`` and ``TurnSeat``.
 
-Why: compaction (``tether.runtime.context.compactor``) and tool selection
+Why here, in the chokepoint: the chokepoint consults the shapers, and the shapers
+(``tether.runtime.context``, a part above it) implement them; a part imports only the parts below
+it, so the protocol lives with the part that consults it.
+
+Why a seam: compaction (``tether.runtime.context.compactor``) and tool selection
 (``tether.runtime.context.selecting``) each change what a model turn is shown — compaction rewrites
 the conversation before it is sent, selection picks the tools it is offered. They used to compose
 by subclassing the Environment (a class per combination, one of them built at run time with
