@@ -26,7 +26,7 @@ from tether.models.base import CallCancelled, Model, ModelError, native_output
 from tether.models.pricing import Price
 from tether.runtime.approvals.requests import StoredApprovals
 from tether.runtime.chokepoint.additions import as_returned
-from tether.runtime.chokepoint.environment import CANCELLED_BY_TIME
+from tether.runtime.chokepoint.failures import CANCELLED_BY_TIME
 from tether.runtime.record.revive import revive
 from tether.store.memory import MemoryStore
 from tether.tools.base import Tool, ToolArgumentError, ToolContext, ToolFailure, ToolMeta

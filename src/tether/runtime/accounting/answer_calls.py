@@ -1,7 +1,7 @@
 """What of a model's answer may be charged and run: its usage, a call cut short, each call's id.
 
 Why its own module: a session turn's answer (``Environment``) and an explored branch's answer
-(``tether.runtime.strategy.branching``) pass the same checks before they are journaled, and the
+(``tether.runtime.chokepoint.branch_call``) pass the same checks before they are journaled, and the
 branch code must not reach up into the Environment for them.
 
 Decision: these are pure functions of the answer (and, for ids, of the ids the session has seen):

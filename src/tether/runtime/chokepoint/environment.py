@@ -5,24 +5,33 @@ PolicyGate (SARC and decisions), ToolCalls (a turn's calls: gates, effects, appr
 the Journal (the record, which also drives the state projection). For a model call: reserve, record
 the request, call within the deadline, check the reported usage against the reservation (an overrun
 stops the run), record the response and its charge — through the one governed call every door uses
-(``tether.runtime.chokepoint.model_call``), made once per session for its turns. What the next
-request adds comes from the journaled state, so an Environment rebuilt on resume picks up exactly
-where the last one stopped. The Environment remembers the Stop it raised and raises it again on
-every later call (``StopLatch``), so no strategy can go on, or end the run another way, after a
-stop. A strategy's doors beyond the model turn and the tool calls — planned calls, branches, notes —
-are ``tether.runtime.strategy.doors``; what of an answer may be charged and run (its usage, a call
-cut short, unique ids) is ``tether.runtime.accounting.answer_calls``.
+(``tether.runtime.chokepoint.model_call``), made once per session for its turns; a call that fails
+is recorded by ``tether.runtime.chokepoint.failures``. What the next request adds comes from the
+journaled state, so an Environment rebuilt on resume picks up exactly where the last one stopped.
+The Environment remembers the Stop it raised and raises it again on every later call
+(``StopLatch``), so no strategy can go on, or end the run another way, after a stop.
+
+Its seams, each a public protocol it implements, so nothing outside reads its private fields:
+
+- ``TurnShaper`` / ``TurnSeat`` (``tether.runtime.chokepoint.shaper``): what shapes a turn —
+  compaction, tool selection — handed to it as an ordered tuple (empty: the plain path);
+- ``Seat`` (``tether.runtime.strategy.seat``): what a strategy's doors beyond the turn and the
+  tool calls need — a call on a branch's context (``tether.runtime.chokepoint.branch_call``),
+  calls run through the gate, a note journaled, the conversation grown by a planned turn;
+- ``RunContext`` (``tether.runtime.chokepoint.assembly``): the run's session id, journal, state,
+  accountant and trace, passed once.
+
+What of an answer may be charged and run (its usage, a call cut short, unique ids) is
+``tether.runtime.accounting.answer_calls``.
 """
 
 from __future__ import annotations
 
-import asyncio
+import math
 import operator
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from tether.errors import InvalidArgument, WrongType
-from tether.journal.chain import Journal, JournalValueError
 from tether.models.base import (
     Model,
     estimate_tools_tokens,
@@ -30,15 +39,19 @@ from tether.models.base import (
     output_ceiling,
 )
 from tether.runtime.accounting.answer_calls import unique_ids, without_cut_call
-from tether.runtime.accounting.budget import Accountant, Reservation
-from tether.runtime.accounting.stop import Stop, StopLatch, StopReason
+from tether.runtime.accounting.budget import Reservation
+from tether.runtime.accounting.stop import Stop, StopLatch
+from tether.runtime.chokepoint.assembly import RunContext
+from tether.runtime.chokepoint.branch_call import Asking, BranchCall, ask_on_branch
+from tether.runtime.chokepoint.checks import check_open, check_turn
 from tether.runtime.chokepoint.effects import skipped
-from tether.runtime.chokepoint.model_call import Door, ModelCall
+from tether.runtime.chokepoint.failures import Failures
+from tether.runtime.chokepoint.model_call import ModelCall, streamed
+from tether.runtime.chokepoint.shaper import Offered, TurnShaper
 from tether.runtime.chokepoint.turn import ToolCalls
 from tether.runtime.context.output import OutputCheck
 from tether.runtime.record.result import ToolResult
 from tether.runtime.record.state import SessionState
-from tether.tracing import Segment
 from tether.types import (
     TOOL_CHOICES,
     Message,
@@ -47,47 +60,47 @@ from tether.types import (
     StructuredRequest,
     ToolCall,
     ToolSpec,
-    Usage,
     detached,
 )
 
-# the model.unmetered error of a call the time budget cancelled (rerun replays it as such)
-CANCELLED_BY_TIME = "the time budget ran out during the call; it was cancelled"
-
 
 class Environment:
-    __slots__ = ("_accountant", "_answered", "_call", "_ceiling", "_choosable",
-                 "_first_tool_choice", "_journal", "_min_seconds", "_model", "_on_delta",
-                 "_output", "_pending", "_seen_ids", "_sent_estimate", "_show_budget", "_specs",
-                 "_state", "_tool_names", "_tools", "_tools_added", "_tools_estimate", "_trace",
-                 "stopped")
+    __slots__ = ("_accountant", "_answered", "_call", "_ceiling", "_choosable", "_failed",
+                 "_failures", "_first_tool_choice", "_journal", "_min_seconds", "_model",
+                 "_on_delta", "_output", "_pending", "_seen_ids", "_sent_estimate", "_shapers",
+                 "_show_budget", "_specs", "_state", "_tool_names", "_tools", "_tools_added",
+                 "_tools_estimate", "_trace", "stopped")
 
-    def __init__(self, *, model: Model, specs: Sequence[ToolSpec], tools: ToolCalls,
-                 accountant: Accountant, journal: Journal, state: SessionState,
-                 show_budget: bool, on_delta: Callable[[str], None] | None = None,
-                 first_tool_choice: str | None = None, trace: Segment | None = None,
-                 output: OutputCheck | None = None) -> None:
+    def __init__(self, run: RunContext, *, model: Model, specs: Sequence[ToolSpec],
+                 tools: ToolCalls, show_budget: bool, on_delta: Callable[[str], None] | None = None,
+                 first_tool_choice: str | None = None, output: OutputCheck | None = None,
+                 shapers: Sequence[TurnShaper] = ()) -> None:
+        state = run.state
         self._model = model
         self._output = output  # the recipe's output type, when it has one
-        self._trace = trace  # the run's trace segment, when the recipe has telemetry
+        self._trace = run.trace  # the run's trace segment, when the recipe has telemetry
         self._ceiling = output_ceiling(model)  # the cap the model sends at most
         self._min_seconds = min_answer_seconds(model)  # no call with less time left than this
         self._specs = tuple(specs)
         self._tool_names = tuple(s.name for s in specs)
         self._choosable = frozenset(self._tool_names)  # every tool, whatever a turn offers
         self._tools = tools
-        self._accountant = accountant
-        self._journal = journal
+        self._accountant = run.accountant
+        self._journal = run.journal
         self._state = state
         self._show_budget = show_budget
         self._on_delta = on_delta  # set when the caller streams: text deltas go there
+        self._shapers = tuple(shapers)  # what shapes each turn, in order (none: the plain path)
         estimate = model.estimate_message_tokens
         self._sent_estimate = sum(estimate(m) for m in state.conversation)
         self._tools_estimate = estimate_tools_tokens(self._specs)
-        self._tools_added = 0  # tools offered now, not before (tether.runtime.context.selecting)
+        self._tools_added = 0  # tools offered now, not before (show_tools)
         if output is not None:  # every request but the wrap-up carries the schema: counted
             self._sent_estimate += output.request_estimate  # always, erring high
+        # every id the model used, those compacted away included (resumed: no longer in the
+        # conversation; none without compaction)
         self._seen_ids = {c.id for m in state.conversation for c in m.tool_calls}
+        self._seen_ids |= state.compacted_ids
         self._pending: tuple[tuple[Message, ...], int] = ((), 0)
         tools.room = self._result_room
         # the stop the chokepoint raised, if any: every later call raises it again, so a
@@ -96,7 +109,15 @@ class Environment:
         self._first_tool_choice = first_tool_choice  # the tool choice of the session's first turn
         # the last answer's place in the conversation and its estimate (see _ask)
         self._answered: tuple[int, int] = (-1, 0)
-        self._call = self.model_call()  # every turn's governed model call
+        self._failures = failures = Failures(run.journal)
+        self._failed = failures.failed_call  # (bound once: a step makes no bound method for it)
+        self._call = ModelCall(run.journal, run.accountant,
+                               failures.turn_door())  # every turn's governed model call
+
+    @property
+    def state(self) -> SessionState:
+        """The session's state, the fold of its journal (read only by the doors)."""
+        return self._state
 
     # -- model calls ---------------------------------------------------------------------------
 
@@ -106,17 +127,12 @@ class Environment:
         ``tool_choice`` and ``cap`` (a lower output cap for this call): see ``Handle``."""
         with StopLatch(self):
             if tool_choice is not None or cap is not None:
-                self._check_turn(tool_choice, cap)
+                self.check_turn(tool_choice, cap)
             return await self._ask(False, note, tool_choice, cap)
 
-    def _check_turn(self, tool_choice: str | None, cap: int | None) -> None:
-        if tool_choice is not None and tool_choice not in TOOL_CHOICES \
-                and tool_choice not in self._choosable:
-            raise InvalidArgument(f"tool_choice {tool_choice!r} is neither one of {TOOL_CHOICES} "
-                                  "nor a tool of this agent "
-                                  f"({', '.join(sorted(self._choosable))})")
-        if cap is not None and (type(cap) is not int or cap < 1):
-            raise InvalidArgument(f"max_output_tokens must be a whole number >= 1; got {cap!r}")
+    def check_turn(self, tool_choice: str | None, cap: int | None) -> None:
+        """``Seat``: a turn's or a branch call's tool choice and cap, checked (``checks``)."""
+        check_turn(tool_choice, cap, self._choosable)
 
     def skip_unresolved(self, why: str) -> None:
         """Give each call of the open turn that has no result one (``skipped``): a strategy
@@ -125,10 +141,24 @@ class Environment:
             self._tools.record(skipped(call, why))
 
     def branch_tools(self, key: str, messages: Sequence[Message],
-                     forced: str | None) -> tuple[tuple[ToolSpec, ...], int]:
+                     forced: str | None) -> Offered:
         """The tools a branch call (``tether.runtime.strategy.branching``) is offered and their
-        token estimate: the agent's (with tool selection, a selection of the branch's own)."""
+        token estimate: the first a shaper offers (tool selection: a selection of the
+        branch's own), else the agent's."""
+        for shaper in self._shapers:
+            offered = shaper.branch_tools(self, key, messages, forced)
+            if offered is not None:
+                return offered
         return self._specs, self._tools_estimate
+
+    async def ask_on_branch(self, branch: BranchCall) -> ModelResponse:
+        """One governed model call on a branch's own context
+        (``tether.runtime.chokepoint.branch_call``)."""
+        output = self._output
+        return await ask_on_branch(Asking(
+            self._model, None if output is None else output.spec.schema,
+            0 if output is None else output.request_estimate, self._ceiling, self._min_seconds,
+            self._trace, self._journal, self._accountant, self._state, self._failures), branch)
 
     async def wrap_up(self, note: str) -> ModelResponse:
         """The model's last turn, without tools, after the run was stopped (the session's)."""
@@ -136,6 +166,12 @@ class Environment:
 
     async def _ask(self, final: bool, note: str | None, tool_choice: str | None = None,
                    cap: int | None = None) -> ModelResponse:
+        if self._shapers:  # (none: nothing to do, not even a loop)
+            for shaper in self._shapers:
+                await shaper.before_turn(self, final, note, tool_choice)
+            if tool_choice is not None and tool_choice not in TOOL_CHOICES \
+                    and tool_choice not in self._tool_names:
+                tool_choice = None  # a tool the turn is not offered is not forced on it
         self.skip_unresolved("the strategy did not run this call")  # (it still owes results)
         extra = []
         if note:
@@ -158,7 +194,8 @@ class Environment:
             known = self._answered  # the answer's estimate, made when it was recorded
             rest = new_estimate + (known[1] if known[0] == answer else sum(map(
                 estimate, self._state.conversation[answer:])))
-            rest += self._tools_added  # (tools new to this request: not in the count)
+            if specs:
+                rest += self._tools_added  # (tools new to this request: not in the count)
             reservation = self._call.reserve(rest, final, known=input_tokens, ceiling=ceiling,
                                              min_seconds=self._min_seconds)
         step = self._state.tally.steps + 1
@@ -190,8 +227,8 @@ class Environment:
         sent = self._accountant.now() if reservation.deadline is not None else 0.0
         on_delta = self._on_delta
         answered = await call.answer(self._model.complete(request) if on_delta is None
-                                     else self._streamed(request, on_delta), step,
-                                     reservation, reservation.deadline, self.failed_call)
+                                     else streamed(self._model, request, on_delta), step,
+                                     reservation, reservation.deadline, self._failed)
         response = self._record(call, answered, reservation, step, final)
         if reservation.deadline is not None:
             self._accountant.learn_rate(response.usage.output_tokens, sent)
@@ -207,51 +244,6 @@ class Environment:
         calls = tuple(ToolCall(c.id, c.name, detached(c.arguments)) for c in response.tool_calls)
         return ModelResponse(response.text, calls, response.usage, response.model,
                              response.finish_reason)
-
-    def model_call(self, **where: str) -> ModelCall:
-        """A governed call (``tether.runtime.chokepoint.model_call``) through this session's door: a
-        turn's (made once), or a branch's (``where``: its key)."""
-        if not where:
-            return ModelCall(self._journal, self._accountant, Door(
-                "model.request", "model.response", self._unusable,
-                unjournalable=self._unjournalable))
-        return ModelCall(self._journal, self._accountant, Door(
-            "branch.request", "branch.response", self._unusable_on_branch, where,
-            "overrun on a branch call", True, self._unjournalable_on_branch))
-
-    def _unusable(self, step: int, reservation: Reservation, usage: Usage) -> Stop:
-        return self._unmetered(step, reservation, (
-            f"the model reported unusable usage ({usage.input_tokens!r} input, "
-            f"{usage.output_tokens!r} output, {usage.cached_input_tokens!r} cached "
-            "tokens): charged at the reservation"))
-
-    def _unusable_on_branch(self, step: int, reservation: Reservation, _: Usage) -> Stop:
-        return self._unmetered(step, reservation, "the model reported unusable usage on a "
-                               "branch call: charged at the reservation")
-
-    def _unjournalable(self, step: int, reservation: Reservation,
-                       exc: JournalValueError) -> Stop:
-        return self._unmetered(step, reservation,
-                               f"the model's response cannot be journaled: {exc}")
-
-    def _unjournalable_on_branch(self, step: int, reservation: Reservation,
-                                 exc: JournalValueError) -> Stop:
-        return self._unmetered(step, reservation,
-                               f"the branch answer cannot be journaled: {exc}")
-
-    def failed_call(self, exc: BaseException, expired: bool, step: int,
-                    reservation: Reservation) -> BaseException | None:
-        """A turn's (or a branch's) unanswered call: journaled, and the run stops — for time,
-        charged at its reservation, when the deadline cancelled it (it may well have been
-        billed). A model that raises Stop does not stop the run another way."""
-        if isinstance(exc, asyncio.CancelledError):
-            return None
-        if expired:
-            self._unmetered(step, reservation, CANCELLED_BY_TIME)
-            return Stop(StopReason.TIME_BUDGET, "time budget ran out during a model call")
-        error = f"{type(exc).__name__}: {exc}"
-        self._journal.append("model.error", {"step": step, "error": error})
-        return Stop(StopReason.MODEL_ERROR, error)
 
     def _record(self, call: ModelCall, response: ModelResponse, reservation: Reservation,
                 step: int, final: bool) -> ModelResponse:
@@ -275,30 +267,7 @@ class Environment:
         self._answered = (len(self._state.conversation) - 1, answered)
         return response
 
-    def _unmetered(self, step: int, reservation: Reservation, error: str) -> Stop:
-        """Charge a call whose real usage is unknown at what was reserved for it; the stop
-        that follows (a model error)."""
-        self._journal.append("model.unmetered", {
-            "step": step, "error": error, "input_tokens": reservation.input_tokens,
-            "output_tokens": reservation.max_output_tokens or 0,
-            "cost_usd": reservation.cost_usd})
-        return Stop(StopReason.MODEL_ERROR, error)
-
-    async def _streamed(self, request: ModelRequest,
-                        on_delta: Callable[[str], None]) -> ModelResponse:
-        """The model's answer, its text deltas passed on as they come (if it can stream)."""
-        stream = getattr(self._model, "stream", None)
-        if stream is None:
-            return await self._model.complete(request)
-        response: object = None
-        async for item in stream(request):
-            if isinstance(item, str):
-                on_delta(item)
-            else:
-                response = item
-        if not isinstance(response, ModelResponse):
-            raise WrongType("the model's stream ended without a ModelResponse")
-        return response
+    # -- what the next request holds (the estimates every reservation is made from) ------------
 
     def _result_room(self, wanted: int) -> int | None:
         """Tokens tool results may still add before a wrap-up would no longer fit (None when
@@ -314,6 +283,55 @@ class Environment:
         if self._pending[0] is not outbox:
             self._pending = (outbox, sum(map(self._model.estimate_message_tokens, outbox)))
         return self._pending[1]
+
+    def next_input(self, final: bool, note: str | None) -> int:
+        """The next request's input tokens, as its reservation will count them (``TurnSeat``:
+        what compaction compares with its trigger)."""
+        estimate = self._model.estimate_message_tokens
+        new = self._pending_estimate()
+        if note:
+            new += estimate(Message.user(note))
+        if self._show_budget and not final:
+            new += estimate(Message.user(self._budget_note()))
+        if not final and self._specs:
+            new += self._tools_estimate
+        scale = self._state.tally.input_scale
+        counted = self._state.counted
+        if counted is None:
+            return math.ceil((self._sent_estimate + new) * scale)
+        tokens, answer = counted
+        known = self._answered  # the answer's estimate, made when it was recorded
+        rest = known[1] if known[0] == answer else sum(map(
+            estimate, self._state.conversation[answer:]))
+        return tokens + math.ceil((rest + new) * scale)
+
+    def conversation_rewritten(self) -> None:
+        """``TurnSeat``: what the next request resends is now the rewritten (compacted)
+        conversation, all of it estimated."""
+        output = self._output
+        self._sent_estimate = sum(map(self._model.estimate_message_tokens,
+                                      self._state.conversation)) + (
+            output.request_estimate if output is not None else 0)
+        self._answered = (-1, 0)
+
+    def show_tools(self, specs: tuple[ToolSpec, ...], added: int) -> None:
+        """``TurnSeat``: offer the next turn ``specs`` (tool selection); ``added``: the
+        estimate of those the last turn was not offered."""
+        self._specs = specs
+        self._tool_names = names = tuple(s.name for s in specs)
+        self._tools_estimate = estimate_tools_tokens(specs)
+        self._tools_added = added
+        if self._first_tool_choice not in (None, *TOOL_CHOICES, *names):
+            self._first_tool_choice = None  # the policy hid the tool it names
+
+    def conversation_grew(self, flushed: Sequence[Message], turn: Sequence[ToolCall]) -> None:
+        """``Seat``: the strategy's own turn (``turn``, after ``flushed``) joined the
+        conversation: count what the next request resends; its ids are taken."""
+        estimate = self._model.estimate_message_tokens
+        self._sent_estimate += sum(map(estimate, flushed)) + estimate(
+            self._state.conversation[-1])
+        self._answered = (-1, 0)  # the conversation grew past the last answer
+        self._seen_ids.update(c.id for c in turn)
 
     def _budget_note(self) -> str:
         left = {k: str(v) for k, v in self._accountant.remaining().items() if v is not None}
@@ -339,6 +357,10 @@ class Environment:
             raise stop
         return False
 
+    def record(self, kind: str, data: Mapping[str, Any]) -> None:
+        """``Seat``: journal a door's own event (a note, planned calls, a simulated call)."""
+        self._journal.append(kind, data)
+
     # -- tool calls ----------------------------------------------------------------------------
 
     async def call_tools(self, calls: Sequence[ToolCall]) -> tuple[ToolResult, ...]:
@@ -349,24 +371,20 @@ class Environment:
     async def _call_tools(self, calls: Sequence[ToolCall]) -> tuple[ToolResult, ...]:
         unresolved = self._state.unresolved()
         if len(calls) != len(unresolved) or not all(map(operator.is_, calls, unresolved)):
-            calls = self._check_open(calls, unresolved)
+            calls = check_open(calls, unresolved)
         return await self._tools.run(calls)
 
-    @staticmethod
-    def _check_open(calls: Sequence[ToolCall],
-                    unresolved: Sequence[ToolCall]) -> list[ToolCall]:
-        """The journaled calls the strategy named, if each is one of the open turn's calls as
-        the model asked for it (a call whose arguments the strategy changed is not)."""
-        open_calls = {c.id: c for c in unresolved}
-        foreign = [c.id for c in calls if open_calls.get(c.id) != c]
-        if len({c.id for c in calls}) != len(calls):
-            raise InvalidArgument("call_tools was given the same call twice")
-        if foreign:
-            raise InvalidArgument(
-                f"call_tools takes calls from the model's last turn that have no result yet, "
-                f"as the model asked for them; {foreign} are not among them (pass "
-                "turn.tool_calls from ask_model, unchanged)")
-        return [open_calls[c.id] for c in calls]
+    async def run_calls(self, calls: Sequence[ToolCall]) -> tuple[ToolResult, ...]:
+        """``Seat``: run calls a door journaled (planned, a branch's) through the gate."""
+        return await self._tools.run(calls)
+
+    def side_effecting(self, name: str) -> bool:
+        """``Seat``: whether the tool ``name`` has side effects (a branch simulates it)."""
+        return self._tools.side_effecting(name)
+
+    def invalid(self, call: ToolCall) -> ToolResult | None:
+        """``Seat``: the result the gate would refuse ``call`` with before deciding it."""
+        return self._tools.invalid(call)
 
     async def resolve_open_turn(self) -> None:
         """On resume: finish the calls of the open turn (approved, refused or still waiting)."""
@@ -374,4 +392,3 @@ class Environment:
         if unresolved:
             with StopLatch(self):
                 await self._tools.run(unresolved)
-

@@ -1,7 +1,7 @@
 """One governed model call: the budget invariant of every model call, written once.
 
 Why: six doors make model calls — the session turn (``Environment``), a search branch
-(``tether.runtime.strategy.branching``), a compaction summary
+(``tether.runtime.chokepoint.branch_call``), a compaction summary
 (``tether.runtime.context.compactor``), the request planner (``tether.runtime.lifecycle.planning``),
 a tool's sampling request (``tether.runtime.chokepoint.asks``) and a foreign framework's call
 (``tether.integrations.governed``). Each must reserve, make its request durable, call under the
@@ -59,10 +59,11 @@ from tether.models.base import CallCancelled
 from tether.runtime.accounting.answer_calls import usable
 from tether.runtime.accounting.stop import Stop
 from tether.runtime.chokepoint.eager import start
-from tether.types import ModelResponse, Usage
+from tether.types import ModelRequest, ModelResponse, Usage
 
 if TYPE_CHECKING:
     from tether.journal.chain import Journal
+    from tether.models.base import Model
     from tether.runtime.accounting.budget import Accountant, Reservation
 
 # (the door's failure record for an unanswered call: the exception, whether the provider may
@@ -178,3 +179,21 @@ class ModelCall:
                              "output_tokens": usage.output_tokens, "cost_usd": cost}})
             raise Stop(reason, f"{door.says}: {detail}", wrap_up=False)
         return how
+
+
+async def streamed(model: Model, request: ModelRequest,
+                   on_delta: Callable[[str], None]) -> ModelResponse:
+    """The model's answer to a turn's ``request``, its text deltas passed on as they come (if
+    it can stream): what a streaming caller's turn awaits in place of ``complete``."""
+    stream = getattr(model, "stream", None)
+    if stream is None:
+        return await model.complete(request)
+    response: object = None
+    async for item in stream(request):
+        if isinstance(item, str):
+            on_delta(item)
+        else:
+            response = item
+    if not isinstance(response, ModelResponse):
+        raise TypeError("the model's stream ended without a ModelResponse")
+    return response

@@ -6,7 +6,7 @@ Something has to give, and what gives must be decided by a declared rule, paid f
 budget, and recorded so that resume, rerun and audit see exactly what the model saw.
 
 Decision: compaction is part of the recipe (``Agent(compaction=Compaction(...))``); without it
-nothing is added to a run (the session builds the plain Environment). With it, before a model
+nothing is added to a run (the Environment gets no compaction shaper). With it, before a model
 turn whose input would pass ``threshold`` of the context window (or ``budget_share`` of the
 tokens the budget has left), the turns older than the last ``keep_last`` are replaced by one
 message: a summary written by a governed model call (``summarise``: reserved and charged like any

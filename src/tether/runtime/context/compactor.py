@@ -1,11 +1,12 @@
 """The chokepoint's part in compaction: when to compact, the governed summary call, the record.
 
-Why a subclass of the Environment: a recipe without compaction must not pay for it on any step,
-so the session builds this class only for a recipe that has one, and the plain Environment's
-path is untouched. Before each model turn this one estimates the request (as the Environment
-reserves it: the provider's own count where it gave one, tether's estimate for the rest) and,
-past the trigger, replaces the old turns (``tether.runtime.context.compaction.plan``) before the
-turn's request is journaled.
+Why a turn shaper (``tether.runtime.chokepoint.shaper``): a recipe without compaction must not pay
+for it on any step, so the session hands the Environment a ``Compactor`` only for a recipe that
+has one, and the plain Environment's path is untouched. Before each model turn it asks the
+Environment for the request's estimate (``TurnSeat.next_input``: as the reservation counts it, the
+provider's own count where it gave one, tether's estimate for the rest) and, past the trigger,
+replaces the old turns (``tether.runtime.context.compaction.plan``) before the turn's request is
+journaled, then tells the Environment the conversation was rewritten.
 
 Decision — everything a compaction does is an event, and the state is the fold of them:
 ``compaction.request`` (the summary call, reserved and durable before it is sent: a crash during
@@ -28,66 +29,48 @@ is journaled or sent on: a summary never carries a secret.
 from __future__ import annotations
 
 import asyncio
-import functools
-import math
-from collections.abc import Callable
+from collections.abc import Sequence
 from typing import Any
 
 from tether.models.base import Model
 from tether.runtime.accounting.budget import Reservation
 from tether.runtime.accounting.stop import Stop
-from tether.runtime.chokepoint.environment import Environment
+from tether.runtime.chokepoint.assembly import RunContext
 from tether.runtime.chokepoint.model_call import Door, ModelCall, Unanswered
+from tether.runtime.chokepoint.shaper import Offered, TurnSeat
 from tether.runtime.context.compaction import Compaction, Cut, digest, plan, replacement, transcript
-from tether.types import Message, ModelRequest, ModelResponse
+from tether.types import Message, ModelRequest
 
 
-class CompactingEnvironment(Environment):
-    # no __slots__: so it can be combined with another Environment subclass that has them
-    # (with_compaction); the instance dict costs only a recipe that compacts
+class Compactor:
+    """The turn shaper of a recipe with ``compaction``: compacts before a turn past the
+    trigger."""
 
-    def __init__(self, *, compaction: Compaction, **kwargs: Any) -> None:
-        super().__init__(**kwargs)
+    __slots__ = ("_accountant", "_compaction", "_journal", "_model", "_state",
+                 "_summariser", "_summary_accountant", "_window")
+
+    def __init__(self, compaction: Compaction, model: Model, run: RunContext) -> None:
         self._compaction = compaction
-        self._window = compaction.window(self._model)
-        self._seen_ids |= self._state.compacted_ids  # (resumed: no longer in the conversation)
+        self._model = model
+        self._journal, self._state, self._accountant = run.journal, run.state, run.accountant
+        self._window = compaction.window(model)
         summariser = compaction.model
-        if summariser is None:
-            self._summariser: Model = self._model
-            self._summary_accountant = self._accountant
-        else:
-            self._summariser = summariser
-            self._summary_accountant = self._accountant.at_price(summariser.price)
+        self._summariser: Model = model if summariser is None else summariser
+        self._summary_accountant = (run.accountant if summariser is None
+                                    else run.accountant.at_price(summariser.price))
 
-    async def _ask(self, final: bool, note: str | None, tool_choice: str | None = None,
-                   cap: int | None = None) -> ModelResponse:
-        need = self._next_input(final, note)
+    async def before_turn(self, seat: TurnSeat, final: bool, note: str | None,
+                          tool_choice: str | None) -> None:
+        need = seat.next_input(final, note)
         why = self._trigger(need)
         if why is not None:
-            await self._compact(final, need, why)
-        return await super()._ask(final, note, tool_choice, cap)
+            await self._compact(seat, final, need, why)
+
+    def branch_tools(self, seat: TurnSeat, key: str, messages: Sequence[Message],
+                     forced: str | None) -> Offered | None:
+        return None  # (a branch's context is its own: nothing to compact)
 
     # -- when -------------------------------------------------------------------------------
-
-    def _next_input(self, final: bool, note: str | None) -> int:
-        """The next request's input tokens, as its reservation will count them."""
-        estimate = self._model.estimate_message_tokens
-        new = self._pending_estimate()
-        if note:
-            new += estimate(Message.user(note))
-        if self._show_budget and not final:
-            new += estimate(Message.user(self._budget_note()))
-        if not final and self._specs:
-            new += self._tools_estimate
-        scale = self._state.tally.input_scale
-        counted = self._state.counted
-        if counted is None:
-            return math.ceil((self._sent_estimate + new) * scale)
-        tokens, answer = counted
-        known = self._answered  # the answer's estimate, made when it was recorded
-        rest = known[1] if known[0] == answer else sum(map(
-            estimate, self._state.conversation[answer:]))
-        return tokens + math.ceil((rest + new) * scale)
 
     def _trigger(self, need: int) -> str | None:
         """Why the next request must be compacted first, or None when it fits."""
@@ -102,7 +85,7 @@ class CompactingEnvironment(Environment):
 
     # -- how --------------------------------------------------------------------------------
 
-    async def _compact(self, final: bool, need: int, why: str) -> None:
+    async def _compact(self, seat: TurnSeat, final: bool, need: int, why: str) -> None:
         state = self._state
         cut = plan(state.conversation, self._compaction.keep_last, state.task)
         if cut is None:  # nothing old enough to replace: the request goes as it is
@@ -126,10 +109,7 @@ class CompactingEnvironment(Environment):
             "replaced": len(replaced), "digest": digest(replaced), "replacement": [message],
             "tokens_before": before, "tokens_after": after,
             **({"fallback": fallback} if fallback else {})})
-        # what the next request resends is now the compacted conversation, all of it estimated
-        self._sent_estimate = sum(map(estimate, state.conversation)) + (
-            self._output.request_estimate if self._output is not None else 0)
-        self._answered = (-1, 0)
+        seat.conversation_rewritten()  # what the next request resends: all of it estimated
 
     async def _summarise(self, replaced: list[Message], cut: Cut,
                          step: int) -> tuple[str | None, str]:
@@ -191,22 +171,4 @@ class CompactingEnvironment(Environment):
             "output_tokens": (charged.max_output_tokens or 0) if charged else 0,
             "cached_input_tokens": 0,
             "cost_usd": charged.cost_usd if charged else 0})
-
-
-def with_compaction(factory: Callable[..., Environment],
-                    compaction: Compaction) -> Callable[..., Environment]:
-    """``factory`` (the Environment, or a ``partial`` of a subclass of it, such as tool
-    selection's) made to compact: the compaction runs first at each turn, then the base's own
-    turn (which builds and sends the request)."""
-    keywords = factory.keywords if isinstance(factory, functools.partial) else {}
-    base = factory.func if isinstance(factory, functools.partial) else factory
-    made: Callable[..., Environment] = _compacting(base)
-    return functools.partial(made, compaction=compaction, **keywords)
-
-
-@functools.cache
-def _compacting(base: Any) -> type[CompactingEnvironment]:
-    if base is Environment:
-        return CompactingEnvironment
-    return type(f"Compacting{base.__name__}", (CompactingEnvironment, base), {})
 

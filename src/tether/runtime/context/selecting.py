@@ -1,8 +1,10 @@
 """Tool selection at the chokepoint: each model turn is offered a few tools, chosen and recorded.
 
 Why: ``Agent(tool_selection=ToolSelection(...))`` (``tether.tools.selection``) keeps a catalog of
-hundreds of tools out of every request. This module is the runtime's side of it; with selection
-off none of it is loaded and a step costs what it did.
+hundreds of tools out of every request. This module is the runtime's side of it: a turn shaper
+(``Selector``, ``tether.runtime.chokepoint.shaper``) that shows each turn its offer through
+``TurnSeat.show_tools``, and the executor that holds calls to it; with selection off none of it
+is loaded and a step costs what it did.
 
 Decisions:
 
@@ -45,15 +47,15 @@ Decisions:
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
-from functools import partial
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from tether.errors import InvalidArgument
 from tether.models.base import estimate_tools_tokens
-from tether.runtime.chokepoint.environment import Environment
+from tether.runtime.chokepoint.assembly import RunContext
 from tether.runtime.chokepoint.executor import Rejected, ToolExecutor, unknown_tool
 from tether.runtime.chokepoint.gate import PolicyGate
+from tether.runtime.chokepoint.shaper import Offered, TurnSeat
 from tether.runtime.context.probing import denied_outright
 from tether.tools.registry import ToolRegistry
 from tether.tools.selection import ToolIndex, ToolSelection
@@ -62,14 +64,12 @@ from tether.types import (
     PLANNED_CALL_PREFIX,
     TOOL_CHOICES,
     Message,
-    ModelResponse,
     ToolCall,
-    ToolSpec,
 )
 
 if TYPE_CHECKING:
     from tether.journal.chain import Journal
-    from tether.runtime.lifecycle.agent import Agent
+    from tether.runtime.record.state import SessionState
 
 QUERY_CHARS = 4_000  # of what the turn adds, the last this many characters join the query
 SELECTED = "tools.selected"
@@ -153,27 +153,25 @@ def ranking(index: ToolIndex, query: str, limit: int,
     return checked
 
 
-class SelectingEnvironment(Environment):
-    """The Environment, offering each model turn the tools selected for it."""
+class Selector:
+    """The turn shaper of a recipe with ``tool_selection``: each turn (and branch call) offered
+    the tools selected for it."""
 
-    __slots__ = ("_catalog", "_gate", "_index", "_offer", "_selection")
+    __slots__ = ("_catalog", "_gate", "_index", "_journal", "_offer", "_selection", "_state")
 
-    def __init__(self, *, selection: ToolSelection, index: ToolIndex, catalog: ToolRegistry,
-                 gate: PolicyGate, offer: Offer, **kwargs: Any) -> None:
-        super().__init__(**kwargs)
+    def __init__(self, selection: ToolSelection, index: ToolIndex, catalog: ToolRegistry,
+                 run: RunContext, gate: PolicyGate, offer: Offer) -> None:
         self._selection, self._index, self._catalog = selection, index, catalog
         self._gate, self._offer = gate, offer
+        self._journal: Journal = run.journal
+        self._state: SessionState = run.state
 
-    async def _ask(self, final: bool, note: str | None, tool_choice: str | None = None,
-                   cap: int | None = None) -> ModelResponse:
-        if not final:
-            self.skip_unresolved("the strategy did not run this call")  # (results: the query)
-            self._select(self._query(note), tool_choice)
-            if tool_choice not in (None, *TOOL_CHOICES, *self._tool_names):
-                tool_choice = None  # the tool a strategy forced is denied outright: not offered
-        else:
-            self._tools_added = 0  # the wrap-up is sent no tools
-        return await super()._ask(final, note, tool_choice, cap)
+    async def before_turn(self, seat: TurnSeat, final: bool, note: str | None,
+                          tool_choice: str | None) -> None:
+        if final:  # the wrap-up is sent no tools
+            return
+        seat.skip_unresolved("the strategy did not run this call")  # (results: the query)
+        self._select(seat, self._query(note), tool_choice)
 
     def _query(self, note: str | None) -> str:
         state = self._state
@@ -182,8 +180,8 @@ class SelectingEnvironment(Environment):
             added.append(note)
         return state.task + "\n" + "\n".join(added)[-QUERY_CHARS:]
 
-    def branch_tools(self, key: str, messages: Sequence[Message],
-                     forced: str | None) -> tuple[tuple[ToolSpec, ...], int]:
+    def branch_tools(self, seat: TurnSeat, key: str, messages: Sequence[Message],
+                     forced: str | None) -> Offered:
         """A branch call is offered a selection of its own, as a turn is: ranked for the task
         and the branch's own messages, journaled (``tools.selected`` with its ``branch`` key),
         and the branch's calls are held to it."""
@@ -194,18 +192,14 @@ class SelectingEnvironment(Environment):
         specs = tuple(self._catalog.get(n).spec for n in chosen)  # type: ignore[union-attr]
         return specs, estimate_tools_tokens(specs)
 
-    def _select(self, query: str, forced: str | None = None) -> None:
+    def _select(self, seat: TurnSeat, query: str, forced: str | None) -> None:
         """Choose this turn's offer and show it to the turn."""
         before = set(self._offer.names)
         chosen = self._choose(query, forced)
         self._offer.names = chosen
-        self._specs = tuple(self._catalog.get(n).spec for n in chosen)  # type: ignore[union-attr]
-        self._tool_names = chosen
-        self._tools_estimate = estimate_tools_tokens(self._specs)
-        if self._first_tool_choice not in (None, *TOOL_CHOICES, *chosen):
-            self._first_tool_choice = None  # the policy hid the tool it names
+        specs = tuple(self._catalog.get(n).spec for n in chosen)  # type: ignore[union-attr]
         # a provider's count of the last input covered the last offer, not tools new to this one
-        self._tools_added = estimate_tools_tokens(s for s in self._specs if s.name not in before)
+        seat.show_tools(specs, estimate_tools_tokens(s for s in specs if s.name not in before))
 
     def _choose(self, query: str, forced: str | None,
                 where: dict[str, Any] | None = None) -> tuple[str, ...]:
@@ -247,14 +241,8 @@ class SelectingEnvironment(Environment):
         return tuple(names)
 
 
-def selecting_parts(agent: Agent, journal: Journal) -> tuple[
-        ToolExecutor, Callable[..., Environment]]:
-    """The executor and the Environment factory of a session whose recipe selects tools (the
-    factory takes the run's policy gate as ``gate=``: the executor is built before it)."""
-    assert agent.tool_selection is not None and agent.tool_index is not None
-    offer = recorded_offer(journal)
-    executor = OfferedExecutor(agent.registry, agent.max_result_chars, offer)
-    factory = partial(SelectingEnvironment, selection=agent.tool_selection,
-                      index=agent.tool_index, catalog=agent.registry, offer=offer)
-    return executor, factory
-
+def offered_executor(catalog: ToolRegistry, max_result_chars: int,
+                     journal: Journal) -> OfferedExecutor:
+    """The executor of a session whose recipe selects tools, holding calls to the offers
+    journaled so far (its ``offer``, shared with the session's ``Selector``)."""
+    return OfferedExecutor(catalog, max_result_chars, recorded_offer(journal))

@@ -1,12 +1,13 @@
 """Session: one run of an Agent on a task, event-sourced over its journal.
 
-Decision: the session wires one Environment (the chokepoint) per activation, hands the strategy a
-narrow Handle, and owns the ending. When the chokepoint raises Stop, the session gives the model a
-wrap-up turn without tools (held inside the budget) and records why the run ended — except for
-the reasons that pause (``needs_approval``, ``uncertain_effect``): the session records what waits
-and can be resumed, and on resume the waiting calls are settled first (approved ones run once,
-without the model asking again). An interruption — ``cancel()``, a cancelled task, a signal at
-the CLI — pauses too, never ends (``tether.runtime.lifecycle.interrupt``). Its state is the fold of
+Decision: the session wires one Environment (the chokepoint) per activation
+(``tether.runtime.lifecycle.wiring``), hands the strategy a narrow Handle, and owns the ending.
+When the chokepoint raises Stop, the session gives the model a wrap-up turn without tools (held
+inside the budget) and records why the run ended — except for the reasons that pause
+(``needs_approval``, ``uncertain_effect``): the session records what waits and can be resumed,
+and on resume the waiting calls are settled first (approved ones run once, without the model
+asking again). An interruption — ``cancel()``, a cancelled task, a signal at the CLI — pauses
+too, never ends (``tether.runtime.lifecycle.interrupt``). Its state is the fold of
 its journal; the Result is read off that state.
 """
 
@@ -16,54 +17,40 @@ import asyncio
 import os
 from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from functools import partial
 from typing import TYPE_CHECKING, Any, NoReturn
 
-from tether.errors import InvalidArgument, NotFound, RunError, WrongState
-from tether.journal.chain import EventBus, Journal, verify_chain
-from tether.journal.erasure import vouched
-from tether.models.base import native_output
+from tether.errors import RunError
+from tether.journal.chain import EventBus, Journal
 from tether.policy.base import Subject
 from tether.runtime.accounting.budget import Accountant, Budget, Spend
 from tether.runtime.accounting.stop import Stop, StopReason
 from tether.runtime.approvals.requests import ApprovalRequest
-from tether.runtime.chokepoint.assembly import RunContext, ToolDoor, assemble
-from tether.runtime.chokepoint.environment import Environment
-from tether.runtime.chokepoint.executor import ToolExecutor
-from tether.runtime.context.output import OutputCheck
+from tether.runtime.chokepoint.assembly import RunContext
 from tether.runtime.lifecycle.agent import run_sync
-from tether.runtime.lifecycle.interrupt import interruption, lost_call, uncertain_calls
+from tether.runtime.lifecycle.interrupt import interruption, lost_call
 from tether.runtime.lifecycle.lease import leased, leased_briefly
 from tether.runtime.lifecycle.opening import open_run
+from tether.runtime.lifecycle.stored import JournalTampered as JournalTampered
+from tether.runtime.lifecycle.stored import RecipeChanged as RecipeChanged
+from tether.runtime.lifecycle.stored import stored_events
 from tether.runtime.lifecycle.thread import end_turn
+from tether.runtime.lifecycle.wiring import environment as wired_environment
+from tether.runtime.lifecycle.wiring import output_check
 from tether.runtime.provenance.recalled import recall_hidden
 from tether.runtime.record.result import Result, Trajectory
 from tether.runtime.record.state import fold
 from tether.runtime.strategy import doors as strategy_doors
-from tether.store.base import ERASED_TYPE, StoreUnavailable
+from tether.store.base import StoreUnavailable
 from tether.types import Event
 
 if TYPE_CHECKING:
     from tether.runtime.lifecycle.agent import Agent
     from tether.runtime.stream import StreamEvent
 
-WRAP_UP = ("[tether] The run is stopping: {why}. Tools are no longer available. Give your best "
-           "final answer now from what you already have, and say plainly what is missing or "
-           "unfinished because of this.")
-
-
-class JournalTampered(RunError):
-    """A stored journal does not verify; it is not resumed."""
-
-
 class SessionEnded(RunError, RuntimeError, ValueError):
     """An ended session runs nothing more: it is neither resumed nor settled. (A RuntimeError as
     every refusal to resume, a ValueError as every refusal to settle: callers of either catch it.)
     """
-
-
-class RecipeChanged(RunError):
-    """A stored session was started by a different recipe; it is not resumed as it is."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -104,7 +91,7 @@ class Session:
                  metadata: Mapping[str, Any] | None = None, request: str | None = None,
                  thread: str | None = None) -> None:
         if not isinstance(task, str) or not task.strip():
-            raise InvalidArgument("task must be a non-empty string")
+            raise ValueError("task must be a non-empty string")
         self.agent = agent
         self.task = task
         # what the user asked, for the policy (Context.request): the task, unless someone other
@@ -142,38 +129,9 @@ class Session:
                 accept_recipe_change: bool = False) -> Session:
         """Rebuild a stored session from its journal, refusing one whose chain is broken, one
         of another tenant than the agent serves (as not found), and one started under another
-        recipe unless ``accept_recipe_change``."""
-        store = agent.journal_store
-        if store is None:
-            raise WrongState("this agent has no store to load sessions from; build it with "
-                             "Agent(..., store='sqlite:///tether.db')")
-        events = store.read(session_id)
-        if events and events[0].type == ERASED_TYPE and (
-                agent.tenant_id in (None, events[0].data["subject"].get("tenant_id"))):
-            raise NotFound(f"session {session_id}'s content was erased (by "
-                           f"{events[0].data.get('erasure')}); there is nothing to load")
-        if not events or events[0].type != "session.start" or (
-                agent.tenant_id is not None
-                and events[0].data["subject"].get("tenant_id") != agent.tenant_id):
-            raise NotFound(f"no session {session_id!r} in {store.url}")
-        broken = verify_chain(events, vouched(events, store.read))  # passages erased
-        if broken is not None:
-            why = (f"event {broken} was stored as JSONB by a tether before PostgreSQL schema 3 "
-                   "and its hash cannot be recomputed, so the journal cannot be shown intact"
-                   if broken in store.unverifiable(session_id)
-                   else f"the hash chain breaks at event {broken}")
-            raise JournalTampered(f"session {session_id}: {why}; it will not be resumed (run "
-                                  f"`tether audit verify --session {session_id}`)")
+        recipe unless ``accept_recipe_change`` (``tether.runtime.lifecycle.stored``)."""
+        events = stored_events(agent, session_id, accept_recipe_change)
         start = events[0].data
-        recorded = start.get("recipe")
-        if recorded is not None and recorded != agent.fingerprint and not accept_recipe_change:
-            raise RecipeChanged(
-                f"session {session_id} was started by another recipe than this "
-                f"{agent.name!r} agent (its name, tools or policy differ: fingerprint "
-                f"{recorded} then, {agent.fingerprint} now), so its waiting calls would run "
-                "under rules nobody decided them by; resume it with the recipe that started it, "
-                "or pass accept_recipe_change=True (CLI: --accept-recipe-change) if the change "
-                "is intended")
         subject = start["subject"]
         session = cls(agent, start["task"], budget=Budget.from_dict(start["budget"]),
                       user_id=subject["user_id"], tenant_id=subject["tenant_id"],
@@ -204,15 +162,15 @@ class Session:
         """Decide a call that was interrupted mid-effect: ``retry`` runs it again, ``skip``
         gives the model a result saying it was not repeated. Then ``resume()``."""
         if action not in ("retry", "skip"):
-            raise InvalidArgument("action must be 'retry' or 'skip'")
+            raise ValueError("action must be 'retry' or 'skip'")
         state = self._state
         if state.stop_reason is not None and not state.paused:
             raise SessionEnded(f"session {self.id} ended ({state.stop_reason}), so there is "
                                "nothing to settle: an ended session runs nothing more")
         if not operator or not operator.strip():
-            raise InvalidArgument("say who settles: operator must be a non-empty name")
+            raise ValueError("say who settles: operator must be a non-empty name")
         if call_id not in state.started or call_id in state.results:
-            raise InvalidArgument(f"call {call_id!r} is not an interrupted call of this session")
+            raise ValueError(f"call {call_id!r} is not an interrupted call of this session")
         with leased_briefly(self._journal, self.agent.lease_ttl):
             self._journal.append("effect.settled", {"call_id": call_id, "action": action,
                                                     "operator": operator, "note": note})
@@ -289,7 +247,7 @@ class Session:
         process died."""
         state = self._state
         if not len(self._journal):
-            raise WrongState(f"session {self.id} has not started; run it instead")
+            raise RuntimeError(f"session {self.id} has not started; run it instead")
         if state.stop_reason is not None and not state.paused:
             raise SessionEnded(f"session {self.id} is not paused; it ended "
                                f"({state.stop_reason}), so there is nothing to resume")
@@ -297,7 +255,7 @@ class Session:
 
     async def _activate(self) -> Result:
         if self._running:
-            raise WrongState(f"session {self.id} is already running")
+            raise RuntimeError(f"session {self.id} is already running")
         self._running = True
         task = asyncio.current_task()
         assert task is not None
@@ -317,55 +275,14 @@ class Session:
             if self.agent.credentials is not None:  # no token outlives the activation
                 self.agent.credentials.revoke_session(self.id)
 
-    def _output_check(self) -> OutputCheck | None:
-        """The chokepoint's check of the recipe's output type (None without one)."""
-        agent = self.agent
-        spec = agent.output_spec
-        if spec is None:
-            return None
-        return OutputCheck(spec, agent.output_retries,
-                           native_output(agent.model, bool(agent.registry.specs)))
-
-    def _tool_door(self, executor: ToolExecutor) -> ToolDoor:
-        """What this session's tool calls are governed by: its recipe's policy, limits and
-        approvals, its subject and context, and where hidden arguments are kept, if anywhere."""
-        agent = self.agent
-        private = agent.journal_store if agent.keep_hidden_arguments else None
-        return ToolDoor(
-            agent.policy, self.subject, self.context, executor, agent.limits,
-            agent.approval_store, agent.approval_ttl, agent.policy_timeout,
-            request=self.request, credentials=agent.credentials,
-            keep=None if private is None else partial(private.put_private, self.id),
-            kept=None if private is None else partial(private.get_private, self.id),
-            approver=agent.decides_approvals, telemetry=tuple(agent.telemetry),
-            model=agent.model)
-
     async def _drive(self) -> Result:
         agent, journal, state = self.agent, self._journal, self._state
         resuming = len(journal) > 0
         self._accountant.start_clock()
-        check = self._output_check()
+        check = output_check(agent)
         trace = open_run(self, journal, state, resuming, check)
-        executor = ToolExecutor(agent.registry, agent.max_result_chars)
-        environment: Callable[..., Environment] = Environment
-        if agent.tool_selection is not None:  # each turn offered a few tools
-            from tether.runtime.context.selecting import selecting_parts
-
-            executor, environment = selecting_parts(agent, journal)
-        door = assemble(RunContext(self.id, journal, state, self._accountant, trace),
-                        self._tool_door(executor))
-        tools = door.calls
-        if agent.tool_selection is not None:  # the selecting turn consults the gate
-            environment = partial(environment, gate=door.gate)
-        if agent.compaction is not None:  # (a recipe without compaction pays nothing for it)
-            from tether.runtime.context.compactor import with_compaction
-
-            environment = with_compaction(environment, agent.compaction)
-        env = environment(model=agent.model, specs=agent.registry.specs, tools=tools,
-                          accountant=self._accountant, journal=journal, state=state,
-                          show_budget=agent.show_budget, on_delta=self._on_delta,
-                          first_tool_choice=agent.first_tool_choice, trace=trace,
-                          output=check)
+        env = wired_environment(self, RunContext(self.id, journal, state, self._accountant, trace),
+                                check, self._on_delta)
         handle = strategy_doors.handle(env, self.task)
         answer = ""
         try:
@@ -398,7 +315,9 @@ class Session:
             return await self._end(stop.reason, stop.detail, answer,
                              f"[tether] The run stopped: {stop.detail}. The answer is the "
                              "model's last output, which is not valid; result.output is None.")
-        answer = await self._wrap_up(env, stop)
+        from tether.runtime.lifecycle.stopping import wrap_up  # (a run that finishes: never)
+
+        answer = await wrap_up(env, self._journal, stop)
         why = f"{stop.reason.value} ({stop.detail})"
         spent = f"Spent in all: {self.spend().against(self.budget)}."  # the wrap-up included
         notice = (f"[tether] The run stopped: {why}; the answer is the model's wrap-up. {spent}"
@@ -425,41 +344,12 @@ class Session:
             self._journal.flush()
         raise exc
 
-    async def _wrap_up(self, env: Environment, stop: Stop) -> str:
-        why = f"{stop.reason.value} ({stop.detail})"
-        if stop.reason.gets_final_turn and not stop.wrap_up:
-            self._journal.append("session.wrap_up_skipped", {
-                "reason": stop.reason.value, "detail": "the model went past the output cap it "
-                "was sent; a wrap-up call could do so again"})
-        elif stop.reason.gets_final_turn:
-            try:
-                response = await env.wrap_up(WRAP_UP.format(why=why))
-                return response.text
-            except Stop as no_room:
-                self._journal.append("session.wrap_up_skipped", {"reason": no_room.reason.value,
-                                                                 "detail": no_room.detail})
-        return ""
-
     def _record_pause(self, stop: Stop) -> Spend:
         """Append the pause (the caller writes it: awaited in a run, at once when interrupted)."""
-        waiting = self.pending_approvals()
-        if stop.reason is StopReason.NEEDS_APPROVAL:
-            notice = (f"[tether] Paused: {len(waiting)} call(s) wait for approval "
-                      f"({', '.join(f'{r.tool} [{r.id}]' for r in waiting)}). Approve or deny "
-                      "them, then resume the session.")
-        elif stop.reason is StopReason.UNCERTAIN_EFFECT:
-            notice = (f"[tether] Paused: {stop.detail}. Settle each with session.settle(call_id, "
-                      "'retry' or 'skip', operator=...), then resume the session.")
-        else:
-            notice = f"[tether] Paused: {stop.detail}. Resume the session to continue."
-        spend = self._accountant.spend()
-        self._journal.append("session.paused", {
-            "reason": stop.reason.value, "detail": stop.detail, "answer": "", "notice": notice,
-            "pending": [r.id for r in waiting],
-            "uncertain": uncertain_calls(self._state, self.agent.registry),
-            "active_seconds": self._accountant.activation_seconds(), "spend": spend.to_dict(),
-        })
-        return spend
+        from tether.runtime.lifecycle.stopping import record_pause
+
+        return record_pause(self._journal, self._state, self.agent.registry, self._accountant,
+                            self.pending_approvals(), stop)
 
     async def _end(self, reason: StopReason, detail: str, answer: str,
                    notice: str = "") -> Result:
