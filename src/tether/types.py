@@ -216,7 +216,7 @@ class ModelRequest:
 @fast_init
 @dataclass(frozen=True, slots=True)
 class StructuredRequest(ModelRequest):
-    """A ModelRequest of a run whose agent has an output type (tether.runtime.context.output): the
+    """A ModelRequest of a run whose agent has an output type (runtime.chokepoint.output): the
     answer must validate against ``output_schema`` (its ``title`` names it). Each adapter sends
     the schema in its provider's native form (a strict response format, a forced tool, a
     grammar), or nothing where there is none."""

@@ -22,7 +22,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from tether.errors import RunError
+from tether.errors import InvalidArgument, RunError
 from tether.journal.chain import Journal, JournalValueError
 from tether.models.base import Model
 from tether.runtime.accounting.answer_calls import without_cut_call
@@ -110,7 +110,7 @@ async def ask_on_branch(asking: Asking, branch: BranchCall) -> ModelResponse:
             "reserved_cost_usd": reservation.cost_usd,
             **({"tool_choice": choice} if choice is not None else {})})
     except JournalValueError as exc:
-        raise ValueError(f"the branch's messages cannot be journaled: {exc}") from None
+        raise InvalidArgument(f"the branch's messages cannot be journaled: {exc}") from None
     await durable
     trace = asking.trace
     traceparent = trace.model_call(seq).header() if trace else ""  # (as a turn's)

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence, Set
 
+from tether.errors import InvalidArgument
 from tether.types import TOOL_CHOICES, ToolCall
 
 
@@ -21,10 +22,10 @@ def check_turn(tool_choice: str | None, cap: int | None, choosable: Set[str]) ->
     (``choosable``) and ``cap`` a whole number >= 1."""
     if tool_choice is not None and tool_choice not in TOOL_CHOICES \
             and tool_choice not in choosable:
-        raise ValueError(f"tool_choice {tool_choice!r} is neither one of {TOOL_CHOICES} "
+        raise InvalidArgument(f"tool_choice {tool_choice!r} is neither one of {TOOL_CHOICES} "
                          f"nor a tool of this agent ({', '.join(sorted(choosable))})")
     if cap is not None and (type(cap) is not int or cap < 1):
-        raise ValueError(f"max_output_tokens must be a whole number >= 1; got {cap!r}")
+        raise InvalidArgument(f"max_output_tokens must be a whole number >= 1; got {cap!r}")
 
 
 def check_open(calls: Sequence[ToolCall], unresolved: Sequence[ToolCall]) -> list[ToolCall]:
@@ -33,9 +34,9 @@ def check_open(calls: Sequence[ToolCall], unresolved: Sequence[ToolCall]) -> lis
     open_calls = {c.id: c for c in unresolved}
     foreign = [c.id for c in calls if open_calls.get(c.id) != c]
     if len({c.id for c in calls}) != len(calls):
-        raise ValueError("call_tools was given the same call twice")
+        raise InvalidArgument("call_tools was given the same call twice")
     if foreign:
-        raise ValueError(
+        raise InvalidArgument(
             f"call_tools takes calls from the model's last turn that have no result yet, "
             f"as the model asked for them; {foreign} are not among them (pass "
             "turn.tool_calls from ask_model, unchanged)")

@@ -47,9 +47,9 @@ from tether.runtime.chokepoint.checks import check_open, check_turn
 from tether.runtime.chokepoint.effects import skipped
 from tether.runtime.chokepoint.failures import Failures
 from tether.runtime.chokepoint.model_call import ModelCall, streamed
+from tether.runtime.chokepoint.output import OutputCheck
 from tether.runtime.chokepoint.shaper import Offered, TurnShaper
 from tether.runtime.chokepoint.turn import ToolCalls
-from tether.runtime.context.output import OutputCheck
 from tether.runtime.record.result import ToolResult
 from tether.runtime.record.state import SessionState
 from tether.types import (

@@ -195,5 +195,5 @@ async def streamed(model: Model, request: ModelRequest,
         else:
             response = item
     if not isinstance(response, ModelResponse):
-        raise TypeError("the model's stream ended without a ModelResponse")
+        raise WrongType("the model's stream ended without a ModelResponse")
     return response

@@ -18,7 +18,7 @@ turn's request and asks each for a branch's tools. With no shaper the Environmen
 plain path: one test of an empty tuple per turn, no loop. A shaper changes the turn only through
 ``TurnSeat``, the few public methods of the Environment written for it.
 
-Output validation (``tether.runtime.context.output``) is deliberately not a shaper: it does not
+Output validation (``tether.runtime.chokepoint.output``) is deliberately not a shaper: it does not
 change what a turn is shown but the request's type (every turn and uncapped branch call carries
 the schema, counted in every estimate), and it judges the strategy's answer, which is not a
 model turn. It stays the one optional field of the Environment it always was (``output``).

@@ -35,8 +35,8 @@ from tether.types import TOOL_CHOICES, Event
 
 if TYPE_CHECKING:
     from tether.credentials import CredentialBroker
+    from tether.runtime.chokepoint.output import OutputSpec
     from tether.runtime.context.compaction import Compaction
-    from tether.runtime.context.output import OutputSpec
     from tether.runtime.lifecycle.planning import ModelPlanner
     from tether.runtime.lifecycle.session import Session
     from tether.runtime.record.result import Result
@@ -91,7 +91,7 @@ class Agent:
     # their W3C traceparent (tether.tracing) to providers, MCP servers and sub-agents
     telemetry: Iterable[Callable[[Event], object]] = field(default=(), compare=False)
     # the type the final answer must validate as — a pydantic model, a dataclass or a
-    # TypedDict (tether.runtime.context.output): result.output is then the validated instance, and
+    # TypedDict (runtime.chokepoint.output): result.output is then the validated instance, and
     # an answer that does not validate gets up to ``output_retries`` repair turns, each a governed
     # model call; None (the default): the answer is text and nothing is added to a run
     output_type: Any = None
@@ -152,7 +152,7 @@ class Agent:
             self.planner.check(self.budget.max_cost_usd is not None)
         spec = None
         if self.output_type is not None:
-            from tether.runtime.context.output import output_spec
+            from tether.runtime.chokepoint.output import output_spec
 
             spec = output_spec(self.output_type)
         object.__setattr__(self, "output_spec", spec)

@@ -15,7 +15,7 @@ from tether.journal.chain import Journal
 from tether.policy.plan import read_request
 from tether.runtime.chokepoint.assembly import subject_record, write_start
 from tether.runtime.chokepoint.gate import resource_of
-from tether.runtime.context.output import OutputCheck, instructions
+from tether.runtime.chokepoint.output import OutputCheck, instructions
 from tether.runtime.lifecycle.interrupt import lost_call
 from tether.runtime.lifecycle.thread import HISTORY_ORDER, thread_history
 from tether.runtime.record.state import SessionState

@@ -19,7 +19,7 @@ from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, NoReturn
 
-from tether.errors import RunError
+from tether.errors import InvalidArgument, RunError, WrongState
 from tether.journal.chain import EventBus, Journal
 from tether.policy.base import Subject
 from tether.runtime.accounting.budget import Accountant, Budget, Spend
@@ -91,7 +91,7 @@ class Session:
                  metadata: Mapping[str, Any] | None = None, request: str | None = None,
                  thread: str | None = None) -> None:
         if not isinstance(task, str) or not task.strip():
-            raise ValueError("task must be a non-empty string")
+            raise InvalidArgument("task must be a non-empty string")
         self.agent = agent
         self.task = task
         # what the user asked, for the policy (Context.request): the task, unless someone other
@@ -162,15 +162,15 @@ class Session:
         """Decide a call that was interrupted mid-effect: ``retry`` runs it again, ``skip``
         gives the model a result saying it was not repeated. Then ``resume()``."""
         if action not in ("retry", "skip"):
-            raise ValueError("action must be 'retry' or 'skip'")
+            raise InvalidArgument("action must be 'retry' or 'skip'")
         state = self._state
         if state.stop_reason is not None and not state.paused:
             raise SessionEnded(f"session {self.id} ended ({state.stop_reason}), so there is "
                                "nothing to settle: an ended session runs nothing more")
         if not operator or not operator.strip():
-            raise ValueError("say who settles: operator must be a non-empty name")
+            raise InvalidArgument("say who settles: operator must be a non-empty name")
         if call_id not in state.started or call_id in state.results:
-            raise ValueError(f"call {call_id!r} is not an interrupted call of this session")
+            raise InvalidArgument(f"call {call_id!r} is not an interrupted call of this session")
         with leased_briefly(self._journal, self.agent.lease_ttl):
             self._journal.append("effect.settled", {"call_id": call_id, "action": action,
                                                     "operator": operator, "note": note})
@@ -247,7 +247,7 @@ class Session:
         process died."""
         state = self._state
         if not len(self._journal):
-            raise RuntimeError(f"session {self.id} has not started; run it instead")
+            raise WrongState(f"session {self.id} has not started; run it instead")
         if state.stop_reason is not None and not state.paused:
             raise SessionEnded(f"session {self.id} is not paused; it ended "
                                f"({state.stop_reason}), so there is nothing to resume")
@@ -255,7 +255,7 @@ class Session:
 
     async def _activate(self) -> Result:
         if self._running:
-            raise RuntimeError(f"session {self.id} is already running")
+            raise WrongState(f"session {self.id} is already running")
         self._running = True
         task = asyncio.current_task()
         assert task is not None

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from tether.errors import RunError
+from tether.errors import NotFound, RunError, WrongState
 from tether.journal.chain import verify_chain
 from tether.journal.erasure import vouched
 from tether.store.base import ERASED_TYPE
@@ -39,17 +39,17 @@ def stored_events(agent: Agent, session_id: str, accept_recipe_change: bool) -> 
     ``accept_recipe_change``."""
     store = agent.journal_store
     if store is None:
-        raise RuntimeError("this agent has no store to load sessions from; build it with "
+        raise WrongState("this agent has no store to load sessions from; build it with "
                            "Agent(..., store='sqlite:///tether.db')")
     events = store.read(session_id)
     if events and events[0].type == ERASED_TYPE and (
             agent.tenant_id in (None, events[0].data["subject"].get("tenant_id"))):
-        raise LookupError(f"session {session_id}'s content was erased (by "
+        raise NotFound(f"session {session_id}'s content was erased (by "
                           f"{events[0].data.get('erasure')}); there is nothing to load")
     if not events or events[0].type != "session.start" or (
             agent.tenant_id is not None
             and events[0].data["subject"].get("tenant_id") != agent.tenant_id):
-        raise LookupError(f"no session {session_id!r} in {store.url}")
+        raise NotFound(f"no session {session_id!r} in {store.url}")
     broken = verify_chain(events, vouched(events, store.read))  # passages erased
     if broken is not None:
         why = (f"event {broken} was stored as JSONB by a tether before PostgreSQL schema 3 "

@@ -25,8 +25,8 @@ from tether.models.base import native_output
 from tether.runtime.chokepoint.assembly import RunContext, ToolDoor, assemble
 from tether.runtime.chokepoint.environment import Environment
 from tether.runtime.chokepoint.executor import ToolExecutor
+from tether.runtime.chokepoint.output import OutputCheck
 from tether.runtime.chokepoint.shaper import TurnShaper
-from tether.runtime.context.output import OutputCheck
 
 if TYPE_CHECKING:
     from tether.runtime.lifecycle.agent import Agent

@@ -76,7 +76,7 @@ class Result:
     # tether's own words when the run stopped or paused (why, what to do next); the answer
     # holds only the model's words, "" when it gave none
     notice: str = ""
-    # the answer validated as the agent's output_type (tether.runtime.context.output); None without
+    # the answer validated as the agent's output_type (runtime.chokepoint.output); None without
     # one, or when no answer validated
     output: Any = None
 

@@ -117,7 +117,7 @@ class SessionState:
         # that call's answer sits in the conversation: what came before it needs no estimate
         self.counted: tuple[int, int] | None = None
         # the answer validated as the recipe's output type, as journaled JSON (None: none yet),
-        # and how many answers did not validate (tether.runtime.context.output)
+        # and how many answers did not validate (tether.runtime.chokepoint.output)
         self.output: Any = None
         self.output_invalid = 0
         # the ids of the calls a compaction took out of the conversation: still used, so a

@@ -34,6 +34,7 @@ import re
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
+from tether.errors import InvalidArgument
 from tether.runtime.accounting.stop import Stop, StopReason
 from tether.runtime.chokepoint.branch_call import BranchCall
 from tether.runtime.chokepoint.branch_call import BranchRefused as BranchRefused
@@ -53,15 +54,15 @@ async def ask_branch(seat: Seat, key: str, messages: Sequence[Message],
                      tool_choice: str | None, cap: int | None, tools: bool) -> ModelResponse:
     """One governed model call on a branch's context (see the module docstring)."""
     if not isinstance(key, str) or not _KEY.fullmatch(key):
-        raise ValueError(f"a branch call's key must be 1-80 letters, digits, '.', '_' or '-' "
+        raise InvalidArgument(f"a branch call's key must be 1-80 letters, digits, '.', '_' or '-' "
                          f"(e.g. 'n3.s1'), unique in the session; got {key!r}")
     messages = tuple(messages)
     if not all(isinstance(m, Message) for m in messages):
-        raise ValueError("ask_branch takes the branch's messages as tether Message objects")
+        raise InvalidArgument("ask_branch takes the branch's messages as tether Message objects")
     log = seat.state.branches
     wanted = digest(messages)
     if key in log.asked and log.asked[key] != wanted:
-        raise ValueError(f"the branch call {key!r} was journaled with other messages: a key "
+        raise InvalidArgument(f"the branch call {key!r} was journaled with other messages: a key "
                          "names one call; give each new call a key of its own")
     if key in log.answers:  # resumed: answered already, from the journal (not asked again)
         return _copy(log.answers[key])
@@ -79,11 +80,11 @@ async def call_branch(seat: Seat, calls: Sequence[ToolCall]) -> tuple[ToolResult
     log = seat.state.branches
     for c in calls:
         if not isinstance(c, ToolCall) or log.calls.get(c.id) != c:
-            raise ValueError(
+            raise InvalidArgument(
                 f"call_branch takes calls from a branch answer (ask_branch), as the model asked "
                 f"for them; {getattr(c, 'id', c)!r} is not one")
     if len({c.id for c in calls}) != len(calls):
-        raise ValueError("call_branch was given the same call twice")
+        raise InvalidArgument("call_branch was given the same call twice")
     out: dict[str, ToolResult] = {}
     run: list[ToolCall] = []
     for c in calls:

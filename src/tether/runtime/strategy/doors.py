@@ -21,6 +21,7 @@ from collections.abc import Mapping, Sequence
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
+from tether.errors import InvalidArgument
 from tether.journal.chain import JournalValueError
 from tether.runtime.accounting.stop import StopLatch
 from tether.runtime.record.result import ToolResult
@@ -46,11 +47,11 @@ def record_note(seat: Seat, kind: str, data: Mapping[str, Any]) -> None:
     """Journal a strategy's note (``Handle.record``); refused after a stop."""
     with StopLatch(seat):
         if not isinstance(kind, str) or not kind:
-            raise ValueError("a strategy note needs a kind, e.g. record('route', {...})")
+            raise InvalidArgument("a strategy note needs a kind, e.g. record('route', {...})")
         try:
             seat.record("strategy.note", {"kind": kind, "data": dict(data)})
         except JournalValueError as exc:
-            raise ValueError(f"the strategy note cannot be journaled: {exc}") from None
+            raise InvalidArgument(f"the strategy note cannot be journaled: {exc}") from None
 
 
 async def call_planned(seat: Seat, calls: Sequence[tuple[str, Mapping[str, Any]]],
@@ -65,7 +66,7 @@ async def call_planned(seat: Seat, calls: Sequence[tuple[str, Mapping[str, Any]]
         try:
             seat.record("strategy.calls", {"reason": reason, "flushed": flushed, "calls": turn})
         except JournalValueError as exc:
-            raise ValueError(f"the planned calls cannot be journaled: {exc}") from None
+            raise InvalidArgument(f"the planned calls cannot be journaled: {exc}") from None
         seat.conversation_grew(flushed, turn)
         return await seat.run_calls(turn)
 
