@@ -114,7 +114,7 @@ def evaluate(agent: Any, tasks: Sequence[Task], *, k: int = 8,
              progress: Progress | None = None) -> Report:
     """Evaluate ``agent`` on ``tasks``: ``k`` trials of each under each perturbation, graded,
     journaled in ``store`` (default: the agent's, else in memory), reported as pass^k."""
-    from tether.runtime.lifecycle.agent import run_sync
+    from tether.runtime.lifecycle.sync import run_sync
 
     result: Report = run_sync(aevaluate(
         agent, tasks, k=k, perturbations=perturbations, seed=seed, name=name, suite=suite,
@@ -175,7 +175,8 @@ def pass_at_k_with_perturbations(session_factory: Callable[[str], Any], task: Ta
     The sessions made keep the factory's agent and budget."""
     import dataclasses
 
-    from tether.runtime.lifecycle.agent import Agent, run_sync
+    from tether.runtime.lifecycle.agent import Agent
+    from tether.runtime.lifecycle.sync import run_sync
 
     probe = session_factory(task.prompt)
     agent = getattr(probe, "agent", None)

@@ -376,7 +376,7 @@ def _outcome(result: Mapping[str, Any] | None) -> tuple[Any, Any] | None:
 
 
 def rerun(agent: Agent, events: Sequence[Event]) -> RerunReport:
-    from tether.runtime.lifecycle.agent import run_sync
+    from tether.runtime.lifecycle.sync import run_sync
 
     report: RerunReport = run_sync(arerun(agent, events))
     return report

@@ -7,14 +7,13 @@ Session. The recipe is validated when built, so a mistake is reported where it w
 
 from __future__ import annotations
 
-import asyncio
 import dataclasses
 import math
 from collections.abc import AsyncIterator, Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from tether.errors import InvalidArgument, WrongState, WrongType
+from tether.errors import InvalidArgument, WrongType
 from tether.models.base import Model
 from tether.models.pricing import Price
 from tether.policy.base import AllowAll, Policy
@@ -315,12 +314,3 @@ class _RecipeApprovals(StoredApprovals):
     tenant) derives its own again instead of keeping these as if they had been given."""
 
 
-def run_sync(coro: Any) -> Any:
-    """Run a coroutine to completion from synchronous code, refusing inside a running loop."""
-    try:
-        asyncio.get_running_loop()
-    except RuntimeError:
-        return asyncio.run(coro)
-    coro.close()
-    raise WrongState("run() was called inside a running event loop; use `await agent.arun(...)`"
-                     " or `await session.arun()` there")

@@ -26,13 +26,13 @@ from tether.runtime.accounting.budget import Accountant, Budget, Spend
 from tether.runtime.accounting.stop import Stop, StopReason
 from tether.runtime.approvals.requests import ApprovalRequest
 from tether.runtime.chokepoint.assembly import RunContext
-from tether.runtime.lifecycle.agent import run_sync
 from tether.runtime.lifecycle.interrupt import interruption, lost_call
 from tether.runtime.lifecycle.lease import leased, leased_briefly
 from tether.runtime.lifecycle.opening import open_run
 from tether.runtime.lifecycle.stored import JournalTampered as JournalTampered
 from tether.runtime.lifecycle.stored import RecipeChanged as RecipeChanged
 from tether.runtime.lifecycle.stored import stored_events
+from tether.runtime.lifecycle.sync import run_sync
 from tether.runtime.lifecycle.thread import end_turn
 from tether.runtime.lifecycle.wiring import environment as wired_environment
 from tether.runtime.lifecycle.wiring import output_check
