@@ -250,7 +250,7 @@ def test_concurrent_sessions_plan_and_validate_safely() -> None:
 
 
 def test_reflexion_around_llmp_plans_each_attempt_afresh() -> None:
-    from tether.evals.graders import state
+    from tether.reasoning.graders import state
     from tether.reasoning.reflexion import GraderCheck, Reflexion
 
     world = blocks()

@@ -24,8 +24,8 @@ from typing import Any, NoReturn
 
 from tether.credentials.errors import CredentialError
 from tether.credentials.redactor import SecretRedactor
-from tether.credentials.secret import Secret
 from tether.credentials.token import ScopedToken, check_max_uses, check_name, check_ttl
+from tether.secret import Secret
 
 Provider = Callable[[], str | Secret]
 

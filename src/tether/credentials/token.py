@@ -23,7 +23,7 @@ from typing import Any, NoReturn, final
 
 from tether.credentials.errors import CredentialError
 from tether.credentials.redactor import REDACTED, SecretRedactor
-from tether.credentials.secret import Secret
+from tether.secret import Secret
 
 __all__ = ["REDACTED", "ScopedToken", "check_max_uses", "check_name", "check_ttl"]
 

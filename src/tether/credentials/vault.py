@@ -17,7 +17,7 @@ import importlib
 from typing import Any, NoReturn
 
 from tether.credentials.errors import CredentialError, Reason
-from tether.credentials.secret import Secret
+from tether.secret import Secret
 from tether.urls import redact_url
 
 

@@ -18,9 +18,9 @@ from pathlib import Path
 from typing import Any
 
 from tether.errors import UsageError
-from tether.evals import graders as g
-from tether.evals.graders import Grader
 from tether.policy.yaml_source import Node, PolicyLoadError, describe, parse_yaml
+from tether.reasoning import graders as g
+from tether.reasoning.graders import Grader
 
 
 class SuiteError(UsageError, ValueError):

@@ -17,12 +17,12 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from tether.evals.graders import CallRecord, Grade, Outcome, grade
 from tether.evals.grades import GradeBook, StoredGrade, stored_grades
 from tether.evals.keys import TrialKey
 from tether.evals.perturb import Perturbation, Setup
 from tether.evals.tasks import Task
 from tether.journal.views.metrics import SessionFacts, session_facts
+from tether.reasoning.graders import CallRecord, Grade, Outcome, grade
 from tether.store.base import Store, StoreError
 
 if TYPE_CHECKING:

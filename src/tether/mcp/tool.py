@@ -22,7 +22,6 @@ from typing import TYPE_CHECKING, Any
 
 from tether.mcp.content import has_binary, parts_of
 from tether.mcp.oauth.flows import hide_secrets
-from tether.runtime.chokepoint.asks import CallAsks
 from tether.tools.base import ToolContext, ToolMeta
 from tether.tools.caller import SILENT
 from tether.tools.content import Content
@@ -80,8 +79,8 @@ class MCPTool:
         auth = self._toolset.server.auth
         if auth is not None and context.asks is not None:  # the server may echo its token
             context.asks.hide(partial(hide_secrets, auth), f"mcp-oauth:{self.server}")
-        asks = None if context.asks is None else CallAsks(  # the session's, for this call
-            context.asks, context.call_id, self.name,
+        asks = None if context.asks is None else context.asks.for_call(  # the session's
+            context.call_id, self.name,
             self._toolset.server.call_timeout if context.timeout is None else context.timeout)
         if asks is not None and context.caller is not SILENT:  # a client waits: relay to it
             asks.caller = context.caller

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal, NoReturn
 from urllib.parse import urlsplit
 
-from tether.credentials import Secret
+from tether.secret import Secret
 
 #: Given the authorization URL, bring the user (or a test's user agent) through it and return the
 #: URL the authorization server redirected to, with its ``code`` and ``state`` (or ``error``).
