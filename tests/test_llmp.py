@@ -22,7 +22,7 @@ from tether.reasoning.planner import PlanAction, PlanningError, problem_text
 from tether.runtime.accounting.stop import StopReason
 from tether.runtime.lifecycle.session import Session
 from tether.runtime.rerun import rerun
-from tether.store.base import open_store
+from tether.store.opening import open_store
 from tether.types import ModelResponse, ToolCall
 
 from conftest import import_or_unavailable

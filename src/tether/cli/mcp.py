@@ -150,7 +150,8 @@ def _governance(args: argparse.Namespace, policy: Policy) -> Governance | None:
     from tether.cli.telemetry import environment_sinks
     from tether.runtime.accounting.budget import Budget
     from tether.serve.clients import Governance
-    from tether.store.base import StoreError, open_store
+    from tether.store.base import StoreError
+    from tether.store.opening import open_store
     from tether.urls import redact_text, redact_url
 
     url = store_url(args.store)

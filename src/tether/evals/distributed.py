@@ -22,9 +22,10 @@ from collections.abc import Sequence
 from concurrent.futures import ProcessPoolExecutor
 from typing import Any
 
-from tether.evals.runner import Plan, Progress, agent_source, run_plan
+from tether.evals.plan import Plan, Progress, agent_source, run_plan
 from tether.evals.trials import TrialRecord
-from tether.store.base import Store, open_store
+from tether.store.base import Store
+from tether.store.opening import open_store
 
 _forked: dict[str, Any] = {}  # a forked worker's inheritance: its plan, agent and store URL
 

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from tether.evals.estimators import Estimate, curves
+from tether.evals.html import render
 from tether.evals.trials import TrialRecord
 from tether.journal.views.metrics import RunMetrics
 
@@ -132,10 +133,8 @@ class Report:
         return path
 
     def write_html(self, path: str | Path) -> Path:
-        from tether.evals.html import render
-
         path = Path(path)
-        path.write_text(render(self), encoding="utf-8")
+        path.write_text(render(self, ALL), encoding="utf-8")
         return path
 
 
