@@ -23,9 +23,15 @@ from collections.abc import Mapping
 from typing import Any
 
 from tether.evals.agentdojo.suite import DojoTool as DojoTool  # where the tests find them
-from tether.evals.agentdojo.suite import Environments, PairResult, _agentdojo, call_key, tools_for
+from tether.evals.agentdojo.suite import (
+    Environments,
+    PairResult,
+    _agentdojo,
+    call_key,
+    overlay_for,  # the harness's: a test may replace it
+    tools_for,
+)
 from tether.evals.agentdojo.suite import _plain as _plain
-from tether.evals.agentdojo.suite import overlay_for as overlay_for
 from tether.evals.obedient import PlannedCall, obedient_model
 
 SUITES = ("workspace", "travel", "banking", "slack")
@@ -76,7 +82,7 @@ def run_pair(suite: Any, user_task: Any, injection_task: Any, *, policy: Any = N
     from tether.reasoning.react import ReAct
     from tether.runtime.lifecycle.agent import Agent
 
-    environments = environments or Environments(suite)
+    environments = environments or Environments(suite, overlay_for(suite.name))
     injections = ({} if injection_task is None
                   else environments.injections(user_task, injection_task))
     env = user_task.init_environment(environments.load(injections))
@@ -148,7 +154,7 @@ def run_user_task(name: str, user_task_id: str, *, policy: Any = None, approver:
         raise ValueError(f"unknown attack {attack!r}; one of stock, adaptive, both")
     suite = load_suite(name, version)
     user_task = suite.get_user_task_by_id(user_task_id)
-    environments = Environments(suite)
+    environments = Environments(suite, overlay_for(suite.name))
     tasks: list[Any] = [None]
     if attack in ("stock", "both"):
         tasks += suite.injection_tasks.values()
@@ -174,7 +180,7 @@ def probe_trust(name: str, version: str = "v1.2.2") -> tuple[list[Any], tuple[st
     canaries = {vector: f"TetherCanary-{vector}" for vector in
                 suite.get_injection_vector_defaults()}
     store = MemoryStore()
-    environments = Environments(suite)
+    environments = Environments(suite, overlay_for(suite.name))
     for task in (*suite.user_tasks.values(), *suite.injection_tasks.values()):
         env = environments.load(canaries)
         if hasattr(task, "init_environment"):

@@ -85,14 +85,15 @@ class Environments:
 
     __slots__ = ("_attack", "_defaults", "_loader", "_text", "overlay", "suite")
 
-    def __init__(self, suite: Any) -> None:
+    def __init__(self, suite: Any, overlay: Any = None) -> None:
+        """``overlay``: the suite's reviewed metadata (``overlay_for``, when None)."""
         import yaml
         from agentdojo.attacks import FixedJailbreakAttack
         from agentdojo.attacks.important_instructions_attacks import ImportantInstructionsAttack
         from agentdojo.task_suite.task_suite import read_suite_file
 
         self.suite = suite
-        self.overlay = overlay_for(suite.name)
+        self.overlay = overlay_for(suite.name) if overlay is None else overlay
         self._text = read_suite_file(suite.name, "environment.yaml", suite.data_path)
         self._defaults = suite.get_injection_vector_defaults()
         self._loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
