@@ -41,8 +41,7 @@ from fractions import Fraction
 from typing import Any
 
 from tether import ModelResponse, ToolCall, tool
-from tether.evals import Task
-from tether.evals.graders import Grade, Outcome, all_of, called, contains
+from tether.evals import Grade, Outcome, Task, all_of, called, contains
 
 OPS: dict[str, Callable[[Fraction, Fraction], Fraction]] = {
     "+": operator.add, "-": operator.sub, "*": operator.mul, "/": operator.truediv}

@@ -41,8 +41,7 @@ from typing import Any
 from search_tasks import Drawers, Proposer, combine, drawer_tasks, game_tasks, hunter
 
 from tether import Agent, Budget, ModelResponse, ReAct, ScriptedModel, ToolCall, tool
-from tether.evals import Task, evaluate, numeric
-from tether.evals.graders import state
+from tether.evals import Task, evaluate, numeric, state
 from tether.evals.report import Report
 from tether.reasoning import GraderCheck, Reflexion, SelfCritique
 from tether.reasoning.lats import LATS, GraderValue, SelfEvaluation

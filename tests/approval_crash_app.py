@@ -27,7 +27,8 @@ from typing import Any
 from tether import Agent, Decision, Effect, ModelResponse, ReAct, ScriptedModel, ToolCall, tool
 from tether.policy import Action, Context, Resource, Subject
 from tether.runtime.approvals.requests import StoredApprovals
-from tether.store.base import SessionBusy, Store, open_store
+from tether.store.base import SessionBusy, Store
+from tether.store.opening import open_store
 from tether.types import Event
 
 

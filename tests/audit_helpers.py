@@ -156,7 +156,7 @@ def seed(url: str, session_id: str, timestamp: float, *, events: int = 4,
          tenant: str = "old-co") -> None:
     """A chained session written at ``timestamp`` (the journal would stamp "now")."""
     from tether.journal.chain import GENESIS, seal
-    from tether.store.base import open_store
+    from tether.store.opening import open_store
 
     start = {"task": "old work", "agent": "archived", "system_prompt": "", "model": "scripted",
              "tools": [], "budget": {}, "context": {},

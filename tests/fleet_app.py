@@ -41,7 +41,7 @@ from tether import (
 )
 from tether.policy import Action, Context, Resource, Subject
 from tether.runtime.approvals.requests import ApprovalRequest, StoredApprovals
-from tether.store.base import open_store
+from tether.store.opening import open_store
 
 LEDGER_TABLE = "fleet_ledger"
 

@@ -28,7 +28,8 @@ from pathlib import Path
 from typing import Any
 
 from tether import Agent, ModelResponse, ReAct, ScriptedModel, ToolCall, tool
-from tether.store.base import Store, open_store
+from tether.store.base import Store
+from tether.store.opening import open_store
 from tether.types import Event
 
 

@@ -14,7 +14,7 @@ import sys
 from pathlib import Path
 
 from tether import Agent, ModelRequest, ModelResponse, ScriptedModel, ToolCall, tool
-from tether.evals.graders import all_of, called, contains
+from tether.reasoning.graders import all_of, called, contains
 from tether.reasoning.reflexion import (
     CRITIQUE_NOTE,
     Evaluator,

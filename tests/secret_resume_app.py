@@ -33,7 +33,7 @@ from tether import (
 from tether.credentials import CredentialBroker, ScopedToken
 from tether.policy import Action, Context, Resource, Subject
 from tether.runtime.approvals.requests import StoredApprovals
-from tether.store.base import open_store
+from tether.store.opening import open_store
 
 SECRET = "sk-live/Zq81xR0+pLm2vN7tB="
 CARD = "4929120945581307"

@@ -12,7 +12,7 @@ from __future__ import annotations
 import sys
 
 from tether.journal.chain import Journal
-from tether.store.base import open_store
+from tether.store.opening import open_store
 
 if __name__ == "__main__":
     url, session_id = sys.argv[1:3]

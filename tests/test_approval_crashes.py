@@ -16,7 +16,7 @@ import pytest
 import approval_crash_app
 from audit_helpers import store_url
 from tether.journal.chain import verify_chain
-from tether.store.base import open_store
+from tether.store.opening import open_store
 
 APP = approval_crash_app.__file__
 

@@ -19,7 +19,7 @@ from audit_helpers import Raw, store_url
 from test_audit_tamper import populate, verify
 from tether.journal.chain import Journal
 from tether.journal.views.export import write_jsonl
-from tether.store.base import open_store
+from tether.store.opening import open_store
 
 
 @pytest.fixture(params=["sqlite", "postgres"])

@@ -19,7 +19,7 @@ from tether.cli import main
 from tether.journal.chain import verify_chain
 from tether.journal.views.export import event_from_json
 from tether.runtime.approvals.requests import StoredApprovals
-from tether.store.base import open_store
+from tether.store.opening import open_store
 
 APP = audit_app.__file__
 AGENT = f"{APP}:agent"

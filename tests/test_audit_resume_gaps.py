@@ -22,7 +22,8 @@ import pytest
 import audit_app
 from tether import Agent
 from tether.runtime.approvals.requests import StoredApprovals
-from tether.store.base import Store, open_store
+from tether.store.base import Store
+from tether.store.opening import open_store
 
 HIDDEN_FROM_APPROVERS = audit_app.POLICY_YAML.replace(
     "    reason: payments over 100 need a person\n",

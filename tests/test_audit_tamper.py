@@ -16,7 +16,7 @@ from audit_helpers import Raw, store_url
 from tether.cli import main
 from tether.journal.chain import seal
 from tether.runtime.approvals.requests import StoredApprovals
-from tether.store.base import open_store
+from tether.store.opening import open_store
 
 Mutation = Callable[[Raw, str, int], None]
 

@@ -275,7 +275,7 @@ def _model() -> None:
 
 
 def _store() -> None:
-    from tether.store.base import open_store
+    from tether.store.opening import open_store
 
     open_store("nosuch://place")
 

@@ -57,7 +57,7 @@ def test_a_worker_killed_mid_trial_still_yields_a_complete_report(
     assert len(report.records) == 3 * 2 and all(r.passed for r in report.records)
     redone = [r for r in report.records if r.attempt > 1]
     assert redone and all(r.key.task == "mul-2-21" for r in redone)
-    from tether.store.base import open_store
+    from tether.store.opening import open_store
 
     store = open_store(url)
     try:

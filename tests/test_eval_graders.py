@@ -8,9 +8,9 @@ import pytest
 from pydantic import BaseModel
 
 from tether import ScriptedModel
-from tether.evals import graders as g
-from tether.evals.graders import CallRecord, Grade, Outcome, grade
 from tether.evals.judge import llm_judge
+from tether.reasoning import graders as g
+from tether.reasoning.graders import CallRecord, Grade, Outcome, grade
 
 
 def outcome(answer: str, expected: Any = None, **kw: Any) -> Outcome:

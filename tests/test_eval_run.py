@@ -206,8 +206,8 @@ def test_bad_input_is_refused_before_any_trial() -> None:
 
 
 def test_json_is_stable_html_is_self_contained_and_escaped(tmp_path: Path) -> None:
-    task = Task("What is 2 * 21?", grader=lambda o: __import__("tether.evals.graders").evals
-                .graders.Grade(False, "<script>alert(1)</script>"))
+    task = Task("What is 2 * 21?", grader=lambda o: __import__("tether.reasoning.graders")
+                .reasoning.graders.Grade(False, "<script>alert(1)</script>"))
     report = evaluate(eval_app.make_agent(), [task, *tasks()], k=2,
                       perturbations=["canonical", "paraphrase"])
     data = json.loads(report.write_json(tmp_path / "r.json").read_text())

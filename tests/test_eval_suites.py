@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 
 from tether.evals import Task
-from tether.evals.graders import Outcome, grade
 from tether.evals.tasks import SuiteError, load_suite
+from tether.reasoning.graders import Outcome, grade
 
 HERE = Path(__file__).parent
 

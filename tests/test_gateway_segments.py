@@ -315,7 +315,7 @@ async def test_an_approval_pending_across_a_roll_stays_pending_and_is_used_once(
 # -- the MCP server's clients --------------------------------------------------------------------
 
 async def test_an_mcp_clients_journal_rolls_as_the_server_is_told(tmp_path: Path) -> None:
-    from tether.mcp.clients import ClientGateways, Governance
+    from tether.serve.clients import ClientGateways, Governance
 
     store = SQLiteStore(tmp_path / "g.db")
     gateways = ClientGateways([echo], Governance(PaymentsNeedAPerson(), store, roll_calls=2))

@@ -340,7 +340,7 @@ def test_a_third_signal_ends_a_run_whose_loop_is_held_as_kill_9_would(
 @pytest.mark.parametrize("backend", ["sqlite", "postgres"])
 def test_an_interrupted_run_pauses_on_every_store(tmp_path: Path, backend: str) -> None:
     from audit_helpers import store_url
-    from tether.store.base import open_store
+    from tether.store.opening import open_store
 
     with store_url(backend, tmp_path) as url:
         proc = _started(tmp_path, url, "during")

@@ -12,9 +12,9 @@ from hypothesis import strategies as st
 
 from test_planned_calls import Rule
 from tether import Agent, Budget, ReAct, ScriptedModel, tool
-from tether.evals.graders import all_of, called, contains
 from tether.journal.views.timeline import timeline
 from tether.policy.base import Action, Decision, Effect
+from tether.reasoning.graders import all_of, called, contains
 from tether.reasoning.lats import LATS, GraderValue, SelfEvaluation
 from tether.runtime.accounting.stop import StopReason
 from tether.runtime.lifecycle.session import Session

@@ -22,7 +22,7 @@ from tether.reasoning.planner import PlanAction, PlanningError, problem_text
 from tether.runtime.accounting.stop import StopReason
 from tether.runtime.lifecycle.session import Session
 from tether.runtime.rerun import rerun
-from tether.store.base import open_store
+from tether.store.opening import open_store
 from tether.types import ModelResponse, ToolCall
 
 from conftest import import_or_unavailable
@@ -250,7 +250,7 @@ def test_concurrent_sessions_plan_and_validate_safely() -> None:
 
 
 def test_reflexion_around_llmp_plans_each_attempt_afresh() -> None:
-    from tether.evals.graders import state
+    from tether.reasoning.graders import state
     from tether.reasoning.reflexion import GraderCheck, Reflexion
 
     world = blocks()

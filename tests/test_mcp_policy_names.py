@@ -22,11 +22,11 @@ import pytest
 
 from mcp_peers import http_peer, http_server, journals, status, stdio_peer, store_url, text
 from mcp_servers import PY_SERVER, npm_bin, py_server
-from tether.mcp.clients import Governance
-from tether.mcp.proxy import proxy
-from tether.mcp.server import serve
 from tether.policy import YamlPolicy
 from tether.policy.names import PolicyNameError
+from tether.serve.clients import Governance
+from tether.serve.proxy import proxy
+from tether.serve.server import serve
 from tether.store.memory import MemoryStore
 
 ROOT = Path(__file__).resolve().parents[1]

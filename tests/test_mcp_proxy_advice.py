@@ -10,8 +10,8 @@ from pathlib import Path
 from mcp_peers import http_peer, status, text
 from mcp_servers import py_server
 from test_mcp_proxy_upstream import serving, until
-from tether.mcp.proxy import RESTART_ADVICE
 from tether.mcp.toolset import MCPToolset
+from tether.serve.proxy import RESTART_ADVICE
 
 LIBRARY_WORDS = ("toolset", "reconnect()", "connect(server)", "tools.open()")
 

@@ -12,10 +12,10 @@ import pytest
 
 from mcp_peers import http_peer, status, text
 from mcp_servers import py_server
-from tether.mcp.clients import Governance
-from tether.mcp.proxy import proxy
 from tether.mcp.supervise import UpstreamLost
 from tether.policy.base import AllowAll
+from tether.serve.clients import Governance
+from tether.serve.proxy import proxy
 from tether.store.memory import MemoryStore
 
 

@@ -14,11 +14,11 @@ import pytest
 from mcp import Client
 from tether import Decision, Effect, tool
 from tether.journal.chain import verify_chain
-from tether.mcp.clients import ClientGateways, Governance
 from tether.mcp.content import parts_of, render
-from tether.mcp.server import LogLevels, build_server, listing_of
 from tether.policy import AllowAll
 from tether.runtime.chokepoint.gateway import Gateway
+from tether.serve.clients import ClientGateways, Governance
+from tether.serve.server import LogLevels, build_server, listing_of
 from tether.store.memory import MemoryStore
 from tether.tools.caller import SILENT, Caller, CallerCannot
 from tether.tools.content import (

@@ -16,9 +16,9 @@ from tether.cli import main
 from tether.cli.mcp import load_tools
 from tether.cli.recipe import RecipeError
 from tether.journal.chain import verify_chain
-from tether.mcp.clients import ClientExpired, ClientGateways, Governance
-from tether.mcp.server import build_server, client_key, listing_of
 from tether.policy import AllowAll
+from tether.serve.clients import ClientExpired, ClientGateways, Governance
+from tether.serve.server import build_server, client_key, listing_of
 from tether.store.memory import MemoryStore
 
 ran: list[str] = []

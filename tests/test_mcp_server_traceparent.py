@@ -30,11 +30,11 @@ from mcp_peers import (
 )
 from mcp_servers import py_server
 from tether import tool
-from tether.mcp.clients import ClientGateways, Governance
-from tether.mcp.proxy import proxy
-from tether.mcp.server import build_server, listing_of
 from tether.policy import AllowAll
 from tether.runtime.chokepoint.gateway import Gateway
+from tether.serve.clients import ClientGateways, Governance
+from tether.serve.proxy import proxy
+from tether.serve.server import build_server, listing_of
 from tether.store.memory import MemoryStore
 from tether.tools.base import ToolContext
 from tether.tracing import Segment, TraceParent

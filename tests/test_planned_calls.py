@@ -18,7 +18,7 @@ from tether.runtime.record.state import fold
 from tether.runtime.rerun import rerun
 from tether.runtime.strategy.handle import Handle
 from tether.runtime.strategy.planned import Note, PlannedCalls
-from tether.store.base import open_store
+from tether.store.opening import open_store
 from tether.types import ModelResponse, ToolCall
 
 STEPS: tuple[tuple[str, dict[str, Any]], ...] = (

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from tether import Agent, ReAct, ScriptedModel, StopReason, tool
-from tether.store.base import open_store
+from tether.store.opening import open_store
 from tether.types import Event
 
 

@@ -12,8 +12,8 @@ from hypothesis import strategies as st
 
 from test_planned_calls import Rule
 from tether import Agent, Budget, ReAct, ScriptedModel, tool
-from tether.evals.graders import numeric
 from tether.policy.base import Action, Decision, Effect
+from tether.reasoning.graders import numeric
 from tether.reasoning.reflexion import GraderCheck, Reflexion, SelfCritique
 from tether.reasoning.router import Router, RouteRule
 from tether.runtime.accounting.stop import StopReason

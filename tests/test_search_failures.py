@@ -8,7 +8,7 @@ from typing import Any
 
 from test_lats import TASK, drawers, model, notes
 from tether import Agent, Budget, ModelRequest, ScriptedModel
-from tether.evals.graders import contains
+from tether.reasoning.graders import contains
 from tether.reasoning.lats import LATS, GraderValue
 from tether.runtime.accounting.stop import StopReason
 

@@ -21,7 +21,7 @@ from audit_helpers import store_url
 from tether.integrations.governed import GovernedRun
 from tether.journal.chain import verify_chain
 from tether.journal.views.spans import derive_spans
-from tether.store.base import open_store
+from tether.store.opening import open_store
 from tether.store.sqlite import SQLiteStore
 from tether.types import Event
 

@@ -8,8 +8,8 @@ import asyncio
 from typing import Any
 
 from tether import Budget, Decision, Effect, tool
-from tether.mcp.clients import ClientGateways, Governance
-from tether.mcp.server import SESSIONLESS_CLIENT
+from tether.serve.clients import ClientGateways, Governance
+from tether.serve.server import SESSIONLESS_CLIENT
 from tether.store.memory import MemoryStore
 
 ran: list[str] = []

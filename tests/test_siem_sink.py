@@ -24,7 +24,7 @@ from tether import StopReason
 from tether.cli import main
 from tether.observe.siem import SIEMSink
 from tether.observe.syslog import SyslogTarget
-from tether.store.base import open_store
+from tether.store.opening import open_store
 from tether.types import Event
 
 from conftest import call

@@ -11,8 +11,9 @@ from pathlib import Path
 import pytest
 
 from tether.journal.chain import GENESIS, Journal, verify_chain
-from tether.store.base import ConflictError, SchemaError, Store, StoreError, open_store
+from tether.store.base import ConflictError, SchemaError, Store, StoreError
 from tether.store.memory import MemoryStore
+from tether.store.opening import open_store
 from tether.store.sqlite import SQLiteStore
 
 from conftest import PG_URL, postgres_store

@@ -11,7 +11,8 @@ import pytest
 import audit_app
 from audit_helpers import pg_database
 from tether.cli import main
-from tether.store.base import StoreError, open_store
+from tether.store.base import StoreError
+from tether.store.opening import open_store
 from tether.store.postgres import PostgresStore, schema_in_url
 
 

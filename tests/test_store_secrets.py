@@ -17,7 +17,8 @@ import audit_app
 from audit_helpers import pg_database
 from tether.cli import main
 from tether.runtime.approvals.requests import StoredApprovals
-from tether.store.base import StoreError, open_store
+from tether.store.base import StoreError
+from tether.store.opening import open_store
 from tether.urls import redact_text, redact_url
 
 PASSWORD = "Hunter2-sekrit-pw"

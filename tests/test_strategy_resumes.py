@@ -66,8 +66,8 @@ def test_a_reflexion_attempt_resumed_after_a_pause_is_graded_on_every_call_it_ma
     from test_planned_calls import Rule
     from test_reflexion_router import TASK, call, weather_tools
     from tether import Agent, ScriptedModel
-    from tether.evals.graders import called
     from tether.policy.base import Action, Decision, Effect
+    from tether.reasoning.graders import called
     from tether.reasoning.reflexion import GraderCheck, Reflexion
     from tether.runtime.lifecycle.session import Session
 

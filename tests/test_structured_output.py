@@ -22,9 +22,9 @@ from tether import (
     StopReason,
     tool,
 )
-from tether.evals.graders import Outcome, grade, output_fields
 from tether.journal.chain import verify_chain
 from tether.policy import Action, Context, Resource, Subject
+from tether.reasoning.graders import Outcome, grade, output_fields
 from tether.runtime.chokepoint.output import MAX_TEXT_CHARS, json_text
 from tether.runtime.record.state import fold
 from tether.runtime.rerun import rerun

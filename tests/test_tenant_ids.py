@@ -24,7 +24,7 @@ from tether import (
 )
 from tether.cli import main
 from tether.policy import Action, Context, Resource, Subject
-from tether.store.base import open_store
+from tether.store.opening import open_store
 
 # acme's ids share starts with globex's: "dbe" starts one of each, "dbe00d" only acme's
 ACME = ("dbe00d33e5ab80fc7d0c267c574c0eed", "5a5a11ce0000000000000000000000aa")

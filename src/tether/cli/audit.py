@@ -21,11 +21,12 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from collections.abc import Callable, Collection, Iterator, Sequence
+from collections.abc import Callable, Collection, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from tether.cli import audit_anchors, audit_trust
+from tether.cli.audit_reading import read_session, tenant_sessions
 from tether.cli.common import (
     EXIT_FINDING,
     EXIT_OK,
@@ -42,7 +43,7 @@ from tether.cli.next_steps import uncertain
 
 if TYPE_CHECKING:
     from tether.journal.tamper import Break
-    from tether.store.base import SessionInfo, Store
+    from tether.store.base import Store
     from tether.types import Event
 
 
@@ -137,30 +138,6 @@ def run_verify(args: argparse.Namespace) -> int:
         store.close()
 
 
-def _sessions(store: Store, tenant: str | None, since: float | None = None) -> list[SessionInfo]:
-    """The store's sessions (of ``tenant`` only, when one is given)."""
-    infos = store.sessions(since=since)
-    return infos if tenant is None else [i for i in infos if i.tenant_id == tenant]
-
-
-def read_sessions(store: Store, tenant: str | None,
-                  since: float | None = None) -> Iterator[list[Event]]:
-    """Each session's events, one session at a time (of ``tenant`` only, when given)."""
-    for info in _sessions(store, tenant, since):
-        yield store.read(info.session_id)
-
-
-def _read(store: Store, session_id: str, tenant: str | None) -> list[Event]:
-    """A session's events; none when it belongs to another tenant than ``tenant`` (it is then
-    "not found", as a session that does not exist is)."""
-    events = store.read(session_id)
-    if tenant is not None and events and (
-            events[0].type != "session.start"
-            or (events[0].data.get("subject") or {}).get("tenant_id") != tenant):
-        return []
-    return events
-
-
 UNLISTED = ("its events are stored but the store's index does not list the session; it was "
             "written outside tether")
 
@@ -169,11 +146,11 @@ def _verify_store(store: Store, only: str | None, tenant: str | None) -> int:
     from tether.journal.erasure import vouched
     from tether.journal.tamper import Break, diagnose
 
-    infos = _sessions(store, tenant)
+    infos = tenant_sessions(store, tenant)
     if only is not None:
         infos = [i for i in infos if i.session_id == only]
         if not infos:
-            events = _read(store, only, tenant)
+            events = read_session(store, only, tenant)
             if not events:
                 error(f"no session {only!r} in {store.url}; `tether audit list` shows them")
                 return EXIT_FINDING
@@ -191,12 +168,12 @@ def _verify_store(store: Store, only: str | None, tenant: str | None) -> int:
                                  unverifiable=store.unverifiable(info.session_id),
                                  erased=vouched(events, store.read))))
     for stray in store.unlisted() if only is None else ():  # events no index row accounts for
-        events = [] if stray.startswith("key ") else _read(store, stray, tenant)
+        events = [] if stray.startswith("key ") else read_session(store, stray, tenant)
         if tenant is None or events:
             results.append((stray, events, Break(stray, 1, "inserted", UNLISTED)))
     pruned = {a.session_id for a in anchors if a.kind == "prune"}
     code = max(_report(results), _report_segments(
-        results, lambda sid: _read(store, sid, tenant), pruned=pruned))
+        results, lambda sid: read_session(store, sid, tenant), pruned=pruned))
     return max(code, audit_anchors.report_anchors(store, anchors, results, scope))
 
 
@@ -290,7 +267,7 @@ def run_show(args: argparse.Namespace) -> int:
         return EXIT_USAGE
     try:
         args.session = full_session_id(store, args.session, args.tenant)
-        events = _read(store, args.session, args.tenant)
+        events = read_session(store, args.session, args.tenant)
         erased = vouched(events, store.read)
     finally:
         store.close()
@@ -346,7 +323,7 @@ def run_list(args: argparse.Namespace) -> int:
     if store is None:
         return EXIT_USAGE
     try:
-        infos = [i for i in _sessions(store, args.tenant, args.since)
+        infos = [i for i in tenant_sessions(store, args.tenant, args.since)
                  if (args.until is None or i.updated_at < args.until)
                  and (args.status is None or i.status == args.status)
                  and (args.agent is None or i.agent == args.agent)]
@@ -384,11 +361,11 @@ def run_export(args: argparse.Namespace) -> int:
     try:
         if args.session is not None:
             ids = [full_session_id(store, args.session, args.tenant)]
-            if not _read(store, ids[0], args.tenant):
+            if not read_session(store, ids[0], args.tenant):
                 error(f"no session {args.session!r} in {store.url}")
                 return EXIT_FINDING
         else:
-            ids = [i.session_id for i in _sessions(store, args.tenant, args.since)]
+            ids = [i.session_id for i in tenant_sessions(store, args.tenant, args.since)]
         if args.endpoint is not None:
             return _post_otlp(store, ids, args)
         try:

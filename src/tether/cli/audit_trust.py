@@ -43,7 +43,7 @@ def add(sub: Any) -> None:
 
 
 def run_trust(args: argparse.Namespace) -> int:
-    from tether.cli.audit import read_sessions
+    from tether.cli.audit_reading import read_sessions
     from tether.journal.views.trust import carriers, render
 
     store = open_existing(args.store)

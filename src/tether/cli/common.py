@@ -71,7 +71,8 @@ def store_url(given: str | None) -> str:
 def open_existing(given: str | None) -> Store | None:
     """The store named by ``--store``/``TETHER_STORE``/the default, or None after printing why
     it cannot be opened (the caller exits 2)."""
-    from tether.store.base import StoreError, open_store
+    from tether.store.base import StoreError
+    from tether.store.opening import open_store
     from tether.store.sqlite import path_of
 
     url = store_url(given)

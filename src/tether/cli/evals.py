@@ -160,7 +160,8 @@ def run_eval(args: argparse.Namespace) -> int:
     from tether.cli.progress import trial_progress
     from tether.evals.runner import evaluate, load_reference
     from tether.evals.tasks import SuiteError, load_suite
-    from tether.store.base import StoreError, open_store
+    from tether.store.base import StoreError
+    from tether.store.opening import open_store
 
     try:
         suite = load_suite(args.suite)

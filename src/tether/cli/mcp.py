@@ -4,7 +4,7 @@ Why: an MCP client (an IDE, a desktop assistant, another agent) is configured wi
 spawn (stdio) or a URL (streamable HTTP). So serving tether tools, and putting a governing proxy
 in front of an existing MCP server, are commands: ``tether mcp serve myapp.tools:tools`` and
 ``tether mcp proxy --policy policy.yaml -- npx -y @modelcontextprotocol/server-filesystem /data``.
-Both run ``tether.mcp.server``: each client's calls decided by the policy, counted against its
+Both run ``tether.serve.server``: each client's calls decided by the policy, counted against its
 own budget, journaled in the store, approvals decided with ``tether approvals approve``.
 
 Decision: both commands take the same governance options — ``--policy``, ``--store`` (as the
@@ -34,9 +34,9 @@ from tether.cli.served import load_served
 from tether.cli.served import load_tools as load_tools  # where `tether tools` and tests find it
 
 if TYPE_CHECKING:
-    from tether.mcp.clients import Governance
     from tether.policy.base import Policy
     from tether.runtime.chokepoint.gateway import Gateway
+    from tether.serve.clients import Governance
 
 TOOLS_HELP = ("the tools to serve: MODULE:ATTRIBUTE (e.g. myapp.tools:tools) or "
               "path/to/file.py:ATTRIBUTE, naming a list of tether tools, an object with a "
@@ -148,9 +148,10 @@ def register(commands: Any) -> None:
 def _governance(args: argparse.Namespace, policy: Policy) -> Governance | None:
     from tether.cli.common import store_url
     from tether.cli.telemetry import environment_sinks
-    from tether.mcp.clients import Governance
     from tether.runtime.accounting.budget import Budget
-    from tether.store.base import StoreError, open_store
+    from tether.serve.clients import Governance
+    from tether.store.base import StoreError
+    from tether.store.opening import open_store
     from tether.urls import redact_text, redact_url
 
     url = store_url(args.store)
@@ -252,8 +253,8 @@ def run_serve(args: argparse.Namespace) -> int:
         note("no --policy: every call is allowed (and still budgeted and journaled)")
     if policy is None:
         return EXIT_USAGE
-    from tether.mcp.server import check_served_names, serve
     from tether.policy.names import PolicyNameError
+    from tether.serve.server import check_served_names, serve
 
     try:
         if check:
@@ -293,7 +294,7 @@ def run_proxy(args: argparse.Namespace) -> int:
         return EXIT_USAGE
     from tether.mcp.errors import MCPError
     from tether.mcp.pins import JSONFilePinStore
-    from tether.mcp.proxy import proxy, upstream_server
+    from tether.serve.proxy import proxy, upstream_server
 
     try:
         upstream = upstream_server(args.upstream, env=env, trusted=args.trusted,

@@ -79,7 +79,8 @@ def bound_recipe(args: argparse.Namespace, *, create: bool = False) -> Agent | N
     made (a run writes a journal; the other commands only read or continue one)."""
     from tether.cli.recipe import RecipeError, load_recipe
     from tether.cli.telemetry import with_environment_telemetry
-    from tether.store.base import StoreError, open_store
+    from tether.store.base import StoreError
+    from tether.store.opening import open_store
 
     try:
         agent = with_environment_telemetry(load_recipe(args.agent))

@@ -24,9 +24,9 @@ from typing import Any, NoReturn
 
 from tether.credentials.errors import CredentialError
 from tether.credentials.redactor import SecretRedactor
-from tether.credentials.secret import Secret
 from tether.credentials.token import ScopedToken, check_max_uses, check_name, check_ttl
 from tether.errors import InvalidArgument, WrongType
+from tether.secret import Secret
 
 Provider = Callable[[], str | Secret]
 
@@ -59,9 +59,9 @@ class CredentialBroker:
         Each token lives ``ttl`` seconds and can be revealed ``max_uses`` times."""
         check_name("tool", tool)
         if (secret is None) == (provider is None):
-            raise InvalidArgument(f"register({tool!r}, ...) needs exactly one of secret= or "
-                                  "provider=: a fixed secret, or a callable that returns the "
-                                  "current one")
+            raise InvalidArgument(
+                f"register({tool!r}, ...) needs exactly one of secret= or provider=: "
+                "a fixed secret, or a callable that returns the current one")
         if provider is not None and not callable(provider):
             raise WrongType(f"provider for {tool!r} must be a callable returning str or Secret, "
                             f"got {type(provider).__name__}")
@@ -70,8 +70,8 @@ class CredentialBroker:
         with self._lock:
             if tool in self._registrations:
                 raise InvalidArgument(f"a credential is already registered for tool {tool!r}; call "
-                                      f"unregister({tool!r}) first, or register a provider= that "
-                                      "returns the current secret if it rotates")
+                                 f"unregister({tool!r}) first, or register a provider= that "
+                                 "returns the current secret if it rotates")
             self._registrations[tool] = registration
 
     def unregister(self, tool: str) -> bool:

@@ -24,8 +24,8 @@ import secrets
 import urllib.parse
 from typing import Any, NoReturn, final
 
-from tether.credentials.secret import Secret
 from tether.errors import WrongType
+from tether.secret import Secret
 
 REDACTED = "[secret redacted]"
 # keys this process's secret digests (``ScopedToken.scrubs``): a digest is never written anywhere,

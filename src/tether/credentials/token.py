@@ -23,8 +23,8 @@ from typing import Any, NoReturn, final
 
 from tether.credentials.errors import CredentialError
 from tether.credentials.redactor import REDACTED, SecretRedactor
-from tether.credentials.secret import Secret
 from tether.errors import InvalidArgument, WrongType
+from tether.secret import Secret
 
 __all__ = ["REDACTED", "ScopedToken", "check_max_uses", "check_name", "check_ttl"]
 
@@ -35,7 +35,7 @@ def check_ttl(ttl: object) -> float:
         raise InvalidArgument(f"ttl must be a number of seconds, got {ttl!r}")
     if not (0 < ttl < math.inf):  # also rejects NaN
         raise InvalidArgument(f"ttl must be a finite number of seconds above 0, got {ttl!r}; "
-                              "keep it short: a token lives for one tool call")
+                         "keep it short: a token lives for one tool call")
     return float(ttl)
 
 

@@ -17,8 +17,8 @@ import importlib
 from typing import Any, NoReturn
 
 from tether.credentials.errors import CredentialError, Reason
-from tether.credentials.secret import Secret
 from tether.errors import InvalidArgument, MissingExtra, WrongType
+from tether.secret import Secret
 from tether.urls import redact_url
 
 
@@ -27,7 +27,7 @@ def _import(name: str) -> Any:
         return importlib.import_module(name)
     except ImportError:
         raise MissingExtra(f"VaultKV needs the hvac package ({name} is missing): "
-                           "pip install -e '.[vault]' in tether's checkout") from None
+                          "pip install -e '.[vault]' in tether's checkout") from None
 
 
 class VaultKV:
@@ -43,7 +43,7 @@ class VaultKV:
                  path: str, key: str, client: Any = None, timeout: float = 10.0) -> None:
         if client is not None and token is not None:
             raise InvalidArgument("pass either token= or client= to VaultKV, not both: a client "
-                                  "you built already carries its own token")
+                             "you built already carries its own token")
         for what, value in (("url", url), ("mount", mount), ("path", path), ("key", key)):
             if not isinstance(value, str) or not value.strip("/"):
                 raise InvalidArgument(f"VaultKV {what} must be a non-empty string, got {value!r}")

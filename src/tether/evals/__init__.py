@@ -13,7 +13,23 @@ from tether._lazy import exports
 
 if TYPE_CHECKING:
     from tether.evals.faults import FaultyModel, FaultyTool
-    from tether.evals.graders import (
+    from tether.evals.judge import llm_judge
+    from tether.evals.obedient import PlannedCall, obedient_model
+    from tether.evals.perturb import (
+        Canonical,
+        DistractorTools,
+        IrrelevantContext,
+        OrderShuffled,
+        Paraphrase,
+        ProviderFaults,
+        Setup,
+        ToolFaults,
+    )
+    from tether.evals.report import Report, regressions
+    from tether.evals.runner import aevaluate, evaluate, pass_at_k_with_perturbations
+    from tether.evals.tasks import Suite, SuiteError, Task, load_suite
+    from tether.evals.trials import stored_trials
+    from tether.reasoning.graders import (
         CallRecord,
         Grade,
         Outcome,
@@ -31,29 +47,13 @@ if TYPE_CHECKING:
         state,
         trajectory,
     )
-    from tether.evals.judge import llm_judge
-    from tether.evals.obedient import PlannedCall, obedient_model
-    from tether.evals.perturb import (
-        Canonical,
-        DistractorTools,
-        IrrelevantContext,
-        OrderShuffled,
-        Paraphrase,
-        ProviderFaults,
-        Setup,
-        ToolFaults,
-    )
-    from tether.evals.report import Report, regressions
-    from tether.evals.runner import aevaluate, evaluate, pass_at_k_with_perturbations
-    from tether.evals.tasks import Suite, SuiteError, Task, load_suite
-    from tether.evals.trials import stored_trials
 
 _WHERE = {
     **dict.fromkeys(("FaultyModel", "FaultyTool"), "tether.evals.faults"),
     **dict.fromkeys(("CallRecord", "Grade", "Outcome", "all_of", "called", "contains",
                      "exact_match", "finished", "json_schema", "matches_model", "not_called",
                      "numeric", "output_fields", "regex", "state", "trajectory"),
-                    "tether.evals.graders"),
+                    "tether.reasoning.graders"),
     "llm_judge": "tether.evals.judge",
     **dict.fromkeys(("PlannedCall", "obedient_model"), "tether.evals.obedient"),
     **dict.fromkeys(("Canonical", "DistractorTools", "IrrelevantContext", "OrderShuffled",

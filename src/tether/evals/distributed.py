@@ -23,9 +23,10 @@ from concurrent.futures import ProcessPoolExecutor
 from typing import Any
 
 from tether.errors import InvalidArgument, MissingExtra, WrongType
-from tether.evals.runner import Plan, Progress, agent_source, run_plan
+from tether.evals.plan import Plan, Progress, agent_source, run_plan
 from tether.evals.trials import TrialRecord
-from tether.store.base import Store, open_store
+from tether.store.base import Store
+from tether.store.opening import open_store
 
 _forked: dict[str, Any] = {}  # a forked worker's inheritance: its plan, agent and store URL
 
@@ -39,7 +40,7 @@ def _shared_url(store: Store) -> str:
     url = getattr(store, "url", "")
     if not url or url.startswith("memory:"):
         raise InvalidArgument("trials in other processes need a store they can all open: pass "
-                              "store='sqlite:///evals.db' (one machine) or a postgresql:// URL")
+                         "store='sqlite:///evals.db' (one machine) or a postgresql:// URL")
     return str(url)
 
 
@@ -100,7 +101,7 @@ def _on_dask(plan: Plan, agent: Any, url: str, dask: Any, workers: int, concurre
         from distributed import Client, LocalCluster, as_completed
     except ImportError:
         raise MissingExtra("running on Dask needs the dask extra: pip install "
-                           "'tether[dask]'") from None
+                          "'tether[dask]'") from None
     from tether.runtime.lifecycle.agent import Agent
 
     if isinstance(agent, Agent):

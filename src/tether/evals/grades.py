@@ -17,9 +17,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from tether.evals.graders import Grade
 from tether.evals.keys import TrialKey, evaluation_prefix
 from tether.journal.chain import Journal
+from tether.reasoning.graders import Grade
 from tether.store.base import Store
 
 GRADES = "grades-"

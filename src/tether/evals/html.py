@@ -4,16 +4,17 @@ Why: a person reads a curve faster than a table. Decision: one file with inline 
 script and no network, so it can be attached to a ticket or opened offline. Every text that came
 from a run (answers in grade reasons, task ids, session ids) is model or tool output and is
 escaped: the page must never execute what an agent wrote.
+
+The page reads a report through ``Shown`` (what it reads of ``tether.evals.report.Report``),
+which ``Report.write_html`` hands it: the report writes the page, so the page does not import
+the report.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from html import escape
-from typing import TYPE_CHECKING
-
-if TYPE_CHECKING:
-    from tether.evals.report import Report
+from typing import Any, Protocol
 
 COLOURS = ("#2563eb", "#dc2626", "#16a34a", "#9333ea", "#ea580c", "#0891b2", "#4b5563",
            "#ca8a04")
@@ -23,12 +24,33 @@ LEGEND_CHAR = 0.7 * LEGEND_FONT  # a generous average glyph width: a label never
 LEGEND_SWATCH = 16  # the coloured line before a label, and the gap after it
 
 
+class Shown(Protocol):
+    """What the page reads of a report (``tether.evals.report.Report``)."""
+
+    @property
+    def evaluation(self) -> str: ...
+
+    @property
+    def seed(self) -> int: ...
+
+    @property
+    def records(self) -> Sequence[Any]: ...
+
+    @property
+    def slices(self) -> Mapping[str, Any]: ...
+
+    @property
+    def k(self) -> int: ...
+
+    def failing(self) -> Sequence[Any]: ...
+
+
 def legend_width(names: Sequence[str]) -> float:
     """The width the chart's legend needs beside the plot: its longest label whole."""
     return LEGEND_SWATCH + LEGEND_CHAR * max((len(n) for n in names), default=0) + 8
 
 
-def _curves(report: Report) -> str:
+def _curves(report: Shown) -> str:
     k = report.k
     if k < 1:
         return ""
@@ -89,10 +111,11 @@ def _histogram(values: Sequence[float], label: str, bins: int = 12) -> str:
     return "".join(parts)
 
 
-def render(report: Report) -> str:
-    from tether.evals.report import ALL
-
-    overall = report.slices[ALL if ALL in report.slices else next(iter(report.slices))]
+def render(report: Shown, overall_name: str) -> str:
+    """The page of ``report``; ``overall_name``: the slice over every perturbation (shown
+    first, the first slice when the report has none of that name)."""
+    overall = report.slices[overall_name if overall_name in report.slices
+                            else next(iter(report.slices))]
     ks = range(1, report.k + 1)
     head = "".join(f"<th>pass^{k}</th>" for k in ks) + f"<th>pass@{report.k}</th>"
     rows = []

@@ -21,7 +21,7 @@ from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, replace
 from typing import Any
 
-from tether.evals.agentdojo import PairResult
+from tether.evals.agentdojo.suite import PairResult
 from tether.journal.views.metrics import rate
 
 POLICIES = ("allow", "taint", "flows", "scoped", "contained")  # or a path to a YAML policy

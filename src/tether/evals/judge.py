@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from tether.evals.graders import Grade, Grader, Outcome
+from tether.reasoning.graders import Grade, Grader, Outcome
 
 JUDGE_PROMPT = (
     "You grade an assistant's answer against a rubric. Think briefly, then end with one line "

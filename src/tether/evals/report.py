@@ -16,6 +16,7 @@ from typing import Any
 
 from tether.errors import InvalidArgument
 from tether.evals.estimators import Estimate, curves
+from tether.evals.html import render
 from tether.evals.trials import TrialRecord
 from tether.journal.views.metrics import RunMetrics
 
@@ -133,10 +134,8 @@ class Report:
         return path
 
     def write_html(self, path: str | Path) -> Path:
-        from tether.evals.html import render
-
         path = Path(path)
-        path.write_text(render(self), encoding="utf-8")
+        path.write_text(render(self, ALL), encoding="utf-8")
         return path
 
 

@@ -18,9 +18,9 @@ from pathlib import Path
 from typing import Any
 
 from tether.errors import InvalidArgument, UsageError, WrongType
-from tether.evals import graders as g
-from tether.evals.graders import Grader
 from tether.policy.yaml_source import Node, PolicyLoadError, describe, parse_yaml
+from tether.reasoning import graders as g
+from tether.reasoning.graders import Grader
 
 
 class SuiteError(UsageError, ValueError):
@@ -77,9 +77,9 @@ def check_tasks(tasks: Sequence[Task]) -> tuple[Task, ...]:
         if not isinstance(task, Task):
             raise WrongType(f"{task!r} is not a tether.evals.Task")
         if task.id in seen:
-            raise InvalidArgument(f"two tasks have the id {task.id!r} "
-                                  f"({seen[task.id].prompt[:40]!r} and {task.prompt[:40]!r}); give "
-                                  "each a distinct id=")
+            raise InvalidArgument(
+                f"two tasks have the id {task.id!r} ({seen[task.id].prompt[:40]!r}"
+                f" and {task.prompt[:40]!r}); give each a distinct id=")
         seen[task.id] = task
     return tasks
 

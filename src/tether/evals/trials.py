@@ -18,12 +18,12 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from tether.errors import RunFailed, WrongType
-from tether.evals.graders import CallRecord, Grade, Outcome, grade
 from tether.evals.grades import GradeBook, StoredGrade, stored_grades
 from tether.evals.keys import TrialKey
 from tether.evals.perturb import Perturbation, Setup
 from tether.evals.tasks import Task
 from tether.journal.views.metrics import SessionFacts, session_facts
+from tether.reasoning.graders import CallRecord, Grade, Outcome, grade
 from tether.store.base import Store, StoreError
 
 if TYPE_CHECKING:
@@ -93,7 +93,7 @@ class TrialRunner:
             except StoreError:  # another worker took this attempt meanwhile: take the next
                 continue
         raise RunFailed(f"trial {key.id} has {MAX_ATTEMPTS} attempts without a grade; "
-                        "look at its sessions with `tether audit show`")
+                           "look at its sessions with `tether audit show`")
 
     async def _attempt(self, key: TrialKey, attempt: int, task: Task,
                        perturbation: Perturbation) -> TrialRecord:

@@ -27,7 +27,8 @@ from tether.knowledge.bm25 import bm25_rank
 from tether.knowledge.forgetting import quoting_sessions, turns_of, users_sessions
 from tether.knowledge.retrieval import check_request
 from tether.runtime.lifecycle.thread import Turn, ended_turns
-from tether.store.base import Store, ThreadEntry, open_store
+from tether.store.base import Store, ThreadEntry
+from tether.store.opening import open_store
 from tether.tools.base import Tool, ToolContext
 from tether.tools.decorator import tool
 

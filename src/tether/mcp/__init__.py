@@ -8,6 +8,10 @@ Annotations are untrusted hints (``tether.mcp.annotations``); tool definitions a
 sampling and elicitation requests during a call go to the calling session, declined unless its
 ``MCPServer`` says otherwise (``tether.mcp.requests``). The SDK is an extra (``mcp``) imported
 only when a connection opens, so ``import tether`` and ``import tether.mcp`` never import it.
+
+This is the client side, on the adapters' floor (DESIGN.md): it never imports the runtime; what
+a server may ask of the calling session is the seam ``tether.tools.asking``, which the runtime
+fills. tether *serving* MCP (``tether mcp serve``, ``tether mcp proxy``) is ``tether.serve``.
 """
 
 from __future__ import annotations

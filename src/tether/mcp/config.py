@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from tether.errors import InvalidArgument, WrongType
 
 if TYPE_CHECKING:
-    from tether.mcp.oauth import OAuth
+    from tether.mcp.oauth.flows import OAuth
 
 NAME = re.compile(r"^[A-Za-z0-9_-]{1,32}$")
 Transport = Literal["stdio", "http"]
@@ -102,7 +102,7 @@ class MCPServer:
             raise InvalidArgument(f"MCP server {self.name!r}: headers apply to an HTTP server; a "
                                   "stdio server takes command=, args=, env= and cwd=")
         if self.auth is not None:
-            from tether.mcp.oauth import FLOWS
+            from tether.mcp.oauth.flows import FLOWS
 
             if not isinstance(self.auth, FLOWS):
                 raise WrongType(f"MCP server {self.name!r}: auth must be AuthorizationCode, "

@@ -4,8 +4,8 @@ Why: a server may, while it runs a tool, ask the client to run a prompt on its m
 (``sampling/createMessage``) or to ask the user something (``elicitation/create``). Each arrives
 on the connection's private loop, from the SDK's receive task, with nothing that says which of
 tether's calls it belongs to — so the connection keeps the calls in flight (``calling``) and
-hands the request to the session of *that* call (a ``tether.runtime.chokepoint.asks.CallAsks``
-``MCPTool`` makes from its ``ToolContext.asks``), on the session's own loop, where it is governed,
+hands the request to the session of *that* call (the ``tether.tools.asking.CallAsking``
+``MCPTool`` gets from its ``ToolContext.asks``), on the session's own loop, where it is governed,
 charged and journaled as anything else the session does.
 
 Decisions:
@@ -32,7 +32,7 @@ Decisions:
 - Size: a form of more than ``MAX_FIELDS`` fields is declined; an elicitation's message is cut
   at ``MAX_MESSAGE_CHARS``.
 - Relaying (``"relay"``, what ``tether mcp proxy`` does by default): when the call was made by
-  an MCP client waiting for it (``CallAsks.caller``, a proxied call), the request goes to that
+  an MCP client waiting for it (``CallAsking.caller``, a proxied call), the request goes to that
   client — the party the server would have asked without the proxy — after the same checks
   (forms only, flat, no secret-looking field, text sampling only), counted against
   ``MAX_ASKS`` and journaled with the answer (``sampling.relayed`` / ``elicitation.relayed``,
@@ -55,8 +55,8 @@ from typing import Any, TypeVar
 
 from tether.errors import InvalidArgument
 from tether.mcp.config import MCPServer
-from tether.runtime.chokepoint.asks import CallAsks, Refused, secret_looking
-from tether.runtime.chokepoint.asks import Question as Question
+from tether.tools.asking import CallAsking, Refused, secret_looking
+from tether.tools.asking import Question as Question
 from tether.tools.caller import LOG_LEVELS, MAX_LOG_CHARS
 from tether.types import Message
 
@@ -137,20 +137,20 @@ class ServerRequests:
 
     def __init__(self, server: MCPServer) -> None:
         self.server = server
-        self._calls: list[CallAsks | None] = []
+        self._calls: list[CallAsking | None] = []
 
     @contextlib.contextmanager
     def calling(self, asks: Any) -> Iterator[None]:
         """A call is in flight on the connection for as long as this lasts; ``asks``: the
-        call's ``CallAsks`` (None for a call made outside a session)."""
-        entry = asks if isinstance(asks, CallAsks) else None
+        call's ``CallAsking`` (None for a call made outside a session)."""
+        entry = asks if isinstance(asks, CallAsking) else None
         self._calls.append(entry)
         try:
             yield
         finally:
             self._calls.remove(entry)
 
-    def _owner(self) -> CallAsks | None:
+    def _owner(self) -> CallAsking | None:
         """The asks of the call a request belongs to, or None when it cannot be told."""
         calls = self._calls
         if not calls or any(c is None for c in calls):
@@ -162,11 +162,11 @@ class ServerRequests:
         return first
 
     @staticmethod
-    async def _on(asks: CallAsks, coro: Coroutine[Any, Any, T]) -> T:
+    async def _on(asks: CallAsking, coro: Coroutine[Any, Any, T]) -> T:
         """Run ``coro`` on the session's loop (where its journal and accountant live)."""
         return await asyncio.wrap_future(asyncio.run_coroutine_threadsafe(coro, asks.loop))
 
-    async def _tell(self, asks: CallAsks, kind: str, coro: Coroutine[Any, Any, None]) -> None:
+    async def _tell(self, asks: CallAsking, kind: str, coro: Coroutine[Any, Any, None]) -> None:
         """Tell the call's client a log line or progress (``coro``, run on the session's loop)
         when the call's tally of ``kind`` allows it; best effort, bounded by ``RELAY_WAIT``."""
         async def tell() -> None:
@@ -206,7 +206,7 @@ class ServerRequests:
         await self._tell(asks, "log", caller.log(level, text[:MAX_LOG_CHARS + 1],
                                                  logger=logger))
 
-    async def _refuse(self, asks: CallAsks, kind: str, reason: str) -> None:
+    async def _refuse(self, asks: CallAsking, kind: str, reason: str) -> None:
         async def refuse() -> None:
             asks.refuse(kind, self.server.name, reason)
 

@@ -18,19 +18,19 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from functools import partial
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from tether.mcp.content import has_binary, parts_of
 from tether.mcp.oauth.flows import hide_secrets
-from tether.runtime.chokepoint.asks import CallAsks
 from tether.tools.base import ToolContext, ToolMeta
 from tether.tools.caller import SILENT
 from tether.tools.content import Content
 from tether.types import ToolSpec
 
 if TYPE_CHECKING:
+    from tether.mcp.config import MCPServer
     from tether.mcp.pins import Verdict
-    from tether.mcp.toolset import MCPToolset
+    from tether.mcp.schema import ArgumentSchema
 
 EMPTY_SCHEMA: dict[str, Any] = {"type": "object", "properties": {}}
 
@@ -53,12 +53,25 @@ def visible_spec(name: str, server: str, definition: Mapping[str, Any],
                           "[tether: blocked: new tool awaiting approval].", EMPTY_SCHEMA)
 
 
+class Host(Protocol):
+    """What a tool needs of the toolset that discovered it (``MCPToolset``): stated here, so the
+    tool does not import the toolset that imports it."""
+
+    @property
+    def server(self) -> MCPServer: ...
+
+    def schema_of(self, mcp_name: str) -> ArgumentSchema: ...
+
+    async def invoke(self, mcp_name: str, arguments: dict[str, Any], *,
+                     traceparent: str = "", asks: Any = None) -> Any: ...
+
+
 class MCPTool:
     """A tool of an MCP server. ``mcp_name`` is its name on the server; ``name`` the model's."""
 
     __slots__ = ("_toolset", "mcp_name", "meta", "name", "server", "spec")
 
-    def __init__(self, toolset: MCPToolset, mcp_name: str, name: str, meta: ToolMeta,
+    def __init__(self, toolset: Host, mcp_name: str, name: str, meta: ToolMeta,
                  spec: ToolSpec) -> None:
         self._toolset = toolset
         self.server = toolset.server.name
@@ -80,8 +93,8 @@ class MCPTool:
         auth = self._toolset.server.auth
         if auth is not None and context.asks is not None:  # the server may echo its token
             context.asks.hide(partial(hide_secrets, auth), f"mcp-oauth:{self.server}")
-        asks = None if context.asks is None else CallAsks(  # the session's, for this call
-            context.asks, context.call_id, self.name,
+        asks = None if context.asks is None else context.asks.for_call(  # the session's
+            context.call_id, self.name,
             self._toolset.server.call_timeout if context.timeout is None else context.timeout)
         if asks is not None and context.caller is not SILENT:  # a client waits: relay to it
             asks.caller = context.caller

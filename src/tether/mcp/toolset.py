@@ -270,7 +270,7 @@ class MCPToolset:
                      traceparent: str = "", asks: Any = None) -> str:
         """Call a tool from any loop or thread; runs on the connection's private loop.
         ``traceparent``, the call's span when telemetry is on, goes in the request's ``_meta``.
-        ``asks`` (the call's ``CallAsks``, see ``MCPTool.invoke``): the session the server's
+        ``asks`` (the call's ``CallAsking``, see ``MCPTool.invoke``): the session the server's
         sampling and elicitation requests during the call go to (``tether.mcp.requests``)."""
         loop, _ = self._require_open()
         return await loop.run(self._call(mcp_name, arguments, traceparent, asks))

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 from tether.records import fast_init
 
 if TYPE_CHECKING:
-    from tether.policy.plan import RequestPlan
+    from tether.policy.request_plan import RequestPlan
 
 
 class Effect(enum.StrEnum):

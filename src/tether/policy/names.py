@@ -13,7 +13,7 @@ too; policies written in code cannot be inspected and are left alone. A policy s
 with different tools opts out (``Agent(check_policy_names=False)``).
 
 Every entry point that puts a policy in front of tools checks it the same way: an Agent when it
-is built, ``tether mcp serve`` (and ``tether.mcp.server.serve``) against the tools it serves,
+is built, ``tether mcp serve`` (and ``tether.serve.server.serve``) against the tools it serves,
 ``tether mcp proxy`` against the upstream's tools once listed. A proxied server's tools can
 change under a running proxy, so there the check is repeated at each change and, while it finds
 problems, ``NamesGuard`` denies every call (fail closed) saying why.

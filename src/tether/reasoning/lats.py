@@ -35,7 +35,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from tether.errors import InvalidArgument, RunError
-from tether.evals.graders import CallRecord
+from tether.reasoning.graders import CallRecord
 from tether.reasoning.lats_values import (
     GraderValue,
     Judgement,

@@ -1,9 +1,9 @@
 """LATS's value functions: how a node of the search tree is judged, 0 (hopeless) to 1 (solved).
 
 Why: Zhou et al. (2023) value a node with the model's own judgement of the trajectory; where a
-task has a checkable answer, a grader from ``tether.evals.graders`` is the honest signal and costs
-no model call. Both are protocols behind one seam, so another (a reward model, a test suite) can
-stand in.
+task has a checkable answer, a grader (``tether.reasoning.graders``) is the honest signal and
+costs no model call. Both are protocols behind one seam, so another (a reward model, a test
+suite) can stand in.
 
 Decision: the model's judgement is a branch call (``Handle.ask_branch``) with no tool offered and
 a small output cap, keyed under the node (``<node>.v``): budgeted, journaled and replayed like any
@@ -16,7 +16,7 @@ import re
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from tether.evals.graders import CallRecord, Grader, Outcome, grade
+from tether.reasoning.graders import CallRecord, Grader, Outcome, grade
 from tether.runtime.strategy.handle import Handle
 from tether.types import Message
 
@@ -63,7 +63,7 @@ class SelfEvaluation:
 
 @dataclass(frozen=True, slots=True)
 class GraderValue:
-    """A grader from ``tether.evals.graders`` judges a terminal path (1 passed, 0 failed; no
+    """A grader from ``tether.reasoning.graders`` judges a terminal path (1 passed, 0 failed; no
     model call); a path still under way gets ``estimate`` when given (e.g. ``SelfEvaluation()``),
     else ``partial``."""
 

@@ -3,7 +3,7 @@
 Why: a model whose first attempt is wrong often knows why once it is told *that* it is wrong
 (Shinn et al., 2023): a verbal reflection on the failed attempt, kept in context, steers the next
 one where a plain retry repeats the mistake. The signal must come from somewhere honest: a
-grader from ``tether.evals.graders`` (an exact answer, a check of the environment, of the calls
+grader from ``tether.reasoning.graders`` (an exact answer, a check of the environment, of the calls
 made) or, without one, the model's own critique.
 
 Decision: the attempt is any strategy (ReAct by default) run on a handle scoped to the attempt:
@@ -29,7 +29,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
 
 from tether.errors import InvalidArgument, RunError
-from tether.evals.graders import CallRecord, Grade, Grader, Outcome, grade
+from tether.reasoning.graders import CallRecord, Grade, Grader, Outcome, grade
 from tether.reasoning.react import ReAct
 from tether.runtime.record.result import ToolResult
 from tether.runtime.strategy.handle import Handle, Strategy
@@ -71,7 +71,7 @@ class SelfCritique:
 
 @dataclass(frozen=True, slots=True)
 class GraderCheck:
-    """A grader from ``tether.evals.graders`` judges the attempt (no model call): its answer,
+    """A grader from ``tether.reasoning.graders`` judges the attempt (no model call): its answer,
     the calls it made and, when given, ``environment`` (what the tools act on)."""
 
     grader: Grader

@@ -24,16 +24,17 @@ if TYPE_CHECKING:
         StoreError,
         StoreFull,
         StoreUnavailable,
-        open_store,
     )
     from tether.store.memory import MemoryStore
+    from tether.store.opening import open_store
     from tether.store.postgres import PostgresStore
     from tether.store.sqlite import SQLiteStore
 
 _WHERE = {
     **dict.fromkeys(("DEFAULT_URL", "ConflictError", "SchemaError", "SessionBusy", "SessionInfo",
-                     "SessionMoved", "Store", "StoreError", "StoreFull", "StoreUnavailable",
-                     "open_store"), "base"),
+                     "SessionMoved", "Store", "StoreError", "StoreFull", "StoreUnavailable"),
+                    "base"),
+    "open_store": "opening",
     "MemoryStore": "memory",
     "PostgresStore": "postgres",
     "SQLiteStore": "sqlite",

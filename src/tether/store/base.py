@@ -403,26 +403,3 @@ def session_info(session_id: str, events: Sequence[Event]) -> SessionInfo:
     last_type = last.data.get("type", last.type) if last.type == ERASED_TYPE else last.type
     return SessionInfo(session_id, first.timestamp, last.timestamp, len(events),
                        last_type, subject.get("tenant_id"), start.get("agent"))
-
-
-def open_store(url: str | None = None) -> Store:
-    """A store from a URL: ``memory://``, ``sqlite:///path`` (the default, from ``TETHER_STORE``
-    or ``sqlite:///tether.db``) or ``postgresql://...``."""
-    url = url or os.environ.get("TETHER_STORE") or DEFAULT_URL
-    if url.startswith("memory:"):
-        from tether.store.memory import MemoryStore
-
-        return MemoryStore()
-    if url.startswith("sqlite:"):
-        from tether.store.sqlite import SQLiteStore
-
-        return SQLiteStore.from_url(url)
-    if url.startswith(("postgresql:", "postgres:")):
-        from tether.store.postgres import PostgresStore
-
-        store: Store = PostgresStore(url)
-        return store
-    from tether.urls import redact_url
-
-    raise StoreError(f"unknown store URL {redact_url(url)!r}; use memory://, "
-                     "sqlite:///path/to/file.db or postgresql://user@host/db")

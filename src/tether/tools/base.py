@@ -16,6 +16,7 @@ from typing import Any, Literal, Protocol, runtime_checkable
 
 from tether.errors import InvalidArgument, RunError, WrongType
 from tether.records import fast_init
+from tether.tools.asking import SessionAsking
 from tether.tools.caller import SILENT, Caller
 from tether.types import ToolSpec
 
@@ -185,10 +186,10 @@ class ToolContext:
     traceparent: str = ""
     telemetry: tuple[Callable[[Any], object], ...] = ()  # the caller's sinks: a sub-agent's too
     # what a call may ask of its session while it runs — a governed model call, a question for
-    # a person (tether.runtime.chokepoint.asks.SessionAsks, one per session: a tool that asks
-    # makes its call's CallAsks from it, so a tool that never asks costs nothing): an MCP
-    # server's sampling and elicitation requests go through it
-    asks: Any = None
+    # a person (tether.tools.asking.SessionAsking, the runtime's SessionAsks, one per session: a
+    # tool that asks gets its call's asks from it with for_call, so a tool that never asks costs
+    # nothing): an MCP server's sampling and elicitation requests go through it
+    asks: SessionAsking | None = None
     # whoever waits for the result (tether.tools.caller): an MCP client to tell progress and
     # logs to, or to ask; SILENT when nobody is (an agent's model)
     caller: Caller = SILENT

@@ -17,10 +17,10 @@ Decisions:
   a progress message carries no secret the journal would hide, masked the same way.
 - What the caller answers is input from outside, like any argument: a tool must treat a
   sampled text or an elicited form as untrusted.
-- Not ``ToolContext.asks`` (``tether.runtime.chokepoint.asks``): that is the tether session an
+- Not ``ToolContext.asks`` (``tether.tools.asking``): that is the tether session an
   MCP *server* asks while it runs a tool for tether; ``caller`` is the MCP *client* that called
   a tool tether serves. A proxy joins the two: its upstream's asks, logs and progress during a
-  call go to that call's caller (``CallAsks.caller``, ``tether.mcp.requests``).
+  call go to that call's caller (``CallAsking.caller``, ``tether.mcp.requests``).
 """
 
 from __future__ import annotations

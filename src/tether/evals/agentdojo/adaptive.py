@@ -26,7 +26,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from tether.evals.agentdojo import DojoTool, Environments, call_key, overlay_for
+from tether.evals.agentdojo.suite import DojoTool, Environments, call_key, overlay_for
 from tether.evals.obedient import PlannedCall
 from tether.tokens import tokens
 

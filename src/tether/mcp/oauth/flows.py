@@ -14,8 +14,8 @@ from dataclasses import dataclass, field
 from typing import Any, Literal, NoReturn
 from urllib.parse import urlsplit
 
-from tether.credentials import Secret
 from tether.errors import InvalidArgument, WrongType
+from tether.secret import Secret
 
 #: Given the authorization URL, bring the user (or a test's user agent) through it and return the
 #: URL the authorization server redirected to, with its ``code`` and ``state`` (or ``error``).
@@ -31,7 +31,7 @@ def _scopes(value: Iterable[str] | str) -> tuple[str, ...]:
     for scope in items:
         if not scope or any(c.isspace() for c in scope):
             raise InvalidArgument(f"OAuth scope {scope!r} is empty or contains whitespace; give "
-                                  "scopes as a list such as ['mcp:read', 'mcp:write']")
+                             "scopes as a list such as ['mcp:read', 'mcp:write']")
     return tuple(items)
 
 
@@ -182,8 +182,9 @@ class AuthorizationCode:
         if self.client_metadata_url is not None and (
                 not self.client_metadata_url.startswith("https://")
                 or urlsplit(self.client_metadata_url).path in ("", "/")):
-            raise InvalidArgument("client_metadata_url must be an https URL with a path (the "
-                                  f"client-id metadata document), got {self.client_metadata_url!r}")
+            raise InvalidArgument(
+                "client_metadata_url must be an https URL with a path (the client-id "
+                f"metadata document), got {self.client_metadata_url!r}")
         if self.redirect_uri is not None and not self.redirect_uri.startswith(
                 ("http://", "https://")):
             raise InvalidArgument(f"redirect_uri must be an http(s) URL, got {self.redirect_uri!r}")
@@ -193,8 +194,8 @@ class AuthorizationCode:
         if self.token_endpoint_auth_method is not None and self.token_endpoint_auth_method not in (
                 "client_secret_basic", "client_secret_post", "none"):
             raise InvalidArgument("token_endpoint_auth_method must be 'client_secret_basic', "
-                                  f"'client_secret_post' or 'none', got "
-                                  f"{self.token_endpoint_auth_method!r}")
+                             f"'client_secret_post' or 'none', got "
+                             f"{self.token_endpoint_auth_method!r}")
 
     def secrets(self) -> list[Secret]:
         return [s for s in (self.client_secret,) if s is not None] + self.store.secrets()
@@ -223,8 +224,9 @@ class ClientCredentials:
             raise InvalidArgument("ClientCredentials needs client_secret= (a Secret)")
         object.__setattr__(self, "client_secret", _secret("client_secret", self.client_secret))
         if self.method not in ("client_secret_basic", "client_secret_post"):
-            raise InvalidArgument("method must be 'client_secret_basic' or 'client_secret_post', "
-                                  f"got {self.method!r}; for a signed assertion use PrivateKeyJWT")
+            raise InvalidArgument(
+                "method must be 'client_secret_basic' or 'client_secret_post', got "
+                f"{self.method!r}; for a signed assertion use PrivateKeyJWT")
         object.__setattr__(self, "scopes", _scopes(self.scopes))
 
     def secrets(self) -> list[Secret]:

@@ -17,9 +17,9 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from tether.errors import RunError
 from tether.runtime.accounting.budget import Accountant
 from tether.runtime.approvals.requests import ApprovalStore
+from tether.tools.asking import Refused
 
 if TYPE_CHECKING:
     from tether.journal.chain import Journal
@@ -27,10 +27,6 @@ if TYPE_CHECKING:
 
 MAX_ASKS = 8  # of each kind, per tool call
 MARGIN = 0.5  # seconds (at most a tenth of the call's time) an ask leaves the call to finish
-
-
-class Refused(RunError):
-    """The session did not do what a tool asked; the message says why (it goes to the tool)."""
 
 
 class SessionAsks:

@@ -21,10 +21,9 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from tether.runtime.chokepoint import elicitation, sampling
-from tether.runtime.chokepoint.ask_ledger import MAX_ASKS, AskLedger, Refused, SessionAsks
-from tether.runtime.chokepoint.elicitation import Question, secret_looking
-from tether.runtime.chokepoint.sampling import Sampled
+from tether.runtime.chokepoint import ask_ledger, elicitation, sampling
+from tether.runtime.chokepoint.ask_ledger import MAX_ASKS, AskLedger
+from tether.tools.asking import Question, Refused, Sampled, secret_looking
 from tether.types import Message
 
 __all__ = ["MAX_ASKS", "CallAsks", "Question", "Refused", "Sampled", "SessionAsks",
@@ -76,3 +75,15 @@ class CallAsks(AskLedger):
         self.admit("elicitation", server)
         async with self.serial():
             return await elicitation.relay_elicit(self, server, message, schema, check)
+
+
+class SessionAsks(ask_ledger.SessionAsks):
+    """What every call of one session asks through, as a tool reaches it
+    (``tether.tools.asking.SessionAsking``): the ledger's shared state, and each call's
+    ``CallAsks`` made from it here, above the ledger they stand on."""
+
+    __slots__ = ()
+
+    def for_call(self, call_id: str, tool: str, timeout: float) -> CallAsks:
+        """The asks of one call (``timeout``: the seconds the call may take)."""
+        return CallAsks(self, call_id, tool, timeout)

@@ -24,39 +24,17 @@ import asyncio
 import contextlib
 import inspect
 import json
-import re
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
 from typing import Any
 
 from tether.journal.redaction import MASKED
 from tether.runtime.approvals.requests import ApprovalError, new_request
 from tether.runtime.chokepoint.ask_ledger import AskLedger
+from tether.tools.asking import Question, secret_looking
 
 POLL = 0.2  # seconds between looks at the store for a person's answer
-SECRET_KEY = re.compile(r"pass(word|phrase|wd)?|secret|token|api[_-]?key|credential|private[_-]?key"
-                        r"|ssn|social[_-]?security|card[_-]?number|cvv|pin\b|otp|auth",
-                        re.IGNORECASE)
 
-
-@dataclass(frozen=True, slots=True)
-class Question:
-    """A question a tool's server asks a person: what an answerer is given. ``schema`` is the
-    requested JSON Schema (a flat object); ``approval_id`` the request in the approval store."""
-
-    server: str
-    message: str
-    schema: Mapping[str, Any]
-    session_id: str
-    call_id: str
-    tool: str
-    approval_id: str
-    expires_at: float  # wall-clock seconds
-
-
-def secret_looking(name: str) -> bool:
-    return bool(SECRET_KEY.search(name))
 
 
 async def elicit(asks: AskLedger, server: str, message: str, schema: Mapping[str, Any],

@@ -26,8 +26,9 @@ from tether.runtime.approvals.requests import ALL_TENANTS, ApprovalStore, Stored
 from tether.runtime.lifecycle.fingerprint import recipe_fingerprint
 from tether.runtime.lifecycle.lease import DEFAULT_LEASE_TTL
 from tether.runtime.strategy.handle import Strategy
-from tether.store.base import Store, open_store
+from tether.store.base import Store
 from tether.store.memory import MemoryStore
+from tether.store.opening import open_store
 from tether.tools.base import Tool
 from tether.tools.registry import ToolRegistry
 from tether.types import TOOL_CHOICES, Event

@@ -7,6 +7,12 @@ Pickling is refused rather than masked, because a pickle exists to be read back,
 pickle of a secret is exactly the leak this type prevents. A ``Secret`` is immutable, so a copy
 is the same object (as with ``str``). Comparison is constant-time and only against another
 ``Secret``; the length of the value is not exposed either.
+
+Why on the ground floor (DESIGN.md): a secret is plain data that several floors carry — the
+credential broker (governance) issues tokens from it, and an MCP connection's OAuth client
+(adapters, below governance) holds its client secret and tokens in it. Kept with the broker it
+would make the MCP client import upward; here it imports nothing of tether. Its public name
+stays ``tether.credentials.Secret``.
 """
 
 from __future__ import annotations

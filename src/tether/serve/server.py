@@ -1,0 +1,424 @@
+"""Serve tether tools over MCP: whatever client connects, every call passes the chokepoint.
+
+Why: an MCP client (an IDE, a desktop assistant, another agent) calls tools without any tether
+Agent in the loop, so the promise — decided by the policy, bounded by a budget, journaled — must
+be kept by the server itself. ``tools/list`` is the tools' own specs; ``tools/call`` is
+``Gateway.call`` for the calling client (``tether.serve.clients``) and nothing else, so serving
+adds no second path to a tool. ``tether mcp serve`` and ``tether mcp proxy`` both run this.
+
+Decisions:
+
+- Built on the SDK's low-level ``Server``, not ``MCPServer``: the tools already exist with
+  their schemas and descriptions, and the high-level server would re-derive schemas from Python
+  signatures and call the functions itself — exactly the second path tether forbids.
+- A result's status maps to ``isError`` — anything but ``ok`` (a denial, an approval that is
+  needed, a spent budget, a rejected argument, an error, a timeout) is an error the client's
+  model reads as text and can act on — and the status and the client's tether session id ride
+  in ``_meta`` (``tether/status``, ``tether/session``, and ``tether/approval`` for a call that
+  waits for a person), so a program can tell them apart.
+- The policy must name the tools served (``tether.policy.names``): ``serve`` refuses one whose
+  rules name a tool or an argument none of them has (PolicyNameError), before answering anyone.
+- A client's span rides in as ``_meta.traceparent`` (W3C Trace Context, the key MCP tracing
+  uses): only that one key is read, and only the gateway's strict parse decides whether it is
+  trusted (journaled on the call's ``client.call``); anything malformed is ignored, never an
+  error. Nothing else of a client's ``_meta`` is kept.
+- Streamable HTTP listens on 127.0.0.1 only, with the SDK's DNS-rebinding protection: the
+  server does not authenticate clients, so it must not be reachable from other machines.
+- A result a tool returned as ``Content`` (``tether.tools.content``) reaches the client part
+  by part — text, image, audio, embedded resource — as the journal masked it; a plain result
+  is one text block.
+- The client waiting for a call is the tool's ``caller`` (``tether.tools.caller``, through
+  ``ClientCaller``): a tool's log lines become ``notifications/message`` and its progress
+  ``notifications/progress`` for the request's ``progressToken`` (none sent without one), and
+  a tool may ask the client's model (``sampling/createMessage``) or its user
+  (``elicitation/create``) when the client declared that capability. tether logs nothing of
+  its own to clients: its decisions are each result's ``_meta``, and its record the journal.
+- ``logging/setLevel`` sets the level per client (its MCP session; the stdio peer); lower
+  levels are dropped. A client that never set one gets ``warning`` and above
+  (``DEFAULT_LOG_LEVEL``): it did not ask for chatter. Log lines carry no secret: they are
+  scrubbed like the journal's text (``tether.tools.caller.Scrubbed``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import contextlib
+import socket
+import warnings
+from collections import OrderedDict
+from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Literal
+
+import mcp_types as types
+from mcp.server.context import ServerRequestContext
+from mcp.server.lowlevel import Server
+from mcp.server.streamable_http import MCP_SESSION_ID_HEADER
+from mcp_types.version import MODERN_PROTOCOL_VERSIONS
+
+from tether.errors import InvalidArgument
+from tether.serve.clients import ClientExpired, ClientGateways, Governance, Outcome
+from tether.tools.base import Tool, ToolMeta
+from tether.tools.caller import LOG_LEVELS, CallerCannot, Elicited, LogLevel
+from tether.tools.content import Audio, Image, Part, Text
+
+if TYPE_CHECKING:
+    from tether.policy.base import Policy
+    from tether.runtime.chokepoint.gateway import Gateway
+
+HOST = "127.0.0.1"
+PATH = "/mcp"
+SESSION_IDLE_TIMEOUT = 30 * 60.0  # the SDK's default for streamable HTTP sessions
+SERVED_TOOLS = "the served tools"
+SERVED_ADVICE = ("Fix the names (`tether policy lint POLICY --tools MODULE:TOOLS` makes this check "
+                 "without serving)")
+STDIO_CLIENT = "stdio"
+SESSIONLESS_CLIENT = "http:sessionless"
+DEFAULT_LOG_LEVEL: LogLevel = "warning"  # for a client that never sent logging/setLevel
+MAX_LEVELS = 10_000  # clients whose log level is remembered (the oldest set is forgotten)
+
+
+def tool_annotations(meta: ToolMeta) -> types.ToolAnnotations:
+    """What a tether tool's declared metadata tells an MCP client (as the spec's hints)."""
+    return types.ToolAnnotations(
+        read_only_hint=not meta.side_effect,
+        destructive_hint=meta.side_effect and meta.risk == "high",
+        idempotent_hint=meta.idempotent,
+        open_world_hint=meta.egress)
+
+
+def check_served_names(policy: Policy, tools: Iterable[Tool], *,
+                       advice: str = SERVED_ADVICE) -> None:
+    """PolicyNameError when ``policy`` names a tool or an argument none of ``tools`` has."""
+    from tether.policy.names import check_names
+
+    check_names(policy, [t.spec for t in tools], whose=SERVED_TOOLS, advice=advice)
+
+
+def listing_of(tools: Iterable[Tool]) -> list[types.Tool]:
+    """The ``tools/list`` entries of tether tools: name, description, input schema, hints."""
+    return [types.Tool(name=t.spec.name, description=t.spec.description,
+                       input_schema=dict(t.spec.parameters), annotations=tool_annotations(t.meta))
+            for t in tools]
+
+
+ContentBlock = (types.TextContent | types.ImageContent | types.AudioContent
+                | types.EmbeddedResource)
+
+
+def content_block(part: Part) -> ContentBlock:
+    """One part of a tether result as an MCP content block (binary base64-encoded)."""
+    if isinstance(part, Text):
+        return types.TextContent(text=part.text)
+    if isinstance(part, Image):
+        return types.ImageContent(data=base64.b64encode(part.data).decode(),
+                                  mime_type=part.mime_type)
+    if isinstance(part, Audio):
+        return types.AudioContent(data=base64.b64encode(part.data).decode(),
+                                  mime_type=part.mime_type)
+    resource: types.TextResourceContents | types.BlobResourceContents
+    if part.text is not None:
+        resource = types.TextResourceContents(uri=part.uri, mime_type=part.mime_type,
+                                              text=part.text)
+    else:
+        assert part.blob is not None
+        resource = types.BlobResourceContents(uri=part.uri, mime_type=part.mime_type,
+                                              blob=base64.b64encode(part.blob).decode())
+    return types.EmbeddedResource(resource=resource)
+
+
+def call_result(outcome: Outcome) -> types.CallToolResult:
+    """A tether result as MCP's: its parts (or its text), ``isError`` unless ok, and tether's
+    view in _meta: the status (``approval_required`` for a call that waits for a person, with
+    the approval's id in ``tether/approval``) and the client's tether session."""
+    result = outcome.result
+    meta: dict[str, Any] = {"tether/status": result.status,
+                            "tether/session": outcome.session_id}
+    if outcome.approval_id is not None:
+        meta["tether/status"] = "approval_required"
+        meta["tether/approval"] = outcome.approval_id
+    content: list[Any] = ([content_block(p) for p in result.parts] if result.parts
+                          else [types.TextContent(text=result.content)])
+    return types.CallToolResult(content=content, is_error=result.status != "ok", meta=meta)
+
+
+class LogLevels:
+    """The log level each client set (``logging/setLevel``), by client key; bounded."""
+
+    def __init__(self, default: LogLevel = DEFAULT_LOG_LEVEL, most: int = MAX_LEVELS) -> None:
+        self.default = default
+        self._most = most
+        self._set: OrderedDict[str, LogLevel] = OrderedDict()
+
+    def set(self, key: str, level: LogLevel) -> None:
+        self._set[key] = level
+        self._set.move_to_end(key)
+        while len(self._set) > self._most:
+            self._set.popitem(last=False)
+
+    def forget(self, key: str) -> None:
+        self._set.pop(key, None)
+
+    def level(self, key: str) -> LogLevel:
+        return self._set.get(key, self.default)
+
+    def allows(self, key: str, level: LogLevel) -> bool:
+        """Whether a line at ``level`` reaches client ``key`` (its level or higher)."""
+        return LOG_LEVELS.index(level) >= LOG_LEVELS.index(self.level(key))
+
+
+@contextlib.contextmanager
+def _quietly() -> Iterator[None]:
+    """The SDK marks logging, sampling and elicitation deprecated as of 2026-07-28 (SEP-2577),
+    yet clients of the handshake protocols use them: no warning at each use."""
+    from mcp.shared.exceptions import MCPDeprecationWarning
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", MCPDeprecationWarning)
+        yield
+
+
+class ClientCaller:
+    """The MCP client waiting for one ``tools/call``: what a tool tells it and asks it
+    (``tether.tools.caller.Caller``), on that request's stream."""
+
+    __slots__ = ("_ctx", "_key", "_levels")
+
+    def __init__(self, ctx: ServerRequestContext[Any, Any], key: str,
+                 levels: LogLevels) -> None:
+        self._ctx = ctx
+        self._key = key
+        self._levels = levels
+
+    def __repr__(self) -> str:
+        return f"<MCP client {self._key}>"
+
+    @property
+    def wants_progress(self) -> bool:
+        """Whether the request carried a ``progressToken``."""
+        meta = self._ctx.meta or {}
+        return meta.get("progress_token", meta.get("progressToken")) is not None
+
+    async def log(self, level: LogLevel, message: str, *, logger: str | None = None) -> None:
+        modern = self._ctx.protocol_version in MODERN_PROTOCOL_VERSIONS  # the SDK filters
+        if not modern and not self._levels.allows(self._key, level):
+            return
+        with _quietly():
+            await self._ctx.session.send_log_message(level, message, logger=logger,
+                                                     related_request_id=self._ctx.request_id)
+
+    async def progress(self, progress: float, total: float | None = None,
+                       message: str | None = None) -> None:
+        await self._ctx.session.report_progress(progress, total, message)
+
+    async def sample(self, prompt: str, *, max_tokens: int,
+                     system_prompt: str | None = None) -> str:
+        session = self._ctx.session
+        if not session.check_client_capability(
+                types.ClientCapabilities(sampling=types.SamplingCapability())):
+            raise CallerCannot("the MCP client did not declare the sampling capability")
+        with _quietly():
+            result = await session.create_message(
+                [types.SamplingMessage(role="user", content=types.TextContent(text=prompt))],
+                max_tokens=max_tokens, system_prompt=system_prompt,
+                related_request_id=self._ctx.request_id)
+        content = result.content
+        blocks = content if isinstance(content, list) else [content]
+        return "\n".join(str(b.text) for b in blocks if isinstance(b, types.TextContent))
+
+    async def elicit(self, message: str, schema: Mapping[str, Any]) -> Elicited:
+        session = self._ctx.session
+        if not session.check_client_capability(
+                types.ClientCapabilities(elicitation=types.ElicitationCapability())):
+            raise CallerCannot("the MCP client did not declare the elicitation capability")
+        with _quietly():
+            answer = await session.elicit_form(message, dict(schema),
+                                               related_request_id=self._ctx.request_id)
+        return Elicited(answer.action, dict(answer.content or {}))
+
+
+def client_traceparent(params: types.CallToolRequestParams) -> object:
+    """What the client sent as ``_meta.traceparent`` (unchecked: ``Gateway.call`` parses it
+    strictly), or None."""
+    meta = params.meta
+    return meta.get("traceparent") if isinstance(meta, dict) else None
+
+
+def client_key(ctx: ServerRequestContext[Any, Any]) -> str:
+    """Which client sent a request: the MCP session of an HTTP request, else the stdio peer.
+
+    Only a handshake-era request has a session the transport vouches for (it routes the
+    request to a live session, or answers 404); a 2026-07-28 request is served on its own, so
+    a session header it carries proves nothing and must not buy it a gateway of its own."""
+    headers = getattr(ctx.request, "headers", None)
+    if headers is None:
+        return STDIO_CLIENT
+    session = headers.get(MCP_SESSION_ID_HEADER)
+    if not session or ctx.protocol_version in MODERN_PROTOCOL_VERSIONS:
+        return SESSIONLESS_CLIENT
+    return f"http:{session}"
+
+
+def build_server(gateways: ClientGateways, listing: Sequence[types.Tool], *,
+                 name: str = "tether", instructions: str | None = None,
+                 before_call: Callable[[], Awaitable[None]] | None = None) -> Server[Any]:
+    """A low-level MCP server whose tools are ``listing`` and whose calls go to ``gateways``;
+    ``before_call`` is awaited before each call is decided (the proxy re-checks its policy
+    against a changed upstream there): if it raises, the call is not made."""
+    tools = list(listing)
+    levels = LogLevels()
+
+    async def list_tools(ctx: ServerRequestContext[Any, Any],
+                         params: types.PaginatedRequestParams | None) -> types.ListToolsResult:
+        return types.ListToolsResult(tools=tools)
+
+    async def call_tool(ctx: ServerRequestContext[Any, Any],
+                        params: types.CallToolRequestParams) -> types.CallToolResult:
+        if before_call is not None:
+            try:
+                await before_call()
+            except Exception as exc:
+                return types.CallToolResult(
+                    content=[types.TextContent(text=f"the call was not made: {exc}")],
+                    is_error=True, meta={"tether/status": "error"})
+        key = client_key(ctx)
+        try:
+            outcome = await gateways.call(key, params.name, params.arguments or {},
+                                          traceparent=client_traceparent(params),
+                                          caller=ClientCaller(ctx, key, levels))
+        except ClientExpired as exc:
+            return types.CallToolResult(content=[types.TextContent(text=str(exc))],
+                                        is_error=True, meta={"tether/status": "rejected"})
+        return call_result(outcome)
+
+    async def set_level(ctx: ServerRequestContext[Any, Any],
+                        params: types.SetLevelRequestParams) -> types.EmptyResult:
+        levels.set(client_key(ctx), params.level)
+        return types.EmptyResult()
+
+    from tether._version import __version__
+
+    with _quietly():
+        return Server(name, version=__version__, instructions=instructions,
+                      on_list_tools=list_tools, on_call_tool=call_tool,
+                      on_set_logging_level=set_level)
+
+
+async def serve_stdio(server: Server[Any]) -> None:
+    """Serve one client over this process's stdin and stdout until it closes stdin.
+
+    While serving, the SDK points file descriptor 1 at stderr, so a tool's stray ``print``
+    cannot corrupt the protocol stream."""
+    from mcp.server.stdio import stdio_server
+
+    async with stdio_server() as (read, write):
+        await server.run(read, write, server.create_initialization_options())
+
+
+def listen(port: int) -> socket.socket:
+    """A listening socket on 127.0.0.1:``port`` (0: any free port); OSError says why not."""
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind((HOST, port))
+        sock.listen(128)
+    except OSError:
+        sock.close()
+        raise
+    return sock
+
+
+def ending_sessions(app: Any, gateways: ClientGateways) -> Any:
+    """``app``, and when a client ends its MCP session (DELETE with its ``Mcp-Session-Id``, the
+    spec's way to leave) and the transport accepts, its gateway is closed at once: its session
+    ends in the journal instead of staying open until the idle timeout or shutdown."""
+
+    async def asgi(scope: Any, receive: Any, send: Any) -> None:
+        ended: list[str] = []
+        if scope.get("type") == "http" and scope.get("method") == "DELETE":
+            header = MCP_SESSION_ID_HEADER.lower().encode()
+            session = dict(scope.get("headers") or ()).get(header)
+
+            async def watch(message: Any) -> None:
+                if (message.get("type") == "http.response.start" and session
+                        and 200 <= message.get("status", 500) < 300):
+                    ended.append(session.decode(errors="replace"))
+                await send(message)
+
+            await app(scope, receive, watch)
+        else:
+            await app(scope, receive, send)
+        for session_id in ended:
+            gateways.end(f"http:{session_id}", "the client ended its MCP session")
+
+    return asgi
+
+
+async def serve_http(server: Server[Any], port: int, *,
+                     session_idle_timeout: float = SESSION_IDLE_TIMEOUT,
+                     on_ready: Callable[[str], None] | None = None,
+                     gateways: ClientGateways | None = None) -> None:
+    """Serve streamable HTTP at ``http://127.0.0.1:<port>/mcp`` until SIGINT or SIGTERM.
+
+    ``port`` 0 takes any free port; ``on_ready`` gets the URL once requests are served. Raises
+    OSError when the port cannot be bound."""
+    import uvicorn
+
+    sock = listen(port)
+    bound = int(sock.getsockname()[1])
+    app = server.streamable_http_app(streamable_http_path=PATH, host=HOST,
+                                     session_idle_timeout=session_idle_timeout)
+    if gateways is not None:
+        app = ending_sessions(app, gateways)
+    runner = uvicorn.Server(uvicorn.Config(app, host=HOST, port=bound, log_level="warning",
+                                           timeout_graceful_shutdown=5))
+
+    async def announce() -> None:
+        while not runner.started and not runner.should_exit:
+            await asyncio.sleep(0.01)
+        if runner.started and on_ready is not None:
+            on_ready(f"http://{HOST}:{bound}{PATH}")
+
+    waiter = asyncio.ensure_future(announce())
+    try:
+        await runner.serve(sockets=[sock])
+    finally:
+        waiter.cancel()
+        sock.close()
+
+
+async def serve(tools: Iterable[Tool], governance: Governance, *,
+                transport: Literal["stdio", "http"] = "stdio", port: int = 0,
+                name: str = "tether", listing: Sequence[types.Tool] | None = None,
+                on_ready: Callable[[str], None] | None = None,
+                on_client: Callable[[str, Gateway], None] | None = None,
+                check_policy_names: bool = True,
+                before_call: Callable[[], Awaitable[None]] | None = None) -> None:
+    """Serve ``tools`` over MCP, each client governed by ``governance``, until the transport
+    ends (stdio: the client closes stdin; HTTP: SIGINT or SIGTERM). Raises PolicyNameError,
+    before serving, when the policy names what the tools do not have (``check_policy_names``
+    False: the caller checked, as the proxy does against the upstream's own definitions).
+
+    ``listing`` replaces the ``tools/list`` entries derived from the tools (the proxy shows the
+    upstream's pinned definitions); ``on_client`` is told each new client's gateway;
+    ``before_call`` see ``build_server``."""
+    idle = SESSION_IDLE_TIMEOUT if transport == "http" else None
+    gateways = ClientGateways(tools, governance, idle_timeout=idle,
+                              lasting=(SESSIONLESS_CLIENT,), on_new=on_client)
+    if check_policy_names:
+        check_served_names(governance.policy, gateways.tools)
+    server = build_server(gateways, listing_of(gateways.tools) if listing is None else listing,
+                          name=name, before_call=before_call)
+    if transport not in ("stdio", "http"):
+        raise InvalidArgument(f"transport must be 'stdio' or 'http', got {transport!r}")
+    try:
+        if transport == "stdio":
+            if on_ready is not None:
+                on_ready("stdio")
+            await serve_stdio(server)
+        else:
+            await serve_http(server, port, session_idle_timeout=SESSION_IDLE_TIMEOUT,
+                             on_ready=on_ready, gateways=gateways)
+    finally:  # every client's session ends in the journal, with its spend
+        for gateway in gateways.gateways:
+            gateway.close("the MCP server stopped")
