@@ -66,7 +66,8 @@ from tether.policy.base import Effect, Policy, Subject
 from tether.policy.deadline import DEFAULT_POLICY_TIMEOUT
 from tether.policy.names import check_names
 from tether.policy.plan import read_request
-from tether.runtime.accounting.budget import Accountant, Budget, Reservation
+from tether.runtime.accounting.accountant import Accountant, Reservation
+from tether.runtime.accounting.budget import Budget
 from tether.runtime.accounting.limits import Limits
 from tether.runtime.accounting.stop import Stop, StopReason
 from tether.runtime.approvals.requests import ApprovalStore, StoredApprovals
