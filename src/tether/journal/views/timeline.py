@@ -132,7 +132,6 @@ def estimate_line(events: Sequence[Event]) -> str:
             f"{calls} call{'s' if calls > 1 else ''} ({off_by(reserved, reported)})")
 
 
-
 _RENDER: dict[str, Renderer] = {
     **SESSION_RENDER,
     **TURN_RENDER,
