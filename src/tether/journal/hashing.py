@@ -2,8 +2,8 @@
 
 Why apart from the journal object (``journal.chain``): a hash is a pure function of the
 previous hash and the event's canonical text, so it is computed the same way by the journal
-that seals, by a store's checks and by anyone re-deriving a chain (an erasure, a test); none of
-them needs a journal to do it.
+that seals, by the checks of a stored chain (``journal.verify``, ``journal.tamper``) and by
+anyone re-deriving one (``journal.erasure``, a test); none of them needs a journal to do it.
 
 Decision: an event's hash is SHA-256 of the previous hash followed by ``[seq, type,
 session_id, timestamp, data]`` in canonical JSON (``journal.canonical``), built around the data

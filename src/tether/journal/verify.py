@@ -5,9 +5,9 @@ an audit, a resumed session's check, a durable status — and must not need the 
 wrote them, nor its redactions or store.
 
 Decision: the first broken link is reported by its seq; an event a store marks unverifiable
-(``Store.unverifiable``: data kept in a form whose text was lost) has only its link checked,
-which the caller must say. An event read with its stored text is checked on that text, without
-decoding it; only when that fails is the data re-encoded canonically.
+(``Store.unverifiable``: kept in a form whose hash cannot be recomputed exactly) has only its
+link checked, which the caller must say. An event read with its stored text is checked on that
+text, without decoding it; only when that fails is the data re-encoded canonically.
 """
 
 from __future__ import annotations
