@@ -20,8 +20,6 @@ PACKAGE = ROOT / "src" / "tether"
 CEILING = 450  # "about 400": a module a little over is not split for its own sake
 # modules over the ceiling today, each a debt named where it is paid (issue 46)
 DEBTS = {
-    "runtime/chokepoint/turn.py": "the tool pipeline, being split by helper C",
-    "runtime/chokepoint/asks.py": "what a tool asks of its session, being split by helper C",
     "runtime/lifecycle/session.py": "the session, being split by helper A",
 }
 # public modules whose names moved to modules of their own, and are exported again from here
