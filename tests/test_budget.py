@@ -24,7 +24,7 @@ from tether import (
     Usage,
 )
 from tether.models.pricing import DEFAULT_CATALOG, PriceCatalog
-from tether.runtime.accounting.budget import MIN_OUTPUT_TOKENS
+from tether.runtime.accounting.accountant import MIN_OUTPUT_TOKENS
 from tether.runtime.record.state import fold
 from tether.tools.base import ToolArgumentError, ToolContext, ToolMeta
 from tether.types import ToolSpec

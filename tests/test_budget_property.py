@@ -164,7 +164,7 @@ per_million = st.decimals(min_value=0, max_value=100, places=6, allow_nan=False,
 def test_the_quick_affordability_check_never_admits_what_the_exact_count_refuses(
         limit: Decimal, spent: Decimal, p_in: Decimal, p_out: Decimal, input_tokens: int,
         output_tokens: int, final: bool, share: float) -> None:
-    from tether.runtime.accounting.budget import Accountant, Tally
+    from tether.runtime.accounting.accountant import Accountant, Tally
 
     accountant = Accountant(Budget(max_cost_usd=limit, final_turn_share=share),
                             Price(p_in, p_out), Tally())

@@ -43,11 +43,12 @@ def clock(monkeypatch: pytest.MonkeyPatch) -> HandMovedClock:
     import tether.store.base
     import tether.store.memory
     import tether.store.postgres
+    import tether.store.postgres_leases
     import tether.store.sqlite
 
     moved = HandMovedClock()
     for module in (tether.store.base, tether.store.memory, tether.store.sqlite,
-                   tether.store.postgres):
+                   tether.store.postgres, tether.store.postgres_leases):
         monkeypatch.setattr(module, "time", moved)
     return moved
 

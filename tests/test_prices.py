@@ -13,7 +13,7 @@ import pytest
 from tether import Agent, Budget, ReAct, ScriptedModel, StopReason
 from tether.cli import main
 from tether.models.pricing import BUNDLED, DEFAULT_CATALOG, Price, Tier, price_for
-from tether.runtime.accounting.budget import worst_case_cost
+from tether.runtime.accounting.worst_case import worst_case_cost
 from tether.types import Usage
 
 from conftest import import_or_unavailable

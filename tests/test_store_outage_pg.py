@@ -190,8 +190,8 @@ def test_every_kind_of_store_call_rides_through_a_restart(
 
 def test_the_bound_is_read_from_the_url_or_given_once() -> None:
     from tether.store.base import StoreError
-    from tether.store.postgres import ride_through_in_url
     from tether.store.postgres_outage import DEFAULT_RIDE_THROUGH
+    from tether.store.postgres_url import ride_through_in_url
 
     assert ride_through_in_url("postgresql://h/db", None) == ("postgresql://h/db",
                                                               DEFAULT_RIDE_THROUGH)

@@ -13,7 +13,8 @@ from audit_helpers import pg_database
 from tether.cli import main
 from tether.store.base import StoreError
 from tether.store.opening import open_store
-from tether.store.postgres import PostgresStore, schema_in_url
+from tether.store.postgres import PostgresStore
+from tether.store.postgres_url import schema_in_url
 
 
 @pytest.fixture

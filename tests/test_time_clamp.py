@@ -9,7 +9,7 @@ from __future__ import annotations
 import pytest
 
 from tether import Agent, Budget, ModelResponse, ReAct, ScriptedModel, StopReason, Usage
-from tether.runtime.accounting.budget import MIN_OUTPUT_TOKENS, Accountant, Tally
+from tether.runtime.accounting.accountant import MIN_OUTPUT_TOKENS, Accountant, Tally
 from tether.runtime.accounting.stop import Stop
 
 

@@ -15,7 +15,7 @@ import pytest
 from fake_llm_server import OPENAI_PATH, FakeLLMServer, Reply, openai_completion
 from tether import Agent, Budget, Price, ReAct
 from tether.models import OpenAIModel
-from tether.runtime.accounting.budget import Accountant, Tally
+from tether.runtime.accounting.accountant import Accountant, Tally
 from tether.runtime.accounting.stop import Stop, StopReason
 from tether.store.memory import MemoryStore
 

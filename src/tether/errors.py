@@ -27,7 +27,7 @@ The hierarchy::
     │   ├── AmbiguousId                       (cli.common)
     │   ├── BadReference                      (references)
     │   ├── ExportFormatError                 (journal.views.export)
-    │   ├── JournalValueError                 (journal.chain)
+    │   ├── JournalValueError                 (journal.canonical)
     │   ├── KeyMismatch                       (journal.fingerprints)
     │   ├── NestedRunError                    (integrations.nesting)
     │   ├── PolicyLoadError ─ OverlayError    (policy.yaml_source, policy.overlay)

@@ -34,7 +34,7 @@ def register(commands: Any) -> None:
 
 def run_show(args: argparse.Namespace) -> int:
     from tether.models.pricing import price_for
-    from tether.runtime.accounting.budget import worst_case_cost
+    from tether.runtime.accounting.worst_case import worst_case_cost
 
     provider = args.provider
     if provider is None and ":" in args.model:

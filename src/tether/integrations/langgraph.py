@@ -55,7 +55,9 @@ except ImportError as exc:  # pragma: no cover - the extra is missing
     raise MissingExtra("tether.integrations.langgraph needs LangGraph and LangChain: "
                        "pip install 'tether[langgraph]'") from exc
 
-from tether.integrations.governed import GovernedRun, Metered, Outcome
+from tether.integrations.governed import GovernedRun
+from tether.integrations.governed_model import Metered
+from tether.integrations.governed_tools import Outcome
 from tether.integrations.langgraph_tools import guarded, reader
 from tether.integrations.nesting import NestedRunError
 from tether.integrations.runs import ForeignRun, declared_tools

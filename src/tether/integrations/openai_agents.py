@@ -46,7 +46,8 @@ except ImportError as exc:  # pragma: no cover - the extra is missing
                        "pip install 'tether[openai-agents]'") from exc
 
 from tether.integrations.decided import Reader, arrived, jsonable
-from tether.integrations.governed import GovernedRun, Metered, RunStopped
+from tether.integrations.governed import GovernedRun, RunStopped
+from tether.integrations.governed_model import Metered
 from tether.integrations.runs import ForeignRun, declared_tools
 from tether.models.base import CHARS_PER_TOKEN, estimate_message_tokens, estimate_tools_tokens
 from tether.tools.base import Tool, ToolMeta

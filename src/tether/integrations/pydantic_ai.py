@@ -53,7 +53,8 @@ except ImportError as exc:  # pragma: no cover - the extra is missing
                        "pip install 'tether[pydantic-ai]'") from exc
 
 from tether.integrations.decided import Reader
-from tether.integrations.governed import GovernedRun, Metered
+from tether.integrations.governed import GovernedRun
+from tether.integrations.governed_model import Metered
 from tether.integrations.runs import ForeignRun, declared_tools
 from tether.models.base import (
     CHARS_PER_TOKEN,

@@ -13,188 +13,52 @@ text only if its data is read. The hashes are a pure function of the appended te
 later yields exactly the chain sealing at once would.
 
 The text is the one the store keeps and the one read back, on every store, so what is hashed is
-what is stored. Data that JSON text cannot carry faithfully is refused at append, the same way
-whatever the store: NaN and infinities, nesting deeper than ``MAX_NESTING``, and a surrogate pair
-held as two separate code points (JSON would read it back as one character). A lone surrogate
-is written as its ``\\udXXX`` escape, which reads back as the same lone surrogate.
+what is stored.
+
+Each of those concerns is a module of its own: the canonical text and what it refuses
+(``journal.canonical``), an event's hash and sealing (``journal.hashing``), checking a chain
+(``journal.verify``); this one is the journal object that appends, seals, publishes and
+flushes. Being public (docs/reference/surface.md), it still exports their names (``__all__``):
+``from tether.journal.chain import verify_chain`` works as it always has.
 """
 
 from __future__ import annotations
 
 import asyncio
-import hashlib
-import json
-import math
-import re
 import time
-from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
-from decimal import Decimal
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 
-from tether.errors import UsageError
-from tether.journal.fingerprints import FINGERPRINT_TYPE, Fingerprints, redaction_key
-from tether.journal.redaction import (
-    Redactions,
-    Scrubber,
-    hide_arguments,
-    scrub,
+from tether.journal.canonical import (
+    MAX_NESTING,
+    JournalValueError,
+    canonical_json,
+    canonical_text,
 )
+from tether.journal.fingerprints import FINGERPRINT_TYPE, Fingerprints, redaction_key
+from tether.journal.hashing import GENESIS, Pending, Record, seal, seal_text
+from tether.journal.redaction import Redactions, Scrubber
+from tether.journal.verify import hash_holds, verify_chain
 from tether.store.base import Lease, Store
 from tether.types import Event
 
-GENESIS = "0" * 64
-MAX_NESTING = 256  # deeper event data is refused: every Python can read back what is stored
+__all__ = [
+    "GENESIS",
+    "MAX_NESTING",
+    "EventBus",
+    "Journal",
+    "JournalValueError",
+    "Pending",
+    "Record",
+    "Subscriber",
+    "canonical_json",
+    "canonical_text",
+    "hash_holds",
+    "seal",
+    "verify_chain",
+]
 
 Subscriber = Callable[[Event], object]
-Record = tuple[int, str, float, Mapping[str, Any]]
-Pending = tuple[int, str, float, str]  # seq, type, timestamp, data as canonical JSON text
-
-
-class JournalValueError(UsageError, ValueError):
-    """Event data that JSON text cannot carry faithfully; nothing was appended."""
-
-
-def _default(value: Any) -> Any:
-    if type(value) is Decimal:  # the commonest case first: spend and costs, several per step
-        return str(value)
-    to_dict = getattr(value, "to_dict", None)
-    if callable(to_dict):
-        return to_dict()
-    if isinstance(value, Decimal):
-        return str(value)
-    if isinstance(value, set | frozenset):
-        return sorted(value)
-    return repr(value)
-
-
-def _canonical_encoder() -> Callable[[Any], str]:
-    """The canonical encoder. It runs several times per step (call signatures, sealing), so it
-    reuses one C-level encoder instead of building one per call as ``JSONEncoder.encode`` does
-    (2.5x faster on a small object). It does not look for reference cycles: event data and tool
-    arguments are trees (a cycle ends in RecursionError instead of ValueError)."""
-    make = getattr(json.encoder, "c_make_encoder", None)
-    if make is None:  # an interpreter without the C accelerator
-        return json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False,
-                                allow_nan=False, default=_default).encode
-    encode = make(None, _default, json.encoder.encode_basestring, None, ":", ",", True, False,
-                  False)
-    return lambda value: "".join(encode(value, 0))
-
-
-_encode = canonical_json = _canonical_encoder()
-_SURROGATE = re.compile("[\ud800-\udfff]")
-_PAIR = re.compile("[\ud800-\udbff][\udc00-\udfff]")
-
-
-def canonical_text(data: Any) -> str:
-    """``data`` as the canonical JSON text the journal hashes and the store keeps, or
-    JournalValueError when that text could not give ``data`` back as it is."""
-    try:
-        text = _encode(data)
-    except ValueError as exc:  # the encoder refuses NaN and infinities
-        raise JournalValueError(f"{exc}: NaN and infinities have no JSON form; journal a "
-                                "finite number or a string instead") from None
-    except RecursionError:
-        raise JournalValueError(_too_deep()) from None
-    if text.count("[") + text.count("{") > MAX_NESTING and _deeper_than(data, MAX_NESTING):
-        raise JournalValueError(_too_deep())
-    if not text.isascii():
-        try:
-            text.encode()
-        except UnicodeEncodeError:  # surrogates, which no store can keep as UTF-8
-            if _PAIR.search(text):
-                raise JournalValueError(
-                    "a string holds a surrogate pair as two code points, which JSON reads back "
-                    "as one character; join it (s.encode('utf-16', 'surrogatepass')"
-                    ".decode('utf-16')) before it is journaled") from None
-            text = _SURROGATE.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
-    return text
-
-
-def _too_deep() -> str:
-    return (f"the data is nested more than {MAX_NESTING} levels deep; flatten it or journal it "
-            "as a string")
-
-
-def _deeper_than(value: Any, limit: int) -> bool:
-    if limit < 0:
-        return True
-    if isinstance(value, dict):
-        return any(_deeper_than(v, limit - 1) for v in value.values())
-    if isinstance(value, list | tuple):
-        return any(_deeper_than(v, limit - 1) for v in value)
-    to_dict = getattr(value, "to_dict", None)
-    return callable(to_dict) and _deeper_than(to_dict(), limit)
-
-
-_quote = json.encoder.encode_basestring  # how the canonical encoder writes a string
-_sha256 = hashlib.sha256
-
-
-def _digest(prev_hash: str, seq: int, kind: str, session_id: str, timestamp: float,
-            data_json: str) -> str:
-    """An event's hash: SHA-256 of the previous hash followed by ``[seq, type, session_id,
-    timestamp, data]`` in canonical JSON, built around the data already encoded (so sealing
-    encodes the data once)."""
-    if type(seq) is int and type(timestamp) is float and math.isfinite(timestamp):
-        body = f"{prev_hash}[{seq},{_quote(kind)},{_quote(session_id)},{timestamp!r},{data_json}]"
-    else:
-        body = f"{prev_hash}{_encode([seq, kind, session_id, timestamp])[:-1]},{data_json}]"
-    return _sha256(body.encode("utf-8", "surrogatepass")).hexdigest()
-
-
-def seal(prev_hash: str, session_id: str, record: Record,
-         scrubbers: Sequence[Scrubber] = ()) -> Event:
-    """Turn a record into a chained Event with plain-JSON data, every scrubber applied to each
-    string in the event's data (so a redacted value is blanked wherever it appears)."""
-    seq, type, timestamp, data = record
-    pending = (seq, type, timestamp, canonical_text(data))
-    return _seal(prev_hash, session_id, pending, Redactions(list(scrubbers)) or None)[0]
-
-
-def _seal(prev_hash: str, session_id: str, record: Pending,
-          redactions: Redactions | None) -> tuple[Event, str]:
-    """The sealed event and its data as JSON text (so a store need not encode it again).
-    Redaction works on the data's values, never on the encoded text, so it cannot corrupt the
-    envelope (seq, timestamp, keys) whatever the redacted value looks like."""
-    seq, type, timestamp, data_json = record
-    if redactions is not None and type != FINGERPRINT_TYPE:  # a digest is no value's text
-        plain = json.loads(data_json)
-        hide_arguments(type, plain, redactions.arguments)
-        data_json = canonical_text(scrub(plain, redactions.scrubbers, redactions.values))
-    digest = _digest(prev_hash, seq, type, session_id, timestamp, data_json)
-    return Event.from_json(seq, type, session_id, timestamp, data_json, prev_hash,
-                           digest), data_json
-
-
-def verify_chain(events: Sequence[Event],
-                 unverifiable: Collection[int] = frozenset()) -> int | None:
-    """Return the seq of the first event whose link is broken, or None if the chain holds.
-    Events whose seq is in ``unverifiable`` (``Store.unverifiable``) have only their links
-    checked: their content cannot be re-hashed, which the caller must report."""
-    prev = GENESIS
-    for expected_seq, e in enumerate(events, start=1):
-        if e.seq != expected_seq or e.prev_hash != prev or not (
-                hash_holds(prev, e) or e.seq in unverifiable):
-            return e.seq if e.seq == expected_seq else expected_seq
-        prev = e.hash
-    return None
-
-
-def hash_holds(prev_hash: str, e: Event) -> bool:
-    """Whether ``e.hash`` is the hash of this event. An event read with its JSON text (which a
-    store wrote as sealed: canonical) is checked on that text, without decoding it; only when
-    that does not match is the data decoded and encoded canonically, exactly as it always was —
-    so text that differs from the canonical form only in layout still verifies, and an edit of
-    the data never does."""
-    text = e.json_text
-    if text and e.hash == _digest(prev_hash, e.seq, e.type, e.session_id, e.timestamp, text):
-        return True
-    try:
-        text = canonical_text(e.data)
-    except ValueError:  # stored text that is not JSON at all, or not JSON tether writes: edited
-        return False
-    return e.hash == _digest(prev_hash, e.seq, e.type, e.session_id, e.timestamp, text)
 
 
 class EventBus:
@@ -450,7 +314,7 @@ class Journal:
             keep_json = self.store is not None
             redactions = self._redactions or None
             for record in self._pending:
-                event, data_json = _seal(prev, self.session_id, record, redactions)
+                event, data_json = seal_text(prev, self.session_id, record, redactions)
                 sealed.append(event)
                 if keep_json:
                     self._json.append(data_json)

@@ -23,13 +23,13 @@ which ``tether.journal.erasure`` vouches for from the erasure record.
 
 from __future__ import annotations
 
-import contextlib
 import time
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from tether.errors import NotFound
-from tether.store.postgres_outage import RideThrough, riding
+from tether.store.postgres_outage import riding
+from tether.store.postgres_part import PostgresPart
 
 OLDER_WAIT = 30.0  # seconds an erasure waits for transactions older than it to end
 LOCK_WAIT = 5.0  # seconds VACUUM FULL waits for a table's lock (appends queue behind it)
@@ -39,16 +39,8 @@ WAL_LEFT = ("PostgreSQL's write-ahead log (pg_wal), and any WAL archive, replica
             "tether does not reach them")
 
 
-class PostgresErasure:
+class PostgresErasure(PostgresPart):
     """Mixed into ``PostgresStore``: erasure, on its pool."""
-
-    url: str
-    _ride: RideThrough
-
-    if TYPE_CHECKING:  # the store's own, which it mixes this into
-        def _sql(self, statement: str) -> str: ...
-
-        def _connection(self) -> contextlib.AbstractContextManager[Any]: ...
 
     @riding
     def erase(self, session_id: str, rewritten: Sequence[tuple[int, str, str]], *,

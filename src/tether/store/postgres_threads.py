@@ -12,14 +12,14 @@ returns its place), and so is a place in the history.
 
 from __future__ import annotations
 
-import contextlib
 import json
 import time
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from tether.store.base import ThreadEntry, thread_key
-from tether.store.postgres_outage import RideThrough, riding
+from tether.store.postgres_outage import riding
+from tether.store.postgres_part import PostgresPart
 
 _WHERE = "WHERE tenant_id = %s AND user_id = %s AND thread_id = %s"
 
@@ -31,16 +31,8 @@ def _lock_thread(db: Any, tenant: str, user: str, thread_id: str) -> None:
                (json.dumps(["tether-thread", tenant, user, thread_id]),))
 
 
-class PostgresThreads:
+class PostgresThreads(PostgresPart):
     """Mixed into ``PostgresStore``: the thread index, on its pool."""
-
-    url: str
-    _ride: RideThrough
-
-    if TYPE_CHECKING:  # the store's own, which it mixes this into
-        def _sql(self, statement: str) -> str: ...
-
-        def _connection(self) -> contextlib.AbstractContextManager[Any]: ...
 
     @riding
     def join_thread(self, tenant_id: str | None, user_id: str | None, thread_id: str,

@@ -12,34 +12,31 @@ Each line starts with the event's seq, so a line can be matched to ``tether audi
 findings and to the raw export. Unknown event types are still shown, briefly, never dropped.
 Long text is cut to an excerpt; arguments appear as the journal holds them (masked fields stay
 masked).
+
+The lines of each event family are drawn by its own module (``session_lines``, ``turn_lines``,
+``tool_lines``, ``ask_lines``, and ``branches`` and ``plan_lines`` for a search's tree and the
+request plan); this one assembles them in seq order, with the header and the spend. Being
+public (docs/reference/surface.md), it still exports the line pieces it always did
+(``when``, ``call_text``, ``excerpt``: ``__all__``).
 """
 
 from __future__ import annotations
 
 import json
-import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
-from tether.journal.views.branches import BRANCH_RENDER, tree_lines
-from tether.journal.views.plan_lines import PLAN_RENDER, asked_line, plan_lines
-from tether.journal.views.text import excerpt
+from tether.journal.views.ask_lines import ASK_RENDER
+from tether.journal.views.branches import BRANCH_RENDER
+from tether.journal.views.plan_lines import PLAN_RENDER, asked_line
+from tether.journal.views.session_lines import SESSION_RENDER
+from tether.journal.views.text import Renderer, call_text, excerpt, off_by, when
+from tether.journal.views.tool_lines import TOOL_RENDER
+from tether.journal.views.turn_lines import TURN_RENDER
 from tether.store.base import ERASED_TYPE
 from tether.types import Event
 
-
-def when(timestamp: float) -> str:
-    """A wall-clock timestamp as UTC, to the second."""
-    return time.strftime("%Y-%m-%d %H:%M:%SZ", time.gmtime(timestamp))
-
-
-def call_text(tool: str, arguments: object, limit: int = 80) -> str:
-    if isinstance(arguments, Mapping):
-        args = ", ".join(f"{k}={json.dumps(arguments[k], ensure_ascii=False)}"
-                         for k in sorted(arguments))  # sorted: the same text from every store
-    else:
-        args = json.dumps(arguments, ensure_ascii=False)
-    return f"{tool}({excerpt(args, limit)})"
+__all__ = ["call_text", "estimate_line", "excerpt", "header", "spend_line", "timeline", "when"]
 
 
 def timeline(events: Sequence[Event]) -> list[str]:
@@ -132,387 +129,14 @@ def estimate_line(events: Sequence[Event]) -> str:
     if not calls or not reported:
         return ""
     return (f"input estimate: {reserved:,} tokens reserved for {reported:,} reported over "
-            f"{calls} call{'s' if calls > 1 else ''} ({_off_by(reserved, reported)})")
-
-
-def _off_by(estimate: int, actual: int) -> str:
-    return f"{100 * (estimate - actual) / actual:+.0f}%"
-
-
-# -- one renderer per event type ----------------------------------------------------------------
-
-Renderer = Callable[[Mapping[str, Any]], list[str]]
-
-
-def _start(d: Mapping[str, Any]) -> list[str]:
-    lines = [f"start: {excerpt(d.get('task', ''), 80)}"]
-    plan = d.get("plan")
-    if plan is not None:  # what the request asks for, read before anything untrusted
-        lines += plan_lines(plan)
-    return lines
-
-
-def _request(d: Mapping[str, Any]) -> list[str]:
-    if d.get("final"):
-        return [f"step {d.get('step')}: final turn requested (no tools; the run is stopping)"]
-    return [f"step {d.get('step')}: model asked ({len(d.get('new') or [])} new messages)"]
-
-
-def _response(d: Mapping[str, Any]) -> list[str]:
-    r = d.get("response") or {}
-    usage = r.get("usage") or {}
-    text = excerpt(r.get("text") or "", 80)
-    said = f"\"{text}\"" if text else "(no text)"
-    counted = ", estimated by tether" if usage.get("estimated") else ""
-    reserved, actual = d.get("reserved_input"), usage.get("input_tokens")
-    estimate = (f"; input estimate {reserved} ({_off_by(reserved, actual)})"
-                if reserved and actual and not counted else "")
-    lines = [f"model turn {d.get('step')}: {said} ({actual} in, "
-             f"{usage.get('output_tokens')} out tokens{counted}, ${d.get('cost_usd')}"
-             f"{estimate})"]
-    for call in r.get("tool_calls") or []:
-        lines.append(f"  calls {call_text(call.get('name'), call.get('arguments'))} "
-                     f"[{call.get('id')}]")
-    return lines
-
-
-def _client_call(d: Mapping[str, Any]) -> list[str]:
-    call = d.get("call") or {}
-    text = call_text(call.get("name", "?"), call.get("arguments"))
-    return [f"client call (no model asked): {text} [{call.get('id')}]"]
-
-
-def _planned_calls(d: Mapping[str, Any]) -> list[str]:
-    lines = [f"strategy's planned calls (no model asked): {excerpt(str(d.get('reason')), 120)}"]
-    for call in d.get("calls") or []:
-        lines.append(f"  calls {call_text(call.get('name'), call.get('arguments'))} "
-                     f"[{call.get('id')}]")
-    return lines
-
-
-def _subagent_charge(d: Mapping[str, Any]) -> list[str]:
-    tokens = sum(d.get(k) or 0 for k in ("input_tokens", "output_tokens"))
-    return [f"sub-agent of {d.get('call_id')} charged: {tokens} tokens, ${d.get('cost_usd')}, "
-            f"{d.get('steps')} steps, {d.get('tool_calls')} tool calls"]
-
-
-def _model_error(d: Mapping[str, Any]) -> list[str]:
-    return [f"model error at step {d.get('step')}: {excerpt(d.get('error', ''))}"]
-
-
-def _unmetered(d: Mapping[str, Any]) -> list[str]:
-    return [f"model call at step {d.get('step')} charged at its reservation "
-            f"({d.get('input_tokens')} in, {d.get('output_tokens')} out tokens, "
-            f"${d.get('cost_usd')}): {excerpt(d.get('error', ''))}"]
-
-
-def _overrun(d: Mapping[str, Any]) -> list[str]:
-    what = {"compaction": " of the summary call", "plan": " of the planner's call"}.get(
-        str(d.get("purpose")), "")
-    return [f"OVERRUN{what} at step {d.get('step')} ({d.get('limit')}): "
-            f"{excerpt(d.get('detail', ''), 100)}"]
-
-
-def _decision(d: Mapping[str, Any]) -> list[str]:
-    dec = d.get("decision") or {}
-    shape = ""
-    if dec.get("fallback"):
-        shape = f" to {dec['fallback']}"
-    elif dec.get("fields"):
-        shape = f" [{', '.join(dec['fields'])}]"
-    lines = [f"decision {d.get('call_id')} {call_text(d.get('tool', '?'), d.get('arguments'), 60)}"
-             f": {dec.get('effect')}{shape} by {dec.get('policy_id')}"
-             + (f": {excerpt(dec['reason'], 80)}" if dec.get("reason") else "")]
-    origins = d.get("provenance") or {}  # what the policy decided on, when it read them
-    if origins:
-        lines.append("  origins: " + "; ".join(f"{name} from {', '.join(sorted(found))}"
-                                             for name, found in sorted(origins.items())))
-    labels = d.get("labels") or {}
-    if labels:
-        lines.append("  private data: " + "; ".join(f"{name} carries {', '.join(kinds)}"
-                                                  for name, kinds in sorted(labels.items())))
-    return lines
-
-
-def _approval_requested(d: Mapping[str, Any]) -> list[str]:
-    return [f"approval requested {d.get('approval_id')} for {d.get('call_id')} "
-            f"{call_text(d.get('tool', '?'), d.get('arguments'), 60)}; expires "
-            f"{when(d['expires_at']) if isinstance(d.get('expires_at'), int | float) else '?'}"]
-
-
-def _approval_granted(d: Mapping[str, Any]) -> list[str]:
-    note = f": {excerpt(d['note'], 60)}" if d.get("note") else ""
-    return [f"approval {d.get('approval_id')} used: approved by {d.get('approver')}{note}; "
-            f"{d.get('call_id')} runs"]
-
-
-def _approval_refused(d: Mapping[str, Any]) -> list[str]:
-    return [f"approval {d.get('approval_id')} refused for {d.get('call_id')}: "
-            f"{excerpt(d.get('why', ''), 80)}"]
-
-
-def _started(d: Mapping[str, Any]) -> list[str]:
-    return [f"started {d.get('call_id')} {d.get('tool')} (side effect; durable before it ran)"]
-
-
-def _result(d: Mapping[str, Any]) -> list[str]:
-    untrusted = " (untrusted output: taints the session)" if d.get("untrusted") else ""
-    passages = _passages(d.get("content")) if d.get("status") == "ok" else []
-    if passages:  # retrieved text (tether.knowledge.retrieval): each passage and its document
-        trust = "untrusted" if d.get("untrusted") else "trusted"
-        docs = ", ".join(str(p["doc_id"]) for p in passages)
-        return [f"result {d.get('call_id')} {d.get('tool')}: {d.get('status')}{untrusted}: "
-                f"{len(passages)} passage(s) retrieved from {excerpt(docs, 80)}",
-                *(f"  {trust} passage {p['doc_id']} ({p.get('source') or 'no source'}, score "
-                  f"{p.get('score')}): \"{excerpt(p.get('text', ''), 80)}\"" for p in passages)]
-    return [f"result {d.get('call_id')} {d.get('tool')}: {d.get('status')}{untrusted}: "
-            f"\"{excerpt(d.get('content', ''), 80)}\""]
-
-
-def _passages(content: object) -> list[Mapping[str, Any]]:
-    """The passages of a retrieval result: a JSON list of objects that each cite a doc_id."""
-    if not isinstance(content, str) or not content.startswith("[{"):
-        return []
-    try:
-        found = json.loads(content)
-    except ValueError:
-        return []
-    if all(isinstance(p, dict) and isinstance(p.get("doc_id"), str) for p in found):
-        return list(found)
-    return []
-
-
-def _credential(d: Mapping[str, Any]) -> list[str]:
-    return [f"credential {d.get('token_id')} issued to {d.get('call_id')} {d.get('tool')} "
-            f"(ttl {d.get('ttl')} s, {d.get('max_uses')} use(s))"]
-
-
-def _rerun(d: Mapping[str, Any]) -> list[str]:
-    return [f"runs {d.get('call_id')} {d.get('tool')} again: {excerpt(d.get('why', ''), 80)}"]
-
-
-def _settled(d: Mapping[str, Any]) -> list[str]:
-    note = f": {excerpt(d['note'], 60)}" if d.get("note") else ""
-    return [f"settled {d.get('call_id')}: {d.get('action')} by {d.get('operator')}{note}"]
-
-
-def _paused(d: Mapping[str, Any]) -> list[str]:
-    pending = d.get("pending") or []
-    waiting = f"; waiting: {', '.join(pending)}" if pending else ""
-    uncertain = d.get("uncertain") or []
-    if uncertain:
-        waiting += f"; uncertain, to settle: {', '.join(uncertain)}"
-    return [f"paused: {d.get('reason')}: {excerpt(d.get('detail', ''), 80)}{waiting}"]
-
-
-def _resumed(d: Mapping[str, Any]) -> list[str]:
-    return [f"resumed after a {d.get('after')}"]
-
-
-def _end(d: Mapping[str, Any]) -> list[str]:
-    detail = f" ({excerpt(d['detail'], 60)})" if d.get("detail") else ""
-    lines = [f"ended: {d.get('reason')}{detail}", f"answer: \"{excerpt(d.get('answer', ''))}\""]
-    if d.get("notice"):
-        lines.append(f"notice: {excerpt(d['notice'])}")
-    return lines
-
-
-def _error(d: Mapping[str, Any]) -> list[str]:
-    return [f"error: {excerpt(d.get('error', ''))}"]
-
-
-def _wrap_up_skipped(d: Mapping[str, Any]) -> list[str]:
-    return [f"wrap-up turn skipped: {d.get('reason')} ({excerpt(d.get('detail', ''), 60)})"]
-
-
-def _graded(d: Mapping[str, Any]) -> list[str]:
-    verdict = "pass" if d.get("passed") else "fail"
-    why = f": {excerpt(d.get('why', ''), 80)}" if d.get("why") else ""
-    return [f"graded {d.get('session_id')} ({d.get('task')} [{d.get('perturbation')} "
-            f"#{d.get('repetition')}]) by {d.get('grader')}: {verdict}{why}"]
-
-
-def _output_valid(d: Mapping[str, Any]) -> list[str]:
-    return [f"output valid ({d.get('type')}): "
-            f"{excerpt(json.dumps(d.get('output'), ensure_ascii=False))}"]
-
-
-def _output_invalid(d: Mapping[str, Any]) -> list[str]:
-    errors = "; ".join(f"{'.'.join(map(str, e.get('loc') or [])) or '(answer)'}: {e.get('msg')}"
-                       for e in d.get("errors") or [])
-    return [f"output invalid ({d.get('type')}, attempt {d.get('attempt')}, "
-            f"{d.get('repairs_left')} repairs left): {excerpt(errors)}",
-            f"text: {excerpt(json.dumps(d.get('text', ''), ensure_ascii=False))}"]
-
-
-def _summary_request(d: Mapping[str, Any]) -> list[str]:
-    return [f"step {d.get('step')}: summary call to {d.get('model')} for messages "
-            f"{d.get('start')}-{d.get('end')} (at most {d.get('max_output_tokens')} out tokens)"]
-
-
-def _summary_response(d: Mapping[str, Any]) -> list[str]:
-    return [f"summary call answered: \"{excerpt(d.get('text') or '', 80)}\" "
-            f"({d.get('input_tokens')} in, {d.get('output_tokens')} out tokens, "
-            f"${d.get('cost_usd')})"]
-
-
-def _summary_error(d: Mapping[str, Any]) -> list[str]:
-    tokens = (d.get("input_tokens") or 0) + (d.get("output_tokens") or 0)
-    return [f"summary call failed: {excerpt(d.get('error', ''), 80)} (charged {tokens} "
-            f"tokens, ${d.get('cost_usd')})"]
-
-
-def _compacted(d: Mapping[str, Any]) -> list[str]:
-    how = "summarised" if d.get("strategy") == "summarise" else "dropped"
-    lines = [f"compacted: turns 1-{d.get('turns')} {how} (messages {d.get('start')}-"
-             f"{d.get('end')}, {d.get('replaced')} replaced, digest {d.get('digest')}; "
-             f"{d.get('reason')}: ~{d.get('tokens_before')} -> ~{d.get('tokens_after')} "
-             "tokens of conversation)"]
-    if d.get("fallback"):
-        lines.append(f"  no summary: {excerpt(d['fallback'], 100)}")
-    return lines
-
-
-def _note(d: Mapping[str, Any]) -> list[str]:
-    return [f"note to the model: {excerpt(json.dumps(d.get('text', ''), ensure_ascii=False))}"]
-
-
-def _strategy_note(d: Mapping[str, Any]) -> list[str]:
-    data = d.get("data") or {}
-    if d.get("kind") == "lats.tree" and isinstance(data.get("nodes"), list):  # LATS: drawn
-        return tree_lines(data)
-    if d.get("kind") == "plan" and isinstance(data.get("actions"), list):  # LLM+P: in full
-        check = data.get("validation") or {}
-        steps = " ".join(f"({' '.join(map(str, a))})" for a in data["actions"])
-        return [f"strategy plan {data.get('plan')} for domain {data.get('domain')} "
-                f"({len(data['actions'])} steps; {check.get('validator')}: "
-                f"{check.get('status')}): {steps or '(nothing to do)'}",
-                f"  problem: {excerpt(' '.join(str(data.get('problem', '')).split()), 400)}"]
-    said = ", ".join(f"{k}={json.dumps(v, ensure_ascii=False)}" for k, v in sorted(data.items()))
-    return [f"strategy {d.get('kind')}: {excerpt(said, 160)}"]
-
-
-def _selected(d: Mapping[str, Any]) -> list[str]:
-    """A turn's tool selection (runtime.context.selecting): what ranked, what the policy hid."""
-    scores = d.get("scores") or {}
-    ranked = ", ".join(f"{name} {score:g}" for name, score in scores.items()) or "none"
-    where = f" (branch {d['branch']})" if d.get("branch") else ""
-    lines = [f"step {d.get('step')}{where}: tools selected by rank: {excerpt(ranked, 160)}"]
-    if d.get("denied"):
-        lines.append(f"not offered, denied by policy whatever the call: "
-                     f"{', '.join(d['denied'])}")
-    if d.get("error"):
-        lines.append(f"the ranker failed ({excerpt(d['error'], 120)}); only the always tools "
-                     "were offered")
-    return lines
-
-
-def _sampling_request(d: Mapping[str, Any]) -> list[str]:
-    return [f"{d.get('server')} asks a sampling call during {d.get('call_id')}: "
-            f"{len(d.get('messages') or [])} message(s), up to {d.get('max_output_tokens')} "
-            f"output tokens ({d.get('reserved_input')} input reserved)"]
-
-
-def _sampling_response(d: Mapping[str, Any]) -> list[str]:
-    over = f"; overrun: {d['overrun']}" if d.get("overrun") else ""
-    return [f"sampling call answered: \"{excerpt(d.get('text') or '', 80)}\" "
-            f"({d.get('input_tokens')} in, {d.get('output_tokens')} out tokens, "
-            f"${d.get('cost_usd')}){over}"]
-
-
-def _sampling_error(d: Mapping[str, Any]) -> list[str]:
-    tokens = (d.get("input_tokens") or 0) + (d.get("output_tokens") or 0)
-    return [f"sampling call failed: {excerpt(d.get('error', ''), 80)} (charged {tokens} "
-            f"tokens, ${d.get('cost_usd')})"]
-
-
-def _refused_ask(kind: str) -> Renderer:
-    def render(d: Mapping[str, Any]) -> list[str]:
-        return [f"{d.get('server')}'s {kind} during {d.get('call_id')} refused: "
-                f"{excerpt(d.get('reason', ''), 120)}"]
-
-    return render
-
-
-def _elicitation_requested(d: Mapping[str, Any]) -> list[str]:
-    fields = ", ".join((d.get("schema") or {}).get("properties") or {})
-    return [f"{d.get('server')} asks during {d.get('call_id')}: "
-            f"\"{excerpt(d.get('message') or '', 80)}\" ({fields or 'no fields'}) "
-            f"[{d.get('approval_id')}]"]
-
-
-def _elicitation_answered(d: Mapping[str, Any]) -> list[str]:
-    if d.get("action") == "accept":
-        content = json.dumps(d.get("content"), ensure_ascii=False, sort_keys=True)
-        return [f"answered by {d.get('by')}: {excerpt(content, 100)} [{d.get('approval_id')}]"]
-    return [f"declined ({d.get('by')}): {excerpt(d.get('reason', ''), 100)} "
-            f"[{d.get('approval_id')}]"]
-
-
-def _sampling_relayed(d: Mapping[str, Any]) -> list[str]:
-    return [f"{d.get('server')}'s sampling request during {d.get('call_id')} relayed to the "
-            f"client: {len(d.get('messages') or [])} message(s), up to {d.get('max_tokens')} "
-            "tokens"]
-
-
-def _sampling_answered(d: Mapping[str, Any]) -> list[str]:
-    return [f"sampling request answered by {d.get('by')}: "
-            f"\"{excerpt(d.get('text') or '', 80)}\""]
-
-
-def _elicitation_relayed(d: Mapping[str, Any]) -> list[str]:
-    fields = ", ".join((d.get("schema") or {}).get("properties") or {})
-    return [f"{d.get('server')} asks the client during {d.get('call_id')}: "
-            f"\"{excerpt(d.get('message') or '', 80)}\" ({fields or 'no fields'})"]
+            f"{calls} call{'s' if calls > 1 else ''} ({off_by(reserved, reported)})")
 
 
 _RENDER: dict[str, Renderer] = {
-    "session.start": _start,
-    "strategy.note": _strategy_note,
-    "model.request": _request,
-    "model.response": _response,
-    "model.error": _model_error,
-    "model.unmetered": _unmetered,
-    "model.lost": _unmetered,
-    "model.overrun": _overrun,
-    "client.call": _client_call,
-    "strategy.calls": _planned_calls,
-    "subagent.charge": _subagent_charge,
-    "tool.decision": _decision,
-    "approval.requested": _approval_requested,
-    "approval.granted": _approval_granted,
-    "approval.refused": _approval_refused,
-    "tool.started": _started,
-    "credential.issued": _credential,
-    "tool.result": _result,
-    "effect.settled": _settled,
-    "effect.rerun": _rerun,
-    "session.paused": _paused,
-    "session.resumed": _resumed,
-    "session.end": _end,
-    "session.error": _error,
-    "session.wrap_up_skipped": _wrap_up_skipped,
-    "eval.graded": _graded,
-    "output.valid": _output_valid,
-    "output.invalid": _output_invalid,
-    "session.note": _note,
-    "compaction.request": _summary_request,
-    "compaction.response": _summary_response,
-    "compaction.error": _summary_error,
-    "context.compacted": _compacted,
-    "tools.selected": _selected,
-    "sampling.request": _sampling_request,
-    "sampling.response": _sampling_response,
-    "sampling.error": _sampling_error,
-    "sampling.refused": _refused_ask("sampling request"),
-    "elicitation.requested": _elicitation_requested,
-    "elicitation.answered": _elicitation_answered,
-    "elicitation.refused": _refused_ask("elicitation"),
-    "sampling.relayed": _sampling_relayed,
-    "sampling.answered": _sampling_answered,
-    "elicitation.relayed": _elicitation_relayed,
-    "log.dropped": _refused_ask("log lines"),
-    "progress.dropped": _refused_ask("progress notifications"),
+    **SESSION_RENDER,
+    **TURN_RENDER,
+    **TOOL_RENDER,
+    **ASK_RENDER,
     **BRANCH_RENDER,
     **PLAN_RENDER,
 }

@@ -17,7 +17,7 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from tether.runtime.accounting.budget import Accountant
+from tether.runtime.accounting.accountant import Accountant
 from tether.runtime.approvals.requests import ApprovalStore
 from tether.tools.asking import Refused
 

@@ -34,7 +34,7 @@ from typing import TYPE_CHECKING, Any
 
 from tether.journal.chain import Journal
 from tether.policy.base import Policy, Subject
-from tether.runtime.accounting.budget import Accountant
+from tether.runtime.accounting.accountant import Accountant
 from tether.runtime.accounting.limits import Limits
 from tether.runtime.approvals.approver import Approver
 from tether.runtime.approvals.requests import ApprovalStore

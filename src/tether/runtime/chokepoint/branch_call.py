@@ -25,8 +25,8 @@ from typing import Any
 from tether.errors import InvalidArgument, RunError
 from tether.journal.chain import Journal, JournalValueError
 from tether.models.base import Model
+from tether.runtime.accounting.accountant import Accountant
 from tether.runtime.accounting.answer_calls import without_cut_call
-from tether.runtime.accounting.budget import Accountant
 from tether.runtime.accounting.stop import Stop
 from tether.runtime.chokepoint.failures import Failures
 from tether.runtime.chokepoint.model_call import ModelCall

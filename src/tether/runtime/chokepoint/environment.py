@@ -38,8 +38,8 @@ from tether.models.base import (
     min_answer_seconds,
     output_ceiling,
 )
+from tether.runtime.accounting.accountant import Reservation
 from tether.runtime.accounting.answer_calls import unique_ids, without_cut_call
-from tether.runtime.accounting.budget import Reservation
 from tether.runtime.accounting.stop import Stop, StopLatch
 from tether.runtime.chokepoint.assembly import RunContext
 from tether.runtime.chokepoint.branch_call import Asking, BranchCall, ask_on_branch

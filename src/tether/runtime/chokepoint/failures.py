@@ -16,7 +16,7 @@ from __future__ import annotations
 import asyncio
 
 from tether.journal.chain import Journal, JournalValueError
-from tether.runtime.accounting.budget import Reservation
+from tether.runtime.accounting.accountant import Reservation
 from tether.runtime.accounting.stop import Stop, StopReason
 from tether.runtime.chokepoint.model_call import Door
 from tether.types import Usage

@@ -16,7 +16,7 @@ from typing import Any
 from tether.journal.chain import Journal
 from tether.policy.base import Action, Context, Decision, Effect, Policy, Resource, Subject, decide
 from tether.policy.deadline import decide_within, runs_inline
-from tether.runtime.accounting.budget import Accountant
+from tether.runtime.accounting.accountant import Accountant
 from tether.runtime.provenance.labels import ArgumentLabels
 from tether.runtime.provenance.values import ArgumentProvenance, Sightings
 from tether.runtime.record.state import SessionState

@@ -40,7 +40,8 @@ from tether.journal.segments import NEXT, SEGMENT, link_to
 from tether.policy.base import Decision, Effect, Policy, Subject
 from tether.policy.deadline import DEFAULT_POLICY_TIMEOUT
 from tether.policy.names import check_names
-from tether.runtime.accounting.budget import Accountant, Budget
+from tether.runtime.accounting.accountant import Accountant
+from tether.runtime.accounting.budget import Budget
 from tether.runtime.accounting.limits import Limits
 from tether.runtime.accounting.stop import Stop
 from tether.runtime.approvals.requests import (

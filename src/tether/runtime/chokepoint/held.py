@@ -29,7 +29,7 @@ from typing import Any, NoReturn
 
 from tether.journal.chain import Journal
 from tether.policy.base import Decision
-from tether.runtime.accounting.budget import Accountant
+from tether.runtime.accounting.accountant import Accountant
 from tether.runtime.approvals.approver import Approver
 from tether.runtime.approvals.requests import (
     ApprovalError,

@@ -64,7 +64,7 @@ from tether.types import ModelRequest, ModelResponse, Usage
 if TYPE_CHECKING:
     from tether.journal.chain import Journal
     from tether.models.base import Model
-    from tether.runtime.accounting.budget import Accountant, Reservation
+    from tether.runtime.accounting.accountant import Accountant, Reservation
 
 # (the door's failure record for an unanswered call: the exception, whether the provider may
 # well have billed it, the step, the reservation; what to raise — None: the exception itself)

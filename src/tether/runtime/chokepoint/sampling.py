@@ -30,7 +30,7 @@ from dataclasses import replace
 from decimal import Decimal
 from typing import Any
 
-from tether.runtime.accounting.budget import Accountant, Reservation, Tally
+from tether.runtime.accounting.accountant import Accountant, Reservation, Tally
 from tether.runtime.accounting.stop import Stop
 from tether.runtime.chokepoint.ask_ledger import AskLedger
 from tether.runtime.chokepoint.model_call import Door, ModelCall

@@ -27,7 +27,8 @@ from tether.journal.chain import Journal
 from tether.journal.redaction import HiddenValues
 from tether.models.base import CHARS_PER_TOKEN
 from tether.policy.base import Decision, Effect
-from tether.runtime.accounting.budget import Accountant, Spend, check_charge
+from tether.runtime.accounting.accountant import Accountant
+from tether.runtime.accounting.budget import Spend, check_charge
 from tether.runtime.accounting.limits import Limits
 from tether.runtime.accounting.stop import Stop, StopReason
 from tether.runtime.approvals.approver import Approver

@@ -33,7 +33,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from tether.models.base import Model
-from tether.runtime.accounting.budget import Reservation
+from tether.runtime.accounting.accountant import Reservation
 from tether.runtime.accounting.stop import Stop
 from tether.runtime.chokepoint.assembly import RunContext
 from tether.runtime.chokepoint.model_call import Door, ModelCall, Unanswered

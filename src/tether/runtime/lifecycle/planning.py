@@ -39,7 +39,7 @@ from tether.journal.chain import Journal
 from tether.models.base import CallCancelled, Model, native_output
 from tether.policy.plan import askable
 from tether.policy.planner import answer_schema, prompt, validated
-from tether.runtime.accounting.budget import Accountant, Reservation
+from tether.runtime.accounting.accountant import Accountant, Reservation
 from tether.runtime.accounting.stop import Stop, StopLatch, Stoppable
 from tether.runtime.chokepoint.gate import resource_of
 from tether.runtime.chokepoint.model_call import Door, ModelCall, Unanswered

@@ -22,7 +22,8 @@ from typing import TYPE_CHECKING, Any, NoReturn
 from tether.errors import InvalidArgument, RunError, WrongState
 from tether.journal.chain import EventBus, Journal
 from tether.policy.base import Subject
-from tether.runtime.accounting.budget import Accountant, Budget, Spend
+from tether.runtime.accounting.accountant import Accountant
+from tether.runtime.accounting.budget import Budget, Spend
 from tether.runtime.accounting.stop import Stop, StopReason
 from tether.runtime.approvals.requests import ApprovalRequest
 from tether.runtime.chokepoint.assembly import RunContext

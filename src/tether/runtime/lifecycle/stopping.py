@@ -22,7 +22,8 @@ from tether.runtime.lifecycle.interrupt import uncertain_calls
 
 if TYPE_CHECKING:
     from tether.journal.chain import Journal
-    from tether.runtime.accounting.budget import Accountant, Spend
+    from tether.runtime.accounting.accountant import Accountant
+    from tether.runtime.accounting.budget import Spend
     from tether.runtime.approvals.requests import ApprovalRequest
     from tether.runtime.chokepoint.environment import Environment
     from tether.runtime.record.state import SessionState

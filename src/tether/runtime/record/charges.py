@@ -20,7 +20,7 @@ from collections.abc import Mapping
 from decimal import Decimal
 from typing import Any, Protocol
 
-from tether.runtime.accounting.budget import Tally
+from tether.runtime.accounting.accountant import Tally
 from tether.types import ModelResponse, Usage
 
 

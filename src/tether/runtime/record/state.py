@@ -21,7 +21,7 @@ from tether.errors import InvalidArgument
 from tether.journal.chain import canonical_json
 from tether.policy.base import MadeEffect
 from tether.policy.plan import RequestPlan
-from tether.runtime.accounting.budget import Tally
+from tether.runtime.accounting.accountant import Tally
 from tether.runtime.accounting.stop import StopReason
 from tether.runtime.provenance.labels import PrivateValues
 from tether.runtime.provenance.values import Sighting, SightingLog

@@ -1,0 +1,89 @@
+"""Timeline lines for what an MCP server asks during a tool call: sampling calls (made by
+tether, or relayed to the client), elicitations, and the asks refused or dropped.
+
+Why a module per event family: see ``journal.views.session_lines``. Decision: each renderer is
+a pure function of the event's stored data; ``ASK_RENDER`` maps event types to them.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from typing import Any
+
+from tether.journal.views.text import Renderer, excerpt
+
+
+def _sampling_request(d: Mapping[str, Any]) -> list[str]:
+    return [f"{d.get('server')} asks a sampling call during {d.get('call_id')}: "
+            f"{len(d.get('messages') or [])} message(s), up to {d.get('max_output_tokens')} "
+            f"output tokens ({d.get('reserved_input')} input reserved)"]
+
+
+def _sampling_response(d: Mapping[str, Any]) -> list[str]:
+    over = f"; overrun: {d['overrun']}" if d.get("overrun") else ""
+    return [f"sampling call answered: \"{excerpt(d.get('text') or '', 80)}\" "
+            f"({d.get('input_tokens')} in, {d.get('output_tokens')} out tokens, "
+            f"${d.get('cost_usd')}){over}"]
+
+
+def _sampling_error(d: Mapping[str, Any]) -> list[str]:
+    tokens = (d.get("input_tokens") or 0) + (d.get("output_tokens") or 0)
+    return [f"sampling call failed: {excerpt(d.get('error', ''), 80)} (charged {tokens} "
+            f"tokens, ${d.get('cost_usd')})"]
+
+
+def _refused_ask(kind: str) -> Renderer:
+    def render(d: Mapping[str, Any]) -> list[str]:
+        return [f"{d.get('server')}'s {kind} during {d.get('call_id')} refused: "
+                f"{excerpt(d.get('reason', ''), 120)}"]
+
+    return render
+
+
+def _elicitation_requested(d: Mapping[str, Any]) -> list[str]:
+    fields = ", ".join((d.get("schema") or {}).get("properties") or {})
+    return [f"{d.get('server')} asks during {d.get('call_id')}: "
+            f"\"{excerpt(d.get('message') or '', 80)}\" ({fields or 'no fields'}) "
+            f"[{d.get('approval_id')}]"]
+
+
+def _elicitation_answered(d: Mapping[str, Any]) -> list[str]:
+    if d.get("action") == "accept":
+        content = json.dumps(d.get("content"), ensure_ascii=False, sort_keys=True)
+        return [f"answered by {d.get('by')}: {excerpt(content, 100)} [{d.get('approval_id')}]"]
+    return [f"declined ({d.get('by')}): {excerpt(d.get('reason', ''), 100)} "
+            f"[{d.get('approval_id')}]"]
+
+
+def _sampling_relayed(d: Mapping[str, Any]) -> list[str]:
+    return [f"{d.get('server')}'s sampling request during {d.get('call_id')} relayed to the "
+            f"client: {len(d.get('messages') or [])} message(s), up to {d.get('max_tokens')} "
+            "tokens"]
+
+
+def _sampling_answered(d: Mapping[str, Any]) -> list[str]:
+    return [f"sampling request answered by {d.get('by')}: "
+            f"\"{excerpt(d.get('text') or '', 80)}\""]
+
+
+def _elicitation_relayed(d: Mapping[str, Any]) -> list[str]:
+    fields = ", ".join((d.get("schema") or {}).get("properties") or {})
+    return [f"{d.get('server')} asks the client during {d.get('call_id')}: "
+            f"\"{excerpt(d.get('message') or '', 80)}\" ({fields or 'no fields'})"]
+
+
+ASK_RENDER: dict[str, Renderer] = {
+    "sampling.request": _sampling_request,
+    "sampling.response": _sampling_response,
+    "sampling.error": _sampling_error,
+    "sampling.refused": _refused_ask("sampling request"),
+    "elicitation.requested": _elicitation_requested,
+    "elicitation.answered": _elicitation_answered,
+    "elicitation.refused": _refused_ask("elicitation"),
+    "sampling.relayed": _sampling_relayed,
+    "sampling.answered": _sampling_answered,
+    "elicitation.relayed": _elicitation_relayed,
+    "log.dropped": _refused_ask("log lines"),
+    "progress.dropped": _refused_ask("progress notifications"),
+}

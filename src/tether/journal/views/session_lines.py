@@ -1,0 +1,73 @@
+"""Timeline lines for a session's own life: its start, pauses and resumptions, its end, and the
+grade an evaluation gave it.
+
+Why a module per event family: the timeline (``journal.views.timeline``) assembles lines from
+every part of the runtime; each family's renderers sit together so that one who adds an event
+to a family finds the lines of its neighbours, and the assembly stays short.
+
+Decision: as the rest of the timeline, each renderer is a pure function of the event's stored
+data (no store, no runtime), and its family's table (``SESSION_RENDER``) maps event types to it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from tether.journal.views.plan_lines import plan_lines
+from tether.journal.views.text import Renderer, excerpt
+
+
+def _start(d: Mapping[str, Any]) -> list[str]:
+    lines = [f"start: {excerpt(d.get('task', ''), 80)}"]
+    plan = d.get("plan")
+    if plan is not None:  # what the request asks for, read before anything untrusted
+        lines += plan_lines(plan)
+    return lines
+
+
+def _paused(d: Mapping[str, Any]) -> list[str]:
+    pending = d.get("pending") or []
+    waiting = f"; waiting: {', '.join(pending)}" if pending else ""
+    uncertain = d.get("uncertain") or []
+    if uncertain:
+        waiting += f"; uncertain, to settle: {', '.join(uncertain)}"
+    return [f"paused: {d.get('reason')}: {excerpt(d.get('detail', ''), 80)}{waiting}"]
+
+
+def _resumed(d: Mapping[str, Any]) -> list[str]:
+    return [f"resumed after a {d.get('after')}"]
+
+
+def _end(d: Mapping[str, Any]) -> list[str]:
+    detail = f" ({excerpt(d['detail'], 60)})" if d.get("detail") else ""
+    lines = [f"ended: {d.get('reason')}{detail}", f"answer: \"{excerpt(d.get('answer', ''))}\""]
+    if d.get("notice"):
+        lines.append(f"notice: {excerpt(d['notice'])}")
+    return lines
+
+
+def _error(d: Mapping[str, Any]) -> list[str]:
+    return [f"error: {excerpt(d.get('error', ''))}"]
+
+
+def _wrap_up_skipped(d: Mapping[str, Any]) -> list[str]:
+    return [f"wrap-up turn skipped: {d.get('reason')} ({excerpt(d.get('detail', ''), 60)})"]
+
+
+def _graded(d: Mapping[str, Any]) -> list[str]:
+    verdict = "pass" if d.get("passed") else "fail"
+    why = f": {excerpt(d.get('why', ''), 80)}" if d.get("why") else ""
+    return [f"graded {d.get('session_id')} ({d.get('task')} [{d.get('perturbation')} "
+            f"#{d.get('repetition')}]) by {d.get('grader')}: {verdict}{why}"]
+
+
+SESSION_RENDER: dict[str, Renderer] = {
+    "session.start": _start,
+    "session.paused": _paused,
+    "session.resumed": _resumed,
+    "session.end": _end,
+    "session.error": _error,
+    "session.wrap_up_skipped": _wrap_up_skipped,
+    "eval.graded": _graded,
+}
