@@ -39,6 +39,7 @@ from tether.cli.common import (
     usage,
 )
 from tether.cli.next_steps import uncertain
+from tether.vocabulary import EventType
 
 if TYPE_CHECKING:
     from tether.journal.tamper import Break
@@ -155,7 +156,7 @@ def _read(store: Store, session_id: str, tenant: str | None) -> list[Event]:
     "not found", as a session that does not exist is)."""
     events = store.read(session_id)
     if tenant is not None and events and (
-            events[0].type != "session.start"
+            events[0].type != EventType.SESSION_START
             or (events[0].data.get("subject") or {}).get("tenant_id") != tenant):
         return []
     return events
@@ -320,9 +321,9 @@ def run_show(args: argparse.Namespace) -> int:
 def _status(events: Sequence[Event]) -> str:
     last = events[-1]
     sid = last.session_id
-    if last.type == "session.end":
+    if last.type == EventType.SESSION_END:
         return f"ended ({last.data.get('reason')})"
-    if last.type == "session.paused":
+    if last.type == EventType.SESSION_PAUSED:
         reason = last.data.get("reason")
         if reason == "needs_approval":
             return (f"paused (needs_approval): decide with `tether approvals list --session "

@@ -27,6 +27,7 @@ from tether.cli.common import (
     store_url,
     usage,
 )
+from tether.vocabulary import EventType
 
 GRADER_AGENT = "eval-grader"  # the sessions that hold grades are not runs
 
@@ -217,7 +218,7 @@ def run_metrics(args: argparse.Namespace) -> int:
         infos = [i for i in store.sessions(since=args.since, until=args.until)
                  if i.agent != GRADER_AGENT and (args.agent is None or i.agent == args.agent)]
         facts = [session_facts(events) for events in (store.read(i.session_id) for i in infos)
-                 if events and events[0].type == "session.start"]
+                 if events and events[0].type == EventType.SESSION_START]
     finally:
         store.close()
     metrics = RunMetrics.of(facts)

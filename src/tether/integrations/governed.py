@@ -92,6 +92,7 @@ from tether.store.memory import MemoryStore
 from tether.tools.base import Tool, ToolContext, ToolFailure
 from tether.tools.registry import ToolRegistry
 from tether.types import Message, ModelResponse, ToolCall, Usage
+from tether.vocabulary import EventType
 
 if TYPE_CHECKING:
     from tether.credentials import CredentialBroker
@@ -188,12 +189,12 @@ class GovernedRun:
         self._ledger, self._waiting, self._ids, self._used = (back.ledger, back.waiting,
                                                              back.ids, back.used)
         self._state.tally.active_seconds = back.elapsed
-        self._journal.append("session.resumed", {
+        self._journal.append(EventType.SESSION_RESUMED, {
             "after": "pause", "agent": framework, "model": model,
             "budget": self.budget.to_dict(), "subject": subject_record(self.subject)})
         lost = self._state.in_flight
         if lost is not None:  # its process died waiting for the model: assume it was billed
-            self._journal.append("model.lost", lost_call_charge(lost))
+            self._journal.append(EventType.MODEL_LOST, lost_call_charge(lost))
         self._journal.flush()
         self._accountant.start_clock()
 
@@ -330,7 +331,7 @@ class GovernedRun:
                 "the framework ran a call of this turn with changed arguments; this one, if "
                 "it runs, is journaled as a call of its own")))
         call = ToolCall(self._fresh(call_id), name, arguments)
-        self._journal.append("client.call", {"call": call})
+        self._journal.append(EventType.CLIENT_CALL, {"call": call})
         waiting = self._waiting.get(call_id)
         if waiting is not None and waiting[0] == signature:
             self._attach(call, waiting[1])
@@ -400,7 +401,7 @@ class GovernedRun:
                         "tokens): charged at the reservation")
 
         return ModelCall(self._journal, self._accountant,
-                         Door("model.request", "model.response", unusable))
+                         Door(EventType.MODEL_REQUEST, EventType.MODEL_RESPONSE, unusable))
 
     async def charge(self, metered: Metered, response: ModelResponse,
                      outside: Sequence[str] = ()) -> dict[str, str]:
@@ -433,7 +434,7 @@ class GovernedRun:
         self.not_nested()
         async with self._lock:
             if isinstance(error, Exception):
-                self._journal.append("model.error", {
+                self._journal.append(EventType.MODEL_ERROR, {
                     "step": metered.step, "error": f"{type(error).__name__}: {error}"})
             else:
                 self._unmetered(metered, f"the call was cancelled ({type(error).__name__})")
@@ -441,7 +442,7 @@ class GovernedRun:
 
     def _unmetered(self, metered: Metered, error: str) -> None:
         r = metered.reservation
-        self._journal.append("model.unmetered", {
+        self._journal.append(EventType.MODEL_UNMETERED, {
             "step": metered.step, "error": error, "input_tokens": r.input_tokens,
             "output_tokens": r.max_output_tokens or 0, "cost_usd": r.cost_usd})
 
@@ -468,7 +469,7 @@ class GovernedRun:
         if self._ended:
             return
         self._ended = True
-        self._journal.append("session.end", {
+        self._journal.append(EventType.SESSION_END, {
             "reason": reason, "detail": detail, "answer": answer,
             "spend": self._accountant.spend().to_dict()})
         self._journal.flush()

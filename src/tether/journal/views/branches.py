@@ -16,6 +16,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from tether.journal.views.text import excerpt
+from tether.vocabulary import EventType
 
 EXCERPT = 80
 
@@ -81,7 +82,7 @@ def _simulated(d: Mapping[str, Any]) -> list[str]:
 
 
 BRANCH_RENDER: dict[str, Callable[[Mapping[str, Any]], list[str]]] = {
-    "branch.request": _branch_request,
-    "branch.response": _branch_response,
-    "branch.simulated": _simulated,
+    EventType.BRANCH_REQUEST: _branch_request,
+    EventType.BRANCH_RESPONSE: _branch_response,
+    EventType.BRANCH_SIMULATED: _simulated,
 }

@@ -17,6 +17,7 @@ from typing import Any
 from tether.journal.views import genai as g
 from tether.journal.views.spans import SpanRecord, data_of
 from tether.types import Event
+from tether.vocabulary import EventType
 
 
 @dataclass(frozen=True, slots=True)
@@ -52,16 +53,16 @@ def event_points(event: Event) -> list[Point]:
     if kind not in _COUNTED:
         return []
     data = data_of(event)
-    if kind == "tool.decision":
+    if kind == EventType.TOOL_DECISION:
         decision = data.get("decision") or {}
         return [Point(g.DECISIONS, 1, {g.DECISION_EFFECT: str(decision.get("effect", "")),
                                        g.TOOL_NAME: str(data.get("tool", ""))})]
-    if kind in ("session.end", "session.paused"):
+    if kind in (EventType.SESSION_END, EventType.SESSION_PAUSED):
         return [Point(g.STOPS, 1, {g.STOP_REASON: str(data.get("reason", "")),
-                                   g.PAUSED: kind == "session.paused"})]
-    if kind == "model.overrun":
+                                   g.PAUSED: kind == EventType.SESSION_PAUSED})]
+    if kind == EventType.MODEL_OVERRUN:
         return [Point(g.OVERRUNS, 1, {g.LIMIT: str(data.get("limit", ""))})]
-    if kind == "model.response":
+    if kind == EventType.MODEL_RESPONSE:
         return _estimate_error(data)
     return [Point(g.APPROVALS, 1, {g.APPROVAL_OUTCOME: kind.rsplit(".", 1)[1]})]
 
@@ -79,6 +80,7 @@ def _estimate_error(data: Mapping[str, Any]) -> list[Point]:
                   {g.REQUEST_MODEL: str(response.get("model", ""))})]
 
 
-_COUNTED = frozenset({"tool.decision", "session.end", "session.paused", "model.overrun",
-                      "model.response", "approval.requested", "approval.granted",
-                      "approval.refused"})
+_COUNTED = frozenset({EventType.TOOL_DECISION, EventType.SESSION_END, EventType.SESSION_PAUSED,
+                      EventType.MODEL_OVERRUN, EventType.MODEL_RESPONSE,
+                      EventType.APPROVAL_REQUESTED, EventType.APPROVAL_GRANTED,
+                      EventType.APPROVAL_REFUSED})

@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from tether.types import Event
+from tether.vocabulary import EventType
 
 OCSF_VERSION = "1.8.0"
 PROFILES = ("security_control", "ai_operation")
@@ -105,7 +106,7 @@ class OCSFView:
         ctx = self._sessions.setdefault(event.session_id, _Context())
         build = _BUILDERS.get(event.type)
         records = [] if build is None else build(_Record(self._version, ctx, event))
-        if event.type == "session.paused":  # the next run records its tools' metadata again
+        if event.type == EventType.SESSION_PAUSED:  # the next run records its tools' metadata again
             ctx.resources.clear()
         return records
 
@@ -235,7 +236,7 @@ def _start(r: _Record) -> list[dict[str, Any]]:
     ctx.provider = str(d.get("provider") or "")
     ctx.user_id, ctx.tenant_id = subject.get("user_id"), subject.get("tenant_id")
     ctx.roles = [str(role) for role in subject.get("roles") or []]
-    record = r.api_activity(1, "session.start", 1)
+    record = r.api_activity(1, EventType.SESSION_START, 1)
     policy = _policy(str(d.get("recipe") or ""), type="tether recipe",
                      data={"agent": ctx.agent, "tools": d.get("tools") or [],
                            "budget": d.get("budget") or {}})
@@ -317,7 +318,7 @@ def _overrun(r: _Record) -> list[dict[str, Any]]:
     reported = d.get("reported") or {}
     record = r.api_activity(99, "chat", 4, activity_name="Chat")
     inp, out = reported.get("input_tokens"), reported.get("output_tokens")
-    context: dict[str, Any] = {"uid": f"step-{d.get('step')}", "name": "model.response",
+    context: dict[str, Any] = {"uid": f"step-{d.get('step')}", "name": EventType.MODEL_RESPONSE,
                                "ai_role_id": 2, "ai_role": "Assistant"}
     if isinstance(inp, int) and isinstance(out, int):
         context.update(prompt_tokens=inp, completion_tokens=out, total_tokens=inp + out)
@@ -369,8 +370,10 @@ def _resumed(r: _Record) -> list[dict[str, Any]]:
 
 
 _BUILDERS: dict[str, Any] = {
-    "session.start": _start, "session.resumed": _resumed, "tool.decision": _decision,
-    "approval.granted": _approval(True), "approval.refused": _approval(False),
-    "credential.issued": _credential, "model.overrun": _overrun,
-    "session.end": _stop, "session.paused": _stop, "effect.settled": _settled,
+    EventType.SESSION_START: _start, EventType.SESSION_RESUMED: _resumed,
+    EventType.TOOL_DECISION: _decision,
+    EventType.APPROVAL_GRANTED: _approval(True), EventType.APPROVAL_REFUSED: _approval(False),
+    EventType.CREDENTIAL_ISSUED: _credential, EventType.MODEL_OVERRUN: _overrun,
+    EventType.SESSION_END: _stop, EventType.SESSION_PAUSED: _stop,
+    EventType.EFFECT_SETTLED: _settled,
 }

@@ -15,6 +15,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from tether.journal.views.text import excerpt
+from tether.vocabulary import EventType
 
 EXCERPT = 70
 
@@ -77,8 +78,8 @@ def _amended(d: Mapping[str, Any]) -> list[str]:
 
 
 PLAN_RENDER: dict[str, Callable[[Mapping[str, Any]], list[str]]] = {
-    "plan.request": _asked,
-    "plan.response": _answered,
-    "plan.error": _failed,
-    "plan.amended": _amended,
+    EventType.PLAN_REQUEST: _asked,
+    EventType.PLAN_RESPONSE: _answered,
+    EventType.PLAN_ERROR: _failed,
+    EventType.PLAN_AMENDED: _amended,
 }

@@ -28,6 +28,7 @@ from tether.journal.views import genai as g
 from tether.records import fast_init
 from tether.tracing import Segment, TraceParent
 from tether.types import Event
+from tether.vocabulary import EventType
 
 _orjson: ModuleType | None
 try:
@@ -149,7 +150,7 @@ class SpanDeriver:
     def _begin(self, event: Event, data: Attributes) -> list[SpanRecord]:
         done = self.finish(event) if self._root is not None else []
         links: tuple[TraceParent, ...] = ()
-        if event.type == "session.start":
+        if event.type == EventType.SESSION_START:
             context = data.get("context")
             parent = TraceParent.parse(context.get("traceparent")
                                        if isinstance(context, Mapping) else None)
@@ -179,7 +180,7 @@ class SpanDeriver:
         assert self._root is not None
         attributes = self._root.attributes
         attributes[g.STOP_REASON] = str(data.get("reason", ""))
-        if event.type == "session.paused":
+        if event.type == EventType.SESSION_PAUSED:
             attributes[g.PAUSED] = True
         spend = data.get("spend")
         if isinstance(spend, Mapping):
@@ -259,8 +260,8 @@ class SpanDeriver:
         if span is None:
             return []
         error = str(data.get("error", "")) or event.type
-        span.attributes[g.ERROR_TYPE] = error.split(":", 1)[0] if event.type == "model.error" \
-            else event.type
+        span.attributes[g.ERROR_TYPE] = error.split(":", 1)[0] \
+            if event.type == EventType.MODEL_ERROR else event.type
         return [span.close(_ns(event), error)]
 
     def _overrun(self, event: Event, data: Attributes) -> None:
@@ -370,27 +371,27 @@ def _assistant(response: Mapping[str, Any]) -> dict[str, Any]:
     return message
 
 
-_OPENERS = frozenset({"session.start", "session.resumed"})
+_OPENERS = frozenset({EventType.SESSION_START, EventType.SESSION_RESUMED})
 _HANDLERS: dict[str, Any] = {
-    "session.start": SpanDeriver._begin,
-    "session.resumed": SpanDeriver._begin,
-    "session.end": SpanDeriver._end,
-    "session.paused": SpanDeriver._end,
-    "model.request": SpanDeriver._request,
-    "model.response": SpanDeriver._response,
-    "branch.request": SpanDeriver._request,  # a tree search's model call on a branch
-    "branch.response": SpanDeriver._response,
-    "model.error": SpanDeriver._model_failed,
-    "model.unmetered": SpanDeriver._model_failed,
-    "model.overrun": SpanDeriver._overrun,
-    "client.call": SpanDeriver._client_call,
-    "tool.decision": SpanDeriver._decision,
-    "approval.requested": SpanDeriver._approval,
-    "approval.granted": SpanDeriver._approval,
-    "approval.refused": SpanDeriver._approval,
-    "effect.rerun": SpanDeriver._touch,
-    "tool.started": SpanDeriver._touch,
-    "tool.result": SpanDeriver._result,
+    EventType.SESSION_START: SpanDeriver._begin,
+    EventType.SESSION_RESUMED: SpanDeriver._begin,
+    EventType.SESSION_END: SpanDeriver._end,
+    EventType.SESSION_PAUSED: SpanDeriver._end,
+    EventType.MODEL_REQUEST: SpanDeriver._request,
+    EventType.MODEL_RESPONSE: SpanDeriver._response,
+    EventType.BRANCH_REQUEST: SpanDeriver._request,  # a tree search's model call on a branch
+    EventType.BRANCH_RESPONSE: SpanDeriver._response,
+    EventType.MODEL_ERROR: SpanDeriver._model_failed,
+    EventType.MODEL_UNMETERED: SpanDeriver._model_failed,
+    EventType.MODEL_OVERRUN: SpanDeriver._overrun,
+    EventType.CLIENT_CALL: SpanDeriver._client_call,
+    EventType.TOOL_DECISION: SpanDeriver._decision,
+    EventType.APPROVAL_REQUESTED: SpanDeriver._approval,
+    EventType.APPROVAL_GRANTED: SpanDeriver._approval,
+    EventType.APPROVAL_REFUSED: SpanDeriver._approval,
+    EventType.EFFECT_RERUN: SpanDeriver._touch,
+    EventType.TOOL_STARTED: SpanDeriver._touch,
+    EventType.TOOL_RESULT: SpanDeriver._result,
 }
 
 

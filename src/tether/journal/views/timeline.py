@@ -26,6 +26,7 @@ from tether.journal.views.plan_lines import PLAN_RENDER, asked_line, plan_lines
 from tether.journal.views.text import excerpt
 from tether.store.base import ERASED_TYPE
 from tether.types import Event
+from tether.vocabulary import EventType
 
 
 def when(timestamp: float) -> str:
@@ -51,9 +52,10 @@ def timeline(events: Sequence[Event]) -> list[str]:
         render = _RENDER.get(event.type)
         texts = render(event.data) if render is not None else [
             f"{event.type}: {excerpt(json.dumps(event.data, ensure_ascii=False, sort_keys=True))}"]
-        if event.type in ("session.start", "plan.amended"):  # as the decisions read it
+        # as the decisions read it
+        if event.type in (EventType.SESSION_START, EventType.PLAN_AMENDED):
             plan = event.data.get("plan")
-        elif event.type == "tool.decision" and plan is not None:
+        elif event.type == EventType.TOOL_DECISION and plan is not None:
             if (event.data.get("resource") or {}).get("side_effect"):
                 effects.add(str(event.data.get("tool")))
             if event.data.get("tool") in effects:
@@ -77,7 +79,7 @@ def header(events: Sequence[Event]) -> list[str]:
     if first.type == ERASED_TYPE:
         return [*lines, f"  content erased by {first.data.get('erasure')} (tether.journal."
                 "erasure): what remains is each event's former type, hash and link"]
-    if first.type != "session.start":
+    if first.type != EventType.SESSION_START:
         return [*lines, f"  (the first event is {first.type!r}, not session.start)"]
     d = first.data
     who = d.get("subject") or {}
@@ -106,14 +108,14 @@ def header(events: Sequence[Event]) -> list[str]:
 def spend_line(events: Sequence[Event]) -> str:
     """What the session spent, as its last end or pause recorded it."""
     for event in reversed(events):
-        spend = event.data.get("spend") if event.type in ("session.end", "session.paused") \
-            else None
+        spend = event.data.get("spend") \
+            if event.type in (EventType.SESSION_END, EventType.SESSION_PAUSED) else None
         if isinstance(spend, Mapping):
-            status = "ended" if event.type == "session.end" else "paused"
+            status = "ended" if event.type == EventType.SESSION_END else "paused"
             return (f"spend ({status}): {spend.get('tokens')} tokens, ${spend.get('cost_usd')}, "
                     f"{spend.get('steps')} steps, {spend.get('tool_calls')} tool calls, "
                     f"{spend.get('seconds')} s")
-        if event.type == ERASED_TYPE and event.data.get("type") == "session.end":
+        if event.type == ERASED_TYPE and event.data.get("type") == EventType.SESSION_END:
             return "spend: erased with the session's content"
     return "spend: not recorded (the session has neither ended nor paused)"
 
@@ -124,7 +126,7 @@ def estimate_line(events: Sequence[Event]) -> str:
     reserved = reported = calls = 0
     for event in events:
         usage = (event.data.get("response") or {}).get("usage") or {} \
-            if event.type == "model.response" else {}
+            if event.type == EventType.MODEL_RESPONSE else {}
         if usage and not usage.get("estimated") and event.data.get("reserved_input"):
             reserved += event.data["reserved_input"]
             reported += usage.get("input_tokens") or 0
@@ -467,52 +469,52 @@ def _elicitation_relayed(d: Mapping[str, Any]) -> list[str]:
 
 
 _RENDER: dict[str, Renderer] = {
-    "session.start": _start,
-    "strategy.note": _strategy_note,
-    "model.request": _request,
-    "model.response": _response,
-    "model.error": _model_error,
-    "model.unmetered": _unmetered,
-    "model.lost": _unmetered,
-    "model.overrun": _overrun,
-    "client.call": _client_call,
-    "strategy.calls": _planned_calls,
-    "subagent.charge": _subagent_charge,
-    "tool.decision": _decision,
-    "approval.requested": _approval_requested,
-    "approval.granted": _approval_granted,
-    "approval.refused": _approval_refused,
-    "tool.started": _started,
-    "credential.issued": _credential,
-    "tool.result": _result,
-    "effect.settled": _settled,
-    "effect.rerun": _rerun,
-    "session.paused": _paused,
-    "session.resumed": _resumed,
-    "session.end": _end,
-    "session.error": _error,
-    "session.wrap_up_skipped": _wrap_up_skipped,
-    "eval.graded": _graded,
-    "output.valid": _output_valid,
-    "output.invalid": _output_invalid,
-    "session.note": _note,
-    "compaction.request": _summary_request,
-    "compaction.response": _summary_response,
-    "compaction.error": _summary_error,
-    "context.compacted": _compacted,
-    "tools.selected": _selected,
-    "sampling.request": _sampling_request,
-    "sampling.response": _sampling_response,
-    "sampling.error": _sampling_error,
-    "sampling.refused": _refused_ask("sampling request"),
-    "elicitation.requested": _elicitation_requested,
-    "elicitation.answered": _elicitation_answered,
-    "elicitation.refused": _refused_ask("elicitation"),
-    "sampling.relayed": _sampling_relayed,
-    "sampling.answered": _sampling_answered,
-    "elicitation.relayed": _elicitation_relayed,
-    "log.dropped": _refused_ask("log lines"),
-    "progress.dropped": _refused_ask("progress notifications"),
+    EventType.SESSION_START: _start,
+    EventType.STRATEGY_NOTE: _strategy_note,
+    EventType.MODEL_REQUEST: _request,
+    EventType.MODEL_RESPONSE: _response,
+    EventType.MODEL_ERROR: _model_error,
+    EventType.MODEL_UNMETERED: _unmetered,
+    EventType.MODEL_LOST: _unmetered,
+    EventType.MODEL_OVERRUN: _overrun,
+    EventType.CLIENT_CALL: _client_call,
+    EventType.STRATEGY_CALLS: _planned_calls,
+    EventType.SUBAGENT_CHARGE: _subagent_charge,
+    EventType.TOOL_DECISION: _decision,
+    EventType.APPROVAL_REQUESTED: _approval_requested,
+    EventType.APPROVAL_GRANTED: _approval_granted,
+    EventType.APPROVAL_REFUSED: _approval_refused,
+    EventType.TOOL_STARTED: _started,
+    EventType.CREDENTIAL_ISSUED: _credential,
+    EventType.TOOL_RESULT: _result,
+    EventType.EFFECT_SETTLED: _settled,
+    EventType.EFFECT_RERUN: _rerun,
+    EventType.SESSION_PAUSED: _paused,
+    EventType.SESSION_RESUMED: _resumed,
+    EventType.SESSION_END: _end,
+    EventType.SESSION_ERROR: _error,
+    EventType.SESSION_WRAP_UP_SKIPPED: _wrap_up_skipped,
+    EventType.EVAL_GRADED: _graded,
+    EventType.OUTPUT_VALID: _output_valid,
+    EventType.OUTPUT_INVALID: _output_invalid,
+    EventType.SESSION_NOTE: _note,
+    EventType.COMPACTION_REQUEST: _summary_request,
+    EventType.COMPACTION_RESPONSE: _summary_response,
+    EventType.COMPACTION_ERROR: _summary_error,
+    EventType.CONTEXT_COMPACTED: _compacted,
+    EventType.TOOLS_SELECTED: _selected,
+    EventType.SAMPLING_REQUEST: _sampling_request,
+    EventType.SAMPLING_RESPONSE: _sampling_response,
+    EventType.SAMPLING_ERROR: _sampling_error,
+    EventType.SAMPLING_REFUSED: _refused_ask("sampling request"),
+    EventType.ELICITATION_REQUESTED: _elicitation_requested,
+    EventType.ELICITATION_ANSWERED: _elicitation_answered,
+    EventType.ELICITATION_REFUSED: _refused_ask("elicitation"),
+    EventType.SAMPLING_RELAYED: _sampling_relayed,
+    EventType.SAMPLING_ANSWERED: _sampling_answered,
+    EventType.ELICITATION_RELAYED: _elicitation_relayed,
+    EventType.LOG_DROPPED: _refused_ask("log lines"),
+    EventType.PROGRESS_DROPPED: _refused_ask("progress notifications"),
     **BRANCH_RENDER,
     **PLAN_RENDER,
 }

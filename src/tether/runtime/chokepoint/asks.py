@@ -53,6 +53,7 @@ from tether.runtime.accounting.stop import Stop
 from tether.runtime.approvals.requests import ApprovalError, ApprovalStore, new_request
 from tether.runtime.chokepoint.model_call import Door, ModelCall
 from tether.types import Message, ModelRequest
+from tether.vocabulary import EventType
 
 if TYPE_CHECKING:
     from tether.journal.chain import Journal
@@ -169,7 +170,7 @@ class CallAsks:
         n = self._count[kind] = self._count.get(kind, 0) + 1
         if n > MAX_ASKS:
             if n == MAX_ASKS + 1:
-                self._s.journal.append(f"{kind}.refused", {
+                self._s.journal.append(EventType(f"{kind}.refused"), {
                     "call_id": self.call_id, "server": server,
                     "reason": f"more than {MAX_ASKS} {kind} requests in one call: this and "
                               "every later one is refused without a record"})
@@ -180,7 +181,7 @@ class CallAsks:
         ``reason`` before anything was asked (the server's configuration, a form tether does
         not answer); Refused past ``MAX_ASKS``."""
         self._admit(kind, server)
-        self._s.journal.append(f"{kind}.refused", {"call_id": self.call_id, "server": server,
+        self._s.journal.append(EventType(f"{kind}.refused"), {"call_id": self.call_id, "server": server,
                                                  "reason": reason})
 
     def tally(self, kind: str, server: str, most: int) -> bool:
@@ -188,7 +189,7 @@ class CallAsks:
         (``{kind}.dropped`` journaled the first time: a flood is recorded once)."""
         n = self._count[kind] = self._count.get(kind, 0) + 1
         if n == most + 1:
-            self._s.journal.append(f"{kind}.dropped", {
+            self._s.journal.append(EventType(f"{kind}.dropped"), {
                 "call_id": self.call_id, "server": server,
                 "reason": f"more than {most} {kind} notifications in one call: this and every "
                           "later one is dropped"})
@@ -220,8 +221,8 @@ class CallAsks:
         journal, model = self._s.journal, self._s.model
 
         def refused(reason: str) -> Refused:
-            journal.append("sampling.refused", {"call_id": self.call_id, "server": server,
-                                                "reason": reason})
+            journal.append(EventType.SAMPLING_REFUSED, {"call_id": self.call_id, "server": server,
+                                                        "reason": reason})
             return Refused(reason)
 
         if model is None:
@@ -267,7 +268,8 @@ class CallAsks:
                 return Refused("the model's answer could not be read")
 
             # no step, and an overrun does not stop the session: the answer is withheld
-            call = ModelCall(journal, metered, Door("sampling.request", "sampling.response",
+            call = ModelCall(journal, metered, Door(EventType.SAMPLING_REQUEST,
+                                                    EventType.SAMPLING_RESPONSE,
                                                     unusable, stops=False))
             try:
                 reservation = call.reserve(estimate, final=True, ceiling=max_tokens)
@@ -307,7 +309,7 @@ class CallAsks:
         """A sampling call with no usable answer: charged its reservation when the provider
         may well have billed it (``billed``), else nothing."""
         held = _held(reservation)
-        self._s.journal.append("sampling.error", {
+        self._s.journal.append(EventType.SAMPLING_ERROR, {
             "call_id": self.call_id, "server": server, "error": error,
             "input_tokens": held["input_tokens"] if billed else 0,
             "output_tokens": held["output_tokens"] if billed else 0, "cached_input_tokens": 0,
@@ -326,7 +328,7 @@ class CallAsks:
             journal = self._s.journal
             prompt = "\n\n".join(m.content if len(messages) == 1 else f"{m.role}: {m.content}"
                                  for m in messages)
-            journal.append("sampling.relayed", {
+            journal.append(EventType.SAMPLING_RELAYED, {
                 "call_id": self.call_id, "server": server,
                 "messages": [Message(m.role, journal.hide_secrets(m.content)).to_dict()
                              for m in messages], "max_tokens": max_tokens,
@@ -342,12 +344,12 @@ class CallAsks:
                 why = ("the call's time ran out" if isinstance(exc, TimeoutError)
                        else journal.hide_secrets(f"the client did not answer: "
                                                  f"{type(exc).__name__}: {exc}"))
-                journal.append("sampling.refused", {"call_id": self.call_id, "server": server,
-                                                    "reason": why})
+                journal.append(EventType.SAMPLING_REFUSED, {"call_id": self.call_id,
+                                                            "server": server, "reason": why})
                 raise Refused(why) from None
-            journal.append("sampling.answered", {"call_id": self.call_id, "server": server,
-                                                 "by": "client",
-                                                 "text": journal.hide_secrets(text)})
+            journal.append(EventType.SAMPLING_ANSWERED, {"call_id": self.call_id, "server": server,
+                                                         "by": "client",
+                                                         "text": journal.hide_secrets(text)})
             return Sampled(text, "client", "stop")
 
     async def relay_elicit(self, server: str, message: str, schema: Mapping[str, Any],
@@ -359,13 +361,13 @@ class CallAsks:
         self._admit("elicitation", server)
         async with self._serial():
             journal = self._s.journal
-            journal.append("elicitation.relayed", {
+            journal.append(EventType.ELICITATION_RELAYED, {
                 "call_id": self.call_id, "server": server,
                 "message": journal.hide_secrets(message), "schema": dict(schema)})
             await self._flush()
 
             def answered(action: str, **data: Any) -> None:
-                journal.append("elicitation.answered", {
+                journal.append(EventType.ELICITATION_ANSWERED, {
                     "call_id": self.call_id, "server": server, "approval_id": None,
                     "action": action, "by": "client", **data})
 
@@ -408,8 +410,9 @@ class CallAsks:
         journal, approvals = self._s.journal, self._s.approvals
         ttl = self.time_left()
         if ttl <= 0:
-            journal.append("elicitation.refused", {"call_id": self.call_id, "server": server,
-                                                   "reason": "the tool call's time is up"})
+            journal.append(EventType.ELICITATION_REFUSED, {
+                "call_id": self.call_id, "server": server,
+                "reason": "the tool call's time is up"})
             return None
         said, asked = journal.hide_secrets(message), dict(schema)
         shown: dict[str, Any] = {"message": said, "schema": asked}
@@ -420,7 +423,7 @@ class CallAsks:
                    f"{said}", policy_id="mcp.elicitation", ttl=ttl,
             tenant_id=self._s.tenant_id)
         approvals.add(request)
-        journal.append("elicitation.requested", {
+        journal.append(EventType.ELICITATION_REQUESTED, {
             "call_id": self.call_id, "server": server, "approval_id": request.id,
             "message": said, "schema": asked,
             "expires_at": request.expires_at})
@@ -458,7 +461,7 @@ class CallAsks:
                                   by=f"{self.session_id}/{self.call_id}")
         except ApprovalError as exc:  # decided by someone else meanwhile, or expired
             return self._declined(server, request.id, by, str(exc))
-        journal.append("elicitation.answered", {
+        journal.append(EventType.ELICITATION_ANSWERED, {
             "call_id": self.call_id, "server": server, "approval_id": request.id,
             "action": "accept", "by": by, "content": self._shown(content)})
         return content
@@ -491,7 +494,7 @@ class CallAsks:
         if current is not None and current.status == "pending":
             with contextlib.suppress(ApprovalError):  # decided meanwhile
                 self._s.approvals.deny(approval_id, approver=by, note=reason[:500])
-        self._s.journal.append("elicitation.answered", {
+        self._s.journal.append(EventType.ELICITATION_ANSWERED, {
             "call_id": self.call_id, "server": server, "approval_id": approval_id,
             "action": "decline", "by": by, "reason": self._s.journal.hide_secrets(reason)})
         return None

@@ -49,6 +49,7 @@ from tether.types import (
     Usage,
     detached,
 )
+from tether.vocabulary import EventType
 
 # the model.unmetered error of a call the time budget cancelled (rerun replays it as such)
 CANCELLED_BY_TIME = "the time budget ran out during the call; it was cancelled"
@@ -211,10 +212,10 @@ class Environment:
         turn's (made once), or a branch's (``where``: its key)."""
         if not where:
             return ModelCall(self._journal, self._accountant, Door(
-                "model.request", "model.response", self._unusable,
+                EventType.MODEL_REQUEST, EventType.MODEL_RESPONSE, self._unusable,
                 unjournalable=self._unjournalable))
         return ModelCall(self._journal, self._accountant, Door(
-            "branch.request", "branch.response", self._unusable_on_branch, where,
+            EventType.BRANCH_REQUEST, EventType.BRANCH_RESPONSE, self._unusable_on_branch, where,
             "overrun on a branch call", True, self._unjournalable_on_branch))
 
     def _unusable(self, step: int, reservation: Reservation, usage: Usage) -> Stop:
@@ -248,7 +249,7 @@ class Environment:
             self._unmetered(step, reservation, CANCELLED_BY_TIME)
             return Stop(StopReason.TIME_BUDGET, "time budget ran out during a model call")
         error = f"{type(exc).__name__}: {exc}"
-        self._journal.append("model.error", {"step": step, "error": error})
+        self._journal.append(EventType.MODEL_ERROR, {"step": step, "error": error})
         return Stop(StopReason.MODEL_ERROR, error)
 
     def _record(self, call: ModelCall, response: ModelResponse, reservation: Reservation,
@@ -276,7 +277,7 @@ class Environment:
     def _unmetered(self, step: int, reservation: Reservation, error: str) -> Stop:
         """Charge a call whose real usage is unknown at what was reserved for it; the stop
         that follows (a model error)."""
-        self._journal.append("model.unmetered", {
+        self._journal.append(EventType.MODEL_UNMETERED, {
             "step": step, "error": error, "input_tokens": reservation.input_tokens,
             "output_tokens": reservation.max_output_tokens or 0,
             "cost_usd": reservation.cost_usd})

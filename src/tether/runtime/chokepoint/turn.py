@@ -57,6 +57,7 @@ from tether.tools.caller import SILENT, Caller, Scrubbed
 from tether.tools.content import Text, describe, scrubbed
 from tether.tracing import Segment
 from tether.types import BRANCH_CALL_PREFIX, ToolCall, detached
+from tether.vocabulary import EventType
 
 if TYPE_CHECKING:  # the credentials package is loaded when a tool first needs a token
     from tether.credentials import CredentialBroker, ScopedToken
@@ -266,7 +267,7 @@ class ToolCalls:
             reason=decision.reason, policy_id=decision.policy_id, ttl=self._approval_ttl,
             tenant_id=self._gate.subject.tenant_id)
         self._approvals.add(request)
-        self._journal.append("approval.requested", {
+        self._journal.append(EventType.APPROVAL_REQUESTED, {
             "approval_id": request.id, "call_id": call.id, "tool": tool.name,
             "arguments": request.arguments, "call_hash": request.call_hash,
             "reason": request.reason, "policy_id": request.policy_id,
@@ -331,7 +332,7 @@ class ToolCalls:
         call = self._with_real_arguments(call)
         arguments = self._executor.validate(tool, ToolCall(call.id, tool.name, call.arguments))
         if settled is None:  # idempotent: it runs again, and the journal says so
-            self._journal.append("effect.rerun", {
+            self._journal.append(EventType.EFFECT_RERUN, {
                 "call_id": call.id, "tool": tool.name,
                 "why": "declared idempotent, it started and left no result, so it runs again"})
         if call.id in state.granted:
@@ -372,7 +373,7 @@ class ToolCalls:
             self._accountant.check_tool_call()
             # journaled, and durable, before the approval is used up: a crash between the two
             # leaves a grant whose approval is still usable by this call, and by no other
-            self._journal.append("approval.granted", {
+            self._journal.append(EventType.APPROVAL_GRANTED, {
                 "approval_id": approval_id, "call_id": call.id, "tool": tool.name,
                 "approver": request.approver, "note": request.note, "charged": True})
             self._journal.flush()
@@ -386,7 +387,7 @@ class ToolCalls:
     def _refuse(self, call: ToolCall, request: ApprovalRequest, why: str,
                 told: str | None = None) -> NoReturn:
         """Journal why an approval cannot be used for ``call``, and refuse the call."""
-        self._journal.append("approval.refused", {
+        self._journal.append(EventType.APPROVAL_REFUSED, {
             "approval_id": request.id, "call_id": call.id, "tool": request.tool, "why": why,
             "approver": request.approver, "note": request.note})
         raise Rejected(refusal(call, told or why))
@@ -397,8 +398,8 @@ class ToolCalls:
             return
         effects = [a for a in batch if a.tool.meta.side_effect]
         for admitted in effects:  # recorded, and durable, before the effect can happen
-            self._journal.append("tool.started", {"call_id": admitted.call.id,
-                                                  "tool": admitted.tool.name})
+            self._journal.append(EventType.TOOL_STARTED, {"call_id": admitted.call.id,
+                                                          "tool": admitted.tool.name})
         if effects:  # a read-only call lost in a crash is simply run again
             await self._journal.aflush()
         else:
@@ -461,7 +462,7 @@ class ToolCalls:
             scrubbers.append(token.redact)
             self._journal.scrub_with(token.redact, token.scrubs)
             # the token's random id and limits, for audits: never its value (ScopedToken.to_dict)
-            self._journal.append("credential.issued", {
+            self._journal.append(EventType.CREDENTIAL_ISSUED, {
                 "call_id": call.id, "tool": tool.name, "token_id": token.id,
                 "ttl": token.ttl, "max_uses": token.max_uses})
         def scrub(text: str) -> str:
@@ -473,7 +474,7 @@ class ToolCalls:
             check_charge(spend)
             self._accountant.release(call.id)
             u = spend.usage
-            self._journal.append("subagent.charge", {
+            self._journal.append(EventType.SUBAGENT_CHARGE, {
                 "call_id": call.id, "input_tokens": u.input_tokens,
                 "output_tokens": u.output_tokens, "cached_input_tokens": u.cached_input_tokens,
                 "cost_usd": spend.cost_usd, "steps": spend.steps,
@@ -536,4 +537,4 @@ class ToolCalls:
             data["untrusted"] = True
             if trusted_fields and result.status == "ok":  # tether.runtime.provenance.values
                 data["trusted_fields"] = sorted(trusted_fields)
-        self._journal.append("tool.result", data)
+        self._journal.append(EventType.TOOL_RESULT, data)

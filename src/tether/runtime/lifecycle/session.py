@@ -42,6 +42,7 @@ from tether.runtime.record.state import fold
 from tether.runtime.strategy import doors as strategy_doors
 from tether.store.base import ERASED_TYPE, StoreUnavailable
 from tether.types import Event
+from tether.vocabulary import EventType
 
 if TYPE_CHECKING:
     from tether.runtime.lifecycle.agent import Agent
@@ -152,7 +153,7 @@ class Session:
                 agent.tenant_id in (None, events[0].data["subject"].get("tenant_id"))):
             raise LookupError(f"session {session_id}'s content was erased (by "
                               f"{events[0].data.get('erasure')}); there is nothing to load")
-        if not events or events[0].type != "session.start" or (
+        if not events or events[0].type != EventType.SESSION_START or (
                 agent.tenant_id is not None
                 and events[0].data["subject"].get("tenant_id") != agent.tenant_id):
             raise LookupError(f"no session {session_id!r} in {store.url}")
@@ -214,8 +215,8 @@ class Session:
         if call_id not in state.started or call_id in state.results:
             raise ValueError(f"call {call_id!r} is not an interrupted call of this session")
         with leased_briefly(self._journal, self.agent.lease_ttl):
-            self._journal.append("effect.settled", {"call_id": call_id, "action": action,
-                                                    "operator": operator, "note": note})
+            self._journal.append(EventType.EFFECT_SETTLED, {"call_id": call_id, "action": action,
+                                                            "operator": operator, "note": note})
             self._journal.flush()
 
     def cancel(self, why: str = "Session.cancel()") -> bool:
@@ -420,7 +421,7 @@ class Session:
 
     def _fail(self, exc: Exception) -> NoReturn:
         if not isinstance(exc, StoreUnavailable):  # else nothing more can be journaled: the
-            self._journal.append("session.error",  # session stops where its store stands
+            self._journal.append(EventType.SESSION_ERROR,  # session stops where its store stands
                                  {"error": f"{type(exc).__name__}: {exc}"})
             self._journal.flush()
         raise exc
@@ -428,7 +429,7 @@ class Session:
     async def _wrap_up(self, env: Environment, stop: Stop) -> str:
         why = f"{stop.reason.value} ({stop.detail})"
         if stop.reason.gets_final_turn and not stop.wrap_up:
-            self._journal.append("session.wrap_up_skipped", {
+            self._journal.append(EventType.SESSION_WRAP_UP_SKIPPED, {
                 "reason": stop.reason.value, "detail": "the model went past the output cap it "
                 "was sent; a wrap-up call could do so again"})
         elif stop.reason.gets_final_turn:
@@ -436,8 +437,8 @@ class Session:
                 response = await env.wrap_up(WRAP_UP.format(why=why))
                 return response.text
             except Stop as no_room:
-                self._journal.append("session.wrap_up_skipped", {"reason": no_room.reason.value,
-                                                                 "detail": no_room.detail})
+                self._journal.append(EventType.SESSION_WRAP_UP_SKIPPED, {
+                    "reason": no_room.reason.value, "detail": no_room.detail})
         return ""
 
     def _record_pause(self, stop: Stop) -> Spend:
@@ -453,7 +454,7 @@ class Session:
         else:
             notice = f"[tether] Paused: {stop.detail}. Resume the session to continue."
         spend = self._accountant.spend()
-        self._journal.append("session.paused", {
+        self._journal.append(EventType.SESSION_PAUSED, {
             "reason": stop.reason.value, "detail": stop.detail, "answer": "", "notice": notice,
             "pending": [r.id for r in waiting],
             "uncertain": uncertain_calls(self._state, self.agent.registry),
@@ -468,9 +469,9 @@ class Session:
         awaited, so one session's end never holds the others' steps."""
         spend = self._accountant.spend()
         journal = self._journal
-        journal.append("session.end", {"reason": reason.value, "detail": detail,
-                                       "answer": answer, "notice": notice,
-                                       "spend": spend.to_dict()})
+        journal.append(EventType.SESSION_END, {"reason": reason.value, "detail": detail,
+                                               "answer": answer, "notice": notice,
+                                               "spend": spend.to_dict()})
         try:
             await journal.aflush(last=True)
         except asyncio.CancelledError:  # aflush waited for the write: if it landed, the

@@ -47,6 +47,7 @@ from tether.types import (
     ToolCall,
     detached,
 )
+from tether.vocabulary import EventType
 
 if TYPE_CHECKING:
     from tether.runtime.chokepoint.environment import Environment
@@ -161,7 +162,7 @@ async def call_branch(env: Environment, calls: Sequence[ToolCall]) -> tuple[Tool
         elif env._tools.side_effecting(c.name):  # proposed, not run: but checked as the
             invalid = env._tools.invalid(c)       # gate would, so no path counts on a call
             if c.id not in log.simulated:         # that could never run
-                env._journal.append("branch.simulated", {
+                env._journal.append(EventType.BRANCH_SIMULATED, {
                     "call": c, **({"invalid": invalid.content} if invalid else {})})
             out[c.id] = invalid or ToolResult(c.id, c.name, SIMULATED.format(tool=c.name),
                                               "simulated")

@@ -27,6 +27,7 @@ from tether.runtime.strategy import branching
 from tether.runtime.strategy.handle import Handle
 from tether.runtime.strategy.planned import history, planned_turn
 from tether.types import Message, ModelResponse, ToolCall
+from tether.vocabulary import EventType
 
 if TYPE_CHECKING:
     from tether.runtime.chokepoint.environment import Environment
@@ -46,7 +47,7 @@ def record_note(env: Environment, kind: str, data: Mapping[str, Any]) -> None:
         if not isinstance(kind, str) or not kind:
             raise ValueError("a strategy note needs a kind, e.g. record('route', {...})")
         try:
-            env._journal.append("strategy.note", {"kind": kind, "data": dict(data)})
+            env._journal.append(EventType.STRATEGY_NOTE, {"kind": kind, "data": dict(data)})
         except JournalValueError as exc:
             raise ValueError(f"the strategy note cannot be journaled: {exc}") from None
 
@@ -61,8 +62,8 @@ async def call_planned(env: Environment, calls: Sequence[tuple[str, Mapping[str,
         env.skip_unresolved("the strategy ran planned calls instead")
         flushed = state.outbox()
         try:
-            env._journal.append("strategy.calls", {"reason": reason, "flushed": flushed,
-                                                   "calls": turn})
+            env._journal.append(EventType.STRATEGY_CALLS, {"reason": reason, "flushed": flushed,
+                                                           "calls": turn})
         except JournalValueError as exc:
             raise ValueError(f"the planned calls cannot be journaled: {exc}") from None
         estimate = env._model.estimate_message_tokens
