@@ -181,8 +181,8 @@ class CallAsks:
         ``reason`` before anything was asked (the server's configuration, a form tether does
         not answer); Refused past ``MAX_ASKS``."""
         self._admit(kind, server)
-        self._s.journal.append(EventType(f"{kind}.refused"), {"call_id": self.call_id, "server": server,
-                                                 "reason": reason})
+        self._s.journal.append(EventType(f"{kind}.refused"), {
+            "call_id": self.call_id, "server": server, "reason": reason})
 
     def tally(self, kind: str, server: str, most: int) -> bool:
         """Count one ``kind`` (``log`` / ``progress``) told during the call; False past ``most``
