@@ -2,7 +2,8 @@
 
 For test_vocabulary.py: existing scenario tests run under it, and each event type tether's own
 code appends must be a member of ``EventType`` (a test's own ``append("x", ...)`` is not
-tether's). The types seen are written, one a line, to the file ``VOCABULARY_SEEN`` names.
+tether's), and its data have only fields its payload declares (``tether.journal.payloads``).
+The types seen are written, one a line, to the file ``VOCABULARY_SEEN`` names.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from typing import Any
 import pytest
 
 from tether.journal.chain import Journal
+from tether.journal.payloads import PAYLOADS
 from tether.vocabulary import EventType
 
 _seen: set[str] = set()
@@ -31,6 +33,10 @@ def _watch_appends(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
             _seen.add(str(type))
             if not isinstance(type, EventType):
                 _strays.append(f"{caller} appends {type!r}, not an EventType")
+            shape = PAYLOADS.get(type)
+            fields = shape.__required_keys__ | shape.__optional_keys__ if shape else set(data)
+            _strays.extend(f"{caller} appends {type} with {key!r}, not a field of its payload"
+                           for key in set(data) - fields)
         return append(self, type, data)
 
     monkeypatch.setattr(Journal, "append", watched)
