@@ -129,6 +129,10 @@ class BranchResponseData(ModelResponseData, total=False):
     key: str
 
 
+class ChatRequestData(ModelRequestData, BranchRequestData, total=False):
+    """A turn's request or a branch's, which the spans read alike (``new`` or ``messages``)."""
+
+
 class CallData(TypedDict, total=False):
     """``branch.simulated`` and ``client.call``: one tool call (its ``to_dict``)."""
 

@@ -24,6 +24,21 @@ from dataclasses import dataclass, field
 from types import ModuleType
 from typing import Any
 
+from tether.journal.payloads import (
+    ApprovalData,
+    BranchResponseData,
+    CallData,
+    ChatRequestData,
+    ModelChargeData,
+    ModelOverrunData,
+    ModelResponseData,
+    SessionEndData,
+    SessionPausedData,
+    SessionResumedData,
+    ToolDecisionData,
+    ToolResultData,
+    ToolStartedData,
+)
 from tether.journal.views import genai as g
 from tether.records import fast_init
 from tether.tracing import Segment, TraceParent
@@ -147,7 +162,7 @@ class SpanDeriver:
 
     # -- segments -----------------------------------------------------------------------------
 
-    def _begin(self, event: Event, data: Attributes) -> list[SpanRecord]:
+    def _begin(self, event: Event, data: SessionResumedData) -> list[SpanRecord]:
         done = self.finish(event) if self._root is not None else []
         links: tuple[TraceParent, ...] = ()
         if event.type == EventType.SESSION_START:
@@ -176,7 +191,7 @@ class SpanDeriver:
                            "INTERNAL", _ns(event), attributes, links)
         return done
 
-    def _end(self, event: Event, data: Attributes) -> list[SpanRecord]:
+    def _end(self, event: Event, data: SessionEndData | SessionPausedData) -> list[SpanRecord]:
         assert self._root is not None
         attributes = self._root.attributes
         attributes[g.STOP_REASON] = str(data.get("reason", ""))
@@ -219,7 +234,7 @@ class SpanDeriver:
 
     # -- model calls --------------------------------------------------------------------------
 
-    def _request(self, event: Event, data: Attributes) -> None:
+    def _request(self, event: Event, data: ChatRequestData) -> None:
         assert self._root is not None and self._segment is not None
         attributes: dict[str, Any] = {
             g.OPERATION: g.CHAT, g.PROVIDER: self._provider, g.REQUEST_MODEL: self._model,
@@ -236,7 +251,8 @@ class SpanDeriver:
                                        self._segment.model_call(event.seq),
                                        self._root.context, "CLIENT", _ns(event), attributes)
 
-    def _response(self, event: Event, data: Attributes) -> list[SpanRecord]:
+    def _response(self, event: Event,
+                  data: BranchResponseData | ModelResponseData) -> list[SpanRecord]:
         span = self._pop_chat()
         if span is None:
             return []
@@ -255,7 +271,7 @@ class SpanDeriver:
                 a[g.OUTPUT_MESSAGES] = json.dumps([_assistant(response)])
         return [span.close(_ns(event))]
 
-    def _model_failed(self, event: Event, data: Attributes) -> list[SpanRecord]:
+    def _model_failed(self, event: Event, data: ModelChargeData) -> list[SpanRecord]:
         span = self._pop_chat()
         if span is None:
             return []
@@ -264,7 +280,7 @@ class SpanDeriver:
             if event.type == EventType.MODEL_ERROR else event.type
         return [span.close(_ns(event), error)]
 
-    def _overrun(self, event: Event, data: Attributes) -> None:
+    def _overrun(self, event: Event, data: ModelOverrunData) -> None:
         assert self._root is not None
         reported = data.get("reported") or {}
         self._root.events.append((g.OVERRUN_EVENT, _ns(event), {
@@ -295,12 +311,12 @@ class SpanDeriver:
             self._calls[call_id] = span
         return span
 
-    def _client_call(self, event: Event, data: Attributes) -> None:
+    def _client_call(self, event: Event, data: CallData) -> None:
         call = data.get("call") or {}
         self._call(event, str(call.get("id", "")), str(call.get("name", "")),
                    TraceParent.parse(data.get("traceparent")))
 
-    def _decision(self, event: Event, data: Attributes) -> None:
+    def _decision(self, event: Event, data: ToolDecisionData) -> None:
         span = self._call(event, str(data["call_id"]), str(data["tool"]))
         decision = data.get("decision") or {}
         a = span.attributes
@@ -312,7 +328,7 @@ class SpanDeriver:
         if self._content and "arguments" in data:
             a[g.TOOL_ARGUMENTS] = json.dumps(data["arguments"], sort_keys=True)
 
-    def _approval(self, event: Event, data: Attributes) -> None:
+    def _approval(self, event: Event, data: ApprovalData) -> None:
         span = self._call(event, str(data["call_id"]), str(data.get("tool", "")))
         a = span.attributes
         a[g.APPROVAL_ID] = str(data.get("approval_id", ""))
@@ -321,10 +337,10 @@ class SpanDeriver:
         if data.get("approver"):
             a[g.APPROVER] = str(data["approver"])
 
-    def _touch(self, event: Event, data: Attributes) -> None:
+    def _touch(self, event: Event, data: ToolStartedData) -> None:
         self._call(event, str(data["call_id"]), str(data.get("tool", "")))
 
-    def _result(self, event: Event, data: Attributes) -> list[SpanRecord]:
+    def _result(self, event: Event, data: ToolResultData) -> list[SpanRecord]:
         call_id = str(data["call_id"])
         span = self._call(event, call_id, str(data["tool"]))
         del self._calls[call_id]

@@ -21,6 +21,37 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+from tether.journal.payloads import (
+    ApprovalData,
+    AskData,
+    CallData,
+    CompactedData,
+    CredentialIssuedData,
+    EffectSettledData,
+    EvalGradedData,
+    ModelChargeData,
+    ModelOverrunData,
+    ModelRequestData,
+    ModelResponseData,
+    OutputData,
+    SessionEndData,
+    SessionErrorData,
+    SessionNoteData,
+    SessionPausedData,
+    SessionResumedData,
+    SessionStartData,
+    StrategyCallsData,
+    StrategyNoteData,
+    SubagentChargeData,
+    SummaryErrorData,
+    SummaryRequestData,
+    SummaryResponseData,
+    ToolDecisionData,
+    ToolResultData,
+    ToolsSelectedData,
+    ToolStartedData,
+    WrapUpSkippedData,
+)
 from tether.journal.views.branches import BRANCH_RENDER, tree_lines
 from tether.journal.views.plan_lines import PLAN_RENDER, asked_line, plan_lines
 from tether.journal.views.text import excerpt
@@ -143,10 +174,10 @@ def _off_by(estimate: int, actual: int) -> str:
 
 # -- one renderer per event type ----------------------------------------------------------------
 
-Renderer = Callable[[Mapping[str, Any]], list[str]]
+Renderer = Callable[[Any], list[str]]  # given its event's payload (tether.journal.payloads)
 
 
-def _start(d: Mapping[str, Any]) -> list[str]:
+def _start(d: SessionStartData) -> list[str]:
     lines = [f"start: {excerpt(d.get('task', ''), 80)}"]
     plan = d.get("plan")
     if plan is not None:  # what the request asks for, read before anything untrusted
@@ -154,13 +185,13 @@ def _start(d: Mapping[str, Any]) -> list[str]:
     return lines
 
 
-def _request(d: Mapping[str, Any]) -> list[str]:
+def _request(d: ModelRequestData) -> list[str]:
     if d.get("final"):
         return [f"step {d.get('step')}: final turn requested (no tools; the run is stopping)"]
     return [f"step {d.get('step')}: model asked ({len(d.get('new') or [])} new messages)"]
 
 
-def _response(d: Mapping[str, Any]) -> list[str]:
+def _response(d: ModelResponseData) -> list[str]:
     r = d.get("response") or {}
     usage = r.get("usage") or {}
     text = excerpt(r.get("text") or "", 80)
@@ -178,13 +209,13 @@ def _response(d: Mapping[str, Any]) -> list[str]:
     return lines
 
 
-def _client_call(d: Mapping[str, Any]) -> list[str]:
+def _client_call(d: CallData) -> list[str]:
     call = d.get("call") or {}
     text = call_text(call.get("name", "?"), call.get("arguments"))
     return [f"client call (no model asked): {text} [{call.get('id')}]"]
 
 
-def _planned_calls(d: Mapping[str, Any]) -> list[str]:
+def _planned_calls(d: StrategyCallsData) -> list[str]:
     lines = [f"strategy's planned calls (no model asked): {excerpt(str(d.get('reason')), 120)}"]
     for call in d.get("calls") or []:
         lines.append(f"  calls {call_text(call.get('name'), call.get('arguments'))} "
@@ -192,30 +223,30 @@ def _planned_calls(d: Mapping[str, Any]) -> list[str]:
     return lines
 
 
-def _subagent_charge(d: Mapping[str, Any]) -> list[str]:
-    tokens = sum(d.get(k) or 0 for k in ("input_tokens", "output_tokens"))
+def _subagent_charge(d: SubagentChargeData) -> list[str]:
+    tokens = (d.get("input_tokens") or 0) + (d.get("output_tokens") or 0)
     return [f"sub-agent of {d.get('call_id')} charged: {tokens} tokens, ${d.get('cost_usd')}, "
             f"{d.get('steps')} steps, {d.get('tool_calls')} tool calls"]
 
 
-def _model_error(d: Mapping[str, Any]) -> list[str]:
+def _model_error(d: ModelChargeData) -> list[str]:
     return [f"model error at step {d.get('step')}: {excerpt(d.get('error', ''))}"]
 
 
-def _unmetered(d: Mapping[str, Any]) -> list[str]:
+def _unmetered(d: ModelChargeData) -> list[str]:
     return [f"model call at step {d.get('step')} charged at its reservation "
             f"({d.get('input_tokens')} in, {d.get('output_tokens')} out tokens, "
             f"${d.get('cost_usd')}): {excerpt(d.get('error', ''))}"]
 
 
-def _overrun(d: Mapping[str, Any]) -> list[str]:
+def _overrun(d: ModelOverrunData) -> list[str]:
     what = {"compaction": " of the summary call", "plan": " of the planner's call"}.get(
         str(d.get("purpose")), "")
     return [f"OVERRUN{what} at step {d.get('step')} ({d.get('limit')}): "
             f"{excerpt(d.get('detail', ''), 100)}"]
 
 
-def _decision(d: Mapping[str, Any]) -> list[str]:
+def _decision(d: ToolDecisionData) -> list[str]:
     dec = d.get("decision") or {}
     shape = ""
     if dec.get("fallback"):
@@ -236,28 +267,28 @@ def _decision(d: Mapping[str, Any]) -> list[str]:
     return lines
 
 
-def _approval_requested(d: Mapping[str, Any]) -> list[str]:
+def _approval_requested(d: ApprovalData) -> list[str]:
     return [f"approval requested {d.get('approval_id')} for {d.get('call_id')} "
             f"{call_text(d.get('tool', '?'), d.get('arguments'), 60)}; expires "
             f"{when(d['expires_at']) if isinstance(d.get('expires_at'), int | float) else '?'}"]
 
 
-def _approval_granted(d: Mapping[str, Any]) -> list[str]:
+def _approval_granted(d: ApprovalData) -> list[str]:
     note = f": {excerpt(d['note'], 60)}" if d.get("note") else ""
     return [f"approval {d.get('approval_id')} used: approved by {d.get('approver')}{note}; "
             f"{d.get('call_id')} runs"]
 
 
-def _approval_refused(d: Mapping[str, Any]) -> list[str]:
+def _approval_refused(d: ApprovalData) -> list[str]:
     return [f"approval {d.get('approval_id')} refused for {d.get('call_id')}: "
             f"{excerpt(d.get('why', ''), 80)}"]
 
 
-def _started(d: Mapping[str, Any]) -> list[str]:
+def _started(d: ToolStartedData) -> list[str]:
     return [f"started {d.get('call_id')} {d.get('tool')} (side effect; durable before it ran)"]
 
 
-def _result(d: Mapping[str, Any]) -> list[str]:
+def _result(d: ToolResultData) -> list[str]:
     untrusted = " (untrusted output: taints the session)" if d.get("untrusted") else ""
     passages = _passages(d.get("content")) if d.get("status") == "ok" else []
     if passages:  # retrieved text (tether.knowledge.retrieval): each passage and its document
@@ -284,21 +315,21 @@ def _passages(content: object) -> list[Mapping[str, Any]]:
     return []
 
 
-def _credential(d: Mapping[str, Any]) -> list[str]:
+def _credential(d: CredentialIssuedData) -> list[str]:
     return [f"credential {d.get('token_id')} issued to {d.get('call_id')} {d.get('tool')} "
             f"(ttl {d.get('ttl')} s, {d.get('max_uses')} use(s))"]
 
 
-def _rerun(d: Mapping[str, Any]) -> list[str]:
+def _rerun(d: ToolStartedData) -> list[str]:
     return [f"runs {d.get('call_id')} {d.get('tool')} again: {excerpt(d.get('why', ''), 80)}"]
 
 
-def _settled(d: Mapping[str, Any]) -> list[str]:
+def _settled(d: EffectSettledData) -> list[str]:
     note = f": {excerpt(d['note'], 60)}" if d.get("note") else ""
     return [f"settled {d.get('call_id')}: {d.get('action')} by {d.get('operator')}{note}"]
 
 
-def _paused(d: Mapping[str, Any]) -> list[str]:
+def _paused(d: SessionPausedData) -> list[str]:
     pending = d.get("pending") or []
     waiting = f"; waiting: {', '.join(pending)}" if pending else ""
     uncertain = d.get("uncertain") or []
@@ -307,11 +338,11 @@ def _paused(d: Mapping[str, Any]) -> list[str]:
     return [f"paused: {d.get('reason')}: {excerpt(d.get('detail', ''), 80)}{waiting}"]
 
 
-def _resumed(d: Mapping[str, Any]) -> list[str]:
+def _resumed(d: SessionResumedData) -> list[str]:
     return [f"resumed after a {d.get('after')}"]
 
 
-def _end(d: Mapping[str, Any]) -> list[str]:
+def _end(d: SessionEndData) -> list[str]:
     detail = f" ({excerpt(d['detail'], 60)})" if d.get("detail") else ""
     lines = [f"ended: {d.get('reason')}{detail}", f"answer: \"{excerpt(d.get('answer', ''))}\""]
     if d.get("notice"):
@@ -319,27 +350,27 @@ def _end(d: Mapping[str, Any]) -> list[str]:
     return lines
 
 
-def _error(d: Mapping[str, Any]) -> list[str]:
+def _error(d: SessionErrorData) -> list[str]:
     return [f"error: {excerpt(d.get('error', ''))}"]
 
 
-def _wrap_up_skipped(d: Mapping[str, Any]) -> list[str]:
+def _wrap_up_skipped(d: WrapUpSkippedData) -> list[str]:
     return [f"wrap-up turn skipped: {d.get('reason')} ({excerpt(d.get('detail', ''), 60)})"]
 
 
-def _graded(d: Mapping[str, Any]) -> list[str]:
+def _graded(d: EvalGradedData) -> list[str]:
     verdict = "pass" if d.get("passed") else "fail"
     why = f": {excerpt(d.get('why', ''), 80)}" if d.get("why") else ""
     return [f"graded {d.get('session_id')} ({d.get('task')} [{d.get('perturbation')} "
             f"#{d.get('repetition')}]) by {d.get('grader')}: {verdict}{why}"]
 
 
-def _output_valid(d: Mapping[str, Any]) -> list[str]:
+def _output_valid(d: OutputData) -> list[str]:
     return [f"output valid ({d.get('type')}): "
             f"{excerpt(json.dumps(d.get('output'), ensure_ascii=False))}"]
 
 
-def _output_invalid(d: Mapping[str, Any]) -> list[str]:
+def _output_invalid(d: OutputData) -> list[str]:
     errors = "; ".join(f"{'.'.join(map(str, e.get('loc') or [])) or '(answer)'}: {e.get('msg')}"
                        for e in d.get("errors") or [])
     return [f"output invalid ({d.get('type')}, attempt {d.get('attempt')}, "
@@ -347,24 +378,24 @@ def _output_invalid(d: Mapping[str, Any]) -> list[str]:
             f"text: {excerpt(json.dumps(d.get('text', ''), ensure_ascii=False))}"]
 
 
-def _summary_request(d: Mapping[str, Any]) -> list[str]:
+def _summary_request(d: SummaryRequestData) -> list[str]:
     return [f"step {d.get('step')}: summary call to {d.get('model')} for messages "
             f"{d.get('start')}-{d.get('end')} (at most {d.get('max_output_tokens')} out tokens)"]
 
 
-def _summary_response(d: Mapping[str, Any]) -> list[str]:
+def _summary_response(d: SummaryResponseData) -> list[str]:
     return [f"summary call answered: \"{excerpt(d.get('text') or '', 80)}\" "
             f"({d.get('input_tokens')} in, {d.get('output_tokens')} out tokens, "
             f"${d.get('cost_usd')})"]
 
 
-def _summary_error(d: Mapping[str, Any]) -> list[str]:
+def _summary_error(d: SummaryErrorData) -> list[str]:
     tokens = (d.get("input_tokens") or 0) + (d.get("output_tokens") or 0)
     return [f"summary call failed: {excerpt(d.get('error', ''), 80)} (charged {tokens} "
             f"tokens, ${d.get('cost_usd')})"]
 
 
-def _compacted(d: Mapping[str, Any]) -> list[str]:
+def _compacted(d: CompactedData) -> list[str]:
     how = "summarised" if d.get("strategy") == "summarise" else "dropped"
     lines = [f"compacted: turns 1-{d.get('turns')} {how} (messages {d.get('start')}-"
              f"{d.get('end')}, {d.get('replaced')} replaced, digest {d.get('digest')}; "
@@ -375,11 +406,11 @@ def _compacted(d: Mapping[str, Any]) -> list[str]:
     return lines
 
 
-def _note(d: Mapping[str, Any]) -> list[str]:
+def _note(d: SessionNoteData) -> list[str]:
     return [f"note to the model: {excerpt(json.dumps(d.get('text', ''), ensure_ascii=False))}"]
 
 
-def _strategy_note(d: Mapping[str, Any]) -> list[str]:
+def _strategy_note(d: StrategyNoteData) -> list[str]:
     data = d.get("data") or {}
     if d.get("kind") == "lats.tree" and isinstance(data.get("nodes"), list):  # LATS: drawn
         return tree_lines(data)
@@ -394,7 +425,7 @@ def _strategy_note(d: Mapping[str, Any]) -> list[str]:
     return [f"strategy {d.get('kind')}: {excerpt(said, 160)}"]
 
 
-def _selected(d: Mapping[str, Any]) -> list[str]:
+def _selected(d: ToolsSelectedData) -> list[str]:
     """A turn's tool selection (runtime.context.selecting): what ranked, what the policy hid."""
     scores = d.get("scores") or {}
     ranked = ", ".join(f"{name} {score:g}" for name, score in scores.items()) or "none"
@@ -409,20 +440,20 @@ def _selected(d: Mapping[str, Any]) -> list[str]:
     return lines
 
 
-def _sampling_request(d: Mapping[str, Any]) -> list[str]:
+def _sampling_request(d: SummaryRequestData) -> list[str]:
     return [f"{d.get('server')} asks a sampling call during {d.get('call_id')}: "
             f"{len(d.get('messages') or [])} message(s), up to {d.get('max_output_tokens')} "
             f"output tokens ({d.get('reserved_input')} input reserved)"]
 
 
-def _sampling_response(d: Mapping[str, Any]) -> list[str]:
+def _sampling_response(d: SummaryResponseData) -> list[str]:
     over = f"; overrun: {d['overrun']}" if d.get("overrun") else ""
     return [f"sampling call answered: \"{excerpt(d.get('text') or '', 80)}\" "
             f"({d.get('input_tokens')} in, {d.get('output_tokens')} out tokens, "
             f"${d.get('cost_usd')}){over}"]
 
 
-def _sampling_error(d: Mapping[str, Any]) -> list[str]:
+def _sampling_error(d: SummaryErrorData) -> list[str]:
     tokens = (d.get("input_tokens") or 0) + (d.get("output_tokens") or 0)
     return [f"sampling call failed: {excerpt(d.get('error', ''), 80)} (charged {tokens} "
             f"tokens, ${d.get('cost_usd')})"]
@@ -436,14 +467,14 @@ def _refused_ask(kind: str) -> Renderer:
     return render
 
 
-def _elicitation_requested(d: Mapping[str, Any]) -> list[str]:
+def _elicitation_requested(d: AskData) -> list[str]:
     fields = ", ".join((d.get("schema") or {}).get("properties") or {})
     return [f"{d.get('server')} asks during {d.get('call_id')}: "
             f"\"{excerpt(d.get('message') or '', 80)}\" ({fields or 'no fields'}) "
             f"[{d.get('approval_id')}]"]
 
 
-def _elicitation_answered(d: Mapping[str, Any]) -> list[str]:
+def _elicitation_answered(d: AskData) -> list[str]:
     if d.get("action") == "accept":
         content = json.dumps(d.get("content"), ensure_ascii=False, sort_keys=True)
         return [f"answered by {d.get('by')}: {excerpt(content, 100)} [{d.get('approval_id')}]"]
@@ -451,18 +482,18 @@ def _elicitation_answered(d: Mapping[str, Any]) -> list[str]:
             f"[{d.get('approval_id')}]"]
 
 
-def _sampling_relayed(d: Mapping[str, Any]) -> list[str]:
+def _sampling_relayed(d: AskData) -> list[str]:
     return [f"{d.get('server')}'s sampling request during {d.get('call_id')} relayed to the "
             f"client: {len(d.get('messages') or [])} message(s), up to {d.get('max_tokens')} "
             "tokens"]
 
 
-def _sampling_answered(d: Mapping[str, Any]) -> list[str]:
+def _sampling_answered(d: AskData) -> list[str]:
     return [f"sampling request answered by {d.get('by')}: "
             f"\"{excerpt(d.get('text') or '', 80)}\""]
 
 
-def _elicitation_relayed(d: Mapping[str, Any]) -> list[str]:
+def _elicitation_relayed(d: AskData) -> list[str]:
     fields = ", ".join((d.get("schema") or {}).get("properties") or {})
     return [f"{d.get('server')} asks the client during {d.get('call_id')}: "
             f"\"{excerpt(d.get('message') or '', 80)}\" ({fields or 'no fields'})"]
