@@ -27,8 +27,18 @@ from __future__ import annotations
 import json
 from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
+from tether.journal.payloads import (
+    ApprovalData,
+    CredentialIssuedData,
+    EffectSettledData,
+    ModelOverrunData,
+    SessionEndData,
+    SessionResumedData,
+    SessionStartData,
+    ToolDecisionData,
+)
 from tether.types import Event
 from tether.vocabulary import EventType
 
@@ -230,7 +240,7 @@ def _status(record: dict[str, Any], ok: bool, detail: str) -> dict[str, Any]:
 
 def _start(r: _Record) -> list[dict[str, Any]]:
     """``session.start``: the recipe (agent, tools, policy) is loaded for this session."""
-    d, ctx = r.data, r.ctx
+    d, ctx = cast(SessionStartData, r.data), r.ctx
     subject = d.get("subject") or {}
     ctx.agent, ctx.model = str(d.get("agent") or ""), str(d.get("model") or "")
     ctx.provider = str(d.get("provider") or "")
@@ -247,7 +257,7 @@ def _start(r: _Record) -> list[dict[str, Any]]:
 
 
 def _decision(r: _Record) -> list[dict[str, Any]]:
-    d, ctx = r.data, r.ctx
+    d, ctx = cast(ToolDecisionData, r.data), r.ctx
     tool, call_id = str(d.get("tool") or ""), str(d.get("call_id") or "")
     decision = d.get("decision") or {}
     effect = str(decision.get("effect") or "")
@@ -278,7 +288,7 @@ def _decision(r: _Record) -> list[dict[str, Any]]:
 
 def _approval(granted: bool) -> Any:
     def build(r: _Record) -> list[dict[str, Any]]:
-        d = r.data
+        d = cast(ApprovalData, r.data)
         call_id = str(d.get("call_id") or "")
         tool, policy_id = r.ctx.calls.get(call_id, (str(d.get("tool") or ""), ""))
         tool = str(d.get("tool") or tool)
@@ -301,7 +311,7 @@ def _approval(granted: bool) -> Any:
 
 def _credential(r: _Record) -> list[dict[str, Any]]:
     """``credential.issued``: a scoped token (its id only, never its value) for one call."""
-    d = r.data
+    d = cast(CredentialIssuedData, r.data)
     tool, call_id = str(d.get("tool") or ""), str(d.get("call_id") or "")
     record = _call(r.api_activity(1, tool, 1), call_id, tool)
     record["resources"] = [{"uid": str(d.get("token_id") or ""), "type": "credential",
@@ -314,7 +324,7 @@ def _credential(r: _Record) -> list[dict[str, Any]]:
 
 def _overrun(r: _Record) -> list[dict[str, Any]]:
     """``model.overrun``: the provider exceeded what was reserved; the run was stopped."""
-    d = r.data
+    d = cast(ModelOverrunData, r.data)
     reported = d.get("reported") or {}
     record = r.api_activity(99, "chat", 4, activity_name="Chat")
     inp, out = reported.get("input_tokens"), reported.get("output_tokens")
@@ -332,20 +342,20 @@ def _overrun(r: _Record) -> list[dict[str, Any]]:
 def _stop(r: _Record) -> list[dict[str, Any]]:
     """``session.end`` / ``session.paused`` for a budget or the loop detector: a control
     stopped the run. Other ends are not security events."""
-    reason = str(r.data.get("reason") or "")
+    reason = str(cast(SessionEndData, r.data).get("reason") or "")
     if reason not in CONTROL_STOPS:
         return []
     record = r.api_activity(99, "session.stop", 2, activity_name="Stop")
     record["policy"] = _policy(f"budget.{reason}" if reason.endswith("budget") else reason,
                                type="budget" if reason.endswith("budget") else "loop")
-    detail = str(r.data.get("detail") or "")
+    detail = str(cast(SessionEndData, r.data).get("detail") or "")
     record["message"] = f"session stopped: {reason}" + (f" ({detail})" if detail else "")
     return [_status(_control(record, 2, 2), False, detail)]
 
 
 def _settled(r: _Record) -> list[dict[str, Any]]:
     """``effect.settled``: an operator decided to retry or skip an interrupted effect."""
-    d = r.data
+    d = cast(EffectSettledData, r.data)
     call_id, retry = str(d.get("call_id") or ""), d.get("action") == "retry"
     tool = r.ctx.calls.get(call_id, ("", ""))[0] or "unknown"
     user = {"name": str(d.get("operator") or "operator"), "type_id": 1, "type": "User"}
@@ -358,7 +368,7 @@ def _settled(r: _Record) -> list[dict[str, Any]]:
 def _resumed(r: _Record) -> list[dict[str, Any]]:
     """``session.resumed``: who runs this segment (journals since it says so), so a sink that
     first sees the session here knows its agent, model and user; it makes no record."""
-    d, ctx = r.data, r.ctx
+    d, ctx = cast(SessionResumedData, r.data), r.ctx
     if "agent" in d:
         ctx.agent, ctx.model = str(d.get("agent") or ""), str(d.get("model") or "")
         ctx.provider = str(d.get("provider") or "")
