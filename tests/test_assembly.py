@@ -17,6 +17,7 @@ import tether
 from tether import Budget
 from tether.policy.base import AllowAll, Subject
 from tether.runtime.chokepoint.assembly import subject_record
+from tether.vocabulary import EventType
 
 SOURCE = Path(tether.__file__).parent
 ASSEMBLY = SOURCE / "runtime" / "chokepoint" / "assembly.py"
@@ -35,8 +36,9 @@ def _offences(path: Path) -> list[str]:
         if name in ("PolicyGate", "ToolCalls"):
             found.append(f"{path.relative_to(SOURCE)}:{node.lineno} builds {name}")
         first = node.args[0] if node.args else None
-        if name == "append" and isinstance(first, ast.Constant) \
-                and first.value == "session.start":
+        start = (isinstance(first, ast.Constant) and first.value == "session.start") or (
+            isinstance(first, ast.Attribute) and first.attr == EventType.SESSION_START.name)
+        if name == "append" and start:
             found.append(f"{path.relative_to(SOURCE)}:{node.lineno} appends session.start")
     return found
 

@@ -35,6 +35,7 @@ from tether.cli.common import (
     tenant_scope,
     usage,
 )
+from tether.vocabulary import EventType
 
 if TYPE_CHECKING:
     from tether.runtime.approvals.requests import ApprovalRequest
@@ -149,6 +150,7 @@ def run_decide(args: argparse.Namespace) -> int:
 def gateway_client(store: Store, session_id: str) -> str | None:
     """The client whose tool gateway (an MCP server's, say) made the session, if one did."""
     first = next(iter(store.read(session_id)), None)
-    if first is None or first.type != "session.start" or first.data.get("agent") != "gateway":
+    if (first is None or first.type != EventType.SESSION_START
+            or first.data.get("agent") != "gateway"):
         return None
     return str((first.data.get("context") or {}).get("client") or "client")

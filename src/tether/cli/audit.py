@@ -40,6 +40,7 @@ from tether.cli.common import (
     usage,
 )
 from tether.cli.next_steps import uncertain
+from tether.vocabulary import EventType
 
 if TYPE_CHECKING:
     from tether.journal.tamper import Break
@@ -297,9 +298,9 @@ def run_show(args: argparse.Namespace) -> int:
 def _status(events: Sequence[Event]) -> str:
     last = events[-1]
     sid = last.session_id
-    if last.type == "session.end":
+    if last.type == EventType.SESSION_END:
         return f"ended ({last.data.get('reason')})"
-    if last.type == "session.paused":
+    if last.type == EventType.SESSION_PAUSED:
         reason = last.data.get("reason")
         if reason == "needs_approval":
             return (f"paused (needs_approval): decide with `tether approvals list --session "

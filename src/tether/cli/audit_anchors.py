@@ -18,6 +18,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from tether.cli.common import EXIT_FINDING, EXIT_OK
+from tether.vocabulary import EventType
 
 if TYPE_CHECKING:
     from tether.journal.tamper import Break
@@ -35,7 +36,7 @@ def scope(anchors: Sequence[Anchor], infos: Sequence[SessionInfo], only: str | N
     if tenant is None:
         return None
     starts = (a.session_id for a in anchors if a.kind == "head"
-              and json.loads(a.body).get("type") == "session.start"
+              and json.loads(a.body).get("type") == EventType.SESSION_START
               and json.loads(a.body).get("tenant") == tenant)
     return {i.session_id for i in infos} | set(starts)
 

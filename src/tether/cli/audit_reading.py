@@ -11,6 +11,8 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
+from tether.vocabulary import EventType
+
 if TYPE_CHECKING:
     from tether.store.base import SessionInfo, Store
     from tether.types import Event
@@ -35,7 +37,7 @@ def read_session(store: Store, session_id: str, tenant: str | None) -> list[Even
     "not found", as a session that does not exist is)."""
     events = store.read(session_id)
     if tenant is not None and events and (
-            events[0].type != "session.start"
+            events[0].type != EventType.SESSION_START
             or (events[0].data.get("subject") or {}).get("tenant_id") != tenant):
         return []
     return events

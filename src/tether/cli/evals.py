@@ -28,6 +28,7 @@ from tether.cli.common import (
     usage,
 )
 from tether.errors import InvalidArgument
+from tether.vocabulary import EventType
 
 GRADER_AGENT = "eval-grader"  # the sessions that hold grades are not runs
 
@@ -219,7 +220,7 @@ def run_metrics(args: argparse.Namespace) -> int:
         infos = [i for i in store.sessions(since=args.since, until=args.until)
                  if i.agent != GRADER_AGENT and (args.agent is None or i.agent == args.agent)]
         facts = [session_facts(events) for events in (store.read(i.session_id) for i in infos)
-                 if events and events[0].type == "session.start"]
+                 if events and events[0].type == EventType.SESSION_START]
     finally:
         store.close()
     metrics = RunMetrics.of(facts)

@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from tether.cli.common import store_hint
+from tether.vocabulary import EventType
 
 if TYPE_CHECKING:
     from tether.runtime.lifecycle.session import Session
@@ -30,7 +31,7 @@ def uncertain(events: Sequence[Event]) -> list[str]:
     journal written before pauses listed them, the calls that started and left no result."""
     from tether.runtime.record.state import fold
 
-    if events and events[-1].type == "session.paused" and "uncertain" in events[-1].data:
+    if events and events[-1].type == EventType.SESSION_PAUSED and "uncertain" in events[-1].data:
         return list(events[-1].data["uncertain"])
     try:
         state = fold(events)
@@ -43,8 +44,8 @@ def continue_commands(session: Session, agent: str, store: str) -> list[str]:
     """The commands, in the order to type them, that decide what ``session`` paused for and
     continue it; ``agent`` is the recipe reference, ``store`` the `` --store URL`` hint or ""."""
     events = session.replay()
-    reason = events[-1].data.get("reason") if events and events[-1].type == "session.paused" \
-        else None
+    paused = bool(events) and events[-1].type == EventType.SESSION_PAUSED
+    reason = events[-1].data.get("reason") if paused else None
     steps: list[str] = []
     if reason == "needs_approval":
         for request in session.pending_approvals():

@@ -39,6 +39,7 @@ from tether.cli.common import (
 )
 from tether.cli.interrupts import Interrupts, report
 from tether.cli.next_steps import continue_commands
+from tether.vocabulary import EventType
 
 if TYPE_CHECKING:
     from tether.runtime.accounting.budget import Budget
@@ -148,7 +149,7 @@ class Watch:
         render = RENDER.get(event.type)
         if render is not None:
             self.line(event.type.split(".")[0], render(event.data))
-        if event.type == "model.response":
+        if event.type == EventType.MODEL_RESPONSE:
             self.line("spend", self.spend())
 
     def spend(self) -> str:
@@ -176,23 +177,26 @@ def _response(data: Mapping[str, Any]) -> str:
 
 
 RENDER: dict[str, Callable[[Mapping[str, Any]], str]] = {
-    "model.response": _response,
-    "tool.decision": _decision,
-    "tool.result": lambda d: (f"{d.get('tool')} [{d.get('call_id')}] {d.get('status')}: "
-                              f"{' '.join(str(d.get('content', '')).split())[:200]}"),
-    "model.overrun": lambda d: f"overrun: {d.get('detail')}",
-    "approval.requested": lambda d: f"waits for approval {d.get('approval_id')}",
-    "session.wrap_up_skipped": lambda d: f"no wrap-up: {d.get('detail')}",
-    "output.invalid": lambda d: (f"invalid {d.get('type')} (attempt {d.get('attempt')}, "
-                                 f"{d.get('repairs_left')} repairs left): " + "; ".join(
-                                     f"{'.'.join(map(str, e.get('loc') or [])) or '(answer)'}: "
-                                     f"{e.get('msg')}" for e in d.get("errors") or [])[:200]),
-    "output.valid": lambda d: f"valid {d.get('type')}",
-    "plan.amended": lambda d: (f"the planner added {len(d.get('added') or [])} ask(s) to the "
-                               f"request plan, {len(d.get('rejected') or [])} rejected"),
-    "context.compacted": lambda d: (f"turns 1-{d.get('turns')} compacted ({d.get('strategy')}"
-                                    f", ~{d.get('tokens_before')} -> ~{d.get('tokens_after')} "
-                                    "tokens of conversation)"),
+    EventType.MODEL_RESPONSE: _response,
+    EventType.TOOL_DECISION: _decision,
+    EventType.TOOL_RESULT: lambda d: (f"{d.get('tool')} [{d.get('call_id')}] {d.get('status')}: "
+                                      f"{' '.join(str(d.get('content', '')).split())[:200]}"),
+    EventType.MODEL_OVERRUN: lambda d: f"overrun: {d.get('detail')}",
+    EventType.APPROVAL_REQUESTED: lambda d: f"waits for approval {d.get('approval_id')}",
+    EventType.SESSION_WRAP_UP_SKIPPED: lambda d: f"no wrap-up: {d.get('detail')}",
+    EventType.OUTPUT_INVALID: lambda d: (
+        f"invalid {d.get('type')} (attempt {d.get('attempt')}, "
+        f"{d.get('repairs_left')} repairs left): " + "; ".join(
+            f"{'.'.join(map(str, e.get('loc') or [])) or '(answer)'}: "
+            f"{e.get('msg')}" for e in d.get("errors") or [])[:200]),
+    EventType.OUTPUT_VALID: lambda d: f"valid {d.get('type')}",
+    EventType.PLAN_AMENDED: lambda d: (
+        f"the planner added {len(d.get('added') or [])} ask(s) to the "
+        f"request plan, {len(d.get('rejected') or [])} rejected"),
+    EventType.CONTEXT_COMPACTED: lambda d: (
+        f"turns 1-{d.get('turns')} compacted ({d.get('strategy')}"
+        f", ~{d.get('tokens_before')} -> ~{d.get('tokens_after')} "
+        "tokens of conversation)"),
 }
 STYLES = {"model": "cyan", "tool": "yellow", "spend": "dim", "result": "bold green",
           "notice": "bold red", "session": "bold", "approval": "magenta", "context": "cyan",

@@ -39,6 +39,7 @@ from tether.runtime.lifecycle.agent import Agent
 from tether.runtime.lifecycle.session import Session, SessionEnded
 from tether.store.base import ERASED_TYPE, SessionBusy, Store
 from tether.types import Event
+from tether.vocabulary import EventType
 
 # what an activation reports when the session is waiting for a person, not for a worker
 WAITING = frozenset({"needs_approval", "uncertain_effect"})
@@ -71,9 +72,9 @@ def status_of(events: Sequence[Event], pending_approvals: int) -> str | None:
     if events[0].type == ERASED_TYPE:
         return "erased"
     last = events[-1]
-    if last.type == "session.end":
+    if last.type == EventType.SESSION_END:
         return str(last.data["reason"])
-    if last.type == "session.paused":
+    if last.type == EventType.SESSION_PAUSED:
         reason = str(last.data["reason"])
         if reason == "uncertain_effect" or (reason == "needs_approval" and pending_approvals):
             return reason  # an operator settles, an approver decides; then it is woken again

@@ -46,6 +46,7 @@ from typing import TYPE_CHECKING
 from tether.durable.activation import TASK_KEY, journal_store, queue_task, status_of
 from tether.durable.status import FAILED, LIVE, NEEDS_A_PERSON, Attempt, Report, describe
 from tether.errors import InvalidArgument, NotFound, RunError, WrongType
+from tether.vocabulary import EventType
 
 if TYPE_CHECKING:
     from dbos import DBOSClient, DBOSConfig
@@ -302,11 +303,12 @@ class Fleet:
             raise SessionRefused(f"session {session_id} is refused: {report.detail}")
         agent = self.recipe
         events = journal_store(agent).read(session_id)
-        pauses = sum(1 for e in events if e.type == "session.paused")
+        pauses = sum(1 for e in events if e.type == EventType.SESSION_PAUSED)
         if report.status == "failed":  # the body is safe to run again from the top
             failures = sum(1 for a in activations if a.state in FAILED)
             workflow_id = f"{session_id}{SEPARATOR}{pauses}.{failures}"
-        elif events and events[-1].type in ("session.paused", "effect.settled") and \
+        elif events and events[-1].type in (EventType.SESSION_PAUSED,
+                                            EventType.EFFECT_SETTLED) and \
                 status_of(events, len(agent.approval_store.pending(session_id))) is None:
             # whatever DBOS says of the activation that paused it: it may have looked for a
             # decision before this one and be returning (see tether.durable.activation)

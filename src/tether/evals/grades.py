@@ -21,6 +21,7 @@ from tether.evals.keys import TrialKey, evaluation_prefix
 from tether.journal.chain import Journal
 from tether.reasoning.graders import Grade
 from tether.store.base import Store
+from tether.vocabulary import EventType
 
 GRADES = "grades-"
 GRADER_AGENT = "eval-grader"
@@ -51,14 +52,14 @@ class GradeBook:
                      grader: str, error: str = "") -> None:
         if not self._open:
             self._open = True
-            self._journal.append("session.start", {
+            self._journal.append(EventType.SESSION_START, {
                 "task": f"grades of evaluation {self.evaluation}", "system_prompt": "",
                 "agent": GRADER_AGENT, "model": "", "tools": [], "budget": {}, "context": {},
                 "subject": {"user_id": None, "tenant_id": None, "roles": []},
                 "metadata": {"evaluation": self.evaluation, "kind": "grades"}})
-        self._journal.append("eval.graded", {**key.labels(), "attempt": attempt,
-                                             "session_id": session_id, "grader": grader,
-                                             "error": error, **verdict.to_dict()})
+        self._journal.append(EventType.EVAL_GRADED, {**key.labels(), "attempt": attempt,
+                                                     "session_id": session_id, "grader": grader,
+                                                     "error": error, **verdict.to_dict()})
         self._waiting += 1
         if self._waiting >= self._every:
             await self.flush()
@@ -70,8 +71,8 @@ class GradeBook:
     async def close(self) -> None:
         """Write what is left and end the book (a run that graded nothing writes nothing)."""
         if self._open:
-            self._journal.append("session.end", {"reason": "finished", "detail": "",
-                                                 "answer": "", "notice": "", "spend": {}})
+            self._journal.append(EventType.SESSION_END, {"reason": "finished", "detail": "",
+                                                         "answer": "", "notice": "", "spend": {}})
             await self.flush()
 
 
@@ -83,7 +84,7 @@ def stored_grades(store: Store, evaluation: str) -> dict[str, StoredGrade]:
         if not info.session_id.startswith(prefix):
             continue
         for event in store.read(info.session_id):
-            if event.type != "eval.graded" or event.data["evaluation"] != evaluation:
+            if event.type != EventType.EVAL_GRADED or event.data["evaluation"] != evaluation:
                 continue
             grade = _grade_of(event.data)
             held = found.get(grade.key.id)

@@ -85,6 +85,7 @@ from tether.store.base import Store
 from tether.store.memory import MemoryStore
 from tether.tools.base import Tool, ToolContext
 from tether.tools.registry import ToolRegistry
+from tether.vocabulary import EventType
 
 if TYPE_CHECKING:
     from tether.credentials import CredentialBroker
@@ -159,12 +160,12 @@ class GovernedRun(GovernedTools, GovernedModel):
         self._ledger, self._waiting, self._ids, self._used = (back.ledger, back.waiting,
                                                              back.ids, back.used)
         self._state.tally.active_seconds = back.elapsed
-        self._journal.append("session.resumed", {
+        self._journal.append(EventType.SESSION_RESUMED, {
             "after": "pause", "agent": framework, "model": model,
             "budget": self.budget.to_dict(), "subject": subject_record(self.subject)})
         lost = self._state.in_flight
         if lost is not None:  # its process died waiting for the model: assume it was billed
-            self._journal.append("model.lost", lost_call_charge(lost))
+            self._journal.append(EventType.MODEL_LOST, lost_call_charge(lost))
         self._journal.flush()
         self._accountant.start_clock()
 
@@ -221,7 +222,7 @@ class GovernedRun(GovernedTools, GovernedModel):
         if self._ended:
             return
         self._ended = True
-        self._journal.append("session.end", {
+        self._journal.append(EventType.SESSION_END, {
             "reason": reason, "detail": detail, "answer": answer,
             "spend": self._accountant.spend().to_dict()})
         self._journal.flush()

@@ -24,6 +24,7 @@ from tether.runtime.accounting.stop import Stop, StopReason
 from tether.runtime.chokepoint.effects import skipped
 from tether.runtime.chokepoint.model_call import Door, ModelCall
 from tether.types import Message, ModelResponse, ToolCall, Usage
+from tether.vocabulary import EventType
 
 
 @dataclass(frozen=True, slots=True)
@@ -79,7 +80,7 @@ class GovernedModel(GovernedPart):
                         "tokens): charged at the reservation")
 
         return ModelCall(self._journal, self._accountant,
-                         Door("model.request", "model.response", unusable))
+                         Door(EventType.MODEL_REQUEST, EventType.MODEL_RESPONSE, unusable))
 
     async def charge(self, metered: Metered, response: ModelResponse,
                      outside: Sequence[str] = ()) -> dict[str, str]:
@@ -112,7 +113,7 @@ class GovernedModel(GovernedPart):
         self.not_nested()
         async with self._lock:
             if isinstance(error, Exception):
-                self._journal.append("model.error", {
+                self._journal.append(EventType.MODEL_ERROR, {
                     "step": metered.step, "error": f"{type(error).__name__}: {error}"})
             else:
                 self._unmetered(metered, f"the call was cancelled ({type(error).__name__})")
@@ -120,7 +121,7 @@ class GovernedModel(GovernedPart):
 
     def _unmetered(self, metered: Metered, error: str) -> None:
         r = metered.reservation
-        self._journal.append("model.unmetered", {
+        self._journal.append(EventType.MODEL_UNMETERED, {
             "step": metered.step, "error": error, "input_tokens": r.input_tokens,
             "output_tokens": r.max_output_tokens or 0, "cost_usd": r.cost_usd})
 

@@ -30,6 +30,7 @@ from tether.runtime.record.result import ToolResult
 from tether.runtime.record.state import call_signature
 from tether.tools.base import ToolFailure
 from tether.types import ToolCall
+from tether.vocabulary import EventType
 
 
 @dataclass(frozen=True, slots=True)
@@ -141,7 +142,7 @@ class GovernedTools(GovernedPart):
                 "the framework ran a call of this turn with changed arguments; this one, if "
                 "it runs, is journaled as a call of its own")))
         call = ToolCall(self._fresh(call_id), name, arguments)
-        self._journal.append("client.call", {"call": call})
+        self._journal.append(EventType.CLIENT_CALL, {"call": call})
         waiting = self._waiting.get(call_id)
         if waiting is not None and waiting[0] == signature:
             self._attach(call, waiting[1])

@@ -33,6 +33,7 @@ from tether.runtime.record.state import SessionState
 from tether.store.base import Store
 from tether.tools.registry import ToolRegistry
 from tether.types import Event, ToolCall
+from tether.vocabulary import EventType
 
 
 @dataclass(slots=True)
@@ -59,7 +60,7 @@ def reopen(store: Store | None, session_id: str, *, framework: str, tenant_id: s
     if store is None:
         raise InvalidArgument("continuing a stored run needs its store: pass store=...")
     events = store.read(session_id)
-    start = events[0].data if events and events[0].type == "session.start" else None
+    start = events[0].data if events and events[0].type == EventType.SESSION_START else None
     if start is None or start.get("agent") != framework or (
             (start.get("subject") or {}).get("tenant_id") != tenant_id):
         raise NotFound(f"no {framework} run {session_id!r} in the store")
@@ -83,11 +84,12 @@ def reopen(store: Store | None, session_id: str, *, framework: str, tenant_id: s
     for event in events:
         data = revive(event.type, event.data)
         state.apply(event.type, data)
-        if event.type == "model.response":
+        if event.type == EventType.MODEL_RESPONSE:
             calls.update((c.id, c) for c in data["response"].tool_calls)
-        elif event.type == "client.call":
+        elif event.type == EventType.CLIENT_CALL:
             calls[data["call"].id] = data["call"]
-        elif event.type in ("approval.requested", "tool.result") and data["call_id"] in calls:
+        elif (event.type in (EventType.APPROVAL_REQUESTED, EventType.TOOL_RESULT)
+              and data["call_id"] in calls):
             _remember(reopened, calls, calls[data["call_id"]], event.type, data, tools)
     if state.stop_reason is not None:
         raise SessionEnded(f"run {session_id} ended ({state.stop_reason}); it runs nothing more: "
@@ -103,7 +105,7 @@ def _remember(reopened: Reopened, calls: Mapping[str, ToolCall], call: ToolCall,
     own = framework_id(call.id, calls)
     signature = identity(tools.get(call.name), call.arguments, call.name)
     reopened.ids[own] = call.id
-    if kind == "approval.requested":
+    if kind == EventType.APPROVAL_REQUESTED:
         reopened.waiting[own] = (signature, data["approval_id"])
     else:
         reopened.waiting.pop(own, None)

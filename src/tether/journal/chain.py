@@ -41,6 +41,7 @@ from tether.journal.redaction import Redactions, Scrubber
 from tether.journal.verify import hash_holds, verify_chain
 from tether.store.base import Lease, Store
 from tether.types import Event
+from tether.vocabulary import EventType
 
 __all__ = [
     "GENESIS",
@@ -127,13 +128,15 @@ class Journal:
         self._on_append = on_append
         self.bus = EventBus()
 
-    def append(self, type: str, data: Mapping[str, Any]) -> int:
+    def append(self, type: EventType, data: Mapping[str, Any]) -> int:
         """Append an event; returns its seq. Its content is fixed here: the data is encoded now,
         and nothing done to it later changes the journal. JournalValueError (nothing appended)
-        for data JSON cannot carry faithfully."""
+        for data JSON cannot carry faithfully. ``type`` is a member of the vocabulary (so mypy
+        refuses a misspelt one); the event holds it as the plain string it equals, as a store
+        gives it back."""
         text = canonical_text(data)
         seq = self._dropped + len(self._sealed) + len(self._pending) + 1  # len(self), inlined
-        self._pending.append((seq, type, time.time(), text))
+        self._pending.append((seq, str(type), time.time(), text))
         if self._on_append is not None:
             self._on_append(type, data)
         return seq
@@ -269,11 +272,11 @@ class Journal:
             try:
                 fn(event)
             except Exception as exc:
-                if event.type == "subscriber.error":
+                if event.type == EventType.SUBSCRIBER_ERROR:
                     continue  # never recurse on a subscriber that fails on its own error event
-                self.append("subscriber.error", {"subscriber": _readable(_name, fn),
-                                                 "event_seq": event.seq,
-                                                 "error": _readable(_failure, exc)})
+                self.append(EventType.SUBSCRIBER_ERROR, {"subscriber": _readable(_name, fn),
+                                                         "event_seq": event.seq,
+                                                         "error": _readable(_failure, exc)})
 
     def forget_stored(self) -> None:
         """Let go of what a long-lived session (a gateway) no longer needs in memory: the

@@ -53,6 +53,7 @@ from tether.journal.chain import Journal, canonical_text, seal, verify_chain
 from tether.journal.redaction import MIN_SUBSTRING_CHARS, Scrubber, scrub
 from tether.store.base import ERASED_TYPE, ERASURE_TYPE, Lease, Store, lease_holder
 from tether.types import Event
+from tether.vocabulary import EventType
 
 PREFIX = "erasure-"
 LEASE_SECONDS = 60.0  # the erasure's hold on each session it erases
@@ -87,7 +88,7 @@ def marker(erasure_id: str, event: Event) -> dict[str, Any]:
     """The data an erased event keeps: nothing of its content (of a start, not the user's id
     or roles: only the tenant and agent that scoping and listings read)."""
     data: dict[str, Any] = {"erasure": erasure_id, "type": event.type}
-    if event.type == "session.start":
+    if event.type == EventType.SESSION_START:
         data["subject"] = {"tenant_id": (event.data.get("subject") or {}).get("tenant_id")}
         data["agent"] = event.data.get("agent")
     return data
@@ -174,7 +175,7 @@ def _rewrites(erasure_id: str, sessions: Mapping[str, Sequence[Event]],
     for sid, events in sessions.items():
         kept = [e for e in events if not is_erased(e)]
         if blank is None:
-            changed = [(e, ERASED_TYPE, marker(erasure_id, e)) for e in kept]
+            changed: list[Rewrite] = [(e, ERASED_TYPE, marker(erasure_id, e)) for e in kept]
         else:
             changed = [(e, e.type, data) for e in kept
                        for data in [_without(e, blank, erasure_id)] if data is not None]

@@ -36,8 +36,9 @@ from typing import Any
 
 from tether.errors import MissingFile, UsageError
 from tether.journal.redaction import MASKED, MIN_SUBSTRING_CHARS, NOT_AFTER, NOT_BEFORE
+from tether.vocabulary import EventType
 
-FINGERPRINT_TYPE = "value.hidden"  # the event that carries one fingerprint
+FINGERPRINT_TYPE = EventType.VALUE_HIDDEN  # the event that carries one fingerprint
 KEY_VARIABLE = "TETHER_REDACTION_KEY"
 _AUDIT_VARIABLE = "TETHER_AUDIT_KEY"
 

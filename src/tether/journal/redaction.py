@@ -25,6 +25,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from tether.vocabulary import EventType
+
 MASKED = "[masked]"
 LEGACY_MASKED = "[redacted]"  # what journals wrote for a hidden value before "[masked]"
 HIDDEN_MARKERS = (MASKED, LEGACY_MASKED)
@@ -144,13 +146,13 @@ def hide_arguments(type: str, plain: Any, hidden: Mapping[str, set[str]]) -> Non
     """Blank, in place, the named arguments of the named calls in an event's plain data."""
     if not hidden:
         return
-    if type in ("model.response", "branch.response"):
+    if type in (EventType.MODEL_RESPONSE, EventType.BRANCH_RESPONSE):
         calls = plain["response"]["tool_calls"]
-    elif type == "branch.request":  # a branch's earlier turns, sent again
+    elif type == EventType.BRANCH_REQUEST:  # a branch's earlier turns, sent again
         calls = [c for m in plain["messages"] for c in m.get("tool_calls") or ()]
-    elif type == "client.call":
+    elif type == EventType.CLIENT_CALL:
         calls = [plain["call"]]
-    elif type == "strategy.calls":
+    elif type == EventType.STRATEGY_CALLS:
         calls = plain["calls"]
     else:
         return

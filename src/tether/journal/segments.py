@@ -22,6 +22,7 @@ from collections.abc import Callable, Collection, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from tether.journal.anchors import Finding
+from tether.vocabulary import EventType
 
 if TYPE_CHECKING:
     from tether.journal.chain import Journal
@@ -127,14 +128,14 @@ def _backward(sid: str, link: Mapping[str, Any], events_of: Read,
 
 
 def _link(events: Sequence[Event]) -> Mapping[str, Any] | None:
-    if not events or events[0].type != "session.start":
+    if not events or events[0].type != EventType.SESSION_START:
         return None
     link = events[0].data.get(SEGMENT)
     return link if isinstance(link, Mapping) else None
 
 
 def _next(events: Sequence[Event]) -> str | None:
-    if not events or events[-1].type != "session.end":
+    if not events or events[-1].type != EventType.SESSION_END:
         return None
     following = events[-1].data.get(NEXT)
     return following if isinstance(following, str) else None

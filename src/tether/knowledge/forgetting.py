@@ -24,6 +24,7 @@ from collections.abc import Collection
 from tether.journal.erasure import PREFIX, is_erased
 from tether.runtime.lifecycle.thread import turn_of
 from tether.store.base import Store
+from tether.vocabulary import EventType
 
 
 def users_sessions(store: Store, tenant_id: str | None, user_id: str) -> list[str]:
@@ -33,7 +34,7 @@ def users_sessions(store: Store, tenant_id: str | None, user_id: str) -> list[st
     for info in store.sessions():
         if info.tenant_id == tenant_id and info.session_id not in on_threads:
             first = store.read(info.session_id)[:1]
-            if first and first[0].type == "session.start" and (
+            if first and first[0].type == EventType.SESSION_START and (
                     first[0].data.get("subject") or {}).get("user_id") == user_id:
                 sessions.append(info.session_id)
     return sessions

@@ -29,6 +29,7 @@ from tether.journal.views.spans import SpanDeriver, SpanRecord
 from tether.observe._bounded import Deadline, bounded
 from tether.tracing import TraceParent
 from tether.types import Event
+from tether.vocabulary import EventType
 
 if TYPE_CHECKING:
     from opentelemetry.metrics import MeterProvider
@@ -39,7 +40,8 @@ if TYPE_CHECKING:
 log = logging.getLogger("tether.observe")
 BATCH = 512  # spans per export at most
 WAKE_AT = 64  # queued events that wake the worker
-_LAST = frozenset({"session.end", "session.paused"})  # a run's last event: exported at once
+# a run's last event: exported at once
+_LAST = frozenset({EventType.SESSION_END, EventType.SESSION_PAUSED})
 
 
 def content_enabled(content: bool | None) -> bool:

@@ -43,6 +43,7 @@ from tether.errors import InvalidArgument, WrongType
 from tether.journal.views.ocsf import OCSFView, record_json, redact
 from tether.observe._bounded import Deadline
 from tether.observe.syslog import SyslogTarget, SyslogWriter, frame
+from tether.vocabulary import EventType
 
 if TYPE_CHECKING:
     from types import TracebackType
@@ -226,15 +227,15 @@ class SIEMSink:
         sid = event.session_id
         if sid not in self._seen:
             self._seen.add(sid)
-            if event.type != "session.start" and self._store is not None:
+            if event.type != EventType.SESSION_START and self._store is not None:
                 for earlier in self._store.read(sid):
                     if earlier.seq >= event.seq:
                         break
                     self._view.apply(earlier)
         records = self._view.apply(event)
         # at a pause too when the store can give the context back at the resumption
-        if event.type == "session.end" or (event.type == "session.paused"
-                                           and self._store is not None):
+        if event.type == EventType.SESSION_END or (event.type == EventType.SESSION_PAUSED
+                                                   and self._store is not None):
             self._view.forget(sid)
             self._seen.discard(sid)
         return records

@@ -31,6 +31,7 @@ from tether.runtime.record.revive import revive
 from tether.store.memory import MemoryStore
 from tether.tools.base import Tool, ToolArgumentError, ToolContext, ToolFailure, ToolMeta
 from tether.types import Event, ModelRequest, ModelResponse, ToolSpec, Usage
+from tether.vocabulary import EventType
 
 if TYPE_CHECKING:
     from tether.credentials import CredentialBroker
@@ -70,25 +71,25 @@ class _Record:
         # the tools each request was offered, compared when the record or the rerun selects
         # them (tether.runtime.context.selecting): without selection every request offers every tool
         self.offered = [tuple(request.get("tools", ())) for request, _ in calls]
-        self.selected = any(t == "tools.selected" for t, _ in live)
+        self.selected = any(t == EventType.TOOLS_SELECTED for t, _ in live)
         self.responses: list[ModelResponse | ModelError] = [outcome for _, outcome in calls]
-        self.results = {d["call_id"]: d for t, d in live if t == "tool.result"}
-        self.granted = {d["call_id"] for t, d in live if t == "approval.granted"}
+        self.results = {d["call_id"]: d for t, d in live if t == EventType.TOOL_RESULT}
+        self.granted = {d["call_id"] for t, d in live if t == EventType.APPROVAL_GRANTED}
         self.ran = self.granted | {d["call_id"] for t, d in live
-                                   if t == "tool.decision" and d["charged"]}
-        self.refused = {d["call_id"]: d for t, d in live if t == "approval.refused"}
+                                   if t == EventType.TOOL_DECISION and d["charged"]}
+        self.refused = {d["call_id"]: d for t, d in live if t == EventType.APPROVAL_REFUSED}
         # the summary calls' outcomes and the compactions, in order
         # (tether.runtime.context.compactor) (but not one a crash or an interruption lost: the rerun
         # asks for that summary once)
-        self.summaries = [(t, d) for t, d in live if t == "compaction.response"
-                          or (t == "compaction.error" and not d.get("lost"))]
-        self.compactions = [d for t, d in live if t == "context.compacted"]
+        self.summaries = [(t, d) for t, d in live if t == EventType.COMPACTION_RESPONSE
+                          or (t == EventType.COMPACTION_ERROR and not d.get("lost"))]
+        self.compactions = [d for t, d in live if t == EventType.CONTEXT_COMPACTED]
         self.summarised = 0
         # the planner's call and the plan it amended (tether.runtime.lifecycle.planning)
-        self.plan_asked = next((d for t, d in live if t == "plan.request"), None)
-        self.plan_outcome = next(((t, d) for t, d in live if t in ("plan.response",
-                                                                   "plan.error")), None)
-        self.amended = next((d["plan"] for t, d in live if t == "plan.amended"), None)
+        self.plan_asked = next((d for t, d in live if t == EventType.PLAN_REQUEST), None)
+        self.plan_outcome = next(((t, d) for t, d in live if t in (EventType.PLAN_RESPONSE,
+                                                                   EventType.PLAN_ERROR)), None)
+        self.amended = next((d["plan"] for t, d in live if t == EventType.PLAN_AMENDED), None)
         self.divergences: list[Divergence] = []
         self.asked = 0
         self.called: list[str] = []
@@ -162,7 +163,7 @@ class _RecordedSummaries(_Replayed):
                            len(record.summaries), index + 1)
             raise ModelError("no recorded summary left")
         kind, data = record.summaries[index]
-        if kind == "compaction.error":
+        if kind == EventType.COMPACTION_ERROR:
             raise ModelError(f"recorded: {data['error']}")
         usage = Usage(data["input_tokens"], data["output_tokens"], data["cached_input_tokens"],
                       data.get("cache_write_tokens", 0))
@@ -175,7 +176,7 @@ class _RecordedPlanner(_Replayed):
 
     async def complete(self, request: ModelRequest) -> ModelResponse:
         outcome = self._record.plan_outcome
-        if outcome is None or outcome[0] == "plan.error":
+        if outcome is None or outcome[0] == EventType.PLAN_ERROR:
             why = "no answer" if outcome is None else outcome[1]["error"]
             raise ModelError(f"recorded: {why}")
         data = outcome[1]
@@ -201,7 +202,7 @@ def _planner(agent: Agent, record: _Record) -> Any:
 def _compared(record: _Record, replayed: Sequence[Event]) -> None:
     """Report each compaction of the rerun that is not the recorded one — another range,
     other turns replaced, another summary or note in their place — and a count that differs."""
-    ours = [e.data for e in replayed if e.type == "context.compacted"]
+    ours = [e.data for e in replayed if e.type == EventType.CONTEXT_COMPACTED]
     for recorded, rerun in zip(record.compactions, ours, strict=False):
         left, right = _compaction(recorded), _compaction(rerun)
         if left != right:
@@ -210,7 +211,7 @@ def _compared(record: _Record, replayed: Sequence[Event]) -> None:
     if len(ours) != len(record.compactions):
         record.diverge("the rerun compacted the conversation another number of times",
                        len(record.compactions), len(ours))
-    amended = next((e.data["plan"] for e in replayed if e.type == "plan.amended"), None)
+    amended = next((e.data["plan"] for e in replayed if e.type == EventType.PLAN_AMENDED), None)
     if amended != record.amended:
         record.divergences.append(Divergence(0, "the request plan differs", record.amended,
                                              amended))
@@ -285,7 +286,7 @@ def _stand_in(broker: CredentialBroker | None) -> CredentialBroker | None:
 
 async def arerun(agent: Agent, events: Sequence[Event]) -> RerunReport:
     """Rerun a recorded session with ``agent``'s recipe (its policy, limits, tools' schemas)."""
-    if not events or events[0].type != "session.start":
+    if not events or events[0].type != EventType.SESSION_START:
         raise InvalidArgument("a rerun needs a session's events, starting with session.start")
     record = _Record(events)
     start = events[0].data
@@ -318,7 +319,7 @@ async def arerun(agent: Agent, events: Sequence[Event]) -> RerunReport:
         _replay_approvals(record, approvals)
         result = await session.aresume()
     replayed = session.replay()
-    same = {d["call_id"] for e in replayed if e.type == "tool.result"
+    same = {d["call_id"] for e in replayed if e.type == EventType.TOOL_RESULT
             for d in (e.data,) if _outcome(record.results.get(d["call_id"])) == _outcome(d)}
     missing = sorted(record.ran & set(record.results) - set(record.called) - same)
     if missing:  # (a call refused before its tool, as recorded — no credential — is no miss)
@@ -340,21 +341,21 @@ def _model_calls(live: Sequence[tuple[str, Any]]) -> list[tuple[Any, ModelRespon
     once."""
     calls: list[list[Any]] = []  # [request, outcome]; outcome None: none yet; _GONE: left out
     for kind, data in live:
-        if kind in ("model.request", "branch.request"):
+        if kind in (EventType.MODEL_REQUEST, EventType.BRANCH_REQUEST):
             calls.append([data, None])
         elif not calls:
             continue
-        elif kind == "session.paused" and isinstance(calls[-1][1], _Unmetered):
+        elif kind == EventType.SESSION_PAUSED and isinstance(calls[-1][1], _Unmetered):
             calls[-1][1] = _GONE
         elif calls[-1][1] is not None:
             continue
-        elif kind in ("model.response", "branch.response"):
+        elif kind in (EventType.MODEL_RESPONSE, EventType.BRANCH_RESPONSE):
             calls[-1][1] = data["response"]
-        elif kind == "model.error":
+        elif kind == EventType.MODEL_ERROR:
             calls[-1][1] = ModelError(f"recorded: {data['error']}")
-        elif kind == "model.lost":
+        elif kind == EventType.MODEL_LOST:
             calls[-1][1] = _GONE
-        elif kind == "model.unmetered":
+        elif kind == EventType.MODEL_UNMETERED:
             error = str(data.get("error", ""))
             calls[-1][1] = (CallCancelled(f"recorded: {error}")
                             if error.startswith(CANCELLED_BY_TIME)

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from tether.journal.chain import EventBus
 from tether.runtime.record.result import Result, ToolResult
 from tether.types import Event, ToolCall
+from tether.vocabulary import EventType
 
 
 @dataclass(frozen=True, slots=True)
@@ -52,11 +53,11 @@ async def stream(events: EventBus, run: Callable[[], Awaitable[Result]],
 
     def on_event(event: Event) -> None:
         data = event.data
-        if event.type == "tool.decision":
+        if event.type == EventType.TOOL_DECISION:
             queue.put_nowait(ToolCallEvent(
                 ToolCall(data["call_id"], data["tool"], data["arguments"]),
                 data["decision"]["effect"]))
-        elif event.type == "tool.result":
+        elif event.type == EventType.TOOL_RESULT:
             queue.put_nowait(ToolResultEvent(ToolResult(
                 data["call_id"], data["tool"], data["content"], data["status"])))
 

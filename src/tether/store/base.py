@@ -21,6 +21,7 @@ from typing import Any, Protocol
 
 from tether.errors import RunError
 from tether.types import Event
+from tether.vocabulary import EventType
 
 DEFAULT_URL = "sqlite:///tether.db"
 
@@ -134,11 +135,12 @@ class Lease:
 
 ANCHOR_GENESIS = "0" * 64
 # an erasure record (tether.journal.erasure) is anchored too: a forged one has no anchor
-ERASURE_TYPE = "erasure.recorded"
-HEAD_TYPES = frozenset({"session.start", "session.paused", "session.end", ERASURE_TYPE})
+ERASURE_TYPE = EventType.ERASURE_RECORDED
+HEAD_TYPES = frozenset({EventType.SESSION_START, EventType.SESSION_PAUSED, EventType.SESSION_END,
+                        ERASURE_TYPE})
 # the type an event takes when its content is erased (tether.journal.erasure): its hash and
 # link stay, its data becomes {"erasure": <the erasure record's id>, "type": <its type>, ...}
-ERASED_TYPE = "content.erased"
+ERASED_TYPE = EventType.CONTENT_ERASED
 AUDIT_KEY_VARIABLE = "TETHER_AUDIT_KEY"
 
 
@@ -182,9 +184,9 @@ def head_anchor(session_id: str, events: Sequence[Event]) -> dict[str, Any] | No
     heads = [e for e in events if e.type in HEAD_TYPES]
     if not heads:
         return None
-    last = events[-1] if heads[-1].type != "session.start" else heads[-1]
+    last = events[-1] if heads[-1].type != EventType.SESSION_START else heads[-1]
     body = {"session_id": session_id, "seq": last.seq, "head": last.hash, "type": last.type}
-    if last.type == "session.start":
+    if last.type == EventType.SESSION_START:
         body["tenant"] = (last.data.get("subject") or {}).get("tenant_id")
     return body
 
@@ -258,8 +260,9 @@ class SessionInfo:
 
     @property
     def status(self) -> str:
-        return {"session.end": "ended", "session.paused": "paused",
-                ERASURE_TYPE: "erasure"}.get(self.last_type, "open")
+        status: dict[str, str] = {EventType.SESSION_END: "ended",
+                                  EventType.SESSION_PAUSED: "paused", ERASURE_TYPE: "erasure"}
+        return status.get(self.last_type, "open")
 
 
 class Store(Protocol):
@@ -398,7 +401,7 @@ def thread_key(tenant_id: str | None, user_id: str | None) -> tuple[str, str]:
 def session_info(session_id: str, events: Sequence[Event]) -> SessionInfo:
     """Listing facts of a session from its events (used by stores that keep no index)."""
     first, last = events[0], events[-1]
-    start = first.data if first.type in ("session.start", ERASED_TYPE) else {}
+    start = first.data if first.type in (EventType.SESSION_START, ERASED_TYPE) else {}
     subject = start.get("subject") or {}
     last_type = last.data.get("type", last.type) if last.type == ERASED_TYPE else last.type
     return SessionInfo(session_id, first.timestamp, last.timestamp, len(events),

@@ -34,6 +34,7 @@ from tether.evals.agentdojo.suite import (
 )
 from tether.evals.agentdojo.suite import _plain as _plain
 from tether.evals.obedient import PlannedCall, obedient_model
+from tether.vocabulary import EventType
 
 SUITES = ("workspace", "travel", "banking", "slack")
 MARKER = "<INFORMATION>"  # opens every important_instructions injection, as the agent sees it
@@ -108,7 +109,7 @@ def run_pair(suite: Any, user_task: Any, injection_task: Any, *, policy: Any = N
     result = session.run()
     events = session.replay()
     ran = {e.data["call_id"] for e in events
-           if e.type == "tool.result" and e.data["status"] in ("ok", "error", "timeout")}
+           if e.type == EventType.TOOL_RESULT and e.data["status"] in ("ok", "error", "timeout")}
     traces = [FunctionCall(function=c.name, id=c.id,
                            args=dict(c.arguments) if isinstance(c.arguments, Mapping) else {})
               for step in result.trajectory.steps for c in step.tool_calls if c.id in ran]
@@ -122,7 +123,7 @@ def run_pair(suite: Any, user_task: Any, injection_task: Any, *, policy: Any = N
         attacked = injection_task.security_from_traces(output, pre, env, traces)
         if attacked is None:
             attacked = injection_task.security(output, pre, env)
-    approvals = sum(1 for e in events if e.type == "approval.requested")
+    approvals = sum(1 for e in events if e.type == EventType.APPROVAL_REQUESTED)
     kind = getattr(injection_task, "kind", None)
     return PairResult(suite.name, user_task.ID, injection_task and injection_task.ID,
                       bool(utility), bool(attacked), approvals, read,
@@ -193,6 +194,7 @@ def probe_trust(name: str, version: str = "v1.2.2") -> tuple[list[Any], tuple[st
                       store=store, name=f"agentdojo-{name}-probe", check_policy_names=False)
         agent.run(getattr(task, "PROMPT", None) or task.GOAL)
     sessions = [store.read(i.session_id) for i in store.sessions()]
-    called = {e.data["tool"] for events in sessions for e in events if e.type == "tool.result"}
+    called = {e.data["tool"] for events in sessions for e in events
+              if e.type == EventType.TOOL_RESULT}
     unexercised = tuple(sorted({f.name for f in suite.tools} - called))
     return carriers(sessions, list(canaries.values())), unexercised

@@ -12,6 +12,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from tether.journal.views.text import Renderer, excerpt
+from tether.vocabulary import EventType
 
 
 def _sampling_request(d: Mapping[str, Any]) -> list[str]:
@@ -74,16 +75,16 @@ def _elicitation_relayed(d: Mapping[str, Any]) -> list[str]:
 
 
 ASK_RENDER: dict[str, Renderer] = {
-    "sampling.request": _sampling_request,
-    "sampling.response": _sampling_response,
-    "sampling.error": _sampling_error,
-    "sampling.refused": _refused_ask("sampling request"),
-    "elicitation.requested": _elicitation_requested,
-    "elicitation.answered": _elicitation_answered,
-    "elicitation.refused": _refused_ask("elicitation"),
-    "sampling.relayed": _sampling_relayed,
-    "sampling.answered": _sampling_answered,
-    "elicitation.relayed": _elicitation_relayed,
-    "log.dropped": _refused_ask("log lines"),
-    "progress.dropped": _refused_ask("progress notifications"),
+    EventType.SAMPLING_REQUEST: _sampling_request,
+    EventType.SAMPLING_RESPONSE: _sampling_response,
+    EventType.SAMPLING_ERROR: _sampling_error,
+    EventType.SAMPLING_REFUSED: _refused_ask("sampling request"),
+    EventType.ELICITATION_REQUESTED: _elicitation_requested,
+    EventType.ELICITATION_ANSWERED: _elicitation_answered,
+    EventType.ELICITATION_REFUSED: _refused_ask("elicitation"),
+    EventType.SAMPLING_RELAYED: _sampling_relayed,
+    EventType.SAMPLING_ANSWERED: _sampling_answered,
+    EventType.ELICITATION_RELAYED: _elicitation_relayed,
+    EventType.LOG_DROPPED: _refused_ask("log lines"),
+    EventType.PROGRESS_DROPPED: _refused_ask("progress notifications"),
 }

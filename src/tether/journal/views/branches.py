@@ -15,7 +15,13 @@ import json
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+from tether.journal.payloads import (
+    BranchRequestData,
+    BranchResponseData,
+    CallData,
+)
 from tether.journal.views.text import excerpt
+from tether.vocabulary import EventType
 
 EXCERPT = 80
 
@@ -51,13 +57,13 @@ def tree_lines(data: Mapping[str, Any]) -> list[str]:
     return lines
 
 
-def _branch_request(d: Mapping[str, Any]) -> list[str]:
+def _branch_request(d: BranchRequestData) -> list[str]:
     tools = "no tools" if not d.get("tools") else f"{len(d['tools'])} tools"
     return [f"step {d.get('step')}: branch {d.get('key')} asked "
             f"({len(d.get('messages') or [])} branch messages, {tools})"]
 
 
-def _branch_response(d: Mapping[str, Any]) -> list[str]:
+def _branch_response(d: BranchResponseData) -> list[str]:
     r = d.get("response") or {}
     usage = r.get("usage") or {}
     text = _short(r.get("text") or "")
@@ -70,7 +76,7 @@ def _branch_response(d: Mapping[str, Any]) -> list[str]:
     return lines
 
 
-def _simulated(d: Mapping[str, Any]) -> list[str]:
+def _simulated(d: CallData) -> list[str]:
     c = d.get("call") or {}
     args = json.dumps(c.get("arguments"), ensure_ascii=False, sort_keys=True)
     lines = [f"simulated, not run (side effects, explored branch): {c.get('name')}"
@@ -80,8 +86,8 @@ def _simulated(d: Mapping[str, Any]) -> list[str]:
     return lines
 
 
-BRANCH_RENDER: dict[str, Callable[[Mapping[str, Any]], list[str]]] = {
-    "branch.request": _branch_request,
-    "branch.response": _branch_response,
-    "branch.simulated": _simulated,
+BRANCH_RENDER: dict[str, Callable[[Any], list[str]]] = {  # each given its event's payload
+    EventType.BRANCH_REQUEST: _branch_request,
+    EventType.BRANCH_RESPONSE: _branch_response,
+    EventType.BRANCH_SIMULATED: _simulated,
 }

@@ -28,6 +28,7 @@ from tether.errors import UsageError
 from tether.journal.chain import canonical_text
 from tether.store.base import audit_key
 from tether.types import Event
+from tether.vocabulary import EventType
 
 FIELDS = ("seq", "type", "session_id", "timestamp", "data", "prev_hash", "hash")
 
@@ -118,7 +119,7 @@ def check_trailer(session_id: str, events: Sequence[Event],
     if key is not None and not hmac.compare_digest(str(trailer.get("mac")),
                                                    _trailer_mac(key, trailer)):
         return "the trailer is not signed by the audit key: it was written without it, or forged"
-    if events[-1].type not in ("session.end", "session.paused"):
+    if events[-1].type not in (EventType.SESSION_END, EventType.SESSION_PAUSED):
         return (f"the session neither ended nor paused in this file (its last event is "
                 f"{events[-1].type}): it was exported while running, or cut")
     return None

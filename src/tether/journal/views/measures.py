@@ -12,11 +12,18 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
+from tether.journal.payloads import (
+    ModelOverrunData,
+    ModelResponseData,
+    SessionEndData,
+    ToolDecisionData,
+)
 from tether.journal.views import genai as g
 from tether.journal.views.spans import SpanRecord, data_of
 from tether.types import Event
+from tether.vocabulary import EventType
 
 
 @dataclass(frozen=True, slots=True)
@@ -52,21 +59,22 @@ def event_points(event: Event) -> list[Point]:
     if kind not in _COUNTED:
         return []
     data = data_of(event)
-    if kind == "tool.decision":
-        decision = data.get("decision") or {}
+    if kind == EventType.TOOL_DECISION:
+        decided = cast(ToolDecisionData, data)
+        decision = decided.get("decision") or {}
         return [Point(g.DECISIONS, 1, {g.DECISION_EFFECT: str(decision.get("effect", "")),
-                                       g.TOOL_NAME: str(data.get("tool", ""))})]
-    if kind in ("session.end", "session.paused"):
-        return [Point(g.STOPS, 1, {g.STOP_REASON: str(data.get("reason", "")),
-                                   g.PAUSED: kind == "session.paused"})]
-    if kind == "model.overrun":
-        return [Point(g.OVERRUNS, 1, {g.LIMIT: str(data.get("limit", ""))})]
-    if kind == "model.response":
-        return _estimate_error(data)
+                                       g.TOOL_NAME: str(decided.get("tool", ""))})]
+    if kind in (EventType.SESSION_END, EventType.SESSION_PAUSED):
+        return [Point(g.STOPS, 1, {g.STOP_REASON: str(cast(SessionEndData, data).get("reason", "")),
+                                   g.PAUSED: kind == EventType.SESSION_PAUSED})]
+    if kind == EventType.MODEL_OVERRUN:
+        return [Point(g.OVERRUNS, 1, {g.LIMIT: str(cast(ModelOverrunData, data).get("limit", ""))})]
+    if kind == EventType.MODEL_RESPONSE:
+        return _estimate_error(cast(ModelResponseData, data))
     return [Point(g.APPROVALS, 1, {g.APPROVAL_OUTCOME: kind.rsplit(".", 1)[1]})]
 
 
-def _estimate_error(data: Mapping[str, Any]) -> list[Point]:
+def _estimate_error(data: ModelResponseData) -> list[Point]:
     """How far the runtime's input estimate was from the provider's count, as a fraction of
     the count (+0.1: the estimate was 10% high), for calls the provider counted."""
     response = data.get("response") or {}
@@ -79,6 +87,7 @@ def _estimate_error(data: Mapping[str, Any]) -> list[Point]:
                   {g.REQUEST_MODEL: str(response.get("model", ""))})]
 
 
-_COUNTED = frozenset({"tool.decision", "session.end", "session.paused", "model.overrun",
-                      "model.response", "approval.requested", "approval.granted",
-                      "approval.refused"})
+_COUNTED = frozenset({EventType.TOOL_DECISION, EventType.SESSION_END, EventType.SESSION_PAUSED,
+                      EventType.MODEL_OVERRUN, EventType.MODEL_RESPONSE,
+                      EventType.APPROVAL_REQUESTED, EventType.APPROVAL_GRANTED,
+                      EventType.APPROVAL_REFUSED})

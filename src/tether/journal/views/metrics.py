@@ -26,6 +26,7 @@ from typing import Any
 
 from tether.errors import InvalidArgument
 from tether.types import Event
+from tether.vocabulary import EventType
 
 BUDGET_REASONS = ("step_budget", "token_budget", "cost_budget", "time_budget",
                   "tool_call_budget")
@@ -59,35 +60,35 @@ class SessionFacts:
 
 def session_facts(events: Sequence[Event]) -> SessionFacts:
     """The facts of one session, from its events in order."""
-    if not events or events[0].type != "session.start":
+    if not events or events[0].type != EventType.SESSION_START:
         raise InvalidArgument("a session's events start with session.start")
     status, reason, spend = "open", None, None
     ran = errors = decided = denied = requested = granted = 0
     estimate: list[float] = []
     for event in events:
         kind = event.type
-        if kind == "tool.result":
+        if kind == EventType.TOOL_RESULT:
             status_of = event.data.get("status")
             ran += status_of in RAN
             errors += status_of in FAILED
             denied += status_of == "denied"
-        elif kind == "tool.decision":
+        elif kind == EventType.TOOL_DECISION:
             decided += 1
-        elif kind == "approval.requested":
+        elif kind == EventType.APPROVAL_REQUESTED:
             requested += 1
-        elif kind == "approval.granted":
+        elif kind == EventType.APPROVAL_GRANTED:
             granted += 1
-        elif kind == "model.response":
+        elif kind == EventType.MODEL_RESPONSE:
             data = event.data
             reserved = data.get("reserved_input") or 0
             reported = data["response"]["usage"]["input_tokens"]
             if reserved > 0:
                 estimate.append((reported - reserved) / reserved)
-        elif kind == "session.end":
+        elif kind == EventType.SESSION_END:
             status, reason, spend = "ended", event.data["reason"], event.data.get("spend")
-        elif kind == "session.paused":
+        elif kind == EventType.SESSION_PAUSED:
             status, reason, spend = "paused", event.data["reason"], event.data.get("spend")
-        elif kind == "session.resumed":
+        elif kind == EventType.SESSION_RESUMED:
             status, reason = "open", None
     spend = spend or {}
     return SessionFacts(

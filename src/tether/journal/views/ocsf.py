@@ -27,9 +27,20 @@ from __future__ import annotations
 import json
 from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
+from tether.journal.payloads import (
+    ApprovalData,
+    CredentialIssuedData,
+    EffectSettledData,
+    ModelOverrunData,
+    SessionEndData,
+    SessionResumedData,
+    SessionStartData,
+    ToolDecisionData,
+)
 from tether.types import Event
+from tether.vocabulary import EventType
 
 OCSF_VERSION = "1.8.0"
 PROFILES = ("security_control", "ai_operation")
@@ -105,7 +116,7 @@ class OCSFView:
         ctx = self._sessions.setdefault(event.session_id, _Context())
         build = _BUILDERS.get(event.type)
         records = [] if build is None else build(_Record(self._version, ctx, event))
-        if event.type == "session.paused":  # the next run records its tools' metadata again
+        if event.type == EventType.SESSION_PAUSED:  # the next run records its tools' metadata again
             ctx.resources.clear()
         return records
 
@@ -229,13 +240,13 @@ def _status(record: dict[str, Any], ok: bool, detail: str) -> dict[str, Any]:
 
 def _start(r: _Record) -> list[dict[str, Any]]:
     """``session.start``: the recipe (agent, tools, policy) is loaded for this session."""
-    d, ctx = r.data, r.ctx
+    d, ctx = cast(SessionStartData, r.data), r.ctx
     subject = d.get("subject") or {}
     ctx.agent, ctx.model = str(d.get("agent") or ""), str(d.get("model") or "")
     ctx.provider = str(d.get("provider") or "")
     ctx.user_id, ctx.tenant_id = subject.get("user_id"), subject.get("tenant_id")
     ctx.roles = [str(role) for role in subject.get("roles") or []]
-    record = r.api_activity(1, "session.start", 1)
+    record = r.api_activity(1, EventType.SESSION_START, 1)
     policy = _policy(str(d.get("recipe") or ""), type="tether recipe",
                      data={"agent": ctx.agent, "tools": d.get("tools") or [],
                            "budget": d.get("budget") or {}})
@@ -246,7 +257,7 @@ def _start(r: _Record) -> list[dict[str, Any]]:
 
 
 def _decision(r: _Record) -> list[dict[str, Any]]:
-    d, ctx = r.data, r.ctx
+    d, ctx = cast(ToolDecisionData, r.data), r.ctx
     tool, call_id = str(d.get("tool") or ""), str(d.get("call_id") or "")
     decision = d.get("decision") or {}
     effect = str(decision.get("effect") or "")
@@ -277,7 +288,7 @@ def _decision(r: _Record) -> list[dict[str, Any]]:
 
 def _approval(granted: bool) -> Any:
     def build(r: _Record) -> list[dict[str, Any]]:
-        d = r.data
+        d = cast(ApprovalData, r.data)
         call_id = str(d.get("call_id") or "")
         tool, policy_id = r.ctx.calls.get(call_id, (str(d.get("tool") or ""), ""))
         tool = str(d.get("tool") or tool)
@@ -300,7 +311,7 @@ def _approval(granted: bool) -> Any:
 
 def _credential(r: _Record) -> list[dict[str, Any]]:
     """``credential.issued``: a scoped token (its id only, never its value) for one call."""
-    d = r.data
+    d = cast(CredentialIssuedData, r.data)
     tool, call_id = str(d.get("tool") or ""), str(d.get("call_id") or "")
     record = _call(r.api_activity(1, tool, 1), call_id, tool)
     record["resources"] = [{"uid": str(d.get("token_id") or ""), "type": "credential",
@@ -313,11 +324,11 @@ def _credential(r: _Record) -> list[dict[str, Any]]:
 
 def _overrun(r: _Record) -> list[dict[str, Any]]:
     """``model.overrun``: the provider exceeded what was reserved; the run was stopped."""
-    d = r.data
+    d = cast(ModelOverrunData, r.data)
     reported = d.get("reported") or {}
     record = r.api_activity(99, "chat", 4, activity_name="Chat")
     inp, out = reported.get("input_tokens"), reported.get("output_tokens")
-    context: dict[str, Any] = {"uid": f"step-{d.get('step')}", "name": "model.response",
+    context: dict[str, Any] = {"uid": f"step-{d.get('step')}", "name": EventType.MODEL_RESPONSE,
                                "ai_role_id": 2, "ai_role": "Assistant"}
     if isinstance(inp, int) and isinstance(out, int):
         context.update(prompt_tokens=inp, completion_tokens=out, total_tokens=inp + out)
@@ -331,20 +342,20 @@ def _overrun(r: _Record) -> list[dict[str, Any]]:
 def _stop(r: _Record) -> list[dict[str, Any]]:
     """``session.end`` / ``session.paused`` for a budget or the loop detector: a control
     stopped the run. Other ends are not security events."""
-    reason = str(r.data.get("reason") or "")
+    reason = str(cast(SessionEndData, r.data).get("reason") or "")
     if reason not in CONTROL_STOPS:
         return []
     record = r.api_activity(99, "session.stop", 2, activity_name="Stop")
     record["policy"] = _policy(f"budget.{reason}" if reason.endswith("budget") else reason,
                                type="budget" if reason.endswith("budget") else "loop")
-    detail = str(r.data.get("detail") or "")
+    detail = str(cast(SessionEndData, r.data).get("detail") or "")
     record["message"] = f"session stopped: {reason}" + (f" ({detail})" if detail else "")
     return [_status(_control(record, 2, 2), False, detail)]
 
 
 def _settled(r: _Record) -> list[dict[str, Any]]:
     """``effect.settled``: an operator decided to retry or skip an interrupted effect."""
-    d = r.data
+    d = cast(EffectSettledData, r.data)
     call_id, retry = str(d.get("call_id") or ""), d.get("action") == "retry"
     tool = r.ctx.calls.get(call_id, ("", ""))[0] or "unknown"
     user = {"name": str(d.get("operator") or "operator"), "type_id": 1, "type": "User"}
@@ -357,7 +368,7 @@ def _settled(r: _Record) -> list[dict[str, Any]]:
 def _resumed(r: _Record) -> list[dict[str, Any]]:
     """``session.resumed``: who runs this segment (journals since it says so), so a sink that
     first sees the session here knows its agent, model and user; it makes no record."""
-    d, ctx = r.data, r.ctx
+    d, ctx = cast(SessionResumedData, r.data), r.ctx
     if "agent" in d:
         ctx.agent, ctx.model = str(d.get("agent") or ""), str(d.get("model") or "")
         ctx.provider = str(d.get("provider") or "")
@@ -369,8 +380,10 @@ def _resumed(r: _Record) -> list[dict[str, Any]]:
 
 
 _BUILDERS: dict[str, Any] = {
-    "session.start": _start, "session.resumed": _resumed, "tool.decision": _decision,
-    "approval.granted": _approval(True), "approval.refused": _approval(False),
-    "credential.issued": _credential, "model.overrun": _overrun,
-    "session.end": _stop, "session.paused": _stop, "effect.settled": _settled,
+    EventType.SESSION_START: _start, EventType.SESSION_RESUMED: _resumed,
+    EventType.TOOL_DECISION: _decision,
+    EventType.APPROVAL_GRANTED: _approval(True), EventType.APPROVAL_REFUSED: _approval(False),
+    EventType.CREDENTIAL_ISSUED: _credential, EventType.MODEL_OVERRUN: _overrun,
+    EventType.SESSION_END: _stop, EventType.SESSION_PAUSED: _stop,
+    EventType.EFFECT_SETTLED: _settled,
 }

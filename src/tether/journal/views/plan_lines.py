@@ -14,7 +14,14 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from tether.journal.payloads import (
+    PlanAmendedData,
+    SummaryErrorData,
+    SummaryRequestData,
+    SummaryResponseData,
+)
 from tether.journal.views.text import excerpt
+from tether.vocabulary import EventType
 
 EXCERPT = 70
 
@@ -49,23 +56,23 @@ def asked_line(plan: Mapping[str, Any], tool: str) -> str:
     return f"  plan: asked in {'; '.join(clauses)}"
 
 
-def _asked(d: Mapping[str, Any]) -> list[str]:
+def _asked(d: SummaryRequestData) -> list[str]:
     return [f"planner call to {d.get('model')} (at most {d.get('max_output_tokens')} out "
             f"tokens): reads the request for {', '.join(d.get('tools') or []) or 'no tool'}"]
 
 
-def _answered(d: Mapping[str, Any]) -> list[str]:
+def _answered(d: SummaryResponseData) -> list[str]:
     return [f"planner answered: \"{_short(d.get('text') or '', 80)}\" ({d.get('input_tokens')} "
             f"in, {d.get('output_tokens')} out tokens, ${d.get('cost_usd')})"]
 
 
-def _failed(d: Mapping[str, Any]) -> list[str]:
+def _failed(d: SummaryErrorData) -> list[str]:
     tokens = (d.get("input_tokens") or 0) + (d.get("output_tokens") or 0)
     return [f"planner call failed: {_short(d.get('error', ''), 100)} (charged {tokens} tokens, "
             f"${d.get('cost_usd')}); {d.get('fallback') or 'the rules plan stands'}"]
 
 
-def _amended(d: Mapping[str, Any]) -> list[str]:
+def _amended(d: PlanAmendedData) -> list[str]:
     added = d.get("added") or []
     lines = [f"plan amended by the planner: {len(added)} ask(s) added, "
              f"{len(d.get('rejected') or [])} rejected"]
@@ -76,9 +83,9 @@ def _amended(d: Mapping[str, Any]) -> list[str]:
     return lines
 
 
-PLAN_RENDER: dict[str, Callable[[Mapping[str, Any]], list[str]]] = {
-    "plan.request": _asked,
-    "plan.response": _answered,
-    "plan.error": _failed,
-    "plan.amended": _amended,
+PLAN_RENDER: dict[str, Callable[[Any], list[str]]] = {  # each given its event's payload
+    EventType.PLAN_REQUEST: _asked,
+    EventType.PLAN_RESPONSE: _answered,
+    EventType.PLAN_ERROR: _failed,
+    EventType.PLAN_AMENDED: _amended,
 }

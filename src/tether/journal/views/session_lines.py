@@ -16,6 +16,7 @@ from typing import Any
 
 from tether.journal.views.plan_lines import plan_lines
 from tether.journal.views.text import Renderer, excerpt
+from tether.vocabulary import EventType
 
 
 def _start(d: Mapping[str, Any]) -> list[str]:
@@ -63,11 +64,11 @@ def _graded(d: Mapping[str, Any]) -> list[str]:
 
 
 SESSION_RENDER: dict[str, Renderer] = {
-    "session.start": _start,
-    "session.paused": _paused,
-    "session.resumed": _resumed,
-    "session.end": _end,
-    "session.error": _error,
-    "session.wrap_up_skipped": _wrap_up_skipped,
-    "eval.graded": _graded,
+    EventType.SESSION_START: _start,
+    EventType.SESSION_PAUSED: _paused,
+    EventType.SESSION_RESUMED: _resumed,
+    EventType.SESSION_END: _end,
+    EventType.SESSION_ERROR: _error,
+    EventType.SESSION_WRAP_UP_SKIPPED: _wrap_up_skipped,
+    EventType.EVAL_GRADED: _graded,
 }

@@ -24,10 +24,26 @@ from dataclasses import dataclass, field
 from types import ModuleType
 from typing import Any
 
+from tether.journal.payloads import (
+    ApprovalData,
+    BranchResponseData,
+    CallData,
+    ChatRequestData,
+    ModelChargeData,
+    ModelOverrunData,
+    ModelResponseData,
+    SessionEndData,
+    SessionPausedData,
+    SessionResumedData,
+    ToolDecisionData,
+    ToolResultData,
+    ToolStartedData,
+)
 from tether.journal.views import genai as g
 from tether.records import fast_init
 from tether.tracing import Segment, TraceParent
 from tether.types import Event
+from tether.vocabulary import EventType
 
 _orjson: ModuleType | None
 try:
@@ -146,10 +162,10 @@ class SpanDeriver:
 
     # -- segments -----------------------------------------------------------------------------
 
-    def _begin(self, event: Event, data: Attributes) -> list[SpanRecord]:
+    def _begin(self, event: Event, data: SessionResumedData) -> list[SpanRecord]:
         done = self.finish(event) if self._root is not None else []
         links: tuple[TraceParent, ...] = ()
-        if event.type == "session.start":
+        if event.type == EventType.SESSION_START:
             context = data.get("context")
             parent = TraceParent.parse(context.get("traceparent")
                                        if isinstance(context, Mapping) else None)
@@ -175,11 +191,11 @@ class SpanDeriver:
                            "INTERNAL", _ns(event), attributes, links)
         return done
 
-    def _end(self, event: Event, data: Attributes) -> list[SpanRecord]:
+    def _end(self, event: Event, data: SessionEndData | SessionPausedData) -> list[SpanRecord]:
         assert self._root is not None
         attributes = self._root.attributes
         attributes[g.STOP_REASON] = str(data.get("reason", ""))
-        if event.type == "session.paused":
+        if event.type == EventType.SESSION_PAUSED:
             attributes[g.PAUSED] = True
         spend = data.get("spend")
         if isinstance(spend, Mapping):
@@ -218,7 +234,7 @@ class SpanDeriver:
 
     # -- model calls --------------------------------------------------------------------------
 
-    def _request(self, event: Event, data: Attributes) -> None:
+    def _request(self, event: Event, data: ChatRequestData) -> None:
         assert self._root is not None and self._segment is not None
         attributes: dict[str, Any] = {
             g.OPERATION: g.CHAT, g.PROVIDER: self._provider, g.REQUEST_MODEL: self._model,
@@ -235,7 +251,8 @@ class SpanDeriver:
                                        self._segment.model_call(event.seq),
                                        self._root.context, "CLIENT", _ns(event), attributes)
 
-    def _response(self, event: Event, data: Attributes) -> list[SpanRecord]:
+    def _response(self, event: Event,
+                  data: BranchResponseData | ModelResponseData) -> list[SpanRecord]:
         span = self._pop_chat()
         if span is None:
             return []
@@ -254,16 +271,16 @@ class SpanDeriver:
                 a[g.OUTPUT_MESSAGES] = json.dumps([_assistant(response)])
         return [span.close(_ns(event))]
 
-    def _model_failed(self, event: Event, data: Attributes) -> list[SpanRecord]:
+    def _model_failed(self, event: Event, data: ModelChargeData) -> list[SpanRecord]:
         span = self._pop_chat()
         if span is None:
             return []
         error = str(data.get("error", "")) or event.type
-        span.attributes[g.ERROR_TYPE] = error.split(":", 1)[0] if event.type == "model.error" \
-            else event.type
+        span.attributes[g.ERROR_TYPE] = error.split(":", 1)[0] \
+            if event.type == EventType.MODEL_ERROR else event.type
         return [span.close(_ns(event), error)]
 
-    def _overrun(self, event: Event, data: Attributes) -> None:
+    def _overrun(self, event: Event, data: ModelOverrunData) -> None:
         assert self._root is not None
         reported = data.get("reported") or {}
         self._root.events.append((g.OVERRUN_EVENT, _ns(event), {
@@ -294,12 +311,12 @@ class SpanDeriver:
             self._calls[call_id] = span
         return span
 
-    def _client_call(self, event: Event, data: Attributes) -> None:
+    def _client_call(self, event: Event, data: CallData) -> None:
         call = data.get("call") or {}
         self._call(event, str(call.get("id", "")), str(call.get("name", "")),
                    TraceParent.parse(data.get("traceparent")))
 
-    def _decision(self, event: Event, data: Attributes) -> None:
+    def _decision(self, event: Event, data: ToolDecisionData) -> None:
         span = self._call(event, str(data["call_id"]), str(data["tool"]))
         decision = data.get("decision") or {}
         a = span.attributes
@@ -311,7 +328,7 @@ class SpanDeriver:
         if self._content and "arguments" in data:
             a[g.TOOL_ARGUMENTS] = json.dumps(data["arguments"], sort_keys=True)
 
-    def _approval(self, event: Event, data: Attributes) -> None:
+    def _approval(self, event: Event, data: ApprovalData) -> None:
         span = self._call(event, str(data["call_id"]), str(data.get("tool", "")))
         a = span.attributes
         a[g.APPROVAL_ID] = str(data.get("approval_id", ""))
@@ -320,10 +337,10 @@ class SpanDeriver:
         if data.get("approver"):
             a[g.APPROVER] = str(data["approver"])
 
-    def _touch(self, event: Event, data: Attributes) -> None:
+    def _touch(self, event: Event, data: ToolStartedData) -> None:
         self._call(event, str(data["call_id"]), str(data.get("tool", "")))
 
-    def _result(self, event: Event, data: Attributes) -> list[SpanRecord]:
+    def _result(self, event: Event, data: ToolResultData) -> list[SpanRecord]:
         call_id = str(data["call_id"])
         span = self._call(event, call_id, str(data["tool"]))
         del self._calls[call_id]
@@ -370,27 +387,27 @@ def _assistant(response: Mapping[str, Any]) -> dict[str, Any]:
     return message
 
 
-_OPENERS = frozenset({"session.start", "session.resumed"})
+_OPENERS = frozenset({EventType.SESSION_START, EventType.SESSION_RESUMED})
 _HANDLERS: dict[str, Any] = {
-    "session.start": SpanDeriver._begin,
-    "session.resumed": SpanDeriver._begin,
-    "session.end": SpanDeriver._end,
-    "session.paused": SpanDeriver._end,
-    "model.request": SpanDeriver._request,
-    "model.response": SpanDeriver._response,
-    "branch.request": SpanDeriver._request,  # a tree search's model call on a branch
-    "branch.response": SpanDeriver._response,
-    "model.error": SpanDeriver._model_failed,
-    "model.unmetered": SpanDeriver._model_failed,
-    "model.overrun": SpanDeriver._overrun,
-    "client.call": SpanDeriver._client_call,
-    "tool.decision": SpanDeriver._decision,
-    "approval.requested": SpanDeriver._approval,
-    "approval.granted": SpanDeriver._approval,
-    "approval.refused": SpanDeriver._approval,
-    "effect.rerun": SpanDeriver._touch,
-    "tool.started": SpanDeriver._touch,
-    "tool.result": SpanDeriver._result,
+    EventType.SESSION_START: SpanDeriver._begin,
+    EventType.SESSION_RESUMED: SpanDeriver._begin,
+    EventType.SESSION_END: SpanDeriver._end,
+    EventType.SESSION_PAUSED: SpanDeriver._end,
+    EventType.MODEL_REQUEST: SpanDeriver._request,
+    EventType.MODEL_RESPONSE: SpanDeriver._response,
+    EventType.BRANCH_REQUEST: SpanDeriver._request,  # a tree search's model call on a branch
+    EventType.BRANCH_RESPONSE: SpanDeriver._response,
+    EventType.MODEL_ERROR: SpanDeriver._model_failed,
+    EventType.MODEL_UNMETERED: SpanDeriver._model_failed,
+    EventType.MODEL_OVERRUN: SpanDeriver._overrun,
+    EventType.CLIENT_CALL: SpanDeriver._client_call,
+    EventType.TOOL_DECISION: SpanDeriver._decision,
+    EventType.APPROVAL_REQUESTED: SpanDeriver._approval,
+    EventType.APPROVAL_GRANTED: SpanDeriver._approval,
+    EventType.APPROVAL_REFUSED: SpanDeriver._approval,
+    EventType.EFFECT_RERUN: SpanDeriver._touch,
+    EventType.TOOL_STARTED: SpanDeriver._touch,
+    EventType.TOOL_RESULT: SpanDeriver._result,
 }
 
 

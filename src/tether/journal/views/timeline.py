@@ -35,6 +35,7 @@ from tether.journal.views.tool_lines import TOOL_RENDER
 from tether.journal.views.turn_lines import TURN_RENDER
 from tether.store.base import ERASED_TYPE
 from tether.types import Event
+from tether.vocabulary import EventType
 
 __all__ = ["call_text", "estimate_line", "excerpt", "header", "spend_line", "timeline", "when"]
 
@@ -48,9 +49,10 @@ def timeline(events: Sequence[Event]) -> list[str]:
         render = _RENDER.get(event.type)
         texts = render(event.data) if render is not None else [
             f"{event.type}: {excerpt(json.dumps(event.data, ensure_ascii=False, sort_keys=True))}"]
-        if event.type in ("session.start", "plan.amended"):  # as the decisions read it
+        # the plan, as the decisions read it
+        if event.type in (EventType.SESSION_START, EventType.PLAN_AMENDED):
             plan = event.data.get("plan")
-        elif event.type == "tool.decision" and plan is not None:
+        elif event.type == EventType.TOOL_DECISION and plan is not None:
             if (event.data.get("resource") or {}).get("side_effect"):
                 effects.add(str(event.data.get("tool")))
             if event.data.get("tool") in effects:
@@ -74,7 +76,7 @@ def header(events: Sequence[Event]) -> list[str]:
     if first.type == ERASED_TYPE:
         return [*lines, f"  content erased by {first.data.get('erasure')} (tether.journal."
                 "erasure): what remains is each event's former type, hash and link"]
-    if first.type != "session.start":
+    if first.type != EventType.SESSION_START:
         return [*lines, f"  (the first event is {first.type!r}, not session.start)"]
     d = first.data
     who = d.get("subject") or {}
@@ -103,14 +105,14 @@ def header(events: Sequence[Event]) -> list[str]:
 def spend_line(events: Sequence[Event]) -> str:
     """What the session spent, as its last end or pause recorded it."""
     for event in reversed(events):
-        spend = event.data.get("spend") if event.type in ("session.end", "session.paused") \
-            else None
+        ended = event.type in (EventType.SESSION_END, EventType.SESSION_PAUSED)
+        spend = event.data.get("spend") if ended else None
         if isinstance(spend, Mapping):
-            status = "ended" if event.type == "session.end" else "paused"
+            status = "ended" if event.type == EventType.SESSION_END else "paused"
             return (f"spend ({status}): {spend.get('tokens')} tokens, ${spend.get('cost_usd')}, "
                     f"{spend.get('steps')} steps, {spend.get('tool_calls')} tool calls, "
                     f"{spend.get('seconds')} s")
-        if event.type == ERASED_TYPE and event.data.get("type") == "session.end":
+        if event.type == ERASED_TYPE and event.data.get("type") == EventType.SESSION_END:
             return "spend: erased with the session's content"
     return "spend: not recorded (the session has neither ended nor paused)"
 
@@ -121,7 +123,7 @@ def estimate_line(events: Sequence[Event]) -> str:
     reserved = reported = calls = 0
     for event in events:
         usage = (event.data.get("response") or {}).get("usage") or {} \
-            if event.type == "model.response" else {}
+            if event.type == EventType.MODEL_RESPONSE else {}
         if usage and not usage.get("estimated") and event.data.get("reserved_input"):
             reserved += event.data["reserved_input"]
             reported += usage.get("input_tokens") or 0

@@ -13,6 +13,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from tether.journal.views.text import Renderer, call_text, excerpt, when
+from tether.vocabulary import EventType
 
 
 def _decision(d: Mapping[str, Any]) -> list[str]:
@@ -99,13 +100,13 @@ def _settled(d: Mapping[str, Any]) -> list[str]:
 
 
 TOOL_RENDER: dict[str, Renderer] = {
-    "tool.decision": _decision,
-    "approval.requested": _approval_requested,
-    "approval.granted": _approval_granted,
-    "approval.refused": _approval_refused,
-    "tool.started": _started,
-    "credential.issued": _credential,
-    "tool.result": _result,
-    "effect.settled": _settled,
-    "effect.rerun": _rerun,
+    EventType.TOOL_DECISION: _decision,
+    EventType.APPROVAL_REQUESTED: _approval_requested,
+    EventType.APPROVAL_GRANTED: _approval_granted,
+    EventType.APPROVAL_REFUSED: _approval_refused,
+    EventType.TOOL_STARTED: _started,
+    EventType.CREDENTIAL_ISSUED: _credential,
+    EventType.TOOL_RESULT: _result,
+    EventType.EFFECT_SETTLED: _settled,
+    EventType.EFFECT_RERUN: _rerun,
 }

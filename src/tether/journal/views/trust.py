@@ -23,6 +23,7 @@ from dataclasses import dataclass
 
 from tether.errors import InvalidArgument
 from tether.types import Event
+from tether.vocabulary import EventType
 from tether.vouched import split_vouched
 
 TRUSTED_FIELD = "trusted field"  # a value under one of an untrusted tool's trusted_fields
@@ -60,7 +61,7 @@ def carriers(sessions: Iterable[Sequence[Event]], canaries: Sequence[str]) -> li
     seen: dict[tuple[str, str], tuple[set[str], int, tuple[str, int]]] = {}
     for events in sessions:
         for event in events:
-            if event.type != "tool.result":
+            if event.type != EventType.TOOL_RESULT:
                 continue
             content = str(event.data.get("content", ""))
             tool = str(event.data.get("tool"))

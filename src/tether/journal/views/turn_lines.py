@@ -14,6 +14,7 @@ from typing import Any
 
 from tether.journal.views.branches import tree_lines
 from tether.journal.views.text import Renderer, call_text, excerpt, off_by
+from tether.vocabulary import EventType
 
 
 def _request(d: Mapping[str, Any]) -> list[str]:
@@ -153,22 +154,22 @@ def _selected(d: Mapping[str, Any]) -> list[str]:
 
 
 TURN_RENDER: dict[str, Renderer] = {
-    "strategy.note": _strategy_note,
-    "model.request": _request,
-    "model.response": _response,
-    "model.error": _model_error,
-    "model.unmetered": _unmetered,
-    "model.lost": _unmetered,
-    "model.overrun": _overrun,
-    "client.call": _client_call,
-    "strategy.calls": _planned_calls,
-    "subagent.charge": _subagent_charge,
-    "output.valid": _output_valid,
-    "output.invalid": _output_invalid,
-    "session.note": _note,
-    "compaction.request": _summary_request,
-    "compaction.response": _summary_response,
-    "compaction.error": _summary_error,
-    "context.compacted": _compacted,
-    "tools.selected": _selected,
+    EventType.STRATEGY_NOTE: _strategy_note,
+    EventType.MODEL_REQUEST: _request,
+    EventType.MODEL_RESPONSE: _response,
+    EventType.MODEL_ERROR: _model_error,
+    EventType.MODEL_UNMETERED: _unmetered,
+    EventType.MODEL_LOST: _unmetered,
+    EventType.MODEL_OVERRUN: _overrun,
+    EventType.CLIENT_CALL: _client_call,
+    EventType.STRATEGY_CALLS: _planned_calls,
+    EventType.SUBAGENT_CHARGE: _subagent_charge,
+    EventType.OUTPUT_VALID: _output_valid,
+    EventType.OUTPUT_INVALID: _output_invalid,
+    EventType.SESSION_NOTE: _note,
+    EventType.COMPACTION_REQUEST: _summary_request,
+    EventType.COMPACTION_RESPONSE: _summary_response,
+    EventType.COMPACTION_ERROR: _summary_error,
+    EventType.CONTEXT_COMPACTED: _compacted,
+    EventType.TOOLS_SELECTED: _selected,
 }

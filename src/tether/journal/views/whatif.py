@@ -45,6 +45,7 @@ from tether.policy.base import (
 )
 from tether.policy.plan import RequestPlan
 from tether.types import PLANNED_CALL_PREFIX, Event
+from tether.vocabulary import EventType
 
 SHAPED = frozenset({Effect.PARTIAL_ALLOW, Effect.MASK, Effect.DEGRADE})
 
@@ -105,18 +106,18 @@ def replay_decisions(events: Iterable[Event], policy: Policy) -> WhatIf:
     decided: dict[str, Mapping[str, Any]] = {}  # call id -> its recorded arguments
     effects: dict[str, tuple[MadeEffect, ...]] = {}  # session -> the side effects it made
     for event in events:
-        if event.type == "session.start":
+        if event.type == EventType.SESSION_START:
             starts[event.session_id] = event.data
             continue
-        if event.type == "plan.amended" and event.session_id in starts:  # the planner's
+        if event.type == EventType.PLAN_AMENDED and event.session_id in starts:  # the planner's
             starts[event.session_id] = {**starts[event.session_id], "plan": event.data["plan"]}
             continue
-        if event.type == "tool.started":
+        if event.type == EventType.TOOL_STARTED:
             call_id = event.data["call_id"]
             effects[event.session_id] = (*effects.get(event.session_id, ()), MadeEffect(
                 call_id, event.data["tool"], decided.get(call_id, {})))
             continue
-        if event.type != "tool.decision":
+        if event.type != EventType.TOOL_DECISION:
             continue
         decided[event.data.get("call_id", "")] = event.data.get("arguments") or {}
         start = starts.get(event.session_id)

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 from tether.runtime.accounting.accountant import Accountant
 from tether.runtime.approvals.requests import ApprovalStore
 from tether.tools.asking import Refused
+from tether.vocabulary import EventType
 
 if TYPE_CHECKING:
     from tether.journal.chain import Journal
@@ -90,7 +91,7 @@ class AskLedger:
         n = self._count[kind] = self._count.get(kind, 0) + 1
         if n > MAX_ASKS:
             if n == MAX_ASKS + 1:
-                self.session.journal.append(f"{kind}.refused", {
+                self.session.journal.append(EventType(f"{kind}.refused"), {
                     "call_id": self.call_id, "server": server,
                     "reason": f"more than {MAX_ASKS} {kind} requests in one call: this and "
                               "every later one is refused without a record"})
@@ -101,7 +102,7 @@ class AskLedger:
         ``reason`` before anything was asked (the server's configuration, a form tether does
         not answer); Refused past ``MAX_ASKS``."""
         self.admit(kind, server)
-        self.session.journal.append(f"{kind}.refused", {"call_id": self.call_id,
+        self.session.journal.append(EventType(f"{kind}.refused"), {"call_id": self.call_id,
                                                         "server": server, "reason": reason})
 
     def tally(self, kind: str, server: str, most: int) -> bool:
@@ -109,7 +110,7 @@ class AskLedger:
         (``{kind}.dropped`` journaled the first time: a flood is recorded once)."""
         n = self._count[kind] = self._count.get(kind, 0) + 1
         if n == most + 1:
-            self.session.journal.append(f"{kind}.dropped", {
+            self.session.journal.append(EventType(f"{kind}.dropped"), {
                 "call_id": self.call_id, "server": server,
                 "reason": f"more than {most} {kind} notifications in one call: this and every "
                           "later one is dropped"})

@@ -43,6 +43,7 @@ from tether.runtime.chokepoint.gate import Keep, PolicyGate
 from tether.runtime.chokepoint.turn import ToolCalls
 from tether.runtime.record.state import SessionState
 from tether.tracing import Segment
+from tether.vocabulary import EventType
 
 if TYPE_CHECKING:
     from tether.credentials import CredentialBroker
@@ -112,4 +113,4 @@ def subject_record(subject: Subject) -> dict[str, Any]:
 
 def write_start(journal: Journal, start: dict[str, Any]) -> int:
     """Append a run's ``session.start`` (the one place it is written); returns its seq."""
-    return journal.append("session.start", start)
+    return journal.append(EventType.SESSION_START, start)

@@ -32,6 +32,7 @@ from tether.journal.redaction import MASKED
 from tether.runtime.approvals.requests import ApprovalError, new_request
 from tether.runtime.chokepoint.ask_ledger import AskLedger
 from tether.tools.asking import Question, secret_looking
+from tether.vocabulary import EventType
 
 POLL = 0.2  # seconds between looks at the store for a person's answer
 
@@ -45,7 +46,7 @@ async def elicit(asks: AskLedger, server: str, message: str, schema: Mapping[str
     journal, approvals = asks.session.journal, asks.session.approvals
     ttl = asks.time_left()
     if ttl <= 0:
-        journal.append("elicitation.refused", {"call_id": asks.call_id, "server": server,
+        journal.append(EventType.ELICITATION_REFUSED, {"call_id": asks.call_id, "server": server,
                                                "reason": "the tool call's time is up"})
         return None
     said, asked = journal.hide_secrets(message), dict(schema)
@@ -57,7 +58,7 @@ async def elicit(asks: AskLedger, server: str, message: str, schema: Mapping[str
                f"{said}", policy_id="mcp.elicitation", ttl=ttl,
         tenant_id=asks.session.tenant_id)
     approvals.add(request)
-    journal.append("elicitation.requested", {
+    journal.append(EventType.ELICITATION_REQUESTED, {
         "call_id": asks.call_id, "server": server, "approval_id": request.id,
         "message": said, "schema": asked,
         "expires_at": request.expires_at})
@@ -95,7 +96,7 @@ async def elicit(asks: AskLedger, server: str, message: str, schema: Mapping[str
                               by=f"{asks.session_id}/{asks.call_id}")
     except ApprovalError as exc:  # decided by someone else meanwhile, or expired
         return _declined(asks, server, request.id, by, str(exc))
-    journal.append("elicitation.answered", {
+    journal.append(EventType.ELICITATION_ANSWERED, {
         "call_id": asks.call_id, "server": server, "approval_id": request.id,
         "action": "accept", "by": by, "content": _shown(asks, content)})
     return content
@@ -131,7 +132,7 @@ def _declined(asks: AskLedger, server: str, approval_id: str, by: str,
     if current is not None and current.status == "pending":
         with contextlib.suppress(ApprovalError):  # decided meanwhile
             approvals.deny(approval_id, approver=by, note=reason[:500])
-    journal.append("elicitation.answered", {
+    journal.append(EventType.ELICITATION_ANSWERED, {
         "call_id": asks.call_id, "server": server, "approval_id": approval_id,
         "action": "decline", "by": by, "reason": journal.hide_secrets(reason)})
     return None
@@ -153,13 +154,13 @@ async def relay_elicit(asks: AskLedger, server: str, message: str, schema: Mappi
     """Ask the call's caller ``server``'s form (see ``CallAsks.relay_elicit``), once ``asks``
     admitted it and with its turn."""
     journal = asks.session.journal
-    journal.append("elicitation.relayed", {
+    journal.append(EventType.ELICITATION_RELAYED, {
         "call_id": asks.call_id, "server": server,
         "message": journal.hide_secrets(message), "schema": dict(schema)})
     await asks.flush()
 
     def answered(action: str, **data: Any) -> None:
-        journal.append("elicitation.answered", {
+        journal.append(EventType.ELICITATION_ANSWERED, {
             "call_id": asks.call_id, "server": server, "approval_id": None,
             "action": action, "by": "client", **data})
 

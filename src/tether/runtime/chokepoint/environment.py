@@ -62,6 +62,7 @@ from tether.types import (
     ToolSpec,
     detached,
 )
+from tether.vocabulary import EventType
 
 
 class Environment:
@@ -357,7 +358,7 @@ class Environment:
             raise stop
         return False
 
-    def record(self, kind: str, data: Mapping[str, Any]) -> None:
+    def record(self, kind: EventType, data: Mapping[str, Any]) -> None:
         """``Seat``: journal a door's own event (a note, planned calls, a simulated call)."""
         self._journal.append(kind, data)
 

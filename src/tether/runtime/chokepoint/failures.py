@@ -20,6 +20,7 @@ from tether.runtime.accounting.accountant import Reservation
 from tether.runtime.accounting.stop import Stop, StopReason
 from tether.runtime.chokepoint.model_call import Door
 from tether.types import Usage
+from tether.vocabulary import EventType
 
 # the model.unmetered error of a call the time budget cancelled (rerun replays it as such)
 CANCELLED_BY_TIME = "the time budget ran out during the call; it was cancelled"
@@ -35,12 +36,12 @@ class Failures:
 
     def turn_door(self) -> Door:
         """The door of a session turn: ``model.request`` / ``model.response``."""
-        return Door("model.request", "model.response", self._unusable,
+        return Door(EventType.MODEL_REQUEST, EventType.MODEL_RESPONSE, self._unusable,
                     unjournalable=self._unjournalable)
 
     def branch_door(self, key: str) -> Door:
         """The door of a branch call: ``branch.request`` / ``branch.response``."""
-        return Door("branch.request", "branch.response", self._unusable_on_branch,
+        return Door(EventType.BRANCH_REQUEST, EventType.BRANCH_RESPONSE, self._unusable_on_branch,
                     {"branch": key}, "overrun on a branch call", True,
                     self._unjournalable_on_branch)
 
@@ -75,13 +76,13 @@ class Failures:
             self.unmetered(step, reservation, CANCELLED_BY_TIME)
             return Stop(StopReason.TIME_BUDGET, "time budget ran out during a model call")
         error = f"{type(exc).__name__}: {exc}"
-        self._journal.append("model.error", {"step": step, "error": error})
+        self._journal.append(EventType.MODEL_ERROR, {"step": step, "error": error})
         return Stop(StopReason.MODEL_ERROR, error)
 
     def unmetered(self, step: int, reservation: Reservation, error: str) -> Stop:
         """Charge a call whose real usage is unknown at what was reserved for it; the stop
         that follows (a model error)."""
-        self._journal.append("model.unmetered", {
+        self._journal.append(EventType.MODEL_UNMETERED, {
             "step": step, "error": error, "input_tokens": reservation.input_tokens,
             "output_tokens": reservation.max_output_tokens or 0,
             "cost_usd": reservation.cost_usd})

@@ -22,6 +22,7 @@ from tether.runtime.provenance.values import ArgumentProvenance, Sightings
 from tether.runtime.record.state import SessionState
 from tether.tools.base import Tool
 from tether.types import PLANNED_CALL_PREFIX, detached
+from tether.vocabulary import EventType
 
 CHARGED = frozenset({Effect.ALLOW, Effect.PARTIAL_ALLOW, Effect.MASK})
 Shown = Callable[[Mapping[str, Any], Decision], Mapping[str, Any]]
@@ -105,7 +106,7 @@ class PolicyGate:
         carried = labels.read()
         if carried is not None:  # ... and on the private data they carry
             record["labels"] = carried
-        self._journal.append("tool.decision", record)
+        self._journal.append(EventType.TOOL_DECISION, record)
         return decision
 
     def _context(self, provenance: Mapping[str, frozenset[str]], planned: bool = False,

@@ -67,6 +67,7 @@ from tether.tools.caller import SILENT, Caller
 from tether.tools.registry import ToolRegistry
 from tether.tracing import Segment, TraceParent
 from tether.types import Event, ToolCall
+from tether.vocabulary import EventType
 
 if TYPE_CHECKING:
     from tether.credentials import CredentialBroker
@@ -82,13 +83,13 @@ def attach_approval(journal: Journal, call_id: str, record: ApprovalRequest,
     """Journal an approval requested earlier (by a client's or a framework's earlier try of the
     same call) as ``call_id``'s, with its decision, so the pipeline uses it — once, if a person
     approved it — instead of asking again."""
-    journal.append("approval.requested", {
+    journal.append(EventType.APPROVAL_REQUESTED, {
         "approval_id": record.id, "call_id": call_id, "tool": record.tool,
         "arguments": record.arguments, "call_hash": record.call_hash,
         "reason": record.reason, "policy_id": record.policy_id,
         "requested_at": record.requested_at, "expires_at": record.expires_at,
         "reused": True})
-    journal.append("tool.decision", {
+    journal.append(EventType.TOOL_DECISION, {
         "call_id": call_id, "tool": record.tool, "arguments": record.arguments,
         "decision": Decision(Effect.REQUIRE_APPROVAL, record.reason, record.policy_id),
         "signature": signature, "charged": False, "resource": None, "context": None})
@@ -188,7 +189,7 @@ class Gateway:
         """End this segment, naming the next, and open the next, linked to this one's head.
         The end is durable before the next segment starts."""
         old, following = self._journal, os.urandom(16).hex()
-        old.append("session.end", {
+        old.append(EventType.SESSION_END, {
             "reason": "finished", "detail": f"rolled into the next segment, session {following}",
             "answer": "", "spend": self._accountant.spend().to_dict(), NEXT: following})
         await old.aflush()
@@ -225,8 +226,8 @@ class Gateway:
             return
         self._closed = True
         spend = self._accountant.spend()
-        self._journal.append("session.end", {"reason": "finished", "detail": reason,
-                                             "answer": "", "spend": spend.to_dict()})
+        self._journal.append(EventType.SESSION_END, {"reason": "finished", "detail": reason,
+                                                     "answer": "", "spend": spend.to_dict()})
         self._journal.flush()
         if self._credentials is not None:
             self._credentials.revoke_session(self.id)
@@ -249,7 +250,7 @@ class Gateway:
         earlier = self._approved_earlier(call)
         if self._telemetry:  # this call's span: in the client's trace, if it named one
             self._calls.trace_under(Segment(self.id, self._start_seq, parent))
-        self._journal.append("client.call", {"call": call, **(
+        self._journal.append(EventType.CLIENT_CALL, {"call": call, **(
             {"traceparent": parent.header()} if parent is not None else {})})
         if earlier is not None:
             self._attach(call, earlier)

@@ -54,6 +54,7 @@ from tether.runtime.record.result import ToolResult
 from tether.runtime.record.state import SessionState, call_signature
 from tether.tools.base import Tool
 from tether.types import ToolCall
+from tether.vocabulary import EventType
 
 
 @dataclass(slots=True)
@@ -121,7 +122,7 @@ class HeldCalls:
             reason=decision.reason, policy_id=decision.policy_id, ttl=self._approval_ttl,
             tenant_id=self._tenant_id)
         self._approvals.add(request)
-        self._journal.append("approval.requested", {
+        self._journal.append(EventType.APPROVAL_REQUESTED, {
             "approval_id": request.id, "call_id": call.id, "tool": tool.name,
             "arguments": request.arguments, "call_hash": request.call_hash,
             "reason": request.reason, "policy_id": request.policy_id,
@@ -186,7 +187,7 @@ class HeldCalls:
         call = self._with_real_arguments(call)
         arguments = self._executor.validate(tool, ToolCall(call.id, tool.name, call.arguments))
         if settled is None:  # idempotent: it runs again, and the journal says so
-            self._journal.append("effect.rerun", {
+            self._journal.append(EventType.EFFECT_RERUN, {
                 "call_id": call.id, "tool": tool.name,
                 "why": "declared idempotent, it started and left no result, so it runs again"})
         if call.id in state.granted:
@@ -227,7 +228,7 @@ class HeldCalls:
             self._accountant.check_tool_call()
             # journaled, and durable, before the approval is used up: a crash between the two
             # leaves a grant whose approval is still usable by this call, and by no other
-            self._journal.append("approval.granted", {
+            self._journal.append(EventType.APPROVAL_GRANTED, {
                 "approval_id": approval_id, "call_id": call.id, "tool": tool.name,
                 "approver": request.approver, "note": request.note, "charged": True})
             self._journal.flush()
@@ -241,7 +242,7 @@ class HeldCalls:
     def _refuse(self, call: ToolCall, request: ApprovalRequest, why: str,
                 told: str | None = None) -> NoReturn:
         """Journal why an approval cannot be used for ``call``, and refuse the call."""
-        self._journal.append("approval.refused", {
+        self._journal.append(EventType.APPROVAL_REFUSED, {
             "approval_id": request.id, "call_id": call.id, "tool": request.tool, "why": why,
             "approver": request.approver, "note": request.note})
         raise Rejected(refusal(call, told or why))

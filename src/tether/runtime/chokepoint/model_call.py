@@ -60,6 +60,7 @@ from tether.runtime.accounting.answer_calls import usable
 from tether.runtime.accounting.stop import Stop
 from tether.runtime.chokepoint.eager import start
 from tether.types import ModelRequest, ModelResponse, Usage
+from tether.vocabulary import EventType
 
 if TYPE_CHECKING:
     from tether.journal.chain import Journal
@@ -86,8 +87,8 @@ class Door:
     an answer the journal refuses, and what to raise (None: the error goes up as it is). A door
     is made once per kind of call: its hooks are given the step and the reservation."""
 
-    request: str
-    response: str
+    request: EventType
+    response: EventType
     unusable: Callable[[int, Reservation, Usage], BaseException]
     where: Mapping[str, str] = field(default_factory=dict)
     says: str = "overrun"
@@ -170,7 +171,7 @@ class ModelCall:
             raise door.unjournalable(step, reservation, exc) from None
         if over is not None and door.stops:
             reason, detail = over
-            self.journal.append("model.overrun", {
+            self.journal.append(EventType.MODEL_OVERRUN, {
                 "step": step, "limit": reason.value, "detail": detail, **door.where,
                 "reserved": {"input_tokens": reservation.input_tokens,
                              "output_tokens": reservation.max_output_tokens,

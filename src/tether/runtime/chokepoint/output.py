@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any
 from tether.errors import WrongType
 from tether.models.base import estimate_text_tokens
 from tether.runtime.accounting.stop import Stop, StopReason
+from tether.vocabulary import EventType
 
 if TYPE_CHECKING:
     from tether.journal.chain import Journal
@@ -169,15 +170,16 @@ class OutputCheck:
         spec = self.spec
         instance, errors = spec.check(answer)
         if not errors:
-            journal.append("output.valid", {"type": spec.name, "output": spec.dump(instance)})
+            journal.append(EventType.OUTPUT_VALID, {"type": spec.name,
+                                                    "output": spec.dump(instance)})
             return True
         attempt = state.output_invalid + 1
         left = max(0, self.retries + 1 - attempt)
-        journal.append("output.invalid", {"type": spec.name, "attempt": attempt,
-                                          "repairs_left": left, "errors": errors,
-                                          "text": clipped(journal.hide_secrets(answer))})
+        journal.append(EventType.OUTPUT_INVALID, {"type": spec.name, "attempt": attempt,
+                                                  "repairs_left": left, "errors": errors,
+                                                  "text": clipped(journal.hide_secrets(answer))})
         if left:
-            journal.append("session.note", {"text": repair_note(errors, left)})
+            journal.append(EventType.SESSION_NOTE, {"text": repair_note(errors, left)})
         return False
 
     def exhausted(self, state: SessionState) -> Stop | None:

@@ -36,6 +36,7 @@ from tether.runtime.chokepoint.ask_ledger import AskLedger
 from tether.runtime.chokepoint.model_call import Door, ModelCall
 from tether.tools.asking import Refused, Sampled
 from tether.types import Message, ModelRequest
+from tether.vocabulary import EventType
 
 SAMPLING_SYSTEM = (
     "You answer a request that the tool server {server!r} made while it ran the tool {tool!r} "
@@ -59,7 +60,7 @@ async def sample(asks: AskLedger, server: str, messages: Sequence[Message], max_
     journal, model = asks.session.journal, asks.session.model
 
     def refused(reason: str) -> Refused:
-        journal.append("sampling.refused", {"call_id": asks.call_id, "server": server,
+        journal.append(EventType.SAMPLING_REFUSED, {"call_id": asks.call_id, "server": server,
                                             "reason": reason})
         return Refused(reason)
 
@@ -107,8 +108,8 @@ async def sample(asks: AskLedger, server: str, messages: Sequence[Message], max_
             return Refused("the model's answer could not be read")
 
         # no step, and an overrun does not stop the session: the answer is withheld
-        call = ModelCall(journal, metered, Door("sampling.request", "sampling.response",
-                                                unusable, stops=False))
+        call = ModelCall(journal, metered, Door(
+            EventType.SAMPLING_REQUEST, EventType.SAMPLING_RESPONSE, unusable, stops=False))
         try:
             reservation = call.reserve(estimate, final=True, ceiling=max_tokens)
         except Stop as stop:
@@ -148,7 +149,7 @@ def _failed(asks: AskLedger, server: str, error: str, reservation: Reservation,
     """A sampling call with no usable answer: charged its reservation when the provider
     may well have billed it (``billed``), else nothing."""
     held = _held(reservation)
-    asks.session.journal.append("sampling.error", {
+    asks.session.journal.append(EventType.SAMPLING_ERROR, {
         "call_id": asks.call_id, "server": server, "error": error,
         "input_tokens": held["input_tokens"] if billed else 0,
         "output_tokens": held["output_tokens"] if billed else 0, "cached_input_tokens": 0,
@@ -162,7 +163,7 @@ async def relay_sample(asks: AskLedger, server: str, messages: Sequence[Message]
     journal = asks.session.journal
     prompt = "\n\n".join(m.content if len(messages) == 1 else f"{m.role}: {m.content}"
                          for m in messages)
-    journal.append("sampling.relayed", {
+    journal.append(EventType.SAMPLING_RELAYED, {
         "call_id": asks.call_id, "server": server,
         "messages": [Message(m.role, journal.hide_secrets(m.content)).to_dict()
                      for m in messages], "max_tokens": max_tokens,
@@ -178,9 +179,9 @@ async def relay_sample(asks: AskLedger, server: str, messages: Sequence[Message]
         why = ("the call's time ran out" if isinstance(exc, TimeoutError)
                else journal.hide_secrets(f"the client did not answer: "
                                          f"{type(exc).__name__}: {exc}"))
-        journal.append("sampling.refused", {"call_id": asks.call_id, "server": server,
+        journal.append(EventType.SAMPLING_REFUSED, {"call_id": asks.call_id, "server": server,
                                             "reason": why})
         raise Refused(why) from None
-    journal.append("sampling.answered", {"call_id": asks.call_id, "server": server,
+    journal.append(EventType.SAMPLING_ANSWERED, {"call_id": asks.call_id, "server": server,
                                          "by": "client", "text": journal.hide_secrets(text)})
     return Sampled(text, "client", "stop")

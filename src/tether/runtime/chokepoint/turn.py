@@ -52,6 +52,7 @@ from tether.tools.caller import SILENT, Caller, Scrubbed
 from tether.tools.content import Text, describe, scrubbed
 from tether.tracing import Segment
 from tether.types import BRANCH_CALL_PREFIX, ToolCall, detached
+from tether.vocabulary import EventType
 
 if TYPE_CHECKING:  # the credentials package is loaded when a tool first needs a token
     from tether.credentials import CredentialBroker, ScopedToken
@@ -240,7 +241,7 @@ class ToolCalls:
             return
         effects = [a for a in batch if a.tool.meta.side_effect]
         for admitted in effects:  # recorded, and durable, before the effect can happen
-            self._journal.append("tool.started", {"call_id": admitted.call.id,
+            self._journal.append(EventType.TOOL_STARTED, {"call_id": admitted.call.id,
                                                   "tool": admitted.tool.name})
         if effects:  # a read-only call lost in a crash is simply run again
             await self._journal.aflush()
@@ -304,7 +305,7 @@ class ToolCalls:
             scrubbers.append(token.redact)
             self._journal.scrub_with(token.redact, token.scrubs)
             # the token's random id and limits, for audits: never its value (ScopedToken.to_dict)
-            self._journal.append("credential.issued", {
+            self._journal.append(EventType.CREDENTIAL_ISSUED, {
                 "call_id": call.id, "tool": tool.name, "token_id": token.id,
                 "ttl": token.ttl, "max_uses": token.max_uses})
         def scrub(text: str) -> str:
@@ -316,7 +317,7 @@ class ToolCalls:
             check_charge(spend)
             self._accountant.release(call.id)
             u = spend.usage
-            self._journal.append("subagent.charge", {
+            self._journal.append(EventType.SUBAGENT_CHARGE, {
                 "call_id": call.id, "input_tokens": u.input_tokens,
                 "output_tokens": u.output_tokens, "cached_input_tokens": u.cached_input_tokens,
                 "cost_usd": spend.cost_usd, "steps": spend.steps,
@@ -379,4 +380,4 @@ class ToolCalls:
             data["untrusted"] = True
             if trusted_fields and result.status == "ok":  # tether.runtime.provenance.values
                 data["trusted_fields"] = sorted(trusted_fields)
-        self._journal.append("tool.result", data)
+        self._journal.append(EventType.TOOL_RESULT, data)

@@ -40,6 +40,7 @@ from tether.runtime.chokepoint.model_call import Door, ModelCall, Unanswered
 from tether.runtime.chokepoint.shaper import Offered, TurnSeat
 from tether.runtime.context.compaction import Compaction, Cut, digest, plan, replacement, transcript
 from tether.types import Message, ModelRequest
+from tether.vocabulary import EventType
 
 
 class Compactor:
@@ -102,7 +103,7 @@ class Compactor:
         message = replacement(cut.turns, summary)
         before = sum(map(estimate, state.conversation))
         after = before - sum(map(estimate, replaced)) + estimate(message)
-        self._journal.append("context.compacted", {
+        self._journal.append(EventType.CONTEXT_COMPACTED, {
             "step": step, "strategy": "summarise" if summary else "drop", "reason": why,
             "request_tokens": need, "window": self._window,
             "start": cut.start, "end": cut.end, "turns": cut.turns,
@@ -134,7 +135,7 @@ class Compactor:
             return Unanswered(f"the summariser failed ({error})")
 
         call = ModelCall(journal, self._summary_accountant, Door(
-            "compaction.request", "compaction.response", unusable,
+            EventType.COMPACTION_REQUEST, EventType.COMPACTION_RESPONSE, unusable,
             {"purpose": "compaction"}, "overrun of the summary call"))
         try:
             reservation = call.reserve(input_estimate, ceiling=self._compaction.summary_tokens)
@@ -165,7 +166,7 @@ class Compactor:
     def _summary_failed(self, step: int, error: str, charged: Reservation | None) -> None:
         """Journal a summary call that gave no usable answer, charged at its reservation when
         the provider may well have billed it (cancelled for time, usage unusable), else not."""
-        self._journal.append("compaction.error", {
+        self._journal.append(EventType.COMPACTION_ERROR, {
             "step": step, "error": error,
             "input_tokens": charged.input_tokens if charged else 0,
             "output_tokens": (charged.max_output_tokens or 0) if charged else 0,

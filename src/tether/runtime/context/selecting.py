@@ -66,13 +66,14 @@ from tether.types import (
     Message,
     ToolCall,
 )
+from tether.vocabulary import EventType
 
 if TYPE_CHECKING:
     from tether.journal.chain import Journal
     from tether.runtime.record.state import SessionState
 
 QUERY_CHARS = 4_000  # of what the turn adds, the last this many characters join the query
-SELECTED = "tools.selected"
+SELECTED = EventType.TOOLS_SELECTED
 
 
 class Offer:
@@ -105,9 +106,9 @@ def recorded_offer(journal: Journal) -> Offer:
     names: Sequence[str] = ()
     branches: dict[str, tuple[str, ...]] = {}
     for event in journal.events():
-        if event.type == "model.request":
+        if event.type == EventType.MODEL_REQUEST:
             names = event.data.get("tools", ())
-        elif event.type == "branch.request":
+        elif event.type == EventType.BRANCH_REQUEST:
             branches[event.data["key"]] = tuple(event.data.get("tools", ()))
     return Offer(names, branches)
 

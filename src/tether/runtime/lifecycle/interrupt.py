@@ -27,6 +27,7 @@ from tether.runtime.chokepoint.effects import needs_operator
 from tether.runtime.record.charges import SUMMARY_CALL
 from tether.runtime.record.state import SessionState
 from tether.tools.registry import ToolRegistry
+from tether.vocabulary import EventType
 
 
 def uncertain_calls(state: SessionState, registry: ToolRegistry) -> list[str]:
@@ -62,7 +63,8 @@ def lost_call_charge(in_flight: Mapping[str, Any]) -> dict[str, Any]:
             "cost_usd": in_flight["reserved_cost_usd"]}
 
 
-def lost_call(in_flight: Mapping[str, Any], error: str | None) -> tuple[str, dict[str, Any]]:
+def lost_call(in_flight: Mapping[str, Any],
+              error: str | None) -> tuple[EventType, dict[str, Any]]:
     """The event (type, data) that charges a call left with no answer: ``error`` names the
     interruption that cut it off (``model.unmetered``), or is None when a crash lost it
     (``model.lost``, journaled on resume); either counts a turn's step. A compaction's summary
@@ -71,10 +73,10 @@ def lost_call(in_flight: Mapping[str, Any], error: str | None) -> tuple[str, dic
     that summary once and so does not replay the lost call)."""
     charge = lost_call_charge(in_flight)
     if in_flight.get("purpose") == SUMMARY_CALL:
-        return "compaction.error", {
+        return EventType.COMPACTION_ERROR, {
             "step": charge["step"], "lost": True, "cached_input_tokens": 0,
             "error": error or "lost: the process stopped during the summary call",
             **{k: charge[k] for k in ("input_tokens", "output_tokens", "cost_usd")}}
     if error is None:
-        return "model.lost", charge
-    return "model.unmetered", {**charge, "error": error}
+        return EventType.MODEL_LOST, charge
+    return EventType.MODEL_UNMETERED, {**charge, "error": error}

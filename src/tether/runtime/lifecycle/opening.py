@@ -20,6 +20,7 @@ from tether.runtime.lifecycle.interrupt import lost_call
 from tether.runtime.lifecycle.thread import HISTORY_ORDER, thread_history
 from tether.runtime.record.state import SessionState
 from tether.tracing import Segment, TraceParent
+from tether.vocabulary import EventType
 
 if TYPE_CHECKING:
     from tether.runtime.lifecycle.agent import Agent
@@ -38,10 +39,10 @@ def open_run(session: Session, journal: Journal, state: SessionState, resuming: 
         "budget": session.budget.to_dict(), "subject": subject_record(session.subject)}
     if resuming:
         previous = next(e.seq for e in reversed(journal.events())
-                        if e.type in ("session.start", "session.resumed"))
+                        if e.type in (EventType.SESSION_START, EventType.SESSION_RESUMED))
         before = Segment(session.id, previous, TraceParent.parse(
             session.context.get("traceparent")) if previous == 1 else None)
-        seq = journal.append("session.resumed", {
+        seq = journal.append(EventType.SESSION_RESUMED, {
             "after": "pause" if state.paused else "crash", **who,
             "link": before.root().header()})  # the trace of the run before
         lost = state.in_flight

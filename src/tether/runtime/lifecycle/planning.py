@@ -45,6 +45,7 @@ from tether.runtime.chokepoint.gate import resource_of
 from tether.runtime.chokepoint.model_call import Door, ModelCall, Unanswered
 from tether.runtime.record.state import SessionState
 from tether.types import Message, ModelRequest, StructuredRequest
+from tether.vocabulary import EventType
 
 if TYPE_CHECKING:
     from tether.runtime.lifecycle.session import Session
@@ -85,10 +86,10 @@ async def read_with_model(session: Session, env: Stoppable, journal: Journal,
     last = state.planning
     if last is not None:
         kind, data = last
-        if kind == "plan.request":  # its answer died with the process
+        if kind == EventType.PLAN_REQUEST:  # its answer died with the process
             _failed(journal, "lost: the run stopped during the planner's call, so its answer "
                     "is not known; it is not asked again", data)
-        elif kind == "plan.response":  # answered, not yet read: read it now
+        elif kind == EventType.PLAN_RESPONSE:  # answered, not yet read: read it now
             _amend(session, journal, state, data["text"])
         return
     planner = session.agent.planner
@@ -126,8 +127,9 @@ async def _ask(session: Session, planner: ModelPlanner, journal: Journal, state:
         _failed(journal, journal.hide_secrets(error), reservation if expired else None)
         return Unanswered(error)
 
-    call = ModelCall(journal, priced, Door("plan.request", "plan.response", unusable,
-                                           {"purpose": "plan"}, "overrun of the planner's call"))
+    call = ModelCall(journal, priced, Door(EventType.PLAN_REQUEST, EventType.PLAN_RESPONSE,
+                                           unusable, {"purpose": "plan"},
+                                           "overrun of the planner's call"))
     try:
         reservation = call.reserve(estimate, ceiling=planner.max_tokens)
     except Stop as refused:
@@ -164,8 +166,9 @@ def _amend(session: Session, journal: Journal, state: SessionState, text: str) -
     resources = [resource_of(t) for t in session.agent.registry]
     merged, rejected = validated(text, session.request, resources, rules)
     added = [e.to_dict() for e in merged.entries[len(rules.entries):]]
-    journal.append("plan.amended", {"plan": merged.to_dict(), "added": added,
-                                    "rejected": [journal.hide_secrets(r) for r in rejected]})
+    journal.append(EventType.PLAN_AMENDED, {
+        "plan": merged.to_dict(), "added": added,
+        "rejected": [journal.hide_secrets(r) for r in rejected]})
 
 
 def _failed(journal: Journal, error: str, charged: Mapping[str, Any] | Reservation | None,
@@ -181,6 +184,6 @@ def _failed(journal: Journal, error: str, charged: Mapping[str, Any] | Reservati
                   charged["reserved_cost_usd"])
     else:
         charge = (0, 0, 0)
-    journal.append("plan.error", {
+    journal.append(EventType.PLAN_ERROR, {
         "error": error, "fallback": FALLBACK, "input_tokens": charge[0],
         "output_tokens": charge[1], "cached_input_tokens": 0, "cost_usd": charge[2]})

@@ -43,6 +43,7 @@ from tether.runtime.record.state import fold
 from tether.runtime.strategy import doors as strategy_doors
 from tether.store.base import StoreUnavailable
 from tether.types import Event
+from tether.vocabulary import EventType
 
 if TYPE_CHECKING:
     from tether.runtime.lifecycle.agent import Agent
@@ -173,7 +174,7 @@ class Session:
         if call_id not in state.started or call_id in state.results:
             raise InvalidArgument(f"call {call_id!r} is not an interrupted call of this session")
         with leased_briefly(self._journal, self.agent.lease_ttl):
-            self._journal.append("effect.settled", {"call_id": call_id, "action": action,
+            self._journal.append(EventType.EFFECT_SETTLED, {"call_id": call_id, "action": action,
                                                     "operator": operator, "note": note})
             self._journal.flush()
 
@@ -340,7 +341,7 @@ class Session:
 
     def _fail(self, exc: Exception) -> NoReturn:
         if not isinstance(exc, StoreUnavailable):  # else nothing more can be journaled: the
-            self._journal.append("session.error",  # session stops where its store stands
+            self._journal.append(EventType.SESSION_ERROR,  # session stops where its store stands
                                  {"error": f"{type(exc).__name__}: {exc}"})
             self._journal.flush()
         raise exc
@@ -359,7 +360,7 @@ class Session:
         awaited, so one session's end never holds the others' steps."""
         spend = self._accountant.spend()
         journal = self._journal
-        journal.append("session.end", {"reason": reason.value, "detail": detail,
+        journal.append(EventType.SESSION_END, {"reason": reason.value, "detail": detail,
                                        "answer": answer, "notice": notice,
                                        "spend": spend.to_dict()})
         try:

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING
 
 from tether.runtime.accounting.stop import Stop, StopReason
 from tether.runtime.lifecycle.interrupt import uncertain_calls
+from tether.vocabulary import EventType
 
 if TYPE_CHECKING:
     from tether.journal.chain import Journal
@@ -39,7 +40,7 @@ async def wrap_up(env: Environment, journal: Journal, stop: Stop) -> str:
     budget left has no room for it: journaled as skipped, with why)."""
     why = f"{stop.reason.value} ({stop.detail})"
     if stop.reason.gets_final_turn and not stop.wrap_up:
-        journal.append("session.wrap_up_skipped", {
+        journal.append(EventType.SESSION_WRAP_UP_SKIPPED, {
             "reason": stop.reason.value, "detail": "the model went past the output cap it "
             "was sent; a wrap-up call could do so again"})
     elif stop.reason.gets_final_turn:
@@ -47,7 +48,7 @@ async def wrap_up(env: Environment, journal: Journal, stop: Stop) -> str:
             response = await env.wrap_up(WRAP_UP.format(why=why))
             return response.text
         except Stop as no_room:
-            journal.append("session.wrap_up_skipped", {"reason": no_room.reason.value,
+            journal.append(EventType.SESSION_WRAP_UP_SKIPPED, {"reason": no_room.reason.value,
                                                        "detail": no_room.detail})
     return ""
 
@@ -66,7 +67,7 @@ def record_pause(journal: Journal, state: SessionState, registry: ToolRegistry,
     else:
         notice = f"[tether] Paused: {stop.detail}. Resume the session to continue."
     spend = accountant.spend()
-    journal.append("session.paused", {
+    journal.append(EventType.SESSION_PAUSED, {
         "reason": stop.reason.value, "detail": stop.detail, "answer": "", "notice": notice,
         "pending": [r.id for r in waiting],
         "uncertain": uncertain_calls(state, registry),

@@ -20,6 +20,7 @@ from tether.journal.chain import verify_chain
 from tether.journal.erasure import vouched
 from tether.store.base import ERASED_TYPE
 from tether.types import Event
+from tether.vocabulary import EventType
 
 if TYPE_CHECKING:
     from tether.runtime.lifecycle.agent import Agent
@@ -46,7 +47,7 @@ def stored_events(agent: Agent, session_id: str, accept_recipe_change: bool) -> 
             agent.tenant_id in (None, events[0].data["subject"].get("tenant_id"))):
         raise NotFound(f"session {session_id}'s content was erased (by "
                           f"{events[0].data.get('erasure')}); there is nothing to load")
-    if not events or events[0].type != "session.start" or (
+    if not events or events[0].type != EventType.SESSION_START or (
             agent.tenant_id is not None
             and events[0].data["subject"].get("tenant_id") != agent.tenant_id):
         raise NotFound(f"no session {session_id!r} in {store.url}")

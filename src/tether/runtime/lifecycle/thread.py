@@ -39,6 +39,7 @@ from tether.journal.erasure import vouched
 from tether.runtime.record.state import fold
 from tether.store.base import Store, StoreError, ThreadEntry
 from tether.types import Event
+from tether.vocabulary import EventType
 
 MAX_THREAD_ID = 200  # characters; ids are keys, not content
 # a start's ``thread.order``: its history is every turn that had ended, in the order they ended
@@ -81,7 +82,7 @@ def check_thread_id(thread_id: object) -> str:
 def turn_of(session_id: str, position: int, events: Sequence[Event],
             read: Any) -> Turn | None:
     """The turn a stored session gives its thread, or None (erased, or never started)."""
-    if not events or events[0].type != "session.start":
+    if not events or events[0].type != EventType.SESSION_START:
         return None
     broken = verify_chain(events, vouched(events, read))
     if broken is not None:
@@ -142,7 +143,7 @@ class _Journals:
         events = self._ended.get(entry.session_id)
         if events is None:
             events = self._store.read(entry.session_id)
-            if not any(e.type == "session.end" for e in events):
+            if not any(e.type == EventType.SESSION_END for e in events):
                 return None
             self._ended[entry.session_id] = events
         return events

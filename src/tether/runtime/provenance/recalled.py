@@ -26,6 +26,7 @@ from tether.errors import RunError
 from tether.journal.chain import Journal
 from tether.journal.fingerprints import KeyMismatch
 from tether.types import Event
+from tether.vocabulary import EventType
 
 if TYPE_CHECKING:
     from tether.credentials import CredentialBroker
@@ -39,7 +40,7 @@ def recall_hidden(journal: Journal, events: Sequence[Event],
                   credentials: CredentialBroker | None) -> None:
     """Make ``journal`` (of a session loaded from ``events``) hide what the session hid."""
     session = journal.session_id
-    tools = sorted({str(e.data["tool"]) for e in events if e.type == "credential.issued"})
+    tools = sorted({str(e.data["tool"]) for e in events if e.type == EventType.CREDENTIAL_ISSUED})
     if tools:  # (a session that was issued no token imports nothing of the credentials)
         from tether.credentials import CredentialError
     for tool in tools:

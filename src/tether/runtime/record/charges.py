@@ -22,6 +22,7 @@ from typing import Any, Protocol
 
 from tether.runtime.accounting.accountant import Tally
 from tether.types import ModelResponse, Usage
+from tether.vocabulary import EventType
 
 
 class Charged(Protocol):
@@ -98,19 +99,19 @@ def plan_asked(state: Charged, data: Mapping[str, Any]) -> None:
     turn is — an interruption or a crash is charged this reservation by the planner's own
     ``plan.error`` (at once, or on resume), since a lost turn's charge counts a step and the
     planner's call is none."""
-    state.planning = ("plan.request", data)
+    state.planning = (EventType.PLAN_REQUEST, data)
 
 
 def plan_charged(state: Charged, data: Mapping[str, Any]) -> None:
     """The planner's call answered (``plan.response``): charged, not a step."""
-    state.planning = ("plan.response", data)
+    state.planning = (EventType.PLAN_RESPONSE, data)
     _charge(state, data)
 
 
 def plan_failed(state: Charged, data: Mapping[str, Any]) -> None:
     """The planner's call gave no usable answer (``plan.error``): charged what it may have
     been billed (its reservation, or nothing when it was never sent), not a step."""
-    state.planning = ("plan.error", data)
+    state.planning = (EventType.PLAN_ERROR, data)
     _charge(state, data)
 
 

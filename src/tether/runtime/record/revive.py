@@ -18,26 +18,27 @@ from typing import Any
 
 from tether.policy.base import Decision, Effect
 from tether.types import Message, ModelResponse, ToolCall
+from tether.vocabulary import EventType
 
 
 def revive(type: str, data: Mapping[str, Any]) -> Mapping[str, Any]:
     """Stored plain-JSON event data → the live form the handlers take."""
-    if type == "model.request":
+    if type == EventType.MODEL_REQUEST:
         return {**data, "new": [Message.from_dict(m) for m in data["new"]]}
-    if type in ("model.response", "branch.response"):
+    if type in (EventType.MODEL_RESPONSE, EventType.BRANCH_RESPONSE):
         return {**data, "response": ModelResponse.from_dict(data["response"])}
-    if type == "branch.request":
+    if type == EventType.BRANCH_REQUEST:
         return {**data, "messages": [Message.from_dict(m) for m in data["messages"]]}
-    if type == "context.compacted":
+    if type == EventType.CONTEXT_COMPACTED:
         return {**data, "replacement": [Message.from_dict(m) for m in data["replacement"]]}
-    if type == "client.call":
+    if type == EventType.CLIENT_CALL:
         c = data["call"]
         return {**data, "call": ToolCall(c["id"], c["name"], c["arguments"])}
-    if type == "strategy.calls":
+    if type == EventType.STRATEGY_CALLS:
         return {**data, "flushed": [Message.from_dict(m) for m in data["flushed"]],
                 "calls": tuple(ToolCall(c["id"], c["name"], c["arguments"])
                                for c in data["calls"])}
-    if type == "tool.decision":
+    if type == EventType.TOOL_DECISION:
         d = data["decision"]
         decision = Decision(Effect(d["effect"]), d["reason"], d["policy_id"],
                             tuple(d.get("fields", ())), tuple(d.get("mask_in", ())),

@@ -36,6 +36,7 @@ from tether.types import (
     Message,
     ToolCall,
 )
+from tether.vocabulary import EventType
 
 ERROR_STATUSES = frozenset({"error", "timeout", "rejected"})
 # a named tuple built in C: its generated __new__ is a Python call, on every tool result
@@ -351,7 +352,7 @@ class SessionState:
     def _on_plan_amended(self, data: Mapping[str, Any]) -> None:
         """The plan widened by the planner's validated reading: what every later decision
         reads (``Context.plan``)."""
-        self.planning = ("plan.amended", data)
+        self.planning = (EventType.PLAN_AMENDED, data)
         self.plan = RequestPlan.from_dict(data["plan"])
 
     def _on_output_valid(self, data: Mapping[str, Any]) -> None:
@@ -392,42 +393,42 @@ def _answer_and_notice(data: Mapping[str, Any]) -> tuple[str, str]:
 
 
 _HANDLERS: dict[str, Callable[[SessionState, Mapping[str, Any]], None]] = {
-    "session.start": SessionState._on_start,
-    "model.request": SessionState._on_request,
-    "model.response": SessionState._on_response,
-    "model.error": charges.failed,
-    "model.lost": charges.lost,
-    "model.unmetered": charges.lost,
-    "client.call": SessionState._on_client_call,
-    "strategy.calls": SessionState._on_planned,
-    "strategy.note": SessionState._on_strategy_note,
-    "branch.request": SessionState._on_branch_request,
-    "branch.response": SessionState._on_branch_response,
-    "branch.simulated": lambda state, data: state.branches.on_simulated(data),
-    "session.note": SessionState._on_note,
-    "tool.decision": SessionState._on_decision,
-    "approval.requested": SessionState._on_approval_requested,
-    "approval.granted": SessionState._on_approval_granted,
-    "tool.started": SessionState._on_started,
-    "subagent.charge": charges.subagent,
-    "effect.settled": SessionState._on_settled,
-    "tool.result": SessionState._on_result,
-    "compaction.request": charges.summary_asked,
-    "compaction.response": charges.summary_charged,
-    "compaction.error": charges.summary_charged,
-    "context.compacted": SessionState._on_compacted,
-    "plan.request": charges.plan_asked,
-    "plan.response": charges.plan_charged,
-    "plan.error": charges.plan_failed,
-    "plan.amended": SessionState._on_plan_amended,
-    "sampling.request": charges.sampling_sent,
-    "sampling.response": charges.sampled,
-    "sampling.error": charges.sampled,
-    "output.valid": SessionState._on_output_valid,
-    "output.invalid": SessionState._on_output_invalid,
-    "session.paused": SessionState._on_paused,
-    "session.resumed": SessionState._on_resumed,
-    "session.end": SessionState._on_end,
+    EventType.SESSION_START: SessionState._on_start,
+    EventType.MODEL_REQUEST: SessionState._on_request,
+    EventType.MODEL_RESPONSE: SessionState._on_response,
+    EventType.MODEL_ERROR: charges.failed,
+    EventType.MODEL_LOST: charges.lost,
+    EventType.MODEL_UNMETERED: charges.lost,
+    EventType.CLIENT_CALL: SessionState._on_client_call,
+    EventType.STRATEGY_CALLS: SessionState._on_planned,
+    EventType.STRATEGY_NOTE: SessionState._on_strategy_note,
+    EventType.BRANCH_REQUEST: SessionState._on_branch_request,
+    EventType.BRANCH_RESPONSE: SessionState._on_branch_response,
+    EventType.BRANCH_SIMULATED: lambda state, data: state.branches.on_simulated(data),
+    EventType.SESSION_NOTE: SessionState._on_note,
+    EventType.TOOL_DECISION: SessionState._on_decision,
+    EventType.APPROVAL_REQUESTED: SessionState._on_approval_requested,
+    EventType.APPROVAL_GRANTED: SessionState._on_approval_granted,
+    EventType.TOOL_STARTED: SessionState._on_started,
+    EventType.SUBAGENT_CHARGE: charges.subagent,
+    EventType.EFFECT_SETTLED: SessionState._on_settled,
+    EventType.TOOL_RESULT: SessionState._on_result,
+    EventType.COMPACTION_REQUEST: charges.summary_asked,
+    EventType.COMPACTION_RESPONSE: charges.summary_charged,
+    EventType.COMPACTION_ERROR: charges.summary_charged,
+    EventType.CONTEXT_COMPACTED: SessionState._on_compacted,
+    EventType.PLAN_REQUEST: charges.plan_asked,
+    EventType.PLAN_RESPONSE: charges.plan_charged,
+    EventType.PLAN_ERROR: charges.plan_failed,
+    EventType.PLAN_AMENDED: SessionState._on_plan_amended,
+    EventType.SAMPLING_REQUEST: charges.sampling_sent,
+    EventType.SAMPLING_RESPONSE: charges.sampled,
+    EventType.SAMPLING_ERROR: charges.sampled,
+    EventType.OUTPUT_VALID: SessionState._on_output_valid,
+    EventType.OUTPUT_INVALID: SessionState._on_output_invalid,
+    EventType.SESSION_PAUSED: SessionState._on_paused,
+    EventType.SESSION_RESUMED: SessionState._on_resumed,
+    EventType.SESSION_END: SessionState._on_end,
 }
 
 

@@ -41,6 +41,7 @@ from tether.runtime.chokepoint.branch_call import BranchRefused as BranchRefused
 from tether.runtime.record.branch_log import digest
 from tether.runtime.record.result import ToolResult
 from tether.types import TOOL_CHOICES, Message, ModelResponse, ToolCall, detached
+from tether.vocabulary import EventType
 
 if TYPE_CHECKING:
     from tether.runtime.strategy.seat import Seat
@@ -93,7 +94,7 @@ async def call_branch(seat: Seat, calls: Sequence[ToolCall]) -> tuple[ToolResult
         elif seat.side_effecting(c.name):  # proposed, not run: but checked as the gate
             invalid = seat.invalid(c)       # would, so no path counts on a call that could
             if c.id not in log.simulated:   # never run
-                seat.record("branch.simulated", {
+                seat.record(EventType.BRANCH_SIMULATED, {
                     "call": c, **({"invalid": invalid.content} if invalid else {})})
             out[c.id] = invalid or ToolResult(c.id, c.name, SIMULATED.format(tool=c.name),
                                               "simulated")

@@ -29,6 +29,7 @@ from tether.runtime.strategy import branching
 from tether.runtime.strategy.handle import Handle
 from tether.runtime.strategy.planned import history, planned_turn
 from tether.types import Message, ModelResponse, ToolCall
+from tether.vocabulary import EventType
 
 if TYPE_CHECKING:
     from tether.runtime.strategy.seat import Seat
@@ -49,7 +50,7 @@ def record_note(seat: Seat, kind: str, data: Mapping[str, Any]) -> None:
         if not isinstance(kind, str) or not kind:
             raise InvalidArgument("a strategy note needs a kind, e.g. record('route', {...})")
         try:
-            seat.record("strategy.note", {"kind": kind, "data": dict(data)})
+            seat.record(EventType.STRATEGY_NOTE, {"kind": kind, "data": dict(data)})
         except JournalValueError as exc:
             raise InvalidArgument(f"the strategy note cannot be journaled: {exc}") from None
 
@@ -64,7 +65,8 @@ async def call_planned(seat: Seat, calls: Sequence[tuple[str, Mapping[str, Any]]
         seat.skip_unresolved("the strategy ran planned calls instead")
         flushed = state.outbox()
         try:
-            seat.record("strategy.calls", {"reason": reason, "flushed": flushed, "calls": turn})
+            seat.record(EventType.STRATEGY_CALLS,
+                        {"reason": reason, "flushed": flushed, "calls": turn})
         except JournalValueError as exc:
             raise InvalidArgument(f"the planned calls cannot be journaled: {exc}") from None
         seat.conversation_grew(flushed, turn)

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from tether.runtime.accounting.stop import Stop
 from tether.types import Message, ModelResponse, ToolCall, ToolSpec
+from tether.vocabulary import EventType
 
 if TYPE_CHECKING:
     from tether.runtime.chokepoint.branch_call import BranchCall
@@ -80,7 +81,7 @@ class Seat(Protocol):
         """The result the gate would refuse ``call`` with before deciding it (None: none)."""
         ...
 
-    def record(self, kind: str, data: Mapping[str, Any]) -> None:
+    def record(self, kind: EventType, data: Mapping[str, Any]) -> None:
         """Journal a door's own event (JournalValueError if it cannot be journaled)."""
         ...
 
