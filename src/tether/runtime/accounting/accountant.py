@@ -33,6 +33,9 @@ from tether.runtime.accounting.worst_case import (
 )
 from tether.types import Usage
 
+# read on every call: bound once (an enum member read through its class is slow, benchmarks.md)
+_TOKEN_BUDGET = StopReason.TOKEN_BUDGET
+
 MIN_OUTPUT_TOKENS = 16  # a call that may not even say this much is not worth making
 WRAP_UP_NOTE_TOKENS = 120  # the "run is stopping" note added to the wrap-up request, at most
 WRAP_UP_OUTPUT_TOKENS = 64  # the least a wrap-up answer is guaranteed room for
@@ -190,7 +193,7 @@ class Accountant:
             max_out = left - input_tokens
             if not final:  # keep the held-back share, and room for a wrap-up after this call
                 max_out = min(max_out - self._hold_tokens, (left - 2 * input_tokens - _WRAP) // 2)
-            bound_by = StopReason.TOKEN_BUDGET
+            bound_by = _TOKEN_BUDGET
             if max_out < MIN_OUTPUT_TOKENS:
                 raise Stop(StopReason.TOKEN_BUDGET, f"the next call, ~{input_tokens} input "
                            f"tokens, does not fit the {b.max_tokens} limit")  # no stale count

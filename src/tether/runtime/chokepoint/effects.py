@@ -20,6 +20,9 @@ from tether.runtime.record.result import ToolResult
 from tether.tools.base import Tool
 from tether.types import ToolCall
 
+# read on every call: bound once (an enum member read through its class is slow, benchmarks.md)
+_ALLOW, _MASK, _REQUIRE_APPROVAL = Effect.ALLOW, Effect.MASK, Effect.REQUIRE_APPROVAL
+
 
 @fast_init
 @dataclass(frozen=True, slots=True)
@@ -83,7 +86,7 @@ def shape(call: ToolCall, tool: Tool, arguments: dict[str, Any], decision: Decis
           warn: bool = False, prefix: str = "") -> Admitted:
     """What ALLOW, PARTIAL_ALLOW and MASK let through. Raises Rejected for the rest."""
     effect = decision.effect
-    if effect is Effect.ALLOW:
+    if effect is _ALLOW:
         return Admitted(call, tool, arguments, prefix=prefix, warn=warn)
     if effect is Effect.PARTIAL_ALLOW:
         allowed = set(decision.fields)
@@ -111,8 +114,8 @@ def masked_for_journal(arguments: Mapping[str, Any], decision: Decision) -> Mapp
     """Arguments as the journal may show them under this decision (the same object when nothing
     is hidden)."""
     effect = decision.effect
-    journal_mask = effect is Effect.MASK and "journal" in (decision.mask_in or MASK_TARGETS)
-    if not decision.fields or not (journal_mask or effect is Effect.REQUIRE_APPROVAL):
+    journal_mask = effect is _MASK and "journal" in (decision.mask_in or MASK_TARGETS)
+    if not decision.fields or not (journal_mask or effect is _REQUIRE_APPROVAL):
         return arguments
     hidden = set(decision.fields)
     return {k: MASKED if k in hidden else v for k, v in arguments.items()}

@@ -24,6 +24,9 @@ from tether.tools.base import Tool
 from tether.types import PLANNED_CALL_PREFIX, detached
 from tether.vocabulary import EventType
 
+# read on every call: bound once (an enum member read through its class is slow, benchmarks.md)
+_TOOL_DECISION = EventType.TOOL_DECISION
+
 CHARGED = frozenset({Effect.ALLOW, Effect.PARTIAL_ALLOW, Effect.MASK})
 Shown = Callable[[Mapping[str, Any], Decision], Mapping[str, Any]]
 Keep = Callable[[str, Mapping[str, Any]], None]  # (call id, arguments)
@@ -106,7 +109,7 @@ class PolicyGate:
         carried = labels.read()
         if carried is not None:  # ... and on the private data they carry
             record["labels"] = carried
-        self._journal.append(EventType.TOOL_DECISION, record)
+        self._journal.append(_TOOL_DECISION, record)
         return decision
 
     def _context(self, provenance: Mapping[str, frozenset[str]], planned: bool = False,

@@ -58,6 +58,11 @@ if TYPE_CHECKING:  # the credentials package is loaded when a tool first needs a
     from tether.credentials import CredentialBroker, ScopedToken
     from tether.models.base import Model
 
+
+# read on every call: bound once (an enum member read through its class is slow, benchmarks.md)
+_DEGRADE, _REQUIRE_APPROVAL = Effect.DEGRADE, Effect.REQUIRE_APPROVAL
+_TOOL_RESULT = EventType.TOOL_RESULT
+
 MAX_DEGRADE_DEPTH = 3
 RESULT_OVERHEAD_TOKENS = 48  # message framing, the truncation notice, a loop warning
 MIN_RESULT_CHARS = 80  # below this a result says nothing; the wrap-up is then best effort
@@ -214,9 +219,9 @@ class ToolCalls:
         self._accountant.check_tool_call()
         decision = self._gate.decide(tool, call.id, arguments, signature, masked_for_journal)
         warn = seen + 1 >= self._limits.loop_warn_at
-        if decision.effect is Effect.DEGRADE:
+        if decision.effect is _DEGRADE:
             return self._degrade(call, decision, turn, depth, arguments)
-        if decision.effect is Effect.REQUIRE_APPROVAL:
+        if decision.effect is _REQUIRE_APPROVAL:
             return self._held.ask(call, tool, arguments, decision, turn)
         return shape(call, tool, arguments, decision, warn, prefix)
 
@@ -380,4 +385,4 @@ class ToolCalls:
             data["untrusted"] = True
             if trusted_fields and result.status == "ok":  # tether.runtime.provenance.values
                 data["trusted_fields"] = sorted(trusted_fields)
-        self._journal.append(EventType.TOOL_RESULT, data)
+        self._journal.append(_TOOL_RESULT, data)
