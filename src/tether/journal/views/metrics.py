@@ -22,9 +22,15 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from decimal import Decimal
-from typing import Any
+from typing import Any, cast
 
 from tether.errors import InvalidArgument
+from tether.journal.payloads import (
+    ModelResponseData,
+    SessionEndData,
+    SessionPausedData,
+    ToolResultData,
+)
 from tether.types import Event
 from tether.vocabulary import EventType
 
@@ -68,7 +74,7 @@ def session_facts(events: Sequence[Event]) -> SessionFacts:
     for event in events:
         kind = event.type
         if kind == EventType.TOOL_RESULT:
-            status_of = event.data.get("status")
+            status_of = cast(ToolResultData, event.data).get("status")
             ran += status_of in RAN
             errors += status_of in FAILED
             denied += status_of == "denied"
@@ -79,15 +85,17 @@ def session_facts(events: Sequence[Event]) -> SessionFacts:
         elif kind == EventType.APPROVAL_GRANTED:
             granted += 1
         elif kind == EventType.MODEL_RESPONSE:
-            data = event.data
+            data = cast(ModelResponseData, event.data)
             reserved = data.get("reserved_input") or 0
             reported = data["response"]["usage"]["input_tokens"]
             if reserved > 0:
                 estimate.append((reported - reserved) / reserved)
         elif kind == EventType.SESSION_END:
-            status, reason, spend = "ended", event.data["reason"], event.data.get("spend")
+            ended = cast(SessionEndData, event.data)
+            status, reason, spend = "ended", ended["reason"], ended.get("spend")
         elif kind == EventType.SESSION_PAUSED:
-            status, reason, spend = "paused", event.data["reason"], event.data.get("spend")
+            paused = cast(SessionPausedData, event.data)
+            status, reason, spend = "paused", paused["reason"], paused.get("spend")
         elif kind == EventType.SESSION_RESUMED:
             status, reason = "open", None
     spend = spend or {}

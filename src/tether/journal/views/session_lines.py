@@ -11,15 +11,21 @@ data (no store, no runtime), and its family's table (``SESSION_RENDER``) maps ev
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
-
+from tether.journal.payloads import (
+    EvalGradedData,
+    SessionEndData,
+    SessionErrorData,
+    SessionPausedData,
+    SessionResumedData,
+    SessionStartData,
+    WrapUpSkippedData,
+)
 from tether.journal.views.plan_lines import plan_lines
 from tether.journal.views.text import Renderer, excerpt
 from tether.vocabulary import EventType
 
 
-def _start(d: Mapping[str, Any]) -> list[str]:
+def _start(d: SessionStartData) -> list[str]:
     lines = [f"start: {excerpt(d.get('task', ''), 80)}"]
     plan = d.get("plan")
     if plan is not None:  # what the request asks for, read before anything untrusted
@@ -27,7 +33,7 @@ def _start(d: Mapping[str, Any]) -> list[str]:
     return lines
 
 
-def _paused(d: Mapping[str, Any]) -> list[str]:
+def _paused(d: SessionPausedData) -> list[str]:
     pending = d.get("pending") or []
     waiting = f"; waiting: {', '.join(pending)}" if pending else ""
     uncertain = d.get("uncertain") or []
@@ -36,11 +42,11 @@ def _paused(d: Mapping[str, Any]) -> list[str]:
     return [f"paused: {d.get('reason')}: {excerpt(d.get('detail', ''), 80)}{waiting}"]
 
 
-def _resumed(d: Mapping[str, Any]) -> list[str]:
+def _resumed(d: SessionResumedData) -> list[str]:
     return [f"resumed after a {d.get('after')}"]
 
 
-def _end(d: Mapping[str, Any]) -> list[str]:
+def _end(d: SessionEndData) -> list[str]:
     detail = f" ({excerpt(d['detail'], 60)})" if d.get("detail") else ""
     lines = [f"ended: {d.get('reason')}{detail}", f"answer: \"{excerpt(d.get('answer', ''))}\""]
     if d.get("notice"):
@@ -48,15 +54,15 @@ def _end(d: Mapping[str, Any]) -> list[str]:
     return lines
 
 
-def _error(d: Mapping[str, Any]) -> list[str]:
+def _error(d: SessionErrorData) -> list[str]:
     return [f"error: {excerpt(d.get('error', ''))}"]
 
 
-def _wrap_up_skipped(d: Mapping[str, Any]) -> list[str]:
+def _wrap_up_skipped(d: WrapUpSkippedData) -> list[str]:
     return [f"wrap-up turn skipped: {d.get('reason')} ({excerpt(d.get('detail', ''), 60)})"]
 
 
-def _graded(d: Mapping[str, Any]) -> list[str]:
+def _graded(d: EvalGradedData) -> list[str]:
     verdict = "pass" if d.get("passed") else "fail"
     why = f": {excerpt(d.get('why', ''), 80)}" if d.get("why") else ""
     return [f"graded {d.get('session_id')} ({d.get('task')} [{d.get('perturbation')} "

@@ -15,7 +15,7 @@ from typing import Any
 
 EXCERPT = 100
 
-Renderer = Callable[[Mapping[str, Any]], list[str]]  # an event's data -> its timeline lines
+Renderer = Callable[[Any], list[str]]  # given its event's payload (tether.journal.payloads)
 
 
 def excerpt(text: object, limit: int = EXCERPT) -> str:

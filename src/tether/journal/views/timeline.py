@@ -24,8 +24,15 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, cast
 
+from tether.journal.payloads import (
+    ModelResponseData,
+    PlanAmendedData,
+    SessionEndData,
+    SessionStartData,
+    ToolDecisionData,
+)
 from tether.journal.views.ask_lines import ASK_RENDER
 from tether.journal.views.branches import BRANCH_RENDER
 from tether.journal.views.plan_lines import PLAN_RENDER, asked_line
@@ -51,12 +58,13 @@ def timeline(events: Sequence[Event]) -> list[str]:
             f"{event.type}: {excerpt(json.dumps(event.data, ensure_ascii=False, sort_keys=True))}"]
         # the plan, as the decisions read it
         if event.type in (EventType.SESSION_START, EventType.PLAN_AMENDED):
-            plan = event.data.get("plan")
+            plan = cast(SessionStartData | PlanAmendedData, event.data).get("plan")
         elif event.type == EventType.TOOL_DECISION and plan is not None:
-            if (event.data.get("resource") or {}).get("side_effect"):
-                effects.add(str(event.data.get("tool")))
-            if event.data.get("tool") in effects:
-                texts.append(asked_line(plan, str(event.data.get("tool"))))
+            decided = cast(ToolDecisionData, event.data)
+            if (decided.get("resource") or {}).get("side_effect"):
+                effects.add(str(decided.get("tool")))
+            if decided.get("tool") in effects:
+                texts.append(asked_line(plan, str(decided.get("tool"))))
         for i, text in enumerate(texts):
             prefix = f"{event.seq:>5}  " if i == 0 else " " * 7
             lines.append(prefix + text)
@@ -78,7 +86,7 @@ def header(events: Sequence[Event]) -> list[str]:
                 "erasure): what remains is each event's former type, hash and link"]
     if first.type != EventType.SESSION_START:
         return [*lines, f"  (the first event is {first.type!r}, not session.start)"]
-    d = first.data
+    d = cast(SessionStartData, first.data)
     who = d.get("subject") or {}
     roles = ", ".join(who.get("roles") or []) or "-"
     tenant = who.get("tenant_id") or "-"
@@ -106,7 +114,7 @@ def spend_line(events: Sequence[Event]) -> str:
     """What the session spent, as its last end or pause recorded it."""
     for event in reversed(events):
         ended = event.type in (EventType.SESSION_END, EventType.SESSION_PAUSED)
-        spend = event.data.get("spend") if ended else None
+        spend = cast(SessionEndData, event.data).get("spend") if ended else None
         if isinstance(spend, Mapping):
             status = "ended" if event.type == EventType.SESSION_END else "paused"
             return (f"spend ({status}): {spend.get('tokens')} tokens, ${spend.get('cost_usd')}, "
@@ -122,10 +130,11 @@ def estimate_line(events: Sequence[Event]) -> str:
     calls whose usage the provider did report: the error budgets are reserved with."""
     reserved = reported = calls = 0
     for event in events:
-        usage = (event.data.get("response") or {}).get("usage") or {} \
+        data = cast(ModelResponseData, event.data)
+        usage = (data.get("response") or {}).get("usage") or {} \
             if event.type == EventType.MODEL_RESPONSE else {}
-        if usage and not usage.get("estimated") and event.data.get("reserved_input"):
-            reserved += event.data["reserved_input"]
+        if usage and not usage.get("estimated") and data.get("reserved_input"):
+            reserved += data["reserved_input"]
             reported += usage.get("input_tokens") or 0
             calls += 1
     if not calls or not reported:

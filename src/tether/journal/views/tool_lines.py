@@ -12,11 +12,19 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
+from tether.journal.payloads import (
+    ApprovalData,
+    CredentialIssuedData,
+    EffectSettledData,
+    ToolDecisionData,
+    ToolResultData,
+    ToolStartedData,
+)
 from tether.journal.views.text import Renderer, call_text, excerpt, when
 from tether.vocabulary import EventType
 
 
-def _decision(d: Mapping[str, Any]) -> list[str]:
+def _decision(d: ToolDecisionData) -> list[str]:
     dec = d.get("decision") or {}
     shape = ""
     if dec.get("fallback"):
@@ -37,28 +45,28 @@ def _decision(d: Mapping[str, Any]) -> list[str]:
     return lines
 
 
-def _approval_requested(d: Mapping[str, Any]) -> list[str]:
+def _approval_requested(d: ApprovalData) -> list[str]:
     return [f"approval requested {d.get('approval_id')} for {d.get('call_id')} "
             f"{call_text(d.get('tool', '?'), d.get('arguments'), 60)}; expires "
             f"{when(d['expires_at']) if isinstance(d.get('expires_at'), int | float) else '?'}"]
 
 
-def _approval_granted(d: Mapping[str, Any]) -> list[str]:
+def _approval_granted(d: ApprovalData) -> list[str]:
     note = f": {excerpt(d['note'], 60)}" if d.get("note") else ""
     return [f"approval {d.get('approval_id')} used: approved by {d.get('approver')}{note}; "
             f"{d.get('call_id')} runs"]
 
 
-def _approval_refused(d: Mapping[str, Any]) -> list[str]:
+def _approval_refused(d: ApprovalData) -> list[str]:
     return [f"approval {d.get('approval_id')} refused for {d.get('call_id')}: "
             f"{excerpt(d.get('why', ''), 80)}"]
 
 
-def _started(d: Mapping[str, Any]) -> list[str]:
+def _started(d: ToolStartedData) -> list[str]:
     return [f"started {d.get('call_id')} {d.get('tool')} (side effect; durable before it ran)"]
 
 
-def _result(d: Mapping[str, Any]) -> list[str]:
+def _result(d: ToolResultData) -> list[str]:
     untrusted = " (untrusted output: taints the session)" if d.get("untrusted") else ""
     passages = _passages(d.get("content")) if d.get("status") == "ok" else []
     if passages:  # retrieved text (tether.knowledge.retrieval): each passage and its document
@@ -85,16 +93,16 @@ def _passages(content: object) -> list[Mapping[str, Any]]:
     return []
 
 
-def _credential(d: Mapping[str, Any]) -> list[str]:
+def _credential(d: CredentialIssuedData) -> list[str]:
     return [f"credential {d.get('token_id')} issued to {d.get('call_id')} {d.get('tool')} "
             f"(ttl {d.get('ttl')} s, {d.get('max_uses')} use(s))"]
 
 
-def _rerun(d: Mapping[str, Any]) -> list[str]:
+def _rerun(d: ToolStartedData) -> list[str]:
     return [f"runs {d.get('call_id')} {d.get('tool')} again: {excerpt(d.get('why', ''), 80)}"]
 
 
-def _settled(d: Mapping[str, Any]) -> list[str]:
+def _settled(d: EffectSettledData) -> list[str]:
     note = f": {excerpt(d['note'], 60)}" if d.get("note") else ""
     return [f"settled {d.get('call_id')}: {d.get('action')} by {d.get('operator')}{note}"]
 

@@ -9,21 +9,36 @@ a pure function of the event's stored data; ``TURN_RENDER`` maps event types to 
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
-from typing import Any
 
+from tether.journal.payloads import (
+    CallData,
+    CompactedData,
+    ModelChargeData,
+    ModelOverrunData,
+    ModelRequestData,
+    ModelResponseData,
+    OutputData,
+    SessionNoteData,
+    StrategyCallsData,
+    StrategyNoteData,
+    SubagentChargeData,
+    SummaryErrorData,
+    SummaryRequestData,
+    SummaryResponseData,
+    ToolsSelectedData,
+)
 from tether.journal.views.branches import tree_lines
 from tether.journal.views.text import Renderer, call_text, excerpt, off_by
 from tether.vocabulary import EventType
 
 
-def _request(d: Mapping[str, Any]) -> list[str]:
+def _request(d: ModelRequestData) -> list[str]:
     if d.get("final"):
         return [f"step {d.get('step')}: final turn requested (no tools; the run is stopping)"]
     return [f"step {d.get('step')}: model asked ({len(d.get('new') or [])} new messages)"]
 
 
-def _response(d: Mapping[str, Any]) -> list[str]:
+def _response(d: ModelResponseData) -> list[str]:
     r = d.get("response") or {}
     usage = r.get("usage") or {}
     text = excerpt(r.get("text") or "", 80)
@@ -41,13 +56,13 @@ def _response(d: Mapping[str, Any]) -> list[str]:
     return lines
 
 
-def _client_call(d: Mapping[str, Any]) -> list[str]:
+def _client_call(d: CallData) -> list[str]:
     call = d.get("call") or {}
     text = call_text(call.get("name", "?"), call.get("arguments"))
     return [f"client call (no model asked): {text} [{call.get('id')}]"]
 
 
-def _planned_calls(d: Mapping[str, Any]) -> list[str]:
+def _planned_calls(d: StrategyCallsData) -> list[str]:
     lines = [f"strategy's planned calls (no model asked): {excerpt(str(d.get('reason')), 120)}"]
     for call in d.get("calls") or []:
         lines.append(f"  calls {call_text(call.get('name'), call.get('arguments'))} "
@@ -55,35 +70,35 @@ def _planned_calls(d: Mapping[str, Any]) -> list[str]:
     return lines
 
 
-def _subagent_charge(d: Mapping[str, Any]) -> list[str]:
-    tokens = sum(d.get(k) or 0 for k in ("input_tokens", "output_tokens"))
+def _subagent_charge(d: SubagentChargeData) -> list[str]:
+    tokens = (d.get("input_tokens") or 0) + (d.get("output_tokens") or 0)
     return [f"sub-agent of {d.get('call_id')} charged: {tokens} tokens, ${d.get('cost_usd')}, "
             f"{d.get('steps')} steps, {d.get('tool_calls')} tool calls"]
 
 
-def _model_error(d: Mapping[str, Any]) -> list[str]:
+def _model_error(d: ModelChargeData) -> list[str]:
     return [f"model error at step {d.get('step')}: {excerpt(d.get('error', ''))}"]
 
 
-def _unmetered(d: Mapping[str, Any]) -> list[str]:
+def _unmetered(d: ModelChargeData) -> list[str]:
     return [f"model call at step {d.get('step')} charged at its reservation "
             f"({d.get('input_tokens')} in, {d.get('output_tokens')} out tokens, "
             f"${d.get('cost_usd')}): {excerpt(d.get('error', ''))}"]
 
 
-def _overrun(d: Mapping[str, Any]) -> list[str]:
+def _overrun(d: ModelOverrunData) -> list[str]:
     what = {"compaction": " of the summary call", "plan": " of the planner's call"}.get(
         str(d.get("purpose")), "")
     return [f"OVERRUN{what} at step {d.get('step')} ({d.get('limit')}): "
             f"{excerpt(d.get('detail', ''), 100)}"]
 
 
-def _output_valid(d: Mapping[str, Any]) -> list[str]:
+def _output_valid(d: OutputData) -> list[str]:
     return [f"output valid ({d.get('type')}): "
             f"{excerpt(json.dumps(d.get('output'), ensure_ascii=False))}"]
 
 
-def _output_invalid(d: Mapping[str, Any]) -> list[str]:
+def _output_invalid(d: OutputData) -> list[str]:
     errors = "; ".join(f"{'.'.join(map(str, e.get('loc') or [])) or '(answer)'}: {e.get('msg')}"
                        for e in d.get("errors") or [])
     return [f"output invalid ({d.get('type')}, attempt {d.get('attempt')}, "
@@ -91,24 +106,24 @@ def _output_invalid(d: Mapping[str, Any]) -> list[str]:
             f"text: {excerpt(json.dumps(d.get('text', ''), ensure_ascii=False))}"]
 
 
-def _summary_request(d: Mapping[str, Any]) -> list[str]:
+def _summary_request(d: SummaryRequestData) -> list[str]:
     return [f"step {d.get('step')}: summary call to {d.get('model')} for messages "
             f"{d.get('start')}-{d.get('end')} (at most {d.get('max_output_tokens')} out tokens)"]
 
 
-def _summary_response(d: Mapping[str, Any]) -> list[str]:
+def _summary_response(d: SummaryResponseData) -> list[str]:
     return [f"summary call answered: \"{excerpt(d.get('text') or '', 80)}\" "
             f"({d.get('input_tokens')} in, {d.get('output_tokens')} out tokens, "
             f"${d.get('cost_usd')})"]
 
 
-def _summary_error(d: Mapping[str, Any]) -> list[str]:
+def _summary_error(d: SummaryErrorData) -> list[str]:
     tokens = (d.get("input_tokens") or 0) + (d.get("output_tokens") or 0)
     return [f"summary call failed: {excerpt(d.get('error', ''), 80)} (charged {tokens} "
             f"tokens, ${d.get('cost_usd')})"]
 
 
-def _compacted(d: Mapping[str, Any]) -> list[str]:
+def _compacted(d: CompactedData) -> list[str]:
     how = "summarised" if d.get("strategy") == "summarise" else "dropped"
     lines = [f"compacted: turns 1-{d.get('turns')} {how} (messages {d.get('start')}-"
              f"{d.get('end')}, {d.get('replaced')} replaced, digest {d.get('digest')}; "
@@ -119,11 +134,11 @@ def _compacted(d: Mapping[str, Any]) -> list[str]:
     return lines
 
 
-def _note(d: Mapping[str, Any]) -> list[str]:
+def _note(d: SessionNoteData) -> list[str]:
     return [f"note to the model: {excerpt(json.dumps(d.get('text', ''), ensure_ascii=False))}"]
 
 
-def _strategy_note(d: Mapping[str, Any]) -> list[str]:
+def _strategy_note(d: StrategyNoteData) -> list[str]:
     data = d.get("data") or {}
     if d.get("kind") == "lats.tree" and isinstance(data.get("nodes"), list):  # LATS: drawn
         return tree_lines(data)
@@ -138,7 +153,7 @@ def _strategy_note(d: Mapping[str, Any]) -> list[str]:
     return [f"strategy {d.get('kind')}: {excerpt(said, 160)}"]
 
 
-def _selected(d: Mapping[str, Any]) -> list[str]:
+def _selected(d: ToolsSelectedData) -> list[str]:
     """A turn's tool selection (runtime.context.selecting): what ranked, what the policy hid."""
     scores = d.get("scores") or {}
     ranked = ", ".join(f"{name} {score:g}" for name, score in scores.items()) or "none"

@@ -28,9 +28,10 @@ import contextlib
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
-from typing import Any
+from typing import Any, cast
 
 from tether.errors import InvalidArgument
+from tether.journal.payloads import PlanAmendedData, ToolDecisionData, ToolStartedData
 from tether.journal.redaction import HIDDEN_MARKERS
 from tether.policy.base import (
     Action,
@@ -110,12 +111,14 @@ def replay_decisions(events: Iterable[Event], policy: Policy) -> WhatIf:
             starts[event.session_id] = event.data
             continue
         if event.type == EventType.PLAN_AMENDED and event.session_id in starts:  # the planner's
-            starts[event.session_id] = {**starts[event.session_id], "plan": event.data["plan"]}
+            amended = cast(PlanAmendedData, event.data)
+            starts[event.session_id] = {**starts[event.session_id], "plan": amended["plan"]}
             continue
         if event.type == EventType.TOOL_STARTED:
-            call_id = event.data["call_id"]
+            started = cast(ToolStartedData, event.data)
+            call_id = started["call_id"]
             effects[event.session_id] = (*effects.get(event.session_id, ()), MadeEffect(
-                call_id, event.data["tool"], decided.get(call_id, {})))
+                call_id, started["tool"], decided.get(call_id, {})))
             continue
         if event.type != EventType.TOOL_DECISION:
             continue
@@ -159,19 +162,20 @@ def resource_of(tool: str, recorded: Mapping[str, Any] | None) -> Resource:
 
 def context_of(event: Event, start: Mapping[str, Any],
                effects: tuple[MadeEffect, ...] = ()) -> Context:
-    seen = event.data.get("context") or {}
+    data = cast(ToolDecisionData, event.data)
+    seen = data.get("context") or {}
     spend = _numbers(seen.get("spend") or {})
     gateway = start.get("agent") == "gateway"  # a gateway's task is a label, not a request
     provenance = {name: frozenset(origins)  # recorded when the policy then read it
-                  for name, origins in (event.data.get("provenance") or {}).items()}
+                  for name, origins in (data.get("provenance") or {}).items()}
     return Context(event.session_id, int(seen.get("step", 0)), spend,
                    _budget_left(start.get("budget") or {}, spend), bool(seen.get("tainted")),
                    event.timestamp, dict(start.get("context") or {}),
                    "" if gateway else str(start.get("request", start.get("task")) or ""),
-                   provenance, str(event.data.get("call_id", "")).startswith(PLANNED_CALL_PREFIX),
+                   provenance, str(data.get("call_id", "")).startswith(PLANNED_CALL_PREFIX),
                    effects, RequestPlan.from_dict(start["plan"]) if start.get("plan") else None,
                    {name: frozenset(kinds) for name, kinds in
-                    (event.data.get("labels") or {}).items()})
+                    (data.get("labels") or {}).items()})
 
 
 def masked_fields(arguments: Mapping[str, Any]) -> tuple[str, ...]:
