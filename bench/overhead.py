@@ -22,6 +22,7 @@ from typing import Any
 from tether import Agent, Budget, Decision, Effect, ModelResponse, ReAct, ScriptedModel, ToolCall
 from tether.policy import Action, Context, Resource, Subject
 from tether.tools import Calculator
+from tether.vocabulary import EventType
 
 TOOL_CALLS = 20
 RUNS = 300
@@ -136,8 +137,9 @@ def breakdown() -> None:
     import dataclasses
     from unittest import mock
 
+    from tether.journal import chain as journal
     from tether.policy import AllowAll
-    from tether.runtime import journal, turn
+    from tether.runtime.chokepoint import turn
     from tether.tools import calculator
 
     agent = twenty_call_agent()
@@ -149,7 +151,7 @@ def breakdown() -> None:
     allow = dataclasses.replace(agent, policy=AllowAll())
     print(f"no budget, allow-all policy                   {awaited_us(allow, Budget()):6.1f} µs")
 
-    def apply_only(self: journal.Journal, type: str, data: Mapping[str, Any]) -> int:
+    def apply_only(self: journal.Journal, type: EventType, data: Mapping[str, Any]) -> int:
         if self._on_append is not None:
             self._on_append(type, data)
         return 0
