@@ -9,8 +9,8 @@ Decision: sorted keys, no whitespace, Decimals as strings, tether records by the
 the text is fixed when an event is appended. Data that JSON text cannot carry faithfully is
 refused (``JournalValueError``), the same way whatever the store: NaN and infinities, nesting
 deeper than ``MAX_NESTING``, and a surrogate pair held as two separate code points (JSON would
-read it back as one character). A lone surrogate is written as its ``\\udXXX`` escape, which
-reads back as the same lone surrogate.
+read it back as one character). A lone surrogate is written as its JSON escape (``\\udc80``
+for U+DC80), which reads back as the same lone surrogate.
 """
 
 from __future__ import annotations

@@ -30,7 +30,7 @@ MAX_ASKS = 8  # of each kind, per tool call
 MARGIN = 0.5  # seconds (at most a tenth of the call's time) an ask leaves the call to finish
 
 
-class SessionAsks:
+class SharedAsks:
     """What every call of one session (or gateway) asks through: made once, shared by the calls'
     ``CallAsks``. ``flushing``: the lock around a flush made while tools run (the calls of a turn
     may ask at the same time; one flush at a time writes each event once)."""
@@ -64,7 +64,7 @@ class AskLedger:
     __slots__ = ("_count", "_deadline", "_lock", "call_id", "caller", "loop", "overrun",
                  "session", "tool")
 
-    def __init__(self, session: SessionAsks, call_id: str, tool: str, timeout: float) -> None:
+    def __init__(self, session: SharedAsks, call_id: str, tool: str, timeout: float) -> None:
         self.session = session
         self.call_id = call_id
         self.tool = tool

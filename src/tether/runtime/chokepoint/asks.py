@@ -77,7 +77,7 @@ class CallAsks(AskLedger):
             return await elicitation.relay_elicit(self, server, message, schema, check)
 
 
-class SessionAsks(ask_ledger.SessionAsks):
+class SessionAsks(ask_ledger.SharedAsks):
     """What every call of one session asks through, as a tool reaches it
     (``tether.tools.asking.SessionAsking``): the ledger's shared state, and each call's
     ``CallAsks`` made from it here, above the ledger they stand on."""
