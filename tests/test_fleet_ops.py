@@ -177,6 +177,9 @@ def test_a_session_whose_journal_was_tampered_with_is_reported_refused_and_wake_
     workers.start("w1")
     session_id = fleet.enqueue("record 3 effects, approve the second")
     wait_until(lambda: fleet.status(session_id) == "needs_approval", "the pause", 60)
+    # the journal says "paused" a moment before DBOS records the workflow's end: a worker
+    # killed in between leaves it PENDING on w1, which only an executor named w1 recovers
+    wait_until(lambda: unfinished(fleet) == 0, "the paused activation to end", 60)
     workers.kill_all()
     [request] = fleet.recipe.approval_store.pending(session_id)
     assert fleet.approve(session_id, request.id, approver="ops") == f"{session_id}#1"
