@@ -31,7 +31,7 @@ demo: $(VENV)/.installed
 	$(BIN)/python examples/quickstart.py
 
 lint: $(VENV)/.installed-dev
-	$(BIN)/ruff check src tests examples bench docs/hooks
+	$(BIN)/ruff check src tests examples bench docs/hooks scripts
 	$(BIN)/mypy
 	$(BIN)/lint-imports
 	$(MAKE) docs
