@@ -42,6 +42,7 @@ VOLATILE: list[tuple[re.Pattern[str], str]] = [
     (re.compile(r"kill -9 w1 after \d+ notices"), "kill -9 w1 after <n> notices"),
     # where the kill lands: a session killed mid-effect waits for an operator (uncertain_effect)
     (re.compile(r"^(statuses|waiting for a person): \{.*\}$", re.M), r"\1: <where it landed>"),
+    (re.compile(r"^notices sent: \d+", re.M), "notices sent: <n>"),  # (fewer when one waits)
 ]
 
 # the extra each runnable example imports, for the skip (or, under CI, the failure) without it
