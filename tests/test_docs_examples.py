@@ -7,7 +7,8 @@ the counts and statuses that depend on where a kill lands) is blanked on both si
 comparing, and nothing else is. An example that needs what this machine may not have (a local
 model build, an MCP client) is not run: its section says what it needs. Each example's section
 is found by the first ``examples/NAME.py`` it names, so a new example without a section fails
-here.
+here. When an example's output changes on purpose, ``python tests/test_docs_examples.py [NAME]``
+writes what it prints now into the page, for review with ``git diff``.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ import os
 import re
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -124,6 +126,18 @@ def test_the_runnable_examples_are_the_ones_this_page_promises() -> None:
     assert promised == RUNNABLE
 
 
+def run(name: str, where: Path) -> str:
+    """What ``examples/NAME.py`` prints, run in ``where`` (which its files go to) with a store of
+    its own there."""
+    env = {**os.environ, "PYTHONPATH": str(ROOT / "src"),
+           "TETHER_STORE": f"sqlite:///{where / 'tether.db'}"}
+    env.pop("FLEET_DB", None)
+    done = subprocess.run([sys.executable, str(ROOT / "examples" / f"{name}.py")],
+                          cwd=where, env=env, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-4000:]
+    return done.stdout
+
+
 @pytest.mark.parametrize("name", RUNNABLE)
 def test_the_example_prints_what_the_page_shows(name: str, tmp_path: Path) -> None:
     if name in EXTRAS:
@@ -131,13 +145,9 @@ def test_the_example_prints_what_the_page_shows(name: str, tmp_path: Path) -> No
     body = by_example()[name]
     assert f"python examples/{name}.py" in body  # the command the page gives
     (shown,) = TEXT.findall(body)
-    env = {**os.environ, "PYTHONPATH": str(ROOT / "src"),
-           "TETHER_STORE": f"sqlite:///{tmp_path / 'tether.db'}"}
-    env.pop("FLEET_DB", None)
-    done = subprocess.run([sys.executable, str(ROOT / "examples" / f"{name}.py")],
-                          cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600)
-    assert done.returncode == 0, done.stderr[-4000:]
-    assert steady(done.stdout) == steady(shown)
+    assert steady(run(name, tmp_path)) == steady(shown), \
+        "the example prints something else now: if that is meant, run " \
+        "`python tests/test_docs_examples.py` to write its new output into docs/examples.md"
 
 
 def test_the_real_model_run_shown_is_the_one_kept() -> None:
@@ -151,3 +161,24 @@ def test_what_is_blanked_is_only_what_varies() -> None:
     assert steady(line) == line  # counts and short numbers are compared as they are
     assert steady("session 2ddfe21541d4f40a00ee5eab13d07d85") == "session <hex>"
     assert steady("apr_88b32558641260f0b2db pay") == "apr_<hex> pay"
+
+
+def rewrite(names: list[str]) -> None:
+    """Run the examples named (all runnable ones if none) and write what each prints into its
+    block on the page: for an output changed on purpose, to review with ``git diff``."""
+    page = PAGE.read_text()
+    for name in names or RUNNABLE:
+        body = by_example()[name]
+        (shown,) = TEXT.findall(body)
+        with tempfile.TemporaryDirectory() as where:
+            printed = run(name, Path(where))
+        if steady(printed) == steady(shown):
+            print(f"{name}: unchanged")  # new ids are no change worth a diff
+            continue
+        page = page.replace(body, body.replace(f"```text\n{shown}```", f"```text\n{printed}```"))
+        PAGE.write_text(page)
+        print(f"{name}: rewritten")
+
+
+if __name__ == "__main__":
+    rewrite(sys.argv[1:])

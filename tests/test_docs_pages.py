@@ -198,6 +198,7 @@ def test_the_key_block_is_marked_and_runs_as_written_given_a_key(
     title = "A real model with an API key"
     assert section("docs/getting-started.md", title).lstrip().startswith("Needs an API key")
     (block,) = blocks("docs/getting-started.md", title)
+    assert block.startswith("# not runnable as pasted: needs OPENAI_API_KEY")  # as blocks say
     with FakeLLMServer(calculator_then_answer) as server:
         monkeypatch.chdir(tmp_path)  # no .env of the checkout's
         monkeypatch.setenv("OPENAI_API_KEY", "sk-getting-started")
