@@ -31,14 +31,15 @@ PAGE = ROOT / "docs" / "examples.md"
 EXAMPLE = re.compile(r"examples/(\w+)\.py")
 TEXT = re.compile(r"^```text\n(.*?)^```", re.S | re.M)
 
+EXAMPLE_PATH = re.compile(r"(?<![\w./-])(?:[\w.-]+/)*examples/(?=\w+\.py)")
+
 # what a run changes, blanked on both sides (the page keeps the real values)
 VOLATILE: list[tuple[re.Pattern[str], str]] = [
     (re.compile(r"(?<![0-9a-f])[0-9a-f]{16,}(?![0-9a-f])"), "<hex>"),  # ids, digests
     (re.compile(r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\dZ"), "<time>"),
     (re.compile(r"\bpid \d+"), "pid <pid>"),
     (re.compile(r"sqlite:///\S+"), "sqlite:///<file>"),  # the store a run was given
-    # an example's path, as named from where it ran
-    (re.compile(r"(?<![\w./-])(?:[\w.-]+/)*examples/(?=\w+\.py)"), "examples/"),
+    (EXAMPLE_PATH, "examples/"),  # an example's path, as named from where it ran
     (re.compile(r"\b\d+\.\d+ s\b"), "<seconds> s"),  # a run's wall time
     (re.compile(r"(latency s p50 / p95 / max\s+).*"), r"\1<latencies>"),
     (re.compile(r"kill -9 w1 after \d+ notices"), "kill -9 w1 after <n> notices"),
@@ -172,6 +173,10 @@ def rewrite(names: list[str]) -> None:
         (shown,) = TEXT.findall(body)
         with tempfile.TemporaryDirectory() as where:
             printed = run(name, Path(where))
+            # as a reader sees it, run from the repository's root with the default store
+            printed = printed.replace(f"sqlite:///{Path(where) / 'tether.db'}",
+                                      "sqlite:///tether.db")
+            printed = EXAMPLE_PATH.sub("examples/", printed)
         if steady(printed) == steady(shown):
             print(f"{name}: unchanged")  # new ids are no change worth a diff
             continue
