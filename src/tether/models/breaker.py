@@ -22,6 +22,8 @@ from tether.models.errors import RETRYABLE, ErrorKind, ProviderError
 
 
 class CircuitState(enum.StrEnum):
+    """A circuit breaker's state: ``closed`` (calls go through), ``open`` (calls fail at once)
+    or ``half_open`` (one trial call decides)."""
     CLOSED = "closed"
     OPEN = "open"
     HALF_OPEN = "half_open"

@@ -175,6 +175,8 @@ DEFAULT_CATALOG = PriceCatalog(
         "chatgpt-4o-latest": "gpt-4o",
     },
 )
+"""tether's bundled price table, by model name (list prices, USD per million tokens): where a
+model's price is looked up when genai-prices is not installed or does not know the model."""
 
 
 BUNDLED = "tether's bundled table (list prices as of 2025-11)"
