@@ -53,9 +53,12 @@ def _refuse_constant(name: str) -> Any:
 class ToolCall:
     """A call the model asked for.
 
-    ``arguments`` is the parsed JSON object, or the raw text exactly as it arrived when it could not
-    be parsed into an object; the executor's malformed-JSON gate turns the latter into a result the
-    model can act on, so a tool never runs with guessed arguments.
+    Args:
+        id: The call's id, unique in the session; its result answers this id.
+        name: The tool's name.
+        arguments: The parsed JSON object, or the raw text exactly as it arrived when it could
+            not be parsed into an object; the executor's malformed-JSON gate turns the latter
+            into a result the model can act on, so a tool never runs with guessed arguments.
     """
 
     id: str
@@ -155,6 +158,7 @@ class Usage:
 
     @property
     def total_tokens(self) -> int:
+        """Input and output tokens, together."""
         return self.input_tokens + self.output_tokens
 
     def __add__(self, other: Usage) -> Usage:
@@ -233,7 +237,16 @@ FinishReason = Literal["stop", "tool_calls", "length", "content_filter", "error"
 @fast_init
 @dataclass(frozen=True, slots=True)
 class ModelResponse:
-    """What a model returned. A response may carry text AND tool calls; both are kept."""
+    """What a model returned. A response may carry text AND tool calls; both are kept.
+
+    Args:
+        text: The model's words.
+        tool_calls: The calls it asks for (``ToolCall``); none: the text is its answer.
+        usage: The tokens the call used, as the provider reported them.
+        model: The model's name, as the provider gave it.
+        finish_reason: Why the answer ended: ``"stop"``, ``"tool_calls"``, ``"length"`` (cut
+            at the output cap), ...
+    """
 
     text: str = ""
     tool_calls: tuple[ToolCall, ...] = ()
