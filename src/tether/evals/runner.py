@@ -33,21 +33,7 @@ def evaluate(agent: Any, tasks: Sequence[Task], *, k: int = 8,
              concurrency: int = 8, workers: int = 1, dask: Any = None,
              progress: Progress | None = None) -> Report:
     """Evaluate ``agent`` on ``tasks``: ``k`` trials of each under each perturbation, graded,
-    journaled in ``store`` (default: the agent's, else in memory), reported as pass^k."""
-    from tether.runtime.lifecycle.sync import run_sync
-
-    result: Report = run_sync(aevaluate(
-        agent, tasks, k=k, perturbations=perturbations, seed=seed, name=name, suite=suite,
-        store=store, concurrency=concurrency, workers=workers, dask=dask, progress=progress))
-    return result
-
-
-async def aevaluate(agent: Any, tasks: Sequence[Task], *, k: int = 8,
-                    perturbations: Sequence[str | Perturbation] = ("canonical",),
-                    seed: int = 0, name: str = "eval", suite: str = "suite",
-                    store: Store | str | None = None, concurrency: int = 8, workers: int = 1,
-                    dask: Any = None, progress: Progress | None = None) -> Report:
-    """``evaluate``, awaited on the caller's event loop.
+    journaled in ``store`` (default: the agent's, else in memory), reported as pass^k.
 
     Args:
         agent: The agent under test: an ``Agent``, a factory of one, or a ``module:function``
@@ -65,7 +51,23 @@ async def aevaluate(agent: Any, tasks: Sequence[Task], *, k: int = 8,
         progress: Called as ``progress(trials done, trials in all)``.
 
     Returns:
-        The ``Report``: pass^k and pass@k, by perturbation and overall."""
+        The ``Report``: pass^k and pass@k, by perturbation and overall.
+    """
+    from tether.runtime.lifecycle.sync import run_sync
+
+    result: Report = run_sync(aevaluate(
+        agent, tasks, k=k, perturbations=perturbations, seed=seed, name=name, suite=suite,
+        store=store, concurrency=concurrency, workers=workers, dask=dask, progress=progress))
+    return result
+
+
+async def aevaluate(agent: Any, tasks: Sequence[Task], *, k: int = 8,
+                    perturbations: Sequence[str | Perturbation] = ("canonical",),
+                    seed: int = 0, name: str = "eval", suite: str = "suite",
+                    store: Store | str | None = None, concurrency: int = 8, workers: int = 1,
+                    dask: Any = None, progress: Progress | None = None) -> Report:
+    """``evaluate``, awaited on the caller's event loop: the same arguments, the same
+    ``Report``."""
     from tether.runtime.lifecycle.agent import Agent
 
     plan = Plan.of(tasks, k=k, perturbations_=perturbations, seed=seed, evaluation=name,
