@@ -78,6 +78,7 @@ class ToolCall:
         return cls(id, name, parsed if isinstance(parsed, dict) else text)
 
     def to_dict(self) -> dict[str, JSONValue]:
+        """As plain JSON data, as journaled."""
         return {"id": self.id, "name": self.name, "arguments": self.arguments}
 
 
@@ -109,21 +110,26 @@ class Message:
 
     @classmethod
     def system(cls, content: str) -> Message:
+        """A system message."""
         return cls("system", content)
 
     @classmethod
     def user(cls, content: str) -> Message:
+        """A user message."""
         return cls("user", content)
 
     @classmethod
     def assistant(cls, content: str = "", tool_calls: tuple[ToolCall, ...] = ()) -> Message:
+        """An assistant message: the model's words and the calls it asked for."""
         return cls("assistant", content, tool_calls)
 
     @classmethod
     def tool(cls, call_id: str, name: str, content: str) -> Message:
+        """A tool message: the result of the call ``call_id`` to the tool ``name``."""
         return cls("tool", content, (), call_id, name)
 
     def to_dict(self) -> dict[str, JSONValue]:
+        """As plain JSON data, as journaled."""
         out: dict[str, JSONValue] = {"role": self.role, "content": self.content}
         if self.tool_calls:
             out["tool_calls"] = [c.to_dict() for c in self.tool_calls]
@@ -134,6 +140,7 @@ class Message:
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> Message:
+        """The message ``to_dict`` wrote."""
         calls = tuple(
             ToolCall(c["id"], c["name"], c["arguments"]) for c in data.get("tool_calls", ())
         )
@@ -171,6 +178,7 @@ class Usage:
         )
 
     def to_dict(self) -> dict[str, int]:
+        """As plain JSON data, as journaled."""
         out: dict[str, int] = {
             "input_tokens": self.input_tokens,
             "output_tokens": self.output_tokens,
@@ -255,6 +263,7 @@ class ModelResponse:
     finish_reason: FinishReason = "stop"
 
     def to_dict(self) -> dict[str, JSONValue]:
+        """As plain JSON data, as journaled."""
         return {
             "text": self.text,
             "tool_calls": [c.to_dict() for c in self.tool_calls],
@@ -265,6 +274,7 @@ class ModelResponse:
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> ModelResponse:
+        """The response ``to_dict`` wrote."""
         calls = tuple(ToolCall(c["id"], c["name"], c["arguments"]) for c in data["tool_calls"])
         u = data["usage"]
         usage = Usage(u["input_tokens"], u["output_tokens"], u["cached_input_tokens"],

@@ -93,6 +93,8 @@ class Price:
         return Price(max(p.dearest_input() for p in flat), max(p.output for p in flat))
 
     def cost(self, usage: Usage) -> Decimal:
+        """What ``usage`` costs in USD at this price (at the tier its input reaches; cached reads
+        and writes at their own prices)."""
         p = self.at(usage.input_tokens)
         read = min(usage.cached_input_tokens, usage.input_tokens)
         written = min(usage.cache_write_tokens, usage.input_tokens - read)

@@ -90,6 +90,7 @@ class Resource:
         return [name for name in arguments if name in self.shapes]
 
     def to_dict(self) -> dict[str, Any]:
+        """As plain JSON data, as journaled."""
         out = {"name": self.name, "tags": sorted(self.tags), "risk": self.risk,
                "side_effect": self.side_effect, "egress": self.egress,
                "output_trust": self.output_trust, "owner": self.owner,
@@ -104,6 +105,7 @@ class Resource:
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> Resource:
+        """The resource ``to_dict`` wrote."""
         return cls(data["name"], frozenset(data.get("tags", ())), data.get("risk", "low"),
                    data.get("side_effect", False), data.get("egress", False),
                    data.get("output_trust", "trusted"), data.get("owner"),
@@ -204,6 +206,7 @@ class Decision:
         return self.effect is Effect.ALLOW
 
     def to_dict(self) -> dict[str, Any]:
+        """As plain JSON data, as journaled (the empty parts left out)."""
         out: dict[str, Any] = {"effect": self.effect.value, "reason": self.reason,
                                "policy_id": self.policy_id}
         if self.fields:

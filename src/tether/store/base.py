@@ -270,6 +270,9 @@ class SessionInfo:
 
 
 class Store(Protocol):
+    """What every store keeps: journals (appended a step at a time, atomically, chained),
+    approvals, leases and the private table (``MemoryStore``, ``SQLiteStore``,
+    ``PostgresStore``; ``open_store(url)`` picks one)."""
     url: str
 
     def append(self, session_id: str, events: Sequence[Event],

@@ -128,6 +128,7 @@ class Spend:
         return self.usage.total_tokens
 
     def to_dict(self) -> dict[str, Any]:
+        """As plain JSON data: tokens, cost (a string), steps, tool calls, seconds."""
         return {"tokens": self.tokens, "cost_usd": str(self.cost_usd), "steps": self.steps,
                 "tool_calls": self.tool_calls, "seconds": round(self.seconds, 6)}
 

@@ -226,6 +226,7 @@ class Gateway:
 
     @property
     def approvals(self) -> ApprovalStore:
+        """Where the gateway's approval requests are kept."""
         return self._approvals
 
     @property
