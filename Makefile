@@ -5,7 +5,7 @@ PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
 
-.PHONY: demo demo-local test lint docs unit bench bench-policy bench-journal bench-instructions bench-evals bench-security clean mcp-deps
+.PHONY: demo demo-local test lint docs unit bench bench-policy bench-journal bench-instructions bench-evals bench-security clean mcp-deps browser-deps
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -38,8 +38,18 @@ lint: $(VENV)/.installed-dev
 docs: $(VENV)/.installed-dev
 	$(BIN)/mkdocs build --strict --site-dir build/site
 
-unit: $(VENV)/.installed-dev $(VENV)/.installed-local mcp-deps
+unit: $(VENV)/.installed-dev $(VENV)/.installed-local mcp-deps browser-deps
 	$(BIN)/pytest
+
+# The browser tests/test_site_offline.py opens the built site in: Debian's chromium, driven by
+# Playwright (dev extra) at this path, never a browser Playwright downloads itself. Installed with
+# apt-get when running as root (as CI does); otherwise one line says the command to run.
+CHROMIUM := /usr/bin/chromium
+
+browser-deps:
+	@test -x $(CHROMIUM) || [ "$$(id -u)" != 0 ] || \
+		{ apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q chromium; }
+	@test -x $(CHROMIUM) || { echo "$(CHROMIUM) is missing: sudo apt-get install chromium" >&2; exit 1; }
 
 # The local model (tests/real_model/, make demo-local). llama-cpp-python builds from source the
 # first time (about 8 minutes on 2 idle cores, up to about 20 on a loaded machine), portable (no
