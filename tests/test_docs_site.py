@@ -1,6 +1,6 @@
 """The documentation site cannot drift from the code or lose a page: the CLI reference is built
-from the real parsers (every command and every flag appears), every page under docs/ is in the
-nav, and the README's links point at files that exist inside the repository."""
+from the real parsers (every command and every flag appears, 80 columns wide), every page under
+docs/ is in the nav, and the README's links point at files that exist inside the repository."""
 
 from __future__ import annotations
 
@@ -43,6 +43,17 @@ def test_the_cli_reference_has_every_command_and_flag() -> None:
         for action in parser._actions:
             for flag in action.option_strings:
                 assert flag in body, (parser.prog, flag)
+
+
+def test_the_cli_reference_is_80_columns_wide() -> None:
+    """``--help`` at 80 columns fits the site's code column (test_site_offline.py measures it in a
+    browser), and does not follow the width of the terminal that built the site."""
+    page = hook().reference()
+    blocks = re.findall(r"^```text\n(.*?)^```", page, re.S | re.M)
+    assert len(blocks) > 30
+    widest = max((line for block in blocks for line in block.splitlines()), key=len)
+    assert len(widest) <= 80, widest
+    assert len(widest) > 70, "wrapped narrower than 80 columns"
 
 
 def nav_pages(node: object) -> list[str]:

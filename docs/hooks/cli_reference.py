@@ -15,7 +15,7 @@ from typing import Any
 from mkdocs.structure.files import File, Files
 
 PAGE = "reference/cli.md"
-WIDTH = 100  # fixed, so the page does not depend on the terminal that built it
+WIDTH = 80  # fixed, so the page does not depend on the terminal that built it, and fits its column
 
 
 def commands(parser: argparse.ArgumentParser) -> Iterator[argparse.ArgumentParser]:

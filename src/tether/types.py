@@ -53,9 +53,12 @@ def _refuse_constant(name: str) -> Any:
 class ToolCall:
     """A call the model asked for.
 
-    ``arguments`` is the parsed JSON object, or the raw text exactly as it arrived when it could not
-    be parsed into an object; the executor's malformed-JSON gate turns the latter into a result the
-    model can act on, so a tool never runs with guessed arguments.
+    Args:
+        id: The call's id, unique in the session; its result answers this id.
+        name: The tool's name.
+        arguments: The parsed JSON object, or the raw text exactly as it arrived when it could
+            not be parsed into an object; the executor's malformed-JSON gate turns the latter
+            into a result the model can act on, so a tool never runs with guessed arguments.
     """
 
     id: str
@@ -75,6 +78,7 @@ class ToolCall:
         return cls(id, name, parsed if isinstance(parsed, dict) else text)
 
     def to_dict(self) -> dict[str, JSONValue]:
+        """As plain JSON data, as journaled."""
         return {"id": self.id, "name": self.name, "arguments": self.arguments}
 
 
@@ -106,21 +110,26 @@ class Message:
 
     @classmethod
     def system(cls, content: str) -> Message:
+        """A system message."""
         return cls("system", content)
 
     @classmethod
     def user(cls, content: str) -> Message:
+        """A user message."""
         return cls("user", content)
 
     @classmethod
     def assistant(cls, content: str = "", tool_calls: tuple[ToolCall, ...] = ()) -> Message:
+        """An assistant message: the model's words and the calls it asked for."""
         return cls("assistant", content, tool_calls)
 
     @classmethod
     def tool(cls, call_id: str, name: str, content: str) -> Message:
+        """A tool message: the result of the call ``call_id`` to the tool ``name``."""
         return cls("tool", content, (), call_id, name)
 
     def to_dict(self) -> dict[str, JSONValue]:
+        """As plain JSON data, as journaled."""
         out: dict[str, JSONValue] = {"role": self.role, "content": self.content}
         if self.tool_calls:
             out["tool_calls"] = [c.to_dict() for c in self.tool_calls]
@@ -131,6 +140,7 @@ class Message:
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> Message:
+        """The message ``to_dict`` wrote."""
         calls = tuple(
             ToolCall(c["id"], c["name"], c["arguments"]) for c in data.get("tool_calls", ())
         )
@@ -155,6 +165,7 @@ class Usage:
 
     @property
     def total_tokens(self) -> int:
+        """Input and output tokens, together."""
         return self.input_tokens + self.output_tokens
 
     def __add__(self, other: Usage) -> Usage:
@@ -167,6 +178,7 @@ class Usage:
         )
 
     def to_dict(self) -> dict[str, int]:
+        """As plain JSON data, as journaled."""
         out: dict[str, int] = {
             "input_tokens": self.input_tokens,
             "output_tokens": self.output_tokens,
@@ -233,7 +245,16 @@ FinishReason = Literal["stop", "tool_calls", "length", "content_filter", "error"
 @fast_init
 @dataclass(frozen=True, slots=True)
 class ModelResponse:
-    """What a model returned. A response may carry text AND tool calls; both are kept."""
+    """What a model returned. A response may carry text AND tool calls; both are kept.
+
+    Args:
+        text: The model's words.
+        tool_calls: The calls it asks for (``ToolCall``); none: the text is its answer.
+        usage: The tokens the call used, as the provider reported them.
+        model: The model's name, as the provider gave it.
+        finish_reason: Why the answer ended: ``"stop"``, ``"tool_calls"``, ``"length"`` (cut
+            at the output cap), ...
+    """
 
     text: str = ""
     tool_calls: tuple[ToolCall, ...] = ()
@@ -242,6 +263,7 @@ class ModelResponse:
     finish_reason: FinishReason = "stop"
 
     def to_dict(self) -> dict[str, JSONValue]:
+        """As plain JSON data, as journaled."""
         return {
             "text": self.text,
             "tool_calls": [c.to_dict() for c in self.tool_calls],
@@ -252,6 +274,7 @@ class ModelResponse:
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> ModelResponse:
+        """The response ``to_dict`` wrote."""
         calls = tuple(ToolCall(c["id"], c["name"], c["arguments"]) for c in data["tool_calls"])
         u = data["usage"]
         usage = Usage(u["input_tokens"], u["output_tokens"], u["cached_input_tokens"],

@@ -29,6 +29,7 @@ from tether.errors import InvalidArgument, WrongType
 from tether.secret import Secret
 
 Provider = Callable[[], str | Secret]
+"""Where a tool's secret comes from at call time: a callable returning it (``VaultKV`` is one)."""
 
 log = logging.getLogger("tether.credentials")
 

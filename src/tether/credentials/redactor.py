@@ -28,6 +28,7 @@ from tether.errors import WrongType
 from tether.secret import Secret
 
 REDACTED = "[secret redacted]"
+"""What a secret is replaced by wherever it would be shown (a tool's output, a log line)."""
 # keys this process's secret digests (``ScopedToken.scrubs``): a digest is never written anywhere,
 # and keyed it is no help in guessing a low-entropy secret even if it were
 _DIGEST_KEY = secrets.token_bytes(32)

@@ -25,8 +25,6 @@ from tether.journal.chain import verify_chain
 from tether.store.base import ERASED_TYPE
 from tether.types import Event
 
-# every status a session can have besides its stop reason once it ended (finished,
-# step_budget, denied, ...), and what it means; docs/guide/fleet.md lists the same
 STATUSES = {
     "queued": "an activation waits in the queue for a worker",
     "running": "a worker runs it",
@@ -41,6 +39,9 @@ STATUSES = {
     "erased": "its content was erased",
     "unknown": "neither the journal nor DBOS has it",
 }
+"""Every status a session of a fleet can have besides its stop reason once it ended
+(``finished``, ``step_budget``, ``denied``, ...), and what it means (docs/guide/fleet.md lists
+the same)."""
 # the statuses that need a person before the session moves (``tether fleet waiting``)
 NEEDS_A_PERSON = frozenset({"needs_approval", "uncertain_effect", "paused", "refused",
                             "failed"})

@@ -23,6 +23,7 @@ from tether.types import ModelRequest, ModelResponse, ToolCall
 
 @dataclass(frozen=True, slots=True)
 class PlannedCall:
+    """One tool call a model made by ``obedient_model`` makes: the tool's name and its arguments."""
     tool: str
     arguments: Mapping[str, Any] = field(default_factory=dict)
 

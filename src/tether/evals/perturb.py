@@ -28,11 +28,15 @@ if TYPE_CHECKING:
 
 @dataclass(frozen=True, slots=True)
 class Setup:
+    """What a trial runs: the prompt, the agent, and notes a perturbation left (journaled with
+    the trial). A perturbation returns a changed copy (``but``)."""
     prompt: str
     agent: Agent
     notes: Mapping[str, Any] = field(default_factory=dict)
 
     def but(self, note: Mapping[str, Any], **changes: Any) -> Setup:
+        """This setup with ``note`` added to its notes and ``changes`` (``prompt=``, ``agent=``)
+        made."""
         return dataclasses.replace(self, notes={**self.notes, **note}, **changes)
 
 
@@ -45,6 +49,7 @@ class Perturbation(Protocol):
 
 @dataclass(frozen=True, slots=True)
 class Canonical:
+    """The perturbation that changes nothing: the task as written (``"canonical"``)."""
     name: str = "canonical"
 
     async def apply(self, setup: Setup, rng: random.Random) -> Setup:

@@ -56,6 +56,9 @@ def _slice(name: str, records: Sequence[TrialRecord], seed: int) -> Slice:
 
 @dataclass(frozen=True, slots=True)
 class Report:
+    """An evaluation's result: every graded trial (``records``) and, by perturbation and for all
+    of them together, pass^k and pass@k (``slices``). Rebuilt from the store alone by
+    ``stored_trials``."""
     evaluation: str
     seed: int
     records: tuple[TrialRecord, ...]

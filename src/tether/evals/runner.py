@@ -33,7 +33,26 @@ def evaluate(agent: Any, tasks: Sequence[Task], *, k: int = 8,
              concurrency: int = 8, workers: int = 1, dask: Any = None,
              progress: Progress | None = None) -> Report:
     """Evaluate ``agent`` on ``tasks``: ``k`` trials of each under each perturbation, graded,
-    journaled in ``store`` (default: the agent's, else in memory), reported as pass^k."""
+    journaled in ``store`` (default: the agent's, else in memory), reported as pass^k.
+
+    Args:
+        agent: The agent under test: an ``Agent``, a factory of one, or a ``module:function``
+            reference (what workers in other processes import).
+        tasks: The tasks, each run ``k`` times under each perturbation.
+        k: Trials per task and perturbation.
+        perturbations: Their names (``"canonical"``, ``"paraphrase"``, ...) or objects.
+        seed: Seeds every perturbation's randomness: the same seed, the same trials.
+        name: The evaluation's name, in each trial's metadata.
+        suite: The suite's name, likewise.
+        store: Where the trials are journaled. Default: the agent's store, else in memory.
+        concurrency: Trials run at once.
+        workers: Forked worker processes to run trials in (1: this process).
+        dask: Run trials on Dask instead (the ``dask`` extra).
+        progress: Called as ``progress(trials done, trials in all)``.
+
+    Returns:
+        The ``Report``: pass^k and pass@k, by perturbation and overall.
+    """
     from tether.runtime.lifecycle.sync import run_sync
 
     result: Report = run_sync(aevaluate(
@@ -47,6 +66,8 @@ async def aevaluate(agent: Any, tasks: Sequence[Task], *, k: int = 8,
                     seed: int = 0, name: str = "eval", suite: str = "suite",
                     store: Store | str | None = None, concurrency: int = 8, workers: int = 1,
                     dask: Any = None, progress: Progress | None = None) -> Report:
+    """``evaluate``, awaited on the caller's event loop: the same arguments, the same
+    ``Report``."""
     from tether.runtime.lifecycle.agent import Agent
 
     plan = Plan.of(tasks, k=k, perturbations_=perturbations, seed=seed, evaluation=name,

@@ -29,6 +29,18 @@ class SuiteError(UsageError, ValueError):
 
 @dataclass(frozen=True)
 class Task:
+    """One task of an evaluation.
+
+    Args:
+        prompt: What the agent is asked.
+        expected: The answer the default grader (``exact_match``) wants.
+        grader: Grades each trial's ``Outcome``: one of ``tether.evals``' graders or a function
+            ``(Outcome) -> bool | Grade``. Default: ``exact_match()`` on ``expected``; with
+            neither, ``finished()`` (the run's reliability, not the answer's correctness).
+        metadata: Labels journaled with each trial.
+        tags: Labels to slice a report by.
+        id: The task's id. Default: derived from the prompt.
+        environment: A factory of a fresh world per trial, for graders of its ``state``."""
     prompt: str
     expected: Any = None
     # default: exact_match() on ``expected``; with neither, finished() — the trial passes when
@@ -56,6 +68,7 @@ class Task:
 
     @property
     def judge(self) -> Grader:
+        """The grader that grades this task: ``grader``, or the default."""
         if self.grader is not None:
             return self.grader
         return g.exact_match() if self.expected is not None else g.finished()
@@ -63,6 +76,7 @@ class Task:
 
 @dataclass(frozen=True, slots=True)
 class Suite:
+    """A named list of tasks, as ``load_suite`` reads it from a YAML file."""
     name: str
     tasks: tuple[Task, ...]
 

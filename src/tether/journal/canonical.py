@@ -24,6 +24,8 @@ from typing import Any
 from tether.errors import UsageError
 
 MAX_NESTING = 256  # deeper event data is refused: every Python can read back what is stored
+"""How deep event data may nest: deeper data is refused, so every Python can read back what is
+stored."""
 
 
 class JournalValueError(UsageError, ValueError):
@@ -58,6 +60,8 @@ def _canonical_encoder() -> Callable[[Any], str]:
 
 
 _encode = canonical_json = _canonical_encoder()
+"""``value`` as canonical JSON text (sorted keys, no spaces, one text per value): what an event's
+hash is taken over."""
 _SURROGATE = re.compile("[\ud800-\udfff]")
 _PAIR = re.compile("[\ud800-\udbff][\udc00-\udfff]")
 

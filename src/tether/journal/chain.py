@@ -60,6 +60,7 @@ __all__ = [
 ]
 
 Subscriber = Callable[[Event], object]
+"""What ``EventBus.subscribe`` takes: a callable told of each appended event."""
 
 
 class EventBus:

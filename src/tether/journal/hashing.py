@@ -26,9 +26,13 @@ from tether.journal.redaction import Redactions, Scrubber, hide_arguments, scrub
 from tether.types import Event
 
 GENESIS = "0" * 64
+"""The previous hash of a session's first event."""
 
 Record = tuple[int, str, float, Mapping[str, Any]]
+"""An event not yet sealed: ``(seq, type, timestamp, data)``."""
 Pending = tuple[int, str, float, str]  # seq, type, timestamp, data as canonical JSON text
+"""An event not yet sealed, its data encoded: ``(seq, type, timestamp, data as canonical JSON
+text)``."""
 
 _quote = json.encoder.encode_basestring  # how the canonical encoder writes a string
 _sha256 = hashlib.sha256

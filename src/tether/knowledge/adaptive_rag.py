@@ -104,7 +104,15 @@ NEXT_HOP_NOTE = ("If the passages so far do not answer the question, call {tool}
 
 @dataclass(frozen=True, slots=True)
 class AdaptiveRAG:
-    """A strategy: ``Agent(reasoning=AdaptiveRAG("search_docs"), tools=[search_docs, ...])``."""
+    """A strategy that routes each question to no retrieval, one, or several steps of it:
+    ``Agent(reasoning=AdaptiveRAG("search_docs"), tools=[search_docs, ...])``.
+
+    Args:
+        retrieval_tool: The name of the agent's retrieval tool (``retrieval_tool(...)``).
+        classifier: Picks the route: ``RuleClassifier()`` (no model call) or
+            ``ModelClassifier()`` (one capped model turn).
+        max_hops: Retrievals at most on the several-steps route.
+    """
 
     retrieval_tool: str
     classifier: Classifier = RuleClassifier()

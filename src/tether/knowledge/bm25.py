@@ -59,7 +59,12 @@ def bm25_rank(texts: Sequence[str], query: str, k: int) -> list[tuple[int, float
 
 class BM25Retriever:
     """The lexical retriever over one corpus (one tenant's, or shared when ``tenant_id`` is
-    None)."""
+    None): ranks passages by the words they share with the query.
+
+    Args:
+        documents: The corpus (``Document``; ``split_markdown`` makes them from pages).
+        tenant_id: The tenant whose corpus it is; None: shared by every tenant.
+    """
 
     name = "bm25"
 

@@ -54,6 +54,8 @@ class Recalled:
 
 @dataclass(frozen=True, slots=True)
 class ThreadSummary:
+    """One conversation thread of a user: its id, its owner, how many sessions it spans and when
+    it was last continued (seconds since the epoch)."""
     thread_id: str
     user_id: str | None
     sessions: int

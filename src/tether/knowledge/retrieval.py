@@ -193,6 +193,13 @@ def retrieval_tool(corpora: Corpora, *, name: str = "search_documents", k: int =
     sessions may search it) or a mapping from tenant id to that tenant's retriever (``None``
     for sessions without a tenant). The model chooses only the query; the tenant comes from the
     session. Each result is a list of ``{doc_id, source, score, retriever, text}``.
+
+    Args:
+        corpora: One retriever, or a mapping from tenant id to that tenant's retriever.
+        name: The tool's name, as the model sees it.
+        k: Passages each search returns at most.
+        description: What the model reads about the tool. Default: a description of a search
+            of the documents.
     """
     check_request("query", k)
     choose = _chooser(corpora)

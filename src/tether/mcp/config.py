@@ -50,7 +50,9 @@ class MCPServer:
     name; ``""`` for none) is put before each tool's name with ``separator``. ``trusted=True``
     means the operator vouches for the server's annotations (see ``tether.mcp.annotations``).
     ``call_timeout`` bounds each tool call; ``connect_timeout`` bounds start-up and the tool
-    listing; ``close_timeout`` bounds shutdown.
+    listing; ``close_timeout`` bounds shutdown. ``command``, ``args``, ``env`` and ``cwd`` make a
+    stdio server (see ``stdio``); ``url``, ``headers`` and ``auth`` (an OAuth flow of
+    ``tether.mcp.oauth``) an HTTP one (see ``http``).
 
     Requests the server makes *during* a tool call (``tether.mcp.requests``): ``elicitation``
     (``"decline"``, ``"ask"`` a person through the approval store, an in-process answerer, or

@@ -39,10 +39,12 @@ def definition_of(tool: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def canonical_json(value: Any) -> str:
+    """``value`` as JSON with sorted keys and no spaces: one text per value, for hashing."""
     return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
 
 
 def fingerprint(definition: Mapping[str, Any]) -> str:
+    """The ``sha256:`` digest of a tool definition's canonical JSON: what a pin holds."""
     return "sha256:" + hashlib.sha256(canonical_json(definition).encode()).hexdigest()
 
 

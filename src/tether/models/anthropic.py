@@ -62,7 +62,29 @@ TOOL_CHOICE = {"auto": {"type": "auto"}, "required": {"type": "any"}, "none": {"
 
 
 class AnthropicModel(ProviderModel):
-    """A tether Model on Anthropic's Messages API."""
+    """A tether Model on Anthropic's Messages API.
+
+    Args:
+        model: The model's name, optionally with its provider: ``"claude-3-5-haiku-latest"`` or
+            ``"anthropic:claude-3-5-haiku-latest"``.
+        api_key: The key. Default None: ``ANTHROPIC_API_KEY`` from the environment, else from
+            ``env_file``. It appears in no repr and no error.
+        base_url: The API's URL. Default None: ``ANTHROPIC_BASE_URL``, else the provider's own.
+        price: Its price per million tokens. Default None: looked up (genai-prices, else
+            tether's bundled table) on first use.
+        client: An SDK client of your own, used as given (no key is read).
+        timeout: Seconds an HTTP request may take.
+        max_output_tokens: The ceiling on every call's output cap (the Messages API requires
+            one).
+        params: Extra request fields (``{"temperature": 0}``); the fields tether sets from the
+            request are refused.
+        env_file: The ``.env`` file keys and URLs are read from (never loaded into
+            ``os.environ``; the environment wins). None reads none.
+        min_answer_seconds: A call with less time left before the time budget's deadline is
+            not started: it could only be cancelled and charged.
+        context_window: The model's input limit in tokens, for ``Compaction``. Default None:
+            unknown.
+    """
 
     provider = PROVIDER
     per_call_tokens = PER_CALL_TOKENS

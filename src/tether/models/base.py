@@ -56,16 +56,23 @@ class Model(Protocol):
     """Anything that can answer a ModelRequest."""
 
     @property
-    def name(self) -> str: ...
+    def name(self) -> str:
+        """The model's name, in the journal and in price lookups."""
+        ...
 
     @property
-    def price(self) -> Price | None: ...
+    def price(self) -> Price | None:
+        """Its price per million tokens; None: unknown (a cost budget then needs
+        ``Agent(price=...)``)."""
+        ...
 
     def estimate_message_tokens(self, message: Message) -> int:
         """Upper-bound estimate of one message's input tokens (used for reservations)."""
         ...
 
-    async def complete(self, request: ModelRequest) -> ModelResponse: ...
+    async def complete(self, request: ModelRequest) -> ModelResponse:
+        """The model's answer to ``request``: text, tool calls, or both, with the usage."""
+        ...
 
 
 def output_ceiling(model: object) -> int | None:
@@ -118,6 +125,9 @@ def native_output(model: object, tools: bool) -> bool:
 
 
 class StreamingModel(Model, Protocol):
+    """A ``Model`` that can also stream its answer: a streaming run (``run_stream``,
+    ``astream``) passes its text on as it arrives; from a model without ``stream`` it gets the
+    answer whole."""
     def stream(self, request: ModelRequest) -> AsyncIterator[str | ModelResponse]:
         """Yield text deltas, then the complete ModelResponse last."""
         ...

@@ -22,12 +22,22 @@ from tether.models.errors import RETRYABLE, ErrorKind, ProviderError
 
 
 class CircuitState(enum.StrEnum):
+    """A circuit breaker's state: ``closed`` (calls go through), ``open`` (calls fail at once)
+    or ``half_open`` (one trial call decides)."""
     CLOSED = "closed"
     OPEN = "open"
     HALF_OPEN = "half_open"
 
 
 class CircuitBreaker:
+    """Stops calling a provider that keeps failing, and tries it again later; share one across
+    an agent's sessions (``Resilient(model, breaker=...)``).
+
+    Args:
+        failure_threshold: Provider-side failures in a row (rate limit, server, connection,
+            timeout; not a bad request) that open the circuit: calls then fail at once.
+        reset_after: Seconds an open circuit waits before one trial call goes through.
+        clock: The clock ``reset_after`` is measured on."""
     __slots__ = ("_clock", "_failures", "_last", "_lock", "_opened_at", "_state", "_trial",
                  "failure_threshold", "reset_after")
 

@@ -23,6 +23,8 @@ from tether.models.base import ModelError
 
 
 class ErrorKind(enum.StrEnum):
+    """What kind of failure a provider's error is (``ProviderError.kind``); ``Resilient`` retries
+    the transient kinds (rate limit, server, connection, ...)."""
     RATE_LIMIT = "rate_limit"
     QUOTA = "quota"
     SERVER = "server"

@@ -48,6 +48,10 @@ ALIAS = "smollm2-135m-instruct"
 
 @dataclass(frozen=True, slots=True)
 class LocalServer:
+    """A running local llama.cpp server (``local_model_server()``): its OpenAI-compatible
+    ``base_url``, the model file it serves, its process id, the fastest one-token answer measured
+    at start (``min_answer_seconds``) and its context window; ``model()`` is an ``OpenAIModel``
+    on it."""
     base_url: str  # e.g. http://127.0.0.1:PORT/v1
     model_path: Path
     pid: int

@@ -56,7 +56,35 @@ PER_REQUEST_TOKENS = 16
 
 
 class OpenAIModel(ProviderModel):
-    """A tether Model on OpenAI's Chat Completions API (or any compatible server)."""
+    """A tether Model on OpenAI's Chat Completions API (or any compatible server).
+
+    Args:
+        model: The model's name, optionally with its provider: ``"gpt-4o-mini"`` or
+            ``"openai:gpt-4o-mini"``.
+        api_key: The key. Default None: ``OPENAI_API_KEY`` from the environment, else from
+            ``env_file``. It appears in no repr and no error.
+        base_url: The API's URL. Default None: ``OPENAI_BASE_URL``, else the provider's own.
+        price: Its price per million tokens. Default None: looked up (genai-prices, else
+            tether's bundled table) on first use.
+        client: An SDK client of your own, used as given (no key is read).
+        organization: The OpenAI organization the calls are billed to.
+        timeout: Seconds an HTTP request may take.
+        max_output_tokens: A ceiling on every call's output cap. Default None: the budget's
+            cap alone.
+        params: Extra request fields (``{"temperature": 0}``); the fields tether sets from the
+            request are refused.
+        env_file: The ``.env`` file keys and URLs are read from (never loaded into
+            ``os.environ``; the environment wins). None reads none.
+        min_answer_seconds: A call with less time left before the time budget's deadline is
+            not started: it could only be cancelled and charged.
+        context_window: The model's input limit in tokens, for ``Compaction``. Default None:
+            unknown.
+        compat: The server's kind, for the fields it reads (``"openai"``, ``"llama.cpp"``,
+            ``"vllm"``, ``"ollama"``, ``"generic"``). Default ``"auto"``: ``"openai"`` for
+            OpenAI's own API, ``"generic"`` for any other ``base_url``.
+        chars_per_token: Characters per token the runtime's estimate assumes (at most the
+            default four, which the reservations' safety rests on).
+    """
 
     provider = PROVIDER
     per_call_tokens = PER_CALL_TOKENS

@@ -93,6 +93,8 @@ class Price:
         return Price(max(p.dearest_input() for p in flat), max(p.output for p in flat))
 
     def cost(self, usage: Usage) -> Decimal:
+        """What ``usage`` costs in USD at this price (at the tier its input reaches; cached reads
+        and writes at their own prices)."""
         p = self.at(usage.input_tokens)
         read = min(usage.cached_input_tokens, usage.input_tokens)
         written = min(usage.cache_write_tokens, usage.input_tokens - read)
@@ -175,6 +177,8 @@ DEFAULT_CATALOG = PriceCatalog(
         "chatgpt-4o-latest": "gpt-4o",
     },
 )
+"""tether's bundled price table, by model name (list prices, USD per million tokens): where a
+model's price is looked up when genai-prices is not installed or does not know the model."""
 
 
 BUNDLED = "tether's bundled table (list prices as of 2025-11)"

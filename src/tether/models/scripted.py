@@ -32,7 +32,24 @@ Responder = Callable[[ModelRequest], ScriptItem]
 
 
 class ScriptedModel:
-    """Answers from a script (a sequence of responses or strings) or from a callable."""
+    """A deterministic model for tests and the zero-cost quickstart: answers from a script (a
+    sequence of responses or strings) or from a callable.
+
+    Turn *n* of every session gets the script's *n*-th item, so one instance serves any number
+    of sessions at once. Input tokens are counted as the runtime estimates them, and an answer
+    longer than the call's ``max_output_tokens`` is cut (finish reason ``length``), as a
+    provider would.
+
+    Args:
+        script: The answers, one per model turn: a ``str`` (a final answer) or a
+            ``ModelResponse`` (e.g. with ``tool_calls``); or a callable ``(ModelRequest) ->
+            str | ModelResponse`` that answers every turn.
+        name: The model's name, in the journal and its responses.
+        price: Its price per million tokens. Default: zero, so a cost budget can be enforced.
+        when_exhausted: The answer to every turn past the script's end. Default None: such a
+            turn raises ``ModelError`` (the run stops ``model_error``).
+        latency: Seconds each answer waits before it returns, to simulate a slow provider.
+    """
 
     def __init__(
         self,
@@ -66,15 +83,18 @@ class ScriptedModel:
 
     @property
     def name(self) -> str:
+        """The model's name."""
         return self._name
 
     @property
     def price(self) -> Price | None:
+        """Its price per million tokens (None: unknown)."""
         return self._price
 
     estimate_message_tokens = staticmethod(estimate_message_tokens)
 
     async def complete(self, request: ModelRequest) -> ModelResponse:
+        """The script's answer to this turn of ``request``'s conversation."""
         if self._latency:
             await asyncio.sleep(self._latency)
         messages = request.messages
@@ -91,6 +111,7 @@ class ScriptedModel:
         return self._finish(request, prepared)
 
     async def stream(self, request: ModelRequest) -> AsyncIterator[str | ModelResponse]:
+        """``complete``'s answer in text chunks of 16 characters, then the whole response."""
         response = await self.complete(request)
         text = response.text
         for start in range(0, len(text), 16):
@@ -152,3 +173,4 @@ def _prepare(item: ScriptItem, turn: int) -> _Prepared:
 
 
 FakeModel = ScriptedModel
+"""Another name of ``ScriptedModel``, for those who look for a fake."""

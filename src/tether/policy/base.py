@@ -22,6 +22,8 @@ if TYPE_CHECKING:
 
 
 class Effect(enum.StrEnum):
+    """What a policy's ``Decision`` does with a tool call, enforced before anything runs."""
+
     ALLOW = "allow"
     DENY = "deny"
     REQUIRE_APPROVAL = "require_approval"
@@ -30,8 +32,6 @@ class Effect(enum.StrEnum):
     DEGRADE = "degrade"
 
 
-#: Effects from most to least restrictive. ``DenyOverrides`` picks the earliest one any member
-#: returned; tests and tools that need to compare two effects use ``RESTRICTIVENESS.index``.
 RESTRICTIVENESS: tuple[Effect, ...] = (
     Effect.DENY,
     Effect.REQUIRE_APPROVAL,
@@ -40,10 +40,15 @@ RESTRICTIVENESS: tuple[Effect, ...] = (
     Effect.MASK,
     Effect.ALLOW,
 )
+"""Effects from most to least restrictive: ``DenyOverrides`` picks the earliest one any member
+returned; compare two effects with ``RESTRICTIVENESS.index``."""
 
 
 @dataclass(frozen=True, slots=True)
 class Subject:
+    """Who a call is made for: from the session (``agent.session(user_id=..., tenant_id=...,
+    roles=...)``) and the agent's name, never from model arguments."""
+
     user_id: str | None = None
     tenant_id: str | None = None
     roles: frozenset[str] = frozenset()
@@ -53,12 +58,17 @@ class Subject:
 @fast_init
 @dataclass(frozen=True, slots=True)
 class Action:
+    """What a call does: the tool's name and the arguments the model gave it."""
+
     tool: str
     arguments: Mapping[str, Any]
 
 
 @dataclass(frozen=True, slots=True)
 class Resource:
+    """What a call touches: the tool's declared metadata (``tether.tools.ToolMeta``), never
+    what the tool says about itself at call time."""
+
     name: str
     tags: frozenset[str] = frozenset()
     risk: str = "low"
@@ -80,6 +90,7 @@ class Resource:
         return [name for name in arguments if name in self.shapes]
 
     def to_dict(self) -> dict[str, Any]:
+        """As plain JSON data, as journaled."""
         out = {"name": self.name, "tags": sorted(self.tags), "risk": self.risk,
                "side_effect": self.side_effect, "egress": self.egress,
                "output_trust": self.output_trust, "owner": self.owner,
@@ -94,6 +105,7 @@ class Resource:
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> Resource:
+        """The resource ``to_dict`` wrote."""
         return cls(data["name"], frozenset(data.get("tags", ())), data.get("risk", "low"),
                    data.get("side_effect", False), data.get("egress", False),
                    data.get("output_trust", "trusted"), data.get("owner"),
@@ -115,6 +127,31 @@ class MadeEffect:
 @fast_init
 @dataclass(frozen=True, slots=True)
 class Context:
+    """Where a call stands, built by the runtime for every decision.
+
+    Args:
+        session_id: The session's id.
+        step: Model turns taken so far.
+        spend: What the session spent so far: ``tokens``, ``cost_usd``, ``steps``,
+            ``tool_calls``, ``seconds``.
+        budget_left: What each limit has left (None: unlimited).
+        tainted: Whether any untrusted tool output has entered the conversation.
+        time: When the decision is made (seconds since the epoch).
+        extra: The caller's facts: ``agent.session(context=...)``.
+        request: The user's request: the session's task (or the ``request=`` it was given),
+            put here by the runtime, never by the caller or the model; "" where there is none.
+        provenance: Where each argument's value could have come from: a set of ``"user"``,
+            ``"trusted"``, ``"untrusted"``, ``"nowhere"``; computed only if read.
+        planned: The call is a strategy's, from its own validated plan, not one a model asked
+            for (LLM+P's steps).
+        effects: The side effects this session already made, in order, so a policy can tell a
+            repeat from a first call.
+        plan: What the request asks for, read before anything untrusted; None where no plan
+            was read.
+        labels: The kinds of private data each argument carries (``"passport"``, ``"iban"``),
+            read from results whose tools declare private keys; computed only if read.
+    """
+
     session_id: str
     step: int
     spend: Mapping[str, Any]
@@ -145,6 +182,17 @@ class Context:
 @fast_init
 @dataclass(frozen=True, slots=True)
 class Decision:
+    """A policy's answer for one call.
+
+    Args:
+        effect: What happens to the call (``Effect``).
+        reason: Why, in words: journaled, and shown to the model when the call is refused.
+        policy_id: The rule or policy that decided.
+        fields: ``PARTIAL_ALLOW``: the arguments that pass; ``MASK``: the fields to redact.
+        mask_in: ``MASK``: where to redact: ``"input"``, ``"output"``, ``"journal"``.
+        fallback: ``DEGRADE``: the tool to run instead (its call is decided again).
+    """
+
     effect: Effect
     reason: str = ""
     policy_id: str = ""
@@ -154,9 +202,11 @@ class Decision:
 
     @property
     def allowed(self) -> bool:
+        """Whether the effect is ``ALLOW``."""
         return self.effect is Effect.ALLOW
 
     def to_dict(self) -> dict[str, Any]:
+        """As plain JSON data, as journaled (the empty parts left out)."""
         out: dict[str, Any] = {"effect": self.effect.value, "reason": self.reason,
                                "policy_id": self.policy_id}
         if self.fields:
@@ -170,9 +220,18 @@ class Decision:
 
 @runtime_checkable
 class Policy(Protocol):
+    """Decides every tool call before it runs: any object with this ``evaluate`` method (a
+    class of your own, ``tether.policy.YamlPolicy``, the combinators and presets of
+    ``tether.policy``). An exception or an answer that is not a ``Decision`` denies the call.
+    A policy that does no I/O may say so with a class attribute ``inline = True``; any other
+    has ``Agent(policy_timeout=...)`` seconds to decide."""
+
     def evaluate(
         self, subject: Subject, action: Action, resource: Resource, context: Context
-    ) -> Decision: ...
+    ) -> Decision:
+        """The decision for one call: who (``subject``), what (``action``), on what tool
+        (``resource``), where the session stands (``context``)."""
+        ...
 
 
 @runtime_checkable

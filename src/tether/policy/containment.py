@@ -113,6 +113,7 @@ class NoUnaskedRepeats:
 
 
 no_unasked_repeats = NoUnaskedRepeats()
+"""``NoUnaskedRepeats()``, ready to use."""
 
 
 class ScopeToPlan:
@@ -168,6 +169,7 @@ def _unasked(tool: str, resource: Resource, plan: RequestPlan) -> str:
 
 
 scope_to_plan = ScopeToPlan()
+"""``ScopeToPlan()``, ready to use."""
 
 
 class KeepPrivate:
@@ -211,6 +213,7 @@ def _singular(word: str) -> str:
 
 
 keep_private = KeepPrivate()
+"""``KeepPrivate()``, ready to use."""
 
 
 class UntrustedShapes:
@@ -267,3 +270,4 @@ class UntrustedShapes:
 
 UNTRUSTED_ONLY = frozenset({"untrusted"})
 untrusted_shapes = UntrustedShapes()
+"""``UntrustedShapes()``, ready to use."""

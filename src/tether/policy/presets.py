@@ -42,6 +42,8 @@ class ContainUntrusted:
 
 
 contain_untrusted = ContainUntrusted()
+"""``ContainUntrusted()``, ready to use: after untrusted input, egress and side-effecting tools
+need an approval."""
 
 
 TRUSTED_ORIGINS = frozenset({"user", "trusted"})  # origins a party may come from unasked
@@ -122,6 +124,8 @@ def _planted_in_composed(origins: frozenset[str] | None) -> bool:
 
 
 contain_untrusted_flows = ContainUntrustedFlows()
+"""``ContainUntrustedFlows()``, ready to use: a call whose party could only have come from
+untrusted content needs an approval."""
 
 
 class ScopeToRequest:
@@ -173,3 +177,5 @@ class ScopeToRequest:
 
 
 scope_to_request = ScopeToRequest()
+"""``ScopeToRequest()``, ready to use: a side-effecting tool the user's request did not ask for
+waits for a person."""

@@ -62,6 +62,8 @@ class Outcome:
 
 @dataclass(frozen=True, slots=True)
 class Grade:
+    """A grader's verdict on one trial: ``passed``, ``why`` in words, and the grader's own
+    ``score`` when it has one (a judge's). A grader may return a plain bool instead."""
     passed: bool
     why: str = ""
     score: float | None = None  # a grader's own measure (a judge's score), when it has one

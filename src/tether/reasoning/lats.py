@@ -103,17 +103,30 @@ class _Node:
 
 @dataclass(frozen=True, slots=True)
 class LATS:
-    """A strategy: ``Agent(reasoning=LATS(value=GraderValue(contains("77")), n=3))``."""
+    """A strategy: a tree search over model and tool steps, with side effects only on the chosen
+    path: ``Agent(reasoning=LATS(value=GraderValue(contains("77")), n=3))``.
+
+    Args:
+        value: Values each candidate node in 0..1: ``SelfEvaluation()`` (the model's own
+            judgement) or ``GraderValue(grader)`` (a grader of ``tether.evals``).
+        n: Candidate next steps per expansion.
+        max_iterations: Select-expand-evaluate rounds at most.
+        max_depth: Steps a path may take from the root.
+        exploration: UCT's exploration constant.
+        solved_at: A terminal node valued at least this ends the search; only such a path's
+            side effects run.
+        reflection_tokens: The output cap of a reflection on a failed answer.
+        rollout_depth: Steps a rollout goes past a newly expanded node toward an answer (0:
+            none).
+    """
 
     value: ValueFunction = field(default_factory=SelfEvaluation)
-    n: int = 3  # candidates per expansion
+    n: int = 3
     max_iterations: int = 10
     max_depth: int = 6
-    exploration: float = 1.0  # UCT's constant
-    # a terminal node valued at least this ends the search; only such a path's side effects run
+    exploration: float = 1.0
     solved_at: float = 0.9
     reflection_tokens: int = 192
-    # steps a rollout goes past a newly expanded node toward an answer (0: none)
     rollout_depth: int = 0
 
     def __post_init__(self) -> None:

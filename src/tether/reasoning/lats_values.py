@@ -65,7 +65,15 @@ class SelfEvaluation:
 class GraderValue:
     """A grader from ``tether.reasoning.graders`` judges a terminal path (1 passed, 0 failed; no
     model call); a path still under way gets ``estimate`` when given (e.g. ``SelfEvaluation()``),
-    else ``partial``."""
+    else ``partial``.
+
+    Args:
+        grader: The grader (``tether.evals.contains("77")``, ``numeric(...)``, ...).
+        expected: The expected answer, for a grader that compares with it.
+        environment: The world, for a grader that checks its state.
+        estimate: Values a path still under way. Default None: ``partial``.
+        partial: The value of a path under way without ``estimate``.
+    """
 
     grader: Grader
     expected: Any = None

@@ -96,7 +96,21 @@ def _progress(history: Sequence[Entry]) -> _Progress:
 
 @dataclass(frozen=True, slots=True)
 class LLMP:
-    """A strategy: ``Agent(reasoning=LLMP(blocksworld()), tools=world.tools())``."""
+    """A strategy: the model writes a PDDL problem, a classical planner solves it, a validator
+    checks the plan, and its actions run as governed tool calls:
+    ``Agent(reasoning=LLMP(blocksworld()), tools=world.tools())`` (the ``planning`` extra).
+
+    Args:
+        domain: The PDDL domain the model writes problems for (``tether.reasoning.pddl``).
+        planner: Solves the problem. Default: Fast Downward.
+        validator: Checks the plan against the same domain and problem. Default:
+            pddl-pyvalidator.
+        max_problems: Problems the model may write per plan (each failure's reason goes back to
+            it).
+        max_replans: New plans after a step fails or is refused, written from the world as it
+            then is.
+        problem_tokens: The output cap of the turn that writes the problem.
+    """
 
     domain: Domain
     planner: Planner = field(default_factory=FastDownward)

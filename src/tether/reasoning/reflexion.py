@@ -169,13 +169,24 @@ class _Attempt:
 
 @dataclass(frozen=True, slots=True)
 class Reflexion:
-    """A strategy: ``Agent(reasoning=Reflexion(evaluator=GraderCheck(numeric("42"))))``."""
+    """A strategy: attempt, evaluate, reflect in words, and try again with the reflections in
+    context: ``Agent(reasoning=Reflexion(evaluator=GraderCheck(numeric("42"))))``.
+
+    Args:
+        actor: The strategy each attempt runs, on a handle scoped to the attempt.
+        evaluator: Judges each attempt's answer: ``GraderCheck(grader)`` (an honest signal, a
+            grader of ``tether.evals``) or ``SelfCritique()`` (the model's own critique).
+        max_attempts: Attempts at most, across a resume too.
+        attempt_steps: Model turns per attempt. None: only the run's budget.
+        attempt_tool_calls: Tool calls per attempt. None: only the run's budget.
+        reflection_tokens: The output cap of each critique and reflection turn.
+    """
 
     actor: Strategy = field(default_factory=ReAct)
     evaluator: Evaluator = field(default_factory=SelfCritique)
     max_attempts: int = 3
-    attempt_steps: int | None = 8  # model turns per attempt (None: only the run's budget)
-    attempt_tool_calls: int | None = None  # tool calls per attempt
+    attempt_steps: int | None = 8
+    attempt_tool_calls: int | None = None
     reflection_tokens: int = 256
 
     def __post_init__(self) -> None:

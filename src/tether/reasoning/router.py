@@ -61,13 +61,26 @@ class RouteRule:
 
 @dataclass(frozen=True, slots=True)
 class Router:
-    """A strategy: ``Agent(reasoning=Router({"plan": LLMP(...), "react": ReAct()}, ...))``."""
+    """A strategy that picks one strategy per task and journals why:
+    ``Agent(reasoning=Router({"plan": LLMP(...), "react": ReAct()}, ...))``. A resumed session
+    keeps the route it was given.
+
+    Args:
+        routes: The strategies, by route name.
+        rules: Read first, in order, at no cost: the first that matches the task picks its
+            route.
+        default: The route when nothing picks one (or the model's pick is no route). Default
+            "": the first route.
+        ask_model: When no rule matches, let the model pick a route in one tool-less turn.
+        descriptions: What each route is for, shown to the model when it picks.
+        max_output_tokens: The output cap of the model's pick.
+    """
 
     routes: Mapping[str, Strategy]
     rules: Sequence[RouteRule] = ()
     default: str = ""
     ask_model: bool = False
-    descriptions: Mapping[str, str] = field(default_factory=dict)  # shown to the model
+    descriptions: Mapping[str, str] = field(default_factory=dict)
     max_output_tokens: int = 8
 
     def __post_init__(self) -> None:

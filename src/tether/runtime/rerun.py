@@ -41,6 +41,8 @@ if TYPE_CHECKING:
 
 @dataclass(frozen=True, slots=True)
 class Divergence:
+    """Where a rerun parted from the record: the step, what differs, the recorded value and the
+    rerun's."""
     step: int
     what: str
     recorded: Any
@@ -49,6 +51,8 @@ class Divergence:
 
 @dataclass(frozen=True, slots=True)
 class RerunReport:
+    """What a rerun found: the divergences from the record (none: ``matches``), the rerun's
+    result and its own journal."""
     session_id: str
     divergences: tuple[Divergence, ...]
     result: Result | None
@@ -56,6 +60,7 @@ class RerunReport:
 
     @property
     def matches(self) -> bool:
+        """Whether the rerun made the same calls from the same inputs as the record."""
         return not self.divergences
 
 
@@ -377,6 +382,8 @@ def _outcome(result: Mapping[str, Any] | None) -> tuple[Any, Any] | None:
 
 
 def rerun(agent: Agent, events: Sequence[Event]) -> RerunReport:
+    """``arerun``, blocking: rerun a recorded session (its ``events``) with ``agent``'s recipe,
+    the model replaced by the recorded responses and every tool by its recorded result."""
     from tether.runtime.lifecycle.sync import run_sync
 
     report: RerunReport = run_sync(arerun(agent, events))

@@ -19,6 +19,7 @@ from tether.vocabulary import EventType
 
 @dataclass(frozen=True, slots=True)
 class TextDelta:
+    """A piece of the model's text, as it arrives."""
     text: str
 
 
@@ -32,11 +33,13 @@ class ToolCallEvent:
 
 @dataclass(frozen=True, slots=True)
 class ToolResultEvent:
+    """A tool call's result, as the model will read it."""
     result: ToolResult
 
 
 @dataclass(frozen=True, slots=True)
 class Finished:
+    """The run ended or paused: the last item, with its ``Result``."""
     result: Result
 
 

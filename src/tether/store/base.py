@@ -24,6 +24,8 @@ from tether.types import Event
 from tether.vocabulary import EventType
 
 DEFAULT_URL = "sqlite:///tether.db"
+"""The store the CLI opens when given none (``--store`` or ``TETHER_STORE``): a SQLite file in
+the working directory."""
 
 
 class StoreError(RunError):
@@ -250,6 +252,8 @@ class ThreadEntry:
 
 @dataclass(frozen=True, slots=True)
 class SessionInfo:
+    """A stored session, as a store lists it: its id, when it was created and last written, how
+    many events it has, the type of the last, its tenant and its agent's name."""
     session_id: str
     created_at: float
     updated_at: float
@@ -266,6 +270,9 @@ class SessionInfo:
 
 
 class Store(Protocol):
+    """What every store keeps: journals (appended a step at a time, atomically, chained),
+    approvals, leases and the private table (``MemoryStore``, ``SQLiteStore``,
+    ``PostgresStore``; ``open_store(url)`` picks one)."""
     url: str
 
     def append(self, session_id: str, events: Sequence[Event],

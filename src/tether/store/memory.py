@@ -31,6 +31,8 @@ from tether.types import Event
 
 
 class MemoryStore:
+    """The in-memory store (``memory://``): this process only, gone when it exits. For tests and
+    for runs whose record need not outlive them."""
     url = "memory://"
 
     def __init__(self) -> None:

@@ -81,6 +81,16 @@ def path_of(url: str) -> str:
 
 
 class SQLiteStore(SQLiteThreads, SQLiteErasure):
+    """The embedded default store: one SQLite file in WAL mode (``sqlite:///tether.db``), safe
+    for several processes on one machine.
+
+    Args:
+        path: The database file, made if missing.
+        synchronous: SQLite's ``synchronous``: ``"NORMAL"`` (a commit survives the process
+            being killed at any instant), ``"FULL"`` or ``"EXTRA"`` (an fsync per commit, for
+            power-loss durability).
+    """
+
     def __init__(self, path: str | Path, *, synchronous: str = "NORMAL") -> None:
         if synchronous.upper() not in ("NORMAL", "FULL", "EXTRA"):
             raise StoreError(f"synchronous must be NORMAL, FULL or EXTRA, got {synchronous!r}")

@@ -210,6 +210,41 @@ def tool(
     tool that never awaits would run: no thread handoff (about a third of a step), but it is
     never abandoned — its ``timeout`` does not apply — and every session on the loop waits
     while it runs. For quick functions that cannot hang (pure computation, in-memory lookups).
+
+    The function's signature is the tool's input schema and its docstring the description the
+    model reads; a tool without either is a ``ToolDefinitionError`` here. The keyword arguments
+    are the facts a policy decides on (``tether.tools.ToolMeta``), declared up front.
+
+    Args:
+        fn: The function, when used bare (``@tool``).
+        name: The tool's name. Default: the function's.
+        tags: Labels a policy can match (``{"payments"}``).
+        risk: ``"low"``, ``"medium"``, ``"high"`` or ``"critical"``.
+        side_effect: It changes the world (sends, pays, writes): such a call interrupted by a
+            crash waits for an operator instead of running again.
+        egress: It can send data out of the system.
+        output_trust: ``"untrusted"`` when its result holds text a third party wrote (a web
+            page, an email): the session is tainted once it is read.
+        timeout: Seconds a call may run before its result is a timeout.
+        idempotent: Running it twice does what running it once does, so a call a crash
+            interrupted may run again on resume unless a person approved it.
+        owner: Who answers for the tool, for a policy or an audit.
+        inline: Run a sync function on the event loop's thread (see above).
+        parties: Arguments that name a party (a recipient, an account, a URL), where a value
+            an attacker planted would do harm.
+        intents: Words that ask for what the tool does (``"book+hotel"``: both words); a
+            request that uses none did not ask for it (``tether.policy.ScopeToRequest``).
+        trusted_fields: Keys of an untrusted structured result whose values its third party
+            cannot choose (an id the system assigned).
+        private: Keys of the result whose values are private, and their kind
+            (``{"passport_number": "passport"}``; ``"*"`` for the whole result).
+        private_when: The calls whose results ``private`` labels, by argument value
+            (``{"channel": ["private"]}``). Default: every call's.
+        shapes: Arguments besides the parties that shape the effect (an amount, a body).
+            Default None: every argument that is not a party.
+
+    Returns:
+        The tool (a ``FunctionTool``), or, called with keywords only, the decorator making it.
     """
     # handed over as given: ToolMeta refuses a string where a collection belongs
     collections: dict[str, Any] = {"tags": tags, "parties": parties, "intents": intents,

@@ -16,6 +16,8 @@ from tether.types import ToolSpec
 
 
 class ToolRegistry:
+    """An agent's tools by name, immutable once built; a duplicate name is a
+    ``ToolDefinitionError``."""
     __slots__ = ("_specs", "_tools")
 
     def __init__(self, tools: Iterable[Tool] = ()) -> None:
@@ -33,14 +35,17 @@ class ToolRegistry:
         self._specs = tuple(t.spec for t in table.values())
 
     def get(self, name: str) -> Tool | None:
+        """The tool named ``name``, or None."""
         return self._tools.get(name)
 
     @property
     def names(self) -> tuple[str, ...]:
+        """The tools' names, in order."""
         return tuple(self._tools)
 
     @property
     def specs(self) -> tuple[ToolSpec, ...]:
+        """What the model is shown of each tool: name, description, input schema."""
         return self._specs
 
     def __iter__(self) -> Iterator[Tool]:

@@ -30,6 +30,8 @@ def when(timestamp: float) -> str:
 
 
 def call_text(tool: str, arguments: object, limit: int = 80) -> str:
+    """A call as one line, ``tool(key=value, ...)`` with the arguments in sorted order, cut to
+    ``limit`` characters."""
     if isinstance(arguments, Mapping):
         args = ", ".join(f"{k}={json.dumps(arguments[k], ensure_ascii=False)}"
                          for k in sorted(arguments))  # sorted: the same text from every store

@@ -266,7 +266,9 @@ class PrivateKeyJWT:
 
 
 OAuth = AuthorizationCode | ClientCredentials | PrivateKeyJWT
+"""Any of the OAuth flows ``MCPServer.http(..., auth=...)`` takes."""
 FLOWS = (AuthorizationCode, ClientCredentials, PrivateKeyJWT)
+"""The OAuth flow classes, for an ``isinstance`` check."""
 
 
 def hide_secrets(auth: OAuth, text: str) -> str:

@@ -29,6 +29,8 @@ def loopback_port(redirect_uri: str) -> tuple[str, int, str] | None:
 
 
 def free_loopback_redirect() -> str:
+    """A redirect URL on 127.0.0.1 at a port free now (``http://127.0.0.1:PORT/callback``),
+    for a code flow's ``redirect_uri``."""
     import socket
 
     with socket.socket() as sock:

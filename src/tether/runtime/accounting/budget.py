@@ -33,7 +33,22 @@ def _limit_int(name: str, value: Any) -> int | None:
 
 @dataclass(frozen=True, slots=True)
 class Budget:
-    """Execution-scoped hard limits. ``None`` means unlimited. Invalid limits raise here."""
+    """A session's hard limits, checked before every model and tool call: a call that does not
+    fit is not made, and the run stops with the limit's reason (its model gets a wrap-up turn
+    first). ``None`` means unlimited. Invalid limits raise here.
+
+    Args:
+        max_tokens: Input and output tokens of all model calls, counted worst case before each
+            call (its output capped to what is left) and settled after it.
+        max_cost_usd: US dollars spent on model calls (a ``Decimal``, or a number read as one),
+            priced by the agent's ``price`` or the model's. A model without a price fails the
+            session when it is made.
+        max_steps: Model turns.
+        max_tool_calls: Tool calls.
+        max_seconds: Wall-clock seconds since the session started.
+        final_turn_share: The share of the token, cost and time limits (and one step) held back
+            so the model's wrap-up turn still fits when a limit stops the run.
+    """
 
     max_tokens: int | None = None
     max_cost_usd: Decimal | None = None
@@ -67,6 +82,7 @@ class Budget:
             raise InvalidArgument(f"Budget.final_turn_share must be in [0, 1), got {share!r}")
 
     def to_dict(self) -> dict[str, Any]:
+        """These limits as plain JSON data (as journaled; ``from_dict`` reads it back)."""
         return {
             "max_tokens": self.max_tokens,
             "max_cost_usd": None if self.max_cost_usd is None else str(self.max_cost_usd),
@@ -89,6 +105,7 @@ class Budget:
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> Budget:
+        """The budget ``to_dict`` wrote."""
         cost = data.get("max_cost_usd")
         return cls(data.get("max_tokens"), None if cost is None else Decimal(cost),
                    data.get("max_steps"), data.get("max_tool_calls"), data.get("max_seconds"),
@@ -107,9 +124,11 @@ class Spend:
 
     @property
     def tokens(self) -> int:
+        """Input and output tokens, together."""
         return self.usage.total_tokens
 
     def to_dict(self) -> dict[str, Any]:
+        """As plain JSON data: tokens, cost (a string), steps, tool calls, seconds."""
         return {"tokens": self.tokens, "cost_usd": str(self.cost_usd), "steps": self.steps,
                 "tool_calls": self.tool_calls, "seconds": round(self.seconds, 6)}
 

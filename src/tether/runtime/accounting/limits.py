@@ -10,6 +10,19 @@ from tether.errors import InvalidArgument
 
 @dataclass(frozen=True, slots=True)
 class Limits:
+    """Limits on a run's shape that are not spend (``Agent(limits=Limits(...))``). Invalid
+    limits raise here.
+
+    Args:
+        loop_warn_at: The Nth identical tool call (same tool, same arguments) gets a warning in
+            its result.
+        loop_stop_at: The Nth identical call is not run and the run stops ``loop_detected``.
+            Must be above ``loop_warn_at``.
+        tool_error_ceiling: Failed tool calls in a row before the run stops
+            ``tool_error_ceiling``.
+        denial_ceiling: Refused tool calls in a row before the run stops ``denied``.
+    """
+
     loop_warn_at: int = 2  # the Nth identical call gets a warning in its result
     loop_stop_at: int = 3  # the Nth identical call is not executed and the run stops
     tool_error_ceiling: int = 5  # failed tool calls in a row before the run stops

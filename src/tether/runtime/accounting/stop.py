@@ -18,6 +18,10 @@ from typing import Protocol
 
 
 class StopReason(enum.StrEnum):
+    """Why a run stopped or paused (``Result.stop_reason``): ``finished`` when the model
+    answered; a limit (``step_budget``, ``token_budget``, ...), ``denied``, ``model_error``, or a
+    pause (``needs_approval``, ``uncertain_effect``, ``interrupted``) that ``resume`` goes on
+    from."""
     FINISHED = "finished"
     STEP_BUDGET = "step_budget"
     TOKEN_BUDGET = "token_budget"

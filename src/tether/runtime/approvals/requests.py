@@ -36,6 +36,27 @@ def call_hash(bound_to: str, tool: str, arguments: Mapping[str, Any]) -> str:
 
 @dataclass(frozen=True, slots=True)
 class ApprovalRequest:
+    """A tool call waiting for a person's decision, bound to that one call (the session, the tool
+    and the hash of its arguments), single-use and expiring. Approve or deny it with
+    ``tether approvals approve|deny ID`` or an ``Approver``; then resume the session.
+
+    Args:
+        id: The request's id (``apr_...``).
+        session_id: The session whose call waits.
+        call_id: The waiting call's id.
+        tool: The tool called.
+        arguments: The arguments as the policy allows them to be shown (masked fields hidden).
+        call_hash: The hash of the session, the tool and the canonical arguments it is bound to.
+        reason: Why the policy asked for an approval.
+        policy_id: The rule that asked.
+        requested_at: When it was made (wall-clock seconds).
+        expires_at: When it can no longer be answered.
+        status: ``"pending"`` until someone decides it.
+        approver: Who decided it.
+        note: The approver's words.
+        decided_at: When it was decided.
+        used_by: The ``"session/call"`` that used it up.
+        tenant_id: The session's tenant: only its approvers see the request."""
     id: str
     session_id: str
     call_id: str
@@ -54,6 +75,7 @@ class ApprovalRequest:
     tenant_id: str | None = None  # the session's tenant: only its approvers see the request
 
     def expired(self, now: float | None = None) -> bool:
+        """Whether it can no longer be answered at ``now`` (default: the present)."""
         return (time.time() if now is None else now) >= self.expires_at
 
     def to_dict(self) -> dict[str, Any]:

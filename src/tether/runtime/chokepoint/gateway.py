@@ -96,7 +96,34 @@ def attach_approval(journal: Journal, call_id: str, record: ApprovalRequest,
 
 
 class Gateway:
-    """Tool calls from one client, governed and journaled as one session."""
+    """Tool calls from one client, governed and journaled as one session: each ``call`` goes
+    through the same gates, policy, budget and journal as an agent's.
+
+    Args:
+        tools: The tools the client may call.
+        policy: Decides every call.
+        client: The client's name: the policy's subject (``user_id``) and the agent
+            ``gateway:<client>``.
+        budget: Limits over all the client's calls. Default None: unlimited.
+        store: Where the journal (and, by default, approvals) are kept. Default None: memory.
+        approvals: Where approval requests are kept. Default None: the store's.
+        roles: The client's roles, for the policy.
+        tenant_id: The client's tenant.
+        limits: Loop and error ceilings. Default None: no loop, error or denial ceiling.
+        approval_ttl: Seconds an approval request stays answerable.
+        max_result_chars: A result longer than this is cut, with a notice.
+        session_id: The journal session's id. Default None: a random one.
+        credentials: Gives tools scoped tokens at call time (``CredentialBroker``).
+        policy_timeout: Seconds a policy that may block has to decide; None: no limit.
+        check_policy_names: Refuse a YAML policy whose rules name tools or arguments these
+            tools do not have.
+        window: Calls remembered for the loop check and provenance.
+        roll_calls: Roll the journal into a new linked segment every this many calls (needs a
+            store). None: never.
+        roll_seconds: Roll it after this many seconds (needs a store). None: never.
+        clock: The clock ``roll_seconds`` is measured on.
+        telemetry: Subscribers told of every event; with any, calls carry their span.
+    """
 
     def __init__(self, tools: Iterable[Tool], *, policy: Policy, client: str = "client",
                  budget: Budget | None = None, store: Store | None = None,
@@ -199,6 +226,7 @@ class Gateway:
 
     @property
     def approvals(self) -> ApprovalStore:
+        """Where the gateway's approval requests are kept."""
         return self._approvals
 
     @property

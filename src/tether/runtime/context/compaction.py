@@ -44,15 +44,29 @@ SUMMARY_INSTRUCTIONS = (
 
 @dataclass(frozen=True, slots=True)
 class Compaction:
-    """When and how a run's conversation is compacted (see the module docstring).
+    """When and how a run's conversation is compacted: ``Agent(compaction=Compaction())``.
 
-    ``context_window``: the model's input limit in tokens; None takes the model's own
-    (its ``context_window`` attribute). ``threshold``: compact when the next request's input
-    estimate would pass this share of the window. ``budget_share``: also compact when it would
-    pass this share of the tokens the budget has left (None: the budget never triggers it).
-    ``keep_last``: model turns (each with its tool results) always kept word for word.
-    ``summary_tokens``: the output cap of the summary call. ``model``: the summariser (None: the
-    agent's own model), charged to the session's budget at its own price."""
+    Before a model turn whose input would not fit, the turns older than the last ``keep_last``
+    are replaced by one message, journaled: a summary written by a governed model call, or a
+    note that they were left out. The cut is always at the start of a model turn, so a tool call
+    is never separated from its result; the system prompt and the task always stay.
+
+    Args:
+        strategy: ``"summarise"`` (a governed model call writes a summary, reserved and charged
+            like any call) or ``"drop"`` (the older turns are left out, with a note; also the
+            fallback when a summary cannot be had).
+        context_window: The model's input limit in tokens. Default None: the model's own (its
+            ``context_window`` attribute).
+        threshold: Compact when the next request's input estimate would pass this share of the
+            window.
+        budget_share: Also compact when it would pass this share of the tokens the budget has
+            left. Default None: the budget never triggers it.
+        keep_last: Model turns (each with its tool results) always kept word for word.
+        summary_tokens: The output cap of the summary call.
+        model: The summariser. Default None: the agent's own model; either is charged to the
+            session's budget at its own price.
+        instructions: What the summariser is told to write.
+    """
 
     strategy: str = "summarise"
     context_window: int | None = None

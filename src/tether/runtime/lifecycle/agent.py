@@ -50,6 +50,80 @@ DEFAULT_SYSTEM_PROMPT = (
 
 @dataclass(frozen=True, slots=True)
 class Agent:
+    """A recipe for runs: the model, the strategy, the tools and the rules they run under.
+
+    Immutable and holding no per-run state, so one agent serves any number of sessions at once;
+    each run is a ``Session`` (``session``, ``run``, ``arun``). Only ``model`` and ``reasoning`` are
+    required; every other parameter's default adds nothing to a run. A mistake in the recipe
+    raises here, when it is built (``tether.errors.InvalidArgument``, ``tether.errors.WrongType``).
+
+    Args:
+        model: The model every turn asks (a ``tether.Model``: ``ScriptedModel``, ``OpenAIModel``,
+            ``AnthropicModel``, ...).
+        reasoning: The strategy that drives a run through its handle: ``ReAct()``, or
+            ``Reflexion``, ``LATS``, ``Router``, ... from ``tether.reasoning``.
+        tools: The tools the model may call (``@tool`` functions, ``Calculator()``, an MCP
+            toolset's tools). Names must be unique. Default: none.
+        policy: Decides every tool call before it runs (allow, deny, require approval, mask,
+            ...). Default ``AllowAll()``: every call is allowed, and still budgeted and journaled.
+        system_prompt: The system message of every model turn.
+        budget: The hard limits of each session (tokens, cost, steps, tool calls, seconds);
+            ``session(budget=...)`` gives one run another. Default ``Budget()``: unlimited.
+        name: The agent's name, in the journal, the policy's subject and the recipe's
+            fingerprint.
+        price: Prices the model's tokens, overriding the model's own price (for a model with
+            none, e.g. an unknown one under a cost budget). Default None: the model's price.
+        limits: Limits on the run's shape that are not spend: loop detection and the ceilings
+            on failed and refused tool calls in a row.
+        show_budget: Show the model a note of the budget left before each turn.
+        first_tool_choice: The tool choice of a session's first model turn: ``"required"`` (some
+            tool), a tool's name, or None (the model chooses), e.g. to make a small model start
+            with the tool it must use.
+        max_result_chars: A tool result longer than this is cut, with a notice, before the
+            model reads it.
+        store: Where journals live: a ``tether.store.Store`` or a URL (``"sqlite:///tether.db"``,
+            ``"memory://"``, ``"postgresql://..."``), opened once. Default None: in memory, in this
+            process only.
+        approvals: Where approval requests are kept. Default None: the store's, scoped to
+            ``tenant_id``.
+        approval_ttl: Seconds an approval request stays answerable.
+        approver: Decides approval requests in process (``tether.runtime.approve_when``, ...): a
+            callable ``(ApprovalRequest) -> True | False | None``, or an ``Approver``. Default
+            None: requests wait for a person, and the session pauses.
+        policy_timeout: Seconds a policy that may block (one not declared ``inline``) has to
+            decide; past it the call is denied. None waits without limit.
+        lease_ttl: Seconds a worker's hold on a running session lasts unrenewed, after which
+            another worker may take the session over.
+        check_policy_names: Refuse a YAML policy whose rules name tools or arguments these
+            tools do not have. Turn off for a policy shared by agents whose tools differ.
+        credentials: Gives tools short-lived scoped tokens at call time instead of raw secrets
+            (``tether.credentials.CredentialBroker``). Default None: no credentials.
+        keep_hidden_arguments: Keep the arguments the policy hides from the journal in the
+            store's private table, so a call that waits for approval can still run when the
+            session resumes in another process. Needs a ``store``.
+        tenant_id: The tenant this recipe serves: its sessions, loads and approvals are that
+            tenant's only (another tenant's session is "not found"). Default None: every
+            tenant, each session naming its own.
+        telemetry: Subscribers told of every event of this recipe's sessions
+            (``tether.observe.OTelSink``, ``SIEMSink``, or any callable taking an ``Event``); with
+            any, model and tool calls also carry their W3C traceparent to providers, MCP
+            servers and sub-agents.
+        output_type: The type the final answer must validate as (a pydantic model, a dataclass
+            or a TypedDict); ``Result.output`` is then the validated instance. Default None: the
+            answer is text.
+        output_retries: The repair turns (each a governed model call) an answer that does not
+            validate as ``output_type`` gets before the run stops ``output_invalid``.
+        compaction: When a request would not fit the model's context window (or a share of the
+            token budget left), summarise or drop older turns, journaled (``Compaction(...)``).
+            Default None: no compaction.
+        planner: A governed model reading of the request before the first turn, widening the
+            policy rules' request plan by what it validates (``ModelPlanner(...)``). Default
+            None: the rules alone.
+        tool_selection: Offer each model turn only the tools ranked best for it, for catalogs
+            of hundreds of tools (``tether.tools.ToolSelection``). Default None: every turn is
+            offered every tool.
+    """
+
     model: Model
     reasoning: Strategy
     tools: Iterable[Tool] = ()
@@ -57,56 +131,27 @@ class Agent:
     system_prompt: str = DEFAULT_SYSTEM_PROMPT
     budget: Budget = field(default_factory=Budget)
     name: str = "agent"
-    price: Price | None = None  # overrides the model's own price (e.g. for an unknown model)
+    price: Price | None = None
     limits: Limits = field(default_factory=Limits)
-    show_budget: bool = False  # add a note of the budget left before each model turn
-    # the tool choice of a session's first model turn: "required" (some tool), a tool's name, or
-    # None (the model chooses) — e.g. to make a small model start with the tool it must use
+    show_budget: bool = False
     first_tool_choice: str | None = None
     max_result_chars: int = 20_000
-    store: Store | str | None = field(default=None, compare=False)  # where journals live
-    approvals: ApprovalStore | None = field(default=None, compare=False)  # default: the store's
-    approval_ttl: float = 24 * 3600.0  # seconds an approval request stays answerable
-    # decides approval requests in process (tether.runtime.approvals.approver): a callable
-    # (ApprovalRequest) -> True / False / None, or an Approver; None leaves them to a person
+    store: Store | str | None = field(default=None, compare=False)
+    approvals: ApprovalStore | None = field(default=None, compare=False)
+    approval_ttl: float = 24 * 3600.0
     approver: Approver | ApproverFn | None = field(default=None, compare=False)
-    # seconds a policy that may block (one not declared ``inline``) has to decide; past it the
-    # call is denied (tether.policy.deadline)
-    policy_timeout: float | None = DEFAULT_POLICY_TIMEOUT
-    # seconds a worker's hold on a running session lasts unrenewed (tether.runtime.lifecycle.lease)
-    lease_ttl: float = DEFAULT_LEASE_TTL
-    # refuse a YAML policy whose rules name tools or arguments these tools do not have
-    # (tether.policy.names); off for a policy shared by agents whose tools differ
-    check_policy_names: bool = True
+    policy_timeout: float | None = DEFAULT_POLICY_TIMEOUT  # tether.policy.deadline
+    lease_ttl: float = DEFAULT_LEASE_TTL  # tether.runtime.lifecycle.lease
+    check_policy_names: bool = True  # tether.policy.names
     credentials: CredentialBroker | None = field(default=None, compare=False)
-    # keep arguments the policy hides from the journal in the store's private table, so a call
-    # that waits for approval can still run when the session resumes in another process
     keep_hidden_arguments: bool = False
-    # the tenant this recipe serves: its sessions, loads and approvals are that tenant's only
-    # (another tenant's session or approval is "not found"); None serves every tenant, each
-    # session naming its own
     tenant_id: str | None = None
-    # subscribers told of every event of this recipe's sessions (tether.observe: OTelSink,
-    # SIEMSink, or any callable taking an Event); with any, model and tool calls also carry
-    # their W3C traceparent (tether.tracing) to providers, MCP servers and sub-agents
     telemetry: Iterable[Callable[[Event], object]] = field(default=(), compare=False)
-    # the type the final answer must validate as — a pydantic model, a dataclass or a
-    # TypedDict (runtime.chokepoint.output): result.output is then the validated instance, and
-    # an answer that does not validate gets up to ``output_retries`` repair turns, each a governed
-    # model call; None (the default): the answer is text and nothing is added to a run
-    output_type: Any = None
+    output_type: Any = None  # tether.runtime.chokepoint.output
     output_retries: int = 2
-    # context compaction (tether.runtime.context.compaction): when a request would not fit the
-    # model's context window (or a share of the token budget left), older turns are summarised by a
-    # governed model call or dropped, journaled; None (the default): nothing is added to a run
-    compaction: Compaction | None = None
-    # a governed model reading of the request before the first turn
-    # (tether.runtime.lifecycle.planning), widening the rules' request plan by what it validates;
-    # None (the default): rules alone
-    planner: ModelPlanner | None = None
-    # offer each model turn only the tools ranked best for it (tether.tools.selection): for
-    # catalogs of hundreds of tools; None (the default): every turn is offered every tool
-    tool_selection: ToolSelection | None = None
+    compaction: Compaction | None = None  # tether.runtime.context.compaction
+    planner: ModelPlanner | None = None  # tether.runtime.lifecycle.planning
+    tool_selection: ToolSelection | None = None  # tether.tools.selection
     tool_index: ToolIndex | None = field(init=False, repr=False, compare=False)
     output_spec: OutputSpec | None = field(init=False, repr=False, compare=False)
     registry: ToolRegistry = field(init=False, repr=False, compare=False)
@@ -223,6 +268,7 @@ class Agent:
 
     @property
     def approval_store(self) -> ApprovalStore:
+        """Where this recipe's approval requests are kept (``approvals``, or its store's)."""
         assert self.approvals is not None
         return self.approvals
 
@@ -239,6 +285,7 @@ class Agent:
         return self.load(session_id, accept_recipe_change=accept_recipe_change).resume()
 
     async def aresume(self, session_id: str, *, accept_recipe_change: bool = False) -> Result:
+        """``resume``, awaited on the caller's event loop."""
         return await self.load(session_id,
                                accept_recipe_change=accept_recipe_change).aresume()
 
@@ -254,6 +301,7 @@ class Agent:
 
     @property
     def effective_price(self) -> Price | None:
+        """The price the budget charges: ``price`` if given, else the model's own (or None)."""
         return self.price if self.price is not None else self.model.price
 
     def session(
@@ -270,13 +318,31 @@ class Agent:
         request: str | None = None,
         thread: str | None = None,
     ) -> Session:
-        """A new run of this recipe on ``task``. Fails here if the budget cannot be enforced.
-        ``metadata`` labels the session in its journal (e.g. an evaluation trial's identity);
-        neither the model nor the policy sees it. ``request`` is what the user asked, for the
-        policy (``context.request``), when the task is not the user's own words (a sub-agent's
-        task, written by its caller's model): by default the task. ``thread`` continues a
-        conversation of this tenant's user across sessions (``runtime.lifecycle.thread``): the
-        model sees its earlier questions and answers before the task."""
+        """A new run of this recipe on ``task``, not started yet: run it with ``Session.run()``
+        (or ``arun()``, ``astream()``). Fails here if the budget cannot be enforced.
+
+        Args:
+            task: What the agent is asked to do: the first user message the model sees.
+            budget: This run's limits. Default None: the recipe's ``budget``.
+            user_id: Who asked: the policy's subject, and the owner of a ``thread``.
+            tenant_id: The tenant the session belongs to. A recipe that serves one tenant
+                refuses another.
+            roles: The user's roles, for the policy (``Subject.roles``).
+            context: Facts the policy may read (``Context.extra``); the model never sees
+                them.
+            session_id: The session's id. Default None: a random one.
+            metadata: Labels the session in its journal (e.g. an evaluation trial's identity);
+                neither the model nor the policy sees them.
+            request: What the user asked, for the policy (``context.request``), when the task is
+                not the user's own words (a sub-agent's task, written by its caller's model).
+                Default None: the task.
+            thread: Continues a conversation of this tenant's user across sessions: the model
+                sees its earlier questions and answers before the task. Needs ``user_id`` and a
+                ``store``.
+
+        Returns:
+            The new ``Session``.
+        """
         from tether.runtime.lifecycle.session import Session
 
         if self.tenant_id is not None:
@@ -299,13 +365,30 @@ class Agent:
 
     def run_stream(self, task: str, **kwargs: Any) -> AsyncIterator[StreamEvent]:
         """``async for event in agent.run_stream(task)``: TextDelta, ToolCallEvent,
-        ToolResultEvent as they happen, then Finished(result)."""
+        ToolResultEvent as they happen, then Finished(result) (``tether.runtime.stream``).
+        ``kwargs`` are those of ``session``."""
         return self.session(task, **kwargs).astream()
 
     async def arun(self, task: str, **kwargs: Any) -> Result:
+        """``run``, awaited on the caller's event loop: ``await agent.arun(task, **kwargs)``,
+        with the same arguments and the same ``Result``."""
         return await self.session(task, **kwargs).arun()
 
     def run(self, task: str, **kwargs: Any) -> Result:
+        """Run a new session of this recipe on ``task`` to its end or a pause, and return its
+        result: ``agent.session(task, **kwargs).run()``. Blocks; inside an event loop, use
+        ``arun``.
+
+        Args:
+            task: What the agent is asked to do: the first user message the model sees.
+            **kwargs: Those of ``session`` (``budget``, ``user_id``, ``tenant_id``, ``roles``,
+                ``context``, ``session_id``, ``metadata``, ``request``, ``thread``).
+
+        Returns:
+            The run's ``Result``: its ``output``, ``stop_reason``, ``spend`` and
+            ``trajectory``. A run stopped by a budget, a denial or a pause for approval
+            returns too (``result.finished`` is then False); nothing it did is lost.
+        """
         return self.session(task, **kwargs).run()
 
 

@@ -65,6 +65,11 @@ class Checkpoint:
 
 
 class Session:
+    """One run of an ``Agent`` on a task, recorded in its journal. Made by
+    ``agent.session(task, ...)`` (its arguments are documented there) or rebuilt by
+    ``agent.load(session_id)``; runs once (``run``, ``arun``, ``astream``); one that paused or
+    whose process died goes on with ``resume``, in any process with the same recipe and store."""
+
     __slots__ = (
         "_accountant",
         "_activation",
@@ -154,10 +159,13 @@ class Session:
 
     @property
     def result(self) -> Result | None:
+        """The session's result once it ended; None while it has not run, runs or is paused."""
         return self._result
 
     @property
     def paused(self) -> bool:
+        """Whether the session is paused (for approval, an uncertain effect or an
+        interruption): ``resume()`` goes on from there."""
         return self._state.paused
 
     def settle(self, call_id: str, action: str, *, operator: str, note: str = "") -> None:
@@ -212,6 +220,7 @@ class Session:
         return self._journal.verify()
 
     def checkpoint(self) -> Checkpoint:
+        """Where the journal stands now: the session's id, its length and its head hash."""
         return Checkpoint(self.id, len(self._journal), self._journal.head)
 
     def pending_approvals(self) -> list[ApprovalRequest]:
@@ -219,10 +228,15 @@ class Session:
         return self.agent.approval_store.pending(self.id)
 
     def run(self) -> Result:
+        """``arun()``, blocking (inside an event loop, await ``arun``): the ``Result`` is
+        ``finished`` when the model gave its answer; else ``stop_reason`` says what stopped or
+        paused the run (a budget, a denial, ``needs_approval``, ...), ``notice`` what next."""
         result: Result = run_sync(self.arun())
         return result
 
     def resume(self) -> Result:
+        """``aresume()``, blocking: continue a paused session (approved calls run, denied
+        ones are refused) to its end or next pause; its ``Result`` as ``run`` gives it."""
         result: Result = run_sync(self.aresume())
         return result
 
@@ -246,7 +260,8 @@ class Session:
 
     async def aresume(self) -> Result:
         """Continue a session that paused (approval, uncertain effect, interruption) or whose
-        process died."""
+        process died. Raises ``SessionEnded`` for one that ended, ``WrongState`` for one that
+        never started (run it) or is running."""
         state = self._state
         if not len(self._journal):
             raise WrongState(f"session {self.id} has not started; run it instead")

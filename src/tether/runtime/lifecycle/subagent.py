@@ -24,7 +24,18 @@ if TYPE_CHECKING:
 
 
 class AgentAsTool:
-    """Expose ``agent`` as a tool taking a ``task`` string and returning its answer."""
+    """Expose ``agent`` as a tool taking a ``task`` string and returning its answer: each call
+    runs a governed session of its own within what the caller's budget has left for it, its
+    calls decided by its policy and the caller's, its spend charged to the caller.
+
+    Args:
+        agent: The agent the tool runs.
+        name: The tool's name. Default: the agent's.
+        description: What the calling model reads about it. Default: "Ask the <name> agent to
+            do a task and return its answer."
+        meta: Its metadata for the caller's policy. Default: tagged ``agent``, a side effect or
+            egress when any of the agent's tools is one, an hour's timeout.
+    """
 
     def __init__(self, agent: Agent, *, name: str | None = None, description: str | None = None,
                  meta: ToolMeta | None = None) -> None:

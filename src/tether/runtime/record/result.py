@@ -38,6 +38,7 @@ class ToolResult:
 
     @property
     def is_error(self) -> bool:
+        """Whether the call did not succeed (any status but ``ok``)."""
         return self.status != "ok"
 
 
@@ -54,6 +55,8 @@ class Step:
 
 @dataclass(frozen=True, slots=True)
 class Trajectory:
+    """What a run did, turn by turn: its ``steps``, in order."""
+
     steps: tuple[Step, ...]
 
     def __repr__(self) -> str:
@@ -61,11 +64,31 @@ class Trajectory:
 
     @property
     def tool_results(self) -> tuple[ToolResult, ...]:
+        """Every tool result of the run, in order."""
         return tuple(r for s in self.steps for r in s.results)
 
 
 @dataclass(frozen=True, slots=True)
 class Result:
+    """What a run hands back, ended or paused: the answer, why it stopped, what it spent and
+    did. Small frozen records only: keeping one keeps no session, model or tool alive.
+
+    Args:
+        answer: The model's final words ("" when it gave none).
+        stop_reason: Why the run stopped or paused (``StopReason``): ``finished`` when the
+            model answered.
+        usage: The tokens the run's model calls used.
+        trajectory: Each model turn, with its tool calls and their results.
+        session_id: The session's id: ``agent.load(session_id)``, ``agent.resume(session_id)``,
+            ``tether audit show``.
+        spend: What the run spent against its budget (tokens, cost, steps, tool calls,
+            seconds).
+        stop_detail: A detail of the stop (the limit reached, the rule that denied).
+        notice: tether's own words when the run stopped or paused: why, and what to do next.
+        output: The answer validated as the agent's ``output_type``; None without one, or when
+            no answer validated.
+    """
+
     answer: str
     stop_reason: StopReason
     usage: Usage
@@ -88,6 +111,7 @@ class Result:
 
     @property
     def finished(self) -> bool:
+        """Whether the model gave its answer (no limit, denial, pause or error stopped it)."""
         return self.stop_reason is StopReason.FINISHED
 
     @property

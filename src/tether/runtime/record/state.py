@@ -433,6 +433,8 @@ _HANDLERS: dict[str, Callable[[SessionState, Mapping[str, Any]], None]] = {
 
 
 def fold(events: Iterable[Event]) -> SessionState:
+    """A session's state rebuilt from its stored events: the same state the live session built
+    as it appended them."""
     state = SessionState()
     for event in events:
         state.apply(event.type, revive(event.type, event.data))

@@ -27,6 +27,10 @@ from tether.types import Message, ModelResponse, ToolCall, detached
 
 
 class Handle:
+    """The only door a strategy has to a run: ask the model (``ask_model``), call tools
+    (``call_tools``), journal its own decisions (``record``), read them back (``history``) and
+    see the budget left. Each method goes through the chokepoint, and a budget, loop or denial
+    stop is raised from inside it. Made by the session, never by a strategy."""
     __slots__ = ("_ask", "_branch", "_call", "_history", "_left", "_planned", "_record",
                  "_task")
 
@@ -142,4 +146,6 @@ class Handle:
 class Strategy(Protocol):
     """A reasoning strategy: drives the run through the handle and returns the answer."""
 
-    async def run(self, handle: Handle) -> str: ...
+    async def run(self, handle: Handle) -> str:
+        """Drive one run through ``handle`` and return the answer."""
+        ...
