@@ -108,11 +108,17 @@ def composed(text: str) -> bool:
 
 def quoted_messages() -> list[str]:
     """The messages tether prints, as the page quotes them (``text`` blocks; ``console`` blocks
-    are other programs')."""
+    are other programs'), a message wrapped on the page joined again: a line indented by two
+    spaces goes on from the one before."""
     page = (ROOT / "docs/troubleshooting.md").read_text()
-    lines = [line for block in re.findall(r"^```text\n(.*?)^```", page, re.S | re.M)
-             for line in block.splitlines()]
-    return lines
+    messages: list[str] = []
+    for block in re.findall(r"^```text\n(.*?)^```", page, re.S | re.M):
+        for line in block.splitlines():
+            if line.startswith("  ") and messages:
+                messages[-1] += " " + line.strip()
+            else:
+                messages.append(line)
+    return messages
 
 
 @cache
@@ -177,7 +183,7 @@ def test_the_api_names_the_concepts_link_are_in_the_built_reference(
                        (ROOT / "docs/concepts.md").read_text())
     assert len(links) >= 10
     for page, anchor in links:
-        html = (built_site / page / "index.html").read_text()
+        html = (built_site / f"{page}.html").read_text()  # plain .html pages (mkdocs.yml)
         assert f'id="{anchor}"' in html, f"{page} has no entry {anchor}"
 
 

@@ -50,6 +50,15 @@ WIDER_THAN_THE_COLUMN: dict[str, tuple[str, ...]] = {
         "# PostgreSQL part: $TETHER_BENCH_PG",
         "3. a 998-event session paused for approval (SQLite), median of 10:",
     ),
+    "examples.html": (  # each example's real output, which tests/test_docs_examples.py compares
+        "   1 session.start   {'agent'",
+        "== partial_allow: submit_expense(",
+        "  36  compacted: turns 1-6 summarised",
+        "  perturbation         tasks trials",
+        "      gen_ai.tool.call.id=c2 ",
+        "    9  approval requested apr_",
+        "answer: Done: Refused: calling 'send_email'",
+    ),
     "guide/approvals.html": ("add_calendar_event_participants: FINDING",),
     "guide/evaluations.html": ("  perturbation         tasks trials",),
     "guide/journal.html": (
