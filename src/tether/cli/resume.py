@@ -140,6 +140,7 @@ def run_resume(args: argparse.Namespace) -> int:
 
     # a signal pauses the resumed run again
     with Interrupts(process_exits=getattr(args, "process_exits", False)) as interrupts:
+        interrupts.resume_options = f" --agent {args.agent}{session_store(session, args.store)}"
         try:
             result = asyncio.run(interrupts.run(session, session.aresume))
         except (RuntimeError, SessionBusy) as exc:  # not resumable now, or running elsewhere

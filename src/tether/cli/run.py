@@ -110,6 +110,9 @@ def _run_agent(args: argparse.Namespace, interrupts: Interrupts) -> int:
     except ValueError as exc:  # e.g. a cost limit for a model without a price
         error(str(exc))
         return EXIT_USAGE
+    store = agent.journal_store
+    where = store_hint(store.url if store else None)  # named: the lines work in a new shell
+    interrupts.resume_options = f" --agent {args.agent}{where}"
     watch = Watch(session, writer())
     result = asyncio.run(interrupts.run(session, watch.run))
     if interrupts.signal is not None and (result is None or session.paused):
@@ -119,8 +122,6 @@ def _run_agent(args: argparse.Namespace, interrupts: Interrupts) -> int:
                          f"{result.answer.strip() or '(the model gave no answer)'}")
     if result.notice:
         watch.line("notice", result.notice)
-    store = agent.journal_store
-    where = store_hint(store.url if store else None)  # named: the lines work in a new shell
     if session.paused:  # the commands to type, filled in (tether.cli.next_steps)
         for command in continue_commands(session, args.agent, where):
             watch.line("next", command)
