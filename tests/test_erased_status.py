@@ -92,8 +92,8 @@ def test_deciding_an_erased_sessions_request_does_not_offer_a_resume(
     store, session, _ = erased
     code, out, _ = run(capsys, "approvals", "list", "--store", store, "--all")
     assert code == 0
-    found = re.search(r"(apr_\w+)", out)
-    assert found, out
+    found = re.search(r"(apr_\w+) .* session (\S+ \(erased\))", out)
+    assert found and found[2] == f"{session} (erased)", out
     code, out, err = run(capsys, "approvals", "deny", found[1], "--approver", "ops",
                          "--store", store)  # the erasure blanked the request, left it pending
     assert code == 0, err

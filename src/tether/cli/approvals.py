@@ -77,6 +77,7 @@ def register(commands: Any) -> None:
 
 
 def run_list(args: argparse.Namespace) -> int:
+    from tether.journal.views.erased import erased_sessions
     from tether.runtime.approvals.requests import StoredApprovals
 
     store = open_existing(args.store)
@@ -87,17 +88,19 @@ def run_list(args: argparse.Namespace) -> int:
         if args.session is not None:
             args.session = full_session_id(store, args.session, args.tenant)
         requests = approvals.every(args.session) if args.all else approvals.pending(args.session)
+        erased = erased_sessions(store) if requests else {}
     finally:
         store.close()
     if not requests:
         print("no approval requests" if args.all else "no pending approval requests")
         return EXIT_OK
     for request in requests:
-        print(describe(request))
+        print(describe(request, erased=request.session_id in erased))
     return EXIT_OK
 
 
-def describe(request: ApprovalRequest) -> str:
+def describe(request: ApprovalRequest, *, erased: bool = False) -> str:
+    """One request in two lines; ``erased``: its session was erased (nothing will resume it)."""
     from tether.journal.views.timeline import call_text, when
 
     state: str = request.status
@@ -105,7 +108,8 @@ def describe(request: ApprovalRequest) -> str:
         state = "expired"
     by = f" by {request.approver}" if request.approver else ""
     why = f" ({request.note})" if request.note else ""
-    return (f"{request.id}  {state}{by}{why}  session {request.session_id}  call "
+    session = f"{request.session_id} (erased)" if erased else request.session_id
+    return (f"{request.id}  {state}{by}{why}  session {session}  call "
             f"{request.call_id}  {call_text(request.tool, request.arguments)}\n"
             f"    {request.reason or 'no reason given'} ({request.policy_id}); requested "
             f"{when(request.requested_at)}, expires {when(request.expires_at)}")
