@@ -24,6 +24,7 @@ from doc_blocks import (
     prelude,
     printed,
     promised,
+    run,
     titled,
 )
 
@@ -83,3 +84,31 @@ def test_the_streaming_block_puts_each_event_on_its_own_line() -> None:
 def test_the_approved_refund_ran() -> None:
     out = printed(find("docs/guide/approvals.md", "The six effects, approvals and taint"))
     assert out == ["True Refunded 500 on A1."]
+
+
+def synthetic(line: int, code: str, extras: tuple[str, ...] = ()) -> Block:
+    return Block("docs/synthetic.md", line, "synthetic", None, code, extras, (), None, ())
+
+
+def test_each_block_gets_a_fresh_main_and_only_its_pages_extras() -> None:
+    defines = synthetic(1, "x = 1\n")
+    uses = synthetic(2, "print(x)\n")
+    allowed = synthetic(3, "import bm25s\n", ("knowledge",))  # so bm25s and numpy are preloaded
+    unstated = synthetic(4, "import bm25s\n")
+    cached = synthetic(5, "import importlib\nimportlib.import_module('numpy')\n")
+    results = run([defines, uses, allowed, unstated, cached])["results"]
+    assert results[defines.id]["rc"] == 0 and results[allowed.id]["rc"] == 0
+    assert "NameError: name 'x' is not defined" in results[uses.id]["stderr"]
+    assert "needs the knowledge extra, which the page does not state" in \
+        results[unstated.id]["stderr"]
+    # preloaded for the block that may import it, and still refused to one that may not
+    assert "numpy" in results[cached.id]["stderr"]
+    assert results[cached.id]["rc"] != 0
+
+
+def test_comments_are_held_to_what_was_printed() -> None:
+    code = 'print(n)  # 2: erased\nprint(s)\n# index a.index was altered, ...\n'
+    assert promised(code) == ["2: erased", "index a.index was altered, ..."]
+    assert mismatch(["2", "index a.index was altered, not used"], promised(code)) is None
+    assert mismatch(["3", "index a.index was altered, not used"], promised(code))
+    assert mismatch(["index a.index was altered, not used", "2"], promised(code))
