@@ -104,6 +104,7 @@ class Refuse(importlib.abc.MetaPathFinder):
 
     def __init__(self, owners: Mapping[str, list[str]], permitted: set[str]) -> None:
         self.owners, self.permitted = owners, permitted
+        self.refused: list[str] = []  # what it said, for when tether rewords the ImportError
 
     def forbidden(self, top: str) -> list[str]:
         """The distributions ``top`` belongs to, when none of them is permitted."""
@@ -118,12 +119,14 @@ class Refuse(importlib.abc.MetaPathFinder):
         dist = ", ".join(dists)
         extras = extras_providing(dists)
         if extras:
-            raise ModuleNotFoundError(
-                f"{fullname} (from {dist}) needs the {extras[0]} extra, which the page does not "
-                f"state: add a line `> **Extras:** ... pip install -e '.[{extras[0]}]'` above "
-                f"this block", name=fullname)
-        raise ModuleNotFoundError(f"{fullname} (from {dist}) is no dependency of tether or of "
-                                  f"any of its extras: a reader would not have it", name=fullname)
+            said = (f"{fullname} (from {dist}) needs the {extras[0]} extra, which the page does "
+                    f"not state: add a line `> **Extras:** ... pip install -e '.[{extras[0]}]'` "
+                    f"above this block")
+        else:
+            said = (f"{fullname} (from {dist}) is no dependency of tether or of any of its "
+                    f"extras: a reader would not have it")
+        self.refused.append(said)
+        raise ModuleNotFoundError(said, name=fullname)
 
 
 def job_dir() -> str:
@@ -140,6 +143,7 @@ def child(job: dict[str, Any], cwd: str, out: int, err: int,
           owners: Mapping[str, list[str]]) -> None:
     """Runs in the forked child: never returns."""
     rc = 1
+    finder = Refuse(owners, set())
     try:
         signal.alarm(TIMEOUT)
         os.dup2(out, 1)
@@ -163,8 +167,10 @@ def child(job: dict[str, Any], cwd: str, out: int, err: int,
                 print(MARKER, flush=True)
             exec(compile(code, filename, "exec", dont_inherit=True), main.__dict__)
         rc = 0
-    except BaseException:
+    except BaseException:  # whatever the block raised, the child reports
         traceback.print_exc()
+        for said in finder.refused:  # tether may have reworded it (MissingExtra)
+            print(f"the runner refused an import: {said}", file=sys.stderr)
     finally:
         sys.stdout.flush()
         sys.stderr.flush()
