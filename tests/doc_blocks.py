@@ -107,7 +107,8 @@ def read(page: str) -> list[Block]:
         elif not fence and (h := HEADING.match(line)):
             heading = h.group(1).strip()
         elif not fence and line.startswith("> **Extras:**"):
-            quote = " ".join(takewhile(lambda q: q.startswith(">"), lines[i:]))
+            quote = " ".join(q[1:].strip() for q in takewhile(lambda q: q.startswith(">"),
+                                                               lines[i:]))
             stated = [n for m in EXTRAS.finditer(quote) for n in m.group("extras").split(",")]
             stated += [f"+{m.group('dist')}" for m in NO_DEPS.finditer(quote)]
             assert stated, f"{page}:{i + 1}: an Extras line names no `pip install -e '.[...]'`"
