@@ -194,6 +194,8 @@ def run_one(job: dict[str, Any], owners: Mapping[str, list[str]]) -> dict[str, A
             texts.append(f.read().decode(errors="replace"))
     if not job.get("keep"):
         shutil.rmtree(cwd, ignore_errors=True)
+    if os.WIFSIGNALED(status) and os.WTERMSIG(status) == signal.SIGALRM:
+        texts[1] += f"\nthe block ran past {TIMEOUT} s and was killed: does it wait on something?"
     before, _, own = texts[0].rpartition(MARKER + "\n")
     return {"id": job["id"], "cwd": cwd, "rc": os.waitstatus_to_exitcode(status), "stdout": own,
             "earlier_stdout": before, "stderr": texts[1], "seconds": seconds}
