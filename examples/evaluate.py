@@ -15,7 +15,8 @@ def main() -> None:
                               Task("Refund order A1 in full", grader=my_checker)],
                       k=8, perturbations=["canonical", "order_shuffled", "paraphrase",
                                           "distractor_tools", "tool_faults"], seed=7)
-    print(report.summary())           # pass^1..pass^8 and pass@k per perturbation, with intervals
+    # pass^1..pass^8 and pass@k per perturbation, with intervals
+    print(report.summary())
     report.write_html("eval.html")    # a page a person would rather look at than read
 
 
