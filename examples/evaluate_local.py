@@ -16,8 +16,6 @@ from tether.evals import Task, evaluate, numeric, trajectory
 from tether.models.local import local_model_server
 from tether.tools import Calculator
 
-OUT = Path(sys.argv[1] if len(sys.argv) > 1 else "docs/evals/smollm2")
-
 TASKS = [
     Task("What is 2 + 3?", expected="5", grader=numeric(), id="add-small"),
     Task("What is 12 * 12?", expected="144", grader=numeric(), id="mul-12"),
@@ -29,18 +27,24 @@ TASKS = [
     Task("What is 7 + 6?", expected="13", grader=numeric(), id="add-carry"),
 ]
 
-OUT.mkdir(parents=True, exist_ok=True)
-(OUT / "evals.db").unlink(missing_ok=True)
-with local_model_server() as server:  # on 127.0.0.1, stopped (with its children) after
-    model = server.model(max_output_tokens=96,
-                         params={"temperature": 0.8, "tool_choice": "none"})
-    agent = Agent(model=model, reasoning=ReAct(), tools=[Calculator()],
-                  first_tool_choice="calculator",
-                  budget=Budget(max_tokens=3000, max_steps=3, max_seconds=120))
-    report = evaluate(agent, TASKS, k=8, perturbations=["canonical", "paraphrase"], seed=7,
-                      name="smollm2", suite="arithmetic", store=f"sqlite:///{OUT / 'evals.db'}",
-                      concurrency=2)
-print(report.summary())
-report.write_json(OUT / "report.json")
-report.write_html(OUT / "report.html")
-(OUT / "summary.txt").write_text(report.summary() + "\n")
+
+def main(out: Path) -> None:
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "evals.db").unlink(missing_ok=True)
+    with local_model_server() as server:  # on 127.0.0.1, stopped (with its children) after
+        model = server.model(max_output_tokens=96,
+                             params={"temperature": 0.8, "tool_choice": "none"})
+        agent = Agent(model=model, reasoning=ReAct(), tools=[Calculator()],
+                      first_tool_choice="calculator",
+                      budget=Budget(max_tokens=3000, max_steps=3, max_seconds=120))
+        report = evaluate(agent, TASKS, k=8, perturbations=["canonical", "paraphrase"], seed=7,
+                          name="smollm2", suite="arithmetic",
+                          store=f"sqlite:///{out / 'evals.db'}", concurrency=2)
+    print(report.summary())
+    report.write_json(out / "report.json")
+    report.write_html(out / "report.html")
+    (out / "summary.txt").write_text(report.summary() + "\n")
+
+
+if __name__ == "__main__":
+    main(Path(sys.argv[1] if len(sys.argv) > 1 else "docs/evals/smollm2"))

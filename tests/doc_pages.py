@@ -36,5 +36,7 @@ def section(page: str, title: str) -> str:
 
 
 def blocks(page: str, title: str, language: str = "python") -> list[str]:
-    """The fenced ``language`` blocks under ``title`` in ``page``, in order."""
-    return re.findall(rf"^```{language}\n(.*?)^```", section(page, title), re.S | re.M)
+    """The fenced ``language`` blocks under ``title`` in ``page``, in order (a fence may carry
+    attributes: ```` ```python title="..." ````)."""
+    return re.findall(rf"^```{language}(?: [^\n]*)?\n(.*?)^```", section(page, title),
+                      re.S | re.M)

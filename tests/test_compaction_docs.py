@@ -1,5 +1,5 @@
 """The compaction guide's example and examples/compaction.py run as written and print what
-they promise."""
+they promise (the block runs as pasted, in tests/doc_blocks.py's runner)."""
 
 from __future__ import annotations
 
@@ -7,20 +7,16 @@ import os
 import subprocess
 import sys
 
-import pytest
-
-from doc_pages import ROOT, blocks
+from doc_blocks import ROOT, find, printed, promised
 
 PAGE = "docs/guide/compaction.md"
 
 
-def test_the_guide_block_prints_what_its_comments_say(capsys: pytest.CaptureFixture[str]) -> None:
-    (block,) = blocks(PAGE, "Compacting a long conversation")
-    expected = [line.rsplit("# ", 1)[1].strip() for line in block.splitlines()
+def test_the_guide_block_prints_what_its_comments_say() -> None:
+    block = find(PAGE, "Compacting a long conversation")
+    expected = [line.rsplit("# ", 1)[1].strip() for line in block.code.splitlines()
                 if line.startswith("print(")]
-    namespace: dict[str, object] = {"__name__": "compaction_guide"}
-    exec(compile(block, PAGE, "exec", dont_inherit=True), namespace)
-    assert capsys.readouterr().out.splitlines() == expected
+    assert printed(block) == expected == promised(block.code)
 
 
 def test_the_example_runs_and_its_reruns_match() -> None:

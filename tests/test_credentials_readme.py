@@ -1,12 +1,11 @@
-"""The guide's Credentials example runs and prints what its comments say."""
+"""The guide's Credentials example runs as pasted (tests/doc_blocks.py) and prints what its
+comments say."""
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
 
-import pytest
-
+from doc_blocks import find, printed
 from doc_pages import section
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -16,15 +15,13 @@ def _section() -> str:
     return section("docs/guide/credentials.md", "Credentials")
 
 
-def test_credentials_example_runs_as_commented(capsys: pytest.CaptureFixture[str]) -> None:
-    block = re.findall(r"```python\n(.*?)```", _section(), re.S)[0]
-    exec(block, {})
-    printed = capsys.readouterr().out.splitlines()
-    promised = [line.split("# ", 1)[1].strip() for line in block.splitlines()
+def test_credentials_example_runs_as_commented() -> None:
+    block = find("docs/guide/credentials.md", "Credentials")
+    promised = [line.split("# ", 1)[1].strip() for line in block.code.splitlines()
                 if line.strip().startswith("print(") and "# " in line]
-    assert printed == promised == ["fetch_invoice 1 False",
-                                   "GET /invoices with Bearer [secret redacted]", "used_up",
-                                   "True"]
+    assert printed(block) == promised == ["fetch_invoice 1 False",
+                                          "GET /invoices with Bearer [secret redacted]",
+                                          "used_up", "True"]
 
 
 def test_section_names_the_runtime_contract() -> None:

@@ -132,6 +132,6 @@ def test_the_environment_takes_the_run_context() -> None:
 
 
 def test_a_recipe_without_shapers_loads_neither_shaper() -> None:
-    loaded = loaded_after("runpy.run_path('examples/quickstart.py')")
+    loaded = loaded_after("runpy.run_path('examples/quickstart.py', run_name='__main__')")
     assert "tether.runtime.chokepoint.environment" in loaded  # it did run
     assert not loaded & {"tether.runtime.context.compactor", "tether.runtime.context.selecting"}

@@ -27,7 +27,9 @@ def test_the_example_prints_what_the_readme_shows(tmp_path: Path) -> None:
     assert (tmp_path / "eval.html").read_text().startswith("<!doctype html>")
     block = re.findall(r"```python\n(.*?)```", section(), re.S)[0]
     run = block[block.index("report = evaluate("):].strip()
-    assert run in (ROOT / "examples" / "evaluate.py").read_text()  # what the README shows runs
+    example = (ROOT / "examples" / "evaluate.py").read_text()
+    assert " ".join(run.split()) in " ".join(example.split())  # what the guide shows runs (in
+    # the example's main(): indented, so only the words and their order are compared)
 
 
 def test_the_command_lines_parse() -> None:

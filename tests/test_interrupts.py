@@ -332,7 +332,9 @@ def test_a_third_signal_ends_a_run_whose_loop_is_held_as_kill_9_would(
     assert "Traceback" not in err and "kill -9" in err, err
     sid, events = _stored(db)
     assert verify_chain(events) is None and _uncertain(events) == {"call_1"}
-    resumed = _tether(tmp_path, "resume", sid, "--agent", RECIPE, "--store", store)
+    (said,) = _commands(err)  # the command it printed works as printed: recipe, store named
+    assert said == ["tether", "resume", sid, "--agent", RECIPE, "--store", store]
+    resumed = _tether(tmp_path, *said[1:])
     assert "stop reason: uncertain_effect" in resumed.stdout, resumed.stdout + resumed.stderr
     assert _effects(tmp_path) == ["ran 500"]
 

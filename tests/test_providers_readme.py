@@ -1,13 +1,11 @@
-"""The guide's "Model providers" examples run as written, against the fake server (keys and base
-URLs come from the environment, as the README says they may)."""
+"""The guide's "Model providers" examples run as pasted (tests/doc_blocks.py: each after the block
+it continues), against the fake server (keys and base URLs come from the environment, as the page
+says they may; the blocks are marked not runnable without keys, so the generic test only compiles
+them)."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
-import pytest
-
-from doc_pages import blocks
+from doc_blocks import every_block, run
 from fake_llm_server import (
     OPENAI_PATH,
     FakeLLMServer,
@@ -17,12 +15,6 @@ from fake_llm_server import (
     openai_completion,
     openai_stream,
 )
-
-ROOT = Path(__file__).resolve().parents[1]
-
-
-def section_blocks() -> list[str]:
-    return blocks("docs/guide/providers.md", "Model providers")
 
 
 def brain(rec: Recorded) -> Reply:
@@ -42,23 +34,26 @@ def brain(rec: Recorded) -> Reply:
                                                 {"expression": "17 * 23"})]))
 
 
-def test_model_provider_examples_run(monkeypatch: pytest.MonkeyPatch, tmp_path: Path,
-                                     capsys: pytest.CaptureFixture[str]) -> None:
-    blocks = section_blocks()
-    assert len(blocks) == 4
+def test_model_provider_examples_run() -> None:
+    found = [b for b in every_block() if b.page == "docs/guide/providers.md"]
+    assert len(found) == 4
     with FakeLLMServer(brain) as server:
-        monkeypatch.chdir(tmp_path)
-        monkeypatch.setenv("OPENAI_API_KEY", "sk-readme")
-        monkeypatch.setenv("OPENAI_BASE_URL", server.url + "/v1")
-        monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-readme")
-        monkeypatch.setenv("ANTHROPIC_BASE_URL", server.url)
-        namespace: dict[str, object] = {}
-        for block in blocks:
-            exec(block, namespace)
-    out = capsys.readouterr().out.splitlines()
-    assert out[0].startswith("openai:gpt-4o-mini 17 * 23 = 391 Usage(")
-    assert out[1].startswith("anthropic:claude-3-5-haiku-latest 17 * 23 = 391 Usage(")
-    assert out[2:5] == ["Hi", "!", "Usage(input_tokens=9, output_tokens=2, cached_input_tokens=0, "
-                          "cache_write_tokens=0, estimated=False)"]
-    assert out[5] == "17 * 23 = 391"
-    assert len(server.requests) == 7  # 2 + 2 agent turns, 1 stream, 2 via the fallback chain
+        report = run(found, env={"OPENAI_API_KEY": "sk-readme",
+                                 "OPENAI_BASE_URL": server.url + "/v1",
+                                 "ANTHROPIC_API_KEY": "sk-ant-readme",
+                                 "ANTHROPIC_BASE_URL": server.url})
+    out = []
+    for block in found:
+        result = report["results"][block.id]
+        assert result["rc"] == 0, (block.id, result["stderr"])
+        out.append(result["stdout"].splitlines())
+    both, local, streamed, resilient = out
+    assert both[0].startswith("openai:gpt-4o-mini 17 * 23 = 391 Usage(")
+    assert both[1].startswith("anthropic:claude-3-5-haiku-latest 17 * 23 = 391 Usage(")
+    assert local == []
+    assert streamed == ["Hi", "!", "Usage(input_tokens=9, output_tokens=2, cached_input_tokens=0, "
+                        "cache_write_tokens=0, estimated=False)"]
+    assert resilient == ["17 * 23 = 391"]
+    # the first block's 2 + 2 agent turns, again before each block that continues it; 1 stream,
+    # 2 via the fallback chain
+    assert len(server.requests) == 4 + (4 + 1) + (4 + 2)

@@ -1,12 +1,11 @@
-"""The reasoning guide's blocks run as written and print what their comments say."""
+"""The reasoning guide's blocks run as pasted (tests/doc_blocks.py, with the planning extra
+their page states) and print exactly what their trailing comments say."""
 
 from __future__ import annotations
 
-from typing import Any
-
 import pytest
 
-from doc_pages import blocks
+from doc_blocks import find, printed
 
 PAGE = "docs/guide/reasoning.md"
 
@@ -22,14 +21,11 @@ def expected(block: str) -> list[str]:
     "LLM+P: the model writes the problem, a real planner plans",
     "Router: one strategy per task",
 ])
-def test_each_block_prints_what_it_says(heading: str, capsys: Any) -> None:
-    (block,) = blocks(PAGE, heading)
-    exec(compile(block, PAGE, "exec", dont_inherit=True), {"__name__": "reasoning_guide"})
-    assert [line.rstrip() for line in capsys.readouterr().out.splitlines()] == expected(block)
+def test_each_block_prints_what_it_says(heading: str) -> None:
+    block = find(PAGE, heading)
+    assert printed(block) == expected(block.code)
 
 
-def test_the_readme_block_prints_what_its_comment_says(capsys: Any) -> None:
-    (block,) = blocks("README.md", "Strategies that plan and reflect")
-    exec(compile(block, "README.md", "exec", dont_inherit=True), {"__name__": "readme"})
-    assert capsys.readouterr().out.splitlines() == [
+def test_the_readme_block_prints_what_its_comment_says() -> None:
+    assert printed(find("README.md", "Strategies that plan and reflect")) == [
         "Done. {'a': 'table', 'c': 'a', 'b': 'c'}", "4 - 3 model calls"]

@@ -1,25 +1,25 @@
-"""The retrieval guide's blocks run as written and print what their comments say."""
+"""The retrieval guide's blocks run as pasted (tests/doc_blocks.py: each after the blocks it
+continues, with the extras its page states) and print what their comments say; the audit excerpt
+is what `tether audit show` prints for the first block's session."""
 
 from __future__ import annotations
 
 from typing import Any
 
+from doc_blocks import find, printed
 from doc_pages import blocks
 
 PAGE = "docs/guide/retrieval.md"
 
 
-def test_the_guide_blocks_print_what_they_say(capsys: Any) -> None:
-    code = "".join(blocks(PAGE, "Search a corpus as a governed tool")
-                   + blocks(PAGE, "BM25, dense and hybrid") + blocks(PAGE, "Index files"))
-    exec(compile(code, PAGE, "exec", dont_inherit=True), {"__name__": "retrieval"})
-    assert capsys.readouterr().out.splitlines() == [
+def test_the_guide_blocks_print_what_they_say() -> None:
+    assert printed(find(PAGE, "faq search")) == [
         "Refunds are paid within 14 days.",
         "True",
         "[('refunds#1', 'faq.md')]",
-        "[]",
-        "['refunds#1']",
-        "['shipping#1']",
+    ]
+    assert printed(find(PAGE, "bm25 and dense")) == ["[]", "['refunds#1']", "['shipping#1']"]
+    assert printed(find(PAGE, "Index files")) == [
         "['refunds#1']",
         "index acme-faq.index has tenant_id 'acme', not 'globex'; load the index built for it, "
         "or rebuild",

@@ -1,19 +1,19 @@
-"""The SIEM guide runs as written: its Python block prints what its comments say, its example
-record is exactly what that run writes (ids, times and hashes aside) and valid OCSF 1.8.0, and
-its export command reproduces the sink's file."""
+"""The SIEM guide runs as written: its Python block, run as pasted (tests/doc_blocks.py), prints
+what its comments say, its example record is exactly what that run writes (ids, times and hashes
+aside) and valid OCSF 1.8.0, and its export command reproduces the sink's file."""
 
 from __future__ import annotations
 
 import json
 import os
 import shlex
+import shutil
 import subprocess
 import sys
 from pathlib import Path
 from typing import Any
 
-import pytest
-
+from doc_blocks import find, promised, run
 from doc_pages import blocks
 from ocsf_schema import validate
 
@@ -34,28 +34,28 @@ def same_shape(a: Any, b: Any) -> bool:
     return bool(a == b)
 
 
-def test_the_guide_runs_as_written(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-                                   capsys: pytest.CaptureFixture[str]) -> None:
-    monkeypatch.chdir(tmp_path)
-    (block,) = blocks(PAGE, "SIEM events")
-    exec(block, {"__name__": "siem_guide"})
-    printed = capsys.readouterr().out.splitlines()
-    promised = [line.rsplit("# ", 1)[1].strip() for line in block.splitlines()
-                if line.startswith("print(")]
-    assert printed == promised
-    written = [json.loads(line) for line in (tmp_path / "siem.jsonl").read_text().splitlines()]
-    (example,) = blocks(PAGE, "SIEM events", "json")
-    shown = json.loads(example)
-    assert validate(shown) == [] and all(validate(r) == [] for r in written)
-    assert same_shape(shown, written[1])
+def test_the_guide_runs_as_written() -> None:
+    block = find(PAGE, "SIEM events")
+    result = run([block], keep=True)["results"][block.id]  # keeps the files the block wrote
+    where = Path(result["cwd"])
+    try:
+        assert result["rc"] == 0, result["stderr"]
+        assert result["stdout"].splitlines() == promised(block.code)
+        written = [json.loads(line) for line in (where / "siem.jsonl").read_text().splitlines()]
+        (example,) = blocks(PAGE, "SIEM events", "json")
+        shown = json.loads(example)
+        assert validate(shown) == [] and all(validate(r) == [] for r in written)
+        assert same_shape(shown, written[1])
 
-    (command,) = blocks(PAGE, "SIEM events", "bash")
-    argv = shlex.split(command)
-    assert argv[0] == "tether"
-    subprocess.run([sys.executable, "-m", "tether", *argv[1:]], cwd=tmp_path, check=True,
-                   capture_output=True, timeout=120, env={**os.environ, "PYTHONPATH": PYTHONPATH})
-    assert (tmp_path / "siem-export.jsonl").read_text() == \
-        (tmp_path / "siem.jsonl").read_text()
+        (command,) = blocks(PAGE, "SIEM events", "bash")
+        argv = shlex.split(command)
+        assert argv[0] == "tether"
+        subprocess.run([sys.executable, "-m", "tether", *argv[1:]], cwd=where, check=True,
+                       capture_output=True, timeout=120,
+                       env={**os.environ, "PYTHONPATH": PYTHONPATH})
+        assert (where / "siem-export.jsonl").read_text() == (where / "siem.jsonl").read_text()
+    finally:
+        shutil.rmtree(where)  # its entries linking to the checkout are unlinked, not followed
 
 
 def test_the_mapping_table_names_every_mapped_event() -> None:

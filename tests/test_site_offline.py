@@ -39,40 +39,6 @@ CLI_COLUMNS = 80
 # version, stars and forks of `repo_url` (offline, it shows the link without them). Nothing else.
 ALLOWED_OFF_DISK = ("https://api.github.com/repos/",)
 
-# Blocks whose widest line is wider than the window can show at 1280 px (the stylesheet fits 100
-# columns and a little more): real output, a table or a message, in pages another part of issue 47
-# rewraps. Each is named by its page and the start of its widest line; the test fails on any other
-# block that overflows, and on a listed one that fits now (remove it here).
-WIDER_THAN_THE_COLUMN: dict[str, tuple[str, ...]] = {
-    "benchmarks.html": (
-        "papers: Tree of Thoughts (Yao et al. 2023)",
-        "per step (20-tool-call run, policy + 5 limits, median of 300): 131.6",
-        "# PostgreSQL part: $TETHER_BENCH_PG",
-        "3. a 998-event session paused for approval (SQLite), median of 10:",
-    ),
-    "examples.html": (  # each example's real output, which tests/test_docs_examples.py compares
-        "   1 session.start   {'agent'",
-        "== partial_allow: submit_expense(",
-        "  36  compacted: turns 1-6 summarised",
-        "  perturbation         tasks trials",
-        "      gen_ai.tool.call.id=c2 ",
-        "    9  approval requested apr_",
-        "answer: Done: Refused: calling 'send_email'",
-    ),
-    "guide/approvals.html": ("add_calendar_event_participants: FINDING",),
-    "guide/evaluations.html": ("  perturbation         tasks trials",),
-    "guide/journal.html": (
-        "tether approvals list ",
-        "tether audit list --status paused",
-        "BROKEN  5c1f",
-        "#     require_approval (billing:big-payments-need-approval)",
-    ),
-    "guide/mcp.html": ("Error: 'fs_write_file' failed: MCPToolBlocked",),
-    "guide/policies.html": ("expenses.yaml, line 13, rules[0]",),
-    "guide/retrieval.html": ("         untrusted passage refunds#1",),
-    "guide/structured-output.html": ("print([e.type for e in session.replay()",),
-}
-
 BLOCKS = """() => [...document.querySelectorAll('pre > code')].map(code => {
     const lines = code.textContent.replace(/\\n$/, '').split('\\n');
     const widest = lines.reduce((a, b) => (b.length > a.length ? b : a), '');
@@ -202,25 +168,14 @@ def test_search_finds_a_page_and_opens_it_from_the_disk(
 
 
 def test_no_code_block_scrolls_sideways_at_1280_px(tour: Tour) -> None:
-    overflowing, fit_now = [], []
-    for name, shown in sorted(tour.pages.items()):
-        listed = WIDER_THAN_THE_COLUMN.get(name, ())
-        seen = set()
-        for block in shown.blocks:
-            if block["scroll"] <= block["client"]:
-                continue
-            known = [start for start in listed if block["widest"].startswith(start)]
-            seen.update(known)
-            if not known:
-                overflowing.append(f"{name}: {block['columns']} columns, "
-                                   f"{block['scroll']} px in {block['client']} px: "
-                                   f"{block['widest'][:60]!r}")
-        fit_now += [f"{name}: {start!r}" for start in listed if start not in seen]
+    """Code keeps its source lines within the column; program output (text blocks) wraps."""
+    overflowing = [f"{name}: {block['columns']} columns, {block['scroll']} px in "
+                   f"{block['client']} px: {block['widest'][:60]!r}"
+                   for name, shown in sorted(tour.pages.items()) for block in shown.blocks
+                   if block["scroll"] > block["client"]]
     assert len(tour.pages) >= len(expected_pages())
     assert not overflowing, ("code blocks that scroll sideways in a 1280-px window (wrap them "
                              "at 100 columns):\n" + "\n".join(overflowing))
-    assert not fit_now, ("listed in WIDER_THAN_THE_COLUMN but fitting (or gone) now; remove them:\n"
-                         + "\n".join(fit_now))
 
 
 def test_the_cli_reference_is_80_columns_and_fits(tour: Tour) -> None:

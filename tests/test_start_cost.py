@@ -25,7 +25,7 @@ def loaded_after(program: str) -> set[str]:
 
 
 def test_the_quickstart_loads_only_what_it_needs() -> None:
-    loaded = loaded_after("runpy.run_path('examples/quickstart.py')")
+    loaded = loaded_after("runpy.run_path('examples/quickstart.py', run_name='__main__')")
     assert "tether.runtime.lifecycle.session" in loaded  # it did run
     assert not {m for m in loaded for name in NOT_NEEDED
                 if m == name or m.startswith(name + ".")}

@@ -1,4 +1,5 @@
-"""The telemetry page's example runs as written, and the README's trace is what
+"""The telemetry page's example runs as pasted (tests/doc_blocks.py, with the otel extra its page
+states), and the README's trace is what
 examples/telemetry.py prints (ids included: they are digests of the journal; only the run's
 own clock-derived values may differ, and none is shown)."""
 
@@ -8,19 +9,15 @@ import re
 import subprocess
 import sys
 
-import pytest
+from doc_blocks import find, printed
+from doc_pages import ROOT, section
 
-from doc_pages import ROOT, blocks, section
 
-
-def test_the_traces_example_runs_and_prints_what_the_page_says(
-        capsys: pytest.CaptureFixture[str]) -> None:
-    (block,) = blocks("docs/guide/telemetry.md", "Traces")
-    exec(compile(block, "telemetry.md (Traces)", "exec"), {})
-    printed = capsys.readouterr().out.strip()
-    assert printed == ("['chat scripted', 'chat scripted', 'execute_tool calculator', "
-                       "'invoke_agent math']")
-    assert f"prints `{printed}`" in section("docs/guide/telemetry.md", "Traces")
+def test_the_traces_example_runs_and_prints_what_the_page_says() -> None:
+    (printed_line,) = printed(find("docs/guide/telemetry.md", "Traces"))
+    assert printed_line == ("['chat scripted', 'chat scripted', 'execute_tool calculator', "
+                            "'invoke_agent math']")
+    assert f"prints `{printed_line}`" in section("docs/guide/telemetry.md", "Traces")
 
 
 def test_the_readme_shows_the_trace_the_example_receives() -> None:

@@ -18,6 +18,7 @@ Exit codes: 0 done; 1 the request is unknown, already decided, or expired (for a
 from __future__ import annotations
 
 import argparse
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from tether.cli.common import (
@@ -35,11 +36,12 @@ from tether.cli.common import (
     tenant_scope,
     usage,
 )
+from tether.cli.next_steps import PLACEHOLDER, recorded_recipe
 from tether.vocabulary import EventType
 
 if TYPE_CHECKING:
     from tether.runtime.approvals.requests import ApprovalRequest
-    from tether.store.base import Store
+    from tether.types import Event
 
 
 def register(commands: Any) -> None:
@@ -75,6 +77,7 @@ def register(commands: Any) -> None:
 
 
 def run_list(args: argparse.Namespace) -> int:
+    from tether.journal.views.erased import erased_sessions
     from tether.runtime.approvals.requests import StoredApprovals
 
     store = open_existing(args.store)
@@ -85,17 +88,19 @@ def run_list(args: argparse.Namespace) -> int:
         if args.session is not None:
             args.session = full_session_id(store, args.session, args.tenant)
         requests = approvals.every(args.session) if args.all else approvals.pending(args.session)
+        erased = erased_sessions(store) if requests else {}
     finally:
         store.close()
     if not requests:
         print("no approval requests" if args.all else "no pending approval requests")
         return EXIT_OK
     for request in requests:
-        print(describe(request))
+        print(describe(request, erased=request.session_id in erased))
     return EXIT_OK
 
 
-def describe(request: ApprovalRequest) -> str:
+def describe(request: ApprovalRequest, *, erased: bool = False) -> str:
+    """One request in two lines; ``erased``: its session was erased (nothing will resume it)."""
     from tether.journal.views.timeline import call_text, when
 
     state: str = request.status
@@ -103,13 +108,15 @@ def describe(request: ApprovalRequest) -> str:
         state = "expired"
     by = f" by {request.approver}" if request.approver else ""
     why = f" ({request.note})" if request.note else ""
-    return (f"{request.id}  {state}{by}{why}  session {request.session_id}  call "
+    session = f"{request.session_id} (erased)" if erased else request.session_id
+    return (f"{request.id}  {state}{by}{why}  session {session}  call "
             f"{request.call_id}  {call_text(request.tool, request.arguments)}\n"
             f"    {request.reason or 'no reason given'} ({request.policy_id}); requested "
             f"{when(request.requested_at)}, expires {when(request.expires_at)}")
 
 
 def run_decide(args: argparse.Namespace) -> int:
+    from tether.journal.views.erased import not_resumable
     from tether.runtime.approvals.requests import ApprovalError, StoredApprovals
 
     if not args.approver.strip():
@@ -126,7 +133,8 @@ def run_decide(args: argparse.Namespace) -> int:
             decided = approvals.approve(args.id, approver=args.approver, note=args.note)
         else:
             decided = approvals.deny(args.id, approver=args.approver, note=args.note)
-        client = gateway_client(store, decided.session_id)
+        start = store.read(decided.session_id)[:1]
+        client = gateway_client(start)
     except ApprovalError as exc:
         error(str(exc))
         return EXIT_FINDING
@@ -137,19 +145,25 @@ def run_decide(args: argparse.Namespace) -> int:
     verb = "approved" if decided.status == "approved" else "denied"
     print(f"{verb} {decided.id}: {decided.tool} in session {decided.session_id} (call "
           f"{decided.call_id}), by {decided.approver}")
-    if client is not None:  # a gateway's call: its client runs it by calling again
+    never = not_resumable(start)
+    if never is not None:  # erased: no resume will run or refuse the call
+        print(f"the decision is recorded, but {never}")
+    elif client is not None:  # a gateway's call: its client runs it by calling again
         print(f"the client ({client}) can now make the same call again, in this MCP session or "
               f"a new one; {'it runs once' if verb == 'approved' else 'it is refused'}")
     else:
-        where = store_hint(args.store)
+        recipe = recorded_recipe(start)  # as `tether run` recorded it (tether.cli.next_steps)
         print(f"resume the session to {'run' if verb == 'approved' else 'refuse'} the call: "
-              f"tether resume {decided.session_id} --agent MODULE:ATTR{where}")
+              f"tether resume {decided.session_id} --agent {recipe}{store_hint(store.url)}"
+              + (" (MODULE:ATTR: the recipe that started it; it was not started by `tether "
+                 "run`, which records it)" if recipe == PLACEHOLDER else ""))
     return EXIT_OK
 
 
-def gateway_client(store: Store, session_id: str) -> str | None:
-    """The client whose tool gateway (an MCP server's, say) made the session, if one did."""
-    first = next(iter(store.read(session_id)), None)
+def gateway_client(start: Sequence[Event]) -> str | None:
+    """The client whose tool gateway (an MCP server's, say) made the session whose first
+    event(s) are ``start``, if one did."""
+    first = next(iter(start), None)
     if (first is None or first.type != EventType.SESSION_START
             or first.data.get("agent") != "gateway"):
         return None

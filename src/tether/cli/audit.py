@@ -37,10 +37,9 @@ from tether.cli.common import (
     full_session_id,
     open_existing,
     parse_time,
+    store_hint,
     usage,
 )
-from tether.cli.next_steps import uncertain
-from tether.vocabulary import EventType
 
 if TYPE_CHECKING:
     from tether.journal.tamper import Break
@@ -86,7 +85,7 @@ def register(commands: Any) -> None:
                          help="only sessions written since: 7d, 12h, 2025-01-31, ...")
     listing.add_argument("--until", metavar="WHEN", type=parse_time,
                          help="only sessions last written before this time")
-    listing.add_argument("--status", choices=["open", "paused", "ended"],
+    listing.add_argument("--status", choices=["open", "paused", "ended", "erased", "erasure"],
                          help="only sessions in this state")
     listing.add_argument("--agent", metavar="NAME", help="only this agent's sessions")
     listing.add_argument("--json", action="store_true", help="print a JSON array")
@@ -258,6 +257,7 @@ def _report(results: Sequence[tuple[str, Sequence[Event], Break | None]]) -> int
 # -- show ---------------------------------------------------------------------------------------
 
 def run_show(args: argparse.Namespace) -> int:
+    from tether.cli.session_status import status_line
     from tether.journal.erasure import vouched
     from tether.journal.tamper import diagnose
     from tether.journal.views.export import event_json
@@ -282,12 +282,13 @@ def run_show(args: argparse.Namespace) -> int:
     else:
         lines.append(f"  chain: BROKEN at seq {found.seq}: {found.kind}: {found.detail} (the "
                      "timeline below cannot be trusted)")
-    lines.append(f"  status: {_status(events)}")
+    status = status_line(events, store_hint(store.url))
+    lines.append(f"  status: {status}")
     if args.json:  # the events as export writes them: each one's data the text its hash covers
         chain = ({"verified": True, "head": events[-1].hash} if found is None else
                  {"verified": False, "seq": found.seq, "kind": found.kind,
                   "detail": found.detail})
-        head = json.dumps({"session_id": args.session, "status": _status(events),
+        head = json.dumps({"session_id": args.session, "status": status,
                            "chain": chain}, ensure_ascii=False)
         print(head[:-1] + ',"events":[' + ",".join(map(event_json, events)) + "]}")
     else:
@@ -295,52 +296,36 @@ def run_show(args: argparse.Namespace) -> int:
     return EXIT_OK if found is None else EXIT_FINDING
 
 
-def _status(events: Sequence[Event]) -> str:
-    last = events[-1]
-    sid = last.session_id
-    if last.type == EventType.SESSION_END:
-        return f"ended ({last.data.get('reason')})"
-    if last.type == EventType.SESSION_PAUSED:
-        reason = last.data.get("reason")
-        if reason == "needs_approval":
-            return (f"paused (needs_approval): decide with `tether approvals list --session "
-                    f"{sid}`, then `tether resume {sid} --agent MODULE:ATTR`")
-        if reason == "interrupted":  # nothing uncertain: it waits for nobody
-            return (f"paused (interrupted): nothing was left uncertain; `tether resume {sid} "
-                    "--agent MODULE:ATTR` continues it")
-        calls = ", ".join(uncertain(events)) or "?"
-        return (f"paused ({reason}): interrupted calls {calls}; decide each with `tether settle "
-                f"{sid} CALL_ID retry|skip --operator NAME --agent MODULE:ATTR`, then resume")
-    return (f"open: no end recorded (still running, or its process died: `tether resume {sid} "
-            "--agent MODULE:ATTR` continues it)")
-
-
 # -- list and export ----------------------------------------------------------------------------
 
 def run_list(args: argparse.Namespace) -> int:
+    from tether.journal.views.erased import erased_sessions, listed_status
     from tether.journal.views.timeline import when
 
     store = open_existing(args.store)
     if store is None:
         return EXIT_USAGE
     try:
+        erased = erased_sessions(store)  # the index keeps an erased session's former state
         infos = [i for i in tenant_sessions(store, args.tenant, args.since)
                  if (args.until is None or i.updated_at < args.until)
-                 and (args.status is None or i.status == args.status)
+                 and (args.status is None or listed_status(i, erased) == args.status)
                  and (args.agent is None or i.agent == args.agent)]
     finally:
         store.close()
     if args.json:
         print(json.dumps([{"session_id": i.session_id, "agent": i.agent, "tenant_id": i.tenant_id,
-                           "status": i.status, "events": i.events, "created_at": i.created_at,
-                           "updated_at": i.updated_at} for i in infos], ensure_ascii=False))
+                           "status": listed_status(i, erased), "events": i.events,
+                           "created_at": i.created_at, "updated_at": i.updated_at}
+                          for i in infos], ensure_ascii=False))
         return EXIT_OK
     if not infos:
         filtered = any(v is not None for v in (args.since, args.until, args.status, args.agent))
         print("no sessions" + (" match" if filtered else ""))
         return EXIT_OK
     rows = [("SESSION", "AGENT", "TENANT", "STATUS", "EVENTS", "UPDATED")]
-    rows += [(i.session_id, i.agent or "-", i.tenant_id or "-", i.status, str(i.events),
+    rows += [(i.session_id, i.agent or "-", i.tenant_id or "-", listed_status(i, erased),
+              str(i.events),
               when(i.updated_at)) for i in infos]
     widths = [max(len(row[c]) for row in rows) for c in range(len(rows[0]))]
     for row in rows:

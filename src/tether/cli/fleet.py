@@ -25,7 +25,8 @@ from tether.durable.worker import add_options
 if TYPE_CHECKING:
     from tether.durable import Fleet
 
-AGENT_HELP = "the agent factory every worker runs: package.module:function"
+AGENT_HELP = ("the agent factory every worker runs, found as `tether run` finds a recipe: "
+              "package.module:function (from the current directory) or path/to/file.py:function")
 DB_HELP = "DBOS's system database URL: postgresql://... or sqlite:///path"
 
 

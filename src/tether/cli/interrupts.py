@@ -54,6 +54,9 @@ class Interrupts:
         self._asked = False  # whether the run's loop took the request to pause
         self._loop: asyncio.AbstractEventLoop | None = None
         self._session: Session | None = None
+        # what `tether resume ID` needs to work as printed (`` --agent REF --store URL``): the
+        # caller sets it once it knows the recipe and the store
+        self.resume_options = ""
         self._previous: dict[int, Callable[[int, FrameType | None], object] | int | None] = {}
 
     def __enter__(self) -> Interrupts:
@@ -78,7 +81,8 @@ class Interrupts:
         self._count += 1
         if self._count >= FORCE_AT and not self._asked and self._session is not None:
             say(f"a third signal ({signal.Signals(number).name}): stopped at once, as kill -9 "
-                f"would; `tether resume {self._session.id}` continues the session")
+                f"would; `tether resume {self._session.id}{self.resume_options}` continues "
+                "the session")
             os._exit(128 + number)
         if self.signal is not None:
             return  # the pause is under way: nothing may cut it in half

@@ -4,6 +4,16 @@ Why: a session's own notice speaks to whoever holds the Session object ("approve
 then resume the session"); someone who started the run with ``tether run`` needs the commands
 to type, with the ids, the recipe and the store filled in. ``tether run`` and ``tether resume``
 say the same thing about the same pause, so it is worked out once here.
+
+Decision: every command printed names the recipe and the store explicitly, so it works pasted
+into a new shell (no ``TETHER_STORE``, another terminal). ``tether run`` records the recipe it
+was given (``--agent`` as typed, e.g. ``examples/billing_desk.py:agent``) in the session's
+metadata under ``RECIPE_KEY``: the session's start is journaled and read by every process that
+later decides for it, so ``tether approvals approve`` — which has only the store — can name the
+recipe too. That is the smallest honest carrier: no state file of the CLI's own to go stale or
+be missing on another machine, and the journal already says who ran what. A session started
+from Python records none, and the commands then say ``--agent MODULE:ATTR`` for the operator to
+fill in.
 """
 
 from __future__ import annotations
@@ -17,6 +27,24 @@ from tether.vocabulary import EventType
 if TYPE_CHECKING:
     from tether.runtime.lifecycle.session import Session
     from tether.types import Event
+
+
+RECIPE_KEY = "recipe"  # in session.start's metadata: the --agent reference `tether run` was given
+PLACEHOLDER = "MODULE:ATTR"
+
+
+def run_metadata(agent: str) -> dict[str, str]:
+    """The metadata ``tether run`` gives a session: the recipe reference it was started with."""
+    return {RECIPE_KEY: agent}
+
+
+def recorded_recipe(events: Sequence[Event]) -> str:
+    """The recipe reference the session's start recorded, else the placeholder to fill in."""
+    first = events[0] if events else None
+    if first is None or first.type != EventType.SESSION_START:
+        return PLACEHOLDER
+    recipe = (first.data.get("metadata") or {}).get(RECIPE_KEY)
+    return recipe if isinstance(recipe, str) and recipe else PLACEHOLDER
 
 
 def session_store(session: Session, given: str | None) -> str:

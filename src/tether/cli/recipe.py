@@ -12,33 +12,13 @@ default in-memory approvals could never see a decision made from another process
 has its own store keeps it, and a ``--store`` naming another store is refused (exit 2), not
 ignored and not obeyed: the recipe's sessions and approvals live in its store, so obeying the
 flag would journal where the recipe's own code never looks, and ignoring it would journal where
-the operator did not ask.
+the operator did not ask. The loading itself is ``tether.runtime.lifecycle.recipe``'s, shared
+with the fleet (``tether fleet``, ``python -m tether.durable.worker``), so every command finds a
+recipe the same way.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from tether.runtime.lifecycle.recipe import RecipeError, load_recipe
 
-from tether.references import BadReference, import_object
-
-if TYPE_CHECKING:
-    from tether.runtime.lifecycle.agent import Agent
-
-
-RecipeError = BadReference  # ``--agent`` does not name an Agent; the message says what to fix
-
-
-def load_recipe(spec: str) -> Agent:
-    """The Agent named by ``module:attribute`` or ``path/to/file.py:attribute``."""
-    from tether.runtime.lifecycle.agent import Agent
-
-    value = import_object(spec, "the Agent object (or a function returning one)")
-    if not isinstance(value, Agent) and callable(value):
-        try:
-            value = value()
-        except TypeError as exc:
-            raise RecipeError(f"{spec} is callable but could not be called without arguments "
-                              f"({exc}); name the Agent object instead") from None
-    if not isinstance(value, Agent):
-        raise RecipeError(f"{spec} is a {type(value).__name__}, not a tether Agent")
-    return value
+__all__ = ["RecipeError", "load_recipe"]

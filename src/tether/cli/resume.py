@@ -106,6 +106,7 @@ def bound_recipe(args: argparse.Namespace, *, create: bool = False) -> Agent | N
 
 
 def _load(agent: Agent, session_id: str, accept_recipe_change: bool = False) -> Session | None:
+    from tether.journal.views.erased import not_resumable
     from tether.runtime.lifecycle.session import JournalTampered, RecipeChanged
     from tether.runtime.provenance.recalled import HiddenNotRecalled
 
@@ -113,6 +114,12 @@ def _load(agent: Agent, session_id: str, accept_recipe_change: bool = False) -> 
         store = agent.journal_store
         if store is not None:
             session_id = full_session_id(store, session_id, agent.tenant_id)
+            events = store.read(session_id)[:1]
+            tenant = (events[0].data.get("subject") or {}).get("tenant_id") if events else None
+            never = not_resumable(events)  # erased, or an erasure record
+            if never is not None and agent.tenant_id in (None, tenant):  # another's: not found
+                error(never)
+                return None
         return agent.load(session_id, accept_recipe_change=accept_recipe_change)
     except (JournalTampered, RecipeChanged, HiddenNotRecalled) as exc:
         error(str(exc))
@@ -133,6 +140,7 @@ def run_resume(args: argparse.Namespace) -> int:
 
     # a signal pauses the resumed run again
     with Interrupts(process_exits=getattr(args, "process_exits", False)) as interrupts:
+        interrupts.resume_options = f" --agent {args.agent}{session_store(session, args.store)}"
         try:
             result = asyncio.run(interrupts.run(session, session.aresume))
         except (RuntimeError, SessionBusy) as exc:  # not resumable now, or running elsewhere

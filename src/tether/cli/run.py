@@ -38,7 +38,7 @@ from tether.cli.common import (
     store_hint,
 )
 from tether.cli.interrupts import Interrupts, report
-from tether.cli.next_steps import continue_commands
+from tether.cli.next_steps import continue_commands, run_metadata
 from tether.vocabulary import EventType
 
 if TYPE_CHECKING:
@@ -106,10 +106,13 @@ def _run_agent(args: argparse.Namespace, interrupts: Interrupts) -> int:
         return EXIT_USAGE
     try:
         session = agent.session(args.task, budget=args.budget, user_id=args.user,
-                                tenant_id=args.tenant)
+                                tenant_id=args.tenant, metadata=run_metadata(args.agent))
     except ValueError as exc:  # e.g. a cost limit for a model without a price
         error(str(exc))
         return EXIT_USAGE
+    store = agent.journal_store
+    where = store_hint(store.url if store else None)  # named: the lines work in a new shell
+    interrupts.resume_options = f" --agent {args.agent}{where}"
     watch = Watch(session, writer())
     result = asyncio.run(interrupts.run(session, watch.run))
     if interrupts.signal is not None and (result is None or session.paused):
@@ -120,11 +123,10 @@ def _run_agent(args: argparse.Namespace, interrupts: Interrupts) -> int:
     if result.notice:
         watch.line("notice", result.notice)
     if session.paused:  # the commands to type, filled in (tether.cli.next_steps)
-        store = agent.journal_store
-        for command in continue_commands(session, args.agent,
-                                         store_hint(store.url if store else None)):
+        for command in continue_commands(session, args.agent, where):
             watch.line("next", command)
-    watch.line("session", f"{result.session_id}  (tether audit show {result.session_id[:8]})")
+    watch.line("session", f"{result.session_id}  (tether audit show {result.session_id[:8]}"
+                          f"{where})")
     return EXIT_OK if result.ok else EXIT_FINDING
 
 

@@ -36,7 +36,6 @@ Decisions:
 from __future__ import annotations
 
 import functools
-import importlib
 import os
 import threading
 from collections.abc import Callable
@@ -60,27 +59,28 @@ SEPARATOR = "#"  # between a session id and its activation number, in a workflow
 PRIORITIES = range(1, 2**31)  # DBOS's: lower runs first
 
 
-def load_factory(ref: str) -> Callable[[], Agent]:
-    """The agent factory ``ref`` names (``package.module:function``), checked to exist."""
-    module_name, _, attribute = ref.partition(":")
-    if not module_name or not attribute:
-        raise InvalidArgument(f"agent factory {ref!r} is not 'package.module:function'")
+def load_factory(ref: str) -> Agent | Callable[[], Agent]:
+    """The agent recipe ``ref`` names, found as ``tether run`` finds one
+    (``tether.runtime.lifecycle.recipe``: ``package.module:function`` with the current directory
+    on the import path, or ``path/to/file.py:function``), checked to exist; not built."""
+    from tether.runtime.lifecycle.recipe import RecipeError, find_recipe
+
+    if ":" not in ref:
+        raise InvalidArgument(f"agent factory {ref!r} is not 'package.module:function' (or "
+                              "'path/to/file.py:function')")
     try:
-        factory = getattr(importlib.import_module(module_name), attribute)
-    except (ImportError, AttributeError) as exc:
-        raise InvalidArgument(f"agent factory {ref!r} cannot be loaded ({exc}); give the import "
-                              "path of a function that returns the fleet's Agent") from exc
-    if not callable(factory):
-        raise InvalidArgument(f"agent factory {ref!r} is not callable")
-    return factory  # type: ignore[no-any-return]
+        return find_recipe(ref)
+    except RecipeError as exc:
+        raise InvalidArgument(f"agent factory {ref!r} cannot be loaded: {exc}") from None
 
 
 def build_agent(ref: str) -> Agent:
-    from tether.runtime.lifecycle.agent import Agent
+    from tether.runtime.lifecycle.recipe import RecipeError, build_recipe
 
-    agent = load_factory(ref)()
-    if not isinstance(agent, Agent):
-        raise WrongType(f"agent factory {ref!r} returned {agent!r}, not a tether Agent")
+    try:
+        agent = build_recipe(ref, load_factory(ref))
+    except RecipeError as exc:
+        raise WrongType(f"agent factory {ref!r}: {exc}") from None
     journal_store(agent)
     return agent
 

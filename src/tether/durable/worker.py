@@ -29,7 +29,9 @@ from collections.abc import Sequence
 
 def add_options(p: argparse.ArgumentParser) -> None:
     """The worker's options (also ``tether fleet worker``'s)."""
-    p.add_argument("--agent", required=True, help="the agent factory, package.module:function")
+    p.add_argument("--agent", required=True, help="the agent factory, found as `tether run` "
+                   "finds a recipe: package.module:function (from the current directory) or "
+                   "path/to/file.py:function")
     p.add_argument("--db", required=True, help="DBOS's system database URL "
                    "(postgresql://... or sqlite:///path)")
     p.add_argument("--executor-id", default=os.environ.get("DBOS__VMID") or socket.gethostname(),

@@ -84,6 +84,10 @@ def header(events: Sequence[Event]) -> list[str]:
     if first.type == ERASED_TYPE:
         return [*lines, f"  content erased by {first.data.get('erasure')} (tether.journal."
                 "erasure): what remains is each event's former type, hash and link"]
+    if first.type == EventType.ERASURE_RECORDED:
+        erased = ", ".join(first.data.get("sessions") or ()) or "none"
+        return [*lines, f"  erasure record, not a session: it erased session(s) {erased} "
+                f"({first.data.get('reason') or 'no reason given'})"]
     if first.type != EventType.SESSION_START:
         return [*lines, f"  (the first event is {first.type!r}, not session.start)"]
     d = cast(SessionStartData, first.data)
@@ -120,8 +124,11 @@ def spend_line(events: Sequence[Event]) -> str:
             return (f"spend ({status}): {spend.get('tokens')} tokens, ${spend.get('cost_usd')}, "
                     f"{spend.get('steps')} steps, {spend.get('tool_calls')} tool calls, "
                     f"{spend.get('seconds')} s")
-        if event.type == ERASED_TYPE and event.data.get("type") == EventType.SESSION_END:
+        if event.type == ERASED_TYPE and event.data.get("type") in (EventType.SESSION_END,
+                                                                     EventType.SESSION_PAUSED):
             return "spend: erased with the session's content"
+    if events and events[0].type == EventType.ERASURE_RECORDED:
+        return "spend: none (an erasure record spends nothing)"
     return "spend: not recorded (the session has neither ended nor paused)"
 
 
