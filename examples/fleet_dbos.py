@@ -2,7 +2,7 @@
 started again, and DBOS hands its unfinished sessions back, which tether resumes from their
 journals — no effect twice. One session waits for a person, holding no worker meanwhile.
 
-    pip install 'tether[dbos]'
+    pip install -e '.[dbos]'
     python examples/fleet_dbos.py            # SQLite files in a temporary directory
     FLEET_DB=postgresql://user@host/db python examples/fleet_dbos.py
 

@@ -1,6 +1,6 @@
 """A LangGraph agent under tether (README: "Under LangGraph"; docs/guide/integrations.md).
 
-    pip install 'tether[langgraph]'
+    pip install -e '.[langgraph]'
     python examples/langgraph_agent.py
 
 LangChain's ``create_agent`` runs its own LangGraph loop; tether's middleware decides, budgets

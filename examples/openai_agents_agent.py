@@ -1,7 +1,7 @@
 """An OpenAI Agents SDK agent under tether (README: "Under the OpenAI Agents SDK";
 docs/guide/integrations.md).
 
-    pip install 'tether[openai-agents]'
+    pip install -e '.[openai-agents]'
     python examples/openai_agents_agent.py
 
 The SDK runs its own loop (``Runner.run``); tether decides, budgets and journals every call of

@@ -1,6 +1,6 @@
 """A pydantic-ai agent under tether (README: "Under pydantic-ai"; docs/guide/integrations.md).
 
-    pip install 'tether[pydantic-ai]'
+    pip install -e '.[pydantic-ai]'
     python examples/pydantic_ai_agent.py
 
 pydantic-ai runs its own loop; tether decides, budgets and journals every tool call it makes and

@@ -1,6 +1,6 @@
 """A session's trace as an OpenTelemetry collector receives it.
 
-Run ``python examples/telemetry.py`` (needs ``pip install 'tether[otel]'``). It starts a small
+Run ``python examples/telemetry.py`` (needs ``pip install -e '.[otel]'``). It starts a small
 OTLP/HTTP receiver on 127.0.0.1 that decodes what arrives with the official
 ``opentelemetry-proto`` messages — as a collector does — runs a scripted agent whose policy
 refuses one of two calculator calls, with an ``OTelSink`` pointed at the receiver, and prints

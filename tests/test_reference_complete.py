@@ -146,7 +146,7 @@ def test_the_agent_shows_every_constructor_parameter(built_site: Path) -> None: 
 
     parameters = [f.name for f in dataclasses.fields(Agent) if f.init]
     assert len(parameters) >= 25, parameters
-    page = (built_site / "reference" / "tether" / "index.html").read_text(encoding="utf-8")
+    page = (built_site / "reference" / "tether.html").read_text(encoding="utf-8")
     agent = _object_html(page, "tether.Agent")
     signature, _, rest = agent.partition("</code></pre></div>")
     assert 'class="doc-signature' in signature, "tether.Agent has no rendered signature"

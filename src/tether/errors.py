@@ -137,6 +137,13 @@ class MissingExtra(UsageError, ImportError):
     """An optional extra that is not installed: ``pip install`` what the message names."""
 
 
+def install_command(extra: str) -> str:
+    """The one command that installs ``extra``, for every message that names one: tether is
+    installed from its checkout, not from a package index, so ``pip install 'tether[x]'`` would
+    fail where this works."""
+    return f"pip install -e '.[{extra}]' in tether's checkout"
+
+
 class MissingFile(UsageError, FileNotFoundError):
     """A file tether needs (a model's weights, the redaction key) is not there and could not be
     made: install or set what the message names."""

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 from tether.cli.common import EXIT_FINDING, EXIT_OK, EXIT_USAGE, error, usage
 from tether.durable.worker import add_options
+from tether.errors import install_command
 
 if TYPE_CHECKING:
     from tether.durable import Fleet
@@ -34,7 +35,7 @@ def register(commands: Any) -> None:
     fleet: argparse.ArgumentParser = commands.add_parser(
         "fleet", help="a fleet of workers on a DBOS queue",
         description="Sessions as DBOS workflows on a queue that worker processes drain "
-        "(pip install 'tether[dbos]').")
+        f"({install_command('dbos')}).")
     fleet.set_defaults(run=lambda _args: usage(fleet))
     sub = fleet.add_subparsers(title="subcommands", metavar="SUBCOMMAND")
 
@@ -95,7 +96,7 @@ def run_worker(args: argparse.Namespace) -> int:
 
 
 def missing(exc: ImportError) -> int:
-    error(f"{exc}; the fleet needs DBOS: pip install 'tether[dbos]'")
+    error(f"{exc}; the fleet needs DBOS: {install_command('dbos')}")
     return EXIT_USAGE
 
 

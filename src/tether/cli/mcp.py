@@ -32,6 +32,7 @@ from tether.cli.common import EXIT_FINDING, EXIT_OK, EXIT_USAGE, STORE_HELP, err
 from tether.cli.pins import register as register_pins
 from tether.cli.served import load_served
 from tether.cli.served import load_tools as load_tools  # where `tether tools` and tests find it
+from tether.errors import install_command
 
 if TYPE_CHECKING:
     from tether.policy.base import Policy
@@ -200,7 +201,7 @@ def _sdk_missing() -> bool:
         import mcp  # noqa: F401
     except ImportError as exc:
         error(f"the MCP server needs the official MCP SDK ({exc}); install it with: "
-              "pip install -e '.[mcp]' in tether's checkout")
+              f"{install_command('mcp')}")
         return True
     return False
 

@@ -17,7 +17,7 @@ import importlib
 from typing import Any, NoReturn
 
 from tether.credentials.errors import CredentialError, Reason
-from tether.errors import InvalidArgument, MissingExtra, WrongType
+from tether.errors import InvalidArgument, MissingExtra, WrongType, install_command
 from tether.secret import Secret
 from tether.urls import redact_url
 
@@ -27,7 +27,7 @@ def _import(name: str) -> Any:
         return importlib.import_module(name)
     except ImportError:
         raise MissingExtra(f"VaultKV needs the hvac package ({name} is missing): "
-                          "pip install -e '.[vault]' in tether's checkout") from None
+                          f"{install_command('vault')}") from None
 
 
 class VaultKV:

@@ -22,7 +22,7 @@ from collections.abc import Sequence
 from concurrent.futures import ProcessPoolExecutor
 from typing import Any
 
-from tether.errors import InvalidArgument, MissingExtra, WrongType
+from tether.errors import InvalidArgument, MissingExtra, WrongType, install_command
 from tether.evals.plan import Plan, Progress, agent_source, run_plan
 from tether.evals.trials import TrialRecord
 from tether.store.base import Store
@@ -100,8 +100,8 @@ def _on_dask(plan: Plan, agent: Any, url: str, dask: Any, workers: int, concurre
     try:
         from distributed import Client, LocalCluster, as_completed
     except ImportError:
-        raise MissingExtra("running on Dask needs the dask extra: pip install "
-                          "'tether[dask]'") from None
+        raise MissingExtra("running on Dask needs the dask extra: "
+                          f"{install_command('dask')}") from None
     from tether.runtime.lifecycle.agent import Agent
 
     if isinstance(agent, Agent):

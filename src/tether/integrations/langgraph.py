@@ -30,7 +30,7 @@ from collections.abc import Awaitable, Callable, Coroutine, Iterable, Mapping, S
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from tether.errors import MissingExtra, WrongState
+from tether.errors import MissingExtra, WrongState, install_command
 
 try:
     from langchain.agents.middleware.types import (
@@ -53,7 +53,7 @@ try:
     from langgraph.types import Command, interrupt
 except ImportError as exc:  # pragma: no cover - the extra is missing
     raise MissingExtra("tether.integrations.langgraph needs LangGraph and LangChain: "
-                       "pip install 'tether[langgraph]'") from exc
+                       f"{install_command('langgraph')}") from exc
 
 from tether.integrations.governed import GovernedRun
 from tether.integrations.governed_model import Metered

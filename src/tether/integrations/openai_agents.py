@@ -31,7 +31,7 @@ import json
 from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from tether.errors import InvalidArgument, MissingExtra, WrongType
+from tether.errors import InvalidArgument, MissingExtra, WrongType, install_command
 
 try:
     from agents import FunctionTool, function_tool
@@ -43,7 +43,7 @@ try:
     from openai.types.responses import ResponseCompletedEvent
 except ImportError as exc:  # pragma: no cover - the extra is missing
     raise MissingExtra("tether.integrations.openai_agents needs the OpenAI Agents SDK: "
-                       "pip install 'tether[openai-agents]'") from exc
+                       f"{install_command('openai-agents')}") from exc
 
 from tether.integrations.decided import Reader, arrived, jsonable
 from tether.integrations.governed import GovernedRun, RunStopped

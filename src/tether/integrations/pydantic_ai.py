@@ -25,7 +25,7 @@ from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from tether.errors import MissingExtra, WrongType
+from tether.errors import MissingExtra, WrongType, install_command
 
 try:
     from pydantic_ai import DeferredToolRequests, DeferredToolResults
@@ -50,7 +50,7 @@ try:
     from pydantic_ai.toolsets import AbstractToolset, FunctionToolset, WrapperToolset
 except ImportError as exc:  # pragma: no cover - the extra is missing
     raise MissingExtra("tether.integrations.pydantic_ai needs pydantic-ai: "
-                       "pip install 'tether[pydantic-ai]'") from exc
+                       f"{install_command('pydantic-ai')}") from exc
 
 from tether.integrations.decided import Reader
 from tether.integrations.governed import GovernedRun

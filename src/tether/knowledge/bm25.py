@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from tether.errors import MissingExtra
+from tether.errors import MissingExtra, install_command
 from tether.knowledge.index import read_index, write_index
 from tether.knowledge.retrieval import Document, Passage, check_corpus, check_request
 
@@ -25,7 +25,7 @@ def _bm25s() -> Any:
     try:
         import bm25s
     except ImportError:
-        raise MissingExtra("BM25 search needs bm25s: pip install 'tether[knowledge]'") from None
+        raise MissingExtra(f"BM25 search needs bm25s: {install_command('knowledge')}") from None
     return bm25s
 
 

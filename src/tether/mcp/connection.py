@@ -23,6 +23,7 @@ import contextlib
 from collections.abc import Iterator
 from typing import Any
 
+from tether.errors import install_command
 from tether.mcp.config import MCPServer
 from tether.mcp.errors import MCPConnectionError, MCPError
 from tether.mcp.requests import ServerRequests
@@ -64,8 +65,7 @@ def require_sdk() -> None:
         import mcp  # noqa: F401
     except ImportError as exc:
         raise MCPError(f"the MCP client needs the official MCP SDK, which is not installed "
-                       f"({exc}); install it with: pip install -e '.[mcp]' in tether's "
-                       "checkout") from None
+                       f"({exc}); install it with: {install_command('mcp')}") from None
 
 
 def root_cause(exc: BaseException) -> BaseException:

@@ -19,7 +19,7 @@ import os
 from pathlib import Path
 from typing import final
 
-from tether.errors import InvalidArgument, MissingExtra, WrongType
+from tether.errors import InvalidArgument, MissingExtra, WrongType, install_command
 
 EnvFile = str | os.PathLike[str] | None
 
@@ -57,7 +57,7 @@ def read_env_file(path: str | os.PathLike[str]) -> dict[str, str]:
         from dotenv import dotenv_values
     except ImportError:
         raise MissingExtra("reading a .env file needs python-dotenv; pip install "
-                           "the openai extra (pip install -e '.[openai]' in tether's checkout; or "
+                           f"the openai extra ({install_command('openai')}; or "
                            "anthropic), or pass env_file=None") from None
     return {key: value for key, value in dotenv_values(path).items() if value is not None}
 
@@ -95,5 +95,5 @@ def split_spec(spec: str, provider: str) -> str:
 def require_extra(module: str, extra: str) -> None:
     if importlib.util.find_spec(module) is None:
         raise MissingExtra(f"the {module!r} package is not installed; "
-                           f"pip install -e '.[{extra}]' in tether's checkout")
+                           f"{install_command(extra)}")
 

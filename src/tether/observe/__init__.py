@@ -5,7 +5,7 @@ Every export here is a view over the journal (``tether.journal.views``): produce
 subscriber (``Agent(telemetry=[...])`` or ``session.events.subscribe(sink)``) and again, after
 the fact, from the store (``tether audit export --format otlp|ocsf``), and the two agree. A sink
 never fails a run: what it cannot export is counted and logged. OpenTelemetry itself is
-imported only when an ``OTelSink`` is built (``pip install 'tether[otel]'``); the
+imported only when an ``OTelSink`` is built (``pip install -e '.[otel]'``); the
 ``SIEMSink`` needs nothing beyond the standard library.
 """
 

@@ -22,7 +22,7 @@ from collections import deque
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
-from tether.errors import MissingExtra
+from tether.errors import MissingExtra, install_command
 from tether.journal.views import genai as g
 from tether.journal.views.measures import Point, event_points, span_points
 from tether.journal.views.spans import SpanDeriver, SpanRecord
@@ -309,7 +309,7 @@ def otlp_span_exporter(url: str | None = None) -> SpanExporter:
     try:
         from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
     except ImportError as exc:
-        raise MissingExtra("OTelSink needs OpenTelemetry: pip install 'tether[otel]'") from exc
+        raise MissingExtra(f"OTelSink needs OpenTelemetry: {install_command('otel')}") from exc
     return OTLPSpanExporter(endpoint=url)
 
 

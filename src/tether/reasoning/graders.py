@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from decimal import Decimal, InvalidOperation
 from typing import Any, Protocol
 
-from tether.errors import InvalidArgument, MissingExtra
+from tether.errors import InvalidArgument, MissingExtra, install_command
 
 RAN = frozenset({"ok", "error", "timeout"})  # statuses of calls whose tool was invoked
 
@@ -184,8 +184,8 @@ def json_schema(schema: Mapping[str, Any]) -> Grader:
     try:
         import jsonschema
     except ImportError:  # pragma: no cover - the extra is part of dev
-        raise MissingExtra("json_schema() needs the jsonschema package: pip install "
-                          "'tether[evals]'") from None
+        raise MissingExtra("json_schema() needs the jsonschema package: "
+                          f"{install_command('evals')}") from None
     validator = jsonschema.Draft202012Validator(schema)
     validator.check_schema(schema)
 

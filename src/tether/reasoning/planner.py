@@ -34,10 +34,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
-from tether.errors import MissingExtra, RunError
+from tether.errors import MissingExtra, RunError, install_command
 
 _ONE_AT_A_TIME = threading.Lock()
-MISSING = ("LLM+P needs the planning extra: pip install 'tether[planning]' (unified-planning, "
+MISSING = (f"LLM+P needs the planning extra: {install_command('planning')} (unified-planning, "
            "up-fast-downward, pddl-pyvalidator)")
 
 

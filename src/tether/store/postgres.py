@@ -27,6 +27,7 @@ import time
 from collections.abc import Iterator, Sequence
 from typing import Any
 
+from tether.errors import install_command
 from tether.store.base import (
     Lease,
     SchemaError,
@@ -66,8 +67,8 @@ class PostgresStore(PostgresThreads, PostgresErasure, PostgresApprovals, Postgre
         try:
             from psycopg_pool import ConnectionPool
         except ImportError:
-            raise StoreError("the PostgreSQL store needs psycopg: pip install -e '.[postgres]' in "
-                             "tether's checkout") from None
+            raise StoreError("the PostgreSQL store needs psycopg: "
+                             f"{install_command('postgres')}") from None
         url, bound = ride_through_in_url(url, ride_through)
         dsn, named = schema_in_url(url)
         if schema is not None and named is not None and schema != named:

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from importlib.resources import files
 from typing import Any
 
-from tether.errors import MissingExtra
+from tether.errors import MissingExtra, install_command
 from tether.tools.base import ToolArgumentError, ToolContext, ToolFailure, ToolMeta
 from tether.types import ToolSpec
 
@@ -26,8 +26,8 @@ def _agentdojo() -> Any:
             warnings.simplefilter("ignore")
             import agentdojo.task_suite as task_suite
     except ImportError:
-        raise MissingExtra("the AgentDojo benchmark needs its extra: pip install "
-                          "'tether[agentdojo]'") from None
+        raise MissingExtra("the AgentDojo benchmark needs its extra: "
+                          f"{install_command('agentdojo')}") from None
     return task_suite
 
 
