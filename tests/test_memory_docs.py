@@ -19,6 +19,6 @@ def test_the_two_sessions_and_forget_me_blocks_print_what_they_say() -> None:
 
 
 def test_the_readme_block_prints_what_its_comments_say() -> None:
-    assert printed(find("README.md", "Answers as data, conversations that remember")) == [
+    assert printed(find("docs/tour.md", "Answers as data, conversations that remember")) == [
         "number='INV-7' total=12.5", "4 messages so far", "What is my name?", "2",
         "It is lorem ipsum.", "[6]"]

@@ -22,5 +22,5 @@ def test_the_adaptive_rag_and_crag_blocks_print_what_they_say() -> None:
 
 
 def test_the_readme_block_prints_what_its_comments_say() -> None:
-    block = find("README.md", "Retrieval, routing and tool selection")
+    block = find("docs/tour.md", "Retrieval, routing and tool selection")
     assert printed(block) == expected(block.code)

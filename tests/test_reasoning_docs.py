@@ -27,5 +27,5 @@ def test_each_block_prints_what_it_says(heading: str) -> None:
 
 
 def test_the_readme_block_prints_what_its_comment_says() -> None:
-    assert printed(find("README.md", "Strategies that plan and reflect")) == [
+    assert printed(find("docs/tour.md", "Strategies that plan and reflect")) == [
         "Done. {'a': 'table', 'c': 'a', 'b': 'c'}", "4 - 3 model calls"]

@@ -26,5 +26,5 @@ def test_the_readme_shows_the_trace_the_example_receives() -> None:
                           env={"PYTHONPATH": str(ROOT / "src")})
     assert done.returncode == 0, done.stderr
     (shown,) = re.findall(r"^```text\n(.*?)^```", section(
-        "README.md", "Telemetry: the journal, as a collector sees it"), re.S | re.M)
+        "docs/tour.md", "Telemetry: the journal, as a collector sees it"), re.S | re.M)
     assert done.stdout == shown
