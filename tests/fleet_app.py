@@ -75,6 +75,20 @@ def ledger_rows(url: str) -> list[tuple[str, int]]:
     return [(str(s), int(n)) for s, n in rows]
 
 
+def ledger_workers(url: str) -> dict[str, dict[int, int]]:
+    """Each session's effects, counted by the process (pid) that made them."""
+    db = connect(url)
+    try:
+        rows = db.execute(f"SELECT session, worker FROM {LEDGER_TABLE}").fetchall()
+    finally:
+        db.close()
+    made: dict[str, dict[int, int]] = {}
+    for session, worker in rows:
+        by_pid = made.setdefault(str(session), {})
+        by_pid[int(worker)] = by_pid.get(int(worker), 0) + 1
+    return made
+
+
 def effects_wanted(task: str) -> int:
     found = re.search(r"record (\d+) effects", task)
     return int(found.group(1)) if found else 0
