@@ -154,7 +154,8 @@ def _approval(record: Mapping[str, Any], anchored: Mapping[str, Any] | None) -> 
     expected = "approved" if status == "used" else status
     changed = [name for name, want in (("status", expected), ("approver", None),
                                        ("note", None), ("decided_at", None),
-                                       ("call_hash", None))
+                                       ("call_hash", None), ("approver_auth", None),
+                                       ("break_glass", None))
                if anchored.get(name) != (want if want is not None else record.get(name))]
     if changed:
         return [Finding("approval", sid, f"approval {aid} differs from its anchored decision in "

@@ -198,7 +198,18 @@ def approval_anchor(record: Mapping[str, Any]) -> dict[str, Any] | None:
     if record.get("status") not in ("approved", "denied"):
         return None
     return {key: record.get(key) for key in ("id", "session_id", "call_hash", "status",
-                                             "approver", "note", "decided_at")}
+                                             "approver", "note", "decided_at",
+                                             "approver_auth", "break_glass")}
+
+
+def attempt_anchor(record: Mapping[str, Any], changes: Mapping[str, Any]) -> dict[str, Any] | None:
+    """What to anchor when ``changes`` add a refused attempt to decide an approval record
+    (``tether.runtime.approvals.deciding``): the attempt, so an attack leaves a trace too."""
+    attempts = changes.get("attempts")
+    if not attempts:
+        return None
+    return {"id": record.get("id"), "session_id": record.get("session_id"),
+            "attempt": attempts[-1]}
 
 
 def lease_columns(lease: Lease | None) -> tuple[str | None, int, float]:

@@ -20,6 +20,7 @@ from tether.store.base import (
     SessionInfo,
     ThreadEntry,
     approval_anchor,
+    attempt_anchor,
     audit_key,
     head_anchor,
     holder_is_gone,
@@ -228,6 +229,9 @@ class MemoryStore:
             decided = approval_anchor(record) if "status" in changes else None
             if decided is not None:
                 self._anchor("approval", record["session_id"], decided)
+            tried = attempt_anchor(record, changes)
+            if tried is not None:
+                self._anchor("attempt", record["session_id"], tried)
             return True
 
     def close(self) -> None:

@@ -16,7 +16,7 @@ import json
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from tether.store.base import ConflictError, approval_anchor
+from tether.store.base import ConflictError, approval_anchor, attempt_anchor
 from tether.store.postgres_outage import riding
 from tether.store.postgres_part import PostgresPart
 
@@ -100,6 +100,9 @@ class PostgresApprovals(PostgresPart):
             decided = approval_anchor(record) if "status" in changes else None
             if decided is not None:
                 self._anchor(db, "approval", record["session_id"], decided)
+            tried = attempt_anchor(record, changes)
+            if tried is not None:
+                self._anchor(db, "attempt", record["session_id"], tried)
         return True
 
     def _changed_by(self, db: Any, approval_id: str, changes: Mapping[str, Any]) -> bool:

@@ -34,6 +34,7 @@ from tether.store.base import (
     StoreError,
     StoreFull,
     approval_anchor,
+    attempt_anchor,
     audit_key,
     head_anchor,
     holder_is_gone,
@@ -423,6 +424,9 @@ class SQLiteStore(SQLiteThreads, SQLiteErasure):
                 decided = approval_anchor(record) if "status" in changes else None
                 if decided is not None:
                     self._anchor("approval", record["session_id"], decided)
+                tried = attempt_anchor(record, changes)
+                if tried is not None:
+                    self._anchor("attempt", record["session_id"], tried)
                 return True
 
     def close(self) -> None:

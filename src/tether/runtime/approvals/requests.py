@@ -56,7 +56,10 @@ class ApprovalRequest:
         note: The approver's words.
         decided_at: When it was decided.
         used_by: The ``"session/call"`` that used it up.
-        tenant_id: The session's tenant: only its approvers see the request."""
+        tenant_id: The session's tenant: only its approvers see the request.
+        approver_auth: How the approver's name was established (``Identity.method``).
+        break_glass: Whether the decision overrode the approval rules (``ApprovalRules``).
+        attempts: Refused attempts to decide it (who, how, what, why, when), oldest first."""
     id: str
     session_id: str
     call_id: str
@@ -73,6 +76,9 @@ class ApprovalRequest:
     decided_at: float | None = None
     used_by: str | None = None  # "session/call" that used it up
     tenant_id: str | None = None  # the session's tenant: only its approvers see the request
+    approver_auth: str | None = None
+    break_glass: bool = False
+    attempts: tuple[Mapping[str, Any], ...] = ()
 
     def expired(self, now: float | None = None) -> bool:
         """Whether it can no longer be answered at ``now`` (default: the present)."""
@@ -86,6 +92,8 @@ class ApprovalRequest:
             "requested_at": self.requested_at, "expires_at": self.expires_at,
             "status": self.status, "approver": self.approver, "note": self.note,
             "decided_at": self.decided_at, "used_by": self.used_by, "tenant_id": self.tenant_id,
+            "approver_auth": self.approver_auth, "break_glass": self.break_glass,
+            "attempts": [dict(a) for a in self.attempts],
         }
 
 
@@ -112,9 +120,11 @@ class ApprovalStore(Protocol):
 
     def expire_pending(self, session_id: str, why: str) -> int: ...
 
-    def approve(self, approval_id: str, *, approver: str, note: str = "") -> ApprovalRequest: ...
+    def approve(self, approval_id: str, *, approver: str, note: str = "",
+                method: str | None = None, break_glass: bool = False) -> ApprovalRequest: ...
 
-    def deny(self, approval_id: str, *, approver: str, note: str = "") -> ApprovalRequest: ...
+    def deny(self, approval_id: str, *, approver: str, note: str = "",
+             method: str | None = None, break_glass: bool = False) -> ApprovalRequest: ...
 
     def consume(self, approval_id: str, expected_hash: str, *, by: str) -> ApprovalRequest:
         """Mark an approved request used by ``by`` (a session and call), atomically, if it was
@@ -178,14 +188,20 @@ class StoredApprovals:
         return sum(self.store.update_approval(r.id, "pending", {"expires_at": now, "note": why})
                    for r in self.pending(session_id) if not r.expired(now))
 
-    def approve(self, approval_id: str, *, approver: str, note: str = "") -> ApprovalRequest:
-        return self._decide(approval_id, "approved", approver, note)
+    def approve(self, approval_id: str, *, approver: str, note: str = "",
+                method: str | None = None, break_glass: bool = False) -> ApprovalRequest:
+        """Approve a pending request as ``approver`` (established by ``method``: see
+        ``tether.runtime.approvals.identity``). A person's decision goes through
+        ``tether.runtime.approvals.deciding.decide``, which checks it first."""
+        return self._decide(approval_id, "approved", approver, note, method, break_glass)
 
-    def deny(self, approval_id: str, *, approver: str, note: str = "") -> ApprovalRequest:
-        return self._decide(approval_id, "denied", approver, note)
+    def deny(self, approval_id: str, *, approver: str, note: str = "",
+             method: str | None = None, break_glass: bool = False) -> ApprovalRequest:
+        """Deny a pending request (see ``approve``)."""
+        return self._decide(approval_id, "denied", approver, note, method, break_glass)
 
-    def _decide(self, approval_id: str, status: Status, approver: str,
-                note: str) -> ApprovalRequest:
+    def _decide(self, approval_id: str, status: Status, approver: str, note: str,
+                method: str | None, break_glass: bool) -> ApprovalRequest:
         if not isinstance(approver, str) or not approver.strip():
             raise ApprovalError("say who decides: approver must be a non-empty name")
         current = self._lookup(approval_id)
@@ -196,9 +212,10 @@ class StoredApprovals:
             raise ApprovalError(f"approval {approval_id} expired; the session will refuse "
                                 "the call when resumed, and the model may ask again")
         decided = replace(current, status=status, approver=approver, note=note,
-                          decided_at=time.time())
+                          decided_at=time.time(), approver_auth=method, break_glass=break_glass)
         changes = {"status": status, "approver": approver, "note": note,
-                   "decided_at": decided.decided_at}
+                   "decided_at": decided.decided_at, "approver_auth": method,
+                   "break_glass": break_glass}
         if not self.store.update_approval(approval_id, "pending", changes):
             raise ApprovalError(f"approval {approval_id} was decided by someone else meanwhile")
         return decided
@@ -237,7 +254,8 @@ def from_dict(record: Mapping[str, Any]) -> ApprovalRequest:
         dict(record["arguments"]), record["call_hash"], record["reason"], record["policy_id"],
         record["requested_at"], record["expires_at"], record["status"], record.get("approver"),
         record.get("note", ""), record.get("decided_at"), record.get("used_by"),
-        record.get("tenant_id"))
+        record.get("tenant_id"), record.get("approver_auth"), bool(record.get("break_glass")),
+        tuple(record.get("attempts") or ()))
 
 
 def check_consumable(request: ApprovalRequest, expected_hash: str) -> None:
