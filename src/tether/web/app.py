@@ -9,9 +9,11 @@ from __future__ import annotations
 from pathlib import Path
 
 from starlette.applications import Starlette
+from starlette.middleware import Middleware
 from starlette.routing import BaseRoute, Mount
 from starlette.staticfiles import StaticFiles
 
+from tether.web.auth import Authenticate
 from tether.web.console import Console
 
 STATIC = Path(__file__).parent / "static"
@@ -20,6 +22,6 @@ STATIC = Path(__file__).parent / "static"
 def create_app(console: Console) -> Starlette:
     """The console's ASGI app over ``console``'s store."""
     routes: list[BaseRoute] = [Mount("/static", StaticFiles(directory=STATIC), name="static")]
-    app = Starlette(routes=routes)
+    app = Starlette(routes=routes, middleware=[Middleware(Authenticate)])
     app.state.console = console
     return app
