@@ -298,7 +298,9 @@ class ApprovalData(TypedDict, total=False):
 
     approval_id: str
     approver: str
+    approver_auth: str
     arguments: dict[str, Any]
+    break_glass: bool
     call_hash: str
     call_id: str
     charged: bool

@@ -53,8 +53,10 @@ def _approval_requested(d: ApprovalData) -> list[str]:
 
 def _approval_granted(d: ApprovalData) -> list[str]:
     note = f": {excerpt(d['note'], 60)}" if d.get("note") else ""
-    return [f"approval {d.get('approval_id')} used: approved by {d.get('approver')}{note}; "
-            f"{d.get('call_id')} runs"]
+    how = f" ({d['approver_auth']})" if d.get("approver_auth") else ""
+    glass = " [break-glass]" if d.get("break_glass") else ""
+    return [f"approval {d.get('approval_id')} used: approved by {d.get('approver')}{how}{glass}"
+            f"{note}; {d.get('call_id')} runs"]
 
 
 def _approval_refused(d: ApprovalData) -> list[str]:

@@ -151,8 +151,7 @@ def decide(store: Store, approval_id: str, verdict: Verdict, *, identity: Identi
     actual = everyone.get(approval_id)
     visible = StoredApprovals(store, identity.tenant_id).get(approval_id)
     if actual is None:
-        raise ApprovalError(f"no approval request {approval_id!r}; list them with "
-                            "`tether approvals list` or the console's inbox")
+        raise ApprovalError(not_found(approval_id))
 
     def refuse(why: str, told: str | None = None) -> ApprovalRefused:
         record_attempt(store, actual, identity, verdict, why)
@@ -160,7 +159,7 @@ def decide(store: Store, approval_id: str, verdict: Verdict, *, identity: Identi
 
     if visible is None:  # another tenant's: not found, to them; recorded, for the owner
         raise refuse(f"{identity} is not of tenant {actual.tenant_id!r}",
-                     told=f"no approval request {approval_id!r}")
+                     told=not_found(approval_id))
     events = store.read(actual.session_id)
     forged = forged_because(actual, events)
     if forged is not None:
@@ -183,6 +182,12 @@ def decide(store: Store, approval_id: str, verdict: Verdict, *, identity: Identi
     decide_as = approvals.approve if verdict == "approve" else approvals.deny
     return decide_as(approval_id, approver=identity.name, note=note, method=identity.method,
                      break_glass=break_glass)
+
+
+def not_found(approval_id: str) -> str:
+    """What a caller is told of an id it may not see: the same as of one that does not exist."""
+    return (f"no approval request {approval_id!r}; list them with `tether approvals list` or "
+            "the console's inbox")
 
 
 def _now_state(request: ApprovalRequest, events: Sequence[Event]) -> str:

@@ -258,6 +258,18 @@ def from_dict(record: Mapping[str, Any]) -> ApprovalRequest:
         tuple(record.get("attempts") or ()))
 
 
+def decided_by(request: ApprovalRequest) -> dict[str, Any]:
+    """How the decision's maker was established, and whether it broke glass, as the session's
+    journal records them beside the approver's name (nothing for a request no one decided, or
+    one decided before tether recorded it)."""
+    shown: dict[str, Any] = {}
+    if request.approver_auth is not None:
+        shown["approver_auth"] = request.approver_auth
+    if request.break_glass:
+        shown["break_glass"] = True
+    return shown
+
+
 def check_consumable(request: ApprovalRequest, expected_hash: str) -> None:
     """The rules every store applies before an approval may be used."""
     if request.status != "approved":

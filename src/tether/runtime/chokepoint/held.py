@@ -37,6 +37,7 @@ from tether.runtime.approvals.requests import (
     ApprovalStore,
     call_hash,
     check_consumable,
+    decided_by,
     new_request,
 )
 from tether.runtime.chokepoint.additions import fallback_note
@@ -230,7 +231,8 @@ class HeldCalls:
             # leaves a grant whose approval is still usable by this call, and by no other
             self._journal.append(EventType.APPROVAL_GRANTED, {
                 "approval_id": approval_id, "call_id": call.id, "tool": tool.name,
-                "approver": request.approver, "note": request.note, "charged": True})
+                "approver": request.approver, "note": request.note, "charged": True,
+                **decided_by(request)})
             self._journal.flush()
         if not used:
             try:
@@ -244,5 +246,5 @@ class HeldCalls:
         """Journal why an approval cannot be used for ``call``, and refuse the call."""
         self._journal.append(EventType.APPROVAL_REFUSED, {
             "approval_id": request.id, "call_id": call.id, "tool": request.tool, "why": why,
-            "approver": request.approver, "note": request.note})
+            "approver": request.approver, "note": request.note, **decided_by(request)})
         raise Rejected(refusal(call, told or why))
