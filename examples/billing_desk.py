@@ -6,7 +6,7 @@ the session pauses, durably, in the store named by ``$TETHER_STORE`` (default
 ``sqlite:///tether.db``), and the process exits, printing the commands that decide and continue
 it from any shell (the store named in each, so they work in a new shell too):
 
-    tether approvals approve apr_... --approver NAME --store sqlite:///tether.db
+    tether approvals approve apr_... --store sqlite:///tether.db
     tether resume SESSION_ID --agent examples/billing_desk.py:agent --store sqlite:///tether.db
     tether audit show SESSION_ID --store sqlite:///tether.db
 
@@ -79,7 +79,7 @@ def main() -> None:
     recipe = f"{os.path.relpath(__file__)}:agent"  # as named from where this was started
     for request in session.pending_approvals():
         print(f"waiting: {request.id} {request.tool} {dict(request.arguments)}")
-        print(f"next: tether approvals approve {request.id} --approver NAME --store {url}")
+        print(f"next: tether approvals approve {request.id} --store {url}")
     if session.paused:
         print(f"next: tether resume {session.id} --agent {recipe} --store {url}")
 

@@ -207,6 +207,10 @@ def test_a_forged_row_is_shown_as_forged_and_cannot_be_decided(store: Store) -> 
                                                           "tenant_id": "globex"})
     assert "its tenant differs" in refused(store, approval_id,
                                            identity=Identity("ops", OS_USER))
+    later = store.get_approval(approval_id)["expires_at"] + 86400  # type: ignore[index]
+    assert store.update_approval(approval_id, "pending", {"tenant_id": "acme",
+                                                          "expires_at": later})
+    assert "expiry is later than the journal's" in refused(store, approval_id)
     row = {**store.get_approval(approval_id), "id": "apr_forged0000000000000",  # type: ignore[dict-item]
            "tenant_id": "acme", "attempts": []}
     store.put_approval(row)
@@ -274,3 +278,39 @@ def test_rules_files_are_checked_at_load() -> None:
     assert ops is not None and ops.all_tenants and not ops.roles
     assert rules.identity("stranger@x", "header:X") is None
     assert ApprovalRules().identity("anyone", "header:X") == Identity("anyone", "header:X")
+
+
+def test_the_command_line_decides_as_the_os_account_or_an_unauthenticated_name(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    import getpass
+
+    from tether.cli import main
+
+    store = SQLiteStore(tmp_path / "t.db")
+    url = f"sqlite:///{tmp_path / 't.db'}"
+    _desk, _sid, first = paused(store)
+    _desk, _sid, second = paused(store, user=getpass.getuser())
+    store.close()
+    assert main(["approvals", "approve", first, "--approver", "maria", "--store", url]) == 2
+    assert "add --unauthenticated" in capsys.readouterr().err
+    assert main(["approvals", "approve", first, "--unauthenticated", "--store", url]) == 2
+    assert main(["approvals", "approve", first, "--store", url]) == 0
+    assert f"by {getpass.getuser()} (os-user)" in capsys.readouterr().out
+    assert main(["approvals", "deny", second, "--store", url]) == 1  # self-approval: refused
+    assert "self-approval is refused" in capsys.readouterr().err
+    rules = tmp_path / "rules.yaml"
+    rules.write_text("self_approval: true\nunauthenticated: false\n")
+    assert main(["approvals", "deny", second, "--approver", "maria", "--unauthenticated",
+                 "--rules", str(rules), "--store", url]) == 1
+    assert "is not authenticated" in capsys.readouterr().err
+    assert main(["approvals", "deny", second, "--rules", str(rules), "--store", url]) == 0
+    rules.write_text("self_approval: maybe\n")
+    assert main(["approvals", "deny", second, "--rules", str(rules), "--store", url]) == 2
+    assert "expected true or false" in capsys.readouterr().err
+    reopened = SQLiteStore(tmp_path / "t.db")
+    assert [a["why"] for a in reopened.get_approval(second)["attempts"]] == [  # type: ignore[index]
+        f"{getpass.getuser()} is the user this session runs for, and self-approval is refused: "
+        "another person must decide",
+        "'maria' is not authenticated, and these rules accept only authenticated approvers "
+        "(the console's login, or the OS user)"]
+    reopened.close()

@@ -96,15 +96,18 @@ def test_paused_elsewhere_approved_and_resumed_from_the_cli(
     assert run(capsys, "approvals", "list", "--session", "other", "--store", url)[1] == \
         "no pending approval requests\n"
 
-    code, out, _ = run(capsys, "approvals", "approve", apr, "--approver", "maria", "--note",
+    code, out, _ = run(capsys, "approvals", "approve", apr, "--approver", "maria",
+                       "--unauthenticated", "--note",
                        "invoice checked", "--store", url)
     assert code == 0
     assert f"approved {apr}: pay in session {sid} (call c1), by maria" in out
     assert f"tether resume {sid} --agent MODULE:ATTR --store {url}" in out
     for verb in ("approve", "deny"):
-        code, _, err = run(capsys, "approvals", verb, apr, "--approver", "sam", "--store", url)
+        code, _, err = run(capsys, "approvals", verb, apr, "--approver", "sam",
+                           "--unauthenticated", "--store", url)
         assert code == 1 and f"approval {apr} is already approved" in err
     code, _, err = run(capsys, "approvals", "approve", "apr_nope", "--approver", "sam",
+                       "--unauthenticated",
                        "--store", url)
     assert code == 1 and "no approval request 'apr_nope'" in err
     assert "no pending" in run(capsys, "approvals", "list", "--store", url)[1]
@@ -127,7 +130,8 @@ def test_a_denied_call_is_refused_on_resume(sqlite_url: str,
                                             capsys: pytest.CaptureFixture[str]) -> None:
     sid, _ = audit_app.start(sqlite_url)
     apr = pending_id(sqlite_url, sid)
-    code, out, _ = run(capsys, "approvals", "deny", apr, "--approver", "maria", "--note",
+    code, out, _ = run(capsys, "approvals", "deny", apr, "--approver", "maria",
+                       "--unauthenticated", "--note",
                        "duplicate invoice", "--store", sqlite_url)
     assert code == 0 and f"denied {apr}" in out and "to refuse the call" in out
     code, out, _ = run(capsys, "resume", sid, "--agent", AGENT, "--store", sqlite_url)
@@ -145,13 +149,16 @@ def test_an_expired_request_cannot_be_approved_but_can_be_closed(
     assert store.update_approval(apr, "pending", {"expires_at": time.time() - 1})
     store.close()
     assert "  expired  session" in run(capsys, "approvals", "list", "--store", sqlite_url)[1]
-    code, _, err = run(capsys, "approvals", "approve", apr, "--approver", "maria", "--store",
+    code, _, err = run(capsys, "approvals", "approve", apr, "--approver", "maria",
+                       "--unauthenticated", "--store",
                        sqlite_url)
     assert code == 1 and f"approval {apr} expired" in err
-    code, out, err = run(capsys, "approvals", "deny", apr, "--approver", "maria", "--store",
+    code, out, err = run(capsys, "approvals", "deny", apr, "--approver", "maria",
+                         "--unauthenticated", "--store",
                          sqlite_url)
     assert code == 0 and f"denied {apr}" in out and "had already expired" in err
-    assert run(capsys, "approvals", "approve", apr, "--approver", " ", "--store",
+    assert run(capsys, "approvals", "approve", apr, "--approver", " ",
+               "--unauthenticated", "--store",
                sqlite_url)[0] == 2
 
 
@@ -162,6 +169,7 @@ def test_a_crash_mid_effect_is_settled_and_resumed_from_the_cli(
         action: str, url: str, capsys: pytest.CaptureFixture[str]) -> None:
     sid = start_elsewhere(url)
     assert run(capsys, "approvals", "approve", pending_id(url, sid), "--approver", "maria",
+               "--unauthenticated",
                "--store", url)[0] == 0
     crashed = subprocess.run(
         [sys.executable, "-m", "tether", "resume", sid, "--agent", AGENT, "--store", url],
@@ -326,6 +334,7 @@ def test_ids_may_be_given_by_any_unique_start(sqlite_url: str,
         assert code == 0 and f"session {sid}" in out
     apr = pending_id(sqlite_url, sid)
     code, out, _ = run(capsys, "approvals", "approve", apr[:8], "--approver", "maria",
+                       "--unauthenticated",
                        "--store", sqlite_url)
     assert code == 0 and f"approved {apr}" in out
     seed(sqlite_url, sid[:6] + "-twin", time.time())  # now the prefix starts two sessions

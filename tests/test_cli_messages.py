@@ -65,8 +65,8 @@ def test_a_run_paused_for_approval_prints_the_commands_that_continue_it(
     session_id = SQLiteStore(tmp_path / "runs.db").sessions()[0].session_id
     [request] = SQLiteStore(tmp_path / "runs.db").list_approvals(status="pending")
     request_id = request["id"]
-    assert lines == [f"tether approvals approve {request_id} --approver NAME --store {store}",
-                     f"tether approvals deny {request_id} --approver NAME --store {store}",
+    assert lines == [f"tether approvals approve {request_id} --store {store}",
+                     f"tether approvals deny {request_id} --store {store}",
                      f"tether resume {session_id} --agent {recipe}:agent --store {store}"]
     # and they work as printed: approve, then resume runs the call and finishes
     approve = lines[0].replace("NAME", "maria").split()[1:]
@@ -129,7 +129,7 @@ def test_a_resume_that_pauses_again_prints_commands_for_the_recipes_store(
     lines = [line.removeprefix("next: ") for line in capsys.readouterr().out.splitlines()
              if line.startswith("next: ")]
     [request] = SQLiteStore(own).list_approvals(status="pending")
-    assert lines[0] == (f"tether approvals approve {request['id']} --approver NAME "
+    assert lines[0] == (f"tether approvals approve {request['id']} "
                         f"--store sqlite:///{own}")
     assert lines[-1] == f"tether resume {session_id} --agent {recipe}:agent --store sqlite:///{own}"
     assert main(lines[0].replace("NAME", "maria").split()[1:]) == 0

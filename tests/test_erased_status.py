@@ -95,6 +95,7 @@ def test_deciding_an_erased_sessions_request_does_not_offer_a_resume(
     found = re.search(r"(apr_\w+) .* session (\S+ \(erased\))", out)
     assert found and found[2] == f"{session} (erased)", out
     code, out, err = run(capsys, "approvals", "deny", found[1], "--approver", "ops",
+                         "--unauthenticated",
                          "--store", store)  # the erasure blanked the request, left it pending
     assert code == 0, err
     assert f"session {session} was erased" in out and "tether resume" not in out

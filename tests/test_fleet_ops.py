@@ -86,7 +86,8 @@ def test_the_fleet_command_line_queues_lists_wakes_cancels_and_reports_what_is_n
     assert capsys.readouterr().out.split() == ["s1", "queued"]  # no worker runs
     assert main(["fleet", "wake", "s1", *where]) == 1  # it never paused: nothing to wake
     assert "nothing to wake" in capsys.readouterr().err
-    assert main(["fleet", "approve", "s1", "apr_nope", "--approver", "ops", *where]) == 1
+    assert main(["fleet", "approve", "s1", "apr_nope", "--approver", "ops",
+                 "--unauthenticated", *where]) == 1
     assert "no approval request" in capsys.readouterr().err
     assert main(["fleet", "cancel", "s1", *where]) == 0
     assert main(["fleet", "cancel", "s1", *where]) == 1  # nothing left to cancel

@@ -163,7 +163,7 @@ async def test_approving_a_gateways_call_from_the_cli_says_what_the_client_does_
     gateway = Gateway([write_file], policy=Rules(), client="inspector", store=store)
     await gateway.call("write_file", {"path": "notes.important", "text": "x"})
     (request,) = gateway.approvals.pending(gateway.id)
-    code = main(["approvals", "approve", request.id, "--approver", "maria",
+    code = main(["approvals", "approve", request.id, "--approver", "maria", "--unauthenticated",
                  "--store", f"sqlite:///{tmp_path / 'g.db'}"])
     out = capsys.readouterr().out
     assert code == 0

@@ -92,6 +92,7 @@ def test_approving_a_session_not_started_by_tether_run_says_what_to_fill_in(
     approval = re.search(r"waiting: (apr_\w+)", ran.stdout)
     assert approval, ran.stdout
     decided = shell(["tether", "approvals", "approve", approval[1], "--approver", "maria",
+                     "--unauthenticated",
                      "--store", store], new_shell())
     assert decided.returncode == 0, decided.stderr
     assert f"--agent MODULE:ATTR --store {store} (MODULE:ATTR: the recipe" in decided.stdout

@@ -106,6 +106,7 @@ def test_through_the_cli_run_approve_resume(tmp_path: Path) -> None:
     listed = _run("-m", "tether", "approvals", "list", "--store", url).stdout
     (approval,) = set(re.findall(r"apr_\w+", listed))
     _run("-m", "tether", "approvals", "approve", approval, "--approver", "maria",
+         "--unauthenticated",
          "--store", url)
     store = open_store(url)
     try:

@@ -105,7 +105,8 @@ def test_the_cli_scopes_to_a_tenant(url: str, capsys: pytest.CaptureFixture[str]
     assert request.id not in capsys.readouterr().out
     assert main(["approvals", "list", "--store", url, "--tenant", "acme"]) == 0
     assert request.id in capsys.readouterr().out
-    assert main(["approvals", "approve", request.id, "--approver", "m", "--store", url,
+    assert main(["approvals", "approve", request.id, "--approver", "m",
+                 "--unauthenticated", "--store", url,
                  "--tenant", "globex"]) == 1
     assert "no approval request" in capsys.readouterr().err
     for argv in (["audit", "show", session.id], ["audit", "verify", "--session", session.id],

@@ -5,11 +5,13 @@ process that paused it. These commands act on the approval records in the store 
 write to, so a call paused by one worker is decided here and run by whichever worker resumes the
 session (``tether resume`` or ``agent.resume``).
 
-Decision: the commands are a thin face over ``StoredApprovals``: the same compare-and-set, the
-same rules (single decision, no approving after expiry, an approver name required) and the same
-messages as the Python API. Approving never runs anything; the output says how to resume. A
-pending request that has expired can still be *denied*, which records who closed it and why —
-the session would refuse it either way.
+Decision: the commands are a thin face over ``StoredApprovals`` and, for a decision,
+``tether.runtime.approvals.deciding.decide`` — the path the web console takes: the same checks
+(the request as its journal asked for it, single decision, no approving after expiry, the
+approval rules of ``--rules``) and the same messages. The decider is the OS account running the
+command, or a name given with ``--unauthenticated`` (``tether.cli.deciders``). Approving never
+runs anything; the output says how to resume. A pending request that has expired can still be
+*denied*, which records who closed it and why — the session would refuse it either way.
 
 Exit codes: 0 done; 1 the request is unknown, already decided, or expired (for approve);
 2 the command could not run (bad usage, no store).
@@ -36,6 +38,7 @@ from tether.cli.common import (
     tenant_scope,
     usage,
 )
+from tether.cli.deciders import add_decider_options, decider
 from tether.cli.next_steps import PLACEHOLDER, recorded_recipe
 from tether.vocabulary import EventType
 
@@ -67,8 +70,7 @@ def register(commands: Any) -> None:
                                 description=f"{verb.capitalize()} a pending approval request. "
                                 "The session runs (or refuses) the call when it is resumed.")
         decide.add_argument("id", metavar="ID", help="the approval id (apr_...)")
-        decide.add_argument("--approver", required=True, metavar="NAME",
-                            help="who decides (journaled with the call)")
+        add_decider_options(decide)
         decide.add_argument("--note", default="", metavar="TEXT",
                             help="why (journaled with the call)")
         add_store_option(decide)
@@ -116,23 +118,26 @@ def describe(request: ApprovalRequest, *, erased: bool = False) -> str:
 
 
 def run_decide(args: argparse.Namespace) -> int:
+    from tether.errors import InvalidArgument, UsageError
     from tether.journal.views.erased import not_resumable
+    from tether.runtime.approvals.deciding import decide
     from tether.runtime.approvals.requests import ApprovalError, StoredApprovals
 
-    if not args.approver.strip():
-        error("--approver must name who decides")
+    try:
+        identity, rules = decider(args)
+    except (UsageError, InvalidArgument) as exc:
+        error(str(exc))
         return EXIT_USAGE
     store = open_existing(args.store)
     if store is None:
         return EXIT_USAGE
-    approvals = StoredApprovals(store, tenant_scope(args))
+    approvals = StoredApprovals(store, identity.tenant_id)
     try:
         args.id = expand_id(args.id, (r.id for r in approvals.every(None)), "approval")
         before = approvals.get(args.id)
-        if args.decision == "approve":
-            decided = approvals.approve(args.id, approver=args.approver, note=args.note)
-        else:
-            decided = approvals.deny(args.id, approver=args.approver, note=args.note)
+        decided = decide(store, args.id, "approve" if args.decision == "approve" else "deny",
+                         identity=identity, note=args.note,
+                         rules=rules, break_glass=args.break_glass)
         start = store.read(decided.session_id)[:1]
         client = gateway_client(start)
     except ApprovalError as exc:
@@ -143,8 +148,9 @@ def run_decide(args: argparse.Namespace) -> int:
     if before is not None and before.expired():
         note(f"{args.id} had already expired; the session would have refused the call anyway")
     verb = "approved" if decided.status == "approved" else "denied"
+    glass = ", breaking glass" if decided.break_glass else ""
     print(f"{verb} {decided.id}: {decided.tool} in session {decided.session_id} (call "
-          f"{decided.call_id}), by {decided.approver}")
+          f"{decided.call_id}), by {decided.approver} ({decided.approver_auth}{glass})")
     never = not_resumable(start)
     if never is not None:  # erased: no resume will run or refuse the call
         print(f"the decision is recorded, but {never}")

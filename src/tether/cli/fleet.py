@@ -20,6 +20,7 @@ import sys
 from typing import TYPE_CHECKING, Any
 
 from tether.cli.common import EXIT_FINDING, EXIT_OK, EXIT_USAGE, error, usage
+from tether.cli.deciders import add_decider_options, decider
 from tether.durable.worker import add_options
 from tether.errors import install_command
 
@@ -70,7 +71,7 @@ def register(commands: Any) -> None:
     for verb in ("approve", "deny"):
         decide = add(verb, f"{verb} a session's approval request, then wake it", run_decide,
                      ("session", "the session id"), ("approval", "the approval request id"))
-        decide.add_argument("--approver", required=True, metavar="NAME", help="who decides")
+        add_decider_options(decide)
         decide.add_argument("--note", default="", metavar="TEXT", help="why (recorded)")
         decide.set_defaults(verb=verb)
     add("wake", "queue a paused session's next activation (after a decision made elsewhere)",
@@ -173,11 +174,18 @@ def run_waiting(fleet: Fleet, args: argparse.Namespace) -> int:
 @fleet_command
 def run_decide(fleet: Fleet, args: argparse.Namespace) -> int:
     from tether.durable import SessionRefused
+    from tether.errors import InvalidArgument, UsageError
     from tether.runtime.approvals.requests import ApprovalError
 
     decide = fleet.approve if args.verb == "approve" else fleet.deny
     try:
-        woken = decide(args.session, args.approval, approver=args.approver, note=args.note)
+        identity, rules = decider(args)
+    except (UsageError, InvalidArgument) as exc:
+        error(str(exc))
+        return EXIT_USAGE
+    try:
+        woken = decide(args.session, args.approval, approver=identity, note=args.note,
+                       rules=rules, break_glass=args.break_glass)
     except (LookupError, ApprovalError, SessionRefused) as exc:
         error(str(exc))
         return EXIT_FINDING

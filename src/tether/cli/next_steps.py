@@ -77,7 +77,7 @@ def continue_commands(session: Session, agent: str, store: str) -> list[str]:
     steps: list[str] = []
     if reason == "needs_approval":
         for request in session.pending_approvals():
-            steps += [f"tether approvals {verb} {request.id} --approver NAME{store}"
+            steps += [f"tether approvals {verb} {request.id}{store}"
                       for verb in ("approve", "deny")]
     elif reason == "uncertain_effect":
         steps += [f"tether settle {session.id} {call_id} retry|skip --operator NAME "

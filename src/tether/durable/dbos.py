@@ -45,6 +45,9 @@ from typing import TYPE_CHECKING
 from tether.durable.activation import TASK_KEY, journal_store, queue_task, status_of
 from tether.durable.status import FAILED, LIVE, NEEDS_A_PERSON, Attempt, Report, describe
 from tether.errors import InvalidArgument, NotFound, RunError, WrongType
+from tether.runtime.approvals.deciding import Verdict, decide
+from tether.runtime.approvals.identity import Identity
+from tether.runtime.approvals.rules import ApprovalRules
 from tether.vocabulary import EventType
 
 if TYPE_CHECKING:
@@ -269,20 +272,34 @@ class Fleet:
         return describe(session_id, events, len(agent.approval_store.pending(session_id)),
                         [Attempt(a.state, a.error) for a in found])
 
-    def approve(self, session_id: str, approval_id: str, *, approver: str,
-                note: str = "") -> str | None:
-        """Approve a request of the session in tether's store, then wake the session."""
-        self._decision(session_id, approval_id)
-        self.recipe.approval_store.approve(approval_id, approver=approver, note=note)
+    def approve(self, session_id: str, approval_id: str, *, approver: str | Identity,
+                note: str = "", rules: ApprovalRules | None = None,
+                break_glass: bool = False) -> str | None:
+        """Approve a request of the session in tether's store, then wake the session.
+        ``approver``: an ``Identity`` (decided through ``deciding.decide``: every check and the
+        ``rules``), or a name this program vouches for."""
+        self._decide(session_id, approval_id, "approve", approver, note, rules, break_glass)
         return self.wake(session_id)
 
-    def deny(self, session_id: str, approval_id: str, *, approver: str,
-             note: str = "") -> str | None:
+    def deny(self, session_id: str, approval_id: str, *, approver: str | Identity,
+             note: str = "", rules: ApprovalRules | None = None,
+             break_glass: bool = False) -> str | None:
         """Deny a request of the session in tether's store, then wake the session (the model
-        is told the call was refused)."""
-        self._decision(session_id, approval_id)
-        self.recipe.approval_store.deny(approval_id, approver=approver, note=note)
+        is told the call was refused). ``approver`` as for ``approve``."""
+        self._decide(session_id, approval_id, "deny", approver, note, rules, break_glass)
         return self.wake(session_id)
+
+    def _decide(self, session_id: str, approval_id: str, verdict: Verdict,
+                approver: str | Identity, note: str, rules: ApprovalRules | None,
+                break_glass: bool) -> None:
+        self._decision(session_id, approval_id)
+        if isinstance(approver, Identity):
+            decide(journal_store(self.recipe), approval_id, verdict, identity=approver,
+                   note=note, rules=rules, break_glass=break_glass)
+        elif verdict == "approve":
+            self.recipe.approval_store.approve(approval_id, approver=approver, note=note)
+        else:
+            self.recipe.approval_store.deny(approval_id, approver=approver, note=note)
 
     def settle(self, session_id: str, call_id: str, action: str, *, operator: str,
                note: str = "") -> str | None:

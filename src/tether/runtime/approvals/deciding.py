@@ -22,11 +22,12 @@ from __future__ import annotations
 
 import hashlib
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
 from tether.journal.chain import canonical_json, verify_chain
+from tether.journal.erasure import is_erased, vouched
 from tether.runtime.approvals.identity import Identity
 from tether.runtime.approvals.requests import (
     ALL_TENANTS,
@@ -40,6 +41,8 @@ from tether.types import Event
 from tether.vocabulary import EventType
 
 Verdict = Literal["approve", "deny"]
+# the events that ask a person: a call's approval, an MCP server's question (elicitation)
+ASKING = frozenset({EventType.APPROVAL_REQUESTED, EventType.ELICITATION_REQUESTED})
 
 
 class ApprovalRefused(ApprovalError):
@@ -109,31 +112,56 @@ def view(store: Store, request: ApprovalRequest) -> Pending:
     return Pending(request, version_of(request, events),
                    (start.get("subject") or {}).get("user_id"), start.get("agent"),
                    decision.get("provenance") or {}, decision.get("labels") or {},
-                   spend, start.get("budget") or {}, forged_because(request, events))
+                   spend, start.get("budget") or {},
+                   forged_because(request, events, store.read,
+                                  store.unverifiable(request.session_id)))
 
 
-def forged_because(request: ApprovalRequest, events: Sequence[Event]) -> str | None:
-    """Why the stored ``request`` is not the one its session asked for, or None if it is."""
+def forged_because(request: ApprovalRequest, events: Sequence[Event],
+                   read: Callable[[str], Sequence[Event]] | None = None,
+                   unverifiable: Collection[int] = frozenset()) -> str | None:
+    """Why the stored ``request`` is not the one its session asked for, or None if it is.
+    ``read`` reads other sessions (an erasure record vouches for the events it rewrote);
+    ``unverifiable``: ``Store.unverifiable``'s seqs."""
     if not events:
         return f"session {request.session_id} has no journal: no session asked for it"
-    broken = verify_chain(events)
+    vouched_for = vouched(events, read) if read is not None else frozenset()
+    broken = verify_chain(events, frozenset(unverifiable) | vouched_for)
     if broken is not None:
-        return f"the journal of session {request.session_id} does not verify ({broken})"
-    asked = next((e.data for e in events if e.type == EventType.APPROVAL_REQUESTED
-                  and e.data.get("approval_id") == request.id), None)
+        return (f"the journal of session {request.session_id} does not verify (at event "
+                f"{broken}); run `tether audit verify --session {request.session_id}`")
+    asked = next((e for e in events if e.data.get("approval_id") == request.id
+                  and e.type in ASKING), None)
+    first = events[0]  # a start, or an erased start (which keeps its tenant)
+    started = EventType.SESSION_START in (first.type, first.data.get("type"))
+    subject = (first.data.get("subject") or {}) if started else {}
+    if subject.get("tenant_id") != request.tenant_id:
+        return "its tenant differs from its session's"
     if asked is None:
+        erased = any(is_erased(e) and e.data.get("type") in ASKING for e in events)
+        if erased and not request.arguments:  # erased with its quote of the call: vouched
+            return None  # for above, and nothing of it is left to compare
         return f"session {request.session_id}'s journal never asked for {request.id}"
-    for key, stored in (("call_id", request.call_id), ("tool", request.tool),
-                        ("call_hash", request.call_hash), ("expires_at", request.expires_at),
+    data = asked.data
+    if data.get("call_id") != request.call_id:
+        return "its call_id differs from what the journal asked for"
+    if not isinstance(data.get("expires_at"), (int, float)) or (
+            request.expires_at > data["expires_at"]):  # shortened when its session ended
+        return "its expiry is later than the journal's"
+    if asked.type == EventType.ELICITATION_REQUESTED:  # an MCP server's question
+        shown = {"message": data.get("message"), "schema": data.get("schema")}
+        if request.tool != f"elicitation:{data.get('server')}":
+            return "its tool differs from what the journal asked for"
+        if canonical_json(shown) != canonical_json(request.arguments):
+            return "its question differs from what the journal asked"
+        return None
+    for key, stored in (("tool", request.tool), ("call_hash", request.call_hash),
                         ("requested_at", request.requested_at), ("reason", request.reason),
                         ("policy_id", request.policy_id)):
-        if asked.get(key) != stored:
+        if data.get(key) != stored:
             return f"its {key} differs from what the journal asked for"
-    if canonical_json(asked.get("arguments") or {}) != canonical_json(request.arguments):
+    if canonical_json(data.get("arguments") or {}) != canonical_json(request.arguments):
         return "its arguments differ from what the journal asked for"
-    start = events[0].data if events[0].type == EventType.SESSION_START else {}
-    if (start.get("subject") or {}).get("tenant_id") != request.tenant_id:
-        return "its tenant differs from its session's"
     return None
 
 
@@ -161,7 +189,7 @@ def decide(store: Store, approval_id: str, verdict: Verdict, *, identity: Identi
         raise refuse(f"{identity} is not of tenant {actual.tenant_id!r}",
                      told=not_found(approval_id))
     events = store.read(actual.session_id)
-    forged = forged_because(actual, events)
+    forged = forged_because(actual, events, store.read, store.unverifiable(actual.session_id))
     if forged is not None:
         raise refuse(f"the stored request is not the one the session asked for: {forged}")
     if seen is not None and seen != version_of(actual, events):
