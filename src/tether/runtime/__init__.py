@@ -8,7 +8,8 @@ governed tool call), ``record`` (a session as a fold over its journal), ``approv
 ``provenance`` (where values came from) and ``accounting`` (budgets, stops).
 
 Every module in the parts is internal. What a user reaches for is named here: the in-process
-approvers, the fold of a journal, what a strategy reads back from its history, the budget stop
+approvers, a person's decision on an approval (``decide``, as an ``Identity``, under
+``ApprovalRules``), the fold of a journal, what a strategy reads back from its history, the budget stop
 and the refusal to load a session that cannot hide its secrets again. ``tether.runtime.rerun``
 (re-running a stored session) and ``tether.runtime.stream`` (the events of a streaming run) are
 the runtime's two public modules. The recipe and the session are exported by ``tether`` itself.
@@ -23,7 +24,10 @@ from tether._lazy import exports
 if TYPE_CHECKING:
     from tether.runtime.accounting.stop import Stop
     from tether.runtime.approvals.approver import Approver, approve_all, approve_when, deny_all
+    from tether.runtime.approvals.deciding import ApprovalRefused, decide
+    from tether.runtime.approvals.identity import Identity
     from tether.runtime.approvals.requests import ApprovalRequest
+    from tether.runtime.approvals.rules import ApprovalRules
     from tether.runtime.provenance.recalled import HiddenNotRecalled
     from tether.runtime.record.state import SessionState, fold
     from tether.runtime.strategy.planned import ModelTurn, Note, PlannedCalls
@@ -35,6 +39,10 @@ _WHERE = {
     "approve_when": "tether.runtime.approvals.approver",
     "deny_all": "tether.runtime.approvals.approver",
     "ApprovalRequest": "tether.runtime.approvals.requests",
+    "ApprovalRefused": "tether.runtime.approvals.deciding",
+    "ApprovalRules": "tether.runtime.approvals.rules",
+    "Identity": "tether.runtime.approvals.identity",
+    "decide": "tether.runtime.approvals.deciding",
     "HiddenNotRecalled": "tether.runtime.provenance.recalled",
     "SessionState": "tether.runtime.record.state",
     "fold": "tether.runtime.record.state",
@@ -43,8 +51,8 @@ _WHERE = {
     "PlannedCalls": "tether.runtime.strategy.planned",
 }
 
-__all__ = ["ApprovalRequest", "Approver", "HiddenNotRecalled", "ModelTurn", "Note",
-           "PlannedCalls", "SessionState", "Stop", "approve_all", "approve_when", "deny_all",
-           "fold"]
+__all__ = ["ApprovalRefused", "ApprovalRequest", "ApprovalRules", "Approver", "HiddenNotRecalled",
+           "Identity", "ModelTurn", "Note", "PlannedCalls", "SessionState", "Stop",
+           "approve_all", "approve_when", "decide", "deny_all", "fold"]
 
 __getattr__, __dir__ = exports(__name__, _WHERE, globals())
