@@ -9,10 +9,11 @@ governed tool call), ``record`` (a session as a fold over its journal), ``approv
 
 Every module in the parts is internal. What a user reaches for is named here: the in-process
 approvers, a person's decision on an approval (``decide``, as an ``Identity``, under
-``ApprovalRules``), the fold of a journal, what a strategy reads back from its history, the budget stop
-and the refusal to load a session that cannot hide its secrets again. ``tether.runtime.rerun``
-(re-running a stored session) and ``tether.runtime.stream`` (the events of a streaming run) are
-the runtime's two public modules. The recipe and the session are exported by ``tether`` itself.
+``ApprovalRules``), the fold of a journal, what a strategy reads back from its history, the
+budget stop and the refusal to load a session that cannot hide its secrets again.
+``tether.runtime.rerun`` (re-running a stored session) and ``tether.runtime.stream`` (the events
+of a streaming run) are the runtime's two public modules. The recipe and the session are
+exported by ``tether`` itself.
 """
 
 from __future__ import annotations

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from tether.errors import InvalidArgument, WrongType
+from tether.runtime.approvals.identity import IN_PROCESS
 from tether.runtime.approvals.requests import ApprovalRequest, ApprovalStore
 
 Verdict = bool | Literal["approve", "deny"] | None
@@ -52,11 +53,13 @@ class Approver:
         if verdict is None:
             return False
         if verdict is True or verdict == "approve":
-            approvals.approve(request.id, approver=self.name, note="approved in process")
+            approvals.approve(request.id, approver=self.name, note="approved in process",
+                              method=IN_PROCESS)
         else:
             if not note and verdict is not False and verdict != "deny":
                 note = f"the approver answered {verdict!r}, which is not a verdict"
-            approvals.deny(request.id, approver=self.name, note=note or "denied in process")
+            approvals.deny(request.id, approver=self.name, note=note or "denied in process",
+                           method=IN_PROCESS)
         return True
 
 
