@@ -314,3 +314,8 @@ def test_the_command_line_decides_as_the_os_account_or_an_unauthenticated_name(
         "'maria' is not authenticated, and these rules accept only authenticated approvers "
         "(the console's login, or the OS user)"]
     reopened.close()
+    assert main(["approvals", "list", "--all", "--store", url]) == 0
+    listed = capsys.readouterr().out
+    assert f"by {getpass.getuser()} [os-user]" in listed
+    assert ("2 refused attempt(s); the last by maria (unauthenticated): 'maria' is not "
+            "authenticated") in listed

@@ -110,11 +110,18 @@ def describe(request: ApprovalRequest, *, erased: bool = False) -> str:
         state = "expired"
     by = f" by {request.approver}" if request.approver else ""
     why = f" ({request.note})" if request.note else ""
+    how = f" [{request.approver_auth}{', break-glass' if request.break_glass else ''}]" if (
+        request.approver_auth) else ""
     session = f"{request.session_id} (erased)" if erased else request.session_id
-    return (f"{request.id}  {state}{by}{why}  session {session}  call "
+    tried = ""
+    if request.attempts:
+        last = request.attempts[-1]
+        tried = (f"\n    {len(request.attempts)} refused attempt(s); the last by "
+                 f"{last.get('who')} ({last.get('method')}): {last.get('why')}")
+    return (f"{request.id}  {state}{by}{why}{how}  session {session}  call "
             f"{request.call_id}  {call_text(request.tool, request.arguments)}\n"
             f"    {request.reason or 'no reason given'} ({request.policy_id}); requested "
-            f"{when(request.requested_at)}, expires {when(request.expires_at)}")
+            f"{when(request.requested_at)}, expires {when(request.expires_at)}{tried}")
 
 
 def run_decide(args: argparse.Namespace) -> int:
