@@ -1,0 +1,5 @@
+"""placeholder"""
+
+from starlette.routing import Route
+
+ROUTES: list[Route] = []
