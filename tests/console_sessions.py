@@ -62,3 +62,41 @@ def client(store: Store, **settings: Any) -> TestClient:
         settings.setdefault("proxies", frozenset({"testclient"}))
         settings.setdefault("rules", ApprovalRules(people=PEOPLE))
     return TestClient(create_app(Console(store, **settings)))
+
+
+@tool(side_effect=True)
+def refund(order_id: str, amount_cents: int) -> str:
+    """Refund part or all of an order."""
+    return f"refunded {amount_cents} cents on {order_id}"
+
+
+def slipping_agent(store: str | Store) -> Agent:
+    """Refunds order A1 in full on its first trial and only in part on the next: two trials of
+    one task that part at their first call."""
+    asked: list[int] = []
+
+    def respond(request: Any) -> ModelResponse | str:
+        if any(m.role == "tool" for m in request.messages):
+            return "Done: " + request.messages[-1].content
+        asked.append(1)
+        amount = 12000 if len(asked) % 2 else 5000
+        return ModelResponse(tool_calls=(ToolCall("c1", "refund", {"order_id": "A1",
+                                                                    "amount_cents": amount}),))
+
+    return Agent(model=ScriptedModel(respond), reasoning=ReAct(), tools=[refund], store=store,
+                 name="refunds")
+
+
+def refunded_in_full(outcome: Any) -> bool:
+    return any(c.tool == "refund" and c.ran and c.arguments == {"order_id": "A1",
+                                                                "amount_cents": 12000}
+               for c in outcome.calls)
+
+
+def evaluation(store: str | Store) -> Any:
+    """Two trials of one refund task on ``store``: the first passes, the second fails."""
+    from tether.evals import Task, evaluate
+
+    return evaluate(slipping_agent(store), [Task("Refund order A1 in full",
+                                                 grader=refunded_in_full)],
+                    k=2, seed=3, name="refunds", concurrency=1)
