@@ -30,13 +30,16 @@ from tether import (
     tool,
 )
 from tether.credentials import CredentialBroker, ScopedToken
-from tether.journal.views.rows import Row
+from tether.journal.views.rows import Row, rows
+from tether.knowledge import ConversationStore
 from tether.policy import Action, Context, Resource, Subject
 from tether.runtime.approvals.deciding import decide, pending
 from tether.runtime.approvals.identity import LOGIN_LINK, Identity
 from tether.runtime.approvals.rules import ApprovalRules
 from tether.store import open_store
 from tether.store.base import Store
+from tether.types import Event
+from tether.web.pages import environment
 from tether.web.timeline import items
 
 OPS = Identity("ops", LOGIN_LINK)
@@ -259,3 +262,36 @@ def test_another_tenants_session_is_not_found_in_the_same_words_as_none(any_url:
         assert ops.get(f"/sessions/{acme.id}").status_code == 200
     finally:
         store.close()
+
+
+def test_an_erased_session_is_marked_still_verifies_and_stays_in_its_tenant(url: str) -> None:
+    session = treasury(url, "acme").session("move 900 to ACME-7", user_id="carol")
+    session.run()
+    store = open_store(url)
+    erasure = ConversationStore(store).forget(tenant_id="acme", user_id="carol")
+    alice = client(store, auth="header:X-User")
+    alice.headers["X-User"] = "alice"  # of acme
+    text = alice.get(f"/sessions/{session.id}").text
+    assert f"content erased by {erasure.erasure_id}" in text
+    assert "chain verified" in text
+    rows = re.findall(r'<li class="row g-(\w+)( erased)?"', text)
+    assert rows and set(rows) == {("erasure", " erased")}
+    assert "move 900" not in text and "carol" not in text
+    bob = client(store, auth="header:X-User")
+    bob.headers["X-User"] = "bob"  # of globex
+    assert bob.get(f"/sessions/{session.id}").status_code == 404
+
+
+def test_a_search_tree_keeps_its_outline_on_the_page() -> None:
+    tree = {"nodes": [{"id": 0, "parent": None, "action": "root", "value": 0.5, "visits": 3},
+                      {"id": 1, "parent": 0, "action": "look", "value": 0.9, "visits": 2},
+                      {"id": 2, "parent": 1, "action": "answer", "value": 1.0, "visits": 1}],
+            "chosen": 2, "solved": True}
+    noted = Event(7, "strategy.note", "s1", 0.0, {"kind": "lats.tree", "data": tree}, "", "")
+    (row,) = rows([noted])
+    assert row.group == "strategy" and row.lines[0].startswith("strategy search tree (3 nodes")
+    page = environment().get_template("timeline_rows.html").render(
+        items=items([row], ("strategy",)), approvals={})
+    assert ('<pre class="more">  * 0 root (value 0.5, visits 3)\n'
+            "    * 1 look (value 0.9, visits 2)\n"
+            "      * 2 answer (value 1.0, visits 1)</pre>") in page

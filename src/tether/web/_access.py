@@ -5,7 +5,8 @@ or a form — anyone can type another tenant's id. One function decides, for all
 session of another tenant is "not found" in the same words as an id that does not exist (so an
 id guessed or leaked across tenants reveals nothing), and says how the chain stands.
 
-Decision: a session's tenant is the one its ``session.start`` recorded (``subject.tenant_id``);
+Decision: a session's tenant is the one its first event recorded (``subject.tenant_id`` of its
+``session.start``, kept by erasure in the erased start and named by an erasure record);
 an identity with ``ALL_TENANTS`` sees every session. The chain's status is
 ``journal.tamper.diagnose`` — ``verify_chain`` with erasures an erasure record vouches for, and
 the index's event count — exactly what ``tether audit verify`` says.
@@ -21,7 +22,7 @@ from starlette.exceptions import HTTPException
 from tether.journal.erasure import vouched
 from tether.journal.tamper import Break, diagnose
 from tether.runtime.approvals.identity import Identity
-from tether.store.base import Store
+from tether.store.base import ERASED_TYPE, Store
 from tether.types import Event
 from tether.vocabulary import EventType
 
@@ -35,9 +36,14 @@ class Opened:
     broken: Break | None
 
 
+# first events that name the tenant: a start, an erased start (which keeps its subject's tenant)
+# and an erasure record (the tenant whose user it erased)
+OPENINGS = frozenset({EventType.SESSION_START, ERASED_TYPE, EventType.ERASURE_RECORDED})
+
+
 def tenant_of(events: Sequence[Event]) -> str | None:
-    """The tenant a session's ``session.start`` recorded (None: no tenant)."""
-    if not events or events[0].type != EventType.SESSION_START:
+    """The tenant a session's first event recorded (None: no tenant)."""
+    if not events or events[0].type not in OPENINGS:
         return None
     tenant = (events[0].data.get("subject") or {}).get("tenant_id")
     return None if tenant is None else str(tenant)
@@ -55,7 +61,10 @@ def open_session(store: Store, identity: Identity, session_id: str) -> Opened:
     if not visible(identity, events):
         raise HTTPException(404, f"no session {session_id!r} that you may see; check the id "
                             "on the sessions page")
-    recorded = {i.session_id: i.events for i in store.sessions(since=events[0].timestamp - 1)}
+    # the index's count (a cut-off tail shows only against it); its row was written at or after
+    # the last stored event, so listing from a minute before that finds it
+    recorded = {i.session_id: i.events
+                for i in store.sessions(since=events[-1].timestamp - 60)}
     broken = diagnose(session_id, events, recorded=recorded.get(session_id),
                       unverifiable=store.unverifiable(session_id),
                       erased=vouched(events, store.read))
