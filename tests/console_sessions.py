@@ -17,7 +17,7 @@ PEOPLE = {"ops": Person(), "alice": Person("acme", frozenset({"treasurer"})),
           "bob": Person("globex")}
 
 
-@tool(side_effect=True)
+@tool(side_effect=True, intents=["move", "transfer"])
 def transfer(amount: int, to: str) -> str:
     """Move money."""
     return f"moved {amount} to {to}"
@@ -49,6 +49,7 @@ def script() -> list[ModelResponse | str]:
 
 
 def treasury(url: str | Store, tenant: str | None = None, **options: Any) -> Agent:
+    """The treasury agent: looks the account up, then transfers (which waits for a person)."""
     return Agent(model=ScriptedModel(script()), reasoning=ReAct(), tools=[lookup, transfer],
                  policy=options.pop("policy", ApproveTransfers()), store=url, tenant_id=tenant,
                  name="treasury", **options)

@@ -20,6 +20,7 @@ from console_sessions import client, treasury
 from tether import (
     Agent,
     AgentAsTool,
+    Budget,
     Decision,
     Effect,
     ModelResponse,
@@ -54,12 +55,14 @@ def url(tmp_path: Path) -> Iterator[str]:
 def approved(url: str, store: Store, *, identity: Identity = OPS,
              rules: ApprovalRules | None = None, break_glass: bool = False) -> str:
     """A treasury session that paused for its transfer, was approved, and finished."""
-    session = treasury(url).session("move 900 to ACME-7", user_id="carol")
+    session = treasury(url, budget=Budget(max_steps=10, max_tool_calls=4)).session(
+        "move 900 to ACME-7", user_id="carol")
     assert session.run().stop_reason is StopReason.NEEDS_APPROVAL
     (waiting,) = pending(store, identity)
     decide(store, waiting.request.id, "approve", identity=identity, note="checked the invoice",
            rules=rules, seen=waiting.version, break_glass=break_glass)
-    assert treasury(url).resume(session.id).stop_reason is StopReason.FINISHED
+    resumed = treasury(url, budget=Budget(max_steps=10, max_tool_calls=4)).resume(session.id)
+    assert resumed.stop_reason is StopReason.FINISHED
     return session.id
 
 
@@ -86,6 +89,8 @@ def test_the_timeline_shows_what_ran_who_let_it_and_what_it_spent(url: str) -> N
     assert ('<span class="effect e-require_approval">require_approval</span> by '
             "<code>treasury-approvals</code>: a person approves transfers") in text
     assert '<span class="effect e-allow">allow</span> by <code>treasury-lookups</code>' in text
+    assert "plan: asked in &#39;move 900 to ACME-7&#39;" in text  # the request plan asks it
+    assert text.count('<p class="muted">plan: ') == 1  # under the side effect's decision only
     # the approval: who, how authenticated, the note; the pause and the resume
     assert "by <b>ops</b> <span class=\"auth\">(login-link)</span>" in text
     assert "checked the invoice" in text and "break-glass" not in text
@@ -94,6 +99,9 @@ def test_the_timeline_shows_what_ran_who_let_it_and_what_it_spent(url: str) -> N
     assert seqs(text) == list(range(1, len(store.read(sid)) + 1))
     assert re.search(r'<polyline class="m-steps" points="[\d., ]+">', text)
     assert re.search(r'<polyline class="m-tool_calls" points="[\d., ]+">', text)
+    assert "steps: 3 of 10 (the top line is the limit)" in text
+    assert "tool_calls: 2 of 4 (the top line is the limit)" in text
+    assert "tokens: " in text and "(no limit: drawn against its final value)" in text
     assert f'data-live-source="/events/session/{sid}?after={len(store.read(sid))}"' in text
     assert "style=" not in text  # the console's CSP forbids inline style
 

@@ -22,12 +22,12 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from tether.journal.views.ask_lines import ASK_RENDER
 from tether.journal.views.branches import BRANCH_RENDER
-from tether.journal.views.plan_lines import PLAN_RENDER
+from tether.journal.views.plan_lines import PLAN_RENDER, asked_line
 from tether.journal.views.session_lines import SESSION_RENDER
 from tether.journal.views.text import Renderer, excerpt
 from tether.journal.views.tool_lines import TOOL_RENDER
@@ -98,12 +98,26 @@ class Row:
     turn: Turn | None = None
     approval_id: str = ""
     child_session: str = ""
+    plan: str = ""  # under a side effect's decision: where the request plan asks for it
 
 
 def rows(events: Sequence[Event]) -> list[Row]:
     """One row per event, in seq order."""
     charged = {str(e.data.get("call_id")) for e in events if e.type == EventType.SUBAGENT_CHARGE}
-    return [_row(event, charged) for event in events]
+    out = []
+    plan: Mapping[str, Any] | None = None  # what the request asks for, as the timeline reads it
+    effects: set[str] = set()  # the side-effecting tools, from each one's first decision
+    for event in events:
+        row = _row(event, charged)
+        if event.type in (EventType.SESSION_START, EventType.PLAN_AMENDED):
+            plan = event.data.get("plan")
+        elif row.decided is not None and plan is not None:
+            if (event.data.get("resource") or {}).get("side_effect"):
+                effects.add(row.decided.tool)
+            if row.decided.tool in effects:
+                row = replace(row, plan=asked_line(plan, row.decided.tool).strip())
+        out.append(row)
+    return out
 
 
 def parent_of(events: Sequence[Event]) -> tuple[str, str] | None:
