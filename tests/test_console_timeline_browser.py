@@ -87,7 +87,7 @@ def test_a_timeline_renders_its_chart_with_no_csp_violation(served: tuple[str, s
         page.add_init_script(f"({WATCH})()")
         response = page.goto(f"{base}/sessions/{sid}", wait_until="load")
         assert response is not None and response.status == 200
-        assert response.headers["content-security-policy"] == CSP
+        assert CSP in response.headers["content-security-policy"]  # (with the door's own)
         page.wait_for_selector("svg.spend-chart polyline")
         lines = page.evaluate(CHART)
         assert {line["measure"] for line in lines} >= {"m-tokens", "m-steps", "m-tool_calls"}
