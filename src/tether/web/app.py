@@ -13,6 +13,7 @@ from starlette.middleware import Middleware
 from starlette.routing import BaseRoute, Mount
 from starlette.staticfiles import StaticFiles
 
+from tether.web import compare, evals, timeline, whatif
 from tether.web.auth import Authenticate
 from tether.web.console import Console
 
@@ -22,6 +23,10 @@ STATIC = Path(__file__).parent / "static"
 def create_app(console: Console) -> Starlette:
     """The console's ASGI app over ``console``'s store."""
     routes: list[BaseRoute] = [Mount("/static", StaticFiles(directory=STATIC), name="static")]
+    routes += timeline.ROUTES
+    routes += compare.ROUTES
+    routes += whatif.ROUTES
+    routes += evals.ROUTES
     app = Starlette(routes=routes, middleware=[Middleware(Authenticate)])
     app.state.console = console
     return app
