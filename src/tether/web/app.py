@@ -13,7 +13,7 @@ from starlette.middleware import Middleware
 from starlette.routing import BaseRoute, Mount
 from starlette.staticfiles import StaticFiles
 
-from tether.web import compare, evals, timeline, whatif
+from tether.web import compare, evals, inbox, timeline, whatif
 from tether.web.auth import Authenticate
 from tether.web.console import Console
 
@@ -27,6 +27,7 @@ def create_app(console: Console) -> Starlette:
     routes += compare.ROUTES
     routes += whatif.ROUTES
     routes += evals.ROUTES
+    routes += inbox.ROUTES
     app = Starlette(routes=routes, middleware=[Middleware(Authenticate)])
     app.state.console = console
     return app
