@@ -110,8 +110,12 @@ def spend_against(spend: Mapping[str, Any], budget: Mapping[str, Any]) -> tuple[
         if used not in spend:
             continue
         cap = budget.get(limit)
-        shown.append(f"{spend[used]} {unit}" + (f" of {cap}" if cap is not None else
-                                                 " (no limit)"))
+        amount = spend[used]
+        if used == "seconds" and isinstance(amount, int | float):
+            amount = round(amount, 1)
+        text = f"${amount}" if unit == "$" else f"{amount} {unit}"
+        cap_text = f"${cap}" if unit == "$" else f"{cap}"
+        shown.append(text + (f" of {cap_text}" if cap is not None else " (no limit)"))
     return tuple(shown)
 
 
