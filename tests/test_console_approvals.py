@@ -176,6 +176,16 @@ def test_a_repeated_field_is_refused(url: str, store: Store) -> None:
     refused_and_recorded(store, aid, "more than once", "verdict")
 
 
+def test_a_field_sent_as_a_file_is_refused(url: str, store: Store) -> None:
+    aid = only_request(store, h.paused(url))
+    alice = h.client(store, "alice@acme.test", RULES)
+    seen = h.shown_version(alice.get("/inbox").text, aid)
+    answer = alice.post(f"/inbox/{aid}/decide", data={"verdict": "approve", "seen": seen},
+                        files={"note": ("note.txt", b"approved, see attachment")})
+    assert answer.status_code == 400
+    refused_and_recorded(store, aid, "is a file")
+
+
 def test_a_wrong_csrf_token_is_refused(url: str, store: Store) -> None:
     from starlette.types import ASGIApp, Receive, Scope, Send
 

@@ -13,17 +13,21 @@ import os
 import re
 import subprocess
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import httpx
 import pytest
 
 import approval_crash_app
+import console_inbox_helpers as h
 from browser import chromium
 from console_server import serving
-from tether.runtime.approvals.requests import StoredApprovals
+from tether.runtime.approvals.deciding import view
+from tether.runtime.approvals.requests import StoredApprovals, from_dict
+from tether.runtime.approvals.rules import ApprovalRules
 from tether.store.opening import open_store
 from tether.vocabulary import EventType
 from tether.web import Console
@@ -56,6 +60,13 @@ def approval_of(url: str, sid: str) -> str:
         return request.id
     finally:
         store.close()
+
+
+def off_the_loop(run: Callable[..., str], *args: Any, **kwargs: Any) -> str:
+    """``run`` in a thread of its own: Playwright's sync API keeps an event loop on this one,
+    and a session's ``run()`` refuses to start inside a running loop."""
+    with ThreadPoolExecutor(1) as pool:
+        return pool.submit(run, *args, **kwargs).result()
 
 
 @pytest.fixture(scope="module")
@@ -170,3 +181,47 @@ def test_a_request_from_another_process_appears_without_a_reload(page: Page, url
     aid = approval_of(url, sid)
     page.wait_for_selector(f"article#{aid}", timeout=TIMEOUT_MS)
     assert page.locator("article.request").count() == 2
+
+
+def test_forged_self_and_cross_tenant_approvals_are_refused_on_the_page(
+        browser: Browser, url: str) -> None:
+    store = open_store(url)
+    rules = ApprovalRules.from_mapping({"people": {
+        "bob@acme.test": {"tenant": "acme"}, "alice@acme.test": {"tenant": "acme"},
+        "mallory@globex.test": {"tenant": "globex"}}})
+    try:
+        own = approval_of(url, off_the_loop(h.paused, store, user="bob@acme.test"))
+        real = store.get_approval(approval_of(url, off_the_loop(h.paused, store,
+                                                                user="dana@acme.test")))
+        assert real is not None
+        forged = "apr_f0f0f0f0f0f0f0f0f0f0"
+        store.put_approval({**real, "id": forged, "arguments": {"amount": 1, "iban": "X"},
+                            "attempts": []})
+        with serving(Console(store, rules=rules, auth=f"header:{HEADER}")) as base:
+            def as_(name: str) -> Page:
+                context = browser.new_context(base_url=base, extra_http_headers={HEADER: name})
+                context.set_default_timeout(TIMEOUT_MS)
+                return context.new_page()
+
+            bob = as_("bob@acme.test")  # the user his own session runs for
+            bob.goto("/inbox")
+            assert "Forged:" in bob.locator(f"article#{forged}").inner_text()
+            assert bob.locator(f"article#{forged} button").count() == 0
+            with bob.expect_navigation():
+                bob.locator(f"article#{own} button.approve").click()
+            assert "self-approval is refused" in bob.locator(".refused-why").inner_text()
+
+            mallory = as_("mallory@globex.test")
+            mallory.goto("/inbox")
+            assert mallory.locator("article.request").count() == 0
+            crossed = mallory.request.post(f"/inbox/{own}/decide", form={
+                "verdict": "approve", "seen": view(store, from_dict(
+                    store.get_approval(own) or {})).version})
+            assert crossed.status == 404 and "no approval request" in crossed.text()
+            for page in (bob, mallory):
+                page.context.close()
+        assert [a["who"] for a in (store.get_approval(own) or {})["attempts"]] == \
+            ["bob@acme.test", "mallory@globex.test"]
+        assert (store.get_approval(own) or {})["status"] == "pending"
+    finally:
+        store.close()

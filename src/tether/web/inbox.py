@@ -25,6 +25,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from starlette.concurrency import run_in_threadpool
 from starlette.datastructures import FormData
 from starlette.requests import Request
 from starlette.responses import RedirectResponse, Response
@@ -150,8 +151,10 @@ def resume_command(store: Store, request: ApprovalRequest) -> str:
     return f"tether resume {request.session_id} --agent {recipe}{hint}"
 
 
-async def inbox(request: Request) -> Response:
-    """GET /inbox: the viewer's pending requests (``?fragment=1``: just the rows)."""
+def inbox(request: Request) -> Response:
+    """GET /inbox: the viewer's pending requests (``?fragment=1``: just the rows). A plain
+    function: Starlette runs it in its thread pool, so the store's blocking reads never hold up
+    the event loop (and the live streams on it)."""
     viewer = identity(request)
     settings = console(request)
     now = time.time()
@@ -169,11 +172,17 @@ async def inbox(request: Request) -> Response:
 
 
 async def decide_page(request: Request) -> Response:
-    """POST /inbox/{id}/decide: one decision, through ``deciding.decide``."""
+    """POST /inbox/{id}/decide: one decision, through ``deciding.decide`` (in the thread pool:
+    the store blocks)."""
+    form = await request.form()
+    return await run_in_threadpool(decided_page, request, form)
+
+
+def decided_page(request: Request, form: FormData) -> Response:
+    """The answer to a decision's ``form``: 303 to what was decided, or why not."""
     approval_id = request.path_params["approval_id"]
     viewer = identity(request)
     store = console(request).store
-    form = await request.form()
     actual = StoredApprovals(store, ALL_TENANTS).get(approval_id)
     visible = StoredApprovals(store, viewer.tenant_id).get(approval_id) is not None
     if actual is None:
@@ -201,10 +210,13 @@ def form_problem(form: FormData, request: Request) -> str | None:
     """What is wrong with a decision's form, or None: exactly the inbox's fields, each once,
     a verdict, the version the page showed, and the page's CSRF token where the console set
     one."""
-    keys = [key for key, _ in form.multi_items()]
+    items = form.multi_items()
+    keys = [key for key, _ in items]
     extra = sorted(set(keys) - FIELDS)
     if extra:
         return f"fields the inbox never sends: {', '.join(extra)} (arguments cannot be edited)"
+    if any(not isinstance(value, str) for _, value in items):
+        return "a field is a file; the inbox's fields are text"
     repeated = sorted({key for key in keys if keys.count(key) > 1})
     if repeated:
         return f"fields sent more than once: {', '.join(repeated)}"
