@@ -418,3 +418,37 @@ def test_the_guides_rules_file_loads_and_says_what_it_claims(tmp_path: Path) -> 
     assert rules.identity("eve@example.com", "header:X") is None
     assert not rules.self_approval and not rules.unauthenticated
     assert rules.approve[0].covers("wire_eu") and not rules.approve[0].covers("transfer")
+
+
+class Racing:
+    """A store where another approver's denial lands between decide()'s checks and its write."""
+
+    def __init__(self, inner: Store) -> None:
+        self.inner, self.raced = inner, False
+
+    def __getattr__(self, name: str) -> object:
+        return getattr(self.inner, name)
+
+    def update_approval(self, approval_id: str, expected: str, changes: dict[str, object]) -> bool:
+        if changes.get("status") == "approved" and not self.raced:
+            self.raced = True
+            StoredApprovals(self.inner).deny(approval_id, approver="carol@acme.test")
+        return bool(self.inner.update_approval(approval_id, expected, changes))
+
+
+def test_losing_a_race_to_another_approver_is_a_conflict(url: str, store: Store) -> None:
+    aid = only_request(store, h.paused(url))
+    alice = h.client(Racing(store), "alice@acme.test", RULES)  # type: ignore[arg-type]
+    lost = post(alice, aid, verdict="approve", seen=h.shown_version(alice.get("/inbox").text, aid))
+    assert lost.status_code == 409 and "decided by someone else meanwhile" in lost.text
+    assert store.get_approval(aid)["status"] == "denied"  # type: ignore[index]
+
+
+@pytest.mark.xfail(strict=True, reason="defect (lead: deciding.decide): a decision that loses the "
+                   "compare-and-set to another approver raises a plain ApprovalError from "
+                   "StoredApprovals and is not recorded in the request's attempts")
+def test_losing_a_race_is_recorded_as_an_attempt(url: str, store: Store) -> None:
+    aid = only_request(store, h.paused(url))
+    alice = h.client(Racing(store), "alice@acme.test", RULES)  # type: ignore[arg-type]
+    post(alice, aid, verdict="approve", seen=h.shown_version(alice.get("/inbox").text, aid))
+    refused_and_recorded(store, aid, "meanwhile")

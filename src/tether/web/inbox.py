@@ -201,8 +201,8 @@ def decided_page(request: Request, form: FormData) -> Response:
                          seen=str(form["seen"]), break_glass=bool(form.get("break_glass")))
     except ApprovalRefused as refused:
         return _refused(request, 409 if visible else 404, refused.why)
-    except ApprovalError as missing:
-        return _refused(request, 404, str(missing))
+    except ApprovalError as lost:  # the request exists: another decision won the race
+        return _refused(request, 409 if visible else 404, str(lost))
     return RedirectResponse(f"/inbox?decided={decided.id}", status_code=303)
 
 
