@@ -58,14 +58,18 @@ def refund(order: str, amount: int) -> str:
 
 class AskForSideEffects:
     """Side effects need a person; the decision reads the arguments' origins (so they are
-    journaled with it)."""
+    journaled with it). ``hide``: fields the approver may not see (masked in the request and
+    the journal)."""
+
+    def __init__(self, hide: tuple[str, ...] = ()) -> None:
+        self.hide = hide
 
     def evaluate(self, subject: Subject, action: Action, resource: Resource,
                  context: Context) -> Decision:
         dict(context.provenance)
         if resource.side_effect:
             return Decision(Effect.REQUIRE_APPROVAL, f"{action.tool} needs a person",
-                            "treasury.side-effects")
+                            "treasury.side-effects", fields=self.hide)
         return Decision(Effect.ALLOW, "reading is fine", "treasury.read")
 
 
@@ -75,19 +79,21 @@ CALLS: Mapping[str, dict[str, Any]] = {
 }
 
 
-def agent(url: str | Store, tool_name: str = "transfer", ttl: float = 3600.0) -> Agent:
+def agent(url: str | Store, tool_name: str = "transfer", ttl: float = 3600.0,
+          arguments: Mapping[str, Any] | None = None, hide: tuple[str, ...] = ()) -> Agent:
+    asked = dict(arguments if arguments is not None else CALLS[tool_name])
     model = ScriptedModel([ModelResponse(tool_calls=(ToolCall("m1", "read_mail", {}),)),
-                           ModelResponse(tool_calls=(ToolCall("c1", tool_name,
-                                                              CALLS[tool_name]),)),
+                           ModelResponse(tool_calls=(ToolCall("c1", tool_name, asked),)),
                            "done"])
     return Agent(model=model, reasoning=ReAct(), tools=[read_mail, transfer, refund],
-                 policy=AskForSideEffects(), store=url, name="treasury", approval_ttl=ttl)
+                 policy=AskForSideEffects(hide), store=url, name="treasury", approval_ttl=ttl)
 
 
 def paused(url: str | Store, *, user: str = "bob", tenant: str | None = "acme",
-           tool_name: str = "transfer", ttl: float = 3600.0) -> str:
+           tool_name: str = "transfer", ttl: float = 3600.0,
+           arguments: Mapping[str, Any] | None = None, hide: tuple[str, ...] = ()) -> str:
     """A new session paused on one approval request; its id."""
-    session = agent(url, tool_name, ttl).session(
+    session = agent(url, tool_name, ttl, arguments, hide).session(
         "pay what the mail asks", user_id=user, tenant_id=tenant,
         budget=Budget(max_steps=10, max_tool_calls=5))
     assert session.run().stop_reason is StopReason.NEEDS_APPROVAL

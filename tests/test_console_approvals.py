@@ -108,6 +108,26 @@ def test_the_inbox_shows_the_exact_call_its_origins_spend_and_expiry(url: str,
     assert aid not in other and "Nothing waits" in other
 
 
+def test_an_argument_that_is_markup_is_shown_as_text(url: str, store: Store) -> None:
+    hostile = '<script>alert(1)</script><img src=x onerror="alert(2)">'
+    aid = only_request(store, h.paused(url, arguments={"amount": 250, "iban": hostile}))
+    body = h.client(store, "alice@acme.test", RULES).get("/inbox").text
+    assert aid in body and "<script>alert" not in body and "<img src=x" not in body
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in body
+
+
+def test_a_field_the_policy_hid_stays_hidden_on_every_page(url: str, store: Store) -> None:
+    sid = h.paused(url, hide=("iban",))
+    aid = only_request(store, sid)
+    alice = h.client(store, "alice@acme.test", RULES)
+    for shown in (alice.get("/inbox").text, alice.get("/inbox?fragment=1").text):
+        assert aid in shown and "[masked]" in shown and "DE44500105175407324931" not in shown
+    seen = h.shown_version(alice.get("/inbox").text, aid)
+    assert post(alice, aid, verdict="approve", seen=seen).status_code == 303
+    decided = alice.get(f"/inbox?decided={aid}").text
+    assert sid in decided and "DE44500105175407324931" not in decided
+
+
 def test_approving_redirects_to_what_was_decided_and_how_to_resume(url: str,
                                                                    store: Store) -> None:
     sid = h.paused(url)
