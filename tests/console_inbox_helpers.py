@@ -27,6 +27,8 @@ from tether import (
     tool,
 )
 from tether.policy import Action, Context, Resource, Subject
+from tether.runtime.approvals.deciding import view
+from tether.runtime.approvals.requests import StoredApprovals, from_dict
 from tether.runtime.approvals.rules import ApprovalRules
 from tether.store.base import Store
 from tether.web import Console, create_app
@@ -129,3 +131,39 @@ def anchored_attempts(store: Store, approval_id: str) -> list[dict[str, Any]]:
     """The attempts the store's anchor chain holds for ``approval_id``."""
     bodies = [json.loads(a.body) for a in store.anchors() if a.kind == "attempt"]
     return [b["attempt"] for b in bodies if b.get("id") == approval_id]
+
+
+RULES = ApprovalRules.from_mapping({
+    "people": {"alice@acme.test": {"tenant": "acme"},
+               "bob": {"tenant": "acme"},
+               "carol@acme.test": {"tenant": "acme", "roles": ["finance"]},
+               "olga@acme.test": {"tenant": "acme", "roles": ["operator"]},
+               "mallory@globex.test": {"tenant": "globex", "roles": ["finance", "operator"]}},
+    "approve": [{"tools": ["refund*"], "roles": ["finance"]}],
+    "break_glass": ["operator"],
+})
+
+
+def only_request(store: Store, session_id: str) -> str:
+    (request,) = StoredApprovals(store).every(session_id)
+    return request.id
+
+
+def current(store: Store, approval_id: str) -> str:
+    """The version a page rendered now would carry."""
+    record = store.get_approval(approval_id)
+    assert record is not None
+    return view(store, from_dict(record)).version
+
+
+def post(client: object, approval_id: str, **fields: str) -> object:
+    return client.post(f"/inbox/{approval_id}/decide", data=fields)  # type: ignore[attr-defined]
+
+
+def refused_and_recorded(store: Store, approval_id: str, *words: str, count: int = 1) -> None:
+    """The request is still as it was, and the refusal is on it and anchored."""
+    tried = attempts(store, approval_id)
+    assert len(tried) == count, tried
+    for word in words:
+        assert word in tried[-1]["why"], tried[-1]
+    assert anchored_attempts(store, approval_id)[-count:] == tried

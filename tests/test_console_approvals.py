@@ -5,17 +5,12 @@ attack is a POST the inbox's own form could not have sent as it was rendered —
 a replay, another session's or tenant's request, self-approval, a role the tool needs, break-glass
 without the role, an expired request, a stale page, a forged store row — and each is refused
 with the status the page gives it AND recorded: on the request's ``attempts`` and in the store's
-anchor chain (kind ``attempt``). The last test approves in the console, kills the resuming
-process right after the grant is durable and resumes again: the transfer runs once, the approval
-is used once.
+anchor chain (kind ``attempt``). Crashes, races and the guide's rules file:
+tests/test_console_approval_races.py.
 """
 
 from __future__ import annotations
 
-import os
-import re
-import subprocess
-import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -23,26 +18,18 @@ from types import SimpleNamespace
 
 import pytest
 
-import approval_crash_app
 import console_inbox_helpers as h
 from audit_helpers import store_url
+from console_inbox_helpers import (
+    RULES,
+    current,
+    only_request,
+    post,
+    refused_and_recorded,
+)
 from tether.runtime.approvals import requests
-from tether.runtime.approvals.deciding import view
-from tether.runtime.approvals.requests import StoredApprovals, from_dict
-from tether.runtime.approvals.rules import ApprovalRules
 from tether.store.base import Store
 from tether.store.opening import open_store
-from tether.vocabulary import EventType
-
-RULES = ApprovalRules.from_mapping({
-    "people": {"alice@acme.test": {"tenant": "acme"},
-               "bob": {"tenant": "acme"},
-               "carol@acme.test": {"tenant": "acme", "roles": ["finance"]},
-               "olga@acme.test": {"tenant": "acme", "roles": ["operator"]},
-               "mallory@globex.test": {"tenant": "globex", "roles": ["finance", "operator"]}},
-    "approve": [{"tools": ["refund*"], "roles": ["finance"]}],
-    "break_glass": ["operator"],
-})
 
 
 @pytest.fixture(params=["sqlite", "postgres"])
@@ -56,31 +43,6 @@ def store(url: str) -> Iterator[Store]:
     opened = open_store(url)
     yield opened
     opened.close()
-
-
-def only_request(store: Store, session_id: str) -> str:
-    (request,) = StoredApprovals(store).every(session_id)
-    return request.id
-
-
-def current(store: Store, approval_id: str) -> str:
-    """The version a page rendered now would carry."""
-    record = store.get_approval(approval_id)
-    assert record is not None
-    return view(store, from_dict(record)).version
-
-
-def post(client: object, approval_id: str, **fields: str) -> object:
-    return client.post(f"/inbox/{approval_id}/decide", data=fields)  # type: ignore[attr-defined]
-
-
-def refused_and_recorded(store: Store, approval_id: str, *words: str, count: int = 1) -> None:
-    """The request is still as it was, and the refusal is on it and anchored."""
-    tried = h.attempts(store, approval_id)
-    assert len(tried) == count, tried
-    for word in words:
-        assert word in tried[-1]["why"], tried[-1]
-    assert h.anchored_attempts(store, approval_id)[-count:] == tried
 
 
 # -- what the page shows ---------------------------------------------------------------------
@@ -373,102 +335,3 @@ def test_a_forged_store_row_is_shown_as_forged_and_cannot_be_decided(
     assert tried.status_code == 409 and "not the one the session asked for" in tried.text
     refused_and_recorded(store, aid, "not the one the session asked for", why)
     assert store.get_approval(aid)["status"] == "pending"  # type: ignore[index]
-
-
-# -- double consumption across a crash and a resume ---------------------------------------
-
-def _app(*argv: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, approval_crash_app.__file__, *argv],
-                          capture_output=True, text=True, timeout=120, env=dict(os.environ))
-
-
-@pytest.mark.parametrize("point", ["grant", "consume"])
-def test_a_console_approval_runs_the_call_once_across_a_crash_and_a_resume(
-        url: str, store: Store, tmp_path: Path, point: str) -> None:
-    ledger = tmp_path / "effects.txt"
-    started = _app("run", url, str(ledger))
-    sid, reason = started.stdout.split()
-    assert reason == "needs_approval", started.stderr
-    aid = only_request(store, sid)
-    anyone = h.client(store)
-    seen = h.shown_version(anyone.get("/inbox").text, aid)
-    assert post(anyone, aid, verdict="approve", note="go", seen=seen).status_code == 303
-    crashed = _app("resume", url, str(ledger), sid, point)  # dies (exit 9, no cleanup) there
-    assert crashed.returncode == 9, crashed.stderr
-    assert not ledger.exists()  # killed after the grant was durable, before the transfer
-    assert _app("resume", url, str(ledger), sid).stdout.strip() == "finished"
-    assert ledger.read_text().splitlines() == ["transfer 250"]
-    record = store.get_approval(aid)
-    assert record is not None and record["status"] == "used"
-    assert record["used_by"] == f"{sid}/t1"
-    events = store.read(sid)
-    assert [e.data["approver"] for e in events if e.type == EventType.APPROVAL_GRANTED] == \
-        ["operator"]
-    assert len([e for e in events if e.type == EventType.TOOL_RESULT
-                and e.data["call_id"] == "t1"]) == 1
-    again = post(anyone, aid, verdict="approve", seen=current(store, aid))
-    assert again.status_code == 409 and "already used" in again.text
-
-
-@pytest.mark.xfail(strict=True, reason="defect (lead: runtime/chokepoint/held.py): the session's "
-                   "approval.granted carries approver and note but neither break_glass nor "
-                   "approver_auth, though rules.py promises break-glass is marked in the journal")
-def test_a_break_glass_approval_is_marked_in_the_sessions_journal(url: str,
-                                                                  store: Store) -> None:
-    sid = h.paused(url, tool_name="refund")
-    aid = only_request(store, sid)
-    olga = h.client(store, "olga@acme.test", RULES)
-    assert post(olga, aid, verdict="approve", seen=current(store, aid),
-                break_glass="1").status_code == 303
-    assert h.agent(url, "refund").resume(sid).stop_reason.value == "finished"
-    (granted,) = [e.data for e in store.read(sid) if e.type == EventType.APPROVAL_GRANTED]
-    assert granted.get("break_glass") is True
-    assert granted.get("approver_auth") == f"header:{h.HEADER}"
-
-
-def test_the_guides_rules_file_loads_and_says_what_it_claims(tmp_path: Path) -> None:
-    guide = Path(__file__).parents[1] / "docs/guide/console-approvals.md"
-    (block,) = re.findall(r"```yaml\n(.*?)```", guide.read_text(encoding="utf-8"), re.S)
-    (tmp_path / "approvals.yaml").write_text(block, encoding="utf-8")
-    rules = ApprovalRules.load(tmp_path / "approvals.yaml")
-    alice = rules.identity("alice@example.com", "header:X")
-    ops = rules.identity("ops@example.com", "header:X")
-    assert alice is not None and alice.tenant_id == "acme" and alice.roles == {"finance"}
-    assert ops is not None and ops.all_tenants and rules.may_break_glass(ops)
-    assert rules.identity("eve@example.com", "header:X") is None
-    assert not rules.self_approval and not rules.unauthenticated
-    assert rules.approve[0].covers("wire_eu") and not rules.approve[0].covers("transfer")
-
-
-class Racing:
-    """A store where another approver's denial lands between decide()'s checks and its write."""
-
-    def __init__(self, inner: Store) -> None:
-        self.inner, self.raced = inner, False
-
-    def __getattr__(self, name: str) -> object:
-        return getattr(self.inner, name)
-
-    def update_approval(self, approval_id: str, expected: str, changes: dict[str, object]) -> bool:
-        if changes.get("status") == "approved" and not self.raced:
-            self.raced = True
-            StoredApprovals(self.inner).deny(approval_id, approver="carol@acme.test")
-        return bool(self.inner.update_approval(approval_id, expected, changes))
-
-
-def test_losing_a_race_to_another_approver_is_a_conflict(url: str, store: Store) -> None:
-    aid = only_request(store, h.paused(url))
-    alice = h.client(Racing(store), "alice@acme.test", RULES)  # type: ignore[arg-type]
-    lost = post(alice, aid, verdict="approve", seen=h.shown_version(alice.get("/inbox").text, aid))
-    assert lost.status_code == 409 and "decided by someone else meanwhile" in lost.text
-    assert store.get_approval(aid)["status"] == "denied"  # type: ignore[index]
-
-
-@pytest.mark.xfail(strict=True, reason="defect (lead: deciding.decide): a decision that loses the "
-                   "compare-and-set to another approver raises a plain ApprovalError from "
-                   "StoredApprovals and is not recorded in the request's attempts")
-def test_losing_a_race_is_recorded_as_an_attempt(url: str, store: Store) -> None:
-    aid = only_request(store, h.paused(url))
-    alice = h.client(Racing(store), "alice@acme.test", RULES)  # type: ignore[arg-type]
-    post(alice, aid, verdict="approve", seen=h.shown_version(alice.get("/inbox").text, aid))
-    refused_and_recorded(store, aid, "meanwhile")
