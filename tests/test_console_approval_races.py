@@ -9,8 +9,10 @@ from __future__ import annotations
 
 import os
 import re
+import signal
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -79,6 +81,41 @@ def test_a_console_approval_runs_the_call_once_across_a_crash_and_a_resume(
                 and e.data["call_id"] == "t1"]) == 1
     again = post(anyone, aid, verdict="approve", seen=current(store, aid))
     assert again.status_code == 409 and "already used" in again.text
+
+
+def test_a_resume_killed_by_sigkill_mid_call_runs_the_approved_call_at_most_once(
+        url: str, store: Store, tmp_path: Path) -> None:
+    ledger = tmp_path / "effects.txt"
+    sid, reason = _app("run", url, str(ledger)).stdout.split()
+    assert reason == "needs_approval"
+    aid = only_request(store, sid)
+    anyone = h.client(store)
+    seen = h.shown_version(anyone.get("/inbox").text, aid)
+    assert post(anyone, aid, verdict="approve", seen=seen).status_code == 303
+    worker = subprocess.Popen(  # the transfer holds for a minute before it moves anything
+        [sys.executable, approval_crash_app.__file__, "resume", url, str(ledger), sid],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        env={**os.environ, "CRASH_APP_HOLD": "60"})
+    try:
+        deadline = time.monotonic() + 60
+        while not any(e.type == EventType.TOOL_STARTED for e in store.read(sid)):
+            assert worker.poll() is None and time.monotonic() < deadline, worker.stderr
+            time.sleep(0.05)  # polling the journal for the event, not a timing margin
+        types = [e.type for e in store.read(sid)]
+        assert EventType.APPROVAL_GRANTED in types and EventType.TOOL_RESULT not in types
+    finally:
+        worker.send_signal(signal.SIGKILL)
+        worker.communicate(timeout=60)
+    assert worker.returncode == -signal.SIGKILL and not ledger.exists()
+    # the journal cannot say whether the transfer happened: an operator looks, and settles
+    assert _app("resume", url, str(ledger), sid).stdout.strip() == "uncertain_effect"
+    approval_crash_app.build(url, str(ledger)).load(sid).settle(
+        "t1", "retry", operator="ops", note="the bank shows no transfer")
+    assert _app("resume", url, str(ledger), sid).stdout.strip() == "finished"
+    assert ledger.read_text().splitlines() == ["transfer 250"]
+    record = store.get_approval(aid)
+    assert record is not None and record["status"] == "used" and record["used_by"] == f"{sid}/t1"
+    assert len([e for e in store.read(sid) if e.type == EventType.APPROVAL_GRANTED]) == 1
 
 
 @pytest.mark.xfail(strict=True, reason="defect (lead: runtime/chokepoint/held.py): the session's "
