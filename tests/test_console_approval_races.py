@@ -118,9 +118,6 @@ def test_a_resume_killed_by_sigkill_mid_call_runs_the_approved_call_at_most_once
     assert len([e for e in store.read(sid) if e.type == EventType.APPROVAL_GRANTED]) == 1
 
 
-@pytest.mark.xfail(strict=True, reason="defect (lead: runtime/chokepoint/held.py): the session's "
-                   "approval.granted carries approver and note but neither break_glass nor "
-                   "approver_auth, though rules.py promises break-glass is marked in the journal")
 def test_a_break_glass_approval_is_marked_in_the_sessions_journal(url: str,
                                                                   store: Store) -> None:
     sid = h.paused(url, tool_name="refund")

@@ -37,6 +37,7 @@ from tether.runtime.approvals.deciding import (
     Pending,
     Verdict,
     decide,
+    not_found,
     pending,
     record_attempt,
 )
@@ -186,13 +187,13 @@ def decided_page(request: Request, form: FormData) -> Response:
     actual = StoredApprovals(store, ALL_TENANTS).get(approval_id)
     visible = StoredApprovals(store, viewer.tenant_id).get(approval_id) is not None
     if actual is None:
-        return _refused(request, 404, f"no approval request {approval_id!r}")
+        return _refused(request, 404, not_found(approval_id))
     wrong = form_problem(form, request)
     if wrong is not None:
         record_attempt(store, actual, viewer, str(form.get("verdict", "?")),
                        f"the console refused the form: {wrong}")
         if not visible:
-            return _refused(request, 404, f"no approval request {approval_id!r}")
+            return _refused(request, 404, not_found(approval_id))
         return _refused(request, 400, f"{wrong}; reload the inbox and decide from its form")
     verdict: Verdict = "approve" if form["verdict"] == "approve" else "deny"
     try:
