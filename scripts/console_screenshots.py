@@ -19,7 +19,6 @@ import tempfile
 import threading
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import uvicorn
 
@@ -35,6 +34,8 @@ from tether import (
     tool,
 )
 from tether.policy import Action, Context, Resource, Subject
+from tether.runtime.approvals.deciding import decide, pending
+from tether.runtime.approvals.identity import Identity
 from tether.store.base import Store
 from tether.store.opening import open_store
 from tether.web import Console, create_app
@@ -79,28 +80,39 @@ class Treasury:
         return Decision(Effect.ALLOW, "reading is fine", "treasury.read")
 
 
+def recipe(store: Store, script: list[ToolCall]) -> Agent:
+    model = ScriptedModel([*(ModelResponse(tool_calls=(c,)) for c in script),
+                           "Done: the mail is handled."])
+    return Agent(model=model, reasoning=ReAct(), name="treasury", store=store,
+                 tools=[read_mail, lookup_order, transfer, refund], policy=Treasury())
+
+
 def demo(store: Store) -> str:
-    """Three sessions: two paused on an approval, one finished; the finished one's id."""
-    runs: list[tuple[str, list[Any]]] = [
+    """Two sessions paused on an approval (the inbox) and one whose transfer was approved in
+    the console's way (``decide``) and resumed (the timeline); the latter's id."""
+    runs: list[tuple[str, list[ToolCall]]] = [
         ("bob@acme.test", [ToolCall("m1", "read_mail", {}),
                            ToolCall("c1", "transfer", {"amount": 250,
                                                        "iban": "DE44500105175407324931"})]),
         ("dana@acme.test", [ToolCall("m1", "read_mail", {}),
                             ToolCall("o1", "lookup_order", {"order": "A-1001"}),
                             ToolCall("c1", "refund", {"order": "A-1001", "amount": 40})]),
-        ("erin@acme.test", [ToolCall("o1", "lookup_order", {"order": "A-2002"})]),
+        ("erin@acme.test", [ToolCall("o1", "lookup_order", {"order": "A-2002"}),
+                            ToolCall("c1", "refund", {"order": "A-2002", "amount": 15})]),
     ]
-    finished = ""
+    last = ""
     for user, script in runs:
-        model = ScriptedModel([*(ModelResponse(tool_calls=(c,)) for c in script),
-                               "Order A-2002 was delivered."])
-        agent = Agent(model=model, reasoning=ReAct(), name="treasury", store=store,
-                      tools=[read_mail, lookup_order, transfer, refund], policy=Treasury())
-        session = agent.session("handle the newest mail", user_id=user, tenant_id="acme",
-                                budget=Budget(max_steps=12, max_tool_calls=6))
-        if session.run().stop_reason.value == "finished":
-            finished = session.id
-    return finished
+        session = recipe(store, script).session("handle the newest mail", user_id=user,
+                                                tenant_id="acme",
+                                                budget=Budget(max_steps=12, max_tool_calls=6))
+        session.run()
+        last = session.id
+    (waiting,) = pending(store, Identity("alice@acme.test", "header:" + HEADER), last)
+    decide(store, waiting.request.id, "approve", identity=Identity(
+        "alice@acme.test", "header:" + HEADER, "acme"), note="receipt checked",
+        seen=waiting.version)
+    recipe(store, runs[-1][1]).resume(last)
+    return last
 
 
 @contextlib.contextmanager
@@ -127,8 +139,8 @@ def main(argv: list[str]) -> int:
     out.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory() as work:
         store = open_store(f"sqlite:///{Path(work) / 'demo.db'}")
-        finished = demo(store)
-        pages = {"inbox": "/inbox", "sessions": "/sessions", "timeline": f"/sessions/{finished}"}
+        resumed = demo(store)
+        pages = {"inbox": "/inbox", "sessions": "/sessions", "timeline": f"/sessions/{resumed}"}
         with serving(Console(store, auth=f"header:{HEADER}")) as base, \
                 sync_playwright() as playwright:
             browser = playwright.chromium.launch(executable_path=CHROMIUM, headless=True)
