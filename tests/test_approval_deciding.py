@@ -28,6 +28,7 @@ from tether import (
 from tether.journal.anchors import check_anchors
 from tether.policy import Action, Context, Resource, Subject
 from tether.runtime.approvals.deciding import (
+    ApprovalNotFound,
     ApprovalRefused,
     decide,
     pending,
@@ -39,7 +40,7 @@ from tether.runtime.approvals.identity import (
     Identity,
     header_method,
 )
-from tether.runtime.approvals.requests import ALL_TENANTS, ApprovalError, StoredApprovals
+from tether.runtime.approvals.requests import ALL_TENANTS, StoredApprovals
 from tether.runtime.approvals.rules import ApprovalRules
 from tether.runtime.lifecycle.session import SessionEnded
 from tether.store.base import Store
@@ -108,16 +109,14 @@ def attempt_anchors(store: Store, approval_id: str) -> list[dict[str, Any]]:
             if a.kind == "attempt" and json.loads(a.body)["id"] == approval_id]
 
 
-def refused(store: Store, approval_id: str, verdict: str = "approve", hidden: bool = False,
-            **kwargs: Any) -> str:
-    """Decide, expecting a refusal that is recorded on the request and anchored (``hidden``:
-    the caller is told less than is recorded)."""
+def refused(store: Store, approval_id: str, verdict: str = "approve", **kwargs: Any) -> str:
+    """Decide, expecting a refusal that is recorded on the request and anchored."""
     before = len(attempts(store, approval_id))
     with pytest.raises(ApprovalRefused) as caught:
         decide(store, approval_id, verdict, **{"identity": ALICE, **kwargs})  # type: ignore[arg-type]
     after = attempts(store, approval_id)
     assert len(after) == before + 1 and after[-1]["verdict"] == verdict
-    assert (after[-1]["why"] != caught.value.why) is hidden
+    assert after[-1]["why"] == caught.value.why
     assert attempt_anchors(store, approval_id)[-1] == after[-1]
     return str(caught.value)
 
@@ -185,11 +184,13 @@ def test_a_name_no_one_vouched_for_is_refused_where_the_rules_say_so(store: Stor
 def test_another_tenants_request_is_not_found_and_the_attempt_is_kept(store: Store) -> None:
     _desk, _sid, approval_id = paused(store)
     mallory = Identity("mallory", OS_USER, "globex")
-    with pytest.raises(ApprovalError) as unknown:
+    with pytest.raises(ApprovalNotFound) as unknown:
         decide(store, "apr_0000000000000000beef", "approve", identity=mallory)
-    assert not isinstance(unknown.value, ApprovalRefused)
-    message = refused(store, approval_id, hidden=True, identity=mallory)
-    assert message == str(unknown.value).replace("apr_0000000000000000beef", approval_id)
+    with pytest.raises(ApprovalNotFound) as hidden:
+        decide(store, approval_id, "approve", identity=mallory)
+    assert str(hidden.value) == str(unknown.value).replace("apr_0000000000000000beef",
+                                                             approval_id)
+    assert attempt_anchors(store, approval_id)[-1] == attempts(store, approval_id)[-1]
     assert attempts(store, approval_id)[-1]["who"] == "mallory"
     assert attempts(store, approval_id)[-1]["why"] == "mallory (os-user) is not of tenant 'acme'"
     assert pending(store, mallory) == []

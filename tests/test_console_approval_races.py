@@ -169,9 +169,6 @@ def test_losing_a_race_to_another_approver_is_a_conflict(url: str, store: Store)
     assert store.get_approval(aid)["status"] == "denied"  # type: ignore[index]
 
 
-@pytest.mark.xfail(strict=True, reason="defect (lead: deciding.decide): a decision that loses the "
-                   "compare-and-set to another approver raises a plain ApprovalError from "
-                   "StoredApprovals and is not recorded in the request's attempts")
 def test_losing_a_race_is_recorded_as_an_attempt(url: str, store: Store) -> None:
     aid = only_request(store, h.paused(url))
     alice = h.client(Racing(store), "alice@acme.test", RULES)  # type: ignore[arg-type]

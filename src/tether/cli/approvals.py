@@ -34,12 +34,11 @@ from tether.cli.common import (
     full_session_id,
     note,
     open_existing,
-    store_hint,
     tenant_scope,
     usage,
 )
 from tether.cli.deciders import add_decider_options, decider
-from tether.cli.next_steps import PLACEHOLDER, recorded_recipe
+from tether.journal.views.resume_line import PLACEHOLDER, resume_command
 from tether.vocabulary import EventType
 
 if TYPE_CHECKING:
@@ -165,11 +164,11 @@ def run_decide(args: argparse.Namespace) -> int:
         print(f"the client ({client}) can now make the same call again, in this MCP session or "
               f"a new one; {'it runs once' if verb == 'approved' else 'it is refused'}")
     else:
-        recipe = recorded_recipe(start)  # as `tether run` recorded it (tether.cli.next_steps)
+        command = resume_command(decided.session_id, start, store.url)
         print(f"resume the session to {'run' if verb == 'approved' else 'refuse'} the call: "
-              f"tether resume {decided.session_id} --agent {recipe}{store_hint(store.url)}"
-              + (" (MODULE:ATTR: the recipe that started it; it was not started by `tether "
-                 "run`, which records it)" if recipe == PLACEHOLDER else ""))
+              f"{command}" + (" (MODULE:ATTR: the recipe that started it; it was not started "
+                              "by `tether run`, which records it)"
+                              if f"--agent {PLACEHOLDER}" in command else ""))
     return EXIT_OK
 
 

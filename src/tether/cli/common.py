@@ -57,9 +57,9 @@ def tenant_scope(args: argparse.Namespace) -> Any:
 
 def store_hint(given: str | None) -> str:
     """`` --store URL`` for a command line printed as advice (its secrets masked), or ""."""
-    from tether.urls import redact_url
+    from tether.journal.views.resume_line import store_option
 
-    return f" --store {redact_url(given)}" if given else ""
+    return store_option(given)
 
 
 def store_url(given: str | None) -> str:

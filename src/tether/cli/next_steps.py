@@ -22,6 +22,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from tether.cli.common import store_hint
+from tether.journal.views.resume_line import RECIPE_KEY
 from tether.vocabulary import EventType
 
 if TYPE_CHECKING:
@@ -29,22 +30,11 @@ if TYPE_CHECKING:
     from tether.types import Event
 
 
-RECIPE_KEY = "recipe"  # in session.start's metadata: the --agent reference `tether run` was given
-PLACEHOLDER = "MODULE:ATTR"
 
 
 def run_metadata(agent: str) -> dict[str, str]:
     """The metadata ``tether run`` gives a session: the recipe reference it was started with."""
     return {RECIPE_KEY: agent}
-
-
-def recorded_recipe(events: Sequence[Event]) -> str:
-    """The recipe reference the session's start recorded, else the placeholder to fill in."""
-    first = events[0] if events else None
-    if first is None or first.type != EventType.SESSION_START:
-        return PLACEHOLDER
-    recipe = (first.data.get("metadata") or {}).get(RECIPE_KEY)
-    return recipe if isinstance(recipe, str) and recipe else PLACEHOLDER
 
 
 def session_store(session: Session, given: str | None) -> str:

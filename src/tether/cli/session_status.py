@@ -13,8 +13,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from tether.cli.next_steps import recorded_recipe, uncertain
+from tether.cli.next_steps import uncertain
 from tether.journal.views.erased import ERASED, ERASURE, erased_by, is_erasure_record
+from tether.journal.views.resume_line import recorded_recipe
 from tether.vocabulary import EventType
 
 if TYPE_CHECKING:

@@ -31,8 +31,10 @@ from starlette.requests import Request
 from starlette.responses import RedirectResponse, Response
 from starlette.routing import Route
 
+from tether.journal.views.resume_line import resume_command as resume_line
 from tether.journal.views.text import when
 from tether.runtime.approvals.deciding import (
+    ApprovalNotFound,
     ApprovalRefused,
     Pending,
     Verdict,
@@ -43,20 +45,15 @@ from tether.runtime.approvals.deciding import (
 )
 from tether.runtime.approvals.requests import (
     ALL_TENANTS,
-    ApprovalError,
     ApprovalRequest,
     StoredApprovals,
 )
 from tether.store.base import Store
-from tether.urls import redact_url
-from tether.vocabulary import EventType
 from tether.web.pages import console, identity, render
 
 #: The fields the inbox's form sends; any other is an edit the page never offered.
 FIELDS = frozenset({"verdict", "note", "seen", "csrf", "break_glass"})
 VERDICTS = ("approve", "deny")
-#: What `tether run` records as the recipe, in session.start's metadata (tether.cli.next_steps).
-RECIPE_KEY, PLACEHOLDER = "recipe", "MODULE:ATTR"
 LIMITS = (("cost_usd", "max_cost_usd", "$"), ("tokens", "max_tokens", "tokens"),
           ("steps", "max_steps", "steps"), ("tool_calls", "max_tool_calls", "tool calls"),
           ("seconds", "max_seconds", "s"))
@@ -139,17 +136,10 @@ def left(seconds: float) -> str:
 
 
 def resume_command(store: Store, request: ApprovalRequest) -> str:
-    """How to run (or refuse) the decided call: ``tether resume`` as ``tether approvals`` says it.
-
-    tether.web may not import tether.cli (both are faces), so this reads the recipe the session's
-    start recorded (``tether.cli.next_steps.RECIPE_KEY``) and the store's redacted URL here."""
-    start = store.read(request.session_id)[:1]
-    data = start[0].data if start and start[0].type == EventType.SESSION_START else {}
-    recipe = (data.get("metadata") or {}).get(RECIPE_KEY)
-    recipe = recipe if isinstance(recipe, str) and recipe else PLACEHOLDER
-    url = getattr(store, "url", None)
-    hint = f" --store {redact_url(url)}" if url else ""
-    return f"tether resume {request.session_id} --agent {recipe}{hint}"
+    """How to run (or refuse) the decided call: ``tether resume`` as ``tether approvals`` says it
+    (``tether.journal.views.resume_line``: the one wording both faces use)."""
+    return resume_line(request.session_id, store.read(request.session_id)[:1],
+                       getattr(store, "url", None))
 
 
 def inbox(request: Request) -> Response:
@@ -200,10 +190,10 @@ def decided_page(request: Request, form: FormData) -> Response:
         decided = decide(store, approval_id, verdict, identity=viewer,
                          note=str(form.get("note", "")), rules=console(request).rules,
                          seen=str(form["seen"]), break_glass=bool(form.get("break_glass")))
-    except ApprovalRefused as refused:
-        return _refused(request, 409 if visible else 404, refused.why)
-    except ApprovalError as lost:  # the request exists: another decision won the race
-        return _refused(request, 409 if visible else 404, str(lost))
+    except ApprovalNotFound as unknown:  # gone meanwhile, or another tenant's
+        return _refused(request, 404, str(unknown))
+    except ApprovalRefused as refused:  # a check, or another decision that won the race
+        return _refused(request, 409, refused.why)
     return RedirectResponse(f"/inbox?decided={decided.id}", status_code=303)
 
 

@@ -15,7 +15,8 @@ arguments, hash, expiry and tenant, or the row is forged and nothing is decided.
 that is no longer current is stale and refused. Every refusal is *recorded*: appended to the
 request's ``attempts`` and anchored in the store's anchor chain (``tether.store.base``), so an
 attack leaves a tamper-evident trace even though it changed nothing. A request of another tenant
-answers "no approval request" to the caller, and the attempt is still recorded on it.
+answers "no approval request" to the caller (``ApprovalNotFound``, as for an id that does not
+exist), and the attempt is still recorded on it.
 """
 
 from __future__ import annotations
@@ -52,6 +53,11 @@ class ApprovalRefused(ApprovalError):
         super().__init__(why)
         self.why = why
         self.approval_id = approval_id
+
+
+class ApprovalNotFound(ApprovalError):
+    """No such request, or one the caller may not see (another tenant's): the same words for
+    both, so an id reveals nothing; an attempt on a hidden one is still recorded on it."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -169,7 +175,8 @@ def decide(store: Store, approval_id: str, verdict: Verdict, *, identity: Identi
            note: str = "", rules: ApprovalRules | None = None, seen: str | None = None,
            break_glass: bool = False) -> ApprovalRequest:
     """Approve or deny ``approval_id`` as ``identity``, after every check; ApprovalRefused
-    (recorded on the request) when one fails, ApprovalError when there is no such request.
+    (recorded on the request) when one fails, ApprovalNotFound when there is no such request
+    or it is another tenant's (recorded on it all the same).
 
     ``seen``: the ``version`` of the view the decision was made from (the console always sends
     it; the CLI decides on the request as it is now). ``break_glass``: override the four-eyes
@@ -179,15 +186,16 @@ def decide(store: Store, approval_id: str, verdict: Verdict, *, identity: Identi
     actual = everyone.get(approval_id)
     visible = StoredApprovals(store, identity.tenant_id).get(approval_id)
     if actual is None:
-        raise ApprovalError(not_found(approval_id))
+        raise ApprovalNotFound(not_found(approval_id))
 
-    def refuse(why: str, told: str | None = None) -> ApprovalRefused:
+    def refuse(why: str) -> ApprovalRefused:
         record_attempt(store, actual, identity, verdict, why)
-        return ApprovalRefused(told or why, approval_id=approval_id)
+        return ApprovalRefused(why, approval_id=approval_id)
 
     if visible is None:  # another tenant's: not found, to them; recorded, for the owner
-        raise refuse(f"{identity} is not of tenant {actual.tenant_id!r}",
-                     told=not_found(approval_id))
+        record_attempt(store, actual, identity, verdict,
+                       f"{identity} is not of tenant {actual.tenant_id!r}")
+        raise ApprovalNotFound(not_found(approval_id))
     events = store.read(actual.session_id)
     forged = forged_because(actual, events, store.read, store.unverifiable(actual.session_id))
     if forged is not None:
@@ -208,8 +216,11 @@ def decide(store: Store, approval_id: str, verdict: Verdict, *, identity: Identi
         raise refuse(why_not)
     approvals = StoredApprovals(store, identity.tenant_id)
     decide_as = approvals.approve if verdict == "approve" else approvals.deny
-    return decide_as(approval_id, approver=identity.name, note=note, method=identity.method,
-                     break_glass=break_glass)
+    try:
+        return decide_as(approval_id, approver=identity.name, note=note,
+                         method=identity.method, break_glass=break_glass)
+    except ApprovalError as lost:  # another decision won the race since the checks above
+        raise refuse(str(lost)) from lost
 
 
 def not_found(approval_id: str) -> str:
