@@ -28,6 +28,7 @@ from tether.store.base import (
     session_info,
     thread_key,
 )
+from tether.store.session_index import SessionFilter, matches
 from tether.types import Event
 
 
@@ -123,6 +124,16 @@ class MemoryStore:
         return sorted((i for i in infos if (since is None or i.updated_at >= since)
                        and (until is None or i.updated_at < until)),
                       key=lambda i: i.created_at)
+
+    def page_sessions(self, where: SessionFilter, limit: int,
+                      after: tuple[float, str] | None = None) -> list[SessionInfo]:
+        with self._lock:
+            infos = [session_info(sid, evs) for sid, evs in self._events.items() if evs]
+        chosen = sorted((i for i in infos if (after is None or
+                                              (i.created_at, i.session_id) < after)
+                         and matches(i, where)),
+                        key=lambda i: (i.created_at, i.session_id), reverse=True)
+        return chosen[:limit]
 
     def prune(self, before: float) -> int:
         with self._lock:

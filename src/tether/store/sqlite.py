@@ -30,7 +30,6 @@ from tether.store.base import (
     Lease,
     SchemaError,
     SessionBusy,
-    SessionInfo,
     StoreError,
     StoreFull,
     approval_anchor,
@@ -41,8 +40,10 @@ from tether.store.base import (
     lease_columns,
     seal_anchor,
 )
+from tether.store.session_index import step_facts
 from tether.store.sqlite_checkpoint import BACKSTOP_PAGES, Checkpointer
 from tether.store.sqlite_erasure import SQLiteErasure
+from tether.store.sqlite_listing import SQLiteListing
 from tether.store.sqlite_open import (
     connect,
     connect_read_only,
@@ -81,7 +82,7 @@ def path_of(url: str) -> str:
     return path
 
 
-class SQLiteStore(SQLiteThreads, SQLiteErasure):
+class SQLiteStore(SQLiteListing, SQLiteThreads, SQLiteErasure):
     """The embedded default store: one SQLite file in WAL mode (``sqlite:///tether.db``), safe
     for several processes on one machine.
 
@@ -195,6 +196,7 @@ class SQLiteStore(SQLiteThreads, SQLiteErasure):
         if data_json is None or len(data_json) != len(events):
             data_json = [e.json_text or json.dumps(e.data, ensure_ascii=False) for e in events]
         first, last = events[0], events[-1]
+        facts = step_facts(events)  # what the index keeps beside the row's count and type
         with self._lock:
             self._writable(session_id)
             cursor = self._cursor
@@ -204,10 +206,11 @@ class SQLiteStore(SQLiteThreads, SQLiteErasure):
                     cursor.execute(
                         "INSERT OR IGNORE INTO sessions (session_id, tenant_id, agent, "
                         "created_at, updated_at, events, last_type, lease_holder, lease_token, "
-                        "lease_expires) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                        "lease_expires, user_id, thread_id) "
+                        "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                         (session_id, subject.get("tenant_id"), first.data.get("agent"),
                          first.timestamp, last.timestamp, last.seq, last.type,
-                         *lease_columns(lease)))
+                         *lease_columns(lease), facts.user_id, facts.thread_id))
                     key, moved = cursor.lastrowid, cursor.rowcount
                 else:
                     key = self._keys.get(session_id)
@@ -224,6 +227,9 @@ class SQLiteStore(SQLiteThreads, SQLiteErasure):
                         raise SessionBusy(session_id, row[3], row[4], lost=True)
                     key = row[0]  # e.g. pruned and begun anew by another process
                     self._move_on(key, row[1], last, lease)
+                if facts.stopped:  # a pause or an end: the index keeps its reason and spend
+                    cursor.execute("UPDATE sessions SET stop_reason = ?, cost = ? WHERE key = ?",
+                                   (facts.stop_reason, facts.cost, key))
                 values: list[Any] = []
                 for e, text in zip(events, data_json, strict=True):
                     values += (key, e.seq, e.type, e.timestamp, text, e.prev_hash, e.hash)
@@ -333,16 +339,6 @@ class SQLiteStore(SQLiteThreads, SQLiteErasure):
             rows = self._db.execute("SELECT DISTINCT session_key FROM events WHERE session_key "
                                     "NOT IN (SELECT key FROM sessions) ORDER BY 1").fetchall()
         return [f"key {key}" for (key,) in rows]
-
-    def sessions(self, *, since: float | None = None,
-                 until: float | None = None) -> list[SessionInfo]:
-        with self._lock:
-            rows = self._db.execute(
-                "SELECT session_id, created_at, updated_at, events, last_type, tenant_id, agent "
-                "FROM sessions WHERE updated_at >= ? AND updated_at < ? ORDER BY created_at",
-                (since if since is not None else float("-inf"),
-                 until if until is not None else float("inf"))).fetchall()
-        return [SessionInfo(*row) for row in rows]
 
     def prune(self, before: float) -> int:
         with self._lock:
