@@ -47,7 +47,7 @@ from tether.store.postgres_schema import ANCHOR_LANES, MIGRATIONS, SCHEMA_VERSIO
 from tether.store.postgres_steps import Append, Statements, arun, run
 from tether.store.postgres_threads import PostgresThreads
 from tether.store.postgres_url import ride_through_in_url, schema_in_url
-from tether.store.session_index import LISTED, SessionFilter, where_sql
+from tether.store.session_index import LISTED, PG_SESSION_ID, SessionFilter, where_sql
 from tether.types import Event
 from tether.urls import redact_text, redact_url
 
@@ -245,11 +245,12 @@ class PostgresStore(PostgresThreads, PostgresErasure, PostgresApprovals, Postgre
     @riding
     def page_sessions(self, where: SessionFilter, limit: int,
                       after: tuple[float, str] | None = None) -> list[SessionInfo]:
-        clause, args = where_sql(where, after, "%s")
+        clause, args = where_sql(where, after, "%s", PG_SESSION_ID)
         with self._connection() as db:
             rows = db.execute(self._sql(
                 f"SELECT {LISTED} FROM {{s}}.sessions WHERE {clause} "
-                "ORDER BY created_at DESC, session_id DESC LIMIT %s"), [*args, limit]).fetchall()
+                f"ORDER BY created_at DESC, {PG_SESSION_ID} DESC LIMIT %s"),
+                [*args, limit]).fetchall()
         return [SessionInfo(*row) for row in rows]
 
     @riding

@@ -37,6 +37,10 @@ STATUS_TYPES: dict[str, str] = {"ended": EventType.SESSION_END,
                                 "paused": EventType.SESSION_PAUSED,
                                 "erasure": EventType.ERASURE_RECORDED}
 STATUSES = ("open", *STATUS_TYPES)
+# PostgreSQL orders text by the database's collation (en_US puts "a-b" after "ab/"): the page
+# key's session id is compared byte by byte, as SQLite and Python do, so every store walks the
+# same order (its indexes are made with the same collation, so they serve the walk)
+PG_SESSION_ID = 'session_id COLLATE "C"'
 # an index row as SessionInfo takes it, in its order (both SQL stores select these)
 LISTED = ("session_id, created_at, updated_at, events, last_type, tenant_id, agent, user_id, "
           "thread_id, stop_reason, cost")
@@ -122,10 +126,11 @@ def cost_of(value: Any) -> float | None:
         return None
 
 
-def where_sql(where: SessionFilter, after: tuple[float, str] | None,
-              mark: str = "?") -> tuple[str, list[Any]]:
+def where_sql(where: SessionFilter, after: tuple[float, str] | None, mark: str = "?",
+              session_id: str = "session_id") -> tuple[str, list[Any]]:
     """The WHERE clause (``1 = 1`` when nothing filters) and its parameters for ``where`` and
-    the page key ``after``, with ``mark`` as the parameter placeholder (``?`` or ``%s``)."""
+    the page key ``after``, with ``mark`` as the parameter placeholder (``?`` or ``%s``) and
+    ``session_id`` as the key's second column (PostgreSQL: ``PG_SESSION_ID``)."""
     clauses: list[str] = []
     args: list[Any] = []
 
@@ -159,7 +164,7 @@ def where_sql(where: SessionFilter, after: tuple[float, str] | None,
         add(f"session_id NOT IN ({', '.join('?' * len(where.excluding))})",
             *sorted(where.excluding))
     if after is not None:
-        add("(created_at, session_id) < (?, ?)", *after)
+        add(f"(created_at, {session_id}) < (?, ?)", *after)
     return " AND ".join(clauses) or "1 = 1", args
 
 
