@@ -6,7 +6,7 @@ in the same transaction as the append that changes them: a session's start names
 (tenant, user) and thread; its pause or end names its stop reason and its spend. This module
 reads those facts from a step's events (``step_facts``), once, for all three stores, and builds
 the keyset query's filter (``where_sql``) for both SQL stores, so they cannot disagree about
-what a filter means; ``matches`` is the same filter for the memory store, which is the reference.
+what a filter means (the memory store, the reference, applies the same filter in Python).
 
 Decision: the status filter maps to the index's ``last_type`` exactly as ``SessionInfo.status``
 does. A cost filter matches only sessions whose spend a pause or an end recorded (an open
@@ -25,7 +25,6 @@ from tether.errors import InvalidArgument
 from tether.vocabulary import EventType
 
 if TYPE_CHECKING:
-    from tether.store.base import SessionInfo
     from tether.types import Event
 
 ANY_TENANT: Any = object()
@@ -166,27 +165,3 @@ def where_sql(where: SessionFilter, after: tuple[float, str] | None, mark: str =
     if after is not None:
         add(f"(created_at, {session_id}) < (?, ?)", *after)
     return " AND ".join(clauses) or "1 = 1", args
-
-
-def matches(info: SessionInfo, where: SessionFilter) -> bool:
-    """Whether ``info`` is one ``where`` lists (the memory store's filter; ``where_sql``'s in
-    Python)."""
-    if where.status is not None and info.status != where.status:
-        return False
-    if where.tenant_id is not ANY_TENANT and info.tenant_id != where.tenant_id:
-        return False
-    for wanted, value in ((where.stop_reason, info.stop_reason), (where.agent, info.agent),
-                          (where.user_id, info.user_id), (where.thread_id, info.thread_id)):
-        if wanted is not None and value != wanted:
-            return False
-    if where.since is not None and info.created_at < where.since:
-        return False
-    if where.until is not None and info.created_at >= where.until:
-        return False
-    if where.min_cost is not None and (info.cost is None or info.cost < where.min_cost):
-        return False
-    if where.max_cost is not None and (info.cost is None or info.cost > where.max_cost):
-        return False
-    if where.ids is not None and info.session_id not in where.ids:
-        return False
-    return info.session_id not in where.excluding
