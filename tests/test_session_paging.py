@@ -237,7 +237,7 @@ def test_walking_every_page_yields_the_filtered_sessions_once_each_newest_first(
 # -- a store written by schema 8 ----------------------------------------------------------------
 
 NEW_COLUMNS = ("user_id", "thread_id", "stop_reason", "cost")
-NEW_INDEXES = ("sessions_newest", "sessions_by_tenant", "sessions_by_agent", "sessions_by_user")
+NEW_INDEXES = ("sessions_newest", "sessions_by_tenant", "sessions_by_user")
 
 
 def _back_to_schema_8(store: Store) -> Store:

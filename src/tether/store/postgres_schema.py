@@ -83,10 +83,10 @@ MIGRATIONS: dict[int, list[str]] = {
     # Listing a page of 100,000 sessions by keyset (tether.store.session_index): the index row
     # keeps the user and thread its start named and the stop reason and spend (US dollars) its
     # last pause or end recorded, backfilled here from the stored events; the newest-first walk
-    # and the tenant, agent and user filters each have an index that ends in the page key (its
-    # session id in byte order, as store.session_index compares it). The columns a later step
-    # changes (last_type, stop_reason, cost) are in no index, so a step's update of the row
-    # stays a HOT update.
+    # and the tenant and user filters have an index that ends in the page key (its session id in
+    # byte order, as store.session_index compares it); an agent is not indexed (agents are few:
+    # see the SQLite migration). The columns a later step changes (last_type, stop_reason, cost)
+    # are in no index, so a step's update of the row stays a HOT update.
     9: [
         "ALTER TABLE {s}.sessions ADD COLUMN IF NOT EXISTS user_id TEXT",
         "ALTER TABLE {s}.sessions ADD COLUMN IF NOT EXISTS thread_id TEXT",
@@ -107,8 +107,6 @@ MIGRATIONS: dict[int, list[str]] = {
             (created_at, session_id COLLATE "C")""",
         """CREATE INDEX IF NOT EXISTS sessions_by_tenant ON {s}.sessions
             (tenant_id, created_at, session_id COLLATE "C")""",
-        """CREATE INDEX IF NOT EXISTS sessions_by_agent ON {s}.sessions
-            (agent, created_at, session_id COLLATE "C")""",
         """CREATE INDEX IF NOT EXISTS sessions_by_user ON {s}.sessions
             (user_id, created_at, session_id COLLATE "C")""",
     ],

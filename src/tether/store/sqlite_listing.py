@@ -4,7 +4,7 @@ Why apart from ``store.sqlite``: listing reads the session index and never write
 module is the append path; the store class mixes this in. Decision: a page is one indexed query,
 ``(created_at, session_id) < (?, ?) ORDER BY created_at DESC, session_id DESC LIMIT ?``, whose
 cost does not grow with how deep the page is (``tether.store.session_index`` builds its filter;
-``sessions_newest`` and the per-tenant, per-agent and per-user indexes of schema 9 serve it).
+``sessions_newest`` and the per-tenant and per-user indexes of schema 9 serve it).
 """
 
 from __future__ import annotations
