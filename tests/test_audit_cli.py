@@ -306,8 +306,8 @@ def test_list_shows_sessions_and_filters_by_age(sqlite_url: str,
     lines = out.splitlines()
     assert code == 0 and lines[0].split() == ["SESSION", "AGENT", "TENANT", "STATUS", "EVENTS",
                                               "UPDATED"]
-    assert lines[1].split()[:5] == ["old-session", "archived", "old-co", "open", "4"]
-    assert lines[2].split()[:5] == [new, "billing", "globex", "paused", "10"]
+    assert lines[1].split()[:5] == [new, "billing", "globex", "paused", "10"]  # newest first
+    assert lines[2].split()[:5] == ["old-session", "archived", "old-co", "open", "4"]
     assert lines[-1] == "2 sessions"
     code, out, _ = run(capsys, "audit", "list", "--since", "7d", "--store", sqlite_url)
     assert "old-session" not in out and new in out and out.endswith("1 session\n")

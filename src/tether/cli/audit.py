@@ -3,9 +3,10 @@
 Why: the journal is tether's evidence. ``verify`` proves each session's hash chain holds — or
 names the session, the seq and what was probably done to it — for every session of a store, or
 for an exported file with no store at all. ``show`` turns one session into a timeline a person
-reads; ``list`` finds sessions; ``export`` writes JSON lines that carry the hashes, so someone
-else can verify them offline. ``trust`` (``cli/audit_trust.py``) finds tools declared trusted
-whose recorded results carried planted canaries.
+reads; ``list`` finds sessions a page at a time (``cli/audit_list.py``); ``export`` writes
+JSON lines that carry the hashes, so someone else can verify them offline. ``trust``
+(``cli/audit_trust.py``) finds tools declared trusted whose recorded results carried planted
+canaries.
 
 Decision: these commands only read. ``verify`` checks each session against the event count the
 store's index recorded too, so a cut or extended tail is caught, and prints each intact
@@ -25,7 +26,7 @@ from collections.abc import Callable, Collection, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from tether.cli import audit_anchors, audit_trust
+from tether.cli import audit_anchors, audit_list, audit_trust
 from tether.cli.audit_reading import read_session, tenant_sessions
 from tether.cli.common import (
     EXIT_FINDING,
@@ -77,19 +78,7 @@ def register(commands: Any) -> None:
                       "and its events")
     show.set_defaults(run=run_show)
 
-    listing = sub.add_parser("list", help="list sessions",
-                             description="List stored sessions, oldest first.")
-    add_store_option(listing)
-    add_tenant_option(listing)
-    listing.add_argument("--since", metavar="WHEN", type=parse_time,
-                         help="only sessions written since: 7d, 12h, 2025-01-31, ...")
-    listing.add_argument("--until", metavar="WHEN", type=parse_time,
-                         help="only sessions last written before this time")
-    listing.add_argument("--status", choices=["open", "paused", "ended", "erased", "erasure"],
-                         help="only sessions in this state")
-    listing.add_argument("--agent", metavar="NAME", help="only this agent's sessions")
-    listing.add_argument("--json", action="store_true", help="print a JSON array")
-    listing.set_defaults(run=run_list)
+    audit_list.add(sub)
 
     export = sub.add_parser("export", help="write events as JSON lines",
                             description="Write events, one JSON object per line with seq, "
@@ -296,43 +285,7 @@ def run_show(args: argparse.Namespace) -> int:
     return EXIT_OK if found is None else EXIT_FINDING
 
 
-# -- list and export ----------------------------------------------------------------------------
-
-def run_list(args: argparse.Namespace) -> int:
-    from tether.journal.views.erased import erased_sessions, listed_status
-    from tether.journal.views.timeline import when
-
-    store = open_existing(args.store)
-    if store is None:
-        return EXIT_USAGE
-    try:
-        erased = erased_sessions(store)  # the index keeps an erased session's former state
-        infos = [i for i in tenant_sessions(store, args.tenant, args.since)
-                 if (args.until is None or i.updated_at < args.until)
-                 and (args.status is None or listed_status(i, erased) == args.status)
-                 and (args.agent is None or i.agent == args.agent)]
-    finally:
-        store.close()
-    if args.json:
-        print(json.dumps([{"session_id": i.session_id, "agent": i.agent, "tenant_id": i.tenant_id,
-                           "status": listed_status(i, erased), "events": i.events,
-                           "created_at": i.created_at, "updated_at": i.updated_at}
-                          for i in infos], ensure_ascii=False))
-        return EXIT_OK
-    if not infos:
-        filtered = any(v is not None for v in (args.since, args.until, args.status, args.agent))
-        print("no sessions" + (" match" if filtered else ""))
-        return EXIT_OK
-    rows = [("SESSION", "AGENT", "TENANT", "STATUS", "EVENTS", "UPDATED")]
-    rows += [(i.session_id, i.agent or "-", i.tenant_id or "-", listed_status(i, erased),
-              str(i.events),
-              when(i.updated_at)) for i in infos]
-    widths = [max(len(row[c]) for row in rows) for c in range(len(rows[0]))]
-    for row in rows:
-        print("  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip())
-    print(f"{len(infos)} session{'' if len(infos) == 1 else 's'}")
-    return EXIT_OK
-
+# -- export ------------------------------------------------------------------------------------
 
 def run_export(args: argparse.Namespace) -> int:
     from tether.cli.audit_ocsf import write_ocsf

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from tether.errors import RunError
+from tether.store.session_index import STOPS, SessionFilter, cost_of
 from tether.types import Event
 from tether.vocabulary import EventType
 
@@ -264,7 +265,9 @@ class ThreadEntry:
 @dataclass(frozen=True, slots=True)
 class SessionInfo:
     """A stored session, as a store lists it: its id, when it was created and last written, how
-    many events it has, the type of the last, its tenant and its agent's name."""
+    many events it has, the type of the last, its tenant and its agent's name; its user and
+    thread (from its start); the stop reason and spend in US dollars its last pause or end
+    recorded (``tether.store.session_index``)."""
     session_id: str
     created_at: float
     updated_at: float
@@ -272,6 +275,10 @@ class SessionInfo:
     last_type: str
     tenant_id: str | None = None
     agent: str | None = None
+    user_id: str | None = None
+    thread_id: str | None = None
+    stop_reason: str | None = None
+    cost: float | None = None
 
     @property
     def status(self) -> str:
@@ -331,6 +338,13 @@ class Store(Protocol):
 
     def sessions(self, *, since: float | None = None,
                  until: float | None = None) -> list[SessionInfo]: ...
+
+    def page_sessions(self, where: SessionFilter, limit: int,
+                      after: tuple[float, str] | None = None) -> list[SessionInfo]:
+        """Up to ``limit`` sessions matching ``where``, newest first by (created_at,
+        session_id), strictly below the key ``after``: a keyset query, no OFFSET
+        (``tether.store.paging`` wraps it in cursors)."""
+        ...
 
     def prune(self, before: float) -> int:
         """Delete whole sessions last written before ``before``; return how many."""
@@ -422,5 +436,8 @@ def session_info(session_id: str, events: Sequence[Event]) -> SessionInfo:
     start = first.data if first.type in (EventType.SESSION_START, ERASED_TYPE) else {}
     subject = start.get("subject") or {}
     last_type = last.data.get("type", last.type) if last.type == ERASED_TYPE else last.type
+    stop = next((e.data for e in reversed(events) if e.type in STOPS), {})
     return SessionInfo(session_id, first.timestamp, last.timestamp, len(events),
-                       last_type, subject.get("tenant_id"), start.get("agent"))
+                       last_type, subject.get("tenant_id"), start.get("agent"),
+                       subject.get("user_id"), (start.get("thread") or {}).get("id"),
+                       stop.get("reason"), cost_of((stop.get("spend") or {}).get("cost_usd")))

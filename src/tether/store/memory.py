@@ -28,6 +28,7 @@ from tether.store.base import (
     session_info,
     thread_key,
 )
+from tether.store.session_index import ANY_TENANT, SessionFilter
 from tether.types import Event
 
 
@@ -123,6 +124,16 @@ class MemoryStore:
         return sorted((i for i in infos if (since is None or i.updated_at >= since)
                        and (until is None or i.updated_at < until)),
                       key=lambda i: i.created_at)
+
+    def page_sessions(self, where: SessionFilter, limit: int,
+                      after: tuple[float, str] | None = None) -> list[SessionInfo]:
+        with self._lock:
+            infos = [session_info(sid, evs) for sid, evs in self._events.items() if evs]
+        chosen = sorted((i for i in infos if (after is None or
+                                              (i.created_at, i.session_id) < after)
+                         and matches(i, where)),
+                        key=lambda i: (i.created_at, i.session_id), reverse=True)
+        return chosen[:limit]
 
     def prune(self, before: float) -> int:
         with self._lock:
@@ -236,3 +247,26 @@ class MemoryStore:
 
     def close(self) -> None:
         """Nothing to release: the events live as long as this object."""
+
+
+def matches(info: SessionInfo, where: SessionFilter) -> bool:
+    """Whether ``info`` is one ``where`` lists: ``store.session_index.where_sql``, in Python."""
+    if where.status is not None and info.status != where.status:
+        return False
+    if where.tenant_id is not ANY_TENANT and info.tenant_id != where.tenant_id:
+        return False
+    for wanted, value in ((where.stop_reason, info.stop_reason), (where.agent, info.agent),
+                          (where.user_id, info.user_id), (where.thread_id, info.thread_id)):
+        if wanted is not None and value != wanted:
+            return False
+    if where.since is not None and info.created_at < where.since:
+        return False
+    if where.until is not None and info.created_at >= where.until:
+        return False
+    if where.min_cost is not None and (info.cost is None or info.cost < where.min_cost):
+        return False
+    if where.max_cost is not None and (info.cost is None or info.cost > where.max_cost):
+        return False
+    if where.ids is not None and info.session_id not in where.ids:
+        return False
+    return info.session_id not in where.excluding

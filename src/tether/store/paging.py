@@ -8,48 +8,26 @@ and the next page starts strictly after it.
 
 Decision: the cursor is opaque text (the key, encoded) that the caller hands back; a cursor that
 does not decode is a clear error, never the first page. ``ANY_TENANT`` lists every tenant's
-sessions (an operator); a tenant id (or None: sessions without one) lists only those.
+sessions (an operator); a tenant id (or None: sessions without one) lists only those. The
+query itself is each store's (``Store.page_sessions``: one keyset query in SQL; the filter's
+meaning is ``tether.store.session_index``'s); this module adds the cursor.
 """
 
 from __future__ import annotations
 
 import base64
 import json
+import math
 from dataclasses import dataclass
-from typing import Any
 
 from tether.errors import InvalidArgument
 from tether.store.base import SessionInfo, Store
+from tether.store.session_index import ANY_TENANT, SessionFilter
 
-ANY_TENANT: Any = object()
+__all__ = ["ANY_TENANT", "SessionFilter", "SessionPage", "decode_cursor", "encode_cursor",
+           "page_sessions"]
 
-
-@dataclass(frozen=True, slots=True)
-class SessionFilter:
-    """Which sessions to list; a field left None does not filter.
-
-    Args:
-        status: ``open``, ``paused``, ``ended`` or ``erasure`` (``SessionInfo.status``).
-        stop_reason: The stop reason it ended with (``finished``, ``cost_budget``, ...).
-        agent: The agent's name.
-        tenant_id: One tenant (None: sessions without a tenant); ``ANY_TENANT``: every one.
-        user_id: The user it ran for.
-        thread_id: The conversation thread it belongs to.
-        since: Created at or after (epoch seconds).
-        until: Created before (epoch seconds).
-        min_cost: Spent at least this many US dollars.
-        max_cost: Spent at most this many US dollars."""
-
-    status: str | None = None
-    stop_reason: str | None = None
-    agent: str | None = None
-    tenant_id: Any = ANY_TENANT
-    user_id: str | None = None
-    thread_id: str | None = None
-    since: float | None = None
-    until: float | None = None
-    min_cost: float | None = None
-    max_cost: float | None = None
+EVERY_SESSION = SessionFilter()  # no filter: every session of every tenant
 
 
 @dataclass(frozen=True, slots=True)
@@ -70,41 +48,22 @@ def decode_cursor(cursor: str) -> tuple[float, str]:
     try:
         raw = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4))
         created_at, session_id = json.loads(raw)
-        return float(created_at), str(session_id)
+        if not isinstance(created_at, (int, float)) or not isinstance(session_id, str) or \
+                not math.isfinite(created_at):
+            raise ValueError("not a (created_at, session_id) key")
+        return float(created_at), session_id
     except (ValueError, TypeError) as exc:
         raise InvalidArgument(f"cursor {cursor[:40]!r} is not one a session listing gave; "
                               "start from the first page (no cursor)") from exc
 
 
-def page_sessions(store: Store, where: SessionFilter = SessionFilter(), *, limit: int = 50,
+def page_sessions(store: Store, where: SessionFilter = EVERY_SESSION, *, limit: int = 50,
                   after: str | None = None) -> SessionPage:
     """Up to ``limit`` sessions matching ``where``, newest first, after the cursor ``after``."""
     if limit < 1:
         raise InvalidArgument(f"limit must be at least 1, got {limit}")
     key = decode_cursor(after) if after is not None else None
-    found = sorted(store.sessions(since=None, until=None),
-                   key=lambda s: (s.created_at, s.session_id), reverse=True)
-    chosen: list[SessionInfo] = []
-    for info in found:
-        if key is not None and (info.created_at, info.session_id) >= key:
-            continue
-        if not _matches(info, where):
-            continue
-        chosen.append(info)
-        if len(chosen) > limit:
-            break
+    chosen = store.page_sessions(where, limit + 1, key)  # one more: is there a next page?
     more = len(chosen) > limit
     chosen = chosen[:limit]
     return SessionPage(chosen, encode_cursor(chosen[-1]) if more else None)
-
-
-def _matches(info: SessionInfo, where: SessionFilter) -> bool:
-    if where.status is not None and info.status != where.status:
-        return False
-    if where.agent is not None and info.agent != where.agent:
-        return False
-    if where.tenant_id is not ANY_TENANT and info.tenant_id != where.tenant_id:
-        return False
-    if where.since is not None and info.created_at < where.since:
-        return False
-    return where.until is None or info.created_at < where.until

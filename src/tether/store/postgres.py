@@ -47,6 +47,7 @@ from tether.store.postgres_schema import ANCHOR_LANES, MIGRATIONS, SCHEMA_VERSIO
 from tether.store.postgres_steps import Append, Statements, arun, run
 from tether.store.postgres_threads import PostgresThreads
 from tether.store.postgres_url import ride_through_in_url, schema_in_url
+from tether.store.session_index import LISTED, PG_SESSION_ID, SessionFilter, where_sql
 from tether.types import Event
 from tether.urls import redact_text, redact_url
 
@@ -235,11 +236,21 @@ class PostgresStore(PostgresThreads, PostgresErasure, PostgresApprovals, Postgre
                  until: float | None = None) -> list[SessionInfo]:
         with self._connection() as db:
             rows = db.execute(self._sql(
-                "SELECT session_id, created_at, updated_at, events, last_type, tenant_id, agent "
-                "FROM {s}.sessions WHERE updated_at >= %s AND updated_at < %s "
-                "ORDER BY created_at"),
+                f"SELECT {LISTED} FROM {{s}}.sessions WHERE updated_at >= %s AND "
+                "updated_at < %s ORDER BY created_at"),
                 (since if since is not None else float("-inf"),
                  until if until is not None else float("inf"))).fetchall()
+        return [SessionInfo(*row) for row in rows]
+
+    @riding
+    def page_sessions(self, where: SessionFilter, limit: int,
+                      after: tuple[float, str] | None = None) -> list[SessionInfo]:
+        clause, args = where_sql(where, after, "%s", PG_SESSION_ID)
+        with self._connection() as db:
+            rows = db.execute(self._sql(
+                f"SELECT {LISTED} FROM {{s}}.sessions WHERE {clause} "
+                f"ORDER BY created_at DESC, {PG_SESSION_ID} DESC LIMIT %s"),
+                [*args, limit]).fetchall()
         return [SessionInfo(*row) for row in rows]
 
     @riding

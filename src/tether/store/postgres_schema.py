@@ -80,6 +80,36 @@ MIGRATIONS: dict[int, list[str]] = {
         """CREATE UNIQUE INDEX IF NOT EXISTS threads_by_end ON {s}.threads
             (tenant_id, user_id, thread_id, ended)""",
     ],
+    # Listing a page of 100,000 sessions by keyset (tether.store.session_index): the index row
+    # keeps the user and thread its start named and the stop reason and spend (US dollars) its
+    # last pause or end recorded, backfilled here from the stored events; the newest-first walk
+    # and the tenant and user filters have an index that ends in the page key (its session id in
+    # byte order, as store.session_index compares it); an agent is not indexed (agents are few:
+    # see the SQLite migration). The columns a later step changes (last_type, stop_reason, cost)
+    # are in no index, so a step's update of the row stays a HOT update.
+    9: [
+        "ALTER TABLE {s}.sessions ADD COLUMN IF NOT EXISTS user_id TEXT",
+        "ALTER TABLE {s}.sessions ADD COLUMN IF NOT EXISTS thread_id TEXT",
+        "ALTER TABLE {s}.sessions ADD COLUMN IF NOT EXISTS stop_reason TEXT",
+        "ALTER TABLE {s}.sessions ADD COLUMN IF NOT EXISTS cost DOUBLE PRECISION",
+        """UPDATE {s}.sessions AS row SET user_id = e.d->'subject'->>'user_id',
+                                         thread_id = e.d->'thread'->>'id'
+           FROM (SELECT session_id, data::json AS d FROM {s}.events
+                 WHERE seq = 1 AND type = 'session.start') AS e
+           WHERE e.session_id = row.session_id""",
+        """UPDATE {s}.sessions AS row SET stop_reason = e.d->>'reason',
+                                         cost = (e.d->'spend'->>'cost_usd')::float8
+           FROM (SELECT DISTINCT ON (session_id) session_id, data::json AS d FROM {s}.events
+                 WHERE type IN ('session.paused', 'session.end')
+                 ORDER BY session_id, seq DESC) AS e
+           WHERE e.session_id = row.session_id""",
+        """CREATE INDEX IF NOT EXISTS sessions_newest ON {s}.sessions
+            (created_at, session_id COLLATE "C")""",
+        """CREATE INDEX IF NOT EXISTS sessions_by_tenant ON {s}.sessions
+            (tenant_id, created_at, session_id COLLATE "C")""",
+        """CREATE INDEX IF NOT EXISTS sessions_by_user ON {s}.sessions
+            (user_id, created_at, session_id COLLATE "C")""",
+    ],
 }
 SCHEMA_VERSION = max(MIGRATIONS)
 ANCHOR_LANES = 16  # lanes of a store created or migrated by this tether: more than its writers

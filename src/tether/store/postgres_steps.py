@@ -42,6 +42,7 @@ from tether.store.base import (
     lease_columns,
     seal_anchor,
 )
+from tether.store.session_index import step_facts
 from tether.types import Event
 
 Append = tuple[str, Sequence[Event], Sequence[str], "Lease | None"]  # session, events, data, lease
@@ -54,7 +55,9 @@ _STEPS = """
 step AS (SELECT r->>0 AS sid, (r->>1)::bigint AS stored, (r->>2)::bigint AS last,
                 (r->>3)::float8 AS ts, r->>4 AS type, (r->>5)::bool AS leased,
                 (r->>6)::bigint AS token, (r->>7)::float8 AS expires, r->>8 AS tenant,
-                r->>9 AS agent, (r->>10)::float8 AS created, r->>11 AS holder
+                r->>9 AS agent, (r->>10)::float8 AS created, r->>11 AS holder,
+                r->>12 AS user_id, r->>13 AS thread_id, (r->>14)::bool AS stopped,
+                r->>15 AS stop_reason, (r->>16)::float8 AS cost
          FROM json_array_elements(%(steps)s::json) AS r),"""
 # the events of the sessions a statement's ``written`` names, added in the same statement
 _EVENTS = """
@@ -66,8 +69,10 @@ added AS (INSERT INTO {s}.events (session_id, seq, type, ts, data, prev_hash, ha
 START = "WITH" + _STEPS + """
 written AS (
     INSERT INTO {s}.sessions (session_id, tenant_id, agent, created_at, updated_at, events,
-                             last_type, lease_holder, lease_token, lease_expires)
-    SELECT sid, tenant, agent, created, ts, last, type, holder, token, expires FROM step
+                             last_type, lease_holder, lease_token, lease_expires, user_id,
+                             thread_id, stop_reason, cost)
+    SELECT sid, tenant, agent, created, ts, last, type, holder, token, expires, user_id,
+           thread_id, stop_reason, cost FROM step
     ON CONFLICT (session_id) DO NOTHING RETURNING session_id),""" + _EVENTS + """
 SELECT step.sid, row.events, row.lease_token, row.lease_holder, row.lease_expires,
        step.sid IN (SELECT session_id FROM written), (SELECT count(*) FROM added)
@@ -78,7 +83,10 @@ cur AS (SELECT session_id, events, lease_token, lease_holder, lease_expires FROM
         WHERE session_id IN (SELECT sid FROM step) ORDER BY session_id FOR UPDATE),
 written AS (UPDATE {s}.sessions AS row SET updated_at = step.ts, events = step.last,
               last_type = step.type,
-              lease_expires = CASE WHEN step.leased THEN step.expires ELSE row.lease_expires END
+              lease_expires = CASE WHEN step.leased THEN step.expires ELSE row.lease_expires END,
+              stop_reason = CASE WHEN step.stopped THEN step.stop_reason
+                                 ELSE row.stop_reason END,
+              cost = CASE WHEN step.stopped THEN step.cost ELSE row.cost END
           FROM step JOIN cur ON cur.session_id = step.sid
           WHERE row.session_id = step.sid AND row.events = step.stored
             AND (NOT step.leased OR row.lease_token = step.token)
@@ -242,9 +250,12 @@ def _params(first: bool, appends: Sequence[Append]) -> dict[str, str]:
         head, last = events[0], events[-1]
         holder, token, expires = lease_columns(lease)
         tenant = (head.data.get("subject") or {}).get("tenant_id") if first else None
+        facts = step_facts(events)  # what the index keeps beside the row's count and type
         steps.append((session_id, head.seq - 1, last.seq, last.timestamp, last.type,
                       lease is not None, token, expires, tenant,
-                      head.data.get("agent") if first else None, head.timestamp, holder))
+                      head.data.get("agent") if first else None, head.timestamp, holder,
+                      facts.user_id, facts.thread_id, facts.stopped, facts.stop_reason,
+                      facts.cost))
         rows.extend((session_id, event.seq, event.type, event.timestamp, text, event.prev_hash,
                      event.hash) for event, text in zip(events, data_json, strict=True))
     return {"steps": _document(steps), "events": _document(rows)}

@@ -30,7 +30,6 @@ from tether.store.base import (
     Lease,
     SchemaError,
     SessionBusy,
-    SessionInfo,
     StoreError,
     StoreFull,
     approval_anchor,
@@ -41,8 +40,10 @@ from tether.store.base import (
     lease_columns,
     seal_anchor,
 )
+from tether.store.session_index import StepFacts, step_facts
 from tether.store.sqlite_checkpoint import BACKSTOP_PAGES, Checkpointer
 from tether.store.sqlite_erasure import SQLiteErasure
+from tether.store.sqlite_listing import SQLiteListing
 from tether.store.sqlite_open import (
     connect,
     connect_read_only,
@@ -60,6 +61,10 @@ MOVE_ON = ("UPDATE sessions SET updated_at = ?, events = ?, last_type = ? "
            "WHERE key = ? AND events = ?")
 MOVE_ON_LEASED = ("UPDATE sessions SET updated_at = ?, events = ?, last_type = ?, "
                   "lease_expires = ? WHERE key = ? AND events = ? AND lease_token = ?")
+# a step that pauses or ends the session: the row also takes its stop reason and spend
+STOPPED = "stop_reason = ?, cost = ?, "
+MOVE_ON_STOPPED = MOVE_ON.replace("SET ", "SET " + STOPPED)
+MOVE_ON_LEASED_STOPPED = MOVE_ON_LEASED.replace("SET ", "SET " + STOPPED)
 KEYS_KEPT = 4096  # session keys remembered by a store (a cache: a forgotten one is looked up)
 ROWS_PER_INSERT = 256  # a step's events go in one statement; 256 x 7 values is far below the limit
 
@@ -81,7 +86,7 @@ def path_of(url: str) -> str:
     return path
 
 
-class SQLiteStore(SQLiteThreads, SQLiteErasure):
+class SQLiteStore(SQLiteListing, SQLiteThreads, SQLiteErasure):
     """The embedded default store: one SQLite file in WAL mode (``sqlite:///tether.db``), safe
     for several processes on one machine.
 
@@ -195,6 +200,7 @@ class SQLiteStore(SQLiteThreads, SQLiteErasure):
         if data_json is None or len(data_json) != len(events):
             data_json = [e.json_text or json.dumps(e.data, ensure_ascii=False) for e in events]
         first, last = events[0], events[-1]
+        facts = step_facts(events)  # what the index keeps beside the row's count and type
         with self._lock:
             self._writable(session_id)
             cursor = self._cursor
@@ -204,14 +210,16 @@ class SQLiteStore(SQLiteThreads, SQLiteErasure):
                     cursor.execute(
                         "INSERT OR IGNORE INTO sessions (session_id, tenant_id, agent, "
                         "created_at, updated_at, events, last_type, lease_holder, lease_token, "
-                        "lease_expires) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                        "lease_expires, user_id, thread_id, stop_reason, cost) "
+                        "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                         (session_id, subject.get("tenant_id"), first.data.get("agent"),
                          first.timestamp, last.timestamp, last.seq, last.type,
-                         *lease_columns(lease)))
+                         *lease_columns(lease), facts.user_id, facts.thread_id,
+                         facts.stop_reason, facts.cost))
                     key, moved = cursor.lastrowid, cursor.rowcount
                 else:
                     key = self._keys.get(session_id)
-                    moved = self._move_on(key, first.seq - 1, last, lease)
+                    moved = self._move_on(key, first.seq - 1, last, lease, facts)
                 if moved != 1:  # another writer came first, the lease moved, or a stale key
                     row = cursor.execute("SELECT key, events, lease_token, lease_holder, "
                                          "lease_expires FROM sessions WHERE session_id = ?",
@@ -223,7 +231,7 @@ class SQLiteStore(SQLiteThreads, SQLiteErasure):
                     if lease is not None and row[2] != lease.token:
                         raise SessionBusy(session_id, row[3], row[4], lost=True)
                     key = row[0]  # e.g. pruned and begun anew by another process
-                    self._move_on(key, row[1], last, lease)
+                    self._move_on(key, row[1], last, lease, facts)
                 values: list[Any] = []
                 for e, text in zip(events, data_json, strict=True):
                     values += (key, e.seq, e.type, e.timestamp, text, e.prev_hash, e.hash)
@@ -269,12 +277,16 @@ class SQLiteStore(SQLiteThreads, SQLiteErasure):
                                     "anchors ORDER BY seq").fetchall()
         return [Anchor(*row) for row in rows]
 
-    def _move_on(self, key: int | None, stored: int, last: Event, lease: Lease | None) -> int:
+    def _move_on(self, key: int | None, stored: int, last: Event, lease: Lease | None,
+                 facts: StepFacts) -> int:
+        stop: tuple[Any, ...] = ()
+        if facts.stopped:  # the index keeps a pause's or an end's reason and spend
+            stop = (facts.stop_reason, facts.cost)
         if lease is None:
-            return self._cursor.execute(MOVE_ON, (last.timestamp, last.seq, last.type, key,
-                                                  stored)).rowcount
-        return self._cursor.execute(MOVE_ON_LEASED, (
-            last.timestamp, last.seq, last.type, time.time() + lease.ttl, key, stored,
+            return self._cursor.execute(MOVE_ON_STOPPED if stop else MOVE_ON, (
+                *stop, last.timestamp, last.seq, last.type, key, stored)).rowcount
+        return self._cursor.execute(MOVE_ON_LEASED_STOPPED if stop else MOVE_ON_LEASED, (
+            *stop, last.timestamp, last.seq, last.type, time.time() + lease.ttl, key, stored,
             lease.token)).rowcount
 
     def acquire(self, session_id: str, holder: str, ttl: float) -> Lease:
@@ -333,16 +345,6 @@ class SQLiteStore(SQLiteThreads, SQLiteErasure):
             rows = self._db.execute("SELECT DISTINCT session_key FROM events WHERE session_key "
                                     "NOT IN (SELECT key FROM sessions) ORDER BY 1").fetchall()
         return [f"key {key}" for (key,) in rows]
-
-    def sessions(self, *, since: float | None = None,
-                 until: float | None = None) -> list[SessionInfo]:
-        with self._lock:
-            rows = self._db.execute(
-                "SELECT session_id, created_at, updated_at, events, last_type, tenant_id, agent "
-                "FROM sessions WHERE updated_at >= ? AND updated_at < ? ORDER BY created_at",
-                (since if since is not None else float("-inf"),
-                 until if until is not None else float("inf"))).fetchall()
-        return [SessionInfo(*row) for row in rows]
 
     def prune(self, before: float) -> int:
         with self._lock:

@@ -105,5 +105,31 @@ MIGRATIONS: dict[int, str] = {
     ALTER TABLE threads ADD COLUMN ended INTEGER;
     CREATE UNIQUE INDEX threads_by_end ON threads (tenant_id, user_id, thread_id, ended);
     """,
+    # Listing a page of 100,000 sessions by keyset (tether.store.session_index): the index row
+    # keeps the user and thread its start named and the stop reason and spend (US dollars) its
+    # last pause or end recorded, backfilled here from the stored events; the newest-first walk
+    # and the tenant and user filters (many values, each a few sessions) have an index that ends
+    # in the page key. An agent is not indexed: agents are few, so the newest-first index finds
+    # a page of one agent's sessions within a few thousand rows, and each index costs every
+    # session's start (100,000 sessions of two steps each: 17-18 s to write, 13-14 s before this
+    # schema, the indexes most of the difference; docs/benchmarks.md).
+    # The columns a later step changes (last_type, stop_reason, cost) are in no index, so a
+    # step's commit writes no more index pages than before.
+    9: """
+    ALTER TABLE sessions ADD COLUMN user_id TEXT;
+    ALTER TABLE sessions ADD COLUMN thread_id TEXT;
+    ALTER TABLE sessions ADD COLUMN stop_reason TEXT;
+    ALTER TABLE sessions ADD COLUMN cost REAL;
+    UPDATE sessions SET (user_id, thread_id) = (
+        SELECT json_extract(data, '$.subject.user_id'), json_extract(data, '$.thread.id')
+        FROM events WHERE session_key = sessions.key AND seq = 1 AND type = 'session.start');
+    UPDATE sessions SET (stop_reason, cost) = (
+        SELECT json_extract(data, '$.reason'), CAST(json_extract(data, '$.spend.cost_usd') AS REAL)
+        FROM events WHERE session_key = sessions.key
+            AND type IN ('session.paused', 'session.end') ORDER BY seq DESC LIMIT 1);
+    CREATE INDEX sessions_newest ON sessions (created_at, session_id);
+    CREATE INDEX sessions_by_tenant ON sessions (tenant_id, created_at, session_id);
+    CREATE INDEX sessions_by_user ON sessions (user_id, created_at, session_id);
+    """,
 }
 SCHEMA_VERSION = max(MIGRATIONS)
