@@ -25,6 +25,7 @@ import sys
 from tether.cli.approvals import register as register_approvals
 from tether.cli.audit import register as register_audit
 from tether.cli.common import EXIT_FINDING, EXIT_USAGE, AmbiguousId, error, usage
+from tether.cli.console import register as register_console
 from tether.cli.evals import register as register_evals
 from tether.cli.fleet import register as register_fleet
 from tether.cli.mcp import register as register_mcp
@@ -58,6 +59,7 @@ def build_parser() -> argparse.ArgumentParser:
     register_tools(commands)
     register_memory(commands)
     register_fleet(commands)
+    register_console(commands)
     return parser
 
 
