@@ -15,7 +15,7 @@ from starlette.middleware import Middleware
 from starlette.routing import BaseRoute, Mount
 from starlette.staticfiles import StaticFiles
 
-from tether.web import live, sessions
+from tether.web import auth, live, sessions
 from tether.web.auth import Authenticate, Logins
 from tether.web.console import Console
 from tether.web.security import Guard, Secure, new_secret
@@ -29,6 +29,7 @@ def create_app(console: Console) -> Starlette:
     sessions; ``csrf_secret``) and its open live streams (``streams``)."""
     routes: list[BaseRoute] = [
         Mount("/static", StaticFiles(directory=STATIC), name="static"),
+        *auth.ROUTES,
         *sessions.ROUTES,
         *live.ROUTES,
     ]

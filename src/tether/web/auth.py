@@ -27,7 +27,9 @@ from http.cookies import SimpleCookie
 from typing import Any
 from urllib.parse import parse_qs
 
+from starlette.requests import Request
 from starlette.responses import HTMLResponse, RedirectResponse, Response
+from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from tether.runtime.approvals.identity import LOGIN_LINK, UNAUTHENTICATED, Identity, header_method
@@ -87,6 +89,11 @@ class Logins:
                                            self._clock() + self._ttl)
         return cookie
 
+    def close(self, cookie: str) -> bool:
+        """Ends a login session (signing out); whether there was one."""
+        with self._lock:
+            return self._sessions.pop(cookie, None) is not None
+
     def find(self, cookie: str) -> Login | None:
         """The live login session of a cookie id, or None (unknown or expired: forgotten)."""
         with self._lock:
@@ -122,7 +129,7 @@ class Authenticate:
                 return
             login = logins(scope).find(_cookie(scope))
             if login is None:
-                refused = _refusal(401, "Sign in with the login link the console printed when "
+                refused = _page(401, "Sign in with the login link the console printed when "
                                    "it started (restart it for a new one).")
             else:
                 state["identity"], state["login"] = login.identity, login
@@ -144,7 +151,7 @@ def _other(scope: Scope, console: Console) -> tuple[Identity | None, Response | 
         peer = scope["client"][0] if scope.get("client") else ""
         name = _header(scope, console.header).strip()
         if peer not in console.proxies or not name:
-            return None, _refusal(401, f"Not authenticated: this console trusts the "
+            return None, _page(401, f"Not authenticated: this console trusts the "
                                   f"{console.header} header only from its proxy.")
         found = console.rules.identity(name, header_method(console.header))
     if found is None:
@@ -156,7 +163,7 @@ def _login(scope: Scope, console: Console) -> Response:
     """``GET /login?token=...``: the one-time link, once; then a cookie and the inbox."""
     token = parse_qs(scope.get("query_string", b"").decode("latin-1")).get("token", [""])[0]
     if scope["method"] != "GET" or not logins(scope).redeem(token):
-        return _refusal(401, "This login link is wrong or was used already: a link signs in "
+        return _page(401, "This login link is wrong or was used already: a link signs in "
                         "once. Restart the console for a new one.")
     found = console.rules.identity(console.operator, LOGIN_LINK)
     if found is None:
@@ -169,11 +176,11 @@ def _login(scope: Scope, console: Console) -> Response:
 
 
 def _unknown() -> Response:
-    return _refusal(403, "You are not listed in this console's approval rules (people:); "
+    return _page(403, "You are not listed in this console's approval rules (people:); "
                     "ask its operator to add you.")
 
 
-def _refusal(status: int, why: str) -> Response:
+def _page(status: int, why: str) -> Response:
     from tether.web.pages import environment
 
     page = environment().get_template("login.html").render(status=status, why=why)
@@ -196,3 +203,15 @@ def _cookie(scope: Scope) -> str:
         return ""
     morsel = jar.get(COOKIE)
     return morsel.value if morsel is not None else ""
+
+
+async def logout(request: Request) -> Response:
+    """``POST /logout`` (a state change: CSRF-checked like any): ends this browser's login
+    session; its cookie no longer signs anyone in."""
+    logins(request.scope).close(request.cookies.get(COOKIE, ""))
+    response = _page(200, "Signed out. Open a new login link to sign in again.")
+    response.delete_cookie(COOKIE, path="/", httponly=True, samesite="strict")
+    return response
+
+
+ROUTES = [Route("/logout", logout, methods=["POST"])]

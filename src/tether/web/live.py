@@ -65,7 +65,8 @@ class Streams:
         with self._changed:
             return self._changed.wait_for(lambda: self._open == count, timeout)
 
-    def _moved(self, by: int) -> None:
+    def moved(self, by: int) -> None:
+        """A stream opened (+1) or ended (-1)."""
         with self._changed:
             self._open += by
             self._changed.notify_all()
@@ -101,15 +102,21 @@ def stream(request: Request, step: Callable[[], list[bytes]]) -> Response:
     poll = console(request).poll
 
     async def body() -> AsyncIterator[bytes]:
-        live._moved(+1)
+        live.moved(+1)
         try:
-            yield b": live\n\n"  # the headers and a first byte, so the client knows it is open
-            while not live.stopping:
-                for chunk in await run_in_threadpool(step):
+            # the first look happens before the first byte, so any change made after the client
+            # sees the stream open is one the stream reports
+            found = await run_in_threadpool(step)
+            yield b": live\n\n"
+            while True:
+                for chunk in found:
                     yield chunk
                 await anyio.sleep(poll)  # cancelled at once when the client disconnects
+                if live.stopping:
+                    break
+                found = await run_in_threadpool(step)
         finally:
-            live._moved(-1)
+            live.moved(-1)
 
     return StreamingResponse(body(), media_type="text/event-stream", headers=HEADERS)
 
