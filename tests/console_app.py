@@ -10,6 +10,7 @@ import socket
 import threading
 from collections.abc import Iterator
 
+import httpx
 import uvicorn
 from starlette.applications import Starlette
 
@@ -25,6 +26,15 @@ def run_session(store: Store, *, agent: str = "helper", tenant: str | None = Non
     session = recipe.session("hello", tenant_id=tenant, user_id=user, session_id=session_id)
     session.run()
     return session.id
+
+
+def opened(stream: httpx.Response) -> Iterator[str]:
+    """The lines of a live stream after its ``ready`` event (its first look at the store is
+    taken: any change from now on is one it reports)."""
+    lines = stream.iter_lines()
+    assert stream.status_code == 200, stream.read()
+    assert [next(lines), next(lines), next(lines)] == ["event: ready", "data: {}", ""]
+    return lines
 
 
 def csrf_of(page: str) -> str:

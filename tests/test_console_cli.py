@@ -15,7 +15,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from console_app import run_session
+from console_app import opened, run_session
 from tether.cli import main
 from tether.store.sqlite import SQLiteStore
 
@@ -54,8 +54,7 @@ def test_the_command_serves_signs_in_once_and_stops_on_ctrl_c(tmp_path: Path) ->
 
         with httpx.stream("GET", f"{base[1]}/events/sessions", cookies={"tether_console": cookie},
                           timeout=TIMEOUT) as live:
-            lines = live.iter_lines()
-            assert next(lines) == ": live"
+            lines = opened(live)
             console.send_signal(signal.SIGINT)  # Ctrl-C, with a page still listening
             assert [line for line in lines if line] == []  # the stream ends, not the wait
         out, err = console.communicate(timeout=60)

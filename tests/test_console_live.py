@@ -13,7 +13,7 @@ from pathlib import Path
 
 import httpx
 
-from console_app import run_session, served
+from console_app import opened, run_session, served
 from tether import Agent, Decision, Effect, ModelResponse, ReAct, ScriptedModel, ToolCall, tool
 from tether.policy import Action, Context, Resource, Subject
 from tether.runtime.approvals.deciding import decide, pending
@@ -48,8 +48,7 @@ def test_a_session_another_process_writes_streams_as_it_is_journaled(tmp_path: P
                 "GET", f"{base}/events/session/live-1?after={after}", timeout=TIMEOUT) as stream:
             assert stream.status_code == 200
             assert stream.headers["content-type"].startswith("text/event-stream")
-            lines = stream.iter_lines()
-            assert next(lines) == ": live"
+            lines = opened(stream)
             writer.stdin.write("go\n")
             writer.stdin.flush()
             seen = []
@@ -74,8 +73,7 @@ def test_a_stream_ends_when_its_client_disconnects(tmp_path: Path) -> None:
     session = run_session(store)
     with served(Console(store, auth="none")) as (base, app):
         with httpx.stream("GET", f"{base}/events/session/{session}", timeout=TIMEOUT) as stream:
-            lines = stream.iter_lines()
-            assert next(lines) == ": live"
+            lines = opened(stream)
             first = next(events_of(lines))
             assert first == ("journal", {"seq": 1, "type": "session.start"})
             assert app.state.streams.open == 1
@@ -86,8 +84,7 @@ def test_stopping_the_console_ends_its_streams_and_refuses_new_ones(tmp_path: Pa
     store = SQLiteStore(tmp_path / "t.db")
     with served(Console(store, auth="none")) as (base, app):
         with httpx.stream("GET", f"{base}/events/sessions", timeout=TIMEOUT) as stream:
-            lines = stream.iter_lines()
-            assert next(lines) == ": live"
+            lines = opened(stream)
             app.state.streams.stop()
             assert [line for line in lines if line] == []  # the server ended the body
         assert app.state.streams.wait(0, 60)
@@ -99,8 +96,7 @@ def test_the_session_list_hears_a_new_session(tmp_path: Path) -> None:
     run_session(store, agent="first")
     with served(Console(store, auth="none")) as (base, app), httpx.stream(
             "GET", f"{base}/events/sessions?agent=second", timeout=TIMEOUT) as stream:
-        lines = stream.iter_lines()
-        assert next(lines) == ": live"
+        lines = opened(stream)
         run_session(store, agent="first")  # not listed by this page's filter: no event;
         run_session(store, agent="second")  # then one that is
         assert next(events_of(lines)) == ("sessions", {"count": 1})
@@ -129,8 +125,7 @@ def test_the_inbox_hears_a_request_decided_elsewhere(tmp_path: Path) -> None:
     [waiting] = pending(store, operator)
     with served(Console(store, auth="none")) as (base, app), httpx.stream(
             "GET", f"{base}/events/inbox", timeout=TIMEOUT) as stream:
-        lines = stream.iter_lines()
-        assert next(lines) == ": live"
+        lines = opened(stream)
         decide(store, waiting.request.id, "deny", identity=operator, note="no")
         assert next(events_of(lines)) == ("inbox", {"count": 0})
     assert app.state.streams.wait(0, 60)

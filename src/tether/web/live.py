@@ -104,10 +104,10 @@ def stream(request: Request, step: Callable[[], list[bytes]]) -> Response:
     async def body() -> AsyncIterator[bytes]:
         live.moved(+1)
         try:
-            # the first look happens before the first byte, so any change made after the client
-            # sees the stream open is one the stream reports
+            # the first look happens before ``ready``, so any change made after the client heard
+            # it is one the stream reports
             found = await run_in_threadpool(step)
-            yield b": live\n\n"
+            yield message("ready", {})
             while True:
                 for chunk in found:
                     yield chunk

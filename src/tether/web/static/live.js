@@ -2,6 +2,7 @@
 // An element with data-live-source="/events/..." and data-live-fetch="URL" re-fetches URL when an
 // event arrives: for `journal` events the fragment is appended and data-after advanced (the fetch
 // asks for after=<data-after>); for `inbox` and `sessions` events the element's content is replaced.
+// Once the stream has taken its first look (its `ready` event), the element gets data-live-ready.
 (function () {
   "use strict";
 
@@ -53,6 +54,7 @@
         });
     }
 
+    source.addEventListener("ready", function () { element.setAttribute("data-live-ready", ""); });
     source.addEventListener("journal", function (event) {
       const seq = JSON.parse(event.data).seq;
       if (seq > newest) { newest = seq; }
