@@ -135,3 +135,12 @@ def test_the_fragment_is_the_rows_alone_and_the_root_opens_the_inbox() -> None:
     root = client.get("/", follow_redirects=False)
     assert root.status_code == 303 and root.headers["location"] == "/inbox"
 
+
+
+def test_the_live_streams_refuse_what_does_not_parse() -> None:
+    store = MemoryStore()
+    one = run_session(store)
+    client = viewer_client(store)
+    assert client.get(f"/events/session/{one}?after=last").status_code == 400
+    assert client.get("/events/sessions?after=not-a-cursor").status_code == 400
+    assert client.get("/events/sessions?min_cost=lots").status_code == 400

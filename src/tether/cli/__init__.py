@@ -4,7 +4,7 @@ Why: people run agents (``run``), operators check policies, audit journals (``au
 approvals (``approvals``), continue sessions (``resume``, ``settle``), keep stores tidy
 (``store``), list and forget a user's conversations (``memory``), try policy changes on
 recorded traffic (``what-if``) and measure reliability
-(``eval``, ``metrics``) from a shell and from CI, so
+(``eval``, ``metrics``) from a shell and from CI, and serve a page over a store (``console``), so
 every command is a plain function of its arguments that returns an exit code: 0 success, 1 the
 thing checked is wrong (a policy does not load, a case fails, a hash chain is broken, a request
 is unknown or already decided), 2 the command could not run (bad usage, unreadable file, no
