@@ -68,6 +68,25 @@ def test_the_command_serves_signs_in_once_and_stops_on_ctrl_c(tmp_path: Path) ->
             console.communicate()
 
 
+def test_sigterm_stops_it_cleanly_too(tmp_path: Path) -> None:
+    db = tmp_path / "t.db"
+    SQLiteStore(db).close()
+    console = subprocess.Popen(
+        [sys.executable, "-m", "tether", "console", "--store", f"sqlite:///{db}", "--port", "0",
+         "--auth", "none"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        assert console.stdout is not None
+        assert console.stdout.readline().startswith("tether console: http://127.0.0.1:")
+        console.send_signal(signal.SIGTERM)  # as a service manager stops it
+        out, err = console.communicate(timeout=60)
+        assert console.returncode == 0, err
+        assert "stopped" in err and "sign in" not in out  # no link without --auth link
+    finally:
+        if console.poll() is None:
+            console.kill()
+            console.communicate()
+
+
 def test_a_port_in_use_is_a_usage_error_that_says_what_to_do(
         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     import socket

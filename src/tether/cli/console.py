@@ -19,6 +19,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import getpass
+import signal
 import socket
 import sys
 from collections.abc import Callable
@@ -93,15 +94,25 @@ def run_console(args: argparse.Namespace) -> int:
     config = uvicorn.Config(app, access_log=False, log_level="warning", lifespan="off",
                             timeout_graceful_shutdown=5)
     server = _server(config, app.state.streams.stop)
+    previous = signal.signal(signal.SIGTERM, _stopped)
     try:
         server.run(sockets=[listening])
-    except KeyboardInterrupt:  # uvicorn re-raises the Ctrl-C it shut down for
+    except (KeyboardInterrupt, Stopped):  # uvicorn re-raises the signal it shut down for
         pass
     finally:
+        signal.signal(signal.SIGTERM, previous)
         listening.close()
         store.close()
     print("tether console: stopped", file=sys.stderr, flush=True)
     return EXIT_OK
+
+
+class Stopped(Exception):
+    """SIGTERM, re-raised by uvicorn after its graceful shutdown: the console stopped."""
+
+
+def _stopped(signum: int, frame: Any) -> None:
+    raise Stopped
 
 
 def bind(host: str, port: int) -> socket.socket:
