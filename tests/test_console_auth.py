@@ -172,6 +172,25 @@ def test_a_header_identitys_token_is_its_own() -> None:
     assert client.post("/sessions", headers={**bob, "X-CSRF-Token": token_b}).status_code == 405
 
 
+def test_behind_a_proxy_the_origin_is_the_one_the_proxy_names() -> None:
+    client = TestClient(create_app(Console(MemoryStore(), auth=PROXIED,
+                                           proxies=frozenset({"testclient"}))))
+    alice = {"X-Forwarded-Email": "alice@example.com"}
+    token = _token(client, alice)
+    outside = {**alice, "X-CSRF-Token": token, "Origin": "https://console.example"}
+    assert client.post("/sessions", headers=outside).status_code == 403  # not the Host
+    named = {**outside, "X-Forwarded-Host": "console.example", "X-Forwarded-Proto": "https"}
+    assert client.post("/sessions", headers=named).status_code == 405  # past the guard
+    evil = {**named, "Origin": "https://evil.example"}
+    assert client.post("/sessions", headers=evil).status_code == 403
+    # a browser talking to a link console directly cannot name its own origin that way
+    direct, _ = signed_in(Console(MemoryStore()))
+    mine = csrf_of(direct.get("/sessions").text)
+    forged = direct.post("/logout", data={"csrf": mine}, headers={
+        "Origin": "http://evil.example", "X-Forwarded-Host": "evil.example"})
+    assert forged.status_code == 403
+
+
 def _token(client: TestClient, headers: dict[str, str]) -> str:
     page = client.get("/sessions", headers=headers).text
     found = re.search(r'<meta name="csrf-token" content="([^"]+)">', page)

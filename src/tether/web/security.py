@@ -117,13 +117,19 @@ class Guard:
 
 def own_origin(scope: Scope, headers: Headers) -> bool:
     """Whether the request's ``Origin`` (when it sends one) is the console's own: the scheme
-    and the ``Host`` the browser addressed."""
+    and the ``Host`` the browser addressed — or, on a request from a trusted proxy (``header:``
+    auth), the ``X-Forwarded-Proto`` and ``X-Forwarded-Host`` that proxy says it addressed."""
     origin = headers.get("origin")
     if origin is None:
         return True
     parts = urlsplit(origin)
-    return parts.scheme == scope.get("scheme", "http") and bool(parts.netloc) \
-        and parts.netloc == headers.get("host", "")
+    own = {(scope.get("scheme", "http"), headers.get("host", ""))}
+    console = scope["app"].state.console
+    peer = scope["client"][0] if scope.get("client") else ""
+    if console.header is not None and peer in console.proxies and "x-forwarded-host" in headers:
+        own.add((headers.get("x-forwarded-proto", scope.get("scheme", "http")),
+                 headers["x-forwarded-host"]))
+    return bool(parts.netloc) and (parts.scheme, parts.netloc) in own
 
 
 def _forbidden(why: str) -> PlainTextResponse:
