@@ -86,16 +86,15 @@ def run_console(args: argparse.Namespace) -> int:
         error(str(exc))
         return EXIT_USAGE
     app = create_app(console)
-    base = f"http://{url_host(args.host)}:{listening.getsockname()[1]}"
-    print(f"tether console: {base}/", flush=True)
-    if console.auth == "link":
-        print(f"sign in (this link works once): {base}{app.state.logins.link_path()}",
-              flush=True)
-    config = uvicorn.Config(app, access_log=False, log_level="warning", lifespan="off",
-                            timeout_graceful_shutdown=5)
-    server = _server(config, app.state.streams.stop)
-    previous = signal.signal(signal.SIGTERM, _stopped)
-    try:
+    server = _server(uvicorn.Config(app, access_log=False, log_level="warning", lifespan="off",
+                                    timeout_graceful_shutdown=5), app.state.streams.stop)
+    previous = signal.signal(signal.SIGTERM, _stopped)  # before the URL: a stop as soon as it
+    try:  # is printed is a clean stop, whether uvicorn's handlers are in place yet or not
+        base = f"http://{url_host(args.host)}:{listening.getsockname()[1]}"
+        print(f"tether console: {base}/", flush=True)
+        if console.auth == "link":
+            print(f"sign in (this link works once): {base}{app.state.logins.link_path()}",
+                  flush=True)
         server.run(sockets=[listening])
     except (KeyboardInterrupt, Stopped):  # uvicorn re-raises the signal it shut down for
         pass
