@@ -138,6 +138,8 @@ def test_a_state_change_needs_the_pages_token_and_origin() -> None:
     foreign = client.post("/logout", data={"csrf": token},
                           headers={"Origin": "http://evil.example"})
     assert foreign.status_code == 403 and "another site" in foreign.text
+    null = client.post("/logout", data={"csrf": token}, headers={"Origin": "null"})
+    assert null.status_code == 403  # a sandboxed frame, or a page under no-referrer
     lookalike = client.post("/logout", data={"csrf": token},
                             headers={"Origin": "https://testserver"})  # another scheme
     assert lookalike.status_code == 403
@@ -206,7 +208,7 @@ def test_every_response_carries_the_strict_headers(path: str) -> None:
     response = client.get(path, follow_redirects=False)
     assert response.headers["content-security-policy"] == CSP
     assert response.headers["x-content-type-options"] == "nosniff"
-    assert response.headers["referrer-policy"] == "no-referrer"
+    assert response.headers["referrer-policy"] == "same-origin"  # no-referrer: Origin: null
     if not path.startswith("/static/"):
         assert response.headers["cache-control"] == "no-store"
     refused = TestClient(client.app).get(path, follow_redirects=False)  # not signed in

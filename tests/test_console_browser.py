@@ -2,7 +2,8 @@
 the login link signs in and lands on the inbox; the session list filters, pages by its "next"
 link, and grows by itself when a matching session is stored (static/live.js over server-sent
 events); and the strict content-security policy refuses nothing the console serves (no
-violation in the browser's console). Waits on selectors and navigations, never on sleeps."""
+violation in the browser's console); signing out, a form post, passes the CSRF and origin
+checks as a browser sends it. Waits on selectors and navigations, never on sleeps."""
 
 from __future__ import annotations
 
@@ -64,6 +65,13 @@ def test_sign_in_filter_page_and_watch_the_list_grow(tmp_path: Path) -> None:
         with ThreadPoolExecutor(1) as writer:  # another thread: Playwright's loop runs in this one
             late = writer.submit(run_session, store, agent="latecomer").result()
         page.wait_for_selector(f'tr[data-session="{late}"]')  # live.js fetched the new rows
+
+        with page.expect_navigation():
+            page.click("form.logout button")  # a real form post: token, origin and all
+        assert page.inner_text("body").strip().endswith("Open a new login link to sign in "
+                                                        "again."), page.inner_text("body")
+        page.goto(f"{base}/sessions")
+        assert page.locator("h1").inner_text() == "Not signed in"
         context.close()
     violations = [m for m in messages if "Content Security Policy" in m or "Refused" in m]
     assert violations == [], violations

@@ -13,6 +13,11 @@ session's own random token, or, for an identity a proxy's header (or ``none``) e
 HMAC of its name under a per-process secret — stable for that person, unguessable for a page of
 another origin, void when the console restarts. It reads the token from the ``X-CSRF-Token``
 header or the ``csrf`` form field (replaying the body it read to the page).
+
+``Referrer-Policy: same-origin``, not ``no-referrer``: under ``no-referrer`` a browser sends
+``Origin: null`` on the console's own form posts, which the origin check must refuse (a
+sandboxed frame of another site sends ``null`` too); ``same-origin`` still tells other sites
+nothing (no session id or filter leaves in a ``Referer``).
 """
 
 from __future__ import annotations
@@ -33,7 +38,7 @@ from tether.runtime.approvals.identity import Identity
 CSP = ("default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
        "connect-src 'self'; frame-ancestors 'none'; form-action 'self'; base-uri 'none'")
 HEADERS = ((b"content-security-policy", CSP.encode()), (b"x-content-type-options", b"nosniff"),
-           (b"referrer-policy", b"no-referrer"), (b"x-frame-options", b"DENY"))
+           (b"referrer-policy", b"same-origin"), (b"x-frame-options", b"DENY"))
 UNSAFE = frozenset({"POST", "PUT", "PATCH", "DELETE"})
 MAX_FORM = 1 << 20  # a decision's form is a few hundred bytes
 
