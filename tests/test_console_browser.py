@@ -59,6 +59,13 @@ def test_sign_in_filter_page_and_watch_the_list_grow(tmp_path: Path) -> None:
         rest = page.eval_on_selector_all("tr.session", "rows => rows.map(r => r.dataset.session)")
         assert set(first) | set(rest) == walkers and not set(first) & set(rest)
 
+        with ThreadPoolExecutor(1) as writer:  # stored while the page loads, before its stream
+            page.route("**/events/sessions*", lambda route: (  # looks: the first fetch shows it
+                writer.submit(run_session, store, agent="between").result(), route.continue_()))
+            page.goto(f"{base}/sessions?agent=between")
+            page.wait_for_selector("tr.session")  # no reload, no event: the fetch after `ready`
+            page.unroute("**/events/sessions*")
+
         page.goto(f"{base}/sessions?agent=latecomer")
         page.wait_for_selector("tr.empty")
         page.wait_for_selector("tbody[data-live-ready]", state="attached")  # the stream looked

@@ -2,7 +2,8 @@
 // An element with data-live-source="/events/..." and data-live-fetch="URL" re-fetches URL when an
 // event arrives: for `journal` events the fragment is appended and data-after advanced (the fetch
 // asks for after=<data-after>); for `inbox` and `sessions` events the element's content is replaced.
-// Once the stream has taken its first look (its `ready` event), the element gets data-live-ready.
+// Once the stream has taken its first look (its `ready` event), the element gets data-live-ready
+// and is fetched once, so a change made between the page's rendering and that look is not missed.
 (function () {
   "use strict";
 
@@ -54,7 +55,12 @@
         });
     }
 
-    source.addEventListener("ready", function () { element.setAttribute("data-live-ready", ""); });
+    // `ready`: the stream has taken its first look; what changed between the page's rendering
+    // and that look is fetched now (later changes arrive as events), so nothing falls between.
+    source.addEventListener("ready", function () {
+      element.setAttribute("data-live-ready", "");
+      refresh(element.hasAttribute("data-after"));
+    });
     source.addEventListener("journal", function (event) {
       const seq = JSON.parse(event.data).seq;
       if (seq > newest) { newest = seq; }
