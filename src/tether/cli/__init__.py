@@ -4,7 +4,7 @@ Why: people run agents (``run``), operators check policies, audit journals (``au
 approvals (``approvals``), continue sessions (``resume``, ``settle``), keep stores tidy
 (``store``), list and forget a user's conversations (``memory``), try policy changes on
 recorded traffic (``what-if``) and measure reliability
-(``eval``, ``metrics``) from a shell and from CI, so
+(``eval``, ``metrics``) from a shell and from CI, and serve a page over a store (``console``), so
 every command is a plain function of its arguments that returns an exit code: 0 success, 1 the
 thing checked is wrong (a policy does not load, a case fails, a hash chain is broken, a request
 is unknown or already decided), 2 the command could not run (bad usage, unreadable file, no
@@ -25,6 +25,7 @@ import sys
 from tether.cli.approvals import register as register_approvals
 from tether.cli.audit import register as register_audit
 from tether.cli.common import EXIT_FINDING, EXIT_USAGE, AmbiguousId, error, usage
+from tether.cli.console import register as register_console
 from tether.cli.evals import register as register_evals
 from tether.cli.fleet import register as register_fleet
 from tether.cli.mcp import register as register_mcp
@@ -58,6 +59,7 @@ def build_parser() -> argparse.ArgumentParser:
     register_tools(commands)
     register_memory(commands)
     register_fleet(commands)
+    register_console(commands)
     return parser
 
 
