@@ -14,6 +14,7 @@ from typing import Any
 
 from starlette.testclient import TestClient
 
+from console_sessions import csrf_of
 from tether import (
     Agent,
     Budget,
@@ -157,6 +158,8 @@ def current(store: Store, approval_id: str) -> str:
 
 
 def post(client: object, approval_id: str, **fields: str) -> object:
+    """POST a decision form, with the viewer's CSRF token unless ``fields`` name one."""
+    fields = {"csrf": csrf_of(client), **fields}  # type: ignore[arg-type]
     return client.post(f"/inbox/{approval_id}/decide", data=fields)  # type: ignore[attr-defined]
 
 

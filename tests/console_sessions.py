@@ -3,6 +3,7 @@ agents on a real store, and a console app over it."""
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from starlette.testclient import TestClient
@@ -101,3 +102,16 @@ def evaluation(store: str | Store) -> Any:
     return evaluate(slipping_agent(store), [Task("Refund order A1 in full",
                                                  grader=refunded_in_full)],
                     k=2, seed=3, name="refunds", concurrency=1)
+
+
+def csrf_of(client: TestClient, page: str = "/inbox") -> str:
+    """The CSRF token the console gives this client's viewer (every page's csrf-token meta)."""
+    text = client.get(page).text
+    found = re.search(r'<meta name="csrf-token" content="([^"]*)">', text)
+    assert found is not None, text[:300]
+    return found.group(1)
+
+
+def post_form(client: TestClient, path: str, data: dict[str, str]) -> Any:
+    """POST ``data`` to ``path`` as the page's own form would: with the viewer's CSRF token."""
+    return client.post(path, data={"csrf": csrf_of(client, path), **data})

@@ -152,8 +152,11 @@ def test_a_stale_page_is_refused_and_says_why(page: Page, console: str, url: str
     shown = httpx.get(f"{console}/inbox", headers=headers).text
     seen = re.search(rf'id="{aid}".*?name="seen" value="([0-9a-f]+)"', shown, re.S)
     assert seen is not None
+    token = re.search(r'<meta name="csrf-token" content="([^"]*)">', shown)
+    assert token is not None
     other = httpx.post(f"{console}/inbox/{aid}/decide", headers=headers,
-                       data={"verdict": "deny", "seen": seen.group(1), "note": "fraud"})
+                       data={"verdict": "deny", "seen": seen.group(1), "note": "fraud",
+                             "csrf": token.group(1)})
     assert other.status_code == 303
     with page.expect_navigation():
         page.locator(f"article#{aid} button.approve").click()
@@ -214,8 +217,9 @@ def test_forged_self_and_cross_tenant_approvals_are_refused_on_the_page(
             mallory = as_("mallory@globex.test")
             mallory.goto("/inbox")
             assert mallory.locator("article.request").count() == 0
+            token = mallory.locator('meta[name="csrf-token"]').get_attribute("content")
             crossed = mallory.request.post(f"/inbox/{own}/decide", form={
-                "verdict": "approve", "seen": view(store, from_dict(
+                "csrf": token or "", "verdict": "approve", "seen": view(store, from_dict(
                     store.get_approval(own) or {})).version})
             assert crossed.status == 404 and "no approval request" in crossed.text()
             for page in (bob, mallory):

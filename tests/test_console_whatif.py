@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from audit_helpers import Raw, store_url
-from console_sessions import client, treasury
+from console_sessions import client, post_form, treasury
 from tether.policy.yaml_policy import YamlPolicy
 from tether.policy.yaml_source import PolicyLoadError
 from tether.store import open_store
@@ -64,13 +64,13 @@ def test_the_decisions_a_pasted_policy_would_change_are_listed_and_nothing_is_st
     form = console.get(f"/whatif?sessions={first.id}")
     assert f'name="sessions" value="{first.id}"' in form.text
     assert '<input type="hidden" name="csrf"' in form.text
-    page = console.post("/whatif", data={"policy": FREEZE, "sessions": first.id, "csrf": ""})
+    page = post_form(console, "/whatif", {"policy": FREEZE, "sessions": first.id})
     assert page.status_code == 200
     assert changed(page.text) == [
         (first.id, "require_approval (treasury-approvals) -> deny (freeze:no-transfers)")]
     assert "1 of 2 decisions in 1 session would change" in page.text
     assert "no transfers this week" in page.text
-    both = console.post("/whatif", data={"policy": FREEZE,
+    both = post_form(console, "/whatif", {"policy": FREEZE,
                                          "sessions": f"{first.id}, {second.id}"})
     assert [sid for sid, _ in changed(both.text)] == [first.id, second.id]
     assert snapshot(store) == before
@@ -82,7 +82,7 @@ def test_a_policy_that_does_not_load_shows_the_loaders_error(url: str) -> None:
     broken = FREEZE.replace("effect: deny", "effect: forbid")
     with pytest.raises(PolicyLoadError) as loader:
         YamlPolicy.from_string(broken, "the pasted policy")
-    page = client(open_store(url)).post("/whatif", data={"policy": broken,
+    page = post_form(client(open_store(url)), "/whatif", {"policy": broken,
                                                          "sessions": session.id})
     assert page.status_code == 400
     error = re.search(r'<p class="error" id="policy-error">(.*?)</p>', page.text, re.S)
@@ -99,7 +99,7 @@ def test_a_broken_chain_is_skipped_and_said_so(url: str) -> None:
     edited["step"] = 7
     raw.set(session.id, 2, "data", edited)
     raw.close()
-    page = client(open_store(url)).post("/whatif", data={"policy": FREEZE,
+    page = post_form(client(open_store(url)), "/whatif", {"policy": FREEZE,
                                                          "sessions": session.id})
     assert changed(page.text) == []
     assert f"not replayed: session {session.id}: seq 2: edited" in page.text
@@ -120,14 +120,14 @@ def test_the_list_filter_replays_only_the_viewers_tenant(any_url: str) -> None:
     try:
         alice = client(store, auth="header:X-User")
         alice.headers["X-User"] = "alice"  # of acme
-        mine = alice.post("/whatif", data={"policy": FREEZE, "agent": "treasury"})
+        mine = post_form(alice, "/whatif", {"policy": FREEZE, "agent": "treasury"})
         assert [sid for sid, _ in changed(mine.text)] == [acme.id]
         assert globex.id not in mine.text
-        typed = alice.post("/whatif", data={"policy": FREEZE, "sessions": globex.id})
+        typed = post_form(alice, "/whatif", {"policy": FREEZE, "sessions": globex.id})
         assert changed(typed.text) == [] and "that you may see" in typed.text
         ops = client(store, auth="header:X-User")
         ops.headers["X-User"] = "ops"
-        every = ops.post("/whatif", data={"policy": FREEZE, "status": "paused"})
+        every = post_form(ops, "/whatif", {"policy": FREEZE, "status": "paused"})
         assert sorted(sid for sid, _ in changed(every.text)) == sorted([acme.id, globex.id])
     finally:
         store.close()
