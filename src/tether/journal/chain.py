@@ -37,7 +37,7 @@ from tether.journal.canonical import (
 )
 from tether.journal.fingerprints import FINGERPRINT_TYPE, Fingerprints, redaction_key
 from tether.journal.hashing import GENESIS, Pending, Record, seal, seal_text
-from tether.journal.redaction import Redactions, Scrubber
+from tether.journal.redaction import Redactions, Scrubber, scrub
 from tether.journal.verify import hash_holds, verify_chain
 from tether.store.base import Lease, Store
 from tether.types import Event
@@ -262,6 +262,13 @@ class Journal:
         for one in self._secrets:
             text = one(text)
         return text
+
+    def as_sealed(self, value: Any, key: str = "") -> Any:
+        """``value`` as an event sealed now would hold it under ``key``: every secret and every
+        value a decision hid blanked. For a copy kept beside the journal that people read (an
+        approval request's quote of its call), so it never shows more than the journal does."""
+        return scrub(value, self._redactions.scrubbers, self._redactions.values, key,
+                     key == "arguments")
 
     def hide_all(self, text: str) -> str:
         """``text`` with every secret and every value a decision hid blanked, as a sealed event

@@ -117,11 +117,12 @@ class HeldCalls:
         """Record an approval request for the call. An in-process approver decides it at once,
         and the call is then admitted or refused exactly as a person's decision would be on
         resume; otherwise the call waits."""
+        journal = self._journal  # the request quotes the call as the journal shows it
         request = new_request(
             session_id=self._session_id, bound_to=self._bound_to, call_id=call.id, tool=tool.name,
-            shown=masked_for_journal(arguments, decision), arguments=arguments,
-            reason=decision.reason, policy_id=decision.policy_id, ttl=self._approval_ttl,
-            tenant_id=self._tenant_id)
+            shown=journal.as_sealed(masked_for_journal(arguments, decision), "arguments"),
+            arguments=arguments, reason=journal.as_sealed(decision.reason, "reason"),
+            policy_id=decision.policy_id, ttl=self._approval_ttl, tenant_id=self._tenant_id)
         self._approvals.add(request)
         self._journal.append(EventType.APPROVAL_REQUESTED, {
             "approval_id": request.id, "call_id": call.id, "tool": tool.name,
