@@ -134,6 +134,29 @@ def measure(name: str, store: Store, repeats: int, plan: Callable[[SessionFilter
         print(f"  plan, {label}: {plan(where)}")
 
 
+def console(name: str, store: Store, repeats: int) -> None:
+    """The console's session list (GET /sessions, rendered whole) over the same store: its first
+    page, page 1,000 by cursor, the filtered page; in process, through Starlette's test client
+    (auth "none": no login in the way)."""
+    from starlette.testclient import TestClient
+
+    from tether.web import Console, create_app
+
+    cursor = None
+    for _ in range(DEEP - 1):
+        cursor = page_sessions(store, limit=50, after=cursor).next
+    pages = {"first page": "/sessions", f"page {DEEP}": f"/sessions?after={cursor}",
+             "filtered": "/sessions?agent=agent-3&status=ended&min_cost=1"}
+    with TestClient(create_app(Console(store, auth="none"))) as browser:
+        shown = {}
+        for label, path in pages.items():
+            answer = browser.get(path)
+            assert answer.status_code == 200 and answer.text.count("/sessions/") >= 50, path
+            shown[label] = median_ms(repeats, lambda path=path: browser.get(path))
+    print(f"{name}: the console's /sessions: " + "; ".join(
+        f"{label} {ms:.1f} ms" for label, ms in shown.items()))
+
+
 def cli_ms(url: str, repeats: int) -> float:
     command = [sys.executable, "-m", "tether", "audit", "list", "--limit", "50", "--store", url]
     times = []
@@ -187,6 +210,7 @@ def main() -> None:
         print(f"SQLite: {args.sessions:,} sessions written in {seconds:.0f} s "
               f"({args.sessions / seconds:,.0f} a second, 2 transactions each but the open)")
         measure("SQLite", store, args.repeats, sqlite_plan(store))
+        console("SQLite", store, args.repeats)
         store.close()
         print(f"SQLite: `tether audit list --limit 50` as a process: "
               f"{cli_ms(f'sqlite:///{path}', args.cli_repeats):.0f} ms")
@@ -203,6 +227,7 @@ def main() -> None:
         print(f"PostgreSQL: {args.sessions:,} sessions written in {seconds:.0f} s "
               f"(batches of 500 sessions' steps a transaction)")
         measure("PostgreSQL", pg, args.repeats, pg_plan(pg))
+        console("PostgreSQL", pg, args.repeats)
         url = f"{args.pg}{'&' if '?' in args.pg else '?'}schema={schema}"
         print(f"PostgreSQL: `tether audit list --limit 50` as a process: "
               f"{cli_ms(url, args.cli_repeats):.0f} ms")
