@@ -131,8 +131,11 @@ PROTOCOL_RAISES: dict[str, tuple[frozenset[str] | None, str]] = {
                        "__delattr__: hasattr, getattr(default) and copy read this exact type"),
     "asyncio.CancelledError": (frozenset({"executor.py:check_not_cancelled"}),
                                "asyncio's cancellation: the task was asked to stop"),
-    "KeyboardInterrupt": (frozenset({"mcp.py:stop"}),
-                          "SIGTERM stops `tether mcp serve` the way Ctrl-C does"),
+    "KeyboardInterrupt": (frozenset({"mcp.py:stop", "console.py:_stopped"}),
+                          "SIGTERM stops `tether mcp serve` and `tether console` the way Ctrl-C "
+                          "does"),
+    "HTTPException": (frozenset({"_access.py:open_session", "evals.py:report_page"}),
+                      "Starlette's answer with an HTTP status from a console page (a 404)"),
     "SystemExit": (frozenset({"__main__.py:<module>"}), "the exit status of `python -m tether`"),
     "argparse.ArgumentTypeError": (None, "cli: argparse turns it into a usage message"),
     "ApprovalRequired": (frozenset({"pydantic_ai.py:call_tool"}),
@@ -198,14 +201,16 @@ def test_the_drawn_tree_names_each_protocol_kind() -> None:
     import tether.errors
 
     drawn = tether.errors.__doc__ or ""
-    for raised in ("AttributeError", "CancelledError", "KeyboardInterrupt", "SystemExit"):
+    for raised in ("AttributeError", "CancelledError", "KeyboardInterrupt", "SystemExit",
+                   "HTTPException"):
         assert raised in drawn, f"tether.errors' docstring: say why {raised} stays built-in"
 
 
 # Every class of the tree with the built-in exceptions it is (besides Exception): a class may
 # gain one, never lose one, or an ``except`` written against it stops catching.
 BUILT_IN_BASES: dict[str, frozenset[str]] = {name: frozenset(bases.split()) for name, bases in {
-    "AlreadyQueued": "", "AmbiguousId": "", "ApprovalError": "",
+    "AlreadyQueued": "", "AmbiguousId": "", "ApprovalError": "", "ApprovalNotFound": "",
+    "ApprovalRefused": "",
     "ArgumentsChanged": "", "AttemptOver": "", "BadData": "ValueError",
     "BadReference": "", "BranchRefused": "", "CalculatorError": "ValueError",
     "CallCancelled": "", "CallerCannot": "", "ClientExpired": "", "ConflictError": "",

@@ -192,7 +192,9 @@ def test_approvals_of_another_tenant_read_as_absent(
         assert said(acme_request) == (1, said(absent)[1])
     code, text = _run(capsys, ["approvals", "list", "--store", url, "--tenant", "acme"])
     assert code == 0 and all(i in text for i in acme_requests)  # all still pending
-    assert "mallory" not in text
+    # the owner sees each attempt on its request, and nothing of the other tenant but the name
+    assert ("refused attempt(s); the last by mallory (unauthenticated): mallory "
+            "(unauthenticated) is not of tenant 'acme'") in text and "globex" not in text
     code, text = _run(capsys, ["approvals", "list", "--session", ACME[0][:6], "--store", url,
                                "--tenant", "acme"])  # a start of its own session's id will do
     assert code == 0 and ACME[0] in text and ACME[1] not in text

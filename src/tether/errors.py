@@ -39,7 +39,7 @@ The hierarchy::
         ├── RunFailed (RuntimeError)          here: a process or step a run needs failed
         ├── BadData (ValueError)              here: a journal or an answer that does not hold
         ├── Unreachable (OSError) ─ TimedOut (TimeoutError)   here: nothing took it in time
-        ├── ApprovalError                     (runtime.approvals.requests)
+        ├── ApprovalError ─ ApprovalRefused, ApprovalNotFound   (runtime.approvals)
         ├── CredentialError                   (credentials.errors)
         ├── ErasureRefused                    (journal.erasure)
         ├── HiddenNotRecalled                 (runtime.provenance.recalled)
@@ -70,8 +70,10 @@ asks for by name, each kept where the protocol needs it:
   object's ``__setattr__``/``__delattr__`` (``Secret``): ``hasattr``, ``getattr(..., default)``
   and ``copy`` read that exact type as "no such attribute" / "cannot be set";
 - ``asyncio.CancelledError`` re-raised for a task asked to stop: asyncio's cancellation protocol;
-- ``KeyboardInterrupt`` raised by the SIGTERM handler of ``tether mcp serve``: it stops the
-  server the way Ctrl-C does, through the same ``finally`` blocks;
+- ``KeyboardInterrupt`` raised by the SIGTERM handlers of ``tether mcp serve`` and ``tether
+  console``: it stops the server the way Ctrl-C does, through the same ``finally`` blocks;
+- Starlette's ``HTTPException`` from the console's pages (``tether.web``): its answer with an
+  HTTP status, a 404 for a session or report the viewer may not see;
 - ``SystemExit`` in ``python -m tether``: the exit status of the process;
 - ``argparse.ArgumentTypeError`` from the command line's argument types: argparse turns it
   into a usage message; and pydantic-ai's ``ApprovalRequired``, its own pause for an approval,

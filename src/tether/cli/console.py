@@ -26,7 +26,7 @@ from collections.abc import Callable
 from typing import Any
 
 from tether.cli.common import EXIT_OK, EXIT_USAGE, add_store_option, error, open_existing
-from tether.errors import InvalidArgument, install_command
+from tether.errors import InvalidArgument, Unreachable, install_command
 
 DEFAULT_PORT = 8642
 
@@ -96,7 +96,7 @@ def run_console(args: argparse.Namespace) -> int:
             print(f"sign in (this link works once): {base}{app.state.logins.link_path()}",
                   flush=True)
         server.run(sockets=[listening])
-    except (KeyboardInterrupt, Stopped):  # uvicorn re-raises the signal it shut down for
+    except KeyboardInterrupt:  # Ctrl-C, or SIGTERM, which uvicorn re-raises after shutting down
         pass
     finally:
         signal.signal(signal.SIGTERM, previous)
@@ -106,16 +106,15 @@ def run_console(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-class Stopped(Exception):
-    """SIGTERM, re-raised by uvicorn after its graceful shutdown: the console stopped."""
-
-
 def _stopped(signum: int, frame: Any) -> None:
-    raise Stopped
+    """SIGTERM (re-raised by uvicorn after its graceful shutdown) stops the console the way
+    Ctrl-C does, through the same ``finally`` (as ``tether mcp serve`` does)."""
+    raise KeyboardInterrupt
 
 
 def bind(host: str, port: int) -> socket.socket:
-    """A listening socket on ``host``:``port`` (0: a free port); OSError saying what to do."""
+    """A listening socket on ``host``:``port`` (0: a free port); Unreachable (an OSError)
+    saying what to do."""
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
     listening = socket.socket(family, socket.SOCK_STREAM)
     listening.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
@@ -124,8 +123,8 @@ def bind(host: str, port: int) -> socket.socket:
         listening.listen(128)
     except OSError as exc:
         listening.close()
-        raise OSError(f"cannot listen on {host}:{port} ({exc.strerror or exc}); pick another "
-                      "--port (0: any free one) or --host") from None
+        raise Unreachable(f"cannot listen on {host}:{port} ({exc.strerror or exc}); pick "
+                          "another --port (0: any free one) or --host") from None
     listening.set_inheritable(True)
     return listening
 

@@ -16,6 +16,7 @@ meaning is ``tether.store.session_index``'s); this module adds the cursor.
 from __future__ import annotations
 
 import base64
+import contextlib
 import json
 import math
 from dataclasses import dataclass
@@ -45,16 +46,15 @@ def encode_cursor(info: SessionInfo) -> str:
 
 def decode_cursor(cursor: str) -> tuple[float, str]:
     """The key a cursor names; InvalidArgument for one this module did not write."""
-    try:
-        raw = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4))
-        created_at, session_id = json.loads(raw)
-        if not isinstance(created_at, (int, float)) or not isinstance(session_id, str) or \
-                not math.isfinite(created_at):
-            raise ValueError("not a (created_at, session_id) key")
-        return float(created_at), session_id
-    except (ValueError, TypeError) as exc:
+    key: object = None
+    with contextlib.suppress(ValueError, TypeError):
+        key = json.loads(base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)))
+    if not (isinstance(key, list) and len(key) == 2 and isinstance(key[1], str)
+            and isinstance(key[0], (int, float)) and not isinstance(key[0], bool)
+            and math.isfinite(key[0])):
         raise InvalidArgument(f"cursor {cursor[:40]!r} is not one a session listing gave; "
-                              "start from the first page (no cursor)") from exc
+                              "start from the first page (no cursor)")
+    return float(key[0]), key[1]
 
 
 def page_sessions(store: Store, where: SessionFilter = EVERY_SESSION, *, limit: int = 50,

@@ -32,6 +32,7 @@ from starlette.responses import HTMLResponse, RedirectResponse, Response
 from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
+from tether.errors import WrongState
 from tether.runtime.approvals.identity import LOGIN_LINK, UNAUTHENTICATED, Identity, header_method
 from tether.web.console import Console
 
@@ -69,7 +70,7 @@ class Logins:
     def link_path(self) -> str:
         """``/login?token=...``: the path of the one-time link (the command prints it once)."""
         if self._token is None:
-            raise RuntimeError("the login link was used; restart the console for a new one")
+            raise WrongState("the login link was used; restart the console for a new one")
         return f"{LOGIN}?token={self._token}"
 
     def redeem(self, token: str) -> bool:
