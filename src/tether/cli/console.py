@@ -17,6 +17,7 @@ unreadable rules, an address it cannot bind, the ``web`` extra missing).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import dataclasses
 import getpass
 import signal
@@ -89,15 +90,16 @@ def run_console(args: argparse.Namespace) -> int:
     server = _server(uvicorn.Config(app, access_log=False, log_level="warning", lifespan="off",
                                     timeout_graceful_shutdown=5), app.state.streams.stop)
     previous = signal.signal(signal.SIGTERM, _stopped)  # before the URL: a stop as soon as it
-    try:  # is printed is a clean stop, whether uvicorn's handlers are in place yet or not
-        base = f"http://{url_host(args.host)}:{listening.getsockname()[1]}"
-        print(f"tether console: {base}/", flush=True)
-        if console.auth == "link":
-            print(f"sign in (this link works once): {base}{app.state.logins.link_path()}",
-                  flush=True)
-        server.run(sockets=[listening])
-    except KeyboardInterrupt:  # Ctrl-C, or SIGTERM, which uvicorn re-raises after shutting down
-        pass
+    # is printed is a clean stop, whether uvicorn's handlers are in place yet or not; Ctrl-C, or
+    # SIGTERM (which uvicorn re-raises after shutting down), ends it cleanly
+    try:
+        with contextlib.suppress(KeyboardInterrupt):
+            base = f"http://{url_host(args.host)}:{listening.getsockname()[1]}"
+            print(f"tether console: {base}/", flush=True)
+            if console.auth == "link":
+                print(f"sign in (this link works once): {base}{app.state.logins.link_path()}",
+                      flush=True)
+            server.run(sockets=[listening])
     finally:
         signal.signal(signal.SIGTERM, previous)
         listening.close()

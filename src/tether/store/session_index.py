@@ -98,8 +98,8 @@ NO_FACTS = StepFacts()
 
 
 def step_facts(events: Sequence[Event]) -> StepFacts:
-    """The index facts of a step (cheap: the first event, and the events from the last back to
-    the last pause or end, which is usually the last)."""
+    """The index facts of a step: the user and thread its start names, and the reason and
+    spend of its last pause or end (a step is a few events: one pass over them, backwards)."""
     first = events[0]
     user = thread = None
     if first.seq == 1 and first.type == EventType.SESSION_START:

@@ -5,8 +5,7 @@ or a form — anyone can type another tenant's id. One function decides, for all
 session of another tenant is "not found" in the same words as an id that does not exist (so an
 id guessed or leaked across tenants reveals nothing), and says how the chain stands.
 
-Decision: a session's tenant is the one its first event recorded (``subject.tenant_id`` of its
-``session.start``, kept by erasure in the erased start and named by an erasure record);
+Decision: a session's tenant is the one its first event recorded (``journal.views.owner``);
 an identity with ``ALL_TENANTS`` sees every session. The chain's status is
 ``journal.tamper.diagnose`` — ``verify_chain`` with erasures an erasure record vouches for, and
 the index's event count — exactly what ``tether audit verify`` says.
@@ -21,10 +20,10 @@ from starlette.exceptions import HTTPException
 
 from tether.journal.erasure import vouched
 from tether.journal.tamper import Break, diagnose
+from tether.journal.views.owner import tenant_of
 from tether.runtime.approvals.identity import Identity
-from tether.store.base import ERASED_TYPE, Store
+from tether.store.base import Store
 from tether.types import Event
-from tether.vocabulary import EventType
 
 
 @dataclass(frozen=True, slots=True)
@@ -34,19 +33,6 @@ class Opened:
     session_id: str
     events: Sequence[Event]
     broken: Break | None
-
-
-# first events that name the tenant: a start, an erased start (which keeps its subject's tenant)
-# and an erasure record (the tenant whose user it erased)
-OPENINGS = frozenset({EventType.SESSION_START, ERASED_TYPE, EventType.ERASURE_RECORDED})
-
-
-def tenant_of(events: Sequence[Event]) -> str | None:
-    """The tenant a session's first event recorded (None: no tenant)."""
-    if not events or events[0].type not in OPENINGS:
-        return None
-    tenant = (events[0].data.get("subject") or {}).get("tenant_id")
-    return None if tenant is None else str(tenant)
 
 
 def visible(identity: Identity, events: Sequence[Event]) -> bool:

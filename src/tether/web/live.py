@@ -32,7 +32,7 @@ from tether.runtime.approvals.deciding import pending
 from tether.runtime.approvals.identity import Identity
 from tether.store.base import Store
 from tether.store.paging import decode_cursor, page_sessions
-from tether.vocabulary import EventType
+from tether.web._access import visible as can_see
 from tether.web.pages import console, identity
 from tether.web.sessions import PAGE, listing
 
@@ -80,14 +80,7 @@ def streams(request: Request) -> Streams:
 def visible(store: Store, viewer: Identity, session_id: str) -> bool:
     """Whether ``session_id`` exists and belongs to the viewer's tenant (every one's for an
     operator of all tenants)."""
-    first = store.read(session_id)[:1]
-    if not first:
-        return False
-    if viewer.all_tenants:
-        return True
-    start = first[0].data if first[0].type in (EventType.SESSION_START,
-                                               EventType.CONTENT_ERASED) else {}
-    return bool((start.get("subject") or {}).get("tenant_id") == viewer.tenant_id)
+    return can_see(viewer, store.read(session_id)[:1])  # the first event names the tenant
 
 
 def message(event: str, data: dict[str, Any]) -> bytes:

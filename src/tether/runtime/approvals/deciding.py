@@ -29,6 +29,7 @@ from typing import Any, Literal
 
 from tether.journal.chain import canonical_json, verify_chain
 from tether.journal.erasure import is_erased, vouched
+from tether.journal.views.owner import tenant_of
 from tether.runtime.approvals.identity import Identity
 from tether.runtime.approvals.requests import (
     ALL_TENANTS,
@@ -138,10 +139,7 @@ def forged_because(request: ApprovalRequest, events: Sequence[Event],
                 f"{broken}); run `tether audit verify --session {request.session_id}`")
     asked = next((e for e in events if e.data.get("approval_id") == request.id
                   and e.type in ASKING), None)
-    first = events[0]  # a start, or an erased start (which keeps its tenant)
-    started = EventType.SESSION_START in (first.type, first.data.get("type"))
-    subject = (first.data.get("subject") or {}) if started else {}
-    if subject.get("tenant_id") != request.tenant_id:
+    if tenant_of(events) != request.tenant_id:
         return "its tenant differs from its session's"
     if asked is None:
         erased = any(is_erased(e) and e.data.get("type") in ASKING for e in events)
