@@ -163,10 +163,10 @@ def report_signed(store: Store, anchors: Sequence[Anchor], args: argparse.Namesp
     if keys is None:
         return EXIT_USAGE
     operator, witnesses = keys
-    notes = [(f"checkpoint {n} kept in the store", c.note)
+    notes = [(f"the store's checkpoint {n}", c.note)
              for n, c in enumerate(store.checkpoints(), start=1)]
     try:
-        notes += [(f"checkpoint file {p}", Path(p).read_text(encoding="utf-8"))
+        notes += [(f"the checkpoint file {p}", Path(p).read_text(encoding="utf-8"))
                   for p in args.checkpoint]
         for url in args.witness:
             seen = newest(url, operator.name)
