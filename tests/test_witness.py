@@ -213,3 +213,20 @@ def test_a_thousand_random_tampers_are_detected_exactly_when_a_witnessed_checkpo
             assert (f"the {newer} newest anchor" in assurance.level()) == (newer > 0)
             undetected += 1
     assert detected + undetected == 1000 and detected > 500 and undetected > 100
+
+
+def test_a_checkpoint_whose_operator_signature_was_stripped_is_not_counted(
+        keys: Keys, tmp_path: Path) -> None:
+    signer = read_private(keys.operator_key)
+    operator, witness_key = read_public(keys.operator_pub), read_public(keys.witness_pub)
+    anchors = _chain([(0, "s0", {"session_id": "s0", "seq": 1, "head": "0" * 64,
+                                 "type": "session.end"})])
+    note, heads = checkpoint.sign(signer, anchors, 1)
+    witness = Witness(read_private(f"{keys.witness}.key"), operator, tmp_path / "state.json")
+    cosigned = note + witness.add({"checkpoint": note, "heads": [list(h) for h in heads]})
+    assert check_signed(anchors, 1, [("kept", cosigned)], operator, [witness_key])[0] == []
+    text, lines = cosigned.split("\n\n")
+    only_witness = f"{text}\n\n{lines.splitlines()[1]}\n"  # the operator's line removed
+    findings, assurance = check_signed(anchors, 1, [("kept", only_witness)], operator,
+                                       [witness_key])
+    assert "not signed by the operator key" in str(findings[0]) and assurance.signed is None
