@@ -24,6 +24,7 @@ from __future__ import annotations
 import base64
 import hashlib
 import os
+import re
 import stat
 from dataclasses import dataclass
 from pathlib import Path
@@ -38,6 +39,7 @@ ED25519 = 0x01  # signed-note's signature type of a plain Ed25519 signature
 COSIGNATURE_V1 = 0x04  # tlog-cosignature's timestamped Ed25519 type
 DASH = "\u2014 "  # every signature line starts with an em dash and a space
 MAX_SIGNATURES = 100
+CONTROL = re.compile("[\x00-\x09\x0b-\x1f]")  # a note holds no control character but newline
 SIGNING_KEY_VARIABLE = "TETHER_SIGNING_KEY"
 
 
@@ -55,7 +57,7 @@ def _ed25519() -> Any:
         from cryptography.hazmat.primitives.asymmetric import ed25519
     except ImportError:  # pragma: no cover - the extra is part of the dev install
         raise MissingExtra("signing needs the cryptography package: pip install "
-                        "'tether-agents[sign]'") from None
+                        "'tether[sign]'") from None
     return ed25519
 
 
@@ -230,8 +232,7 @@ def cosigned_message(text: str, timestamp: int) -> bytes:
 
 
 def _text(text: str) -> str:
-    if not text.endswith("\n") or "\n\n" in text or any(
-            ord(c) < 0x20 and c != "\n" for c in text):
+    if not text.endswith("\n") or "\n\n" in text or CONTROL.search(text):
         raise NoteInvalid("a note's text ends in a newline, has no blank line and no control "
                         "character")
     return text
