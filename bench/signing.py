@@ -26,12 +26,12 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "src"))
 
-from tether.journal import checkpoint  # noqa: E402
-from tether.journal.note import COSIGNATURE_V1, generate  # noqa: E402
-from tether.journal.signed import check_signed  # noqa: E402
-from tether.journal.views.signed_export import manifest_line  # noqa: E402
-from tether.serve.witness import Witness, cosign, serve  # noqa: E402
-from tether.store.base import Anchor, lane_genesis, seal_anchor  # noqa: E402
+from tether.journal import checkpoint
+from tether.journal.note import COSIGNATURE_V1, generate
+from tether.journal.signed import check_signed
+from tether.journal.views.signed_export import manifest_line
+from tether.serve.witness import Witness, cosign, serve
+from tether.store.base import Anchor, lane_genesis, seal_anchor
 
 
 def anchors(n: int, lanes: int) -> list[Anchor]:

@@ -102,7 +102,7 @@ def _cut_with_anchors(url: str, sid: str, *, checkpoints: bool = True) -> None:
 
 def test_a_whole_session_removed_with_its_anchors_is_caught_by_the_witness(
         url: str, keys: Keys, witness: str) -> None:
-    finished, paused = populate(url)
+    _, paused = populate(url)
     checkpoint(url, keys, witness)
     _cut_with_anchors(url, paused)
     code, out = verify_outside("--store", url)
@@ -115,7 +115,7 @@ def test_a_whole_session_removed_with_its_anchors_is_caught_by_the_witness(
 
 def test_a_checkpoint_kept_in_the_store_catches_a_cut_without_the_witness(
         url: str, keys: Keys, witness: str) -> None:
-    finished, paused = populate(url)
+    _, paused = populate(url)
     checkpoint(url, keys, witness)
     _cut_with_anchors(url, paused, checkpoints=False)
     code, out = verify_outside("--store", url, *public(keys))
@@ -125,7 +125,7 @@ def test_a_checkpoint_kept_in_the_store_catches_a_cut_without_the_witness(
 
 def test_a_cut_after_the_newest_checkpoint_is_not_detected_and_the_assurance_says_so(
         url: str, keys: Keys, witness: str) -> None:
-    finished, paused = populate(url)
+    populate(url)
     checkpoint(url, keys, witness)
     newer, _ = audit_app.start(url)  # written after the checkpoint: no checkpoint covers it
     code, out = verify_outside("--store", url, *public(keys, witness))

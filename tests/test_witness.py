@@ -23,7 +23,7 @@ from signing_helpers import Keys, clean_env, make_keys
 from tether.journal import checkpoint
 from tether.journal.note import generate, read_private, read_public
 from tether.journal.signed import check_signed
-from tether.serve.witness import WitnessRefused, Witness, checkpoint_store, cosign, newest
+from tether.serve.witness import Witness, WitnessRefused, checkpoint_store, cosign, newest
 from tether.store.base import Anchor, lane_genesis, seal_anchor
 from tether.store.opening import open_store
 
@@ -82,11 +82,11 @@ def test_the_witness_cosigns_extensions_and_refuses_a_rollback_and_a_fork(
         store.close()
     assert json.loads(state.read_text())[signer.name]["size"] == 4
     back, heads = checkpoint.sign(signer, old, 1)  # rolled back: signed, but smaller
-    with pytest.raises(WitnessRefused, match="409.*rolled back"):
+    with pytest.raises(WitnessRefused, match=r"409.*rolled back"):
         cosign(url, back, heads, old, 1, signer.name)
     forked = [*anchors[:3], replace(anchors[3], body=anchors[3].body.replace("s3", "s9"))]
     fork, heads = checkpoint.sign(signer, forked, 1)  # same size, another history
-    with pytest.raises(WitnessRefused, match="409.*forked or rewritten"):
+    with pytest.raises(WitnessRefused, match=r"409.*forked or rewritten"):
         cosign(url, fork, heads, forked, 1, signer.name)
     grown = [*forked, *anchors[4:]]
     fork, heads = checkpoint.sign(signer, grown, 1)  # longer, on the forked history
