@@ -12,6 +12,7 @@ import random
 import signal
 import subprocess
 import sys
+import threading
 from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
@@ -41,7 +42,8 @@ def witness_process(keys: Keys, tmp_path: Path) -> Iterator[tuple[str, Path]]:
     yield from _run_witness(keys, state)
 
 
-def _run_witness(keys: Keys, state: Path) -> Iterator[tuple[str, Path]]:
+def _run_witness(keys: Keys, state: Path, *, kill: bool = False
+                 ) -> Iterator[tuple[str, Path]]:
     process = subprocess.Popen(
         [sys.executable, "-m", "tether", "witness", "--key", f"{keys.witness}.key", "--log-key",
          keys.operator_pub, "--state", str(state), "--port", "0"],
@@ -53,8 +55,8 @@ def _run_witness(keys: Keys, state: Path) -> Iterator[tuple[str, Path]]:
                                                           process.stderr else "")
         yield line.rsplit(" ", 1)[1].strip(), state
     finally:
-        process.send_signal(signal.SIGTERM)
-        assert process.wait(timeout=60) == 0
+        process.send_signal(signal.SIGKILL if kill else signal.SIGTERM)
+        assert process.wait(timeout=60) == (-signal.SIGKILL if kill else 0)
 
 
 def _store(tmp_path: Path, sessions: int) -> str:
@@ -108,12 +110,55 @@ def test_the_witness_remembers_across_a_restart(keys: Keys, tmp_path: Path) -> N
         for url, _ in _run_witness(keys, state):
             assert checkpoint_store(store, signer, [url])[1] == []
         anchors = store.anchors()
-        for url, _ in _run_witness(keys, state):  # a new process, the same state file
+        for url, _ in _run_witness(keys, state, kill=True):  # a new process, the same state
             back, heads = checkpoint.sign(signer, anchors[:1], 1)
+            with pytest.raises(WitnessRefused, match="rolled back"):
+                cosign(url, back, heads, anchors[:1], 1, signer.name)
+        # killed (-9) as it was replacing its state: the half-written file is never read
+        state.with_name(state.name + ".tmp").write_text('{"example.com/tether/prod": {"si')
+        for url, _ in _run_witness(keys, state):
+            seen = newest(url, signer.name)
+            assert seen is not None and seen["size"] == len(anchors)
             with pytest.raises(WitnessRefused, match="rolled back"):
                 cosign(url, back, heads, anchors[:1], 1, signer.name)
     finally:
         store.close()
+
+
+def test_checkpointers_racing_on_one_witness_leave_it_consistent(
+        keys: Keys, tmp_path: Path, witness_process: tuple[str, Path]) -> None:
+    url, _ = witness_process
+    signer = read_private(keys.operator_key)
+    db = _store(tmp_path, 1)
+    refusals: list[str] = []
+
+    def checkpointer(name: str) -> None:
+        store = open_store(db)
+        try:
+            for round_ in range(4):
+                seed(db, f"{name}-{round_}", 1_000_100.0 + round_)
+                refusals.extend(checkpoint_store(store, signer, [url])[1])
+        finally:
+            store.close()
+
+    workers = [threading.Thread(target=checkpointer, args=(name,)) for name in ("a", "b")]
+    for worker in workers:
+        worker.start()
+    for worker in workers:
+        worker.join()
+    assert all("409" in reason and "rolled back" in reason for reason in refusals), refusals
+    store = open_store(db)
+    try:
+        anchors, kept = store.anchors(), store.checkpoints()
+    finally:
+        store.close()
+    operator, witness_key = read_public(keys.operator_pub), read_public(keys.witness_pub)
+    seen = newest(url, signer.name)
+    assert seen is not None
+    notes = [("kept", c.note) for c in kept] + [("witness", str(seen["note"]))]
+    findings, assurance = check_signed(anchors, 1, notes, operator, [witness_key])
+    assert findings == [] and assurance.witnessed[0].size == seen["size"]
+    assert seen["size"] == max(c.size for c in kept if "witness.example/w1" in c.note)
 
 
 def test_an_unreachable_witness_is_reported_and_the_checkpoint_still_kept(
@@ -198,6 +243,7 @@ def test_a_thousand_random_tampers_are_detected_exactly_when_a_witnessed_checkpo
             request = {"checkpoint": note, "heads": [list(h) for h in heads]}
             if before is not None:
                 request["proof"] = checkpoint.proof(anchors[:upto], lanes, before)
+                request["old"] = before
             notes.append(note + witness.add(request))
         kind, tampered, touched = _tamper(rng, rows)
         findings, assurance = check_signed(_chain(tampered), lanes,

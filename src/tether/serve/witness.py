@@ -41,6 +41,8 @@ from tether.journal.note import NoteInvalid, Signer, Verifier, open_note
 from tether.store.base import Anchor, Store
 
 MAX_BODY = 64 * 1024 * 1024
+STALE = "stale proof"  # another checkpoint was cosigned since the client asked: it asks again
+RETRIES = 3
 
 
 class WitnessRefused(RunError):
@@ -96,6 +98,9 @@ class Witness:
                 if point.size < seen["size"]:
                     raise Inconsistent(f"size {point.size} is smaller than {seen['size']}, "
                                        "which this witness cosigned: the log was rolled back")
+                if request.get("old") != [c for c, _ in old]:
+                    raise Inconsistent(f"{STALE}: the proof starts at {request.get('old')}, "
+                                       f"and this witness is at {[c for c, _ in old]}")
                 heads = checkpoint.extend(old, request.get("proof", {}))
             if checkpoint.checkpoint_of(point.origin, heads) != point:
                 raise Inconsistent(f"the checkpoint at size {point.size} does not extend the "
@@ -186,21 +191,25 @@ def newest(url: str, origin: str, timeout: float = 10.0) -> dict[str, Any] | Non
 def cosign(url: str, note: str, heads: checkpoint.Heads, anchors: Sequence[Anchor],
            lanes: int, origin: str, timeout: float = 30.0) -> str:
     """Ask the witness at ``url`` to cosign ``note``: the cosignature line it answered."""
-    seen = newest(url, origin, timeout)
-    since = None if seen is None else [int(c) for c, _ in seen["heads"]]
-    body: dict[str, Any] = {"checkpoint": note, "heads": [list(h) for h in heads]}
-    if since is not None:
-        body["proof"] = checkpoint.proof(anchors, lanes, since)
-    data = json.dumps(body).encode()
-    ask = urllib.request.Request(f"{url.rstrip('/')}/add-checkpoint", data=data, method="POST",
-                                 headers={"Content-Type": "application/json"})
-    try:
-        with urllib.request.urlopen(ask, timeout=timeout) as answer:
-            return str(answer.read().decode())
-    except urllib.error.HTTPError as exc:
-        said = exc.read().decode(errors="replace").strip()
-        raise WitnessRefused(f"the witness at {url} refused to cosign ({exc.code}): "
-                             f"{said}") from None
-    except OSError as exc:
-        raise WitnessRefused(f"cannot reach the witness at {url} ({exc}); is `tether witness` "
-                             "running there?") from None
+    for attempt in range(RETRIES):
+        seen = newest(url, origin, timeout)
+        body: dict[str, Any] = {"checkpoint": note, "heads": [list(h) for h in heads]}
+        if seen is not None:  # the proof: what each lane appended since the witness's newest
+            body["old"] = since = [int(c) for c, _ in seen["heads"]]
+            body["proof"] = checkpoint.proof(anchors, lanes, since)
+        ask = urllib.request.Request(f"{url.rstrip('/')}/add-checkpoint", method="POST",
+                                     data=json.dumps(body).encode(),
+                                     headers={"Content-Type": "application/json"})
+        try:
+            with urllib.request.urlopen(ask, timeout=timeout) as answer:
+                return str(answer.read().decode())
+        except urllib.error.HTTPError as exc:
+            said = exc.read().decode(errors="replace").strip()
+            if exc.code == 409 and said.startswith(STALE) and attempt + 1 < RETRIES:
+                continue  # another checkpointer's was cosigned meanwhile: prove from there
+            raise WitnessRefused(f"the witness at {url} refused to cosign ({exc.code}): "
+                                 f"{said}") from None
+        except OSError as exc:
+            raise WitnessRefused(f"cannot reach the witness at {url} ({exc}); is `tether "
+                                 "witness` running there?") from None
+    raise WitnessRefused(f"the witness at {url} kept cosigning other checkpoints")
