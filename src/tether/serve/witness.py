@@ -10,6 +10,9 @@ the anchor bodies each lane appended since, which the witness hashes onto its he
 (``tether.journal.checkpoint.extend``) to reach the new root. A smaller size (a rollback) or a
 root the bodies do not reach (a fork, a rewrite) is refused with 409, as C2SP's tlog-witness
 refuses an inconsistent checkpoint; the cosignature is tlog-cosignature/v1 (``journal.note``).
+A proof must start at the witness's newest (the request names the counts it starts from): when
+another checkpointer's was cosigned meanwhile, it is refused as stale and the client proves
+again from there.
 
 Decision: stdlib HTTP on a bind the operator gives (loopback in the tests), two endpoints —
 ``POST /add-checkpoint`` (JSON: the signed checkpoint, its lane heads on first contact, the
