@@ -122,6 +122,8 @@ def test_a_key_file_others_may_read_or_a_missing_one_is_refused_with_what_to_do(
     assert main(["audit", "verify", "--store", "memory://", "--public-key",
                  str(tmp_path / "absent.pub")]) == 2
     assert "cannot read the public key" in capsys.readouterr().err
+    assert main(["audit", "verify", "--store", "memory://", "--witness", "http://x"]) == 2
+    assert "give the operator's --public-key too" in capsys.readouterr().err
 
 
 heads_strategy = st.lists(st.tuples(st.integers(0, 10**9), st.text("0123456789abcdef", min_size=64,

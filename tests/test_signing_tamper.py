@@ -10,7 +10,6 @@ detected, and the assurance line says which anchors no checkpoint covers."""
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -20,7 +19,7 @@ import pytest
 import audit_app
 from audit_helpers import Raw, store_url
 from signing_helpers import Keys, make_keys, verify_outside, witness_thread
-from test_audit_anchors import _delete_session, _sql
+from test_audit_anchors import _delete_session, _sql, flip_approval
 from test_audit_tamper import MUTATIONS, lines_of, populate, write
 from tether.cli import main
 from tether.journal.chain import seal
@@ -145,15 +144,7 @@ def test_an_approval_flipped_in_the_table_is_caught_with_public_keys_only(
         url: str, keys: Keys, witness: str) -> None:
     _, paused = populate(url)
     checkpoint(url, keys, witness)
-    raw = Raw(url)
-    try:
-        ((record,),) = _sql(raw, "SELECT record FROM {s}approvals WHERE session_id = ?", paused)
-        forged = {**json.loads(str(record)), "status": "approved", "approver": "maria",
-                  "note": "looks fine", "decided_at": 1.0}
-        _sql(raw, "UPDATE {s}approvals SET status = 'approved', record = ? WHERE "
-                  "session_id = ?", json.dumps(forged), paused)
-    finally:
-        raw.close()
+    flip_approval(url, paused)
     code, out = verify_outside("--store", url, *public(keys, witness))
     assert code == 1 and f"BROKEN  session {paused}: approval:" in out, out
 

@@ -113,6 +113,10 @@ def register(commands: Any) -> None:
 # -- verify -------------------------------------------------------------------------------------
 
 def run_verify(args: argparse.Namespace) -> int:
+    if args.public_key is None and (args.witness_key or args.checkpoint or args.witness):
+        error("--witness-key, --checkpoint and --witness check signed checkpoints: give the "
+              "operator's --public-key too")
+        return EXIT_USAGE
     if args.public_key is not None and audit_sign.verify_keys(args) is None:
         return EXIT_USAGE
     if args.file is not None:
