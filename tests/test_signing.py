@@ -165,3 +165,29 @@ def test_every_store_keeps_its_checkpoints_as_given(store: Store) -> None:
     kept = store.checkpoints()
     assert [(c.size, c.note) for c in kept] == [(0, note), (7, "second\n")]
     assert kept[0].created_at <= kept[1].created_at
+
+
+@given(st.integers(1, 16), st.lists(st.integers(0, 15), max_size=60), st.data())
+def test_a_proof_from_any_earlier_checkpoint_reaches_the_later_one(
+        lanes: int, picks: list[int], data: st.DataObject) -> None:
+    """What the witness relies on: hashing each lane's bodies since an earlier checkpoint onto
+    its heads gives exactly the later checkpoint, whatever the lanes' interleaving."""
+    from tether.store.base import Anchor, lane_genesis, seal_anchor
+
+    heads: dict[int, str] = {}
+    anchors = []
+    for n, pick in enumerate(picks):
+        lane = pick % lanes
+        prev = heads.get(lane, lane_genesis(lane))
+        text, digest, _ = seal_anchor(prev, {"session_id": "s", "seq": n}, None)
+        anchors.append(Anchor(n + 1, "head", "s", text, prev, digest, None, lane))
+        heads[lane] = digest
+    cut = data.draw(st.integers(0, len(anchors)))
+    earlier = checkpoint.current(anchors[:cut], lanes)
+    proved = checkpoint.extend(earlier, checkpoint.proof(anchors, lanes,
+                                                         [c for c, _ in earlier]))
+    assert proved == checkpoint.current(anchors, lanes)
+    assert all(head == (anchors_of[-1].hash if anchors_of else lane_genesis(lane))
+               for lane, ((_, head), anchors_of) in enumerate(zip(
+                   proved, [[a for a in anchors if a.lane == k] for k in range(lanes)],
+                   strict=True)))
