@@ -73,18 +73,23 @@ def test_a_cut_tail_with_a_fixed_index_row_is_detected(
     assert f"BROKEN  session {finished}: cut:" in out  # ...the anchor chain does not
 
 
-def test_an_approval_flipped_in_the_table_is_detected(
-        url: str, capsys: pytest.CaptureFixture[str]) -> None:
-    _, paused = populate(url)
+def flip_approval(url: str, sid: str) -> None:
+    """Approve a session's pending request in the approvals table, as maria, outside tether."""
     raw = Raw(url)
     try:
-        ((record,),) = _sql(raw, "SELECT record FROM {s}approvals WHERE session_id = ?", paused)
+        ((record,),) = _sql(raw, "SELECT record FROM {s}approvals WHERE session_id = ?", sid)
         forged = {**json.loads(str(record)), "status": "approved", "approver": "maria",
                   "note": "looks fine", "decided_at": 1.0}
         _sql(raw, "UPDATE {s}approvals SET status = 'approved', record = ? WHERE "
-                  "session_id = ?", json.dumps(forged), paused)
+                  "session_id = ?", json.dumps(forged), sid)
     finally:
         raw.close()
+
+
+def test_an_approval_flipped_in_the_table_is_detected(
+        url: str, capsys: pytest.CaptureFixture[str]) -> None:
+    _, paused = populate(url)
+    flip_approval(url, paused)
     code, out = verify(capsys, "--store", url)
     assert code == 1, out
     assert f"BROKEN  session {paused}: approval:" in out and "decided outside tether" in out

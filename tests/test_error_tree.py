@@ -217,6 +217,8 @@ BUILT_IN_BASES: dict[str, frozenset[str]] = {name: frozenset(bases.split()) for 
     "CredentialError": "", "ErasureRefused": "RuntimeError",
     "ExportFormatError": "ValueError", "HiddenNotRecalled": "", "IndexRefused": "ValueError",
     "InvalidArgument": "ValueError", "JournalTampered": "", "JournalValueError": "ValueError",
+    "KeyFileError": "ValueError", "NoteInvalid": "ValueError", "WitnessRefused": "",
+    "Inconsistent": "",
     "KeyMismatch": "LookupError", "MCPConnectionError": "RuntimeError",
     "MCPError": "RuntimeError", "MCPToolBlocked": "RuntimeError",
     "MCPToolError": "RuntimeError", "MissingExtra": "ImportError",

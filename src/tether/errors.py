@@ -28,6 +28,7 @@ The hierarchy::
     │   ├── BadReference                      (references)
     │   ├── ExportFormatError                 (journal.views.export)
     │   ├── JournalValueError                 (journal.canonical)
+    │   ├── KeyFileError (ValueError)         (journal.note)
     │   ├── KeyMismatch                       (journal.fingerprints)
     │   ├── NestedRunError                    (integrations.nesting)
     │   ├── PolicyLoadError ─ OverlayError    (policy.yaml_source, policy.overlay)
@@ -38,6 +39,7 @@ The hierarchy::
     └── RunError
         ├── RunFailed (RuntimeError)          here: a process or step a run needs failed
         ├── BadData (ValueError)              here: a journal or an answer that does not hold
+        │   └── NoteInvalid                   (journal.note)
         ├── Unreachable (OSError) ─ TimedOut (TimeoutError)   here: nothing took it in time
         ├── ApprovalError ─ ApprovalRefused, ApprovalNotFound   (runtime.approvals)
         ├── CredentialError                   (credentials.errors)
@@ -56,6 +58,7 @@ The hierarchy::
         │   ├── ConflictError, SchemaError
         │   ├── SessionBusy ─ SessionMoved
         │   └── StoreUnavailable ─ StoreFull
+        ├── WitnessRefused, Inconsistent      (serve.witness)
         ├── ToolArgumentError, ToolFailure ─ ArgumentsChanged   (tools.base, integrations)
         ├── CalculatorError, CallerCannot, TooMuchBinary        (tools)
         └── internal signals that never leave tether: BranchRefused, Rejected, Refused,

@@ -37,6 +37,7 @@ from tether.cli.run import register as register_run
 from tether.cli.store import register as register_store
 from tether.cli.tools import register as register_tools
 from tether.cli.whatif import register as register_what_if
+from tether.cli.witness import register as register_witness
 from tether.store.base import StoreUnavailable
 
 
@@ -60,6 +61,7 @@ def build_parser() -> argparse.ArgumentParser:
     register_memory(commands)
     register_fleet(commands)
     register_console(commands)
+    register_witness(commands)
     return parser
 
 

@@ -26,7 +26,7 @@ from collections.abc import Callable, Collection, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from tether.cli import audit_anchors, audit_list, audit_trust
+from tether.cli import audit_anchors, audit_list, audit_sign, audit_trust
 from tether.cli.audit_reading import read_session, tenant_sessions
 from tether.cli.common import (
     EXIT_FINDING,
@@ -65,6 +65,7 @@ def register(commands: Any) -> None:
     verify.add_argument("--file", metavar="EXPORT",
                         help="verify an export written by `tether audit export` instead of a "
                         "store")
+    audit_sign.add_verify_options(verify)
     verify.set_defaults(run=run_verify)
 
     show = sub.add_parser("show", help="a session's timeline",
@@ -106,23 +107,30 @@ def register(commands: Any) -> None:
     export.add_argument("-o", "--output", metavar="FILE", help="write here instead of stdout")
     export.set_defaults(run=run_export)
     audit_trust.add(sub)
+    audit_sign.add(sub)
 
 
 # -- verify -------------------------------------------------------------------------------------
 
 def run_verify(args: argparse.Namespace) -> int:
+    if args.public_key is None and (args.witness_key or args.checkpoint or args.witness):
+        error("--witness-key, --checkpoint and --witness check signed checkpoints: give the "
+              "operator's --public-key too")
+        return EXIT_USAGE
+    if args.public_key is not None and audit_sign.verify_keys(args) is None:
+        return EXIT_USAGE
     if args.file is not None:
         if args.store is not None:
             error("give --file or --store, not both: --file verifies an export without a store")
             return EXIT_USAGE
-        return _verify_file(args.file, args.session)
+        return _verify_file(args.file, args.session, args)
     store = open_existing(args.store)
     if store is None:
         return EXIT_USAGE
     try:
         only = None if args.session is None else full_session_id(store, args.session,
                                                                    args.tenant)
-        return _verify_store(store, only, args.tenant)
+        return _verify_store(store, only, args)
     finally:
         store.close()
 
@@ -131,10 +139,11 @@ UNLISTED = ("its events are stored but the store's index does not list the sessi
             "written outside tether")
 
 
-def _verify_store(store: Store, only: str | None, tenant: str | None) -> int:
+def _verify_store(store: Store, only: str | None, args: argparse.Namespace) -> int:
     from tether.journal.erasure import vouched
     from tether.journal.tamper import Break, diagnose
 
+    tenant = args.tenant
     infos = tenant_sessions(store, tenant)
     if only is not None:
         infos = [i for i in infos if i.session_id == only]
@@ -146,7 +155,8 @@ def _verify_store(store: Store, only: str | None, tenant: str | None) -> int:
             return _report([(only, events, Break(only, 1, "inserted", UNLISTED))])
     anchors = store.anchors()
     scope = audit_anchors.scope(anchors, infos, only, tenant)
-    if not infos and not any(scope is None or a.session_id in scope for a in anchors):
+    if not infos and not any(scope is None or a.session_id in scope for a in anchors) \
+            and args.public_key is None:  # with a key: a store emptied is for the checkpoints
         print(f"no sessions in {store.url}")
         return EXIT_OK
     results = []
@@ -163,7 +173,8 @@ def _verify_store(store: Store, only: str | None, tenant: str | None) -> int:
     pruned = {a.session_id for a in anchors if a.kind == "prune"}
     code = max(_report(results), _report_segments(
         results, lambda sid: read_session(store, sid, tenant), pruned=pruned))
-    return max(code, audit_anchors.report_anchors(store, anchors, results, scope))
+    code = max(code, audit_anchors.report_anchors(store, anchors, results, scope))
+    return max(code, audit_sign.report_signed(store, anchors, args))
 
 
 def _report_segments(results: Sequence[tuple[str, Sequence[Event], Break | None]],
@@ -185,7 +196,7 @@ def _report_segments(results: Sequence[tuple[str, Sequence[Event], Break | None]
     return EXIT_FINDING if findings else EXIT_OK
 
 
-def _verify_file(path: str, only: str | None) -> int:
+def _verify_file(path: str, only: str | None, args: argparse.Namespace) -> int:
     from tether.journal.erasure import vouched
     from tether.journal.tamper import Break, diagnose
     from tether.journal.views.export import ExportFormatError, check_trailer, read_export
@@ -213,6 +224,9 @@ def _verify_file(path: str, only: str | None) -> int:
         print(f"no events in {path}")
         return EXIT_OK
     key = audit_key()
+    unsigned = audit_sign.manifest_problems(path, args, sessions, only)
+    if unsigned is None:
+        return EXIT_USAGE
     results = []
     for sid, events in sessions.items():
         found = diagnose(sid, events, erased=vouched(events, lambda s: exported.get(s, [])))
@@ -220,9 +234,12 @@ def _verify_file(path: str, only: str | None) -> int:
             problem = check_trailer(sid, events, trailers.get(sid), key)
             if problem is not None:
                 found = Break(sid, len(events), "cut", problem)
+        if found is None and sid in unsigned:
+            found = Break(sid, len(events), "cut", unsigned[sid])
         results.append((sid, events, found))
     return max(_report(results), _report_segments(results, lambda sid: exported.get(sid, []),
-                                                  selection=True))
+                                                  selection=True),
+               audit_sign.report_manifest(unsigned, sessions, args))
 
 
 def _report(results: Sequence[tuple[str, Sequence[Event], Break | None]]) -> int:
@@ -289,8 +306,6 @@ def run_show(args: argparse.Namespace) -> int:
 
 def run_export(args: argparse.Namespace) -> int:
     from tether.cli.audit_ocsf import write_ocsf
-    from tether.journal.views.export import write_jsonl
-
     if args.format != "ocsf" and (args.redact_key or args.pins):
         error("--redact-key and --pins go with --format ocsf")
         return EXIT_USAGE
@@ -324,7 +339,7 @@ def run_export(args: argparse.Namespace) -> int:
                 count = write_ocsf(store, ids, out, redact_keys=args.redact_key,
                                    pins=args.pins)
             else:
-                count = sum(write_jsonl(store.read(sid), out) for sid in ids)
+                count = audit_sign.export_jsonl(store, ids, out)
         finally:
             if out is not sys.stdout:
                 out.close()

@@ -17,12 +17,15 @@ import os
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from tether.errors import RunError
 from tether.store.session_index import STOPS, SessionFilter, cost_of
 from tether.types import Event
 from tether.vocabulary import EventType
+
+if TYPE_CHECKING:
+    from tether.store.checkpoints import StoredCheckpoint
 
 DEFAULT_URL = "sqlite:///tether.db"
 """The store the CLI opens when given none (``--store`` or ``TETHER_STORE``): a SQLite file in
@@ -324,6 +327,14 @@ class Store(Protocol):
     def anchor_lanes(self) -> int:
         """How many anchor lanes the store keeps, fixed when it was created (1: one chain):
         the verifier expects every anchor in one of them."""
+        ...
+
+    def put_checkpoint(self, size: int, note: str) -> None:
+        """Keep a signed checkpoint of the anchors (``tether.store.checkpoints``)."""
+        ...
+
+    def checkpoints(self) -> list[StoredCheckpoint]:
+        """The kept checkpoints, oldest first."""
         ...
 
     def read(self, session_id: str, after_seq: int = 0) -> list[Event]:

@@ -28,11 +28,12 @@ from tether.store.base import (
     session_info,
     thread_key,
 )
+from tether.store.checkpoints import MemoryCheckpoints, StoredCheckpoint
 from tether.store.session_index import ANY_TENANT, SessionFilter
 from tether.types import Event
 
 
-class MemoryStore:
+class MemoryStore(MemoryCheckpoints):
     """The in-memory store (``memory://``): this process only, gone when it exits. For tests and
     for runs whose record need not outlive them."""
     url = "memory://"
@@ -43,6 +44,7 @@ class MemoryStore:
         self._private: dict[tuple[str, str], str] = {}  # (session, call) -> arguments as JSON
         self._leases: dict[str, tuple[str | None, int, float]] = {}  # holder, token, expires
         self._anchors: list[Anchor] = []
+        self._checkpoints: list[StoredCheckpoint] = []
         # (tenant, user) -> the index of their threads, one entry per session on one
         self._threads: dict[tuple[str, str], list[ThreadEntry]] = {}
         self._audit_key = audit_key()

@@ -110,6 +110,14 @@ MIGRATIONS: dict[int, list[str]] = {
         """CREATE INDEX IF NOT EXISTS sessions_by_user ON {s}.sessions
             (user_id, created_at, session_id COLLATE "C")""",
     ],
+    # Signed checkpoints of the anchor chain (tether.journal.checkpoint, store.checkpoints).
+    10: [
+        """CREATE TABLE IF NOT EXISTS {s}.checkpoints (
+            id bigserial PRIMARY KEY,
+            size bigint NOT NULL,
+            note text NOT NULL,
+            created_at double precision NOT NULL)""",
+    ],
 }
 SCHEMA_VERSION = max(MIGRATIONS)
 ANCHOR_LANES = 16  # lanes of a store created or migrated by this tether: more than its writers

@@ -40,6 +40,7 @@ from tether.store.base import (
     lease_columns,
     seal_anchor,
 )
+from tether.store.checkpoints import SQLiteCheckpoints
 from tether.store.session_index import StepFacts, step_facts
 from tether.store.sqlite_checkpoint import BACKSTOP_PAGES, Checkpointer
 from tether.store.sqlite_erasure import SQLiteErasure
@@ -86,7 +87,7 @@ def path_of(url: str) -> str:
     return path
 
 
-class SQLiteStore(SQLiteListing, SQLiteThreads, SQLiteErasure):
+class SQLiteStore(SQLiteListing, SQLiteThreads, SQLiteErasure, SQLiteCheckpoints):
     """The embedded default store: one SQLite file in WAL mode (``sqlite:///tether.db``), safe
     for several processes on one machine.
 

@@ -131,5 +131,15 @@ MIGRATIONS: dict[int, str] = {
     CREATE INDEX sessions_by_tenant ON sessions (tenant_id, created_at, session_id);
     CREATE INDEX sessions_by_user ON sessions (user_id, created_at, session_id);
     """,
+    # Signed checkpoints of the anchor chain (tether.journal.checkpoint, store.checkpoints): the
+    # C2SP signed note as signed (and cosigned), its tree size; read by verify.
+    10: """
+    CREATE TABLE checkpoints (
+        id INTEGER PRIMARY KEY,
+        size INTEGER NOT NULL,
+        note TEXT NOT NULL,
+        created_at REAL NOT NULL
+    );
+    """,
 }
 SCHEMA_VERSION = max(MIGRATIONS)

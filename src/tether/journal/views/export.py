@@ -15,6 +15,8 @@ A chain alone cannot show that its tail was cut off, so after each session's eve
 adds a **trailer** line — ``{"trailer": {"session_id", "count", "head"}}``, HMAC-signed with
 the audit key when one is set — and ``check_trailers`` reports a session with no valid trailer,
 one whose events do not end where the trailer says, and one that neither ended nor paused.
+With the operator's signing key, the export ends with a signed manifest of its sessions
+(``journal.views.signed_export``), which the reader skips.
 """
 
 from __future__ import annotations
@@ -102,6 +104,8 @@ def iter_jsonl(lines: Iterable[str], source: str = "<export>"
         if isinstance(obj, dict) and set(obj) == {"trailer"} and isinstance(obj["trailer"],
                                                                               dict):
             yield obj["trailer"]
+        elif isinstance(obj, dict) and set(obj) == {"signed"}:
+            continue  # the signed manifest (journal.views.signed_export), read on its own
         else:
             yield event_from_json(obj, where)
 
