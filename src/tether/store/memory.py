@@ -28,11 +28,12 @@ from tether.store.base import (
     session_info,
     thread_key,
 )
+from tether.store.memory_quotas import MemoryQuotas
 from tether.store.session_index import ANY_TENANT, SessionFilter
 from tether.types import Event
 
 
-class MemoryStore:
+class MemoryStore(MemoryQuotas):
     """The in-memory store (``memory://``): this process only, gone when it exits. For tests and
     for runs whose record need not outlive them."""
     url = "memory://"
@@ -47,6 +48,7 @@ class MemoryStore:
         self._threads: dict[tuple[str, str], list[ThreadEntry]] = {}
         self._audit_key = audit_key()
         self._lock = threading.Lock()
+        self._quota_rows = {}  # tether.store.memory_quotas
 
     def __repr__(self) -> str:
         return f"MemoryStore({len(self._events)} sessions)"

@@ -51,6 +51,7 @@ from tether.store.sqlite_open import (
     is_full,
     transaction,
 )
+from tether.store.sqlite_quotas import SQLiteQuotas
 from tether.store.sqlite_schema import MIGRATIONS, SCHEMA_VERSION
 from tether.store.sqlite_threads import SQLiteThreads
 from tether.types import Event
@@ -86,7 +87,7 @@ def path_of(url: str) -> str:
     return path
 
 
-class SQLiteStore(SQLiteListing, SQLiteThreads, SQLiteErasure):
+class SQLiteStore(SQLiteListing, SQLiteThreads, SQLiteErasure, SQLiteQuotas):
     """The embedded default store: one SQLite file in WAL mode (``sqlite:///tether.db``), safe
     for several processes on one machine.
 

@@ -131,5 +131,16 @@ MIGRATIONS: dict[int, str] = {
     CREATE INDEX sessions_by_tenant ON sessions (tenant_id, created_at, session_id);
     CREATE INDEX sessions_by_user ON sessions (user_id, created_at, session_id);
     """,
+    # Quotas across sessions and workers (tether.store.quotas): one row per reserved call, its
+    # amount in whole units and the hold its session keeps for a wrap-up; summed by key over
+    # the window (by time) and the live holds (by key), each with its own index.
+    10: """
+    CREATE TABLE quota_use (
+        id TEXT PRIMARY KEY, key TEXT NOT NULL, at REAL NOT NULL, amount INTEGER NOT NULL,
+        hold INTEGER NOT NULL, settled INTEGER NOT NULL,
+        session_id TEXT NOT NULL, holder TEXT NOT NULL, expires_at REAL NOT NULL);
+    CREATE INDEX quota_use_window ON quota_use (key, at);
+    CREATE INDEX quota_use_holds ON quota_use (key, session_id) WHERE hold > 0;
+    """,
 }
 SCHEMA_VERSION = max(MIGRATIONS)
