@@ -127,8 +127,10 @@ class QuotaMeter:
         cost = reservation.cost_usd
         if self._price is not None and cap is not None:
             cost = worst_case_cost(self._price, reservation.input_tokens, cap)
-        return replace(reservation, max_output_tokens=cap, cost_usd=cost,
-                       bound_by=StopReason.QUOTA, quota=tuple(taken))
+        # (no limit of this session's set the cap: an answer cut at it goes on, and the next
+        # call is refused by the quota, naming it and when it frees up)
+        return replace(reservation, max_output_tokens=cap, cost_usd=cost, bound_by=None,
+                       quota=tuple(taken))
 
     def _plan(self, quota: Quota, input_tokens: int, cap: int | None, final: bool) -> _Plan:
         """How ``room`` (units) is shared between the call's output cap, its worst case and
