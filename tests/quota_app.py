@@ -28,7 +28,7 @@ TOKENS = 2000
 
 def quotas(plan: dict[str, Any]) -> list[Quota]:
     return [Quota("refunds", plan["refunds"], "1h", per="tenant", tool="refund"),
-            Quota("tokens", plan["tokens"], "1h", per="tenant", on="tokens")]
+            Quota("tokens", plan["tokens"], "1h", per="tenant", counts="tokens")]
 
 
 def build(url: str, ledger: str, plan: dict[str, Any], model: Model) -> Agent:

@@ -6,7 +6,7 @@ several workers, several tenants on one store — also needs limits over all of 
 limit, declared in code (``Agent(quotas=[Quota(...)])``) or in the policy YAML (``quotas:``),
 and kept in the store, so every worker on the store counts against the same figure.
 
-Decision: a quota is plain frozen data, checked when made: a name, what it counts (``on``:
+Decision: a quota is plain frozen data, checked when made: a name, what it counts (``counts``:
 ``tokens``, ``cost_usd``, ``steps`` — model calls — or ``tool_calls``, optionally of one
 ``tool``), a limit, a rolling window in seconds, and whom it is counted per (``agent``,
 ``tenant`` or ``user``). Amounts go to the store as whole units (``units``): tokens, steps and
@@ -63,36 +63,36 @@ class Quota:
     Args:
         name: Names the quota in stops, the journal and the store (its key).
         limit: The most the window may hold: a whole number, or dollars (a ``Decimal`` or a
-            number read as one) for ``on="cost_usd"``.
+            number read as one) for ``counts="cost_usd"``.
         window: The rolling window: seconds, or a span such as ``"1h"`` or ``"1d"``.
         per: Whom it is counted per: ``"agent"`` (the agent's name), ``"tenant"`` or
             ``"user"`` (the session's).
-        on: What it counts: ``"tokens"``, ``"cost_usd"``, ``"steps"`` (model calls) or
+        counts: What it counts: ``"tokens"``, ``"cost_usd"``, ``"steps"`` (model calls) or
             ``"tool_calls"`` (the default).
-        tool: With ``on="tool_calls"``: count only calls of this tool.
+        tool: With ``counts="tool_calls"``: count only calls of this tool.
     """
 
     name: str
     limit: int | Decimal
     window: float | str
     per: str = "tenant"
-    on: str = "tool_calls"
+    counts: str = "tool_calls"
     tool: str | None = None
 
     def __post_init__(self) -> None:
         if not isinstance(self.name, str) or not self.name.strip():
             raise InvalidArgument(f"Quota.name must be a non-empty string, got {self.name!r}")
-        if self.on not in DIMENSIONS:
-            raise InvalidArgument(f"Quota.on must be one of {', '.join(DIMENSIONS)}, got "
-                                  f"{self.on!r}")
+        if self.counts not in DIMENSIONS:
+            raise InvalidArgument(f"Quota.counts must be one of {', '.join(DIMENSIONS)}, got "
+                                  f"{self.counts!r}")
         if self.per not in PER:
             raise InvalidArgument(f"Quota.per must be one of {', '.join(PER)}, got {self.per!r}")
-        if self.tool is not None and (self.on != "tool_calls" or not isinstance(self.tool, str)
+        if self.tool is not None and (self.counts != "tool_calls" or not isinstance(self.tool, str)
                                       or not self.tool):
             raise InvalidArgument("Quota.tool names the tool whose calls a tool_calls quota "
-                                  f"counts; got tool={self.tool!r} with on={self.on!r}")
+                                  f"counts; got tool={self.tool!r} with counts={self.counts!r}")
         object.__setattr__(self, "window", window_seconds(self.window))
-        object.__setattr__(self, "limit", _limit(self.limit, self.on))
+        object.__setattr__(self, "limit", _limit(self.limit, self.counts))
 
     @property
     def seconds(self) -> float:
@@ -108,27 +108,27 @@ class Quota:
     def units(self, amount: int | Decimal) -> int:
         """``amount`` of what this quota counts in the store's whole units (dollars rounded up
         to picodollars: a reservation is never smaller than its cost)."""
-        if self.on == "cost_usd":
+        if self.counts == "cost_usd":
             return int((Decimal(amount) * PICO).to_integral_value(ROUND_CEILING))
         return int(amount)
 
     def shown(self, units: int) -> str:
         """``units`` back in the quota's own terms, for a person."""
-        if self.on == "cost_usd":
+        if self.counts == "cost_usd":
             return f"${(Decimal(units) / PICO).normalize():f}"
-        return f"{units} {self.on.replace('_', ' ')}"
+        return f"{units} {self.counts.replace('_', ' ')}"
 
     def key(self, subject: Subject) -> str:
         """The store key this quota counts ``subject``'s use under: one per agent, tenant or
         user (so one tenant's use never counts against another's)."""
         value = {"agent": subject.agent, "tenant": subject.tenant_id,
                  "user": subject.user_id}[self.per]
-        return json.dumps([self.name, self.on, self.tool, self.per,
+        return json.dumps([self.name, self.counts, self.tool, self.per,
                            NOBODY if value is None else value], separators=(",", ":"))
 
     def counts_tool(self, name: str) -> bool:
         """Whether a call of the tool ``name`` counts against this quota."""
-        return self.on == "tool_calls" and self.tool in (None, name)
+        return self.counts == "tool_calls" and self.tool in (None, name)
 
     def describe(self) -> str:
         """``'refunds' (20 tool calls of refund per 3600s per tenant)``."""
@@ -136,8 +136,8 @@ class Quota:
         return f"{self.name!r} ({what} per {self.seconds:g}s per {self.per})"
 
 
-def _limit(value: Any, on: str) -> int | Decimal:
-    if on == "cost_usd":
+def _limit(value: Any, counts: str) -> int | Decimal:
+    if counts == "cost_usd":
         if isinstance(value, bool) or not isinstance(value, int | float | Decimal | str):
             raise InvalidArgument(f"Quota.limit must be dollars, got {value!r}")
         try:
@@ -148,7 +148,7 @@ def _limit(value: Any, on: str) -> int | Decimal:
             raise InvalidArgument(f"Quota.limit must be finite and >= 0, got {value!r}")
         return money
     if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-        raise InvalidArgument(f"Quota.limit of {on} must be a whole number >= 0, got {value!r}")
+        raise InvalidArgument(f"Quota.limit of {counts} must be a whole number >= 0, got {value!r}")
     return value
 
 

@@ -8,12 +8,12 @@ values become ``tether.policy.quotas.Quota`` (whose own checks then cannot fail 
 
     quotas:
       - id: refunds           # names the quota (its use is kept under it)
-        tool: refund          # count calls of this tool (on: tool_calls)
+        tool: refund          # count calls of this tool (counts: tool_calls)
         limit: 20
         window: 1h            # seconds, or a span: 30s, 15m, 1h, 1d
         per: tenant           # agent | tenant | user
       - id: daily-spend
-        on: cost_usd          # tokens | cost_usd | steps | tool_calls
+        counts: cost_usd      # tokens | cost_usd | steps | tool_calls
         limit: 50             # dollars, for cost_usd
         window: 1d
         per: agent
@@ -27,7 +27,7 @@ from tether.errors import InvalidArgument
 from tether.policy.quotas import DIMENSIONS, PER, Quota
 from tether.policy.yaml_source import Node
 
-_KEYS = ("id", "on", "tool", "limit", "window", "per")
+_KEYS = ("id", "counts", "tool", "limit", "window", "per")
 
 
 def read_quotas(node: Node) -> tuple[Quota, ...]:
@@ -43,18 +43,18 @@ def read_quotas(node: Node) -> tuple[Quota, ...]:
                             "give every quota its own id")
         seen[name] = index
         tool = keys["tool"].text("a tool name") if "tool" in keys else None
-        on = keys["on"].choice(DIMENSIONS) if "on" in keys else "tool_calls"
+        counts = keys["counts"].choice(DIMENSIONS) if "counts" in keys else "tool_calls"
         per = keys["per"].choice(PER) if "per" in keys else "tenant"
         number = keys["limit"].number()
-        if on != "cost_usd" and not isinstance(number, int):
-            keys["limit"].fail(f"a {on} limit must be a whole number, got {number!r}",
+        if counts != "cost_usd" and not isinstance(number, int):
+            keys["limit"].fail(f"a {counts} limit must be a whole number, got {number!r}",
                                "write an integer such as 20")
         limit = number if isinstance(number, int) else Decimal(str(number))
         window = keys["window"]
         if not isinstance(window.value, str):
             window.number()  # a bool, a NaN, an infinity: refused with the reason
         try:
-            quotas.append(Quota(name, limit, window.value, per=per, on=on, tool=tool))
+            quotas.append(Quota(name, limit, window.value, per=per, counts=counts, tool=tool))
         except InvalidArgument as exc:
             item.within(f"quotas[{index}] (id {name!r})").fail(str(exc), "fix the value above")
     return tuple(quotas)

@@ -348,6 +348,15 @@ class Accountant:
             return StopReason.COST_BUDGET
         return StopReason.MODEL_ERROR
 
+    def cut_short(self, reservation: Reservation) -> Stop:
+        """The stop for an answer cut at the cap a limit set (``bound_by``): the run's answer
+        is not a cut one, whose missing part the limit would not have paid for."""
+        assert reservation.bound_by is not None
+        if reservation.bound_by is StopReason.QUOTA and self.quota is not None:
+            return self.quota.cut_short(reservation)
+        return Stop(reservation.bound_by, f"the model's answer was cut at the "
+                    f"{reservation.max_output_tokens} output tokens the budget had left")
+
     def settle_quota(self, reservation: Reservation, usage: Usage | None) -> None:
         """Settle the quotas' shares of a finished call (``usage`` None: at their worst case)."""
         if self.quota is not None:

@@ -62,6 +62,8 @@ class Taken:
     quota: Quota
     key: str
     grant: QuotaGrant
+    cap: int | None = None  # the output cap this quota's room allowed (model calls)
+    need: int = 0  # the least the call needed of it
 
 
 class QuotaMeter:
@@ -75,11 +77,11 @@ class QuotaMeter:
         if not isinstance(ledger, QuotaLedger):
             raise InvalidArgument(f"quotas are kept in the store, and {ledger!r} keeps none; "
                                   "give the agent a store that does (memory, sqlite, postgres)")
-        if price is None and any(q.on == "cost_usd" for q in quotas):
+        if price is None and any(q.counts == "cost_usd" for q in quotas):
             raise InvalidArgument("a cost_usd quota needs the model's price, and this model has "
                                   "none; give one with Agent(price=Price(...)) or drop the quota")
-        self._model = tuple((q, q.key(subject)) for q in quotas if q.on != "tool_calls")
-        self._tools = tuple((q, q.key(subject)) for q in quotas if q.on == "tool_calls")
+        self._model = tuple((q, q.key(subject)) for q in quotas if q.counts != "tool_calls")
+        self._tools = tuple((q, q.key(subject)) for q in quotas if q.counts == "tool_calls")
         self._ledger = ledger
         self._session_id = session_id
         self._journal = journal
@@ -101,7 +103,7 @@ class QuotaMeter:
         cap = reservation.max_output_tokens
         taken: list[Taken] = []
         for quota, key in self._model:
-            if cap is None and quota.on != "steps":
+            if cap is None and quota.counts != "steps":
                 cap = QUOTA_OUTPUT_CAP
             plan = self._plan(quota, reservation.input_tokens, cap, final)
             chosen: list[int] = []
@@ -119,7 +121,7 @@ class QuotaMeter:
             if isinstance(got, QuotaRefusal):
                 self._give_back(taken, now)
                 raise self._refused(quota, key, got, need, now)
-            taken.append(Taken(quota, key, got))
+            taken.append(Taken(quota, key, got, chosen[0] if chosen else cap, need))
             if chosen and cap is not None and chosen[0] < cap:
                 cap = chosen[0]
         if cap == reservation.max_output_tokens:
@@ -127,18 +129,16 @@ class QuotaMeter:
         cost = reservation.cost_usd
         if self._price is not None and cap is not None:
             cost = worst_case_cost(self._price, reservation.input_tokens, cap)
-        # (no limit of this session's set the cap: an answer cut at it goes on, and the next
-        # call is refused by the quota, naming it and when it frees up)
-        return replace(reservation, max_output_tokens=cap, cost_usd=cost, bound_by=None,
-                       quota=tuple(taken))
+        return replace(reservation, max_output_tokens=cap, cost_usd=cost,
+                       bound_by=StopReason.QUOTA, quota=tuple(taken))
 
     def _plan(self, quota: Quota, input_tokens: int, cap: int | None, final: bool) -> _Plan:
         """How ``room`` (units) is shared between the call's output cap, its worst case and
         the hold for the wrap-up after it (none for a wrap-up itself). With room None: the
         shares at ``cap`` (what the call needs at the least, when ``cap`` is the least)."""
-        if quota.on == "steps":
+        if quota.counts == "steps":
             return lambda room: (cap or 0, 1, 0 if final else 1)
-        if quota.on == "tokens":
+        if quota.counts == "tokens":
             def tokens(room: int | None) -> tuple[int, int, int]:
                 assert cap is not None
                 out = cap if room is None else min(cap, (room - input_tokens) if final else
@@ -174,9 +174,9 @@ class QuotaMeter:
             quota, got = taken.quota, taken.grant
             if usage is None:
                 amount = got.amount
-            elif quota.on == "tokens":
+            elif quota.counts == "tokens":
                 amount = usage.total_tokens
-            elif quota.on == "cost_usd":
+            elif quota.counts == "cost_usd":
                 assert self._price is not None
                 amount = quota.units(self._price.cost(usage))
             else:
@@ -198,12 +198,26 @@ class QuotaMeter:
                 raise self._refused(quota, key, got, 1, now)
             taken.append(Taken(quota, key, got))
 
+    def cut_short(self, reservation: Reservation) -> Stop:
+        """The stop for an answer cut at the cap a quota's room set: names that quota and,
+        probing the store (a share of nothing), when a call of this size fits again."""
+        bound = min(reservation.quota, key=lambda t: (t.cap is None, t.cap or 0))
+        quota, key, now = bound.quota, bound.key, self._clock()
+        probe = self._ledger.quota_reserve(
+            self._ask(quota, key, bound.need, lambda room: (0, 0), settled=True), now)
+        why = (f"the model's answer was cut at the {reservation.max_output_tokens} output "
+               "tokens the quota had room for")
+        if isinstance(probe, QuotaRefusal):
+            return self._refused(quota, key, probe, bound.need, now, why)
+        return self._refused(quota, key, QuotaRefusal(self._ledger.quota_used(
+            key, quota.seconds, now), now), bound.need, now, why)
+
     def _give_back(self, taken: list[Taken], now: float) -> None:
         for share in taken:
             self._ledger.quota_settle(share.grant.row, 0, 0, now)
 
     def _refused(self, quota: Quota, key: str, refusal: QuotaRefusal, need: int,
-                 now: float) -> Stop:
+                 now: float, why: str = "") -> Stop:
         if refusal.frees_at is not None:
             at = datetime.datetime.fromtimestamp(refusal.frees_at, datetime.UTC)
             when = (f"frees up at {at.isoformat(timespec='seconds').replace('+00:00', 'Z')} "
@@ -211,7 +225,8 @@ class QuotaMeter:
         else:
             when = ("frees up when calls other sessions are making settle, or their sessions "
                     "end or lose their leases")
-        detail = (f"quota {quota.describe()} for {quota.per} {key_value(key)}: "
+        detail = (f"{why + ': ' if why else ''}quota {quota.describe()} for {quota.per} "
+                  f"{key_value(key)}: "
                   f"{quota.shown(refusal.used)} used of {quota.shown(quota.limit_units)}, and "
                   f"the call needs {quota.shown(need)}; it {when}")
         self._journal.append(EventType.QUOTA_REFUSED, {
