@@ -116,7 +116,8 @@ class Quota:
         """``units`` back in the quota's own terms, for a person."""
         if self.counts == "cost_usd":
             return f"${(Decimal(units) / PICO).normalize():f}"
-        return f"{units} {self.counts.replace('_', ' ')}"
+        what = self.counts.replace("_", " ")
+        return f"{units} {what[:-1] if units == 1 else what}"
 
     def key(self, subject: Subject) -> str:
         """The store key this quota counts ``subject``'s use under: one per agent, tenant or

@@ -228,8 +228,9 @@ class Accountant:
         if self._price is not None:
             cost = worst_case_cost(self._price, input_tokens, max_out or 0)
         reservation = Reservation(input_tokens, max_out, cost, deadline, final, bound_by)
-        # (a quota clamps it further, to its room, and takes it in the store: or Stop)
-        return reservation if self.quota is None else self.quota.reserve(reservation, final)
+        if self.quota is None:
+            return reservation
+        return self.quota.reserve(reservation, final, self._price)  # clamped further, or Stop
 
     def _plainly_affords(self, left: Decimal, input_tokens: int, output_tokens: int,
                          final: bool) -> bool:
@@ -360,7 +361,7 @@ class Accountant:
     def settle_quota(self, reservation: Reservation, usage: Usage | None) -> None:
         """Settle the quotas' shares of a finished call (``usage`` None: at their worst case)."""
         if self.quota is not None:
-            self.quota.settle(reservation, usage)
+            self.quota.settle(reservation, usage, self._price)
 
     def cost_of(self, usage: Usage) -> Decimal:
         """The actual cost of a finished call; the charge itself is applied by its event."""

@@ -69,7 +69,7 @@ class Taken:
 class QuotaMeter:
     """A session's quotas, counted in ``ledger`` (the session's store)."""
 
-    __slots__ = ("_clock", "_journal", "_ledger", "_model", "_price", "_session_id", "_tools")
+    __slots__ = ("_clock", "_journal", "_ledger", "_model", "_session_id", "_tools")
 
     def __init__(self, quotas: tuple[Quota, ...], ledger: QuotaLedger, subject: Subject,
                  session_id: str, journal: Journal, price: Price | None,
@@ -85,7 +85,6 @@ class QuotaMeter:
         self._ledger = ledger
         self._session_id = session_id
         self._journal = journal
-        self._price = price
         self._clock = clock
 
     def _ask(self, quota: Quota, key: str, need: int,
@@ -95,9 +94,10 @@ class QuotaMeter:
         return QuotaAsk(key, quota.limit_units, quota.seconds, need, split, self._session_id,
                         holder, self._clock() + ttl, settled)
 
-    def reserve(self, reservation: Reservation, final: bool) -> Reservation:
-        """``reservation`` (the budget's), clamped to and taken from every model-call quota, or
-        Stop(quota) naming the one with no room (the shares already taken are given back)."""
+    def reserve(self, reservation: Reservation, final: bool, price: Price | None) -> Reservation:
+        """``reservation`` (the budget's, for a call at ``price``), clamped to and taken from
+        every model-call quota, or Stop(quota) naming the one with no room (the shares already
+        taken are given back)."""
         if not self._model:
             return reservation
         cap = reservation.max_output_tokens
@@ -105,7 +105,7 @@ class QuotaMeter:
         for quota, key in self._model:
             if cap is None and quota.counts != "steps":
                 cap = QUOTA_OUTPUT_CAP
-            plan = self._plan(quota, reservation.input_tokens, cap, final)
+            plan = self._plan(quota, reservation.input_tokens, cap, final, price)
             chosen: list[int] = []
 
             def split(room: int, plan: _Plan = plan, chosen: list[int] = chosen,
@@ -115,7 +115,7 @@ class QuotaMeter:
                 return amount, hold
 
             least = None if cap is None else min(cap, MIN_OUTPUT_TOKENS)
-            need = sum(self._plan(quota, reservation.input_tokens, least, final)(None)[1:])
+            need = sum(self._plan(quota, reservation.input_tokens, least, final, price)(None)[1:])
             now = self._clock()
             got = self._ledger.quota_reserve(self._ask(quota, key, need, split), now)
             if isinstance(got, QuotaRefusal):
@@ -127,12 +127,13 @@ class QuotaMeter:
         if cap == reservation.max_output_tokens:
             return replace(reservation, quota=tuple(taken))
         cost = reservation.cost_usd
-        if self._price is not None and cap is not None:
-            cost = worst_case_cost(self._price, reservation.input_tokens, cap)
+        if price is not None and cap is not None:
+            cost = worst_case_cost(price, reservation.input_tokens, cap)
         return replace(reservation, max_output_tokens=cap, cost_usd=cost,
                        bound_by=StopReason.QUOTA, quota=tuple(taken))
 
-    def _plan(self, quota: Quota, input_tokens: int, cap: int | None, final: bool) -> _Plan:
+    def _plan(self, quota: Quota, input_tokens: int, cap: int | None, final: bool,
+              price: Price | None) -> _Plan:
         """How ``room`` (units) is shared between the call's output cap, its worst case and
         the hold for the wrap-up after it (none for a wrap-up itself). With room None: the
         shares at ``cap`` (what the call needs at the least, when ``cap`` is the least)."""
@@ -145,8 +146,11 @@ class QuotaMeter:
                                                  (room - 2 * input_tokens - _WRAP) // 2)
                 return out, input_tokens + out, 0 if final else input_tokens + out + _WRAP
             return tokens
-        assert self._price is not None and cap is not None
-        p_in, p_out = dearest_prices(self._price, input_tokens if final else
+        if price is None:  # (a side call's model without a price: fail closed)
+            raise InvalidArgument(f"quota {quota.name!r} counts dollars, and this call's model "
+                                  "has no price: give it one")
+        assert cap is not None
+        p_in, p_out = dearest_prices(price, input_tokens if final else
                                      2 * input_tokens + WRAP_UP_NOTE_TOKENS)
 
         def shares(out: int) -> tuple[int, int, int]:
@@ -166,20 +170,21 @@ class QuotaMeter:
             return shares(out)
         return cost
 
-    def settle(self, reservation: Reservation, usage: Usage | None) -> None:
+    def settle(self, reservation: Reservation, usage: Usage | None,
+               price: Price | None) -> None:
         """Each share of a finished call settled to what it used (``usage``; None: it failed
         or its usage cannot be read, so its worst case stands); the hold stays."""
         now = self._clock()
         for taken in reservation.quota:
             quota, got = taken.quota, taken.grant
-            if usage is None:
+            if usage is None or (quota.counts == "cost_usd" and price is None):
                 amount = got.amount
             elif quota.counts == "tokens":
                 amount = usage.total_tokens
             elif quota.counts == "cost_usd":
-                assert self._price is not None
-                amount = quota.units(self._price.cost(usage))
-            else:
+                assert price is not None
+                amount = quota.units(price.cost(usage))
+            else:  # steps
                 amount = 1
             self._ledger.quota_settle(got.row, amount, got.hold, now)
 
