@@ -264,3 +264,68 @@ def test_yaml_quota_errors_are_load_errors(entry: str, message: str) -> None:
     with pytest.raises(PolicyLoadError, match=message) as caught:
         YamlPolicy.from_string(text, "p.yaml")
     assert "p.yaml, line" in str(caught.value)
+
+
+def test_a_wrap_up_runs_inside_its_hold_while_another_session_takes_the_rest(
+        store: Store) -> None:
+    """Session A is between calls (running a tool) when session B, on another thread, spends
+    all the quota it can: A's next call is refused, and its wrap-up still runs, inside the hold
+    A kept."""
+    tokens = Quota("tokens", 3000, "1d", per="tenant", counts="tokens")
+    other: list[Any] = []
+
+    def greedy(request: ModelRequest) -> ModelResponse:
+        if not request.tools:
+            return ModelResponse("b wrapped up", (), Usage(output_tokens=10))
+        return ModelResponse("y", (ToolCall("", "lookup", {"q": f"b{len(request.messages)}"}),),
+                             Usage(output_tokens=request.max_output_tokens or 0))
+
+    def run_b() -> None:
+        b = Agent(model=ScriptedModel(greedy), reasoning=ReAct(), tools=[lookup], store=store,
+                  quotas=[tokens], name="b")
+        other.append(b.run("spend it all", tenant_id="acme"))
+
+    @tool
+    def meanwhile(q: str) -> str:
+        """Look something up, slowly: another session runs meanwhile."""
+        if not other:
+            thread = threading.Thread(target=run_b)
+            thread.start()
+            thread.join()
+        return "found"
+
+    def a_model(request: ModelRequest) -> ModelResponse:
+        if not request.tools:
+            return ModelResponse("a wrapped up", (), Usage(output_tokens=20))
+        return ModelResponse("x", (ToolCall("", "meanwhile", {"q": f"a{len(request.messages)}"}),),
+                             Usage(output_tokens=40))
+
+    a = Agent(model=ScriptedModel(a_model), reasoning=ReAct(), tools=[meanwhile], store=store,
+              quotas=[tokens], name="a")
+    result = a.run("look", tenant_id="acme")
+    assert other[0].stop_reason is StopReason.QUOTA
+    assert result.stop_reason is StopReason.QUOTA
+    assert result.answer == "a wrapped up"  # inside its hold, though B took everything else
+    assert result.usage.total_tokens + other[0].usage.total_tokens <= 3000
+
+
+def test_a_failed_call_keeps_its_worst_case(store: Store) -> None:
+    tokens = Quota("tokens", 10_000, "1d", per="tenant", counts="tokens")
+
+    def broken(request: ModelRequest) -> ModelResponse:
+        raise ConnectionError("the provider went away")
+
+    agent = Agent(model=ScriptedModel(broken), reasoning=ReAct(), store=store, quotas=[tokens])
+    result = agent.run("hi", tenant_id="acme")
+    assert result.stop_reason is StopReason.MODEL_ERROR
+    requests = [e.data for e in store.read(result.session_id)
+                if e.type == EventType.MODEL_REQUEST]
+    worst = requests[0]["reserved_input"] + requests[0]["max_output_tokens"]
+    ledger: Any = store
+    assert ledger.quota_used(tokens.key(a_subject("acme")), tokens.seconds, time.time()) == worst
+
+
+def a_subject(tenant: str) -> Any:
+    from tether.policy import Subject
+
+    return Subject(None, tenant, frozenset(), "agent")
