@@ -58,7 +58,7 @@ class MemoryQuotas:
                                   if r.at > now - ask.window and r.settled)
                 return QuotaRefusal(used, frees_at(windowed, used, ask))
             for row_id, row in list(rows.items()):
-                if row.session_id == ask.session_id:
+                if row.session_id == ask.session_id or not self._live(row, now):
                     row.hold = 0
                 if row.settled and not row.hold and row.at <= now - ask.window:
                     del rows[row_id]

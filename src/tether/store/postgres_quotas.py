@@ -15,6 +15,7 @@ import os
 from tether.store.postgres_outage import riding
 from tether.store.postgres_part import PostgresPart
 from tether.store.quotas import (
+    CLEAR,
     INSERT,
     PRUNE,
     RELEASE,
@@ -35,8 +36,8 @@ def _pg(statement: str) -> str:
     return statement.format(s="{s}.", p="%s")
 
 
-_USED, _WINDOWED, _RELEASE, _PRUNE, _INSERT, _SETTLE = map(
-    _pg, (USED, WINDOWED, RELEASE, PRUNE, INSERT, SETTLE))
+_USED, _WINDOWED, _RELEASE, _PRUNE, _INSERT, _SETTLE, _CLEAR = map(
+    _pg, (USED, WINDOWED, RELEASE, PRUNE, INSERT, SETTLE, CLEAR))
 
 
 class PostgresQuotas(PostgresPart):
@@ -55,6 +56,7 @@ class PostgresQuotas(PostgresPart):
                 return QuotaRefusal(used, frees_at(rows, used, ask))
             db.execute(self._sql(_RELEASE), (ask.key, ask.session_id))
             db.execute(self._sql(_PRUNE), (ask.key, now - ask.window))
+            db.execute(self._sql(_CLEAR), (ask.key, now, now))
             db.execute(self._sql(_INSERT), insert_args(ask, got, now))
         return got
 

@@ -120,6 +120,7 @@ MIGRATIONS: dict[int, list[str]] = {
         "CREATE INDEX IF NOT EXISTS quota_use_window ON {s}.quota_use (key, at)",
         """CREATE INDEX IF NOT EXISTS quota_use_holds ON {s}.quota_use (key, session_id)
             WHERE hold > 0""",
+        "CREATE INDEX IF NOT EXISTS quota_use_open ON {s}.quota_use (key) WHERE settled = 0",
     ],
 }
 SCHEMA_VERSION = max(MIGRATIONS)

@@ -117,10 +117,14 @@ def live(expires_at: float, lease: tuple[str | None, float] | None, holder: str,
 # what counts of a key now; the rows inside the window, oldest first, for ``frees_at``.
 LIVE = ("(q.expires_at > {p} OR EXISTS (SELECT 1 FROM {s}sessions x WHERE x.session_id = "
         "q.session_id AND x.lease_holder = q.holder AND x.lease_expires > {p}))")
-USED = ("SELECT (SELECT coalesce(sum(amount), 0) FROM {s}quota_use q WHERE key = {p} AND ("
-        "(at > {p} AND settled = 1) OR (settled = 0 AND " + LIVE + "))) + "
-        "(SELECT coalesce(sum(hold), 0) FROM {s}quota_use q WHERE key = {p} AND hold > 0 "
-        "AND session_id <> {p} AND " + LIVE + ")")
+USED = ("SELECT (SELECT coalesce(sum(amount), 0) FROM {s}quota_use WHERE key = {p} AND at > {p} "
+        "AND settled = 1) + (SELECT coalesce(sum(amount), 0) FROM {s}quota_use q WHERE key = {p} "
+        "AND settled = 0 AND " + LIVE + ") + (SELECT coalesce(sum(hold), 0) FROM {s}quota_use q "
+        "WHERE key = {p} AND hold > 0 AND session_id <> {p} AND " + LIVE + ")")
+# holds that no longer count (their session ended, paused or lost its lease) are cleared as a
+# reservation passes, so the holds a reservation sums are the running sessions'
+CLEAR = "UPDATE {s}quota_use SET hold = 0 WHERE id IN (SELECT id FROM {s}quota_use q WHERE " \
+        "key = {p} AND hold > 0 AND NOT " + LIVE + ")"
 WINDOWED = ("SELECT at, amount FROM {s}quota_use WHERE key = {p} AND at > {p} AND "
             "settled = 1 ORDER BY at")
 RELEASE = "UPDATE {s}quota_use SET hold = 0 WHERE key = {p} AND session_id = {p} AND hold > 0"
@@ -133,7 +137,7 @@ SETTLE = ("UPDATE {s}quota_use SET amount = {p}, hold = {p}, settled = 1, at = {
 
 def used_args(key: str, window: float, now: float, session_id: str) -> tuple[object, ...]:
     """The parameters of ``USED``, in order."""
-    return (key, now - window, now, now, key, session_id, now, now)
+    return (key, now - window, key, now, now, key, session_id, now, now)
 
 
 def insert_args(ask: QuotaAsk, got: QuotaGrant, now: float) -> tuple[object, ...]:

@@ -14,6 +14,7 @@ import threading
 from typing import TYPE_CHECKING
 
 from tether.store.quotas import (
+    CLEAR,
     INSERT,
     PRUNE,
     RELEASE,
@@ -35,8 +36,8 @@ def _sql(statement: str) -> str:
     return statement.format(s="", p="?")
 
 
-_USED, _WINDOWED, _RELEASE, _PRUNE, _INSERT, _SETTLE = map(
-    _sql, (USED, WINDOWED, RELEASE, PRUNE, INSERT, SETTLE))
+_USED, _WINDOWED, _RELEASE, _PRUNE, _INSERT, _SETTLE, _CLEAR = map(
+    _sql, (USED, WINDOWED, RELEASE, PRUNE, INSERT, SETTLE, CLEAR))
 
 
 class SQLiteQuotas:
@@ -63,6 +64,7 @@ class SQLiteQuotas:
                     return QuotaRefusal(used, frees_at(rows, used, ask))
                 db.execute(_RELEASE, (ask.key, ask.session_id))
                 db.execute(_PRUNE, (ask.key, now - ask.window))
+                db.execute(_CLEAR, (ask.key, now, now))
                 db.execute(_INSERT, insert_args(ask, got, now))
         return got
 
