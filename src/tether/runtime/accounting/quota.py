@@ -102,6 +102,7 @@ class QuotaMeter:
             return reservation
         cap = reservation.max_output_tokens
         taken: list[Taken] = []
+        clamped = False  # whether a quota's room, not the default cap, set the cap
         for quota, key in self._model:
             if cap is None and quota.counts != "steps":
                 cap = QUOTA_OUTPUT_CAP
@@ -123,14 +124,14 @@ class QuotaMeter:
                 raise self._refused(quota, key, got, need, now)
             taken.append(Taken(quota, key, got, chosen[0] if chosen else cap, need))
             if chosen and cap is not None and chosen[0] < cap:
-                cap = chosen[0]
+                cap, clamped = chosen[0], True
         if cap == reservation.max_output_tokens:
             return replace(reservation, quota=tuple(taken))
         cost = reservation.cost_usd
         if price is not None and cap is not None:
             cost = worst_case_cost(price, reservation.input_tokens, cap)
-        return replace(reservation, max_output_tokens=cap, cost_usd=cost,
-                       bound_by=StopReason.QUOTA, quota=tuple(taken))
+        return replace(reservation, max_output_tokens=cap, cost_usd=cost, quota=tuple(taken),
+                       bound_by=StopReason.QUOTA if clamped else reservation.bound_by)
 
     def _plan(self, quota: Quota, input_tokens: int, cap: int | None, final: bool,
               price: Price | None) -> _Plan:
