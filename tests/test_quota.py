@@ -329,3 +329,14 @@ def a_subject(tenant: str) -> Any:
     from tether.policy import Subject
 
     return Subject(None, tenant, frozenset(), "agent")
+
+
+def test_a_steps_quota_counts_model_calls_with_the_wrap_up_held(store: Store) -> None:
+    steps = Quota("turns", 4, "1h", per="agent", counts="steps")
+    agent = Agent(model=ScriptedModel(Chatty()), reasoning=ReAct(), tools=[lookup], store=store,
+                  quotas=[steps])
+    result = agent.run("look")
+    assert result.stop_reason is StopReason.QUOTA and "'turns'" in result.stop_detail
+    assert result.answer == "wrapped up"
+    assert result.spend.steps == 4  # three turns, and the wrap-up inside the hold of the third
+    assert agent.run("again").stop_reason is StopReason.QUOTA  # none left in the window
