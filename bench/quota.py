@@ -37,12 +37,30 @@ QUOTAS = [Quota("tokens", 10**12, "1d", per="tenant", counts="tokens"),
 
 def url_for(kind: str, scratch: str) -> str:
     if kind == "sqlite":
-        return f"sqlite:///{scratch}/quota.db"
+        return f"sqlite:///{scratch}/quota-{uuid.uuid4().hex[:8]}.db"
     return f"{PG}?schema=bench_quota_{uuid.uuid4().hex[:8]}"
 
 
-def ledger_us(url: str, n: int) -> tuple[list[float], list[float]]:
+def prefill(store: object, rows: int) -> None:
+    """``rows`` settled rows of the timed key inside its window (a window's worth of use)."""
+    now = time.time()
+    values = [(uuid.uuid4().hex, "bench", now - i * 0.001, 1, 0, 1, f"s{i}", "h", 0.0)
+              for i in range(rows)]
+    sql = ("INSERT INTO {s}quota_use (id, key, at, amount, hold, settled, session_id, holder, "
+           "expires_at) VALUES ({p}, {p}, {p}, {p}, {p}, {p}, {p}, {p}, {p})")
+    db = getattr(store, "_db", None)
+    if db is not None:
+        with db:
+            db.executemany(sql.format(s="", p="?"), values)
+        return
+    statement = store._sql(sql.format(s="{s}.", p="%s"))  # type: ignore[attr-defined]
+    with store._connection() as pg, pg.cursor() as cursor:  # type: ignore[attr-defined]
+        cursor.executemany(statement, values)
+
+
+def ledger_us(url: str, n: int, rows: int = 0) -> tuple[list[float], list[float]]:
     store = open_store(url)
+    prefill(store, rows)
     reserve, settle = [], []
     for _ in range(n):
         ask = QuotaAsk("bench", 10**15, 3600.0, 100, lambda room: (300, 400), "s", "h",
@@ -81,6 +99,8 @@ def main() -> None:
     parser.add_argument("--store", default="all", choices=("sqlite", "postgres", "all"))
     parser.add_argument("--runs", type=int, default=30, help="runs of each kind, interleaved")
     parser.add_argument("--n", type=int, default=1000, help="ledger reservations timed")
+    parser.add_argument("--rows", type=int, default=10_000,
+                        help="settled rows in the window for the second ledger figure")
     args = parser.parse_args()
     kinds = ("sqlite", "postgres") if args.store == "all" else (args.store,)
     print(f"python {sys.version.split()[0]}; {args.n} reservations; {args.runs} runs of "
@@ -88,10 +108,13 @@ def main() -> None:
     for kind in kinds:
         with tempfile.TemporaryDirectory() as scratch:
             url = url_for(kind, scratch)
-            reserve, settle = ledger_us(url, args.n)
-            print(f"{kind}: reserve median {statistics.median(reserve):.0f} µs "
-                  f"(p95 {p95(reserve):.0f}), settle median {statistics.median(settle):.0f} µs "
-                  f"(p95 {p95(settle):.0f})")
+            for rows in (0, args.rows):
+                filled = url_for(kind, scratch)
+                reserve, settle = ledger_us(filled, args.n, rows)
+                drop(filled)
+                print(f"{kind}, {rows} rows in the window: reserve median "
+                      f"{statistics.median(reserve):.0f} µs (p95 {p95(reserve):.0f}), settle "
+                      f"median {statistics.median(settle):.0f} µs (p95 {p95(settle):.0f})")
             plain = dataclasses.replace(twenty_call_agent(), store=url)
             quota = dataclasses.replace(plain, quotas=QUOTAS)
             off, on = [], []
