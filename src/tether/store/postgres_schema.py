@@ -117,7 +117,7 @@ MIGRATIONS: dict[int, list[str]] = {
             amount BIGINT NOT NULL, hold BIGINT NOT NULL, settled SMALLINT NOT NULL,
             session_id TEXT NOT NULL, holder TEXT NOT NULL,
             expires_at DOUBLE PRECISION NOT NULL)""",
-        "CREATE INDEX IF NOT EXISTS quota_use_window ON {s}.quota_use (key, at)",
+        "CREATE INDEX IF NOT EXISTS quota_use_window ON {s}.quota_use (key, at, settled, amount)",
         """CREATE INDEX IF NOT EXISTS quota_use_holds ON {s}.quota_use (key, session_id)
             WHERE hold > 0""",
         "CREATE INDEX IF NOT EXISTS quota_use_open ON {s}.quota_use (key) WHERE settled = 0",

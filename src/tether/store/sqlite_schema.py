@@ -139,7 +139,7 @@ MIGRATIONS: dict[int, str] = {
         id TEXT PRIMARY KEY, key TEXT NOT NULL, at REAL NOT NULL, amount INTEGER NOT NULL,
         hold INTEGER NOT NULL, settled INTEGER NOT NULL,
         session_id TEXT NOT NULL, holder TEXT NOT NULL, expires_at REAL NOT NULL);
-    CREATE INDEX quota_use_window ON quota_use (key, at);
+    CREATE INDEX quota_use_window ON quota_use (key, at, settled, amount);
     CREATE INDEX quota_use_holds ON quota_use (key, session_id) WHERE hold > 0;
     CREATE INDEX quota_use_open ON quota_use (key) WHERE settled = 0;
     """,
