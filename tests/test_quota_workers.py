@@ -40,20 +40,24 @@ class Place:
 
     def __init__(self, kind: str, tmp: Path) -> None:
         self.kind, self.tmp = kind, tmp
+        self.schemas: list[str] = []
 
     def make(self) -> tuple[str, Path]:
         name = uuid.uuid4().hex[:10]
         ledger = self.tmp / f"ledger-{name}"
         if self.kind == "sqlite":
             return f"sqlite:///{self.tmp}/q-{name}.db", ledger
+        self.schemas.append(f"q_{name}")
         return f"{PG_URL}?schema=q_{name}", ledger
 
-    def drop(self, url: str) -> None:
-        if self.kind == "postgres":
+    def drop(self) -> None:
+        """Every schema made (at the fixture's end, whatever happened)."""
+        if self.schemas:
             import psycopg
 
             with psycopg.connect(PG_URL, autocommit=True) as db:
-                db.execute(f"DROP SCHEMA IF EXISTS {url.rsplit('=', 1)[1]} CASCADE")
+                for schema in self.schemas:
+                    db.execute(f"DROP SCHEMA IF EXISTS {schema} CASCADE")
 
 
 @pytest.fixture(params=["sqlite", "postgres"])
@@ -65,7 +69,9 @@ def place(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Place]:
             psycopg.connect(PG_URL, connect_timeout=5).close()
         except Exception as exc:  # (psycopg missing or the server down)
             unavailable(f"PostgreSQL is not reachable ({exc}); TETHER_TEST_PG names the server")
-    yield Place(request.param, tmp_path)
+    made = Place(request.param, tmp_path)
+    yield made
+    made.drop()
 
 
 def start(*args: str) -> subprocess.Popen[str]:
@@ -142,7 +148,6 @@ def test_racing_workers_never_exceed_a_quota(place: Place, plan: dict[str, Any])
     for tenant in TENANTS:  # each tenant within its own quota: never more, whatever the race
         assert refunds[tenant] <= plan["refunds"], (tenant, refunds, results)
         assert tokens[tenant] <= plan["tokens"], (tenant, tokens, results)
-    place.drop(url)
 
 
 def test_a_worker_killed_mid_call_holds_its_reservation_for_its_lease(place: Place) -> None:
@@ -182,4 +187,3 @@ def test_a_worker_killed_mid_call_holds_its_reservation_for_its_lease(place: Pla
     assert isinstance(ask(last + 0.01), QuotaGrant)  # free once the lease lapsed: not never
     assert session_id
     store.close()
-    place.drop(url)
