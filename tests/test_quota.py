@@ -340,3 +340,28 @@ def test_a_steps_quota_counts_model_calls_with_the_wrap_up_held(store: Store) ->
     assert result.answer == "wrapped up"
     assert result.spend.steps == 4  # three turns, and the wrap-up inside the hold of the third
     assert agent.run("again").stop_reason is StopReason.QUOTA  # none left in the window
+
+
+def test_an_unsettled_reservation_lives_as_long_as_its_sessions_lease(store: Store) -> None:
+    """Past its own expiry, a reservation still counts while the worker that made it holds its
+    session's lease (a call longer than one ttl, renewed meanwhile); released, it stops."""
+    from tether.journal.chain import Journal
+    from tether.store.base import Lease
+
+    lease = Lease("worker-1", 1, 30.0)
+    journal = Journal("leased", store=store)
+    journal.lease = lease
+    journal.append(EventType.SESSION_NOTE, {"note": "running"})
+    journal.flush()  # the first append takes the lease for 30 s
+    ledger: Any = store
+    now = time.time()
+    got = ledger.quota_reserve(QuotaAsk("k", 10, 100.0, 3, lambda room: (3, 0), "leased",
+                                        "worker-1", now + 1.0), now)
+    assert isinstance(got, QuotaGrant)
+    assert ledger.quota_used("k", 100.0, now + 5.0) == 3  # its own expiry passed; lease holds
+    stranger = QuotaAsk("k2", 10, 100.0, 3, lambda room: (3, 0), "leased", "worker-2",
+                        now + 1.0)  # the same session, another holder: not its lease
+    assert isinstance(ledger.quota_reserve(stranger, now), QuotaGrant)
+    assert ledger.quota_used("k2", 100.0, now + 5.0) == 0
+    store.release("leased", lease)
+    assert ledger.quota_used("k", 100.0, now + 5.0) == 0  # the lease let go: no longer
