@@ -1,5 +1,5 @@
 """Instructions per step, counted (not timed): python bench/instructions.py [--store URL]
-[--telemetry] [--output] [--compaction] [--containment]
+[--telemetry] [--output] [--compaction] [--containment] [--quota]
 
 Wall-clock figures on a shared 2-vCPU machine move by 30% from one minute to the next; the
 number of machine instructions a step executes does not. This runs the scripted 20-tool-call
@@ -68,6 +68,10 @@ if "+effects" in without:  # the calculator as a side effect the request asks fo
         policy = DenyOverrides(contain_untrusted_flows, scope_to_plan, keep_private,
                                no_unasked_repeats, untrusted_shapes)
     agent = dataclasses.replace(agent, tools=[Effectful()], policy=policy)
+if "+quota" in without:  # a token quota and a tool-call quota, per tenant, in the store
+    from tether import Quota
+    agent = dataclasses.replace(agent, quotas=[
+        Quota("tokens", 10**12, "1d", counts="tokens"), Quota("calls", 10**9, "1h")])
 if {telemetry!r}:  # spans derived and exported to memory (and metrics recorded), on a thread
     from opentelemetry.sdk.metrics import MeterProvider
     from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
@@ -136,6 +140,8 @@ def main() -> None:
     parser.add_argument("--containment", action="store_true",
                         help="also count the calculator as a side effect under no policy, "
                              "'scoped' and 'contained' (the injection-containment rules)")
+    parser.add_argument("--quota", action="store_true",
+                        help="also count with two quotas (tokens, tool calls) kept in --store")
     parser.add_argument("--compaction", action="store_true",
                         help="also count with compaction armed (Compaction(context_window="
                              "10_000_000): checked before every turn, never triggered)")
@@ -146,6 +152,8 @@ def main() -> None:
     modes = list(BREAKDOWN if args.breakdown else BREAKDOWN[:1])
     if args.output:
         modes.append(("structured output on (output_type=Done)", ("+output",)))
+    if args.quota:
+        modes.append(("two quotas (tokens, tool calls) in the store", ("+quota",)))
     if args.compaction:
         modes.append(("compaction armed (never triggered)", ("+compaction",)))
     if args.containment:

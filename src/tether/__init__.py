@@ -37,6 +37,7 @@ if TYPE_CHECKING:
     from tether.models.pricing import Price
     from tether.models.scripted import FakeModel, ScriptedModel
     from tether.policy.base import Decision, Effect, Policy
+    from tether.policy.quotas import Quota
     from tether.reasoning.react import ReAct
     from tether.runtime.accounting.budget import Budget, Spend
     from tether.runtime.accounting.limits import Limits
@@ -78,6 +79,7 @@ _WHERE = {
     "Decision": "tether.policy.base",
     "Effect": "tether.policy.base",
     "Policy": "tether.policy.base",
+    "Quota": "tether.policy.quotas",
     "tool": "tether.tools.decorator",
     "Event": "tether.types",
     "Message": "tether.types",
@@ -124,6 +126,7 @@ __all__ = [
     "NotFound",
     "Policy",
     "Price",
+    "Quota",
     "ReAct",
     "Result",
     "RunError",

@@ -43,6 +43,7 @@ class EventType(StrEnum):
     MODEL_UNMETERED = "model.unmetered"  # a turn's call with no usable usage (cut off, unusable)
     MODEL_LOST = "model.lost"  # a turn's call lost to a crash, charged on resume
     MODEL_OVERRUN = "model.overrun"  # an answer went past its reservation: the run stops
+    QUOTA_REFUSED = "quota.refused"  # a quota had no room for a call: which, used, frees when
     BRANCH_REQUEST = "branch.request"  # a search branch's model request (out of the conversation)
     BRANCH_RESPONSE = "branch.response"  # a search branch's answer
     BRANCH_SIMULATED = "branch.simulated"  # a branch's tool calls simulated, not run

@@ -114,6 +114,17 @@ class ModelOverrunData(TypedDict, total=False):
     step: int
 
 
+class QuotaRefusedData(TypedDict, total=False):
+    detail: str
+    frees_at: float | None
+    key: str
+    limit: str
+    need: str
+    per: str
+    quota: str
+    used: str
+
+
 class BranchRequestData(TypedDict, total=False):
     digest: str
     key: str
@@ -384,6 +395,7 @@ PAYLOADS: Mapping[EventType, type] = {
     EventType.MODEL_UNMETERED: ModelChargeData,
     EventType.MODEL_LOST: ModelChargeData,
     EventType.MODEL_OVERRUN: ModelOverrunData,
+    EventType.QUOTA_REFUSED: QuotaRefusedData,
     EventType.BRANCH_REQUEST: BranchRequestData,
     EventType.BRANCH_RESPONSE: BranchResponseData,
     EventType.BRANCH_SIMULATED: CallData,

@@ -44,6 +44,7 @@ if TYPE_CHECKING:
         contain_untrusted_flows,
         scope_to_request,
     )
+    from tether.policy.quotas import Quota
     from tether.policy.yaml_policy import YamlPolicy, load_policy
     from tether.policy.yaml_source import PolicyLoadError
 
@@ -57,11 +58,12 @@ _WHERE = {
     "KeepPrivate": "containment", "keep_private": "containment",
     "UntrustedShapes": "containment", "untrusted_shapes": "containment",
     "YamlPolicy": "yaml_policy", "load_policy": "yaml_policy", "PolicyLoadError": "yaml_source",
+    "Quota": "quotas",
 }
 
 __all__ = ["RESTRICTIVENESS", "Action", "AllowAll", "ContainUntrusted", "ContainUntrustedFlows",
            "Context", "Decision", "DefaultDeny", "DenyOverrides", "Effect", "FirstMatch",
-           "KeepPrivate", "NoUnaskedRepeats", "Policy", "PolicyLoadError", "Resource",
+           "KeepPrivate", "NoUnaskedRepeats", "Policy", "PolicyLoadError", "Quota", "Resource",
            "ScopeToPlan", "ScopeToRequest", "Subject", "UntrustedShapes", "Voter", "YamlPolicy",
            "contain_untrusted", "contain_untrusted_flows", "decide", "keep_private",
            "load_policy", "no_unasked_repeats", "policy_id_of", "scope_to_plan",

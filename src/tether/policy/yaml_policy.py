@@ -43,6 +43,8 @@ File format::
         effect: degrade
         fallback: cheap_search # degrade only: the tool that runs instead (through the gate)
         when: {resource: {tags: {any: [expensive]}}}
+    quotas:                    # optional: limits over many sessions (see yaml_quotas)
+      - {id: refunds, tool: refund, limit: 20, window: 1h, per: tenant}
 
 A decision's ``policy_id`` is ``"<policy_id>:<rule id>"`` or ``"<policy_id>:default"``.
 """
@@ -55,7 +57,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from tether.policy.base import Action, Context, Decision, Effect, Resource, Subject
+from tether.policy.quotas import Quota
 from tether.policy.yaml_conditions import Condition, Test, compile_condition
+from tether.policy.yaml_quotas import read_quotas
 from tether.policy.yaml_source import Node, PolicyLoadError, parse_yaml
 
 VERSION = 1
@@ -63,7 +67,7 @@ MASK_PLACES = ("input", "output", "journal")
 DEFAULTS = (Effect.DENY, Effect.ALLOW, Effect.REQUIRE_APPROVAL)
 #: Effects a rule may have even when its condition is unknown: they restrict, never grant.
 RESTRICTING = frozenset({Effect.DENY, Effect.REQUIRE_APPROVAL})
-_TOP_KEYS = ("version", "policy_id", "default", "description", "rules")
+_TOP_KEYS = ("version", "policy_id", "default", "description", "rules", "quotas")
 _RULE_KEYS = ("id", "priority", "effect", "reason", "when", "fields", "mask_in", "fallback")
 _ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.\-]*")
 _ALWAYS = Condition(lambda s, a, r, c: True, None)
@@ -99,12 +103,13 @@ class YamlPolicy:
     """A policy loaded from YAML; ``evaluate`` is the Policy protocol."""
 
     __slots__ = ("_default", "_deny_rules", "_index", "_others", "default", "description",
-                 "policy_id", "rules", "source")
+                 "policy_id", "quotas", "rules", "source")
     inline = True  # rules over the request alone: no I/O (see tether.policy.deadline)
 
     def __init__(self, policy_id: str, default: Effect, rules: tuple[Rule, ...], source: str,
-                 description: str = "") -> None:
+                 description: str = "", quotas: tuple[Quota, ...] = ()) -> None:
         self.policy_id = policy_id
+        self.quotas = quotas  # tether.policy.yaml_quotas: counted by the runtime, not decided
         self.default = default
         self.rules = rules
         self.source = source
@@ -217,9 +222,10 @@ def _build(document: object, source: str) -> YamlPolicy:
     if "default" in top:
         default = Effect(top["default"].choice(e.value for e in DEFAULTS))
     description = top["description"].text() if "description" in top else ""
+    quotas = read_quotas(top["quotas"]) if "quotas" in top else ()
     rules_node = top["rules"]
     if rules_node.value is None or rules_node.value == []:
-        return YamlPolicy(policy_id, default, (), source, description)
+        return YamlPolicy(policy_id, default, (), source, description, quotas)
     rules: list[Rule] = []
     seen: dict[str, int] = {}
     for index, node in enumerate(rules_node.items("a list of rules")):
@@ -230,7 +236,7 @@ def _build(document: object, source: str) -> YamlPolicy:
                 "give every rule its own id")
         seen[rule.id] = index
         rules.append(rule)
-    return YamlPolicy(policy_id, default, tuple(rules), source, description)
+    return YamlPolicy(policy_id, default, tuple(rules), source, description, quotas)
 
 
 def _identifier(node: Node) -> str:

@@ -29,11 +29,12 @@ from tether.store.base import (
     thread_key,
 )
 from tether.store.checkpoints import MemoryCheckpoints, StoredCheckpoint
+from tether.store.memory_quotas import MemoryQuotas
 from tether.store.session_index import ANY_TENANT, SessionFilter
 from tether.types import Event
 
 
-class MemoryStore(MemoryCheckpoints):
+class MemoryStore(MemoryCheckpoints, MemoryQuotas):
     """The in-memory store (``memory://``): this process only, gone when it exits. For tests and
     for runs whose record need not outlive them."""
     url = "memory://"
@@ -49,6 +50,7 @@ class MemoryStore(MemoryCheckpoints):
         self._threads: dict[tuple[str, str], list[ThreadEntry]] = {}
         self._audit_key = audit_key()
         self._lock = threading.Lock()
+        self._quota_rows = {}  # tether.store.memory_quotas
 
     def __repr__(self) -> str:
         return f"MemoryStore({len(self._events)} sessions)"

@@ -44,6 +44,7 @@ from tether.store.postgres_erasure import PostgresErasure
 from tether.store.postgres_leases import PostgresLeases
 from tether.store.postgres_outage import DOWN_GRACE, RideThrough, lost_connection, riding
 from tether.store.postgres_probe import probe
+from tether.store.postgres_quotas import PostgresQuotas
 from tether.store.postgres_schema import ANCHOR_LANES, MIGRATIONS, SCHEMA_VERSION
 from tether.store.postgres_steps import Append, Statements, arun, run
 from tether.store.postgres_threads import PostgresThreads
@@ -56,7 +57,7 @@ DEFAULT_SCHEMA = "tether"
 
 
 class PostgresStore(PostgresThreads, PostgresErasure, PostgresApprovals, PostgresLeases,
-                    PostgresAnchors, PostgresCheckpoints):
+                    PostgresAnchors, PostgresCheckpoints, PostgresQuotas):
     """``url`` is a libpq URL; the store's tables live in ``schema``, which may also be named in
     the URL as ``?schema=NAME`` or libpq's ``?options=-csearch_path%3DNAME``. A lost database
     (a restart, a failover) is waited out for ``ride_through`` seconds (30 by default, or

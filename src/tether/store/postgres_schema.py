@@ -118,6 +118,18 @@ MIGRATIONS: dict[int, list[str]] = {
             note text NOT NULL,
             created_at double precision NOT NULL)""",
     ],
+    # Quotas across sessions and workers (tether.store.quotas): see the SQLite migration.
+    11: [
+        """CREATE TABLE IF NOT EXISTS {s}.quota_use (
+            id TEXT PRIMARY KEY, key TEXT NOT NULL, at DOUBLE PRECISION NOT NULL,
+            amount BIGINT NOT NULL, hold BIGINT NOT NULL, settled SMALLINT NOT NULL,
+            session_id TEXT NOT NULL, holder TEXT NOT NULL,
+            expires_at DOUBLE PRECISION NOT NULL)""",
+        "CREATE INDEX IF NOT EXISTS quota_use_window ON {s}.quota_use (key, at, settled, amount)",
+        """CREATE INDEX IF NOT EXISTS quota_use_holds ON {s}.quota_use (key, session_id)
+            WHERE hold > 0""",
+        "CREATE INDEX IF NOT EXISTS quota_use_open ON {s}.quota_use (key) WHERE settled = 0",
+    ],
 }
 SCHEMA_VERSION = max(MIGRATIONS)
 ANCHOR_LANES = 16  # lanes of a store created or migrated by this tether: more than its writers

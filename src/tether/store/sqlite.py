@@ -52,6 +52,7 @@ from tether.store.sqlite_open import (
     is_full,
     transaction,
 )
+from tether.store.sqlite_quotas import SQLiteQuotas
 from tether.store.sqlite_schema import MIGRATIONS, SCHEMA_VERSION
 from tether.store.sqlite_threads import SQLiteThreads
 from tether.types import Event
@@ -87,7 +88,8 @@ def path_of(url: str) -> str:
     return path
 
 
-class SQLiteStore(SQLiteListing, SQLiteThreads, SQLiteErasure, SQLiteCheckpoints):
+class SQLiteStore(SQLiteListing, SQLiteThreads, SQLiteErasure, SQLiteCheckpoints,
+                  SQLiteQuotas):
     """The embedded default store: one SQLite file in WAL mode (``sqlite:///tether.db``), safe
     for several processes on one machine.
 

@@ -141,5 +141,17 @@ MIGRATIONS: dict[int, str] = {
         created_at REAL NOT NULL
     );
     """,
+    # Quotas across sessions and workers (tether.store.quotas): one row per reserved call, its
+    # amount in whole units and the hold its session keeps for a wrap-up; summed by key over
+    # the window (by time), the unsettled rows and the holds, each with its own index.
+    11: """
+    CREATE TABLE quota_use (
+        id TEXT PRIMARY KEY, key TEXT NOT NULL, at REAL NOT NULL, amount INTEGER NOT NULL,
+        hold INTEGER NOT NULL, settled INTEGER NOT NULL,
+        session_id TEXT NOT NULL, holder TEXT NOT NULL, expires_at REAL NOT NULL);
+    CREATE INDEX quota_use_window ON quota_use (key, at, settled, amount);
+    CREATE INDEX quota_use_holds ON quota_use (key, session_id) WHERE hold > 0;
+    CREATE INDEX quota_use_open ON quota_use (key) WHERE settled = 0;
+    """,
 }
 SCHEMA_VERSION = max(MIGRATIONS)

@@ -19,7 +19,7 @@ import math
 import time
 from dataclasses import dataclass
 from decimal import Decimal
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from tether.models.pricing import MILLION, Price
 from tether.records import fast_init
@@ -32,6 +32,9 @@ from tether.runtime.accounting.worst_case import (
     worst_case_cost,
 )
 from tether.types import Usage
+
+if TYPE_CHECKING:
+    from tether.runtime.accounting.quota import QuotaMeter
 
 # read on every call: bound once (an enum member read through its class is slow, benchmarks.md)
 _TOKEN_BUDGET = StopReason.TOKEN_BUDGET
@@ -53,6 +56,7 @@ class Reservation:
     deadline: float | None  # monotonic time by which the call must have returned
     final: bool
     bound_by: StopReason | None = None  # the limit that set max_output_tokens, if any
+    quota: tuple[Any, ...] = ()  # each quota's share of it (tether.runtime.accounting.quota)
 
 
 class Tally:
@@ -74,7 +78,7 @@ class Accountant:
     """Budget decisions for one session, over its Tally. Not shared; one event loop."""
 
     __slots__ = ("_budget", "_clock", "_hold_cost", "_hold_seconds", "_hold_tokens", "_leases",
-                 "_per_token", "_price", "_started", "output_rate", "tally")
+                 "_per_token", "_price", "_started", "output_rate", "quota", "tally")
 
     def __init__(self, budget: Budget, price: Price | None, tally: Tally,
                  clock: Any = time.monotonic) -> None:
@@ -88,6 +92,8 @@ class Accountant:
         self._hold_cost = (budget.max_cost_usd or Decimal(0)) * Decimal(str(share))
         self._hold_seconds = (budget.max_seconds or 0.0) * share
         self.tally = tally
+        # the session's quotas over many sessions, kept in its store (None: it has none)
+        self.quota: QuotaMeter | None = None
         self._leases: dict[str, Budget] = {}  # what running sub-agents may still spend
         # output tokens per second the model's last answer came at, under a time budget: a
         # call is sent no larger a cap than it can produce in the time left (learn_rate)
@@ -112,6 +118,7 @@ class Accountant:
         the budget has a cost limit and ``price`` is None (fail closed)."""
         other = Accountant(self._budget, price, self.tally, self._clock)
         other._started = self._started
+        other.quota = self.quota
         return other
 
     def start_clock(self) -> None:
@@ -220,7 +227,10 @@ class Accountant:
             max_out, bound_by = ceiling, None  # the model's own cap, not a limit, binds
         if self._price is not None:
             cost = worst_case_cost(self._price, input_tokens, max_out or 0)
-        return Reservation(input_tokens, max_out, cost, deadline, final, bound_by)
+        reservation = Reservation(input_tokens, max_out, cost, deadline, final, bound_by)
+        if self.quota is None:
+            return reservation
+        return self.quota.reserve(reservation, final, self._price)  # clamped further, or Stop
 
     def _plainly_affords(self, left: Decimal, input_tokens: int, output_tokens: int,
                          final: bool) -> bool:
@@ -338,6 +348,20 @@ class Accountant:
         if self._budget.max_cost_usd is not None and self._price is not None:
             return StopReason.COST_BUDGET
         return StopReason.MODEL_ERROR
+
+    def cut_short(self, reservation: Reservation) -> Stop:
+        """The stop for an answer cut at the cap a limit set (``bound_by``): the run's answer
+        is not a cut one, whose missing part the limit would not have paid for."""
+        assert reservation.bound_by is not None
+        if reservation.bound_by is StopReason.QUOTA and self.quota is not None:
+            return self.quota.cut_short(reservation)
+        return Stop(reservation.bound_by, f"the model's answer was cut at the "
+                    f"{reservation.max_output_tokens} output tokens the budget had left")
+
+    def settle_quota(self, reservation: Reservation, usage: Usage | None) -> None:
+        """Settle the quotas' shares of a finished call (``usage`` None: at their worst case)."""
+        if self.quota is not None:
+            self.quota.settle(reservation, usage, self._price)
 
     def cost_of(self, usage: Usage) -> Decimal:
         """The actual cost of a finished call; the charge itself is applied by its event."""

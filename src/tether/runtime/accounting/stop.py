@@ -28,6 +28,9 @@ class StopReason(enum.StrEnum):
     COST_BUDGET = "cost_budget"
     TIME_BUDGET = "time_budget"
     TOOL_CALL_BUDGET = "tool_call_budget"
+    # a quota over many sessions (tether.policy.quotas) has no room for the next call: the
+    # detail names the quota and when it frees up (tether.runtime.accounting.quota)
+    QUOTA = "quota"
     LOOP_DETECTED = "loop_detected"
     TOOL_ERROR_CEILING = "tool_error_ceiling"
     NEEDS_APPROVAL = "needs_approval"

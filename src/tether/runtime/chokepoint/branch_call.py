@@ -128,8 +128,7 @@ async def ask_on_branch(asking: Asking, branch: BranchCall) -> ModelResponse:
     if (reservation.bound_by is not None and response.finish_reason == "length"
             and reservation.max_output_tokens is not None
             and response.usage.output_tokens >= reservation.max_output_tokens):
-        raise Stop(reservation.bound_by, f"the model's answer was cut at the "
-                   f"{reservation.max_output_tokens} output tokens the budget had left")
+        raise asking.accountant.cut_short(reservation)
     return response
 
 

@@ -236,8 +236,7 @@ class Environment:
         cap = reservation.max_output_tokens
         if (not final and reservation.bound_by is not None and cap is not None
                 and response.finish_reason == "length" and response.usage.output_tokens >= cap):
-            raise Stop(reservation.bound_by, f"the model's answer was cut at the {cap} output "
-                       "tokens the budget had left")
+            raise self._accountant.cut_short(reservation)
         if not response.tool_calls:
             return response
         # the strategy gets its own copy of the calls: whatever it does to their arguments, the

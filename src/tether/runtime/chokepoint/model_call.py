@@ -140,6 +140,8 @@ class ModelCall:
                 raise WrongType(f"model returned {type(response).__name__}, not ModelResponse")
         except (Exception, Stop, asyncio.CancelledError) as exc:
             expired = (timer is not None and timer.expired()) or isinstance(exc, CallCancelled)
+            if reservation.quota:  # unanswered: its quotas keep its worst case (maybe billed)
+                self.accountant.settle_quota(reservation, None)
             raised = failed(exc, expired, step, reservation)
             if raised is None or raised is exc:
                 raise
@@ -156,6 +158,8 @@ class ModelCall:
         journal an overrun and stop (``Door.stops``). How the answer went past its reservation
         (None: it did not)."""
         door, usage = self.door, response.usage
+        if reservation.quota:  # (its quotas' shares settled: an unusable one at worst case)
+            self.accountant.settle_quota(reservation, usage if usable(usage) else None)
         if not usable(usage):
             raise door.unusable(step, reservation, usage)
         cost = data["cost_usd"] = self.accountant.cost_of(usage)

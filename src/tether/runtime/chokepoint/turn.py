@@ -193,6 +193,9 @@ class ToolCalls:
                 admitted = self._held.settle(call, turn)
             else:
                 admitted = self._admit(call, turn)
+            quota = self._accountant.quota
+            if quota is not None and admitted is not None:  # counted as it is admitted
+                quota.take_tool(admitted.tool.name)
         except Rejected as rejected:  # named as the model called it, even if degraded
             r = rejected.result
             self.record(r if r.name == call.name else ToolResult(call.id, call.name, r.content,

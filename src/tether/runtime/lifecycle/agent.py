@@ -19,6 +19,7 @@ from tether.models.pricing import Price
 from tether.policy.base import AllowAll, Policy
 from tether.policy.deadline import DEFAULT_POLICY_TIMEOUT
 from tether.policy.names import check_names
+from tether.policy.quotas import Quota, check_quotas
 from tether.runtime.accounting.budget import Budget
 from tether.runtime.accounting.limits import Limits
 from tether.runtime.approvals.approver import Approver, ApproverFn, as_approver
@@ -122,6 +123,9 @@ class Agent:
         tool_selection: Offer each model turn only the tools ranked best for it, for catalogs
             of hundreds of tools (``tether.tools.ToolSelection``). Default None: every turn is
             offered every tool.
+        quotas: Rolling-window limits over every session of this agent, its tenant or its user,
+            kept in the store (``tether.Quota``; a YAML policy's ``quotas:`` are added to them).
+            Needs a ``store``.
     """
 
     model: Model
@@ -152,6 +156,7 @@ class Agent:
     compaction: Compaction | None = None  # tether.runtime.context.compaction
     planner: ModelPlanner | None = None  # tether.runtime.lifecycle.planning
     tool_selection: ToolSelection | None = None  # tether.tools.selection
+    quotas: Iterable[Quota] = ()  # tether.policy.quotas
     tool_index: ToolIndex | None = field(init=False, repr=False, compare=False)
     output_spec: OutputSpec | None = field(init=False, repr=False, compare=False)
     registry: ToolRegistry = field(init=False, repr=False, compare=False)
@@ -203,6 +208,10 @@ class Agent:
         object.__setattr__(self, "output_spec", spec)
         if isinstance(self.store, str):
             object.__setattr__(self, "store", open_store(self.store))
+        object.__setattr__(self, "quotas", check_quotas(self.quotas))
+        if self.all_quotas and self.store is None:
+            raise InvalidArgument("quotas are kept in the store, and this agent has none: give "
+                                  "it one, e.g. Agent(..., store='sqlite:///tether.db')")
         if self.keep_hidden_arguments and self.store is None:
             raise InvalidArgument("keep_hidden_arguments=True keeps hidden arguments in the store, "
                                   "and this agent has none: give it one, e.g. "
@@ -298,6 +307,11 @@ class Agent:
         if isinstance(approvals, StoredApprovals) and isinstance(approvals.store, MemoryStore):
             approvals = None  # the recipe's default: approvals go where the journal goes
         return dataclasses.replace(self, store=store, approvals=approvals)
+
+    @property
+    def all_quotas(self) -> tuple[Quota, ...]:
+        """The recipe's quotas and its YAML policy's (``quotas:``), names distinct."""
+        return check_quotas((*self.quotas, *getattr(self.policy, "quotas", ())))
 
     @property
     def effective_price(self) -> Price | None:

@@ -24,6 +24,7 @@ from tether.journal.chain import EventBus, Journal
 from tether.policy.base import Subject
 from tether.runtime.accounting.accountant import Accountant
 from tether.runtime.accounting.budget import Budget, Spend
+from tether.runtime.accounting.quota import meter_for
 from tether.runtime.accounting.stop import Stop, StopReason
 from tether.runtime.approvals.requests import ApprovalRequest
 from tether.runtime.chokepoint.assembly import RunContext
@@ -122,6 +123,8 @@ class Session:
         for sink in agent.telemetry:
             self._journal.bus.subscribe(sink)
         self._accountant = Accountant(budget, agent.effective_price, self._state.tally)
+        self._accountant.quota = meter_for(agent.all_quotas, agent.journal_store, self.subject,
+                                           self.id, self._journal, agent.effective_price)
         self._result: Result | None = None
         self._running = False
         # the loop and task of the running activation, and why it was asked to stop (cancel())
