@@ -55,6 +55,7 @@ The hierarchy::
         ├── StoreError                        (store.base)
         │   ├── ConflictError, SchemaError
         │   ├── SessionBusy ─ SessionMoved
+        │   ├── Halted                        (store.halts: a halt stands over the session)
         │   └── StoreUnavailable ─ StoreFull
         ├── ToolArgumentError, ToolFailure ─ ArgumentsChanged   (tools.base, integrations)
         ├── CalculatorError, CallerCannot, TooMuchBinary        (tools)

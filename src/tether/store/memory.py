@@ -28,11 +28,12 @@ from tether.store.base import (
     session_info,
     thread_key,
 )
+from tether.store.halts import Halt, MemoryHalts
 from tether.store.session_index import ANY_TENANT, SessionFilter
 from tether.types import Event
 
 
-class MemoryStore:
+class MemoryStore(MemoryHalts):
     """The in-memory store (``memory://``): this process only, gone when it exits. For tests and
     for runs whose record need not outlive them."""
     url = "memory://"
@@ -47,6 +48,8 @@ class MemoryStore:
         self._threads: dict[tuple[str, str], list[ThreadEntry]] = {}
         self._audit_key = audit_key()
         self._lock = threading.Lock()
+        self._halts: dict[str, Halt] = {}  # tether.store.halts
+        self._halt_version = 0
 
     def __repr__(self) -> str:
         return f"MemoryStore({len(self._events)} sessions)"
@@ -60,6 +63,7 @@ class MemoryStore:
             if events[0].seq != len(stored) + 1:
                 raise ConflictError(f"session {session_id}: expected seq {len(stored) + 1}, "
                                     f"got {events[0].seq}; another writer appended first")
+            self._refuse_halted(session_id, events)  # tether.store.halts
             if lease is not None:
                 if events[0].seq > 1:
                     self._check(session_id, lease)
