@@ -102,15 +102,22 @@ def covering(halts: Sequence[Halt], session_id: str,
 
 
 def refuse_if_halted(store: Any, session_id: str) -> None:
-    """Halted when a standing halt covers the session (read fresh from the store: resume's
-    check, so a halt issued while a worker was down holds when it comes back)."""
-    if store is None or not hasattr(store, "list_halts"):
-        return
-    halts = store.list_halts(standing=True)
-    if halts:
-        found = covering(halts, session_id, store.session_owner(session_id))
+    """Halted when a standing halt covers the session, read fresh from the store: resume's
+    check, so a halt issued while a worker was down holds when it comes back, and a halt
+    lifted a moment ago no longer stops the session it let go (the watch is refreshed)."""
+    watch = refreshed(store)
+    if watch is not None:
+        found = watch.check(session_id)
         if found is not None:
             raise Halted(found, session_id)
+
+
+def refreshed(store: Any) -> HaltWatch | None:
+    """The store's watch, read fresh now (a session's start: the halts as they stand)."""
+    watch = watch_of(store)
+    if watch is not None:
+        watch.refresh()
+    return watch
 
 
 class HaltWatch:
@@ -138,6 +145,10 @@ class HaltWatch:
         if owner == ():
             owner = self._owners[session_id] = self._store.session_owner(session_id)
         return covering(self._halts, session_id, owner)  # type: ignore[arg-type]
+
+    def refresh(self) -> None:
+        """Read the store's halts now, whatever the period."""
+        self._refresh(time.monotonic())
 
     def _refresh(self, now: float) -> None:
         self._due = now + PERIOD

@@ -27,7 +27,7 @@ from tether.runtime.accounting.budget import Budget, Spend
 from tether.runtime.accounting.stop import Stop, StopReason
 from tether.runtime.approvals.requests import ApprovalRequest
 from tether.runtime.chokepoint.assembly import RunContext
-from tether.runtime.chokepoint.halts import refuse_if_halted
+from tether.runtime.chokepoint.halts import refreshed, refuse_if_halted
 from tether.runtime.lifecycle.interrupt import interruption, lost_call
 from tether.runtime.lifecycle.lease import leased, leased_briefly
 from tether.runtime.lifecycle.opening import open_run
@@ -247,6 +247,8 @@ class Session:
         ``cancel()``) and raises ``CancelledError`` as usual."""
         if self._result is not None:
             return self._result
+        if not len(self._journal):  # a halt standing now stops it at its first call
+            refreshed(self._journal.store)
         return await self._activate()
 
     def astream(self) -> AsyncIterator[StreamEvent]:
