@@ -20,7 +20,7 @@ import pytest
 from halt_fleet import check, from_file, started
 from test_halt_trials import OPERATOR, run_trials
 from tether.runtime.chokepoint.halts import halt
-from tether.store.halts import Halt, HaltScope
+from tether.store.halts import Halt, Halted, HaltScope
 from tether.store.sqlite import SQLiteStore
 
 from conftest import PG_URL, postgres_store
@@ -83,3 +83,51 @@ def test_fifty_sessions_two_processes_halted_by_tenant(kind: str, tmp_path: Path
                 db.execute(f"DROP SCHEMA {store.schema} CASCADE")
         store.close()
 
+
+
+def test_on_postgres_a_halt_waits_for_a_start_admitted_before_it_to_commit() -> None:
+    """The race the lock closes: an append read no halt, and has not committed yet. The halt
+    must commit after it (it waits on halt_state's row), never before it."""
+    import threading
+
+    from tether.journal.chain import Journal
+    from tether.store.halts import new_halt
+    from tether.store.postgres_steps import run
+    from tether.vocabulary import EventType
+
+    store = postgres_store()
+    try:
+        journal = Journal("s-race", store=store)
+        journal.append(EventType.SESSION_START, {"subject": {"tenant_id": "a"}, "agent": "x"})
+        journal.flush()
+        journal.append(EventType.TOOL_STARTED, {"call_id": "c1", "tool": "pay"})
+        pending = journal.events()[journal.flushed:]
+        append = store._as_append("s-race", pending, None, None)
+        done = threading.Event()
+        made = new_halt(HaltScope(tenant_id="a"), "race", "ops", "test")
+
+        def halting() -> None:
+            store.put_halt(made)
+            done.set()
+
+        with store._pool.connection() as db:  # the append's transaction, held open
+            refused = run(db, store._statements.write([append]))
+            assert refused == [None]  # admitted: no halt yet
+            issuer = threading.Thread(target=halting)
+            issuer.start()
+            with store._pool.connection() as watcher:
+                wait_for(lambda: done.is_set() or watcher.execute(
+                    "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' "
+                    "AND query LIKE %s", (f"%{store.schema}.halt_state%",)).fetchone()[0] > 0,
+                    "the halt to wait, or to commit")
+            assert not done.is_set(), "the halt committed while an admitted start was open"
+        issuer.join(60)  # the append committed: now the halt does
+        assert done.is_set()
+        assert [e.type for e in store.read("s-race")][-1] == "tool.started"
+        journal.append(EventType.TOOL_STARTED, {"call_id": "c2", "tool": "pay"})
+        with pytest.raises(Halted):
+            journal.flush()
+    finally:
+        with store._pool.connection() as db:
+            db.execute(f"DROP SCHEMA {store.schema} CASCADE")
+        store.close()

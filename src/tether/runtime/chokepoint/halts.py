@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import contextlib
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from tether.errors import InvalidArgument, NotFound
@@ -132,7 +132,7 @@ class HaltWatch:
         self._due = 0.0  # when the version is read again (time.monotonic)
         self._version: int | None = None
         self._halts: tuple[Halt, ...] = ()
-        self._owners: dict[str, tuple[str | None, str | None] | None] = {}
+        self._owners: dict[str, tuple[str | None, str | None]] = {}  # session: tenant, agent
 
     def check(self, session_id: str) -> Halt | None:
         """The standing halt covering ``session_id``, as of at most ``PERIOD`` seconds ago."""
@@ -141,10 +141,17 @@ class HaltWatch:
             self._refresh(now)
         if not self._halts:
             return None
-        owner = self._owners.get(session_id, ())
-        if owner == ():
-            owner = self._owners[session_id] = self._store.session_owner(session_id)
-        return covering(self._halts, session_id, owner)  # type: ignore[arg-type]
+        owner = self._owners.get(session_id)
+        if owner is None:  # not stored yet: looked up again next time
+            owner = self._store.session_owner(session_id)
+            if owner is not None:
+                self._owners[session_id] = owner
+        return covering(self._halts, session_id, owner)
+
+    def know(self, session_id: str, tenant_id: str | None, agent: str | None) -> None:
+        """The tenant and agent of a session starting in this process (its start is not
+        stored yet when its first call is checked)."""
+        self._owners[session_id] = (tenant_id, agent)
 
     def refresh(self) -> None:
         """Read the store's halts now, whatever the period."""
@@ -169,6 +176,14 @@ def watch_of(store: Any) -> HaltWatch | None:
         with contextlib.suppress(AttributeError):  # a store with slots: a watch per caller
             store._halt_watch = watch
     return watch
+
+
+def starting(journal: Journal, start: Mapping[str, Any]) -> None:
+    """Tell the store's watch whose a session starting now is (``session.start``'s record)."""
+    watch = watch_of(journal.store)
+    if watch is not None:
+        watch.know(journal.session_id, (start.get("subject") or {}).get("tenant_id"),
+                   start.get("agent"))
 
 
 def halted_stop(journal: Journal, halt: Halt, call_id: str | None = None) -> Stop:
