@@ -15,7 +15,8 @@ unhalt updates under its exclusive lock), so the two are ordered by the store it
 after it while the halt stands. A halt covers a session when each scope field it names
 (session, agent, tenant) equals the session's; a halt naming none (``--all``) covers every one.
 
-``halt_state`` also holds a version that every halt and unhalt increments: a process reads it
+``halt_state`` also holds how many halts stand (an append reads the halts only when some do)
+and a version that every halt and unhalt increments: a process reads it
 (one small read, at most every half second, ``tether.runtime.halting``) to stop model calls and
 read-only calls, which write nothing the store could refuse.
 """
@@ -149,10 +150,11 @@ class MemoryHalts:
     _events: dict[str, list[Event]]
     _halts: dict[str, Halt]
     _halt_version: int
+    _standing: int
 
     def _covering(self, session_id: str) -> Halt | None:
         """The first standing halt covering ``session_id`` (the caller holds the lock)."""
-        if not self._halts:
+        if not self._standing:
             return None
         owner = self._owner(session_id)
         if owner is None:
@@ -180,6 +182,7 @@ class MemoryHalts:
         with self._lock:
             self._halts[halt.id] = halt
             self._halt_version += 1
+            self._standing += 1
 
     def lift_halt(self, halt_id: str, by: str, by_method: str) -> Halt | None:
         with self._lock:
@@ -190,6 +193,7 @@ class MemoryHalts:
                           time.time(), by, by_method)
             self._halts[halt_id] = lifted
             self._halt_version += 1
+            self._standing -= 1
             return lifted
 
     def list_halts(self, *, standing: bool = True) -> list[Halt]:

@@ -49,7 +49,7 @@ class MemoryStore(MemoryHalts):
         self._audit_key = audit_key()
         self._lock = threading.Lock()
         self._halts: dict[str, Halt] = {}  # tether.store.halts
-        self._halt_version = 0
+        self._halt_version = self._standing = 0
 
     def __repr__(self) -> str:
         return f"MemoryStore({len(self._events)} sessions)"

@@ -110,17 +110,18 @@ MIGRATIONS: dict[int, list[str]] = {
         """CREATE INDEX IF NOT EXISTS sessions_by_user ON {s}.sessions
             (user_id, created_at, session_id COLLATE "C")""",
     ],
-    # Halts (tether.store.halts): an append that starts a side effect reads the standing halts
-    # under a shared lock on halt_state's one row; a halt or an unhalt updates that row (an
-    # exclusive lock) in its own transaction, so the two are ordered (store.postgres_halts).
+    # Halts (tether.store.halts): an append that starts a side effect reads halt_state's one
+    # row (how many halts stand) under a shared lock, and the standing halts when some stand;
+    # a halt or an unhalt updates that row (an exclusive lock) in its own transaction, so the
+    # two are ordered (store.postgres_halts).
     10: [
         """CREATE TABLE {s}.halts (
             id TEXT PRIMARY KEY, session_id TEXT, agent TEXT, tenant_id TEXT,
             reason TEXT NOT NULL, by_name TEXT NOT NULL, by_method TEXT NOT NULL,
             created_at DOUBLE PRECISION NOT NULL, lifted_at DOUBLE PRECISION, lifted_by TEXT,
             lifted_method TEXT)""",
-        "CREATE TABLE {s}.halt_state (version BIGINT NOT NULL)",
-        "INSERT INTO {s}.halt_state VALUES (0)",
+        "CREATE TABLE {s}.halt_state (version BIGINT NOT NULL, standing BIGINT NOT NULL)",
+        "INSERT INTO {s}.halt_state VALUES (0, 0)",
     ],
 }
 SCHEMA_VERSION = max(MIGRATIONS)

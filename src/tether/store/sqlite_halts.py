@@ -3,7 +3,8 @@
 Decision: a halt and an append that starts a side effect are both ``BEGIN IMMEDIATE`` write
 transactions, which SQLite runs one at a time across every process on the file; the append
 reads the standing halts inside its own transaction, after its session's row, so whichever
-commits first is seen by the other. ``halt_state`` holds the version watchers read.
+commits first is seen by the other. ``halt_state`` holds how many halts
+stand (no more is read while none does) and the version watchers read.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ COVERING = (f"SELECT {', '.join('h.' + c for c in COLUMNS.split(', '))} FROM hal
             "JOIN sessions AS s ON s.key = ? WHERE h.lifted_at IS NULL "
             "AND (h.session_id IS NULL OR h.session_id = s.session_id) "
             "AND (h.agent IS NULL OR h.agent = s.agent) "
-            "AND (h.tenant_id IS NULL OR h.tenant_id = s.tenant_id) ORDER BY h.created_at LIMIT 1")
+            "AND (h.tenant_id IS NULL OR h.tenant_id = s.tenant_id) LIMIT 1")
 
 
 class SQLiteHalts:
@@ -42,7 +43,10 @@ class SQLiteHalts:
         effect of a session a standing halt covers."""
         if key is None or not starts_effect(events):
             return
-        row = self._cursor.execute(COVERING, (key,)).fetchone()
+        cursor = self._cursor
+        if not cursor.execute("SELECT standing FROM halt_state").fetchone()[0]:
+            return  # none stands: no more to read
+        row = cursor.execute(COVERING, (key,)).fetchone()
         if row is not None:
             raise Halted(halt_from_row(row), session_id)
 
@@ -52,7 +56,8 @@ class SQLiteHalts:
             with transaction(self._db, self.path, self.url):
                 self._db.execute(f"INSERT INTO halts ({COLUMNS}) VALUES "
                                  "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", scope_params(halt))
-                self._db.execute("UPDATE halt_state SET version = version + 1")
+                self._db.execute("UPDATE halt_state SET version = version + 1, "
+                                 "standing = standing + 1")
 
     def lift_halt(self, halt_id: str, by: str, by_method: str) -> Halt | None:
         with self._lock:
@@ -64,7 +69,8 @@ class SQLiteHalts:
                     (time.time(), by, by_method, halt_id)).rowcount
                 if moved != 1:
                     return None
-                self._db.execute("UPDATE halt_state SET version = version + 1")
+                self._db.execute("UPDATE halt_state SET version = version + 1, "
+                                 "standing = standing - 1")
                 row = self._db.execute(f"SELECT {COLUMNS} FROM halts WHERE id = ?",
                                        (halt_id,)).fetchone()
         return halt_from_row(row)
