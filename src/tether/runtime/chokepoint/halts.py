@@ -160,8 +160,8 @@ class HaltWatch:
     def _refresh(self, now: float) -> None:
         self._due = now + PERIOD
         version = self._store.halt_version()
-        if version != self._version:
-            self._halts = tuple(self._store.list_halts(standing=True))
+        if version != self._version:  # (0: no halt was ever issued on the store)
+            self._halts = tuple(self._store.list_halts(standing=True)) if version else ()
             self._version = version
 
 
