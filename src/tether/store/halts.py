@@ -23,11 +23,10 @@ read-only calls, which write nothing the store could refuse.
 
 from __future__ import annotations
 
-import json
 import threading
 import time
 import uuid
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from typing import Any, Protocol
 
@@ -213,15 +212,3 @@ def scope_params(halt: Halt) -> tuple[Any, ...]:
     s = halt.scope
     return (halt.id, s.session_id, s.agent, s.tenant_id, halt.reason, halt.by, halt.by_method,
             halt.at, halt.lifted_at, halt.lifted_by, halt.lifted_method)
-
-
-def as_json(halt: Halt) -> str:
-    return json.dumps(halt.record(), sort_keys=True)
-
-
-def halt_from_record(data: Mapping[str, Any]) -> Halt:
-    scope = data.get("scope") or {}
-    return Halt(data["id"], HaltScope(scope.get("session_id"), scope.get("agent"),
-                                      scope.get("tenant_id")), data.get("reason", ""),
-                data.get("by", ""), data.get("by_method", ""), data.get("at", 0.0),
-                data.get("lifted_at"), data.get("lifted_by"), data.get("lifted_method"))
