@@ -12,6 +12,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from tether import Agent, Decision, Effect, ModelResponse, ReAct, ScriptedModel, ToolCall, tool
 from tether.cli import main
@@ -298,3 +300,40 @@ def test_a_session_begun_under_a_standing_halt_makes_no_call(store: Store,
     types = [e.type for e in store.read(session.id)]
     assert "model.request" not in types and types[-2:] == ["session.halted", "session.paused"]
     assert store.read(session.id)[-2].data["halt"]["id"] == made.id
+
+
+OWNERS = [(t, a) for t in ("t1", "t2", None) for a in ("a1", "a2", None)]
+
+
+@given(st.builds(HaltScope, st.sampled_from([None, "s-t1-a1", "s-t2-None"]),
+                 st.sampled_from([None, "a1", "a2"]), st.sampled_from([None, "t1", "t2"])))
+@settings(max_examples=60, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
+def test_the_stores_sql_covers_exactly_the_sessions_the_scope_says(
+        tmp_path_factory: pytest.TempPathFactory, scope: HaltScope) -> None:
+    """SQLite's covering query and PostgreSQL's agree with ``HaltScope.covers``, for every
+    scope over sessions with and without a tenant and an agent."""
+    from conftest import postgres_store
+
+    for store in (SQLiteStore(tmp_path_factory.mktemp("cover") / "c.db"), postgres_store()):
+        try:
+            for tenant, name in OWNERS:
+                journal = Journal(f"s-{tenant}-{name}", store=store)
+                journal.append(EventType.SESSION_START, {"subject": {"tenant_id": tenant},
+                                                         "agent": name})
+                journal.flush()
+                made = halt(store, scope, by=OPS)
+                journal.append(EventType.TOOL_STARTED, {"call_id": "c1", "tool": "pay"})
+                try:
+                    journal.flush()
+                    refused = False
+                except Halted:
+                    refused = True
+                assert refused == scope.covers(journal.session_id, tenant, name), (
+                    store, tenant, name)
+                unhalt(store, made.id, by=OPS)
+        finally:
+            if not isinstance(store, SQLiteStore):
+                with store._pool.connection() as db:  # type: ignore[attr-defined]
+                    db.execute(f"DROP SCHEMA {store.schema} CASCADE")  # type: ignore[attr-defined]
+            store.close()
