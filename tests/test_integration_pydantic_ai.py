@@ -399,3 +399,43 @@ def test_the_example_runs() -> None:
                          check=True, capture_output=True, text=True, cwd=ROOT,
                          env={"PYTHONPATH": str(ROOT / "src")}, timeout=120)
     assert "refused" in out.stdout and "journal verifies" in out.stdout
+
+
+class HaltsWhileDeciding(Rules):
+    """Rules that, deciding the first send, have an operator halt the store's sessions: the
+    halt commits after the decision and before the call could start."""
+
+    def __init__(self, store: SQLiteStore) -> None:
+        self.store, self.done = store, False
+
+    def evaluate(self, subject: Subject, action: Action, resource: Resource,
+                 context: Context) -> Decision:
+        if action.tool == "send_email" and not self.done:
+            from tether.runtime import Identity, halt
+
+            self.done = True
+            halt(self.store, reason="incident", by=Identity("ops", "test"))
+        return super().evaluate(subject, action, resource, context)
+
+
+async def test_a_halt_stops_a_pydantic_ai_run_before_its_side_effect_starts(
+        tmp_path: Path) -> None:
+    mail, store = Mail(), SQLiteStore(tmp_path / "j.db")
+    run = governed(mail, scripted(("read_inbox", {}),
+                                  ("send_email", {"to": "alice@corp.test", "body": "menu"})),
+                   store=store, policy=HaltsWhileDeciding(store))
+    with pytest.raises(RunStopped) as stopped:
+        await agent_for(run).run("email alice@corp.test the menu")
+    assert stopped.value.reason is StopReason.HALTED and mail.sent == []
+    events = store.read(run.id)
+    assert "tool.started" not in [e.type for e in events if e.data.get("tool") == "send_email"]
+    [halted] = [e.data for e in events if e.type == "session.halted"]
+    assert halted["halt"]["by"] == "ops" and halted["halt"]["reason"] == "incident"
+    assert verify_chain(events) is None
+    # a run begun while the halt stands makes no model call at all
+    again = governed(Mail(), scripted(("read_inbox", {})), store=SQLiteStore(tmp_path / "j.db"))
+    with pytest.raises(RunStopped) as refused:
+        await agent_for(again).run("read my inbox")
+    assert refused.value.reason is StopReason.HALTED
+    assert "model.request" not in [e.type for e in again.journal.events()]
+    store.close()

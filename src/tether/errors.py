@@ -57,6 +57,7 @@ The hierarchy::
         ├── StoreError                        (store.base)
         │   ├── ConflictError, SchemaError
         │   ├── SessionBusy ─ SessionMoved
+        │   ├── Halted                        (store.halts: a halt stands over the session)
         │   └── StoreUnavailable ─ StoreFull
         ├── WitnessRefused, Inconsistent      (serve.witness)
         ├── ToolArgumentError, ToolFailure ─ ArgumentsChanged   (tools.base, integrations)

@@ -34,6 +34,7 @@ class EventType(StrEnum):
     SESSION_ERROR = "session.error"  # the session stopped on an error of its own (the store)
     SESSION_NOTE = "session.note"  # a note the runtime adds to the conversation (a repair hint)
     SESSION_WRAP_UP_SKIPPED = "session.wrap_up_skipped"  # no room left for the wrap-up turn
+    SESSION_HALTED = "session.halted"  # a standing halt stopped the session: the halt, who, why
     SUBSCRIBER_ERROR = "subscriber.error"  # a journal subscriber raised on an event
 
     # the model side: a session turn, and the other doors of one governed model call

@@ -28,6 +28,7 @@ from tether.cli.common import EXIT_FINDING, EXIT_USAGE, AmbiguousId, error, usag
 from tether.cli.console import register as register_console
 from tether.cli.evals import register as register_evals
 from tether.cli.fleet import register as register_fleet
+from tether.cli.halt import register as register_halt
 from tether.cli.mcp import register as register_mcp
 from tether.cli.memory import register as register_memory
 from tether.cli.policy import register as register_policy
@@ -60,6 +61,7 @@ def build_parser() -> argparse.ArgumentParser:
     register_tools(commands)
     register_memory(commands)
     register_fleet(commands)
+    register_halt(commands)
     register_console(commands)
     register_witness(commands)
     return parser

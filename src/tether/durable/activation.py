@@ -8,7 +8,9 @@ from tether's journal alone, which stays the truth: no journal, start the sessio
 session, report how it ended; a session paused on a person (an approval nobody has decided, a
 side effect that may or may not have happened), report the pause and run nothing; otherwise
 resume it, and the journal's effect ledger skips every completed call and stops on an uncertain
-one instead of repeating it.
+one instead of repeating it. A session under a standing halt reports ``halted`` (its run pauses
+``halted``, or its resume is refused): a halt is an operator's word, not a failure for DBOS to
+retry; once it is lifted, waking the session goes on.
 
 A pause never strands a session, whatever the interleaving with a person's decision. The
 session stores its approval request (a row of the approval store), then journals its pause;
@@ -38,6 +40,7 @@ from tether.errors import InvalidArgument, NotFound
 from tether.runtime.lifecycle.agent import Agent
 from tether.runtime.lifecycle.session import Session, SessionEnded
 from tether.store.base import ERASED_TYPE, SessionBusy, Store
+from tether.store.halts import Halted
 from tether.types import Event
 from tether.vocabulary import EventType
 
@@ -111,6 +114,8 @@ def activate(agent: Agent, session_id: str, task: str | None = None, *,
             continue
         except SessionEnded:  # it ended between the read and the resume: look again
             continue
+        except Halted:  # a halt stands over it (tether.store.halts): the activation is done,
+            return "halted"  # not failed; `tether unhalt`, then `tether fleet wake` goes on
         if result.stop_reason.value in WAITING:  # its pause is durable: was it decided (or
             continue  # settled) meanwhile? then nobody will wake it: look again and go on
         return result.stop_reason.value

@@ -330,6 +330,9 @@ class Fleet:
             # whatever DBOS says of the activation that paused it: it may have looked for a
             # decision before this one and be returning (see tether.durable.activation)
             workflow_id = f"{session_id}{SEPARATOR}{pauses}"
+            halted = sum(1 for a in activations if a.status == "halted")
+            if halted:  # an activation a halt refused wrote no pause: the next is another
+                workflow_id += f".h{halted}"
         else:
             return None
         self._enqueue(workflow_id, session_id)

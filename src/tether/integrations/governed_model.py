@@ -56,17 +56,17 @@ class GovernedModel(GovernedPart):
                 self._ledger[framework_id(call.id, self._used)] = (
                     identity(self.registry.get(call.name), call.arguments, call.name), result)
             meter = self._meter()
-            try:
+            try:  # the budget, or a halt (tether.runtime.chokepoint.halts), may stop it
                 reservation = meter.reserve(input_estimate, True, ceiling=ceiling)
+                metered = Metered(self._state.tally.steps + 1, reservation)
+                _, durable = meter.open({
+                    "step": metered.step, "ref": len(self._state.conversation),
+                    "new": list(new), "tools": self.registry.names, "final": False,
+                    "max_output_tokens": reservation.max_output_tokens,
+                    "reserved_input": reservation.input_tokens,
+                    "reserved_cost_usd": reservation.cost_usd})
             except Stop as stop:
                 self._stop(stop)
-            metered = Metered(self._state.tally.steps + 1, reservation)
-            _, durable = meter.open({
-                "step": metered.step, "ref": len(self._state.conversation), "new": list(new),
-                "tools": self.registry.names, "final": False,
-                "max_output_tokens": reservation.max_output_tokens,
-                "reserved_input": reservation.input_tokens,
-                "reserved_cost_usd": reservation.cost_usd})
             await durable
             return metered
 

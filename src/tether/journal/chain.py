@@ -153,9 +153,11 @@ class Journal:
                 self._notified += 1
                 self._notify(event)
 
-    def flush(self, last: bool = False) -> None:
+    def flush(self, last: bool = False, *, stored_first: bool = False) -> None:
         """Publish, then write every event not yet in the store, in one transaction. With
-        ``last`` (a session's end or pause), the write also lets the writer's lease lapse."""
+        ``last`` (a session's end or pause), the write also lets the writer's lease lapse.
+        ``stored_first``: subscribers are told only once the store holds the events (a write
+        the store may refuse: a side effect's start under a halt, ``tether.store.halts``)."""
         if last and self.lease is not None:
             self.lease = Lease(self.lease.holder, self.lease.token, 0.0)
             try:
@@ -163,16 +165,18 @@ class Journal:
             finally:
                 self.lease = None
             return
-        self.publish()
-        if self.store is None:
-            return
-        sealed, dropped = self._seal_all(), self._dropped
-        if self._flushed < dropped + len(sealed):
-            self.store.append(self.session_id, sealed[self._flushed - dropped:], self._json,
-                              self.lease)
-            self._stored(dropped + len(sealed))
+        if not stored_first:
+            self.publish()
+        if self.store is not None:
+            sealed, dropped = self._seal_all(), self._dropped
+            if self._flushed < dropped + len(sealed):
+                self.store.append(self.session_id, sealed[self._flushed - dropped:], self._json,
+                                  self.lease)
+                self._stored(dropped + len(sealed))
+        if stored_first:
+            self.publish()
 
-    async def aflush(self, last: bool = False) -> None:
+    async def aflush(self, last: bool = False, *, stored_first: bool = False) -> None:
         """``flush`` for the async runtime: a store that commits over a network
         (``append_async``: PostgreSQL's group commit on the loop) is awaited, so one session's
         commit never holds the others'. It completes before it returns, so a step is durable
@@ -188,9 +192,10 @@ class Journal:
         store = self.store
         append_async = getattr(store, "append_async", None)
         if append_async is None:
-            self.flush()
+            self.flush(stored_first=stored_first)
             return
-        self.publish()
+        if not stored_first:
+            self.publish()
         sealed, dropped = self._seal_all(), self._dropped
         count = dropped + len(sealed)
         if self._flushed < count:
@@ -204,6 +209,19 @@ class Journal:
                     self._stored(count)
                 raise
             self._stored(count)
+        if stored_first:
+            self.publish()
+
+    def retract_unstored(self, type: EventType) -> None:
+        """Drop the journal's last event if it is a ``type`` the store does not hold (the store
+        refused the append that carried it, and wrote nothing of it: a side effect's start
+        under a halt). The events before it stay, to be written with the next flush."""
+        sealed = self._seal_all()
+        if sealed and len(self) > self._flushed and sealed[-1].type == type:
+            sealed.pop()
+            if self._json:
+                self._json.pop()
+            self._notified = min(self._notified, len(self))
 
     def _stored(self, count: int) -> None:
         self._flushed = count

@@ -10,7 +10,8 @@ governed tool call), ``record`` (a session as a fold over its journal), ``approv
 Every module in the parts is internal. What a user reaches for is named here: the in-process
 approvers, a person's decision on an approval (``decide``, as an ``Identity``, under
 ``ApprovalRules``), the fold of a journal, what a strategy reads back from its history, the
-budget stop and the refusal to load a session that cannot hide its secrets again.
+budget stop and the refusal to load a session that cannot hide its secrets again; and halting
+sessions (``halt``, ``unhalt``, ``standing_halts``, ``HaltScope``, ``Halted``).
 ``tether.runtime.rerun`` (re-running a stored session) and ``tether.runtime.stream`` (the events
 of a streaming run) are the runtime's two public modules. The recipe and the session are
 exported by ``tether`` itself.
@@ -29,9 +30,11 @@ if TYPE_CHECKING:
     from tether.runtime.approvals.identity import Identity
     from tether.runtime.approvals.requests import ApprovalRequest
     from tether.runtime.approvals.rules import ApprovalRules
+    from tether.runtime.chokepoint.halts import halt, standing_halts, unhalt
     from tether.runtime.provenance.recalled import HiddenNotRecalled
     from tether.runtime.record.state import SessionState, fold
     from tether.runtime.strategy.planned import ModelTurn, Note, PlannedCalls
+    from tether.store.halts import Halted, HaltScope
 
 _WHERE = {
     "Stop": "tether.runtime.accounting.stop",
@@ -43,6 +46,11 @@ _WHERE = {
     "ApprovalRefused": "tether.runtime.approvals.deciding",
     "ApprovalRules": "tether.runtime.approvals.rules",
     "Identity": "tether.runtime.approvals.identity",
+    "HaltScope": "tether.store.halts",
+    "Halted": "tether.store.halts",
+    "halt": "tether.runtime.chokepoint.halts",
+    "unhalt": "tether.runtime.chokepoint.halts",
+    "standing_halts": "tether.runtime.chokepoint.halts",
     "decide": "tether.runtime.approvals.deciding",
     "HiddenNotRecalled": "tether.runtime.provenance.recalled",
     "SessionState": "tether.runtime.record.state",
@@ -52,8 +60,9 @@ _WHERE = {
     "PlannedCalls": "tether.runtime.strategy.planned",
 }
 
-__all__ = ["ApprovalRefused", "ApprovalRequest", "ApprovalRules", "Approver", "HiddenNotRecalled",
-           "Identity", "ModelTurn", "Note", "PlannedCalls", "SessionState", "Stop",
-           "approve_all", "approve_when", "decide", "deny_all", "fold"]
+__all__ = ["ApprovalRefused", "ApprovalRequest", "ApprovalRules", "Approver", "HaltScope",
+           "Halted", "HiddenNotRecalled", "Identity", "ModelTurn", "Note", "PlannedCalls",
+           "SessionState", "Stop", "approve_all", "approve_when", "decide", "deny_all", "fold",
+           "halt", "standing_halts", "unhalt"]
 
 __getattr__, __dir__ = exports(__name__, _WHERE, globals())

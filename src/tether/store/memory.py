@@ -29,12 +29,13 @@ from tether.store.base import (
     thread_key,
 )
 from tether.store.checkpoints import MemoryCheckpoints, StoredCheckpoint
+from tether.store.halts import Halt, MemoryHalts
 from tether.store.memory_quotas import MemoryQuotas
 from tether.store.session_index import ANY_TENANT, SessionFilter
 from tether.types import Event
 
 
-class MemoryStore(MemoryCheckpoints, MemoryQuotas):
+class MemoryStore(MemoryCheckpoints, MemoryQuotas, MemoryHalts):
     """The in-memory store (``memory://``): this process only, gone when it exits. For tests and
     for runs whose record need not outlive them."""
     url = "memory://"
@@ -51,6 +52,8 @@ class MemoryStore(MemoryCheckpoints, MemoryQuotas):
         self._audit_key = audit_key()
         self._lock = threading.Lock()
         self._quota_rows = {}  # tether.store.memory_quotas
+        self._halts: dict[str, Halt] = {}  # tether.store.halts
+        self._halt_version = self._standing = 0
 
     def __repr__(self) -> str:
         return f"MemoryStore({len(self._events)} sessions)"
@@ -64,6 +67,7 @@ class MemoryStore(MemoryCheckpoints, MemoryQuotas):
             if events[0].seq != len(stored) + 1:
                 raise ConflictError(f"session {session_id}: expected seq {len(stored) + 1}, "
                                     f"got {events[0].seq}; another writer appended first")
+            self._refuse_halted(session_id, events)  # tether.store.halts
             if lease is not None:
                 if events[0].seq > 1:
                     self._check(session_id, lease)

@@ -41,6 +41,7 @@ from tether.store.postgres_anchors import PostgresAnchors
 from tether.store.postgres_approvals import PostgresApprovals
 from tether.store.postgres_checkpoints import PostgresCheckpoints
 from tether.store.postgres_erasure import PostgresErasure
+from tether.store.postgres_halts import PostgresHalts
 from tether.store.postgres_leases import PostgresLeases
 from tether.store.postgres_outage import DOWN_GRACE, RideThrough, lost_connection, riding
 from tether.store.postgres_probe import probe
@@ -57,7 +58,7 @@ DEFAULT_SCHEMA = "tether"
 
 
 class PostgresStore(PostgresThreads, PostgresErasure, PostgresApprovals, PostgresLeases,
-                    PostgresAnchors, PostgresCheckpoints, PostgresQuotas):
+                    PostgresAnchors, PostgresCheckpoints, PostgresQuotas, PostgresHalts):
     """``url`` is a libpq URL; the store's tables live in ``schema``, which may also be named in
     the URL as ``?schema=NAME`` or libpq's ``?options=-csearch_path%3DNAME``. A lost database
     (a restart, a failover) is waited out for ``ride_through`` seconds (30 by default, or

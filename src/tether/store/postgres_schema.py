@@ -130,6 +130,19 @@ MIGRATIONS: dict[int, list[str]] = {
             WHERE hold > 0""",
         "CREATE INDEX IF NOT EXISTS quota_use_open ON {s}.quota_use (key) WHERE settled = 0",
     ],
+    # Halts (tether.store.halts): an append that starts a side effect reads halt_state's one
+    # row (how many halts stand) under a shared lock, and the standing halts when some stand;
+    # a halt or an unhalt updates that row (an exclusive lock) in its own transaction, so the
+    # two are ordered (store.postgres_halts).
+    12: [
+        """CREATE TABLE {s}.halts (
+            id TEXT PRIMARY KEY, session_id TEXT, agent TEXT, tenant_id TEXT,
+            reason TEXT NOT NULL, by_name TEXT NOT NULL, by_method TEXT NOT NULL,
+            created_at DOUBLE PRECISION NOT NULL, lifted_at DOUBLE PRECISION, lifted_by TEXT,
+            lifted_method TEXT)""",
+        "CREATE TABLE {s}.halt_state (version BIGINT NOT NULL, standing BIGINT NOT NULL)",
+        "INSERT INTO {s}.halt_state VALUES (0, 0)",
+    ],
 }
 SCHEMA_VERSION = max(MIGRATIONS)
 ANCHOR_LANES = 16  # lanes of a store created or migrated by this tether: more than its writers

@@ -42,6 +42,7 @@ from tether.store.base import (
     lease_columns,
     seal_anchor,
 )
+from tether.store.postgres_halts import halted_in
 from tether.store.session_index import step_facts
 from tether.types import Event
 
@@ -136,8 +137,12 @@ class Statements:
         try may have been committed before its connection dropped, so an append refused as a
         conflict whose events are stored as they are (by hash) was written, by that try."""
         counts = Counter(append[0] for append in batch)
-        alone = [i for i, append in enumerate(batch) if counts[append[0]] == 1 and append[1]]
         results: list[BaseException | None] = [None] * len(batch)
+        halted = yield from halted_in(self.schema, batch)  # tether.store.postgres_halts
+        for i, refused in halted.items():
+            results[i] = refused
+        alone = [i for i, append in enumerate(batch) if counts[append[0]] == 1 and append[1]
+                 and i not in halted]
         chosen = [[i for i in alone if batch[i][1][0].seq <= 1],
                   [i for i in alone if batch[i][1][0].seq > 1]]
         queries = []
@@ -164,7 +169,7 @@ class Statements:
                     results[i] = None
         done = set(alone)
         for i, append in enumerate(batch):  # a session twice in one batch: by itself, in order
-            if i not in done and append[1]:
+            if i not in done and append[1] and i not in halted:
                 results[i] = (yield from self.write([append], retried))[0]
         return results
 

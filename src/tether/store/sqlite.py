@@ -44,6 +44,7 @@ from tether.store.checkpoints import SQLiteCheckpoints
 from tether.store.session_index import StepFacts, step_facts
 from tether.store.sqlite_checkpoint import BACKSTOP_PAGES, Checkpointer
 from tether.store.sqlite_erasure import SQLiteErasure
+from tether.store.sqlite_halts import SQLiteHalts
 from tether.store.sqlite_listing import SQLiteListing
 from tether.store.sqlite_open import (
     connect,
@@ -89,7 +90,7 @@ def path_of(url: str) -> str:
 
 
 class SQLiteStore(SQLiteListing, SQLiteThreads, SQLiteErasure, SQLiteCheckpoints,
-                  SQLiteQuotas):
+                  SQLiteQuotas, SQLiteHalts):
     """The embedded default store: one SQLite file in WAL mode (``sqlite:///tether.db``), safe
     for several processes on one machine.
 
@@ -235,6 +236,7 @@ class SQLiteStore(SQLiteListing, SQLiteThreads, SQLiteErasure, SQLiteCheckpoints
                         raise SessionBusy(session_id, row[3], row[4], lost=True)
                     key = row[0]  # e.g. pruned and begun anew by another process
                     self._move_on(key, row[1], last, lease, facts)
+                self._refuse_halted(key, session_id, events)  # tether.store.halts
                 values: list[Any] = []
                 for e, text in zip(events, data_json, strict=True):
                     values += (key, e.seq, e.type, e.timestamp, text, e.prev_hash, e.hash)

@@ -153,5 +153,18 @@ MIGRATIONS: dict[int, str] = {
     CREATE INDEX quota_use_holds ON quota_use (key, session_id) WHERE hold > 0;
     CREATE INDEX quota_use_open ON quota_use (key) WHERE settled = 0;
     """,
+    # Halts (tether.store.halts): who stopped which sessions and why; and one row, the version
+    # every halt and unhalt increments (watchers read it: tether.runtime.chokepoint.halts) and
+    # how many halts stand. An append that starts a side effect reads that count, and the
+    # standing halts only when some stand, in its own write transaction.
+    12: """
+    CREATE TABLE halts (
+        id TEXT PRIMARY KEY, session_id TEXT, agent TEXT, tenant_id TEXT, reason TEXT NOT NULL,
+        by_name TEXT NOT NULL, by_method TEXT NOT NULL, created_at REAL NOT NULL,
+        lifted_at REAL, lifted_by TEXT, lifted_method TEXT);
+    CREATE INDEX halts_standing ON halts (lifted_at);
+    CREATE TABLE halt_state (version INTEGER NOT NULL, standing INTEGER NOT NULL);
+    INSERT INTO halt_state VALUES (0, 0);
+    """,
 }
 SCHEMA_VERSION = max(MIGRATIONS)

@@ -20,8 +20,8 @@ from typing import Protocol
 class StopReason(enum.StrEnum):
     """Why a run stopped or paused (``Result.stop_reason``): ``finished`` when the model
     answered; a limit (``step_budget``, ``token_budget``, ...), ``denied``, ``model_error``, or a
-    pause (``needs_approval``, ``uncertain_effect``, ``interrupted``) that ``resume`` goes on
-    from."""
+    pause (``needs_approval``, ``uncertain_effect``, ``interrupted``, ``halted``) that
+    ``resume`` goes on from."""
     FINISHED = "finished"
     STEP_BUDGET = "step_budget"
     TOKEN_BUDGET = "token_budget"
@@ -43,6 +43,9 @@ class StopReason(enum.StrEnum):
     # the run was interrupted from outside (a signal, Session.cancel(), a cancelled task) and
     # left no side effect uncertain: it pauses, waiting for nobody, and resume() goes on
     INTERRUPTED = "interrupted"
+    # a person halted the session (``tether halt``): it pauses, and resume() goes on once the
+    # halt is lifted (``tether unhalt``); no wrap-up turn: nothing more runs under a halt
+    HALTED = "halted"
     # an ended session: what earlier tethers journaled for an interruption (one now pauses)
     CANCELLED = "cancelled"
 
@@ -58,7 +61,7 @@ class StopReason(enum.StrEnum):
 
 
 _PAUSES = frozenset({StopReason.NEEDS_APPROVAL, StopReason.UNCERTAIN_EFFECT,
-                     StopReason.INTERRUPTED})
+                     StopReason.INTERRUPTED, StopReason.HALTED})
 _NO_FINAL_TURN = frozenset({StopReason.FINISHED, StopReason.MODEL_ERROR, StopReason.CANCELLED,
                             StopReason.OUTPUT_INVALID, *_PAUSES})
 

@@ -40,6 +40,7 @@ from tether.runtime.approvals.approver import Approver
 from tether.runtime.approvals.requests import ApprovalStore
 from tether.runtime.chokepoint.executor import ToolExecutor
 from tether.runtime.chokepoint.gate import Keep, PolicyGate
+from tether.runtime.chokepoint.halts import starting
 from tether.runtime.chokepoint.turn import ToolCalls
 from tether.runtime.record.state import SessionState
 from tether.tracing import Segment
@@ -113,4 +114,5 @@ def subject_record(subject: Subject) -> dict[str, Any]:
 
 def write_start(journal: Journal, start: dict[str, Any]) -> int:
     """Append a run's ``session.start`` (the one place it is written); returns its seq."""
+    starting(journal, start)  # a halt covers it from its first call (chokepoint.halts)
     return journal.append(EventType.SESSION_START, start)

@@ -59,6 +59,7 @@ from tether.models.base import CallCancelled
 from tether.runtime.accounting.answer_calls import usable
 from tether.runtime.accounting.stop import Stop
 from tether.runtime.chokepoint.eager import start
+from tether.runtime.chokepoint.halts import stop_if_halted, watch_of
 from tether.types import ModelRequest, ModelResponse, Usage
 from tether.vocabulary import EventType
 
@@ -100,10 +101,11 @@ class ModelCall:
     """The governed model calls through ``door``, priced by ``accountant`` (one object per
     door and accountant: a turn's is made once per session, so a step allocates nothing)."""
 
-    __slots__ = ("accountant", "door", "journal", "reserve")
+    __slots__ = ("accountant", "door", "halts", "journal", "reserve")
 
     def __init__(self, journal: Journal, accountant: Accountant, door: Door) -> None:
         self.journal = journal
+        self.halts = watch_of(journal.store)  # the store's halts, as last read (halts.py)
         self.accountant = accountant
         self.door = door
         # the call's reservation, or Stop naming the limit that prevents it (the accountant's
@@ -116,6 +118,8 @@ class ModelCall:
         sequence, and the write that makes it durable, which the caller awaits before it sends
         the call (a crash during the call is then charged). Not a coroutine itself: a step pays
         for no frame of its own here."""
+        if self.halts is not None:
+            stop_if_halted(self.halts, self.journal)
         seq = self.journal.append(self.door.request, data)
         return seq, (flush or self.journal.aflush)()
 

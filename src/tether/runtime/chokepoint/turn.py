@@ -44,9 +44,11 @@ from tether.runtime.chokepoint.effects import (
 )
 from tether.runtime.chokepoint.executor import Rejected, ToolExecutor, check_not_cancelled
 from tether.runtime.chokepoint.gate import PolicyGate
+from tether.runtime.chokepoint.halts import halted_stop, stop_if_halted, unstarted, watch_of
 from tether.runtime.chokepoint.held import HeldCalls, Holds
 from tether.runtime.record.result import ToolResult
 from tether.runtime.record.state import SessionState, call_signature
+from tether.store.halts import Halted
 from tether.tools.base import ToolContext
 from tether.tools.caller import SILENT, Caller, Scrubbed
 from tether.tools.content import Text, describe, scrubbed
@@ -81,6 +83,7 @@ class ToolCalls:
         "_credentials",
         "_executor",
         "_gate",
+        "_halts",
         "_held",
         "_journal",
         "_limits",
@@ -115,6 +118,7 @@ class ToolCalls:
         self._state = state
         self._limits = limits
         self._credentials = credentials
+        self._halts = watch_of(journal.store)  # the store's halts, as last read (halts.py)
         # what waits from an earlier pass over the turn, and new calls held for a person
         self._held = HeldCalls(session_id=session_id, bound_to=bound_to, executor=executor,
                                accountant=accountant, journal=journal, state=state,
@@ -154,6 +158,7 @@ class ToolCalls:
 
     async def run(self, calls: Sequence[ToolCall]) -> tuple[ToolResult, ...]:
         """Resolve ``calls`` (unresolved calls of the open turn), in order."""
+        stop_if_halted(self._halts, self._journal)
         turn = _Turn()
         for call in calls:
             admitted = self._one(call, turn)
@@ -252,7 +257,11 @@ class ToolCalls:
             self._journal.append(EventType.TOOL_STARTED, {"call_id": admitted.call.id,
                                                   "tool": admitted.tool.name})
         if effects:  # a read-only call lost in a crash is simply run again
-            await self._journal.aflush()
+            try:  # the store refuses the start of a side effect a halt covers
+                await self._journal.aflush(stored_first=True)
+            except Halted as halted:  # nothing of it was written: it did not start
+                unstarted(self._journal, self._state, effects[0].call.id)
+                raise halted_stop(self._journal, halted.halt, effects[0].call.id) from None
         else:
             self._journal.publish()
         limit = self._result_chars(len(batch))

@@ -28,6 +28,7 @@ from tether.runtime.accounting.quota import meter_for
 from tether.runtime.accounting.stop import Stop, StopReason
 from tether.runtime.approvals.requests import ApprovalRequest
 from tether.runtime.chokepoint.assembly import RunContext
+from tether.runtime.chokepoint.halts import refreshed, refuse_if_halted
 from tether.runtime.lifecycle.interrupt import interruption, lost_call
 from tether.runtime.lifecycle.lease import leased, leased_briefly
 from tether.runtime.lifecycle.opening import open_run
@@ -249,6 +250,8 @@ class Session:
         ``cancel()``) and raises ``CancelledError`` as usual."""
         if self._result is not None:
             return self._result
+        if not len(self._journal):  # a halt standing now stops it at its first call
+            refreshed(self._journal.store)
         return await self._activate()
 
     def astream(self) -> AsyncIterator[StreamEvent]:
@@ -271,6 +274,7 @@ class Session:
         if state.stop_reason is not None and not state.paused:
             raise SessionEnded(f"session {self.id} is not paused; it ended "
                                f"({state.stop_reason}), so there is nothing to resume")
+        refuse_if_halted(self._journal.store, self.id)  # Halted: tether unhalt, then resume
         return await self._activate()
 
     async def _activate(self) -> Result:

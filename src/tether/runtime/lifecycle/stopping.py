@@ -64,6 +64,9 @@ def record_pause(journal: Journal, state: SessionState, registry: ToolRegistry,
     elif stop.reason is StopReason.UNCERTAIN_EFFECT:
         notice = (f"[tether] Paused: {stop.detail}. Settle each with session.settle(call_id, "
                   "'retry' or 'skip', operator=...), then resume the session.")
+    elif stop.reason is StopReason.HALTED:
+        notice = (f"[tether] Halted: {stop.detail}. Nothing more runs while the halt stands: "
+                  "lift it (tether unhalt), then resume the session.")
     else:
         notice = f"[tether] Paused: {stop.detail}. Resume the session to continue."
     spend = accountant.spend()
