@@ -14,6 +14,7 @@ import base64
 import hashlib
 import hmac
 import json
+import subprocess
 import sys
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager
@@ -30,10 +31,11 @@ from jwt.algorithms import RSAAlgorithm
 from mcp.client.streamable_http import streamable_http_client
 
 from mcp import ClientSession
-from mcp_peers import NOTES_TOOLS, http_server, journals, status, store_url, text
+from mcp_peers import NOTES_TOOLS, ROOT, http_server, journals, status, store_url, text
 from mcp_servers import MCP_DIR, PY_SERVER, free_port
 from mcp_servers import http_server as process_server
 from tether.cli import main
+from tether.store.sqlite import SQLiteStore
 
 POLICY = str(MCP_DIR / "oauth_policy.yaml")
 PROXY_POLICY = str(MCP_DIR / "oauth_proxy_policy.yaml")
@@ -304,3 +306,33 @@ async def test_the_proxy_is_a_resource_server_too(issuer: str, tmp_path: Path) -
     start = journals(db)[added.meta["tether/session"]][0]
     assert start.data["subject"] == {"user_id": "alice", "tenant_id": "acme",
                                      "roles": ["writer"]}
+
+
+async def test_the_token_subject_cannot_approve_its_own_request(served: Served) -> None:
+    """The journal's subject is the token's ``sub``, so the approval rules' self-approval check
+    (issue 48: ``tether.runtime.approvals.rules``) sees the caller the issuer vouched for."""
+    (served.notes / "mine.txt").parent.mkdir(parents=True, exist_ok=True)
+    (served.notes / "mine.txt").write_text("x")
+    async with peer(served.url, served.token("acme-desk")) as alice:
+        waiting = await alice.call_tool("delete_note", {"name": "mine"})
+    assert waiting.meta is not None and status(waiting) == "approval_required"
+    approval = str(waiting.meta["tether/approval"])
+
+    def approve(approver: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [sys.executable, "-m", "tether", "approvals", "approve", approval, "--approver",
+             approver, "--unauthenticated", "--store", store_url(served.db)],
+            cwd=ROOT, capture_output=True, text=True, timeout=60)
+
+    own = approve("alice")
+    assert own.returncode == 1 and "self-approval is refused" in own.stderr
+    other = approve("maria")
+    assert other.returncode == 0, other.stderr
+    store = SQLiteStore(served.db)
+    try:
+        row = store.get_approval(approval)
+    finally:
+        store.close()
+    assert row is not None
+    assert (row["status"], row["approver"], row["approver_auth"]) == (
+        "approved", "maria", "unauthenticated")
