@@ -25,10 +25,13 @@ Decisions:
   the configured subject claim is a non-empty string; and, when a tenant claim is configured,
   that claim is a non-empty string.
 - Until the signature has verified, nothing from the token is used but its header's ``alg`` and
-  ``kid``, and those only to pick a key. After it, only the configured claims are read: the
-  subject, the roles (a list of strings or a space-separated string; a dotted name such as
-  ``realm_access.roles`` reaches into an object), the tenant, the scopes (``scope`` as RFC 9068
-  spells it, or a list), and ``client_id``/``azp`` for the SDK's session binding.
+  ``kid``, and those only to pick a key (read with the standard library: PyJWT's own header
+  read checks every character in Python and would double the cost; PyJWT parses and verifies
+  the same segment again). A token longer than 16 KiB is refused unread. After it, only the
+  configured claims are read: the subject, the roles (a list of strings or a space-separated
+  string; a dotted name such as ``realm_access.roles`` reaches into an object), the tenant, the
+  scopes (``scope`` as RFC 9068 spells it, or a list), and ``client_id``/``azp`` for the SDK's
+  session binding.
 - The token itself is never kept: the ``AccessToken`` handed to the SDK carries a SHA-256
   fingerprint in its place, so no log line, repr or journal event can hold a bearer token.
 - A refused token is answered by the SDK as 401 with the challenge; why it was refused is
@@ -37,7 +40,10 @@ Decisions:
 
 from __future__ import annotations
 
+import base64
+import binascii
 import hashlib
+import json
 from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -52,6 +58,7 @@ if TYPE_CHECKING:
 ALLOWED_ALGORITHMS = frozenset({"RS256", "RS384", "RS512", "PS256", "PS384", "PS512",
                                 "ES256", "ES384", "ES512", "EdDSA"})
 DEFAULT_ALGORITHMS = ("RS256", "ES256", "EdDSA")
+MAX_TOKEN_CHARS = 16_384  # a longer bearer token is refused before any parsing
 KEY_TYPES = {"RS": "RSA", "PS": "RSA", "ES": "EC", "Ed": "OKP"}  # by the algorithm's prefix
 
 
@@ -115,6 +122,22 @@ class Identity:
         return hashlib.sha256(spelled.encode()).hexdigest()[:16]
 
 
+def unverified_header(token: str) -> dict[str, Any]:
+    """A JWT's header, read only to pick the algorithm and the key (PyJWT reads the same
+    segment again and verifies it). Refused for anything but three segments within
+    ``MAX_TOKEN_CHARS`` whose first is a base64url JSON object."""
+    head, dots = token.partition(".")[0], token.count(".")
+    if dots != 2 or len(token) > MAX_TOKEN_CHARS:
+        raise Refused("malformed")
+    try:
+        found = json.loads(base64.urlsafe_b64decode(head + "=" * (-len(head) % 4)))
+    except (ValueError, binascii.Error) as exc:
+        raise Refused("malformed") from exc
+    if not isinstance(found, dict):
+        raise Refused("malformed")
+    return found
+
+
 def fingerprint(token: str) -> str:
     return "sha256:" + hashlib.sha256(token.encode()).hexdigest()[:32]
 
@@ -147,13 +170,18 @@ class JWTVerifier:
     """The SDK's ``TokenVerifier`` for JWT access tokens from one issuer."""
 
     def __init__(self, oauth: OAuth, resource: str, keys: KeySet | None = None) -> None:
+        import jwt  # imported here, once: a server without authorization never loads it
+        from mcp.server.auth.provider import AccessToken
+
+        self._jwt, self._access = jwt, AccessToken
         self.oauth = oauth
         self.resource = resource.rstrip("/")
         self.keys = keys or KeySet(oauth.issuer, jwks_url=oauth.jwks_url,
                                    min_refresh=oauth.jwks_min_refresh,
                                    max_age=oauth.jwks_max_age)
         self.refusals: Counter[str] = Counter()
-        self._prepared: dict[tuple[str, str | None, str], Any] = {}
+        self._prepared: dict[tuple[str, str | None], Any] = {}  # for the key set fetched
+        self._generation = 0
 
     async def verify_token(self, token: str) -> AccessToken | None:
         try:
@@ -163,13 +191,8 @@ class JWTVerifier:
             return None
 
     async def _verify(self, token: str) -> AccessToken:
-        import jwt
-        from mcp.server.auth.provider import AccessToken
-
-        try:
-            header = jwt.get_unverified_header(token)
-        except jwt.PyJWTError as exc:
-            raise Refused("malformed") from exc
+        jwt = self._jwt
+        header = unverified_header(token)
         alg, kid = header.get("alg"), header.get("kid")
         if not isinstance(alg, str) or alg not in self.oauth.algorithms:
             raise Refused("algorithm")
@@ -197,7 +220,7 @@ class JWTVerifier:
             raise Refused("invalid") from exc
         identity = self.identity(claims)
         client_id = claims.get("client_id", claims.get("azp"))
-        return AccessToken(
+        return self._access(
             token=fingerprint(token),
             client_id=client_id if isinstance(client_id, str) and client_id
             else identity.user_id,
@@ -206,23 +229,21 @@ class JWTVerifier:
             claims={"iss": identity.issuer, IDENTITY: identity})
 
     async def _key(self, kid: str | None, alg: str) -> Any:
-        from jwt import PyJWK, PyJWKError
-
         jwk = await self.keys.key(kid)
         if jwk is None:
             raise Refused("unknown key")
         if jwk.get("kty") != KEY_TYPES.get(alg[:2]) or jwk.get("alg", alg) != alg:
             raise Refused("key type")
-        cache = (alg, kid, repr(sorted(jwk.items())))
-        prepared = self._prepared.get(cache)
+        if self._generation != self.keys.fetches:  # a new set: keys prepared from the old go
+            self._prepared.clear()
+            self._generation = self.keys.fetches
+        prepared = self._prepared.get((alg, kid))
         if prepared is None:
             try:
-                prepared = PyJWK(dict(jwk), algorithm=alg).key
-            except PyJWKError as exc:
+                prepared = self._jwt.PyJWK(dict(jwk), algorithm=alg).key
+            except self._jwt.PyJWKError as exc:
                 raise Refused("key type") from exc
-            if len(self._prepared) > 64:
-                self._prepared.clear()
-            self._prepared[cache] = prepared
+            self._prepared[(alg, kid)] = prepared
         return prepared
 
     def identity(self, claims: Mapping[str, Any]) -> Identity:
