@@ -8,6 +8,7 @@ The end-to-end tests, against a real authorization server in its own process and
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import hashlib
 import hmac
@@ -310,3 +311,35 @@ async def test_any_claim_changed_after_signing_is_refused(name: str, value: Any)
     edited[name] = value
     forged = f"{head}.{b64(json.dumps(edited).encode())}.{sig}"
     assert await check.verify_token(forged) is None
+
+
+async def test_concurrent_first_requests_fetch_the_keys_once() -> None:
+    """Twenty requests arrive before the key set is fetched: one fetch, all served by it."""
+    issuer, gate = Issuer(), asyncio.Event()
+
+    async def slow(url: str) -> Any:
+        found = await issuer.fetch(url)
+        await gate.wait()
+        return found
+
+    check = JWTVerifier(OAuth(issuer=ISSUER, resource=RESOURCE), RESOURCE,
+                        KeySet(ISSUER, fetch=slow, min_refresh=0.0))
+    tasks = [asyncio.ensure_future(check.verify_token(mint())) for _ in range(20)]
+    await asyncio.sleep(0)  # each task runs to its first wait: one fetching, the rest queued
+    gate.set()
+    assert all(access is not None for access in await asyncio.gather(*tasks))
+    assert issuer.fetched.count(JWKS_URL) == 1
+
+
+async def test_malformed_and_oversized_tokens_are_refused_unread() -> None:
+    check = verifier(Issuer())
+    good = mint()
+    head, body, sig = good.split(".")
+    for bad in ("", "not-a-jwt", f"{head}.{body}", f"{head}.{body}.{sig}.x",
+                f"{b64(b'[1, 2]')}.{body}.{sig}", f"!!!.{body}.{sig}",
+                f"{b64(b'{not json')}.{body}.{sig}"):
+        assert await refused(check, bad) == "malformed"
+    padded = jwt.encode(claims(pad="x" * 16_384), RSA_KEY, algorithm="RS256",
+                        headers={"kid": "rsa-1"})
+    assert await refused(check, padded) == "malformed"  # over 16 KiB: not parsed at all
+    assert check.keys.fetches == 0  # nothing malformed made the server fetch keys

@@ -11,8 +11,9 @@ issuer has rotated — or when the set is older than ``max_age``.
 Decisions:
 
 - A refetch for an unknown ``kid`` happens at most once per ``min_refresh`` seconds, and one
-  fetch at a time: a stream of tokens naming made-up key ids cannot turn this server into a
-  flood against the issuer. Until the next refetch is allowed such a token is refused.
+  fetch at a time (requests that waited while a fetch was under way use what it brought, never
+  fetch again): a stream of tokens naming made-up key ids cannot turn this server into a flood
+  against the issuer. Until the next refetch is allowed such a token is refused.
 - Only asymmetric keys are kept (``kty`` RSA, EC, OKP). A symmetric (``oct``) key published in a
   set would let anyone who can read the set mint tokens; it is dropped, never used.
 - The metadata must name the configured issuer exactly (RFC 8414 §3.3), and the issuer and
@@ -106,6 +107,7 @@ class KeySet:
         self._keys: dict[str | None, Mapping[str, Any]] = {}
         self._fetched_at: float | None = None  # last successful fetch
         self._tried_at: float | None = None  # last attempt, successful or not
+        self._attempts = 0  # attempts ended
         self._lock = asyncio.Lock()
         self.fetches = 0  # successful fetches, for tests and the benchmark
 
@@ -128,18 +130,20 @@ class KeySet:
         return self._keys.get(kid)
 
     async def _refresh(self) -> None:
-        tried = self._tried_at
+        attempts = self._attempts
         async with self._lock:
-            if self._tried_at != tried:  # another request refreshed while this one waited
-                return
+            if self._attempts != attempts:  # an attempt ended while this one waited: its keys
+                return  # are as fresh as a fetch now would bring
             now = self._clock()
-            if tried is not None and now - tried < self.min_refresh:
+            if self._tried_at is not None and now - self._tried_at < self.min_refresh:
                 return
             self._tried_at = now
             try:
                 keys = await self._load()
             except Unreachable:
                 return  # keep what is held; the next try waits min_refresh
+            finally:
+                self._attempts += 1
             self._keys, self._fetched_at = keys, self._clock()
             self.fetches += 1
 
