@@ -253,10 +253,12 @@ def client_traceparent(params: types.CallToolRequestParams) -> object:
 def request_identity(ctx: ServerRequestContext[Any, Any]) -> Identity | None:
     """Who the request's verified bearer token names (None: the server has no authorization;
     the SDK answers 401 before a handler runs when it has and the token does not verify)."""
-    from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser
-
     scope = getattr(ctx.request, "scope", None)
     user = scope.get("user") if isinstance(scope, dict) else None
+    if user is None:  # no authentication middleware: authorization is off
+        return None
+    from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser
+
     return identity_of(user.access_token) if isinstance(user, AuthenticatedUser) else None
 
 
