@@ -286,6 +286,13 @@ def test_authorization_options_need_the_http_transport(
                  "--transport", "http", "--oauth-issuer", "https://idp.example.com",
                  "--oauth-algorithm", "HS256"])
     assert code == 2 and "never 'none', never HS*" in capsys.readouterr().err
+    code = main(["mcp", "serve", NOTES_TOOLS, "--store", store_url(tmp_path / "j.db"),
+                 "--transport", "http", "--oauth-issuer", "https://idp.example.com",
+                 "--oauth-jwks-refresh", "-1"])
+    assert code == 2 and "refresh interval must be >= 0" in capsys.readouterr().err
+    code = main(["mcp", "serve", NOTES_TOOLS, "--store", store_url(tmp_path / "j.db"),
+                 "--transport", "http", "--oauth-issuer", "http://idp.example.com"])
+    assert code == 2 and "must be an https URL" in capsys.readouterr().err
 
 
 async def test_the_proxy_is_a_resource_server_too(issuer: str, tmp_path: Path) -> None:

@@ -104,6 +104,10 @@ class OAuth:
                 "shared-secret algorithm lets a public key be used as the secret)")
         if not 0 <= self.leeway <= 300:
             raise InvalidArgument(f"leeway must be 0-300 seconds, got {self.leeway}")
+        if not (self.jwks_min_refresh >= 0 and self.jwks_max_age > 0):
+            raise InvalidArgument("the key set's refresh interval must be >= 0 and its max age "
+                                  f"> 0 seconds, got {self.jwks_min_refresh} and "
+                                  f"{self.jwks_max_age}")
 
 
 @dataclass(frozen=True, slots=True)
