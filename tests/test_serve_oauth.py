@@ -343,3 +343,20 @@ async def test_the_token_subject_cannot_approve_its_own_request(served: Served) 
     assert row is not None
     assert (row["status"], row["approver"], row["approver_auth"]) == (
         "approved", "maria", "unauthenticated")
+
+
+async def test_tethers_own_mcp_client_gets_a_token_and_calls(served: Served) -> None:
+    """Discovery end to end: tether's MCP client (the SDK's OAuth provider underneath) meets the
+    401, reads the protected resource metadata, asks the issuer it names for a token with this
+    resource as audience, and calls — as the client the issuer vouched for."""
+    from tether.credentials import Secret
+    from tether.mcp import ClientCredentials, MCPServer, connect
+
+    flow = ClientCredentials("acme-desk", Secret(CLIENTS["acme-desk"]["secret"]),
+                             method="client_secret_post", scopes=[SCOPE], issuer=served.issuer)
+    server = MCPServer.http("notes", served.url, auth=flow, connect_timeout=30,
+                            call_timeout=30, close_timeout=5)
+    async with connect(server) as notes:
+        listed = await notes.invoke("list_notes", {})
+    assert "plan" in str(listed) or "(no notes)" in str(listed)
+    assert not any(CLIENTS["acme-desk"]["secret"] in line for line in served.log)

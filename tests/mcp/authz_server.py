@@ -75,6 +75,9 @@ async def metadata(request: Request) -> Response:
     counts["metadata"] += 1
     return JSONResponse({"issuer": BASE, "jwks_uri": f"{BASE}/jwks",
                          "token_endpoint": f"{BASE}/token",
+                         # the SDK's client reads RFC 8414's required fields; no user flow here
+                         "authorization_endpoint": f"{BASE}/authorize",
+                         "response_types_supported": ["code"],
                          "grant_types_supported": ["client_credentials"],
                          "token_endpoint_auth_methods_supported": ["client_secret_post"]})
 
