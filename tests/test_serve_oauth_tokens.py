@@ -343,3 +343,11 @@ async def test_malformed_and_oversized_tokens_are_refused_unread() -> None:
                         headers={"kid": "rsa-1"})
     assert await refused(check, padded) == "malformed"  # over 16 KiB: not parsed at all
     assert check.keys.fetches == 0  # nothing malformed made the server fetch keys
+
+
+async def test_a_token_without_a_kid_needs_a_set_of_one_key() -> None:
+    token = jwt.encode(claims(), RSA_KEY, algorithm="RS256")  # no kid in the header
+    assert await refused(verifier(Issuer()), token) == "unknown key"  # three keys: which?
+    single = Issuer()
+    single.keys = single.keys[:1]
+    assert await verifier(single).verify_token(token) is not None
