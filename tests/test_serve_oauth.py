@@ -127,6 +127,7 @@ async def test_a_valid_token_runs_calls_as_its_subject_tenant_and_roles(served: 
     async with peer(served.url, globex) as bob:
         refused = await bob.call_tool("write_note", {"name": "plan", "text": "mine now"})
         read = await bob.call_tool("read_note", {"name": "plan"})
+    assert any(f"bearer tokens from {served.issuer} required" in line for line in served.log)
     assert status(wrote) == "ok" and status(read) == "ok" and text(read) == "ship it"
     assert status(refused) == "denied"  # a writer, but of tenant globex: the rule is acme's
     sessions = journals(served.db)

@@ -285,7 +285,9 @@ def _announce(what: str, governance: Governance, policy_name: str,
 
     def ready(where: str) -> None:
         how = "on stdio" if where == "stdio" else f"at {where}"
-        note(f"{what} {how}; policy {policy_name}; {limit}; journal in {journal}")
+        who = ("" if governance.oauth is None
+               else f"; bearer tokens from {governance.oauth.issuer} required")
+        note(f"{what} {how}; policy {policy_name}; {limit}; journal in {journal}{who}")
 
     return ready
 
