@@ -103,8 +103,8 @@ def _governance_options(parser: argparse.ArgumentParser, *, policy_required: boo
 
 def _oauth_options(parser: argparse.ArgumentParser) -> None:
     auth = parser.add_argument_group(
-        "authorization (HTTP only: an OAuth 2.1 resource server; the token's claims make the "
-        "policy's subject, replacing --client/--role)")
+        "authorization", "HTTP only: an OAuth 2.1 resource server; each request's bearer token "
+        "names the policy's subject (its claims replace --client and --role)")
     auth.add_argument("--host", metavar="ADDRESS", default="127.0.0.1",
                       help="the HTTP address to listen on (default 127.0.0.1; any other only "
                       "with --oauth-issuer)")
