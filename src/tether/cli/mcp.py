@@ -38,6 +38,7 @@ if TYPE_CHECKING:
     from tether.policy.base import Policy
     from tether.runtime.chokepoint.gateway import Gateway
     from tether.serve.clients import Governance
+    from tether.serve.oauth import OAuth
 
 TOOLS_HELP = ("the tools to serve: MODULE:ATTRIBUTE (e.g. myapp.tools:tools) or "
               "path/to/file.py:ATTRIBUTE, naming a list of tether tools, an object with a "
@@ -97,6 +98,69 @@ def _governance_options(parser: argparse.ArgumentParser, *, policy_required: boo
     parser.add_argument("--roll-after", metavar="SECONDS", type=_seconds,
                         help="roll each client's journal into a new linked segment once the "
                         "current one is this old (default: never)")
+    _oauth_options(parser)
+
+
+def _oauth_options(parser: argparse.ArgumentParser) -> None:
+    auth = parser.add_argument_group(
+        "authorization", "HTTP only: an OAuth 2.1 resource server; each request's bearer token "
+        "names the policy's subject (its claims replace --client and --role)")
+    auth.add_argument("--host", metavar="ADDRESS", default="127.0.0.1",
+                      help="the HTTP address to listen on (default 127.0.0.1; any other only "
+                      "with --oauth-issuer)")
+    auth.add_argument("--oauth-issuer", metavar="URL",
+                      help="require bearer tokens (JWTs) from this authorization server "
+                      "(its keys found through its metadata)")
+    auth.add_argument("--oauth-resource", metavar="URL",
+                      help="this server's URL as clients reach it: the tokens' audience "
+                      "(default: the URL it serves at)")
+    auth.add_argument("--oauth-jwks-url", metavar="URL",
+                      help="the issuer's JWKS (default: its metadata's jwks_uri)")
+    auth.add_argument("--oauth-scope", metavar="SCOPE", action="append", default=[],
+                      help="a scope every token must hold (repeatable; 403 otherwise)")
+    auth.add_argument("--oauth-algorithm", metavar="ALG", action="append", default=[],
+                      help="an accepted signature algorithm (repeatable; default RS256, ES256, "
+                      "EdDSA; never none or HS*)")
+    auth.add_argument("--oauth-subject-claim", metavar="NAME", default="sub",
+                      help="the claim naming the user (default sub)")
+    auth.add_argument("--oauth-roles-claim", metavar="NAME", default="roles",
+                      help="the claim listing the roles (default roles; a dotted name such as "
+                      "realm_access.roles reaches into an object)")
+    auth.add_argument("--oauth-tenant-claim", metavar="NAME",
+                      help="the claim naming the tenant; tokens without it are refused "
+                      "(default: none read, --tenant applies)")
+    auth.add_argument("--oauth-jwks-refresh", metavar="SECONDS", type=float, default=30.0,
+                      help="fetch the issuer's keys again for an unknown key id at most this "
+                      "often (default 30)")
+
+
+def _oauth(args: argparse.Namespace) -> tuple[bool, OAuth | None]:
+    """(usable, the authorization the options describe); errors said on stderr."""
+    from tether.errors import InvalidArgument
+    from tether.serve.jwks import is_loopback
+    from tether.serve.oauth import DEFAULT_ALGORITHMS, Claims, OAuth
+
+    if args.oauth_issuer is None:
+        if args.host != "127.0.0.1" and not is_loopback(args.host):
+            error(f"--host {args.host} needs --oauth-issuer URL (and --oauth-resource, the URL "
+                  "clients use): without authorization anyone who reaches that address could "
+                  "call the tools")
+            return False, None
+        return True, None
+    if args.transport != "http":
+        error("--oauth-issuer applies to --transport http (a stdio client is the process that "
+              "spawned this one)")
+        return False, None
+    try:
+        return True, OAuth(
+            issuer=args.oauth_issuer, resource=args.oauth_resource, jwks_url=args.oauth_jwks_url,
+            algorithms=tuple(args.oauth_algorithm) or DEFAULT_ALGORITHMS,
+            scopes=tuple(args.oauth_scope), jwks_min_refresh=args.oauth_jwks_refresh,
+            claims=Claims(subject=args.oauth_subject_claim, roles=args.oauth_roles_claim,
+                          tenant=args.oauth_tenant_claim))
+    except InvalidArgument as exc:
+        error(str(exc))
+        return False, None
 
 
 def register(commands: Any) -> None:
@@ -146,7 +210,8 @@ def register(commands: Any) -> None:
 
 # -- loading ------------------------------------------------------------------------------------
 
-def _governance(args: argparse.Namespace, policy: Policy) -> Governance | None:
+def _governance(args: argparse.Namespace, policy: Policy,
+                oauth: OAuth | None = None) -> Governance | None:
     from tether.cli.common import store_url
     from tether.cli.telemetry import environment_sinks
     from tether.runtime.accounting.budget import Budget
@@ -169,7 +234,7 @@ def _governance(args: argparse.Namespace, policy: Policy) -> Governance | None:
                       budget=Budget(max_tool_calls=args.budget_tool_calls),
                       client=args.client, roles=tuple(args.role), tenant_id=args.tenant,
                       roll_calls=args.roll_calls, roll_seconds=args.roll_after,
-                      telemetry=environment_sinks())
+                      telemetry=environment_sinks(), oauth=oauth)
 
 
 def _load_policy(path: str) -> Policy | None:
@@ -220,7 +285,9 @@ def _announce(what: str, governance: Governance, policy_name: str,
 
     def ready(where: str) -> None:
         how = "on stdio" if where == "stdio" else f"at {where}"
-        note(f"{what} {how}; policy {policy_name}; {limit}; journal in {journal}")
+        who = ("" if governance.oauth is None
+               else f"; bearer tokens from {governance.oauth.issuer} required")
+        note(f"{what} {how}; policy {policy_name}; {limit}; journal in {journal}{who}")
 
     return ready
 
@@ -233,7 +300,8 @@ def run_serve(args: argparse.Namespace) -> int:
     from tether.cli.recipe import RecipeError
 
     port = _port(args)
-    if port is None or _sdk_missing():
+    usable, oauth = _oauth(args)
+    if port is None or not usable or _sdk_missing():
         return EXIT_USAGE
     try:
         served = load_served(args.tools)
@@ -267,21 +335,22 @@ def run_serve(args: argparse.Namespace) -> int:
     except PolicyNameError as exc:
         error(str(exc))
         return EXIT_USAGE
-    governance = _governance(args, policy)
+    governance = _governance(args, policy, oauth)
     if governance is None:
         return EXIT_USAGE
 
     names = ", ".join(t.name for t in tools)
     ready = _announce(f"serving {len(tools)} tools ({names})", governance, policy_name, args)
-    return _run(serve(tools, governance, transport=args.transport, port=port,
+    return _run(serve(tools, governance, transport=args.transport, port=port, host=args.host,
                       name=args.name or "tether", on_ready=ready, on_client=_on_client,
                       check_policy_names=False),  # checked above, or opted out
-                governance, args.transport, port)
+                governance, args.transport, port, args.host)
 
 
 def run_proxy(args: argparse.Namespace) -> int:
     port = _port(args)
-    if port is None or _sdk_missing():
+    usable, oauth = _oauth(args)
+    if port is None or not usable or _sdk_missing():
         return EXIT_USAGE
     if not args.upstream:
         error("give the upstream MCP server's command after '--', e.g. tether mcp proxy "
@@ -304,15 +373,16 @@ def run_proxy(args: argparse.Namespace) -> int:
     except (ValueError, MCPError) as exc:
         error(str(exc))
         return EXIT_USAGE
-    governance = _governance(args, policy)
+    governance = _governance(args, policy, oauth)
     if governance is None:
         return EXIT_USAGE
     ready = _announce(f"proxying {upstream.where()}", governance, args.policy, args)
-    return _run(proxy(upstream, governance, transport=args.transport, port=port, pins=pins,
+    return _run(proxy(upstream, governance, transport=args.transport, port=port,
+                      host=args.host, pins=pins,
                       require_approval_for_new=args.require_approval_for_new, name=args.name,
                       on_ready=ready, on_client=_on_client,
                       check_policy_names=not args.skip_policy_name_check),
-                governance, args.transport, port)
+                governance, args.transport, port, args.host)
 
 
 def _upstream_env(given: list[str]) -> dict[str, str] | None:
@@ -333,7 +403,7 @@ def _upstream_env(given: list[str]) -> dict[str, str] | None:
 
 
 def _run(main: Coroutine[Any, Any, None], governance: Governance, transport: str,
-         port: int) -> int:
+         port: int, host: str = "127.0.0.1") -> int:
     import asyncio
     import signal
     import threading
@@ -363,7 +433,7 @@ def _run(main: Coroutine[Any, Any, None], governance: Governance, transport: str
         return EXIT_USAGE
     except OSError as exc:
         if transport == "http":
-            error(f"cannot serve on 127.0.0.1:{port}: {exc}; choose another --port")
+            error(f"cannot serve on {host}:{port}: {exc}; choose another --port")
         else:
             error(f"cannot serve on stdio: {exc}")
         return EXIT_USAGE

@@ -22,6 +22,11 @@ Decisions:
   the transport has ended that session) is released and its key remembered, so a later call
   under the same key is refused with advice instead of silently getting a fresh budget. Keys in
   ``lasting`` (the shared sessionless one) are never released: there is no session to renew.
+- With authorization (``oauth``, ``tether.serve.oauth``) the Subject is the calling token's
+  identity — its user, roles and tenant (the deployment's ``tenant_id`` when no tenant claim is
+  configured) — never ``client``/``roles``; the server's key for such a client ends with that
+  identity, so a gateway only ever serves the identity it was created for. ``lasting`` is
+  matched on the key without its identity.
 - A call may carry the client's span (a W3C ``traceparent``, from the request's ``_meta``); it
   is handed to the gateway as sent, which trusts it only if it parses (``Gateway.call``).
 """
@@ -43,6 +48,7 @@ if TYPE_CHECKING:
     from tether.policy.base import Policy
     from tether.runtime.chokepoint.gateway import Gateway
     from tether.runtime.record.result import ToolResult
+    from tether.serve.oauth import Identity, OAuth
     from tether.store.base import Store
     from tether.tools.base import Tool
     from tether.types import Event
@@ -58,7 +64,9 @@ class Governance:
     ``store`` receives every client's journal and holds approval requests, so a person can
     decide them from another process (``tether approvals approve``). ``client``, ``roles`` and
     ``tenant_id`` make the policy's Subject: they describe the deployment (who runs this
-    server for whom), since nothing an MCP client says about itself is authenticated.
+    server for whom), since nothing an MCP client says about itself is authenticated — unless
+    ``oauth`` is set: then HTTP clients must present a bearer token from its issuer, and the
+    token's verified claims make the Subject (``tether.serve.oauth``).
     """
 
     policy: Policy
@@ -76,6 +84,7 @@ class Governance:
     # sinks told of every client's events (tether.observe); with any, each call's span also
     # goes to the tool, and from a proxied tool to the upstream server (``Gateway``)
     telemetry: tuple[Callable[[Event], object], ...] = ()
+    oauth: OAuth | None = None
 
 
 class ClientExpired(RunError):
@@ -131,11 +140,13 @@ class ClientGateways:
         return tuple(c.gateway for c in self._clients.values())
 
     async def call(self, key: str, name: str, arguments: Mapping[str, Any], *,
-                   traceparent: object = None, caller: Caller = SILENT) -> Outcome:
-        """Run one call of client ``key`` through its gateway (``traceparent``: the client's
-        span as it sent it, unchecked; ``caller``: the client waiting, which the tool may tell
-        its progress and logs, or ask). Raises ClientExpired for a released client."""
-        client = self._client(key)
+                   identity: Identity | None = None, traceparent: object = None,
+                   caller: Caller = SILENT) -> Outcome:
+        """Run one call of client ``key`` through its gateway (``identity``: who the request's
+        verified token names, the Subject of a gateway it creates; ``traceparent``: the
+        client's span as it sent it, unchecked; ``caller``: the client waiting, which the tool
+        may tell its progress and logs, or ask). Raises ClientExpired for a released client."""
+        client = self._client(key, identity)
         client.busy += 1
         task = asyncio.ensure_future(self._run(client, name, arguments, traceparent, caller))
         self._running.add(task)
@@ -158,7 +169,10 @@ class ClientGateways:
                              if r.call_id == result.call_id), None)
         return Outcome(result, gateway.id, approval)
 
-    def _client(self, key: str) -> _Client:
+    def _lasting(self, key: str) -> bool:
+        return key.partition("#")[0] in self.lasting
+
+    def _client(self, key: str, identity: Identity | None = None) -> _Client:
         now = self._clock()
         self._sweep(now)
         client = self._clients.get(key)
@@ -168,16 +182,21 @@ class ClientGateways:
                     f"this client's governed session ended after {self.idle_timeout:g}s without "
                     "calls; its budget and journal are closed. Reconnect (a new MCP session) "
                     "to start a new one")
-            client = self._clients[key] = _Client(self._new_gateway(key), asyncio.Lock(), now)
+            client = self._clients[key] = _Client(self._new_gateway(key, identity),
+                                                  asyncio.Lock(), now)
         client.last_used = now
         return client
 
-    def _new_gateway(self, key: str) -> Gateway:
+    def _new_gateway(self, key: str, identity: Identity | None = None) -> Gateway:
         from tether.runtime.chokepoint.gateway import Gateway
 
         g = self.governance
-        gateway = Gateway(self.tools, policy=g.policy, client=g.client, budget=g.budget,
-                          store=g.store, roles=g.roles, tenant_id=g.tenant_id,
+        client, roles, tenant = g.client, g.roles, g.tenant_id
+        if identity is not None:
+            client, roles = identity.user_id, identity.roles
+            tenant = identity.tenant_id if identity.tenant_id is not None else g.tenant_id
+        gateway = Gateway(self.tools, policy=g.policy, client=client, budget=g.budget,
+                          store=g.store, roles=roles, tenant_id=tenant,
                           approval_ttl=g.approval_ttl, max_result_chars=g.max_result_chars,
                           roll_calls=g.roll_calls, roll_seconds=g.roll_seconds,
                           telemetry=g.telemetry,
@@ -190,19 +209,21 @@ class ClientGateways:
     def end(self, key: str, why: str) -> None:
         """The client's MCP session ended (it sent DELETE): close its gateway now — its session
         ends in the journal with its spend — unless a call of it is still running, which the
-        idle sweep then closes. A later call under the key is refused, as after an idle end."""
-        client = self._clients.get(key)
-        if key in self.lasting or client is None or client.busy:
-            return
-        del self._clients[key]
-        client.gateway.close(why)
-        self._released.add(key)
+        idle sweep then closes. A later call under the key is refused, as after an idle end.
+        ``key`` also ends the gateways of that session's identities (``key#...``)."""
+        for found in [k for k in self._clients if k == key or k.startswith(key + "#")]:
+            client = self._clients[found]
+            if self._lasting(found) or client.busy:
+                continue
+            del self._clients[found]
+            client.gateway.close(why)
+            self._released.add(found)
 
     def _sweep(self, now: float) -> None:
         if self.idle_timeout is None or now - self._swept < SWEEP_EVERY:
             return
         self._swept = now
-        idle = [key for key, c in self._clients.items() if key not in self.lasting
+        idle = [key for key, c in self._clients.items() if not self._lasting(key)
                 and not c.busy and now - c.last_used > self.idle_timeout]
         for key in idle:
             self._clients.pop(key).gateway.close("the client's MCP session ended (idle)")

@@ -54,7 +54,7 @@ from tether.mcp.pins import PinStore
 from tether.mcp.supervise import CHECK_EVERY, RESTARTS, watch
 from tether.mcp.toolset import MCPToolset
 from tether.serve.clients import Governance
-from tether.serve.server import serve, tool_annotations
+from tether.serve.server import HOST, serve, tool_annotations
 
 if TYPE_CHECKING:
     from tether.policy.names import NamesGuard
@@ -126,7 +126,8 @@ def reviewed_hints(annotations: Mapping[str, object]) -> types.ToolAnnotations:
 
 async def proxy(upstream: MCPServer, governance: Governance, *,
                 transport: Literal["stdio", "http"] = "stdio", port: int = 0,
-                pins: PinStore | None = None, require_approval_for_new: bool = False,
+                host: str = HOST, pins: PinStore | None = None,
+                require_approval_for_new: bool = False,
                 name: str | None = None, on_ready: Callable[[str], None] | None = None,
                 on_client: Callable[[str, Gateway], None] | None = None,
                 log: Callable[[str], None] | None = None, restarts: int = RESTARTS,
@@ -164,7 +165,8 @@ async def proxy(upstream: MCPServer, governance: Governance, *,
 
         serving = asyncio.ensure_future(serve(
             list(toolset), replace(governance, policy=guard) if check_policy_names else governance,
-            transport=transport, port=port, name=name or f"tether-proxy-{upstream.name}",
+            transport=transport, port=port, host=host,
+            name=name or f"tether-proxy-{upstream.name}",
             listing=proxied_listing(toolset), on_ready=on_ready, on_client=on_client,
             check_policy_names=False, before_call=recheck if check_policy_names else None))
         watching = asyncio.ensure_future(watch(toolset, say, restarts=restarts))

@@ -22,8 +22,11 @@ Decisions:
   uses): only that one key is read, and only the gateway's strict parse decides whether it is
   trusted (journaled on the call's ``client.call``); anything malformed is ignored, never an
   error. Nothing else of a client's ``_meta`` is kept.
-- Streamable HTTP listens on 127.0.0.1 only, with the SDK's DNS-rebinding protection: the
-  server does not authenticate clients, so it must not be reachable from other machines.
+- Streamable HTTP listens on 127.0.0.1 by default, with the SDK's DNS-rebinding protection.
+  Another address only with authorization on (``Governance.oauth``, ``tether.serve.oauth``):
+  a server that does not know who calls must not be reachable from other machines. With it,
+  each request's verified token names the Subject its calls are decided for, and the client
+  key carries that identity, so two identities never share a governed session.
 - A result a tool returned as ``Content`` (``tether.tools.content``) reaches the client part
   by part — text, image, audio, embedded resource — as the journal masked it; a plain result
   is one text block.
@@ -58,6 +61,8 @@ from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from tether.errors import InvalidArgument
 from tether.serve.clients import ClientExpired, ClientGateways, Governance, Outcome
+from tether.serve.jwks import is_loopback
+from tether.serve.oauth import Identity, JWTVerifier, identity_of
 from tether.tools.base import Tool, ToolMeta
 from tether.tools.caller import LOG_LEVELS, CallerCannot, Elicited, LogLevel
 from tether.tools.content import Audio, Image, Part, Text
@@ -65,6 +70,7 @@ from tether.tools.content import Audio, Image, Part, Text
 if TYPE_CHECKING:
     from tether.policy.base import Policy
     from tether.runtime.chokepoint.gateway import Gateway
+    from tether.serve.oauth import OAuth
 
 HOST = "127.0.0.1"
 PATH = "/mcp"
@@ -244,19 +250,36 @@ def client_traceparent(params: types.CallToolRequestParams) -> object:
     return meta.get("traceparent") if isinstance(meta, dict) else None
 
 
+def request_identity(ctx: ServerRequestContext[Any, Any]) -> Identity | None:
+    """Who the request's verified bearer token names (None: the server has no authorization;
+    the SDK answers 401 before a handler runs when it has and the token does not verify)."""
+    scope = getattr(ctx.request, "scope", None)
+    user = scope.get("user") if isinstance(scope, dict) else None
+    if user is None:  # no authentication middleware: authorization is off
+        return None
+    from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser
+
+    return identity_of(user.access_token) if isinstance(user, AuthenticatedUser) else None
+
+
 def client_key(ctx: ServerRequestContext[Any, Any]) -> str:
     """Which client sent a request: the MCP session of an HTTP request, else the stdio peer.
 
     Only a handshake-era request has a session the transport vouches for (it routes the
     request to a live session, or answers 404); a 2026-07-28 request is served on its own, so
-    a session header it carries proves nothing and must not buy it a gateway of its own."""
+    a session header it carries proves nothing and must not buy it a gateway of its own.
+    With authorization, the key ends with the token's identity (``#`` and its digest): each
+    identity has gateways of its own, sessionless or not."""
     headers = getattr(ctx.request, "headers", None)
     if headers is None:
         return STDIO_CLIENT
     session = headers.get(MCP_SESSION_ID_HEADER)
     if not session or ctx.protocol_version in MODERN_PROTOCOL_VERSIONS:
-        return SESSIONLESS_CLIENT
-    return f"http:{session}"
+        key = SESSIONLESS_CLIENT
+    else:
+        key = f"http:{session}"
+    identity = request_identity(ctx)
+    return key if identity is None else f"{key}#{identity.key()}"
 
 
 def build_server(gateways: ClientGateways, listing: Sequence[types.Tool], *,
@@ -284,6 +307,7 @@ def build_server(gateways: ClientGateways, listing: Sequence[types.Tool], *,
         key = client_key(ctx)
         try:
             outcome = await gateways.call(key, params.name, params.arguments or {},
+                                          identity=request_identity(ctx),
                                           traceparent=client_traceparent(params),
                                           caller=ClientCaller(ctx, key, levels))
         except ClientExpired as exc:
@@ -315,12 +339,13 @@ async def serve_stdio(server: Server[Any]) -> None:
         await server.run(read, write, server.create_initialization_options())
 
 
-def listen(port: int) -> socket.socket:
-    """A listening socket on 127.0.0.1:``port`` (0: any free port); OSError says why not."""
-    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+def listen(port: int, host: str = HOST) -> socket.socket:
+    """A listening socket on ``host``:``port`` (0: any free port); OSError says why not."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
     try:
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        sock.bind((HOST, port))
+        sock.bind((host, port))
         sock.listen(128)
     except OSError:
         sock.close()
@@ -354,30 +379,65 @@ def ending_sessions(app: Any, gateways: ClientGateways) -> Any:
     return asgi
 
 
+def check_bind(host: str, oauth: OAuth | None) -> None:
+    """InvalidArgument when ``host`` is not a loopback address and authorization is off."""
+    if oauth is None and not is_loopback(host):
+        raise InvalidArgument(
+            f"refusing to serve on {host}: without authorization anyone who reaches that "
+            "address could call the tools. Turn it on (--oauth-issuer URL, with "
+            "--oauth-resource set to the URL clients use), or serve on 127.0.0.1")
+
+
+def url_of(host: str, port: int) -> str:
+    return f"http://{f'[{host}]' if ':' in host else host}:{port}{PATH}"
+
+
+def http_app(server: Server[Any], resource: str, *, host: str, session_idle_timeout: float,
+             oauth: OAuth | None) -> Any:
+    """The SDK's streamable-HTTP app; with ``oauth``, an OAuth 2.1 resource server for
+    ``resource``: bearer tokens checked by ``JWTVerifier`` and its required scopes, protected
+    resource metadata (RFC 9728) served, 401/403 answered with the challenge naming it."""
+    if oauth is None:
+        return server.streamable_http_app(streamable_http_path=PATH, host=host,
+                                          session_idle_timeout=session_idle_timeout)
+    from mcp.server.auth.settings import AuthSettings
+
+    settings = AuthSettings(issuer_url=oauth.issuer,
+                            resource_server_url=resource,
+                            required_scopes=list(oauth.scopes), validate_token_resource=True)
+    return server.streamable_http_app(streamable_http_path=PATH, host=host,
+                                      session_idle_timeout=session_idle_timeout, auth=settings,
+                                      token_verifier=JWTVerifier(oauth, resource))
+
+
 async def serve_http(server: Server[Any], port: int, *,
                      session_idle_timeout: float = SESSION_IDLE_TIMEOUT,
                      on_ready: Callable[[str], None] | None = None,
-                     gateways: ClientGateways | None = None) -> None:
-    """Serve streamable HTTP at ``http://127.0.0.1:<port>/mcp`` until SIGINT or SIGTERM.
+                     gateways: ClientGateways | None = None, host: str = HOST,
+                     oauth: OAuth | None = None) -> None:
+    """Serve streamable HTTP at ``http://<host>:<port>/mcp`` until SIGINT or SIGTERM.
 
-    ``port`` 0 takes any free port; ``on_ready`` gets the URL once requests are served. Raises
-    OSError when the port cannot be bound."""
+    ``port`` 0 takes any free port; ``on_ready`` gets the URL once requests are served;
+    ``oauth`` makes it a resource server (``http_app``). Raises InvalidArgument for a
+    non-loopback ``host`` without ``oauth``, OSError when the port cannot be bound."""
     import uvicorn
 
-    sock = listen(port)
+    check_bind(host, oauth)
+    sock = listen(port, host)
     bound = int(sock.getsockname()[1])
-    app = server.streamable_http_app(streamable_http_path=PATH, host=HOST,
-                                     session_idle_timeout=session_idle_timeout)
+    resource = url_of(host, bound) if oauth is None or oauth.resource is None else oauth.resource
+    app = http_app(server, resource, host=host, session_idle_timeout=session_idle_timeout,
+                   oauth=oauth)
     if gateways is not None:
         app = ending_sessions(app, gateways)
-    runner = uvicorn.Server(uvicorn.Config(app, host=HOST, port=bound, log_level="warning",
+    runner = uvicorn.Server(uvicorn.Config(app, host=host, port=bound, log_level="warning",
                                            timeout_graceful_shutdown=5))
 
     async def announce() -> None:
         while not runner.started and not runner.should_exit:
             await asyncio.sleep(0.01)
         if runner.started and on_ready is not None:
-            on_ready(f"http://{HOST}:{bound}{PATH}")
+            on_ready(url_of(host, bound))
 
     waiter = asyncio.ensure_future(announce())
     try:
@@ -388,7 +448,7 @@ async def serve_http(server: Server[Any], port: int, *,
 
 
 async def serve(tools: Iterable[Tool], governance: Governance, *,
-                transport: Literal["stdio", "http"] = "stdio", port: int = 0,
+                transport: Literal["stdio", "http"] = "stdio", port: int = 0, host: str = HOST,
                 name: str = "tether", listing: Sequence[types.Tool] | None = None,
                 on_ready: Callable[[str], None] | None = None,
                 on_client: Callable[[str, Gateway], None] | None = None,
@@ -401,7 +461,8 @@ async def serve(tools: Iterable[Tool], governance: Governance, *,
 
     ``listing`` replaces the ``tools/list`` entries derived from the tools (the proxy shows the
     upstream's pinned definitions); ``on_client`` is told each new client's gateway;
-    ``before_call`` see ``build_server``."""
+    ``before_call`` see ``build_server``; ``host``: the HTTP address (not loopback only with
+    ``governance.oauth``)."""
     idle = SESSION_IDLE_TIMEOUT if transport == "http" else None
     gateways = ClientGateways(tools, governance, idle_timeout=idle,
                               lasting=(SESSIONLESS_CLIENT,), on_new=on_client)
@@ -418,7 +479,8 @@ async def serve(tools: Iterable[Tool], governance: Governance, *,
             await serve_stdio(server)
         else:
             await serve_http(server, port, session_idle_timeout=SESSION_IDLE_TIMEOUT,
-                             on_ready=on_ready, gateways=gateways)
+                             on_ready=on_ready, gateways=gateways, host=host,
+                             oauth=governance.oauth)
     finally:  # every client's session ends in the journal, with its spend
         for gateway in gateways.gateways:
             gateway.close("the MCP server stopped")
