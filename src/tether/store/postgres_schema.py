@@ -135,13 +135,15 @@ MIGRATIONS: dict[int, list[str]] = {
     # a halt or an unhalt updates that row (an exclusive lock) in its own transaction, so the
     # two are ordered (store.postgres_halts).
     12: [
-        """CREATE TABLE {s}.halts (
+        """CREATE TABLE IF NOT EXISTS {s}.halts (
             id TEXT PRIMARY KEY, session_id TEXT, agent TEXT, tenant_id TEXT,
             reason TEXT NOT NULL, by_name TEXT NOT NULL, by_method TEXT NOT NULL,
             created_at DOUBLE PRECISION NOT NULL, lifted_at DOUBLE PRECISION, lifted_by TEXT,
             lifted_method TEXT)""",
-        "CREATE TABLE {s}.halt_state (version BIGINT NOT NULL, standing BIGINT NOT NULL)",
-        "INSERT INTO {s}.halt_state VALUES (0, 0)",
+        """CREATE TABLE IF NOT EXISTS {s}.halt_state (
+            version BIGINT NOT NULL, standing BIGINT NOT NULL)""",
+        """INSERT INTO {s}.halt_state SELECT 0, 0
+            WHERE NOT EXISTS (SELECT 1 FROM {s}.halt_state)""",
     ],
 }
 SCHEMA_VERSION = max(MIGRATIONS)
