@@ -176,14 +176,18 @@ def test_another_tenants_person_cannot_see_lift_or_halt_across(store: Store) -> 
     ({"tenant": "acme", "reason": "  "}, "say why you halt"),
     ({"reason": "no scope"}, "it would stop every session you may see"),
     ({"tenant": "acme", "reason": "x", "scope": "all"}, "fields the console never sends"),
+    ({"tenant": ["acme", "globex"], "reason": "x"}, "or one twice"),
 ])
 def test_bad_input_is_refused_with_why_and_changes_nothing(
-        store: Store, fields: dict[str, str], words: str) -> None:
+        store: Store, fields: dict[str, Any], words: str) -> None:
     ops = client(store, "ops@example.test")
     token = csrf_of(ops.get("/sessions").text)
     answer = ops.post("/halts", data={"csrf": token, **fields})
     assert answer.status_code == 400 and words in answer.text and "Nothing was changed" in (
         answer.text)
+    as_file = ops.post("/halts", data={"csrf": token, "tenant": "acme"},
+                       files={"reason": ("why.txt", b"because")})
+    assert as_file.status_code == 400 and "a field is a file" in as_file.text
     assert standing_halts(store) == []
 
 
