@@ -19,6 +19,7 @@ from starlette.testclient import TestClient
 
 from audit_helpers import store_url
 from console_app import csrf_of
+from doc_pages import blocks
 from tether import Agent, ModelResponse, ReAct, ScriptedModel, StopReason, ToolCall, tool
 from tether.runtime import Halted, standing_halts
 from tether.runtime.approvals.rules import ApprovalRules
@@ -205,3 +206,12 @@ def test_an_unknown_or_lifted_halt_is_not_found_and_everything_means_every_sessi
     assert again.status_code == 404 and "no standing halt" in again.text
     missing = ops.post("/halts", data={"csrf": token, "session": "nope", "reason": "x"})
     assert missing.status_code == 404 and standing_halts(store) == []
+
+
+def test_the_guides_example_runs_as_pasted(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                           capsys: pytest.CaptureFixture[str]) -> None:
+    [code] = blocks("docs/guide/console.md", "Halting from the console")
+    monkeypatch.chdir(tmp_path)
+    exec(compile(code, "console.md", "exec"), {"__name__": "__main__"})
+    assert capsys.readouterr().out.splitlines() == [
+        "303 agent support | operator unauthenticated | refund bug, incident 7", "[]"]
