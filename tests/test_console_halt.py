@@ -100,6 +100,8 @@ def test_halting_a_tenant_from_the_list_stops_its_running_session_not_the_others
     assert running.run().stop_reason is StopReason.HALTED  # halted between look and refund
     assert answers[0].status_code == 303 and fleet.refunded == []
     (made,) = standing_halts(store)
+    assert answers[0].headers["location"] == f"/halts?halted={made.id}"
+    assert f"Halted: <code>{made.id}</code>" in ops.get(answers[0].headers["location"]).text
     assert made.scope == HaltScope(tenant_id="acme") and made.reason == "refund bug, incident 7"
     assert (made.by, made.by_method) == ("ops@example.test", METHOD)
     fleet.during_look = None
@@ -112,6 +114,7 @@ def test_halting_a_tenant_from_the_list_stops_its_running_session_not_the_others
         running.resume()
     lifted = ops.post(f"/halts/{made.id}/unhalt", data={"csrf": csrf_of(listed)})
     assert lifted.status_code == 303 and standing_halts(store) == []
+    assert lifted.headers["location"] == f"/halts?lifted={made.id}"
     assert running.resume().stop_reason is StopReason.FINISHED
     assert fleet.refunded == ["globex A-17", "acme A-17"]  # once, after the unhalt
 

@@ -44,7 +44,8 @@ def halts_page(request: Request, *, status: int = 200, error: str | None = None)
          "method": h.by_method, "at": when(h.at)}
         for h in standing_halts(console(request).store, identity(request))]
     return render(request, "halts.html", status_code=status, rows=rows, error=error,
-                  done=request.query_params.get("done"))
+                  halted=request.query_params.get("halted"),
+                  lifted=request.query_params.get("lifted"))
 
 
 async def issue(request: Request) -> Response:
@@ -63,7 +64,7 @@ def issued(request: Request, form: FormData) -> Response:
     except (NotFound, HTTPException) as unseen:
         why = unseen.detail if isinstance(unseen, HTTPException) else str(unseen)
         return halts_page(request, status=404, error=why)
-    return RedirectResponse(f"/halts?done=halted+{made.id}", status_code=303)
+    return RedirectResponse(f"/halts?halted={made.id}", status_code=303)
 
 
 def scope_of(request: Request, form: FormData) -> HaltScope:
@@ -101,7 +102,7 @@ def lifted(request: Request) -> Response:
         unhalt(console(request).store, halt_id, by=identity(request))
     except NotFound as unknown:  # never was, already lifted, or another tenant's
         return halts_page(request, status=404, error=str(unknown))
-    return RedirectResponse(f"/halts?done=lifted+{halt_id}", status_code=303)
+    return RedirectResponse(f"/halts?lifted={halt_id}", status_code=303)
 
 
 ROUTES = [Route("/halts", halts_page, methods=["GET"]),
