@@ -174,6 +174,22 @@ def test_another_tenants_person_cannot_see_lift_or_halt_across(store: Store) -> 
     assert mallory.get("/sessions?agent=support").text.count('name="tenant"') == 0
     assert post_halt(mallory, "/sessions", reason="ours", everything="yes").status_code == 303
     assert standing_halts(store)[-1].scope == HaltScope(tenant_id="globex")  # narrowed
+    answer = post_halt(mallory, "/sessions?agent=support", reason="their agent")
+    assert answer.status_code == 303
+    assert standing_halts(store)[-1].scope == HaltScope(agent="support", tenant_id="globex")
+    assert fleet.session("acme").run().stop_reason is StopReason.FINISHED  # acme's goes on
+
+
+def test_a_tenants_person_cannot_lift_a_halt_of_every_tenant(store: Store) -> None:
+    ops, alice = client(store, "ops@example.test"), client(store, "alice@acme.test")
+    assert post_halt(ops, "/sessions", reason="stop all", everything="yes").status_code == 303
+    (made,) = standing_halts(store)
+    page = alice.get("/halts").text
+    assert made.id not in page
+    answer = alice.post(f"/halts/{made.id}/unhalt", data={"csrf": csrf_of(
+        alice.get("/sessions").text)})
+    assert answer.status_code == 404 and standing_halts(store) == [made]
+    assert Fleet(store).session("acme").run().stop_reason is StopReason.HALTED
 
 
 @pytest.mark.parametrize(("fields", "words"), [
