@@ -2,14 +2,17 @@
 
 A halt posted from a session's page or the sessions list is a halt in the store (who: the
 viewer's identity, never a form field; why: the form's reason): a covered session that is
-running stops before its next side effect, one started after it pauses ``halted``, another
-tenant's goes on; the halts page lifts it. A missing or forged CSRF token, another site's
-``Origin``, bad input and another tenant's person change nothing.
+running stops before its next side effect, one started after it pauses ``halted`` (in this
+process and in another), another tenant's goes on; the halts page lifts it. A missing or forged
+CSRF token, another site's ``Origin``, bad input and another tenant's person change nothing.
 """
 
 from __future__ import annotations
 
+import os
 import re
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -36,11 +39,16 @@ RULES = ApprovalRules.from_mapping({"people": {
 
 
 @pytest.fixture(params=["sqlite", "postgres"])
-def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Store]:
-    with store_url(request.param, tmp_path) as url:
-        opened = open_store(url)
-        yield opened
-        opened.close()
+def url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
+    with store_url(request.param, tmp_path) as made:
+        yield made
+
+
+@pytest.fixture
+def store(url: str) -> Iterator[Store]:
+    opened = open_store(url)
+    yield opened
+    opened.close()
 
 
 def client(store: Store, name: str) -> TestClient:
@@ -234,3 +242,31 @@ def test_the_guides_example_runs_as_pasted(tmp_path: Path, monkeypatch: pytest.M
     exec(compile(code, "console.md", "exec"), {"__name__": "__main__"})
     assert capsys.readouterr().out.splitlines() == [
         "303 agent support | operator unauthenticated | refund bug, incident 7", "[]"]
+
+
+ANOTHER_PROCESS = """
+import sys
+from tether import Agent, ModelResponse, ReAct, ScriptedModel, ToolCall, tool
+done = []
+@tool(side_effect=True)
+def refund(order: str) -> str:
+    \"\"\"Refund an order.\"\"\"
+    done.append(order)
+    return "refunded"
+script = [ModelResponse(tool_calls=(ToolCall("c1", "refund", {"order": "A-17"}),)), "ok"]
+agent = Agent(model=ScriptedModel(script), reasoning=ReAct(), tools=[refund], store=sys.argv[1],
+              name="support")
+for tenant in ("acme", "globex"):
+    print(tenant, agent.session("refund", tenant_id=tenant).run().stop_reason.value, done)
+"""
+
+
+def test_a_halt_from_the_console_holds_in_another_process(url: str, store: Store) -> None:
+    ops = client(store, "ops@example.test")
+    assert post_halt(ops, "/sessions?tenant=acme", reason="incident 7").status_code == 303
+    src = str(Path(__file__).resolve().parents[1] / "src")
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([src, os.environ.get("PYTHONPATH", "")])}
+    ran = subprocess.run([sys.executable, "-c", ANOTHER_PROCESS, url], capture_output=True,
+                         text=True, timeout=300, check=False, env=env)
+    assert ran.returncode == 0, ran.stderr
+    assert ran.stdout.splitlines() == ["acme halted []", "globex finished ['A-17']"]
