@@ -1,4 +1,4 @@
-"""Halting from the console, through the app, on SQLite and PostgreSQL.
+"""Halting from the console, through the app, on every store (memory, SQLite, PostgreSQL).
 
 A halt posted from a session's page or the sessions list is a halt in the store (who: the
 viewer's identity, never a form field; why: the form's reason): a covered session that is
@@ -13,7 +13,6 @@ import os
 import re
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -36,19 +35,6 @@ METHOD = f"header:{HEADER}"
 RULES = ApprovalRules.from_mapping({"people": {
     "alice@acme.test": {"tenant": "acme"}, "mallory@globex.test": {"tenant": "globex"},
     "ops@example.test": {}}})  # no tenant: an operator of every tenant
-
-
-@pytest.fixture(params=["sqlite", "postgres"])
-def url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
-    with store_url(request.param, tmp_path) as made:
-        yield made
-
-
-@pytest.fixture
-def store(url: str) -> Iterator[Store]:
-    opened = open_store(url)
-    yield opened
-    opened.close()
 
 
 def client(store: Store, name: str) -> TestClient:
@@ -261,12 +247,24 @@ for tenant in ("acme", "globex"):
 """
 
 
-def test_a_halt_from_the_console_holds_in_another_process(url: str, store: Store) -> None:
-    ops = client(store, "ops@example.test")
-    assert post_halt(ops, "/sessions?tenant=acme", reason="incident 7").status_code == 303
-    src = str(Path(__file__).resolve().parents[1] / "src")
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([src, os.environ.get("PYTHONPATH", "")])}
-    ran = subprocess.run([sys.executable, "-c", ANOTHER_PROCESS, url], capture_output=True,
-                         text=True, timeout=300, check=False, env=env)
+@pytest.mark.parametrize("backend", ["sqlite", "postgres"])
+def test_a_halt_from_the_console_holds_in_another_process(backend: str, tmp_path: Path) -> None:
+    with store_url(backend, tmp_path) as url:
+        store = open_store(url)
+        try:
+            ops = client(store, "ops@example.test")
+            answer = post_halt(ops, "/sessions?tenant=acme", reason="incident 7")
+        finally:
+            store.close()
+        assert answer.status_code == 303
+        ran = another_process(url)
     assert ran.returncode == 0, ran.stderr
     assert ran.stdout.splitlines() == ["acme halted []", "globex finished ['A-17']"]
+
+
+def another_process(url: str) -> subprocess.CompletedProcess[str]:
+    """``ANOTHER_PROCESS`` run on ``url`` (this checkout's ``src`` first on its path)."""
+    src = str(Path(__file__).resolve().parents[1] / "src")
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([src, os.environ.get("PYTHONPATH", "")])}
+    return subprocess.run([sys.executable, "-c", ANOTHER_PROCESS, url], capture_output=True,
+                          text=True, timeout=300, check=False, env=env)
