@@ -15,7 +15,7 @@ from starlette.middleware import Middleware
 from starlette.routing import BaseRoute, Mount
 from starlette.staticfiles import StaticFiles
 
-from tether.web import auth, compare, evals, inbox, live, sessions, timeline, whatif
+from tether.web import auth, compare, evals, halts, inbox, live, sessions, timeline, whatif
 from tether.web.auth import Authenticate, Logins
 from tether.web.console import Console
 from tether.web.security import Guard, Secure, new_secret
@@ -33,6 +33,7 @@ def create_app(console: Console) -> Starlette:
         *sessions.ROUTES,
         *live.ROUTES,
         *inbox.ROUTES,
+        *halts.ROUTES,
         *timeline.ROUTES,
         *compare.ROUTES,
         *whatif.ROUTES,
