@@ -31,7 +31,7 @@ from tether.journal.note import COSIGNATURE_V1, generate
 from tether.journal.signed import check_signed
 from tether.journal.views.signed_export import manifest_line
 from tether.serve.witness import Witness, cosign, serve
-from tether.store.base import Anchor, lane_genesis, seal_anchor
+from tether.store.anchor_chain import Anchor, lane_genesis, seal_anchor
 
 
 def anchors(n: int, lanes: int) -> list[Anchor]:

@@ -121,7 +121,7 @@ class Raw:
         """Replace every anchor with ``rows`` (kind, session_id, body, mac, lane), each lane
         chained anew from its genesis and no witness kept (an attacker without the audit key
         can make every hash and count agree): the consistent rewrite the key is for."""
-        from tether.store.base import lane_genesis, seal_anchor
+        from tether.store.anchor_chain import lane_genesis, seal_anchor
 
         table = "tether.anchors" if self.pg else "anchors"
         self._run(f"DELETE FROM {table}")

@@ -19,7 +19,7 @@ from audit_helpers import Raw, store_url
 from test_audit_anchors import _delete_session, _sql
 from test_audit_tamper import populate, verify
 from tether.journal.chain import GENESIS, seal
-from tether.store.base import ANCHOR_GENESIS, seal_anchor
+from tether.store.anchor_chain import ANCHOR_GENESIS, seal_anchor
 
 AUDIT_KEY = "kept-in-a-vault-not-in-the-database"
 

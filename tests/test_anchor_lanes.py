@@ -17,7 +17,7 @@ import pytest
 from audit_helpers import Raw, pg_database
 from test_audit_tamper import verify
 from tether import Agent, ReAct, ScriptedModel
-from tether.store.base import lane_genesis
+from tether.store.anchor_chain import lane_genesis
 from tether.store.opening import open_store
 from tether.store.postgres_schema import ANCHOR_LANES
 

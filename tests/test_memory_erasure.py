@@ -15,7 +15,8 @@ from tether.journal.chain import verify_chain
 from tether.journal.erasure import ErasureRefused, erase_sessions, is_erased, vouched
 from tether.journal.tamper import diagnose
 from tether.knowledge import ConversationStore
-from tether.store.base import ERASED_TYPE, Store
+from tether.store.anchor_chain import ERASED_TYPE
+from tether.store.base import Store
 from tether.store.memory import MemoryStore
 from tether.types import Event
 

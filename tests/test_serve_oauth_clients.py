@@ -19,12 +19,8 @@ from tether.errors import InvalidArgument
 from tether.policy import AllowAll
 from tether.serve.clients import ClientGateways, Governance
 from tether.serve.oauth import IDENTITY, Identity, OAuth
-from tether.serve.server import (
-    SESSIONLESS_CLIENT,
-    check_bind,
-    client_key,
-    request_identity,
-)
+from tether.serve.server import SESSIONLESS_CLIENT, client_key, request_identity
+from tether.serve.transports import check_bind
 from tether.store.memory import MemoryStore
 
 ALICE = Identity("alice", "acme", ("writer",), "https://idp.example.com")

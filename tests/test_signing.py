@@ -172,7 +172,7 @@ def test_a_proof_from_any_earlier_checkpoint_reaches_the_later_one(
         lanes: int, picks: list[int], data: st.DataObject) -> None:
     """What the witness relies on: hashing each lane's bodies since an earlier checkpoint onto
     its heads gives exactly the later checkpoint, whatever the lanes' interleaving."""
-    from tether.store.base import Anchor, lane_genesis, seal_anchor
+    from tether.store.anchor_chain import Anchor, lane_genesis, seal_anchor
 
     heads: dict[int, str] = {}
     anchors = []

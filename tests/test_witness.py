@@ -25,7 +25,7 @@ from tether.journal import checkpoint
 from tether.journal.note import generate, read_private, read_public
 from tether.journal.signed import check_signed
 from tether.serve.witness import Witness, WitnessRefused, checkpoint_store, cosign, newest
-from tether.store.base import Anchor, lane_genesis, seal_anchor
+from tether.store.anchor_chain import Anchor, lane_genesis, seal_anchor
 from tether.store.opening import open_store
 
 

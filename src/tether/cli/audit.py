@@ -200,7 +200,7 @@ def _verify_file(path: str, only: str | None, args: argparse.Namespace) -> int:
     from tether.journal.erasure import vouched
     from tether.journal.tamper import Break, diagnose
     from tether.journal.views.export import ExportFormatError, check_trailer, read_export
-    from tether.store.base import audit_key
+    from tether.store.anchor_chain import audit_key
 
     try:
         with open(path, encoding="utf-8") as fh:

@@ -22,7 +22,8 @@ from tether.vocabulary import EventType
 
 if TYPE_CHECKING:
     from tether.journal.tamper import Break
-    from tether.store.base import Anchor, SessionInfo, Store
+    from tether.store.anchor_chain import Anchor
+    from tether.store.base import SessionInfo, Store
     from tether.types import Event
 
 
@@ -49,7 +50,7 @@ def report_anchors(store: Store, anchors: Sequence[Anchor],
     are counted, and a break of the store-wide chain elsewhere is reported once, naming no other
     session (another tenant's sessions are neither named nor counted)."""
     from tether.journal.anchors import Finding, check_anchors
-    from tether.store.base import audit_key
+    from tether.store.anchor_chain import audit_key
 
     sessions: dict[str, Sequence[Event]] = {sid: events for sid, events, _ in results}
     for anchor in anchors:  # anchored sessions the listing no longer shows

@@ -31,7 +31,8 @@ from tether.cli.common import (
 
 if TYPE_CHECKING:
     from tether.journal.note import Verifier
-    from tether.store.base import Anchor, Store
+    from tether.store.anchor_chain import Anchor
+    from tether.store.base import Store
     from tether.types import Event
 
 
@@ -152,7 +153,7 @@ def report_signed(store: Store, anchors: Sequence[Anchor], args: argparse.Namesp
     assurance reached."""
     from tether.journal.signed import check_signed
     from tether.serve.witness import WitnessRefused, newest
-    from tether.store.base import audit_key
+    from tether.store.anchor_chain import audit_key
 
     hmac = audit_key() is not None
     if args.public_key is None:

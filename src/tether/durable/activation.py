@@ -39,7 +39,8 @@ from contextlib import AbstractContextManager, nullcontext
 from tether.errors import InvalidArgument, NotFound
 from tether.runtime.lifecycle.agent import Agent
 from tether.runtime.lifecycle.session import Session, SessionEnded
-from tether.store.base import ERASED_TYPE, SessionBusy, Store
+from tether.store.anchor_chain import ERASED_TYPE
+from tether.store.base import SessionBusy, Store
 from tether.store.halts import Halted
 from tether.types import Event
 from tether.vocabulary import EventType

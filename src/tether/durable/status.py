@@ -22,7 +22,7 @@ from dataclasses import dataclass
 
 from tether.durable.activation import status_of
 from tether.journal.chain import verify_chain
-from tether.store.base import ERASED_TYPE
+from tether.store.anchor_chain import ERASED_TYPE
 from tether.types import Event
 
 STATUSES = {

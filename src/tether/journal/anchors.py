@@ -26,7 +26,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from tether.store.base import Anchor, lane_genesis
+from tether.store.anchor_chain import Anchor, lane_genesis
 from tether.types import Event
 
 

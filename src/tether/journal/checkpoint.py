@@ -12,7 +12,7 @@ line (the operator key's name), the tree size (the number of anchors, all lanes 
 base64 root hash, and one extension line ``tether-lanes <count of lane 0> <count of lane 1>
 ...``, signed as a C2SP signed note (``tether.journal.note``). The "tree" is **not** a Merkle
 tree: it is the store's anchor lanes, each a SHA-256 hash chain from its genesis
-(``tether.store.base.lane_genesis``; an anchor's hash is SHA-256 of the previous hash and its
+(``store.anchor_chain.lane_genesis``; an anchor's hash is SHA-256 of the previous hash and its
 body); the root hash is SHA-256 of the lines ``<lane> <count> <hex head>\\n``, one per lane, where
 head is the hash of that lane's last anchor counted (its genesis for a lane with none). An
 extension from one checkpoint to a later one is proved by the anchor bodies in between, lane by
@@ -29,7 +29,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from tether.journal.note import NoteInvalid, Signer
-from tether.store.base import Anchor, lane_genesis
+from tether.store.anchor_chain import Anchor, lane_genesis
 
 LANES_LINE = "tether-lanes"
 

@@ -51,7 +51,8 @@ from typing import Any
 from tether.errors import RunError
 from tether.journal.chain import Journal, canonical_text, seal, verify_chain
 from tether.journal.redaction import MIN_SUBSTRING_CHARS, Scrubber, scrub
-from tether.store.base import ERASED_TYPE, ERASURE_TYPE, Lease, Store, lease_holder
+from tether.store.anchor_chain import ERASED_TYPE, ERASURE_TYPE
+from tether.store.base import Lease, Store, lease_holder
 from tether.types import Event
 from tether.vocabulary import EventType
 

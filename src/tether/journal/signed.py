@@ -25,7 +25,7 @@ from datetime import UTC, datetime
 from tether.journal import checkpoint
 from tether.journal.anchors import Finding
 from tether.journal.note import COSIGNATURE_V1, NoteInvalid, Verifier, open_note
-from tether.store.base import Anchor
+from tether.store.anchor_chain import Anchor
 
 
 @dataclass(frozen=True, slots=True)

@@ -24,7 +24,7 @@ from typing import Literal
 
 from tether.journal.chain import GENESIS, hash_holds, seal, verify_chain
 from tether.journal.erasure import erasure_of
-from tether.store.base import ERASED_TYPE
+from tether.store.anchor_chain import ERASED_TYPE
 from tether.types import Event
 
 Kind = Literal["edited", "missing", "reordered", "inserted", "unverifiable", "cut"]

@@ -54,7 +54,8 @@ from tether.mcp.pins import PinStore
 from tether.mcp.supervise import CHECK_EVERY, RESTARTS, watch
 from tether.mcp.toolset import MCPToolset
 from tether.serve.clients import Governance
-from tether.serve.server import HOST, serve, tool_annotations
+from tether.serve.server import serve, tool_annotations
+from tether.serve.transports import HOST
 
 if TYPE_CHECKING:
     from tether.policy.names import NamesGuard

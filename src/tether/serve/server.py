@@ -22,9 +22,8 @@ Decisions:
   uses): only that one key is read, and only the gateway's strict parse decides whether it is
   trusted (journaled on the call's ``client.call``); anything malformed is ignored, never an
   error. Nothing else of a client's ``_meta`` is kept.
-- Streamable HTTP listens on 127.0.0.1 by default, with the SDK's DNS-rebinding protection.
-  Another address only with authorization on (``Governance.oauth``, ``tether.serve.oauth``):
-  a server that does not know who calls must not be reachable from other machines. With it,
+- The transports (stdio, streamable HTTP on 127.0.0.1 unless authorization is on) are
+  ``tether.serve.transports``. With authorization (``Governance.oauth``, ``tether.serve.oauth``)
   each request's verified token names the Subject its calls are decided for, and the client
   key carries that identity, so two identities never share a governed session.
 - A result a tool returned as ``Content`` (``tether.tools.content``) reaches the client part
@@ -44,10 +43,8 @@ Decisions:
 
 from __future__ import annotations
 
-import asyncio
 import base64
 import contextlib
-import socket
 import warnings
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping, Sequence
@@ -61,8 +58,8 @@ from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from tether.errors import InvalidArgument
 from tether.serve.clients import ClientExpired, ClientGateways, Governance, Outcome
-from tether.serve.jwks import is_loopback
-from tether.serve.oauth import Identity, JWTVerifier, identity_of
+from tether.serve.oauth import Identity, identity_of
+from tether.serve.transports import HOST, SESSION_IDLE_TIMEOUT, serve_http, serve_stdio
 from tether.tools.base import Tool, ToolMeta
 from tether.tools.caller import LOG_LEVELS, CallerCannot, Elicited, LogLevel
 from tether.tools.content import Audio, Image, Part, Text
@@ -70,11 +67,7 @@ from tether.tools.content import Audio, Image, Part, Text
 if TYPE_CHECKING:
     from tether.policy.base import Policy
     from tether.runtime.chokepoint.gateway import Gateway
-    from tether.serve.oauth import OAuth
 
-HOST = "127.0.0.1"
-PATH = "/mcp"
-SESSION_IDLE_TIMEOUT = 30 * 60.0  # the SDK's default for streamable HTTP sessions
 SERVED_TOOLS = "the served tools"
 SERVED_ADVICE = ("Fix the names (`tether policy lint POLICY --tools MODULE:TOOLS` makes this check "
                  "without serving)")
@@ -326,125 +319,6 @@ def build_server(gateways: ClientGateways, listing: Sequence[types.Tool], *,
         return Server(name, version=__version__, instructions=instructions,
                       on_list_tools=list_tools, on_call_tool=call_tool,
                       on_set_logging_level=set_level)
-
-
-async def serve_stdio(server: Server[Any]) -> None:
-    """Serve one client over this process's stdin and stdout until it closes stdin.
-
-    While serving, the SDK points file descriptor 1 at stderr, so a tool's stray ``print``
-    cannot corrupt the protocol stream."""
-    from mcp.server.stdio import stdio_server
-
-    async with stdio_server() as (read, write):
-        await server.run(read, write, server.create_initialization_options())
-
-
-def listen(port: int, host: str = HOST) -> socket.socket:
-    """A listening socket on ``host``:``port`` (0: any free port); OSError says why not."""
-    family = socket.AF_INET6 if ":" in host else socket.AF_INET
-    sock = socket.socket(family, socket.SOCK_STREAM)
-    try:
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        sock.bind((host, port))
-        sock.listen(128)
-    except OSError:
-        sock.close()
-        raise
-    return sock
-
-
-def ending_sessions(app: Any, gateways: ClientGateways) -> Any:
-    """``app``, and when a client ends its MCP session (DELETE with its ``Mcp-Session-Id``, the
-    spec's way to leave) and the transport accepts, its gateway is closed at once: its session
-    ends in the journal instead of staying open until the idle timeout or shutdown."""
-
-    async def asgi(scope: Any, receive: Any, send: Any) -> None:
-        ended: list[str] = []
-        if scope.get("type") == "http" and scope.get("method") == "DELETE":
-            header = MCP_SESSION_ID_HEADER.lower().encode()
-            session = dict(scope.get("headers") or ()).get(header)
-
-            async def watch(message: Any) -> None:
-                if (message.get("type") == "http.response.start" and session
-                        and 200 <= message.get("status", 500) < 300):
-                    ended.append(session.decode(errors="replace"))
-                await send(message)
-
-            await app(scope, receive, watch)
-        else:
-            await app(scope, receive, send)
-        for session_id in ended:
-            gateways.end(f"http:{session_id}", "the client ended its MCP session")
-
-    return asgi
-
-
-def check_bind(host: str, oauth: OAuth | None) -> None:
-    """InvalidArgument when ``host`` is not a loopback address and authorization is off."""
-    if oauth is None and not is_loopback(host):
-        raise InvalidArgument(
-            f"refusing to serve on {host}: without authorization anyone who reaches that "
-            "address could call the tools. Turn it on (--oauth-issuer URL, with "
-            "--oauth-resource set to the URL clients use), or serve on 127.0.0.1")
-
-
-def url_of(host: str, port: int) -> str:
-    return f"http://{f'[{host}]' if ':' in host else host}:{port}{PATH}"
-
-
-def http_app(server: Server[Any], resource: str, *, host: str, session_idle_timeout: float,
-             oauth: OAuth | None) -> Any:
-    """The SDK's streamable-HTTP app; with ``oauth``, an OAuth 2.1 resource server for
-    ``resource``: bearer tokens checked by ``JWTVerifier`` and its required scopes, protected
-    resource metadata (RFC 9728) served, 401/403 answered with the challenge naming it."""
-    if oauth is None:
-        return server.streamable_http_app(streamable_http_path=PATH, host=host,
-                                          session_idle_timeout=session_idle_timeout)
-    from mcp.server.auth.settings import AuthSettings
-
-    settings = AuthSettings(issuer_url=oauth.issuer,
-                            resource_server_url=resource,
-                            required_scopes=list(oauth.scopes), validate_token_resource=True)
-    return server.streamable_http_app(streamable_http_path=PATH, host=host,
-                                      session_idle_timeout=session_idle_timeout, auth=settings,
-                                      token_verifier=JWTVerifier(oauth, resource))
-
-
-async def serve_http(server: Server[Any], port: int, *,
-                     session_idle_timeout: float = SESSION_IDLE_TIMEOUT,
-                     on_ready: Callable[[str], None] | None = None,
-                     gateways: ClientGateways | None = None, host: str = HOST,
-                     oauth: OAuth | None = None) -> None:
-    """Serve streamable HTTP at ``http://<host>:<port>/mcp`` until SIGINT or SIGTERM.
-
-    ``port`` 0 takes any free port; ``on_ready`` gets the URL once requests are served;
-    ``oauth`` makes it a resource server (``http_app``). Raises InvalidArgument for a
-    non-loopback ``host`` without ``oauth``, OSError when the port cannot be bound."""
-    import uvicorn
-
-    check_bind(host, oauth)
-    sock = listen(port, host)
-    bound = int(sock.getsockname()[1])
-    resource = url_of(host, bound) if oauth is None or oauth.resource is None else oauth.resource
-    app = http_app(server, resource, host=host, session_idle_timeout=session_idle_timeout,
-                   oauth=oauth)
-    if gateways is not None:
-        app = ending_sessions(app, gateways)
-    runner = uvicorn.Server(uvicorn.Config(app, host=host, port=bound, log_level="warning",
-                                           timeout_graceful_shutdown=5))
-
-    async def announce() -> None:
-        while not runner.started and not runner.should_exit:
-            await asyncio.sleep(0.01)
-        if runner.started and on_ready is not None:
-            on_ready(url_of(host, bound))
-
-    waiter = asyncio.ensure_future(announce())
-    try:
-        await runner.serve(sockets=[sock])
-    finally:
-        waiter.cancel()
-        sock.close()
 
 
 async def serve(tools: Iterable[Tool], governance: Governance, *,

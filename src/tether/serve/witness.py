@@ -41,7 +41,8 @@ from urllib.parse import parse_qs, quote, urlparse
 from tether.errors import RunError
 from tether.journal import checkpoint
 from tether.journal.note import NoteInvalid, Signer, Verifier, open_note
-from tether.store.base import Anchor, Store
+from tether.store.anchor_chain import Anchor
+from tether.store.base import Store
 
 MAX_BODY = 64 * 1024 * 1024
 STALE = "stale proof"  # another checkpoint was cosigned since the client asked: it asks again

@@ -10,22 +10,17 @@ column, so "use an approved request once" is a single compare-and-set in every s
 
 from __future__ import annotations
 
-import hashlib
-import hmac
-import json
 import os
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import Any, Protocol
 
 from tether.errors import RunError
+from tether.store.anchor_chain import ERASED_TYPE, ERASURE_TYPE, Anchor
 from tether.store.session_index import STOPS, SessionFilter, cost_of
 from tether.types import Event
 from tether.vocabulary import EventType
-
-if TYPE_CHECKING:
-    from tether.store.checkpoints import StoredCheckpoint
 
 DEFAULT_URL = "sqlite:///tether.db"
 """The store the CLI opens when given none (``--store`` or ``TETHER_STORE``): a SQLite file in
@@ -119,103 +114,6 @@ class Lease:
     ttl: float
 
 
-# -- the store-wide anchor chain ---------------------------------------------------------------
-#
-# A session's own hash chain cannot show that the whole session was deleted, or that its tail
-# was cut by someone who also fixed its index row, and the approvals table lives outside every
-# session's chain. So each store also keeps one chain of *anchors*, appended in the same
-# transaction as what they anchor: a session's head when it starts, pauses or ends, and every
-# approval decision. Verify checks the store against it; with an audit key (TETHER_AUDIT_KEY,
-# kept outside the database) each anchor is HMAC-signed, so rewriting the whole database still
-# does not yield a history that verifies.
-
-#
-# One chain is one serial point: every transaction that anchors waits for the one before it to
-# commit. So a store may keep several chains, *lanes*, fixed in number when it is created: a
-# writer takes whichever lane no other writer holds (PostgreSQL: ``store.postgres_steps``) and
-# appends there. Lane 0 starts from ANCHOR_GENESIS (a store with one lane is the single chain of
-# before), lane k from ``lane_genesis(k)``, so a lane relabelled as another breaks at its first
-# link. The first anchor of each transaction's lane batch may carry a *witness*: how many anchors
-# every lane held when it was written. A lane whose tail is cut below what a later anchor of any
-# lane saw is then detected, as a cut of the single chain's middle was.
-
-ANCHOR_GENESIS = "0" * 64
-# an erasure record (tether.journal.erasure) is anchored too: a forged one has no anchor
-ERASURE_TYPE = EventType.ERASURE_RECORDED
-HEAD_TYPES = frozenset({EventType.SESSION_START, EventType.SESSION_PAUSED, EventType.SESSION_END,
-                        ERASURE_TYPE})
-# the type an event takes when its content is erased (tether.journal.erasure): its hash and
-# link stay, its data becomes {"erasure": <the erasure record's id>, "type": <its type>, ...}
-ERASED_TYPE = EventType.CONTENT_ERASED
-AUDIT_KEY_VARIABLE = "TETHER_AUDIT_KEY"
-
-
-@dataclass(frozen=True, slots=True)
-class Anchor:
-    seq: int
-    kind: str  # "head" or "approval"
-    session_id: str
-    body: str  # canonical JSON of what is anchored
-    prev: str
-    hash: str
-    mac: str | None
-    lane: int = 0
-
-
-def lane_genesis(lane: int) -> str:
-    """The ``prev`` of a lane's first anchor: ANCHOR_GENESIS for lane 0, derived from the lane
-    number for every other, so no lane's chain verifies under another number."""
-    if lane == 0:
-        return ANCHOR_GENESIS
-    return hashlib.sha256(f"{ANCHOR_GENESIS}/anchor-lane/{lane}".encode()).hexdigest()
-
-
-def audit_key() -> bytes | None:
-    """The audit key from ``TETHER_AUDIT_KEY`` (never stored in the database), if set."""
-    value = os.environ.get(AUDIT_KEY_VARIABLE)
-    return value.encode() if value else None
-
-
-def seal_anchor(prev: str, body: Mapping[str, Any],
-                key: bytes | None) -> tuple[str, str, str | None]:
-    """The anchor's body text, hash (chained to ``prev``) and MAC (with an audit key)."""
-    text = json.dumps(body, sort_keys=True, separators=(",", ":"), ensure_ascii=True)
-    digest = hashlib.sha256(f"{prev}{text}".encode()).hexdigest()
-    mac = None if key is None else hmac.new(key, digest.encode(), "sha256").hexdigest()
-    return text, digest, mac
-
-
-def head_anchor(session_id: str, events: Sequence[Event]) -> dict[str, Any] | None:
-    """What to anchor for a step's events: the session's head at its start, pause or end."""
-    heads = [e for e in events if e.type in HEAD_TYPES]
-    if not heads:
-        return None
-    last = events[-1] if heads[-1].type != EventType.SESSION_START else heads[-1]
-    body = {"session_id": session_id, "seq": last.seq, "head": last.hash, "type": last.type}
-    if last.type == EventType.SESSION_START:
-        body["tenant"] = (last.data.get("subject") or {}).get("tenant_id")
-    return body
-
-
-def approval_anchor(record: Mapping[str, Any]) -> dict[str, Any] | None:
-    """What to anchor for an approval record's new state: its decision (approve or deny)."""
-    if record.get("status") not in ("approved", "denied"):
-        return None
-    return {key: record.get(key) for key in ("id", "session_id", "call_hash", "status",
-                                             "approver", "note", "decided_at",
-                                             "approver_auth", "break_glass")}
-
-
-def attempt_anchor(record: Mapping[str, Any], changes: Mapping[str, Any]) -> dict[str, Any] | None:
-    """What to anchor when ``changes`` add a refused attempt to decide an approval record
-    (``tether.runtime.approvals.deciding``): the attempt, so an attack leaves a trace too."""
-    attempts = changes.get("attempts")
-    if not attempts:
-        return None
-    return {"id": record.get("id"), "session_id": record.get("session_id"),
-            "attempt": attempts[-1]}
-
-
 def lease_columns(lease: Lease | None) -> tuple[str | None, int, float]:
     """A session row's lease columns for ``lease``: holder, token, expiry."""
     if lease is None:
@@ -249,6 +147,16 @@ def holder_is_gone(holder: str | None) -> bool:
     except PermissionError:  # alive, someone else's
         return False
     return False
+
+
+@dataclass(frozen=True, slots=True)
+class StoredCheckpoint:
+    """A signed checkpoint of the anchor chain as a store keeps it (``tether.store.checkpoints``):
+    the C2SP signed note as signed and cosigned, and its tree size."""
+
+    size: int
+    note: str
+    created_at: float
 
 
 @dataclass(frozen=True, slots=True)

@@ -18,17 +18,10 @@ from __future__ import annotations
 import sqlite3
 import threading
 import time
-from dataclasses import dataclass
 from typing import Protocol
 
+from tether.store.base import StoredCheckpoint
 from tether.store.sqlite_open import transaction
-
-
-@dataclass(frozen=True, slots=True)
-class StoredCheckpoint:
-    size: int
-    note: str
-    created_at: float
 
 
 class Checkpoints(Protocol):

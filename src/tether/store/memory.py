@@ -11,24 +11,27 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from tether.errors import NotFound
-from tether.store.base import (
+from tether.store.anchor_chain import (
     ANCHOR_GENESIS,
     Anchor,
-    ConflictError,
-    Lease,
-    SessionBusy,
-    SessionInfo,
-    ThreadEntry,
     approval_anchor,
     attempt_anchor,
     audit_key,
     head_anchor,
-    holder_is_gone,
     seal_anchor,
+)
+from tether.store.base import (
+    ConflictError,
+    Lease,
+    SessionBusy,
+    SessionInfo,
+    StoredCheckpoint,
+    ThreadEntry,
+    holder_is_gone,
     session_info,
     thread_key,
 )
-from tether.store.checkpoints import MemoryCheckpoints, StoredCheckpoint
+from tether.store.checkpoints import MemoryCheckpoints
 from tether.store.halts import Halt, MemoryHalts
 from tether.store.memory_quotas import MemoryQuotas
 from tether.store.session_index import ANY_TENANT, SessionFilter

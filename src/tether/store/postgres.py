@@ -28,14 +28,8 @@ from collections.abc import Iterator, Sequence
 from typing import Any
 
 from tether.errors import install_command
-from tether.store.base import (
-    Lease,
-    SchemaError,
-    SessionInfo,
-    StoreError,
-    StoreUnavailable,
-    audit_key,
-)
+from tether.store.anchor_chain import audit_key
+from tether.store.base import Lease, SchemaError, SessionInfo, StoreError, StoreUnavailable
 from tether.store.loop_commit import LoopCommitters
 from tether.store.postgres_anchors import PostgresAnchors
 from tether.store.postgres_approvals import PostgresApprovals
@@ -44,10 +38,11 @@ from tether.store.postgres_erasure import PostgresErasure
 from tether.store.postgres_halts import PostgresHalts
 from tether.store.postgres_leases import PostgresLeases
 from tether.store.postgres_outage import DOWN_GRACE, RideThrough, lost_connection, riding
+from tether.store.postgres_plans import Append
 from tether.store.postgres_probe import probe
 from tether.store.postgres_quotas import PostgresQuotas
 from tether.store.postgres_schema import ANCHOR_LANES, MIGRATIONS, SCHEMA_VERSION
-from tether.store.postgres_steps import Append, Statements, arun, run
+from tether.store.postgres_steps import Statements, arun, run
 from tether.store.postgres_threads import PostgresThreads
 from tether.store.postgres_url import ride_through_in_url, schema_in_url
 from tether.store.session_index import LISTED, PG_SESSION_ID, SessionFilter, where_sql

@@ -2,7 +2,7 @@
 approval decision, in lanes.
 
 Why apart from ``store.postgres``: anchoring is what makes a deleted or rewritten session
-detectable from outside its own chain (``tether.store.base.seal_anchor``); it is written inside
+detectable from outside its own chain (``store.anchor_chain.seal_anchor``); it is written inside
 the transactions of appends, prunes and approval decisions, but it is a record of its own, read
 by the verifier, not part of appending and reading a journal. The store class mixes it in.
 
@@ -17,7 +17,7 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from tether.store.base import Anchor, approval_anchor
+from tether.store.anchor_chain import Anchor, approval_anchor
 from tether.store.postgres_outage import riding
 from tether.store.postgres_part import PostgresPart
 from tether.store.postgres_steps import Statements, run

@@ -16,7 +16,8 @@ import json
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from tether.store.base import ConflictError, approval_anchor, attempt_anchor
+from tether.store.anchor_chain import approval_anchor, attempt_anchor
+from tether.store.base import ConflictError
 from tether.store.postgres_outage import riding
 from tether.store.postgres_part import PostgresPart
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import time
 
-from tether.store.checkpoints import StoredCheckpoint
+from tether.store.base import StoredCheckpoint
 from tether.store.postgres_outage import riding
 from tether.store.postgres_part import PostgresPart
 

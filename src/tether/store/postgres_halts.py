@@ -23,7 +23,7 @@ from tether.store.postgres_outage import riding
 from tether.store.postgres_part import PostgresPart
 
 if TYPE_CHECKING:
-    from tether.store.postgres_steps import Append, Plan
+    from tether.store.postgres_plans import Append, Plan
 
 LOCK = "SELECT standing FROM {s}.halt_state FOR SHARE"
 COVERING = (f"SELECT s.session_id, {', '.join('h.' + c for c in COLUMNS.split(', '))} "

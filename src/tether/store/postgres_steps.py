@@ -30,24 +30,14 @@ from __future__ import annotations
 
 import json
 from collections import Counter
-from collections.abc import Generator, Mapping, Sequence
-from typing import Any, TypeVar
+from collections.abc import Mapping, Sequence
+from typing import Any
 
-from tether.store.base import (
-    ConflictError,
-    Lease,
-    SessionBusy,
-    head_anchor,
-    lane_genesis,
-    lease_columns,
-    seal_anchor,
-)
+from tether.store.anchor_chain import head_anchor, lane_genesis, seal_anchor
+from tether.store.base import ConflictError, SessionBusy, lease_columns
 from tether.store.postgres_halts import halted_in
+from tether.store.postgres_plans import Append, Plan, T
 from tether.store.session_index import step_facts
-from tether.types import Event
-
-Append = tuple[str, Sequence[Event], Sequence[str], "Lease | None"]  # session, events, data, lease
-T = TypeVar("T")
 
 # The rows a statement writes arrive as two JSON documents (one row per session, one per event),
 # not as arrays: adapting thousands of array elements in Python cost more than the statement.
@@ -111,8 +101,6 @@ EXTEND_LANE = """WITH added AS (
 UPDATE {s}.anchor_lanes SET hash = %(head)s, length = length + (SELECT count(*) FROM added)
 WHERE lane = %(lane)s"""
 
-Query = tuple[str, Any]  # a statement and its parameters
-Plan = Generator[list[Query], list[list[Any]], T]  # yields statements, is sent their rows
 
 
 class Statements:

@@ -23,22 +23,24 @@ from typing import Any
 from urllib.parse import parse_qs, urlparse
 
 from tether.errors import NotFound
-from tether.store.base import (
+from tether.store.anchor_chain import (
     ANCHOR_GENESIS,
     Anchor,
+    approval_anchor,
+    attempt_anchor,
+    audit_key,
+    head_anchor,
+    seal_anchor,
+)
+from tether.store.base import (
     ConflictError,
     Lease,
     SchemaError,
     SessionBusy,
     StoreError,
     StoreFull,
-    approval_anchor,
-    attempt_anchor,
-    audit_key,
-    head_anchor,
     holder_is_gone,
     lease_columns,
-    seal_anchor,
 )
 from tether.store.checkpoints import SQLiteCheckpoints
 from tether.store.session_index import StepFacts, step_facts

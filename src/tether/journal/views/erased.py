@@ -20,7 +20,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING
 
-from tether.store.base import ERASED_TYPE, ERASURE_TYPE
+from tether.store.anchor_chain import ERASED_TYPE, ERASURE_TYPE
 
 if TYPE_CHECKING:
     from tether.store.base import SessionInfo, Store

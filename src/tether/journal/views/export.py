@@ -28,7 +28,7 @@ from typing import IO, Any
 
 from tether.errors import UsageError
 from tether.journal.chain import canonical_text
-from tether.store.base import audit_key
+from tether.store.anchor_chain import audit_key
 from tether.types import Event
 from tether.vocabulary import EventType
 

@@ -40,7 +40,7 @@ from tether.journal.views.session_lines import SESSION_RENDER
 from tether.journal.views.text import Renderer, call_text, excerpt, off_by, when
 from tether.journal.views.tool_lines import TOOL_RENDER
 from tether.journal.views.turn_lines import TURN_RENDER
-from tether.store.base import ERASED_TYPE
+from tether.store.anchor_chain import ERASED_TYPE
 from tether.types import Event
 from tether.vocabulary import EventType
 

@@ -19,7 +19,7 @@ import math
 import time
 from dataclasses import dataclass
 from decimal import Decimal
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from tether.models.pricing import MILLION, Price
 from tether.records import fast_init
@@ -32,9 +32,6 @@ from tether.runtime.accounting.worst_case import (
     worst_case_cost,
 )
 from tether.types import Usage
-
-if TYPE_CHECKING:
-    from tether.runtime.accounting.quota import QuotaMeter
 
 # read on every call: bound once (an enum member read through its class is slow, benchmarks.md)
 _TOKEN_BUDGET = StopReason.TOKEN_BUDGET
@@ -74,6 +71,21 @@ class Tally:
         self.active_seconds = 0.0  # run time before the current activation (pauses excluded)
 
 
+class Quotas(Protocol):
+    """What the accountant and the tool side ask of a session's quotas (the one implementation
+    is ``tether.runtime.accounting.quota.QuotaMeter``, which builds on this module)."""
+
+    def reserve(self, reservation: Reservation, final: bool,
+                price: Price | None) -> Reservation: ...
+
+    def settle(self, reservation: Reservation, usage: Usage | None,
+               price: Price | None) -> None: ...
+
+    def take_tool(self, name: str) -> None: ...
+
+    def cut_short(self, reservation: Reservation) -> Stop: ...
+
+
 class Accountant:
     """Budget decisions for one session, over its Tally. Not shared; one event loop."""
 
@@ -93,7 +105,7 @@ class Accountant:
         self._hold_seconds = (budget.max_seconds or 0.0) * share
         self.tally = tally
         # the session's quotas over many sessions, kept in its store (None: it has none)
-        self.quota: QuotaMeter | None = None
+        self.quota: Quotas | None = None
         self._leases: dict[str, Budget] = {}  # what running sub-agents may still spend
         # output tokens per second the model's last answer came at, under a time budget: a
         # call is sent no larger a cap than it can produce in the time left (learn_rate)

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 from tether.errors import NotFound, RunError, WrongState
 from tether.journal.chain import verify_chain
 from tether.journal.erasure import vouched
-from tether.store.base import ERASED_TYPE
+from tether.store.anchor_chain import ERASED_TYPE
 from tether.types import Event
 from tether.vocabulary import EventType
 
