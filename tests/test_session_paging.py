@@ -240,9 +240,12 @@ NEW_COLUMNS = ("user_id", "thread_id", "stop_reason", "cost")
 NEW_INDEXES = ("sessions_newest", "sessions_by_tenant", "sessions_by_user")
 
 
+LATER_TABLES = ("checkpoints", "quota_use", "halts", "halt_state")  # schemas 10, 11, 12
+
+
 def _back_to_schema_8(store: Store) -> Store:
     """``store`` as a tether of schema 8 left it (schema 9 is schema 8 plus these columns and
-    indexes), closed and opened again, which migrates it."""
+    indexes; the later schemas only add tables), closed and opened again, which migrates it."""
     from tether.store.postgres import PostgresStore
     from tether.store.sqlite import SQLiteStore
 
@@ -251,6 +254,8 @@ def _back_to_schema_8(store: Store) -> Store:
             store._db.execute(f"DROP INDEX {index}")
         for column in NEW_COLUMNS:
             store._db.execute(f"ALTER TABLE sessions DROP COLUMN {column}")
+        for table in LATER_TABLES:
+            store._db.execute(f"DROP TABLE {table}")
         store._db.execute("UPDATE meta SET value = '8' WHERE key = 'schema_version'")
         return SQLiteStore(store.path)  # the fixture closes the first
     assert isinstance(store, PostgresStore)
@@ -259,6 +264,8 @@ def _back_to_schema_8(store: Store) -> Store:
             db.execute(f"DROP INDEX {store.schema}.{index}")
         for column in NEW_COLUMNS:
             db.execute(f"ALTER TABLE {store.schema}.sessions DROP COLUMN {column}")
+        for table in LATER_TABLES:
+            db.execute(f"DROP TABLE {store.schema}.{table}")
         db.execute(f"UPDATE {store.schema}.meta SET value = '8' WHERE key = 'schema_version'")
     from conftest import PG_URL
 

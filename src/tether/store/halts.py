@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import threading
 import time
-import uuid
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from typing import Any, Protocol
@@ -88,6 +87,8 @@ class Halt:
 
 
 def new_halt(scope: HaltScope, reason: str, by: str, by_method: str) -> Halt:
+    import uuid  # here: a run that issues no halt does not load it (tests/test_start_cost.py)
+
     return Halt(f"halt_{uuid.uuid4().hex[:16]}", scope, reason, by, by_method, time.time())
 
 

@@ -205,6 +205,17 @@ def stop_if_halted(watch: HaltWatch | None, journal: Journal) -> None:
             raise halted_stop(journal, found)
 
 
+async def commit_start(journal: Journal, state: SessionState, call_id: str) -> None:
+    """Make a side-effecting call's ``tool.started`` durable before it runs; the store refuses
+    it under a halt that covers the session (nothing of the append is written: the call did
+    not start), and the session then pauses ``halted`` (the Stop raised)."""
+    try:
+        await journal.aflush(stored_first=True)
+    except Halted as halted:
+        unstarted(journal, state, call_id)
+        raise halted_stop(journal, halted.halt, call_id) from None
+
+
 def unstarted(journal: Journal, state: SessionState, call_id: str) -> None:
     """Take back the ``tool.started`` of ``call_id`` that the store refused (nothing of its
     append was written): the journal drops it, and the state forgets the call began, so on

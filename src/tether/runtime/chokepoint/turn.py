@@ -44,11 +44,10 @@ from tether.runtime.chokepoint.effects import (
 )
 from tether.runtime.chokepoint.executor import Rejected, ToolExecutor, check_not_cancelled
 from tether.runtime.chokepoint.gate import PolicyGate
-from tether.runtime.chokepoint.halts import halted_stop, stop_if_halted, unstarted, watch_of
+from tether.runtime.chokepoint.halts import commit_start, stop_if_halted, watch_of
 from tether.runtime.chokepoint.held import HeldCalls, Holds
 from tether.runtime.record.result import ToolResult
 from tether.runtime.record.state import SessionState, call_signature
-from tether.store.halts import Halted
 from tether.tools.base import ToolContext
 from tether.tools.caller import SILENT, Caller, Scrubbed
 from tether.tools.content import Text, describe, scrubbed
@@ -257,11 +256,7 @@ class ToolCalls:
             self._journal.append(EventType.TOOL_STARTED, {"call_id": admitted.call.id,
                                                   "tool": admitted.tool.name})
         if effects:  # a read-only call lost in a crash is simply run again
-            try:  # the store refuses the start of a side effect a halt covers
-                await self._journal.aflush(stored_first=True)
-            except Halted as halted:  # nothing of it was written: it did not start
-                unstarted(self._journal, self._state, effects[0].call.id)
-                raise halted_stop(self._journal, halted.halt, effects[0].call.id) from None
+            await commit_start(self._journal, self._state, effects[0].call.id)  # halts.py
         else:
             self._journal.publish()
         limit = self._result_chars(len(batch))
