@@ -90,9 +90,12 @@ class Verifier:
         return f"{self.name}+{self.id.hex()}+{material}"
 
     def check(self, message: bytes, signature: bytes) -> bool:
-        try:
-            _ed25519().Ed25519PublicKey.from_public_bytes(self.public).verify(signature, message)
-        except Exception:
+        ed25519 = _ed25519()
+        from cryptography.exceptions import InvalidSignature
+
+        try:  # a key that is no Ed25519 point is ValueError; a wrong signature InvalidSignature
+            ed25519.Ed25519PublicKey.from_public_bytes(self.public).verify(signature, message)
+        except (InvalidSignature, ValueError):
             return False
         return True
 
