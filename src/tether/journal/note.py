@@ -166,10 +166,14 @@ class Signer:
 
 
 def generate(name: str, kind: int = ED25519) -> Signer:
+    """A new key named ``name`` (``kind``: ED25519 for an operator, COSIGNATURE_V1 for a
+    witness), from 32 random bytes."""
     return Signer(_check_name(name), kind, os.urandom(32))
 
 
 def parse_skey(text: str) -> Signer:
+    """The key in a private key file's text (``PRIVATE+KEY+<name>+<hex id>+<base64>``, as
+    ``tether audit keygen`` and Go's ``sumdb/note`` write it), or KeyFileError."""
     parts = text.strip().split("+", 4)
     if len(parts) != 5 or parts[:2] != ["PRIVATE", "KEY"]:
         raise KeyFileError("not a private key: expected PRIVATE+KEY+<name>+<hex id>+<base64>, as "
@@ -209,6 +213,7 @@ def signing_key() -> Signer | None:
 
 
 def read_public(path: str | Path) -> Verifier:
+    """The verifier in the ``.pub`` file at ``path`` (a vkey), or KeyFileError."""
     try:
         return parse_vkey(Path(path).read_text(encoding="utf-8"))
     except OSError as exc:
@@ -231,6 +236,8 @@ def write_pair(signer: Signer, stem: str | Path) -> tuple[Path, Path]:
 
 
 def cosigned_message(text: str, timestamp: int) -> bytes:
+    """What a tlog-cosignature/v1 signs for the checkpoint ``text`` at ``timestamp`` (seconds
+    since the epoch)."""
     return f"cosignature/v1\ntime {timestamp}\n{_text(text)}".encode()
 
 

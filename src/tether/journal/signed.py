@@ -30,6 +30,9 @@ from tether.store.anchor_chain import Anchor
 
 @dataclass(frozen=True, slots=True)
 class Witnessed:
+    """A witness's cosignature that verify counted: the checkpoint size it covers, the
+    witness's name and when it cosigned."""
+
     size: int
     witness: str
     timestamp: int
