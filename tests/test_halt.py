@@ -183,6 +183,24 @@ def test_the_watch_reads_the_store_at_most_once_a_period_and_sees_a_halt_within_
     store.close()
 
 
+def test_the_watch_remembers_a_bounded_number_of_sessions_and_reads_a_forgotten_one_again(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    store = SQLiteStore(tmp_path / "w.db")
+    started_journal(store, "acme")  # s-acme-a, stored
+    monkeypatch.setattr(halting, "OWNERS", 3)
+    watch = HaltWatch(store)
+    watch.know("s-acme-a", "acme", "a")
+    for n in range(10):  # a long-lived process starts many sessions
+        watch.know(f"new-{n}", "globex", "a")
+    assert len(watch._owners) == 3 and "s-acme-a" not in watch._owners
+    made = halt(store, HaltScope(tenant_id="acme"), by=OPS)
+    watch.refresh()
+    found = watch.check("s-acme-a")  # forgotten: its owner is read from the store again
+    assert found is not None and found.id == made.id
+    assert watch.check("new-9") is None
+    store.close()
+
+
 def test_model_calls_stop_at_the_watch_without_a_side_effect(store: Store) -> None:
     seen: list[int] = []
 

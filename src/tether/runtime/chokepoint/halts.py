@@ -38,6 +38,9 @@ if TYPE_CHECKING:
     from tether.runtime.record.state import SessionState
 
 PERIOD = 0.5  # seconds between two reads of the store's halt version, at most, per process
+# sessions whose tenant and agent a watch remembers: a process that runs sessions for weeks (a
+# gateway, a fleet worker) keeps no more; one forgotten is read from the store when next needed
+OWNERS = 10_000
 BOUND = 1.0  # the stated bound: a call that starts this long after a halt's commit is stopped
 
 
@@ -145,13 +148,19 @@ class HaltWatch:
         if owner is None:  # not stored yet: looked up again next time
             owner = self._store.session_owner(session_id)
             if owner is not None:
-                self._owners[session_id] = owner
+                self._remember(session_id, owner)
         return covering(self._halts, session_id, owner)
 
     def know(self, session_id: str, tenant_id: str | None, agent: str | None) -> None:
         """The tenant and agent of a session starting in this process (its start is not
         stored yet when its first call is checked)."""
-        self._owners[session_id] = (tenant_id, agent)
+        self._remember(session_id, (tenant_id, agent))
+
+    def _remember(self, session_id: str, owner: tuple[str | None, str | None]) -> None:
+        owners = self._owners
+        owners[session_id] = owner
+        if len(owners) > OWNERS:  # the oldest: its start is stored by now
+            del owners[next(iter(owners))]
 
     def refresh(self) -> None:
         """Read the store's halts now, whatever the period."""
