@@ -222,8 +222,10 @@ def test_an_inline_tool_runs_on_the_loops_thread_and_a_plain_one_on_a_worker() -
         return threading.get_ident()
 
     calls = ModelResponse(tool_calls=(ToolCall("a", "here", {}), ToolCall("b", "there", {})))
-    result = Agent(model=ScriptedModel([calls, "done"]), reasoning=ReAct(),
-                   tools=[here, there]).run("go")
+    agent = Agent(model=ScriptedModel([calls, "done"]), reasoning=ReAct(), tools=[here, there])
+    # on a loop that may serve other sessions (arun): a plain sync tool runs on a worker (on the
+    # loop ``run`` makes for one session, it too runs in place: tests/test_inline_tools.py)
+    result = asyncio.run(agent.arun("go"))
     here_on, there_on = (int(r.content) for r in result.trajectory.steps[0].results)
     assert here_on == threading.get_ident()  # asyncio.run drives the loop on this thread
     assert there_on != threading.get_ident()

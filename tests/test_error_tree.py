@@ -28,6 +28,8 @@ SIGNALS = {
     "tether.runtime.accounting.stop.Stop":
         "a BaseException so that no `except Exception` in a tool, a strategy or a framework "
         "swallows a budget stop",
+    "tether.tools.inline.Deadline":
+        "a BaseException so that no `except Exception` in a sync tool swallows its timeout",
 }
 
 

@@ -67,7 +67,9 @@ The hierarchy::
 
 Not in the tree: ``tether.runtime.accounting.stop.Stop``, the budget stop, is a ``BaseException`` so
 that no ``except Exception`` in a tool, a strategy or a foreign framework can swallow it; it is a
-control-flow signal, never an error a caller handles. And the few built-ins a Python protocol
+control-flow signal, never an error a caller handles; likewise ``tether.tools.inline.Deadline``,
+raised inside a sync tool running in place when its timeout is up, and never seen outside the
+tool. And the few built-ins a Python protocol
 asks for by name, each kept where the protocol needs it:
 
 - ``AttributeError`` from a module's ``__getattr__`` (``tether._lazy``) and from an immutable

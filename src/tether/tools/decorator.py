@@ -21,6 +21,7 @@ from typing import Any, get_type_hints, overload
 from tether.errors import UsageError
 from tether.tools.base import Risk, ToolArgumentError, ToolContext, ToolMeta, Trust
 from tether.tools.caller import Caller
+from tether.tools.inline import call_in_place, runs_in_place
 from tether.tools.signature import PlainSignature
 from tether.tools.threads import Pace, run_on_daemon_thread
 from tether.types import ToolSpec
@@ -152,6 +153,9 @@ class FunctionTool:
         if self.inline:
             return self.fn(**kwargs)
         limit = self.meta.timeout if context.timeout is None else context.timeout
+        if runs_in_place(self._pace, limit):  # a loop serving one run: no handoff (inline.py)
+            return call_in_place(functools.partial(self.fn, **kwargs), self.name, limit,
+                                 self._pace)
         return await run_on_daemon_thread(functools.partial(self.fn, **kwargs),
                                           pace=self._pace, limit=limit)
 

@@ -106,10 +106,11 @@ class Pace:
     the function, not about any run.
     """
 
-    __slots__ = ("quick", "window")
+    __slots__ = ("measured", "quick", "window")
 
     def __init__(self, window: float | None = None) -> None:
         self.quick = True
+        self.measured = False  # whether a call was timed yet (before: quick is a guess)
         # how long a quick call is waited for in place, at most (default: QUICK)
         self.window = QUICK if window is None else window
 
@@ -120,6 +121,7 @@ class Pace:
 
     def record(self, took: float) -> None:
         self.quick = took <= self.window
+        self.measured = True
 
     def overran(self) -> None:
         """A wait in place ran out (the call is slow, or hung and may never be recorded)."""

@@ -14,6 +14,7 @@ its journal; the Result is read off that state.
 from __future__ import annotations
 
 import asyncio
+import math
 import os
 from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -235,14 +236,19 @@ class Session:
         """``arun()``, blocking (inside an event loop, await ``arun``): the ``Result`` is
         ``finished`` when the model gave its answer; else ``stop_reason`` says what stopped or
         paused the run (a budget, a denial, ``needs_approval``, ...), ``notice`` what next."""
-        result: Result = run_sync(self.arun())
+        result: Result = run_sync(self.arun(), alone=self._hold())
         return result
 
     def resume(self) -> Result:
         """``aresume()``, blocking: continue a paused session (approved calls run, denied
         ones are refused) to its end or next pause; its ``Result`` as ``run`` gives it."""
-        result: Result = run_sync(self.aresume())
+        result: Result = run_sync(self.aresume(), alone=self._hold())
         return result
+
+    def _hold(self) -> float:
+        """How long a sync tool may hold the loop ``run``/``resume`` make for this session
+        alone: within the lease each append renews (half of it), with no store, any time."""
+        return math.inf if self._journal.store is None else self.agent.lease_ttl / 2
 
     async def arun(self) -> Result:
         """Run to the end, or to a pause (approval, uncertain effect, interruption). A run that

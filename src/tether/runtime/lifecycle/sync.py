@@ -12,14 +12,20 @@ import asyncio
 from typing import Any
 
 from tether.errors import WrongState
+from tether.tools.inline import serving_one_run
 
 
-def run_sync(coro: Any) -> Any:
-    """Run a coroutine to completion from synchronous code, refusing inside a running loop."""
+def run_sync(coro: Any, *, alone: float = 0.0) -> Any:
+    """Run a coroutine to completion from synchronous code, refusing inside a running loop.
+    ``alone``: the coroutine is one session's run, the only one on the loop made for it, so its
+    quick sync tools may hold that loop up to so many seconds (``tether.tools.inline``)."""
     try:
         asyncio.get_running_loop()
     except RuntimeError:
-        return asyncio.run(coro)
+        if alone <= 0:
+            return asyncio.run(coro)
+        with serving_one_run(alone):
+            return asyncio.run(coro)
     coro.close()
     raise WrongState("run() was called inside a running event loop; use `await agent.arun(...)`"
                      " or `await session.arun()` there")
