@@ -263,3 +263,18 @@ def test_a_timeout_longer_than_the_hold_or_a_loop_not_alone_runs_on_a_worker(hol
         slow: Callable[[], None] = lambda: pace.record(1.0)  # noqa: E731
         slow()
         assert not runs_in_place(pace, 0.05)
+
+
+def test_a_deadline_that_is_up_before_the_call_begins_leaves_no_timer_behind() -> None:
+    """The alarm may ring before the tool's first line: the call is timed out, the timer is
+    disarmed and the handler restored (a timer left running after SIG_DFL is back would kill
+    the process at its next ring)."""
+    from tether.tools.inline import call_in_place
+
+    ran: list[bool] = []
+    pace = Pace()
+    with pytest.raises(Exception, match="timed out after 1e-06s and was stopped"):
+        call_in_place(lambda: ran.append(threading.Event().wait(5)), "tiny", 1e-6, pace)
+    assert signal.getitimer(signal.ITIMER_REAL) == (0.0, 0.0)
+    assert signal.getsignal(signal.SIGALRM) == signal.SIG_DFL
+    assert ran == [] and not pace.quick

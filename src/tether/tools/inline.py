@@ -96,11 +96,11 @@ def call_in_place(fn: Callable[[], Any], name: str, limit: float, pace: Pace) ->
     asyncio._set_running_loop(None)  # as on a worker: no loop runs here, asyncio.run works
     started = time.perf_counter()
     try:
-        signal.setitimer(signal.ITIMER_REAL, limit, REPEAT)
         try:
+            signal.setitimer(signal.ITIMER_REAL, limit, REPEAT)
             value = contextvars.Context().run(fn)
         finally:
-            alarm.armed = False
+            alarm.armed = False  # first, and no call before it: no alarm raises past here
             signal.setitimer(signal.ITIMER_REAL, 0)
     except Deadline:
         pass
@@ -108,10 +108,13 @@ def call_in_place(fn: Callable[[], Any], name: str, limit: float, pace: Pace) ->
         if not alarm.fired:
             raise  # the tool's own failure: the executor reports it
     finally:
+        alarm.armed = False
+        signal.setitimer(signal.ITIMER_REAL, 0)  # never restore SIG_DFL with a timer running
         asyncio._set_running_loop(loop)
         _signal.signal(signal.SIGALRM, previous)
         pace.record(time.perf_counter() - started)
     if alarm.fired:
+        pace.overran()  # however short its time was: the next call goes to a worker
         raise ToolFailure(f"Error: {name!r} timed out after {limit:.3g}s and was stopped.",
                           "timeout")
     return value
