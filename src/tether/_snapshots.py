@@ -21,17 +21,19 @@ from collections.abc import Iterable, Iterator, Sequence
 from itertools import islice
 from typing import Any, NoReturn, SupportsIndex, TypeVar, overload
 
+from tether.errors import WrongType
+
 T = TypeVar("T")
 
 
 def _append_only() -> NoReturn:
-    raise TypeError("this log is append-only: its snapshots (requests sent, decisions' contexts) "
+    raise WrongType("this log is append-only: its snapshots (requests sent, decisions' contexts) "
                     "must keep showing what they showed; build a new log to rewrite it")
 
 
 class AppendOnlyLog(list[T]):
     """A list that may only grow at its end (``append``, ``extend``, ``+=``); any other change
-    raises ``TypeError``. Reads are a list's."""
+    raises ``WrongType`` (a ``TypeError``, as a tuple's would). Reads are a list's."""
 
     def __setitem__(self, index: Any, value: Any) -> NoReturn:
         _append_only()
@@ -92,7 +94,7 @@ class Snapshot(Sequence[T]):
         length = self.stop - self.start
         if at < 0:
             at += length
-        if not 0 <= at < length:
+        if not 0 <= at < length:  # (the sequence protocol: iteration and index stop on it)
             raise IndexError("snapshot index out of range")
         return self.source[self.start + at]
 
@@ -130,3 +132,20 @@ class Snapshot(Sequence[T]):
     def __reduce__(self) -> tuple[Any, ...]:
         return (tuple, (tuple(self),))  # a copy, pickled or deep-copied, is a plain tuple
 
+
+
+def grown(items: Sequence[T], item: T, window: int | None = None) -> Snapshot[T]:
+    """``items`` and ``item`` (with a window: the last ``window`` of them), in constant time
+    where ``items`` is the snapshot its log ends with: that log, grown by one. Anything else (a
+    tuple: none yet, or what is left after one was taken back) starts a new log; with a window,
+    so does a log that holds twice the window, so it never holds more."""
+    if type(items) is Snapshot and items.stop == len(items.source):
+        log, start = items.source, items.start
+    else:
+        log, start = AppendOnlyLog(items), 0
+    log.append(item)
+    if window is not None and len(log) - start > window:
+        start = len(log) - window
+        if start >= window:
+            log, start = AppendOnlyLog(log[start:]), 0
+    return Snapshot(log, start, len(log))

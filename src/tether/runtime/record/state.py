@@ -17,7 +17,7 @@ from collections import deque
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
-from tether._snapshots import AppendOnlyLog, Snapshot
+from tether._snapshots import AppendOnlyLog, grown
 from tether.errors import InvalidArgument
 from tether.journal.chain import canonical_json
 from tether.policy.base import MadeEffect
@@ -60,9 +60,9 @@ class SessionState:
     are cleared at every turn whatever the window, and approval requests live in the approval
     store, never here. What is forgotten is in the journal, which a replay folds whole."""
 
-    __slots__ = ("_done", "_effect_log", "_effects", "_outbox", "_recent", "_steps_closed",
-                 "answer", "approvals", "branches", "compacted_ids", "conversation", "counted",
-                 "decisions", "denial_streak", "error_streak", "granted", "in_flight",
+    __slots__ = ("_done", "_outbox", "_recent", "_steps_closed", "answer", "approvals",
+                 "branches", "compacted_ids", "conversation", "counted", "decisions",
+                 "denial_streak", "effects", "error_streak", "granted", "in_flight",
                  "may_have_approvals", "notice", "opening", "output", "output_invalid", "paused",
                  "plan", "planned", "planning", "private", "ran", "results", "settled",
                  "signatures", "started", "steps", "stop_detail", "stop_reason", "strategy_log",
@@ -103,8 +103,7 @@ class SessionState:
         self.private = PrivateValues()  # private data the session read (provenance.labels)
         # every side effect the session made, in order (with a window: the last ``window``):
         # a snapshot of an append-only log, so a decision's context gets it in constant time
-        self._effect_log: AppendOnlyLog[MadeEffect] = AppendOnlyLog()
-        self._effects: Sequence[MadeEffect] = ()
+        self.effects: Sequence[MadeEffect] = ()
         self.settled: dict[str, Mapping[str, Any]] = {}  # call id -> an operator's decision
         self.error_streak = 0  # failed tool calls in a row, in call order, before this turn
         self.denial_streak = 0  # refused tool calls in a row, in call order, before this turn
@@ -150,17 +149,6 @@ class SessionState:
             handler(self, data)
 
     # -- derived views ------------------------------------------------------------------------
-
-    @property
-    def effects(self) -> Sequence[MadeEffect]:
-        """Every side effect the session made, in order (with a window: the last
-        ``window``)."""
-        return self._effects
-
-    @effects.setter
-    def effects(self, made: Sequence[MadeEffect]) -> None:  # (one taken back: a new log)
-        self._effect_log = AppendOnlyLog(made)
-        self._effects = self._effect_log.snapshot()
 
     def outbox(self) -> tuple[Message, ...]:
         """What the next model request adds: unsent notes, then the open turn's tool results
@@ -326,15 +314,8 @@ class SessionState:
         self.started.add(data["call_id"])
         decided = self.decisions.get(data["call_id"])
         if decided is not None:
-            log, window = self._effect_log, self.window
-            log.append(MadeEffect(data["call_id"], data["tool"], decided.get("arguments") or {}))
-            start = 0
-            if window is not None and len(log) > window:
-                start = len(log) - window
-                if start >= window:  # (the log holds at most twice the window)
-                    log = self._effect_log = AppendOnlyLog(log[start:])
-                    start = 0
-            self._effects = Snapshot(log, start, len(log))
+            self.effects = grown(self.effects, MadeEffect(
+                data["call_id"], data["tool"], decided.get("arguments") or {}), self.window)
         # an operator's retry is used up by the run it allows: interrupted again, it waits again
         self.settled.pop(data["call_id"], None)
 
