@@ -139,6 +139,9 @@ PROTOCOL_RAISES: dict[str, tuple[frozenset[str] | None, str]] = {
     "HTTPException": (frozenset({"_access.py:open_session", "evals.py:report_page"}),
                       "Starlette's answer with an HTTP status from a console page (a 404)"),
     "SystemExit": (frozenset({"__main__.py:<module>"}), "the exit status of `python -m tether`"),
+    "IndexError": (frozenset({"_snapshots.py:__getitem__"}),
+                   "a sequence's index out of range: the sequence protocol (iteration, "
+                   "Sequence.index) stops on this exact type"),
     "argparse.ArgumentTypeError": (None, "cli: argparse turns it into a usage message"),
     "ApprovalRequired": (frozenset({"pydantic_ai.py:call_tool"}),
                          "pydantic-ai's own pause for an approval: its agent loop catches it"),

@@ -81,6 +81,8 @@ asks for by name, each kept where the protocol needs it:
 - Starlette's ``HTTPException`` from the console's pages (``tether.web``): its answer with an
   HTTP status, a 404 for a session or report the viewer may not see;
 - ``SystemExit`` in ``python -m tether``: the exit status of the process;
+- ``IndexError`` from a snapshot's ``__getitem__`` (``tether._snapshots``, a request's
+  messages): the sequence protocol's "out of range", which iteration and ``index`` stop on;
 - ``argparse.ArgumentTypeError`` from the command line's argument types: argparse turns it
   into a usage message; and pydantic-ai's ``ApprovalRequired``, its own pause for an approval,
   which its agent loop catches.

@@ -11,7 +11,7 @@ from __future__ import annotations
 import copy
 import json
 import math
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -207,9 +207,12 @@ class ModelRequest:
     ``input_tokens_estimate`` is the runtime's own count of the input (the scripted model bills
     it, as a provider would bill its tokenizer's count). ``tool_choice``, sent only with tools:
     None (the provider's default), ``"auto"``, ``"required"`` (some tool), ``"none"``, or the
-    name of the one tool the model must call."""
+    name of the one tool the model must call. ``messages``, oldest first, is a tuple or, in a
+    session's turns, an immutable snapshot of its conversation taken in constant time (so a
+    step costs the same at 10,000 messages as at 10), which compares, hashes, adds and slices as
+    a tuple would."""
 
-    messages: tuple[Message, ...]
+    messages: Sequence[Message]
     tools: tuple[ToolSpec, ...] = ()
     max_output_tokens: int | None = None
     input_tokens_estimate: int | None = None

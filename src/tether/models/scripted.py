@@ -1,21 +1,34 @@
 """ScriptedModel: a deterministic model for tests and the zero-cost quickstart.
 
-Decision: the recipe is stateless. The script cursor is derived from the request itself (the
-number of assistant turns already in the conversation, those a compaction replaced included),
-so one ScriptedModel can serve any number of sessions, concurrently, each seeing the script from
-the start. It behaves like a real provider where the budget depends on it: input tokens are
-counted with the estimator the runtime reserves with, and output never exceeds
-``max_output_tokens`` (longer responses are cut, finish reason ``length``, as a provider would).
+Decision: the answer depends on the request alone. The script cursor is derived from the request
+itself (the number of assistant turns already in the conversation, those a compaction replaced
+included, a strategy's planned calls not), so one ScriptedModel can serve any number of sessions,
+concurrently, each seeing the script from the start. It behaves like a real provider where the
+budget depends on it: input tokens are counted with the estimator the runtime reserves with, and
+output never exceeds ``max_output_tokens`` (longer responses are cut, finish reason ``length``,
+as a provider would).
+
+Counting every message of every request made a long session quadratic (a step at 2,000 steps cost
+8 times one at 100, issue 50). So the model remembers, for each conversation log it was sent a
+snapshot of (``tether._snapshots``: a session's turns are snapshots of one append-only log), how
+far it counted and what it found; a later snapshot of the same log, no shorter, has those same
+messages first, so only the new ones are counted. Anything else — a tuple (a branch, a planner,
+a test's request), a shorter snapshot, another log (a compaction makes one) — is counted in full,
+as before. What is remembered is dropped with its log, and changes only the time an answer takes,
+never the answer (property-tested against the full count, tests/test_scripted_turns.py).
 """
 
 from __future__ import annotations
 
 import asyncio
 import operator
+import weakref
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
+from functools import partial
 from typing import Any
 
+from tether._snapshots import AppendOnlyLog, Snapshot
 from tether.models.base import (
     ModelError,
     compacted_turns,
@@ -67,6 +80,8 @@ class ScriptedModel:
         self._price = price
         self._when_exhausted = when_exhausted
         self._latency = latency
+        # id of a conversation log -> how far this model counted its turns (see the docstring)
+        self._places: dict[int, _Place] = {}
 
     def __repr__(self) -> str:
         kind = "callable" if self._responder else f"{len(self._script)} responses"
@@ -98,10 +113,7 @@ class ScriptedModel:
         if self._latency:
             await asyncio.sleep(self._latency)
         messages = request.messages
-        roles = list(map(_ROLE, messages))
-        turn = roles.count("assistant")
-        if turn:  # a strategy's planned calls (LLM+P) are no model turn: they do not move it on
-            turn -= sum(map(is_planned_turn, messages))
+        turn = self._model_turns(messages)
         if len(messages) > 2 and messages[2].role == "user":  # the turns a compaction replaced
             turn += compacted_turns(messages[2])
         if turn < len(self._prepared):
@@ -117,6 +129,27 @@ class ScriptedModel:
         for start in range(0, len(text), 16):
             yield text[start:start + 16]
         yield response
+
+    def _model_turns(self, messages: Sequence[Message]) -> int:
+        """``model_turns(messages)``, counting only what is new since this model last counted
+        a snapshot of the same conversation log."""
+        if type(messages) is not Snapshot or messages.start:
+            return model_turns(messages)
+        log, length = messages.source, messages.stop
+        key = id(log)
+        places = self._places
+        place = places.get(key)
+        if place is not None and place.log() is log:
+            ref = place.log
+            if place.length <= length:  # the same messages first: count the rest
+                turns = place.turns + model_turns(log[place.length:length])
+            else:  # an older snapshot of it
+                turns = model_turns(messages)
+        else:  # a log not seen yet (the entry of a dead one at the same id is not its)
+            ref = weakref.ref(log, partial(_forget, places, key))
+            turns = model_turns(messages)
+        places[key] = _Place(ref, length, turns)
+        return turns
 
     def _pick(self, request: ModelRequest, turn: int) -> ScriptItem:
         if self._responder is not None:
@@ -145,6 +178,32 @@ class ScriptedModel:
             text = text[: cap * 4]
         usage = Usage(input_tokens, output_tokens, min(scripted.cached_input_tokens, input_tokens))
         return ModelResponse(text, calls, usage, response.model or self._name, finish)
+
+
+def model_turns(messages: Sequence[Message]) -> int:
+    """The model's turns among ``messages``: its assistant messages, a strategy's planned calls
+    (LLM+P) not counted, since they do not move the script on."""
+    turns = list(map(_ROLE, messages)).count("assistant")
+    if turns:
+        turns -= sum(map(is_planned_turn, messages))
+    return turns
+
+
+@dataclass(frozen=True, slots=True)
+class _Place:
+    """How far a model counted one conversation log: its first ``length`` messages hold
+    ``turns`` of the model's turns."""
+
+    log: weakref.ref[AppendOnlyLog[Message]]
+    length: int
+    turns: int
+
+
+def _forget(places: dict[int, _Place], key: int, ref: weakref.ref[AppendOnlyLog[Message]]) -> None:
+    """A log is gone: drop what was remembered of it (unless its id is already another's)."""
+    place = places.get(key)
+    if place is not None and place.log is ref:
+        places.pop(key, None)
 
 
 @dataclass(frozen=True, slots=True)

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import enum
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
@@ -170,7 +170,7 @@ class Context:
     planned: bool = False
     # the side effects this session already made, in order (folded from the journal, so a
     # resumed run and a what-if see the same): a policy can tell a repeat from a first call
-    effects: tuple[MadeEffect, ...] = ()
+    effects: Sequence[MadeEffect] = ()
     # what the request asks for, read once before anything untrusted (tether.policy.plan;
     # journaled in the session's start); None where no plan was read (a gateway)
     plan: RequestPlan | None = None

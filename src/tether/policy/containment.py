@@ -25,7 +25,7 @@ Each only answers ALLOW or REQUIRE_APPROVAL; stack them with
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from tether.policy.base import Action, Context, Decision, Effect, MadeEffect, Resource, Subject
@@ -59,7 +59,7 @@ def _same(value: Any) -> Any:
 
 
 def repeats(resource: Resource, arguments: Mapping[str, Any],
-            effects: tuple[MadeEffect, ...]) -> list[MadeEffect]:
+            effects: Sequence[MadeEffect]) -> list[MadeEffect]:
     """The side effects already made that this call would repeat: the same tool to the same
     parties, or, for a tool that declares none, with the same arguments that shape the effect
     (``Resource.shaping``)."""

@@ -218,12 +218,12 @@ class Environment:
         # route, a grade, a critique, a plan's problem), never the answer — a provider that
         # enforces the schema would force it into the answer's shape
         if self._output is None or final or cap is not None:
-            request = ModelRequest(tuple(self._state.conversation), specs,
+            request = ModelRequest(self._state.conversation.snapshot(), specs,
                                    reservation.max_output_tokens, input_estimate, choice,
                                    traceparent)
         else:
             request = StructuredRequest(
-                tuple(self._state.conversation), specs, reservation.max_output_tokens,
+                self._state.conversation.snapshot(), specs, reservation.max_output_tokens,
                 input_estimate, choice, traceparent, self._output.spec.schema)
         sent = self._accountant.now() if reservation.deadline is not None else 0.0
         on_delta = self._on_delta

@@ -14,9 +14,10 @@ from __future__ import annotations
 
 import hashlib
 from collections import deque
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
+from tether._snapshots import AppendOnlyLog, grown
 from tether.errors import InvalidArgument
 from tether.journal.chain import canonical_json
 from tether.policy.base import MadeEffect
@@ -74,7 +75,8 @@ class SessionState:
                                   f"{window}")
         self.window = window
         self.task = ""
-        self.conversation: list[Message] = []
+        # append-only, so a request's snapshot of it is taken in constant time (_snapshots)
+        self.conversation: AppendOnlyLog[Message] = AppendOnlyLog()
         self.unsent: list[Message] = []  # written but not yet sent to the model
         self.tally = Tally()
         self.signatures: dict[str, int] = {}
@@ -99,8 +101,9 @@ class SessionState:
         # none
         self.planning: tuple[str, Mapping[str, Any]] | None = None
         self.private = PrivateValues()  # private data the session read (provenance.labels)
-        # every side effect the session made, in order (with a window: the last ``window``)
-        self.effects: tuple[MadeEffect, ...] = ()
+        # every side effect the session made, in order (with a window: the last ``window``):
+        # a snapshot of an append-only log, so a decision's context gets it in constant time
+        self.effects: Sequence[MadeEffect] = ()
         self.settled: dict[str, Mapping[str, Any]] = {}  # call id -> an operator's decision
         self.error_streak = 0  # failed tool calls in a row, in call order, before this turn
         self.denial_streak = 0  # refused tool calls in a row, in call order, before this turn
@@ -311,9 +314,8 @@ class SessionState:
         self.started.add(data["call_id"])
         decided = self.decisions.get(data["call_id"])
         if decided is not None:
-            made = (*self.effects, MadeEffect(data["call_id"], data["tool"],
-                                              decided.get("arguments") or {}))
-            self.effects = made if self.window is None else made[-self.window:]
+            self.effects = grown(self.effects, MadeEffect(
+                data["call_id"], data["tool"], decided.get("arguments") or {}), self.window)
         # an operator's retry is used up by the run it allows: interrupted again, it waits again
         self.settled.pop(data["call_id"], None)
 
@@ -346,7 +348,8 @@ class SessionState:
         """Turns replaced by a summary or a note: what every later request is sent."""
         start, end = data["start"], data["end"]
         self.compacted_ids.update(c.id for m in self.conversation[start:end] for c in m.tool_calls)
-        self.conversation[start:end] = data["replacement"]
+        old = self.conversation  # a new log: the requests already sent keep what they showed
+        self.conversation = AppendOnlyLog((*old[:start], *data["replacement"], *old[end:]))
         self.counted = None  # the provider counted a conversation that is no longer sent
 
     def _on_plan_amended(self, data: Mapping[str, Any]) -> None:
