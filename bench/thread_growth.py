@@ -53,6 +53,18 @@ store.close()
 """
 
 
+# --breakdown: the part of a session that reads and checks the history (this tether only)
+READING = """
+import sys
+from tether.runtime.lifecycle.thread import thread_history
+from tether.store.sqlite import SQLiteStore
+store = SQLiteStore(sys.argv[1])
+for i in range(int(sys.argv[2])):
+    thread_history(store, "acme", "ada", "long")
+store.close()
+"""
+
+
 @dataclass(frozen=True, slots=True)
 class ThreadGrowth:
     """Bytes stored by a thread of N turns (by N), the instructions one session costs on a
@@ -106,20 +118,23 @@ def bytes_stored(turns: tuple[int, ...] = TURNS, chars: int = CHARS) -> dict[int
     return found
 
 
-def instructions(path: Path, sessions: int) -> int:
+def instructions(path: Path, sessions: int, child: str = CHILD) -> int:
     done = subprocess.run(["valgrind", "--tool=cachegrind", "--cache-sim=no",
-                           "--cachegrind-out-file=/dev/null", sys.executable, "-c", CHILD,
+                           "--cachegrind-out-file=/dev/null", sys.executable, "-c", child,
                            str(path), str(sessions)],
-                          capture_output=True, text=True, check=True,
+                          capture_output=True, text=True,
                           env={**os.environ, "PYTHONHASHSEED": "0"})
+    if done.returncode:
+        raise SystemExit(f"the counted child failed:\n{done.stderr[-3000:]}")
     match = re.search(r"I\s+refs:\s+([\d,]+)", done.stderr)
     if match is None:
         raise SystemExit(f"no instruction count in valgrind's output:\n{done.stderr[-2000:]}")
     return int(match.group(1).replace(",", ""))
 
 
-def start_instructions(turns: int, chars: int = CHARS) -> float:
-    """Instructions one one-step session costs on a SQLite thread of ``turns`` turns."""
+def start_instructions(turns: int, chars: int = CHARS, child: str = CHILD) -> float:
+    """Instructions one one-step session costs on a SQLite thread of ``turns`` turns (with
+    ``child=READING``: one reading of its history, checked)."""
     with tempfile.TemporaryDirectory() as scratch:
         base = Path(scratch) / "thread.db"
         store = SQLiteStore(base)
@@ -129,7 +144,7 @@ def start_instructions(turns: int, chars: int = CHARS) -> float:
         for sessions in (FEW, MANY):
             copy = Path(scratch) / f"copy-{sessions}.db"
             shutil.copyfile(base, copy)
-            counts.append(instructions(copy, sessions))
+            counts.append(instructions(copy, sessions, child))
     return (counts[1] - counts[0]) / (MANY - FEW)
 
 
@@ -147,6 +162,8 @@ def main() -> None:
     parser.add_argument("--turns", default=",".join(map(str, TURNS)))
     parser.add_argument("--chars", type=int, default=CHARS)
     parser.add_argument("--no-valgrind", action="store_true")
+    parser.add_argument("--breakdown", action="store_true",
+                        help="also count one reading of the history alone (thread_history)")
     args = parser.parse_args()
     turns = tuple(int(n) for n in args.turns.split(","))
     growth = measure(turns, args.chars, not args.no_valgrind)
@@ -158,6 +175,11 @@ def main() -> None:
               f"{'' if start is None else f'{start / 1000:,.1f}':>22}")
     if growth.start_ratio is not None:
         print(f"  start cost, {max(turns)} turns vs {min(turns)}: {growth.start_ratio:.2f}x")
+    if args.breakdown:
+        for n in turns:
+            reading = start_instructions(n, args.chars, READING)
+            print(f"  reading and checking the history of {n} turns: {reading / 1000:,.1f} k "
+                  "instructions")
 
 
 if __name__ == "__main__":

@@ -6,7 +6,6 @@ foreign kept turn, a forged reference, and journals written before turns were ke
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import subprocess
 import sys
@@ -79,10 +78,9 @@ def edit_kept(store: Store, place: int, text: str, *, rechain: bool | str = Fals
     link = GENESIS
     for row in kept:
         if row.ended == place:
-            row = dataclasses.replace(row, turn=text, digest=turn_digest(text) if rechain
-                                      else row.digest)
+            row = row._replace(turn=text, digest=turn_digest(text) if rechain else row.digest)
         link = turn_link(link, row.digest) if rechain is True else row.link
-        rows.append(dataclasses.replace(row, link=link))
+        rows.append(row._replace(link=link))
     if isinstance(store, MemoryStore):
         store._turns["acme", "u1", "chat"] = rows
         return

@@ -98,4 +98,4 @@ class MemoryThreads:
         for kept in self._turns.values():
             for i, turn in enumerate(kept):
                 if turn.session_id in sessions and turn.turn is not None:
-                    kept[i] = dataclasses.replace(turn, turn=None)
+                    kept[i] = turn._replace(turn=None)

@@ -108,7 +108,7 @@ class SQLiteThreads:
                 "tenant_id = ? AND user_id = ? AND thread_id = ? AND ended <= ? ORDER BY ended",
                 (*thread_key(tenant_id, user_id), thread_id,
                  _ALL if through is None else through)).fetchall()
-        return [ThreadTurn(*row) for row in rows]
+        return list(map(ThreadTurn._make, rows))
 
     def fill_turns(self, tenant_id: str | None, user_id: str | None, thread_id: str,
                    turns: Sequence[tuple[int, str, str]]) -> None:

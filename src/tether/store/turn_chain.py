@@ -20,17 +20,17 @@ only from its own journal, verified, or not at all.
 from __future__ import annotations
 
 import hashlib
-from dataclasses import dataclass
+from typing import NamedTuple
 
 GENESIS = ""  # the link before a thread's first kept turn
 
 
-@dataclass(frozen=True, slots=True)
-class ThreadTurn:
+class ThreadTurn(NamedTuple):
     """One turn of a thread's history as a store keeps it: its place in the history
     (``ended``), its session, the digest of its text, the link chaining it onto the turns kept
     before it, and its text (``Turn.to_dict`` as canonical JSON); ``turn`` is None once the
-    text was removed (its session pruned or erased)."""
+    text was removed (its session pruned or erased). A named tuple, not a dataclass: a session
+    joining a thread reads one per turn, and a tuple is built in C."""
 
     ended: int
     session_id: str

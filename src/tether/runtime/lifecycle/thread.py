@@ -265,14 +265,18 @@ def _mismatch(row: ThreadTurn) -> None:
 
 
 def _shown(kept: Sequence[ThreadTurn], journals: _Journals) -> list[dict[str, Any]]:
-    """The turns of ``kept`` that are still turns (``Turn.to_dict``): each from its kept text,
-    or, when that was removed, from its own journal if it still stands (an erasure of passages
-    rewrote it)."""
+    """The turns of ``kept`` that are still turns (``Turn.to_dict``): each from its kept text
+    (all decoded in one go), or, when that was removed, from its own journal if it still stands
+    (an erasure of passages rewrote it)."""
+    texts = [row.turn for row in kept if row.turn is not None]
+    objects = json.loads(f"[{','.join(texts)}]") if texts else []
+    if len(objects) != len(texts):  # (each text is one object: digests checked before)
+        raise ThreadTampered("the thread's kept turns do not read as one turn each")
+    decoded = iter(objects)
     shown = []
-    loads = json.loads
     for row in kept:
         if row.turn is not None:
-            turn = loads(row.turn)
+            turn = next(decoded)
             if turn["session"] != row.session_id:
                 _mismatch(row)
         else:
