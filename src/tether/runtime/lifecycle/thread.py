@@ -113,10 +113,9 @@ def turn_text(turn: Turn) -> str:
 def thread_history(store: Store, tenant_id: str | None, user_id: str | None,
                    thread_id: str) -> tuple[list[dict[str, Any]], dict[str, Any]]:
     """The turns a session joining the thread is shown (``Turn.to_dict``: every turn that has
-    ended, in the
-    order the turns took their places) and the reference its start journals for them. A turn
-    found ended without a place (its end was journaled but its place not recorded) is given
-    one first, so the next session is shown it in the same place."""
+    ended, in the order the turns took their places) and the reference its start journals for
+    them. A turn found ended without a place (its end was journaled but its place not recorded)
+    is given one first, so the next session is shown it in the same place."""
     entries = store.thread_entries(tenant_id, user_id, thread_id)
     journals = _Journals(store)
     late = [e for e in entries if e.ended is None and journals.ended(e)]
