@@ -473,3 +473,15 @@ def test_audit_verify_checks_the_kept_turns_against_the_starts(tmp_path: Path,
     out = capsys.readouterr().out
     assert "BROKEN" in out and "do not match the link" in out
     store.close()
+
+
+def test_the_timeline_says_where_a_threads_turns_were_left_out() -> None:
+    from tether.journal.views.rows import rows
+
+    store = MemoryStore()
+    agent = chat(store, Seen())
+    agent.run("A", **WHO)
+    second = agent.run("B", **WHO).session_id
+    [request] = [r.turn for r in rows(store.read(second)) if r.turn and r.turn.messages]
+    assert [role for role, _ in request.messages] == ["system", "thread", "user"]
+    assert request.messages[1][1].startswith("2 messages of the thread's earlier turns")
