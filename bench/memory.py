@@ -1,7 +1,8 @@
 """What conversation memory costs: python bench/memory.py [--turns 10,100] [--searched 100,1000]
 
 Memory adds nothing to a step: a thread is read once, when a session starts (its earlier turns
-come from their journals, each verified), and journaled in the start. So this measures, on a
+kept by the store, checked against the journals), and named in the start by reference
+(``bench/thread_growth.py`` measures how that grows with the thread). So this measures, on a
 SQLite store in a scratch directory:
 
 - starting a one-step session on a thread of N earlier turns, as a ratio to the same session

@@ -82,23 +82,36 @@ def test_a_recalled_copy_in_another_users_session_is_erased(store: Store) -> Non
 def test_copies_of_copies_are_found_and_an_edit_of_one_still_fails_verify(
         store: Store) -> None:
     _, bob = ada_then_bob(store)
-    # bob's thread goes on (its start carries his answer, which quoted ada's) and carol
-    # recalls bob's turn: neither names ada's session, both hold her words
+    # bob's thread goes on (its start names his turn, which quoted ada's, by reference: it
+    # holds no copy) and carol recalls bob's turn: she does not name ada's session, and
+    # holds her words
     memory = ConversationStore(store)
-    chat = Agent(model=ScriptedModel(lambda r: "ok"), reasoning=ReAct(), store=store)
+    sent: list[str] = []
+
+    def chatting(request: ModelRequest) -> str:
+        sent.append(json.dumps([m.content for m in request.messages]))
+        return "ok"
+
+    chat = Agent(model=ScriptedModel(chatting), reasoning=ReAct(), store=store)
     later = chat.run("and then?", user_id="bob", tenant_id="acme", thread="mine").session_id
+    assert holds(sent[-1].encode())  # shown bob's turn, whole
+    assert holds("".join(e.json_text for e in store.read(later)).encode()) == []
     carol = Agent(model=ScriptedModel([call("recall_conversations", {"query": "conversation"}),
                                        "seen"]),
                   reasoning=ReAct(), tools=[memory.recall_tool(scope="tenant")], store=store)
     third = carol.run("anything?", user_id="carol", tenant_id="acme").session_id
-    for sid in (later, third):
-        assert holds("".join(e.json_text for e in store.read(sid)).encode())
+    assert holds("".join(e.json_text for e in store.read(third)).encode())
     erasure = memory.forget(tenant_id="acme", user_id="ada")
-    assert set(erasure.copies) == {bob, later, third}
+    assert set(erasure.copies) == {bob, third}
     for sid in (bob, later, third):
         events = store.read(sid)
         assert holds("".join(e.json_text for e in events).encode()) == []
         assert diagnose(sid, events, erased=vouched(events, store.read)) is None
+    # bob's thread still continues, and `later` still loads with the history it was shown:
+    # bob's turn read from his rewritten journal (its kept text went with the erasure)
+    assert chat.load(later).replay()
+    chat.run("still there?", user_id="bob", tenant_id="acme", thread="mine")
+    assert "who flew where?" in sent[-1] and holds(sent[-1].encode()) == []
     # the erased passage put back in the database: verify fails at that event
     events = store.read(third)
     [quoting] = [e for e in events if "[erased]" in e.json_text and e.type == "tool.result"]

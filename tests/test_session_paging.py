@@ -240,7 +240,8 @@ NEW_COLUMNS = ("user_id", "thread_id", "stop_reason", "cost")
 NEW_INDEXES = ("sessions_newest", "sessions_by_tenant", "sessions_by_user")
 
 
-LATER_TABLES = ("checkpoints", "quota_use", "halts", "halt_state")  # schemas 10, 11, 12
+LATER_TABLES = ("checkpoints", "quota_use", "halts", "halt_state",  # schemas 10, 11, 12
+                "thread_turns")  # schema 13
 
 
 def _back_to_schema_8(store: Store) -> Store:

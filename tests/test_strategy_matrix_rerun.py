@@ -10,6 +10,8 @@ between every strategy's journal and the rerun.
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 
 from test_strategy_matrix import FEATURES, STRATEGIES, build
@@ -32,6 +34,9 @@ def test_each_strategy_with_each_feature_reruns_as_recorded(strategy: str, featu
         session = agent.session(case.task)
     result = session.run()
     assert result.stop_reason is StopReason.FINISHED, result.notice
-    report = rerun(build(case, feature, []), list(session.replay()))  # a recipe of its own
+    # a recipe of its own, on the store the session was recorded in (a thread's turns are
+    # kept there once, and the start names them by reference)
+    report = rerun(dataclasses.replace(build(case, feature, []), store=agent.store),
+                   list(session.replay()))
     assert report.matches, report.divergences
     assert report.result is not None and report.result.answer == result.answer

@@ -290,10 +290,10 @@ def test_a_start_journaled_by_an_earlier_tether_is_not_taken_as_the_history(
     a_run = start("A")
     (a,) = store.thread_entries("acme", "u1", "chat")
 
-    def as_before(session: Any, thread_id: str) -> dict[str, Any]:  # no "order"
-        place = store.join_thread("acme", "u1", thread_id, session.id)
+    def as_before(session: Any, thread_id: str) -> tuple[dict[str, Any], list[Any]]:
+        place = store.join_thread("acme", "u1", thread_id, session.id)  # no "order"
         return {"id": thread_id, "position": place, "history": [
-            {"session": a.session_id, "position": 1, "user": "A", "assistant": ""}]}
+            {"session": a.session_id, "position": 1, "user": "A", "assistant": ""}]}, []
 
     with monkeypatch.context() as patched:
         patched.setattr(opening, "_join", as_before)

@@ -10,7 +10,7 @@ import pytest
 from tether import Agent, ModelRequest, ModelResponse, ReAct, ScriptedModel, tool
 from tether.journal.chain import verify_chain
 from tether.knowledge import ConversationStore
-from tether.runtime.lifecycle.thread import ThreadTampered
+from tether.runtime.lifecycle.thread import ThreadTampered, recorded_history
 from tether.runtime.rerun import rerun
 from tether.store.base import Store
 
@@ -47,10 +47,13 @@ def test_a_thread_continues_the_users_conversation_and_no_one_elses(store: Store
     agent.run("who am I?", user_id="u1", tenant_id="acme")
     for seen in model.seen[2:]:
         assert [m for m in seen if m[0] != "system"] == [("user", "who am I?")]
-    # the history is journaled in the start: the session reruns from its own journal alone
+    # the start names the history by reference (its last place and that place's link, kept
+    # once by the store): the session reruns from its journal and the thread's checked turns
     events = store.read(second.session_id)
-    assert events[0].data["thread"]["position"] == 2
-    assert [t["user"] for t in events[0].data["thread"]["history"]] == ["my name is Ada"]
+    named = events[0].data["thread"]
+    assert named["position"] == 2 and named["through"] == 1 and named["shown"] == 1
+    assert "history" not in named and "my name is Ada" not in events[0].json_text
+    assert [t.user for t in recorded_history(store, events[0].data)] == ["my name is Ada"]
     assert rerun(agent, events).matches
     memory = ConversationStore(store)
     assert [t.user for t in memory.turns("chat", tenant_id="acme", user_id="u1")] == [

@@ -9,6 +9,7 @@ from typing import Any
 from doc_pages import blocks
 from tether import Agent, Budget, ReAct
 from tether.journal.chain import verify_chain
+from tether.runtime.lifecycle.thread import recorded_history
 from tether.store.memory import MemoryStore
 
 
@@ -21,9 +22,9 @@ def test_a_thread_carries_the_first_turn_to_a_real_model(local_server: Any) -> N
     alone = agent.run("What is my name?", user_id="ada", thread="other", budget=budget)
     second = agent.run("What is my name?", user_id="ada", thread="intro", budget=budget)
     assert first.ok and second.ok, (first.stop_detail, second.stop_detail)
-    history = store.read(second.session_id)[0].data["thread"]["history"]
-    assert [t["user"] for t in history] == ["My name is Ada."]
-    assert history[0]["assistant"] == first.answer
+    history = recorded_history(store, store.read(second.session_id)[0].data)
+    assert [t.user for t in history] == ["My name is Ada."]
+    assert history[0].assistant == first.answer
     # the server counted the first turn in the second request's input
     assert second.usage.input_tokens > alone.usage.input_tokens
     assert verify_chain(store.read(second.session_id)) is None

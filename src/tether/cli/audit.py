@@ -174,6 +174,11 @@ def _verify_store(store: Store, only: str | None, args: argparse.Namespace) -> i
     code = max(_report(results), _report_segments(
         results, lambda sid: read_session(store, sid, tenant), pruned=pruned))
     code = max(code, audit_anchors.report_anchors(store, anchors, results, scope))
+    from tether.cli.audit_threads import report_threads
+
+    for finding in (threads := report_threads(store, results)):
+        print(f"BROKEN  {finding}")
+    code = max(code, EXIT_FINDING if threads else EXIT_OK)
     return max(code, audit_sign.report_signed(store, anchors, args))
 
 

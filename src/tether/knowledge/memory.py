@@ -83,7 +83,8 @@ class ConversationStore:
               user_id: str | None) -> list[Turn]:
         """A thread's turns that have ended, in the order they ended (erased sessions are not
         turns any more; one still running is not a turn yet)."""
-        return ended_turns(self.store, self.store.thread_entries(tenant_id, user_id, thread_id))
+        return ended_turns(self.store, tenant_id,
+                           self.store.thread_entries(tenant_id, user_id, thread_id))
 
     def search(self, query: str, *, tenant_id: str | None, user_id: str | None = None,
                scope: Scope = "user", k: int = 5,
@@ -99,7 +100,7 @@ class ConversationStore:
         for entry in self.store.thread_entries(tenant_id, user_id, every_user=scope == "tenant"):
             threads.setdefault((entry.user_id, entry.thread_id), []).append(entry)
         found = [((user, thread), turn) for (user, thread), entries in threads.items()
-                 for turn in ended_turns(self.store, entries)
+                 for turn in ended_turns(self.store, tenant_id, entries)
                  if turn.session_id != exclude_session and (turn.user or turn.assistant)]
         if not found:
             return []

@@ -27,10 +27,12 @@ from tether.models.pricing import Price
 from tether.runtime.approvals.requests import StoredApprovals
 from tether.runtime.chokepoint.additions import as_returned
 from tether.runtime.chokepoint.failures import CANCELLED_BY_TIME
+from tether.runtime.lifecycle.thread import recorded_history
+from tether.runtime.record.history import history_messages, put_back
 from tether.runtime.record.revive import revive
 from tether.store.memory import MemoryStore
 from tether.tools.base import Tool, ToolArgumentError, ToolContext, ToolFailure, ToolMeta
-from tether.types import Event, ModelRequest, ModelResponse, ToolSpec, Usage
+from tether.types import Event, Message, ModelRequest, ModelResponse, ToolSpec, Usage
 from tether.vocabulary import EventType
 
 if TYPE_CHECKING:
@@ -67,12 +69,13 @@ class RerunReport:
 class _Record:
     """What the recorded session asked and got, indexed for the replay."""
 
-    def __init__(self, events: Sequence[Event]) -> None:
+    def __init__(self, events: Sequence[Event], history: Sequence[Message] = ()) -> None:
         live = [(e.type, revive(e.type, e.data)) for e in events]
         calls = _model_calls(live)
-        # (a branch call's request: the branch's messages after the session's opening)
-        self.requests = [request["new"] if "new" in request else request["messages"]
-                         for request, _ in calls]
+        # (a branch call's request: the branch's messages after the session's opening; the
+        # first request after a start that names a thread's turns left them out: ``history``)
+        self.requests = [put_back(request["new"], request.get("history"), history)
+                         if "new" in request else request["messages"] for request, _ in calls]
         # the tools each request was offered, compared when the record or the rerun selects
         # them (tether.runtime.context.selecting): without selection every request offers every tool
         self.offered = [tuple(request.get("tools", ())) for request, _ in calls]
@@ -293,8 +296,9 @@ async def arerun(agent: Agent, events: Sequence[Event]) -> RerunReport:
     """Rerun a recorded session with ``agent``'s recipe (its policy, limits, tools' schemas)."""
     if not events or events[0].type != EventType.SESSION_START:
         raise InvalidArgument("a rerun needs a session's events, starting with session.start")
-    record = _Record(events)
     start = events[0].data
+    turns = recorded_history(agent.journal_store, start)  # checked against the start's link
+    record = _Record(events, history_messages(t.to_dict() for t in turns))
     from tether.runtime.accounting.budget import Budget
 
     approvals = StoredApprovals(MemoryStore())
@@ -317,6 +321,7 @@ async def arerun(agent: Agent, events: Sequence[Event]) -> RerunReport:
                               roles=subject["roles"], context=start.get("context"),
                               request=start.get("request"))
     session.recorded_start = start  # the thread's turns and the request plan, as recorded
+    session.recorded_turns = turns
     result = await session.arun()
     for _ in range(len(record.responses) + 1):
         if not session.paused:

@@ -19,6 +19,7 @@ from typing import Any, Protocol
 from tether.errors import RunError
 from tether.store.anchor_chain import ERASED_TYPE, ERASURE_TYPE, Anchor
 from tether.store.session_index import STOPS, SessionFilter, cost_of
+from tether.store.turn_chain import ThreadTurn
 from tether.types import Event
 from tether.vocabulary import EventType
 
@@ -266,7 +267,8 @@ class Store(Protocol):
         ...
 
     def prune(self, before: float) -> int:
-        """Delete whole sessions last written before ``before``; return how many."""
+        """Delete whole sessions last written before ``before``, and the text of their kept
+        turns (their digests and links stay); return how many."""
         ...
 
     def put_approval(self, record: Mapping[str, Any]) -> None: ...
@@ -313,16 +315,33 @@ class Store(Protocol):
         ...
 
     def end_turns(self, tenant_id: str | None, user_id: str | None, thread_id: str,
-                  session_ids: Sequence[str]) -> None:
+                  session_ids: Sequence[str], turns: Mapping[str, str] | None = None) -> None:
         """Give each of ``session_ids`` (sessions of the thread whose turn has ended) that has
         no place in the thread's history yet the next one (``ThreadEntry.ended``), in the order
         given, in one transaction; a session that has one keeps it. Two callers at once get
-        distinct places, and a place is visible only once every place below it is."""
+        distinct places, and a place is visible only once every place below it is. A session
+        placed here whose turn ``turns`` gives (its canonical JSON) has it kept at its place,
+        chained onto the turn kept before it (``tether.store.turn_chain``) — unless the
+        thread's earlier places were given with nothing kept (by a tether before turns were
+        kept): ``fill_turns`` then keeps them all, in place order, when a session next joins."""
+        ...
+
+    def thread_turns(self, tenant_id: str | None, user_id: str | None, thread_id: str,
+                     through: int | None = None) -> list[ThreadTurn]:
+        """The turns kept of one thread of (tenant, user), by place (up to ``through``)."""
+        ...
+
+    def fill_turns(self, tenant_id: str | None, user_id: str | None, thread_id: str,
+                   turns: Sequence[tuple[int, str, str]]) -> None:
+        """Keep turns that took their place without their text (placed by a tether before
+        turns were kept): each ``(place, session, turn JSON)``, in order, chained like
+        ``end_turns``'; one at or below the last place kept is left out (a chain is only ever
+        extended)."""
         ...
 
     def leave_threads(self, tenant_id: str | None, user_id: str | None) -> int:
-        """Remove every thread of (tenant, user) from the index; return how many sessions were
-        listed. The sessions themselves stay."""
+        """Remove every thread of (tenant, user) from the index, and their kept turns; return
+        how many sessions were listed. The sessions themselves stay."""
         ...
 
     def erase(self, session_id: str, rewritten: Sequence[tuple[int, str, str]], *,
@@ -330,7 +349,8 @@ class Store(Protocol):
         """Replace the type and data of events ``(seq, type, data as JSON)`` of a session,
         keeping each event's timestamp, hash and link (``tether.journal.erasure`` decides what
         is written and vouches for it); with ``drop_private``, also drops the session's private
-        arguments. One transaction."""
+        arguments. The text of the session's kept turn is removed (its digest and link stay).
+        One transaction."""
         ...
 
     def purge_erased(self) -> tuple[str, ...]:

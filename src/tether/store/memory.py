@@ -3,7 +3,6 @@ runs that need no durability. Thread-safe, so approvers may act from other threa
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import threading
 import time
@@ -29,16 +28,16 @@ from tether.store.base import (
     ThreadEntry,
     holder_is_gone,
     session_info,
-    thread_key,
 )
 from tether.store.checkpoints import MemoryCheckpoints
 from tether.store.halts import Halt, MemoryHalts
 from tether.store.memory_quotas import MemoryQuotas
+from tether.store.memory_threads import MemoryThreads
 from tether.store.session_index import ANY_TENANT, SessionFilter
 from tether.types import Event
 
 
-class MemoryStore(MemoryCheckpoints, MemoryQuotas, MemoryHalts):
+class MemoryStore(MemoryCheckpoints, MemoryQuotas, MemoryHalts, MemoryThreads):
     """The in-memory store (``memory://``): this process only, gone when it exits. For tests and
     for runs whose record need not outlive them."""
     url = "memory://"
@@ -52,6 +51,7 @@ class MemoryStore(MemoryCheckpoints, MemoryQuotas, MemoryHalts):
         self._checkpoints: list[StoredCheckpoint] = []
         # (tenant, user) -> the index of their threads, one entry per session on one
         self._threads: dict[tuple[str, str], list[ThreadEntry]] = {}
+        self._turns = {}  # tether.store.memory_threads: each thread's kept turns
         self._audit_key = audit_key()
         self._lock = threading.Lock()
         self._quota_rows = {}  # tether.store.memory_quotas
@@ -159,40 +159,8 @@ class MemoryStore(MemoryCheckpoints, MemoryQuotas, MemoryHalts):
             doomed_set = set(doomed)
             for owner, rows in self._threads.items():
                 self._threads[owner] = [r for r in rows if r.session_id not in doomed_set]
+            self._remove_turn_text(doomed_set)
             return len(doomed)
-
-    def join_thread(self, tenant_id: str | None, user_id: str | None, thread_id: str,
-                    session_id: str) -> int:
-        with self._lock:
-            rows = self._threads.setdefault(thread_key(tenant_id, user_id), [])
-            place = 1 + max((r.position for r in rows if r.thread_id == thread_id), default=0)
-            rows.append(ThreadEntry(thread_id, place, session_id, user_id or None, time.time()))
-            return place
-
-    def thread_entries(self, tenant_id: str | None, user_id: str | None,
-                       thread_id: str | None = None, *,
-                       every_user: bool = False) -> list[ThreadEntry]:
-        tenant, user = thread_key(tenant_id, user_id)
-        with self._lock:
-            found = [row for owner, rows in self._threads.items()
-                     if owner[0] == tenant and (every_user or owner[1] == user)
-                     for row in rows if thread_id in (None, row.thread_id)]
-        return sorted(found, key=lambda e: (e.user_id or "", e.thread_id, e.position))
-
-    def end_turns(self, tenant_id: str | None, user_id: str | None, thread_id: str,
-                  session_ids: Sequence[str]) -> None:
-        with self._lock:
-            rows = self._threads.get(thread_key(tenant_id, user_id), [])
-            for session_id in session_ids:
-                last = max((r.ended or 0 for r in rows if r.thread_id == thread_id), default=0)
-                for i, row in enumerate(rows):
-                    if (row.thread_id, row.session_id, row.ended) == (thread_id, session_id,
-                                                                      None):
-                        rows[i] = dataclasses.replace(row, ended=last + 1)
-
-    def leave_threads(self, tenant_id: str | None, user_id: str | None) -> int:
-        with self._lock:
-            return len(self._threads.pop(thread_key(tenant_id, user_id), []))
 
     def erase(self, session_id: str, rewritten: Sequence[tuple[int, str, str]], *,
               drop_private: bool = True) -> None:
@@ -204,6 +172,7 @@ class MemoryStore(MemoryCheckpoints, MemoryQuotas, MemoryHalts):
                                                   data_json, e.prev_hash, e.hash)
             if drop_private:
                 self._drop_private(session_id)
+            self._remove_turn_text({session_id})
 
     def purge_erased(self) -> tuple[str, ...]:
         return ()  # the process's memory: nothing of it outlives the store

@@ -262,6 +262,8 @@ class PostgresStore(PostgresThreads, PostgresErasure, PostgresApprovals, Postgre
             for table in ("events", "approvals", "private_arguments", "threads", "sessions"):
                 db.execute(self._sql(f"DELETE FROM {{s}}.{table} WHERE session_id = ANY(%s)"),
                            (doomed,))
+            db.execute(self._sql("UPDATE {s}.thread_turns SET turn = NULL WHERE session_id = "
+                                 "ANY(%s)"), (doomed,))
         return len(doomed)
 
     def close(self) -> None:

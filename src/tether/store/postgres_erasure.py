@@ -33,7 +33,7 @@ from tether.store.postgres_part import PostgresPart
 
 OLDER_WAIT = 30.0  # seconds an erasure waits for transactions older than it to end
 LOCK_WAIT = 5.0  # seconds VACUUM FULL waits for a table's lock (appends queue behind it)
-REWRITTEN = ("events", "approvals", "private_arguments", "threads")
+REWRITTEN = ("events", "approvals", "private_arguments", "threads", "thread_turns")
 WAL_LEFT = ("PostgreSQL's write-ahead log (pg_wal), and any WAL archive, replica or backup of "
             "the database, keep the erased text until their segments are recycled or expire; "
             "tether does not reach them")
@@ -58,6 +58,8 @@ class PostgresErasure(PostgresPart):
             if drop_private:
                 db.execute(self._sql("DELETE FROM {s}.private_arguments WHERE session_id = %s"),
                            (session_id,))
+            db.execute(self._sql("UPDATE {s}.thread_turns SET turn = NULL WHERE session_id = %s"),
+                       (session_id,))
 
     @riding
     def purge_erased(self) -> tuple[str, ...]:

@@ -145,6 +145,17 @@ MIGRATIONS: dict[int, list[str]] = {
         """INSERT INTO {s}.halt_state SELECT 0, 0
             WHERE NOT EXISTS (SELECT 1 FROM {s}.halt_state)""",
     ],
+    # A thread's turns, each kept once at its place in the history, chained by digest
+    # (tether.store.turn_chain): a session's start names the history it was shown by its last
+    # place and link instead of carrying every earlier turn. ``turn`` is NULL once removed.
+    13: [
+        """CREATE TABLE IF NOT EXISTS {s}.thread_turns (
+            tenant_id TEXT NOT NULL, user_id TEXT NOT NULL, thread_id TEXT NOT NULL,
+            ended BIGINT NOT NULL, session_id TEXT NOT NULL, digest TEXT NOT NULL,
+            link TEXT NOT NULL, turn TEXT,
+            PRIMARY KEY (tenant_id, user_id, thread_id, ended))""",
+        "CREATE INDEX IF NOT EXISTS thread_turns_by_session ON {s}.thread_turns (session_id)",
+    ],
 }
 SCHEMA_VERSION = max(MIGRATIONS)
 ANCHOR_LANES = 16  # lanes of a store created or migrated by this tether: more than its writers

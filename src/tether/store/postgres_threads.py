@@ -7,19 +7,21 @@ mixes them in (and erasure from ``store.postgres_erasure``).
 Decision: joining a thread, and giving an ended turn its place in the thread's history, take a
 transaction-scoped advisory lock on the thread, so workers at once get consecutive places; a
 join is idempotent (a retry after a lost commit reply finds the session already placed and
-returns its place), and so is a place in the history.
+returns its place), and so is a place in the history; the turn kept with a place is chained
+onto the last one kept under the same lock (``tether.store.turn_chain``).
 """
 
 from __future__ import annotations
 
 import json
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from tether.store.base import ThreadEntry, thread_key
 from tether.store.postgres_outage import riding
 from tether.store.postgres_part import PostgresPart
+from tether.store.turn_chain import GENESIS, ThreadTurn, turn_digest, turn_link
 
 _WHERE = "WHERE tenant_id = %s AND user_id = %s AND thread_id = %s"
 
@@ -71,19 +73,64 @@ class PostgresThreads(PostgresPart):
 
     @riding
     def end_turns(self, tenant_id: str | None, user_id: str | None, thread_id: str,
-                  session_ids: Sequence[str]) -> None:
+                  session_ids: Sequence[str], turns: Mapping[str, str] | None = None) -> None:
         tenant, user = thread_key(tenant_id, user_id)
         with self._connection() as db:
             _lock_thread(db, tenant, user, thread_id)
             for session_id in session_ids:
-                db.execute(self._sql(
+                row = db.execute(self._sql(
                     "UPDATE {s}.threads SET ended = (SELECT coalesce(max(ended), 0) + 1 FROM "
-                    f"{{s}}.threads {_WHERE}) {_WHERE} AND session_id = %s AND ended IS NULL"),
-                    (tenant, user, thread_id, tenant, user, thread_id, session_id))
+                    f"{{s}}.threads {_WHERE}) {_WHERE} AND session_id = %s AND ended IS NULL "
+                    "RETURNING ended"),
+                    (tenant, user, thread_id, tenant, user, thread_id, session_id)).fetchone()
+                if row is not None and turns and session_id in turns:
+                    self._keep(db, (tenant, user, thread_id), int(row[0]), session_id,
+                               turns[session_id], True)
+
+    def _keep(self, db: Any, owner: tuple[str, str, str], place: int, session_id: str,
+              text: str, ending: bool = False) -> None:
+        """Keep a turn at its place, chained onto the last one kept (the thread locked by the
+        caller's transaction); one at or below the last place kept is left out, and so is a
+        turn ending on a thread whose earlier places were given with nothing kept."""
+        last = db.execute(self._sql(f"SELECT ended, link FROM {{s}}.thread_turns {_WHERE} "
+                                    "ORDER BY ended DESC LIMIT 1"), owner).fetchone()
+        if last is not None and int(last[0]) >= place:
+            return
+        if last is None and ending and db.execute(self._sql(
+                f"SELECT 1 FROM {{s}}.threads {_WHERE} AND ended < %s LIMIT 1"),
+                (*owner, place)).fetchone():
+            return
+        digest = turn_digest(text)
+        db.execute(self._sql("INSERT INTO {s}.thread_turns VALUES "
+                             "(%s, %s, %s, %s, %s, %s, %s, %s)"),
+                   (*owner, place, session_id, digest,
+                    turn_link(GENESIS if last is None else last[1], digest), text))
+
+    @riding
+    def thread_turns(self, tenant_id: str | None, user_id: str | None, thread_id: str,
+                     through: int | None = None) -> list[ThreadTurn]:
+        tenant, user = thread_key(tenant_id, user_id)
+        with self._connection() as db:
+            rows = db.execute(self._sql(
+                "SELECT ended, session_id, digest, link, turn FROM {s}.thread_turns "
+                f"{_WHERE} AND ended <= %s ORDER BY ended"),
+                (tenant, user, thread_id, 2**62 if through is None else through)).fetchall()
+        return [ThreadTurn(int(e), s, d, k, t) for e, s, d, k, t in rows]
+
+    @riding
+    def fill_turns(self, tenant_id: str | None, user_id: str | None, thread_id: str,
+                   turns: Sequence[tuple[int, str, str]]) -> None:
+        tenant, user = thread_key(tenant_id, user_id)
+        with self._connection() as db:
+            _lock_thread(db, tenant, user, thread_id)
+            for place, session_id, text in turns:
+                self._keep(db, (tenant, user, thread_id), place, session_id, text)
 
     @riding
     def leave_threads(self, tenant_id: str | None, user_id: str | None) -> int:
         with self._connection() as db:
+            db.execute(self._sql("DELETE FROM {s}.thread_turns WHERE tenant_id = %s AND "
+                                 "user_id = %s"), thread_key(tenant_id, user_id))
             cursor = db.execute(self._sql("DELETE FROM {s}.threads WHERE tenant_id = %s AND "
                                           "user_id = %s"), thread_key(tenant_id, user_id))
             return int(cursor.rowcount)

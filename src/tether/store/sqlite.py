@@ -366,6 +366,7 @@ class SQLiteStore(SQLiteListing, SQLiteThreads, SQLiteErasure, SQLiteCheckpoints
                     db.execute("DELETE FROM approvals WHERE session_id = ?", (sid,))
                     db.execute("DELETE FROM private_arguments WHERE session_id = ?", (sid,))
                     db.execute("DELETE FROM threads WHERE session_id = ?", (sid,))
+                    db.execute("UPDATE thread_turns SET turn = NULL WHERE session_id = ?", (sid,))
                     db.execute("DELETE FROM sessions WHERE session_id = ?", (sid,))
         return len(doomed)
 

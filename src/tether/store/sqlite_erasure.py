@@ -54,6 +54,8 @@ class SQLiteErasure:
                 if drop_private:
                     db.execute("DELETE FROM private_arguments WHERE session_id = ?",
                                (session_id,))
+                db.execute("UPDATE thread_turns SET turn = NULL WHERE session_id = ?",
+                           (session_id,))
 
     def purge_erased(self) -> tuple[str, ...]:
         with self._lock:

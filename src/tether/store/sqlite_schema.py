@@ -166,5 +166,16 @@ MIGRATIONS: dict[int, str] = {
     CREATE TABLE halt_state (version INTEGER NOT NULL, standing INTEGER NOT NULL);
     INSERT INTO halt_state VALUES (0, 0);
     """,
+    # A thread's turns, each kept once at its place in the history, chained by digest
+    # (tether.store.turn_chain): a session's start names the history it was shown by its last
+    # place and link instead of carrying every earlier turn. ``turn`` is NULL once removed.
+    13: """
+    CREATE TABLE thread_turns (
+        tenant_id TEXT NOT NULL, user_id TEXT NOT NULL, thread_id TEXT NOT NULL,
+        ended INTEGER NOT NULL, session_id TEXT NOT NULL, digest TEXT NOT NULL,
+        link TEXT NOT NULL, turn TEXT,
+        PRIMARY KEY (tenant_id, user_id, thread_id, ended)) WITHOUT ROWID;
+    CREATE INDEX thread_turns_by_session ON thread_turns (session_id);
+    """,
 }
 SCHEMA_VERSION = max(MIGRATIONS)

@@ -6,7 +6,8 @@ them in (and erasure from ``store.sqlite_erasure``).
 
 Decision: a thread's place is taken with one ``INSERT ... SELECT max + 1`` inside the store's
 ``BEGIN IMMEDIATE`` transaction, so two sessions joining at once get two places, and a turn's
-place in the thread's history (``ended``) likewise.
+place in the thread's history (``ended``) likewise, and the turn kept with it is chained onto
+the last one kept in the same transaction (``tether.store.turn_chain``).
 """
 
 from __future__ import annotations
@@ -14,11 +15,14 @@ from __future__ import annotations
 import sqlite3
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
 from tether.store.base import ThreadEntry, thread_key
 from tether.store.sqlite_open import transaction
+from tether.store.turn_chain import GENESIS, ThreadTurn, turn_digest, turn_link
+
+_ALL = 2**62  # ``through`` when every kept turn is asked for
 
 
 class SQLiteThreads:
@@ -63,21 +67,63 @@ class SQLiteThreads:
         return [ThreadEntry(t, p, s, u or None, c, e) for t, p, s, u, c, e in rows]
 
     def end_turns(self, tenant_id: str | None, user_id: str | None, thread_id: str,
-                  session_ids: Sequence[str]) -> None:
+                  session_ids: Sequence[str], turns: Mapping[str, str] | None = None) -> None:
         where = "tenant_id = ? AND user_id = ? AND thread_id = ?"
+        owner = (*thread_key(tenant_id, user_id), thread_id)
         with self._lock:
             self._writable()
             with transaction(self._db, self.path, self.url):
                 for session_id in session_ids:
-                    self._db.execute(
+                    row = self._db.execute(
                         f"UPDATE threads SET ended = (SELECT coalesce(max(ended), 0) + 1 FROM "
                         f"threads WHERE {where}) WHERE {where} AND session_id = ? AND ended IS "
-                        "NULL", (*thread_key(tenant_id, user_id), thread_id,
-                                 *thread_key(tenant_id, user_id), thread_id, session_id))
+                        "NULL RETURNING ended", (*owner, *owner, session_id)).fetchone()
+                    if row is not None and turns and session_id in turns:
+                        self._keep(owner, int(row[0]), session_id, turns[session_id], True)
+
+    def _keep(self, owner: tuple[str, str, str], place: int, session_id: str, text: str,
+              ending: bool = False) -> None:
+        """Keep a turn at its place, chained onto the last one kept (inside the caller's
+        transaction); one at or below the last place kept is left out, and so is a turn
+        ending on a thread whose earlier places were given with nothing kept."""
+        last = self._db.execute(
+            "SELECT ended, link FROM thread_turns WHERE tenant_id = ? AND user_id = ? AND "
+            "thread_id = ? ORDER BY ended DESC LIMIT 1", owner).fetchone()
+        if last is not None and last[0] >= place:
+            return
+        if last is None and ending and self._db.execute(
+                "SELECT 1 FROM threads WHERE tenant_id = ? AND user_id = ? AND thread_id = ? "
+                "AND ended < ? LIMIT 1", (*owner, place)).fetchone():
+            return
+        digest = turn_digest(text)
+        self._db.execute("INSERT INTO thread_turns VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                         (*owner, place, session_id, digest,
+                          turn_link(GENESIS if last is None else last[1], digest), text))
+
+    def thread_turns(self, tenant_id: str | None, user_id: str | None, thread_id: str,
+                     through: int | None = None) -> list[ThreadTurn]:
+        with self._lock:
+            rows = self._db.execute(
+                "SELECT ended, session_id, digest, link, turn FROM thread_turns WHERE "
+                "tenant_id = ? AND user_id = ? AND thread_id = ? AND ended <= ? ORDER BY ended",
+                (*thread_key(tenant_id, user_id), thread_id,
+                 _ALL if through is None else through)).fetchall()
+        return list(map(ThreadTurn._make, rows))
+
+    def fill_turns(self, tenant_id: str | None, user_id: str | None, thread_id: str,
+                   turns: Sequence[tuple[int, str, str]]) -> None:
+        owner = (*thread_key(tenant_id, user_id), thread_id)
+        with self._lock:
+            self._writable()
+            with transaction(self._db, self.path, self.url):
+                for place, session_id, text in turns:
+                    self._keep(owner, place, session_id, text)
 
     def leave_threads(self, tenant_id: str | None, user_id: str | None) -> int:
         with self._lock:
             self._writable()
             with transaction(self._db, self.path, self.url):
+                self._db.execute("DELETE FROM thread_turns WHERE tenant_id = ? AND user_id = ?",
+                                 thread_key(tenant_id, user_id))
                 return self._db.execute("DELETE FROM threads WHERE tenant_id = ? AND user_id = ?",
                                         thread_key(tenant_id, user_id)).rowcount

@@ -167,9 +167,12 @@ def _decided(event: Event) -> Decided | None:
 def _turn(event: Event) -> Turn | None:
     d = event.data
     if event.type == EventType.MODEL_REQUEST:
-        return Turn(int(d.get("step") or 0), tuple(
-            (str(m.get("role")), excerpt(_text(m.get("content")), MESSAGE_CHARS))
-            for m in d.get("new") or [] if isinstance(m, Mapping)))
+        messages = [(str(m.get("role")), excerpt(_text(m.get("content")), MESSAGE_CHARS))
+                    for m in d.get("new") or [] if isinstance(m, Mapping)]
+        if d.get("history") and messages:  # a thread's turns, named by the session's start
+            messages.insert(1, ("thread", f"{d['history']} messages of the thread's earlier "
+                                          "turns (the session's start names them)"))
+        return Turn(int(d.get("step") or 0), tuple(messages))
     if event.type == EventType.MODEL_RESPONSE:
         r = d.get("response") or {}
         calls = tuple(f"{c.get('name')}({json.dumps(c.get('arguments'), ensure_ascii=False)})"

@@ -203,9 +203,11 @@ class Environment:
         choice = tool_choice if tool_choice is not None and specs else (
             self._first_tool_choice if step == 1 and specs else None)
         call = self._call
+        journaled, history = self._state.journaled(new)  # a thread's turns: named by the start
         seq, durable = call.open({
             "step": step, "ref": len(self._state.conversation),
-            "new": new, "tools": self._tool_names if specs else (),
+            "new": journaled, **({"history": history} if history else {}),
+            "tools": self._tool_names if specs else (),
             "max_output_tokens": reservation.max_output_tokens, "final": final,
             "reserved_input": reservation.input_tokens,
             "reserved_cost_usd": reservation.cost_usd,

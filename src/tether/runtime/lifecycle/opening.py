@@ -9,6 +9,7 @@ model and tool call when the recipe has telemetry, is made from it.
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from tether.journal.chain import Journal
@@ -61,17 +62,20 @@ def open_run(session: Session, journal: Journal, state: SessionState, resuming: 
         if session.metadata:
             start["metadata"] = session.metadata
         recorded = session.recorded_start  # a rerun's: the turns and the plan as recorded
+        shown: Sequence[Mapping[str, Any]] = ()
         if recorded is not None:
             start.update({k: recorded[k] for k in ("thread", "plan") if k in recorded})
+            shown = [t.to_dict() for t in session.recorded_turns]
         else:
             if session.thread is not None:
-                start["thread"] = _join(session, session.thread)
+                start["thread"], shown = _join(session, session.thread)
             plan = plan_of(session)
             if plan is not None:
                 start["plan"] = plan
         if check is not None:
             start["output"] = {"type": check.spec.name, "retries": check.retries,
                                "native": check.native}
+        state.shown = shown  # (the start names them by reference)
         seq = write_start(journal, start)
         parent = TraceParent.parse(session.context.get("traceparent")) if agent.telemetry \
             else None
@@ -87,16 +91,16 @@ def plan_of(session: Session) -> dict[str, Any] | None:
     return read_request(session.request, resources).to_dict()
 
 
-def _join(session: Session, thread_id: str) -> dict[str, Any]:
-    """Take the session's place in its thread and read the turns that have ended (journaled in
-    the start, so nothing later depends on the thread index)."""
+def _join(session: Session, thread_id: str) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """Take the session's place in its thread and read the turns that have ended: the start
+    names them by reference (``tether.runtime.lifecycle.thread``), so nothing later depends on
+    the thread index, and a thread's turns are stored once however many sessions continue it."""
     store = session.agent.journal_store
     assert store is not None  # Agent.session refuses a thread without a store
     user, tenant = session.subject.user_id, session.subject.tenant_id
     place = store.join_thread(tenant, user, thread_id, session.id)
-    turns = thread_history(store, tenant, user, thread_id)
-    return {"id": thread_id, "position": place, "order": HISTORY_ORDER,
-            "history": [t.to_dict() for t in turns]}
+    turns, reference = thread_history(store, tenant, user, thread_id)
+    return {"id": thread_id, "position": place, "order": HISTORY_ORDER, **reference}, turns
 
 
 def _provider(agent: Agent) -> dict[str, str]:

@@ -37,7 +37,7 @@ from tether.runtime.lifecycle.stored import JournalTampered as JournalTampered
 from tether.runtime.lifecycle.stored import RecipeChanged as RecipeChanged
 from tether.runtime.lifecycle.stored import stored_events
 from tether.runtime.lifecycle.sync import run_sync
-from tether.runtime.lifecycle.thread import end_turn
+from tether.runtime.lifecycle.thread import Turn, end_turn, recorded_history
 from tether.runtime.lifecycle.wiring import environment as wired_environment
 from tether.runtime.lifecycle.wiring import output_check
 from tether.runtime.provenance.recalled import recall_hidden
@@ -88,6 +88,7 @@ class Session:
         "id",
         "metadata",
         "recorded_start",
+        "recorded_turns",
         "request",
         "subject",
         "task",
@@ -99,7 +100,7 @@ class Session:
                  context: Mapping[str, Any] | None, session_id: str | None,
                  history: Sequence[Event] = (),
                  metadata: Mapping[str, Any] | None = None, request: str | None = None,
-                 thread: str | None = None) -> None:
+                 thread: str | None = None, shown: Sequence[Turn] = ()) -> None:
         if not isinstance(task, str) or not task.strip():
             raise InvalidArgument("task must be a non-empty string")
         self.agent = agent
@@ -119,7 +120,8 @@ class Session:
         # a rerun's: the recorded session's start, whose thread turns and request plan the
         # rerun starts with (not read again from a store or the request)
         self.recorded_start: Mapping[str, Any] | None = None
-        self._state = fold(history)
+        self.recorded_turns: Sequence[Turn] = ()  # ... and the turns its start named
+        self._state = fold(history, [t.to_dict() for t in shown])
         self._journal = Journal(self.id, on_append=self._state.apply, store=agent.journal_store,
                                 history=history)
         for sink in agent.telemetry:
@@ -150,7 +152,8 @@ class Session:
                       roles=subject["roles"], context=start.get("context"),
                       session_id=session_id, history=events, metadata=start.get("metadata"),
                       request=start.get("request"),
-                      thread=(start.get("thread") or {}).get("id"))
+                      thread=(start.get("thread") or {}).get("id"),
+                      shown=recorded_history(agent.journal_store, start))
         recall_hidden(session._journal, events, agent.credentials)  # before it appends a thing
         return session
 
@@ -408,7 +411,8 @@ class Session:
         if self.agent.keep_hidden_arguments and store is not None:
             store.drop_private(self.id)  # an ended session runs nothing more: keep no secret
         if self.thread is not None and store is not None:  # its turn joins the thread's history
-            end_turn(store, self.subject.tenant_id, self.subject.user_id, self.thread, self.id)
+            end_turn(store, self.subject.tenant_id, self.subject.user_id, self.thread, self.id,
+                     self._journal.events(), self._state.tainted)
         self._result = self._snapshot(spend)
         return self._result
 

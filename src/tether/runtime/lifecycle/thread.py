@@ -1,43 +1,53 @@
 """Conversation threads: what a session that continues a thread starts from.
 
 Why: a conversation that spans sessions (a chat across days) must remember what was said, and
-tether's promise is that the journal is the truth — so a thread keeps no copy of its own. The
-store's thread index says which sessions make up a thread of a tenant's user; each turn (the
-question, the answer) is read from its own session's journal, and a new session of the thread
-journals the turns it is shown in its start, so its replay, rerun, resumption and audit never
-depend on the index again.
+tether's promise is that the journal is the truth. The store's thread index says which sessions
+make up a thread of a tenant's user; each turn (the question, the answer) is written by its own
+session's journal, and kept once more by the store when it takes its place in the thread's
+history (``tether.store.turn_chain``), chained by digest onto the turns before it. A new session
+of the thread journals in its start the history it is shown *by reference* — the last place in
+it and that place's link — so its replay, rerun, resumption and audit read exactly those turns
+again and check them against the link (``recorded_history``), in any process.
 
 Decision: a thread belongs to (tenant, user, thread id): another tenant's or user's thread of the
-same id is another thread, so nothing is read across them. A thread's history is the turns that
-have *ended*, in the order they ended: a session takes a place in the history when its end is
-journaled (``end_turn``), one at a time in the store, so whatever overlapped no turn is lost, and
-every session's history is the one a session before it was shown plus the turns that ended
-since — no turn that ends later is ever put before what an earlier session saw. A turn still
-running (or paused) when a session starts is not shown to it; it joins the history when it ends.
-If the store could not record an end (a crash, an outage between the end and its place), the
-next session of the thread that finds the turn ended gives it its place. A turn is read from its
-own session's journal, or from a later session's start that journaled it, and either journal
-must verify (an earlier turn edited in the database would otherwise speak to the model as the
-conversation); an erased, pruned or forgotten session is not a turn any more. A
-turn from a session that had read untrusted content carries that taint, so the continuing
-session starts tainted, as the one that read it ended. Cost: a session's start holds the turns it
-was shown, so a session joining reads the journal of the last ended turn (whose start holds the
-thread's first turns, verified with that journal) and only the turns placed since that one
-started one by one; a thread whose sessions do not overlap is continued from one journal.
+same id is another thread, so nothing is read across them, and a start's reference is resolved
+in the thread of the start's own subject. A thread's history is the turns that have *ended*, in
+the order they ended: a session takes a place in the history when its end is journaled
+(``end_turn``), one at a time in the store, so whatever overlapped no turn is lost, and every
+session's history is the one a session before it was shown plus the turns that ended since — no
+turn that ends later is ever put before what an earlier session saw. A turn still running (or
+paused) when a session starts is not shown to it; it joins the history when it ends. If the
+store could not record an end (a crash, an outage between the end and its place), the next
+session of the thread that finds the turn ended gives it its place (and keeps its turn).
+
+What is shown is checked as before: every kept turn's digest and link is recomputed, the latest
+turn's own journal must verify and hold the same turn, and its start's reference must name the
+same link at its place (an earlier turn edited, dropped or reordered in the database would
+otherwise speak to the model as the conversation); turns placed while it ran are checked
+against their own journals one by one. A turn whose text was removed (its session pruned, or
+erased by ``forget``) is shown only from its own journal, verified, or not at all. A turn from a
+session that had read untrusted content carries that taint, so the continuing session starts
+tainted, as the one that read it ended (the start's reference says so too). A start written
+before turns were kept (it carries the turns it was shown, ``history``) is still read as it
+was; a thread whose turns were placed then has them kept when a session next joins it.
+Cost: a session joining reads the kept turns (one query; two digests per turn) and one earlier
+journal when the thread's sessions do not overlap; its start grows by nothing with the thread.
 """
 
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Sequence
+import json
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from tether.errors import InvalidArgument, RunError
-from tether.journal.chain import verify_chain
-from tether.journal.erasure import vouched
+from tether.journal.chain import canonical_text, verify_chain
+from tether.journal.erasure import erasure_of, vouched
 from tether.runtime.record.state import fold
 from tether.store.base import Store, StoreError, ThreadEntry
+from tether.store.turn_chain import GENESIS, ThreadTurn, turn_digest, turn_link
 from tether.types import Event
 from tether.vocabulary import EventType
 
@@ -48,7 +58,8 @@ HISTORY_ORDER = "ended"
 
 
 class ThreadTampered(RunError, RuntimeError):
-    """An earlier session of the thread does not verify; the thread is not continued."""
+    """An earlier session of the thread does not verify, or a kept turn does not match the
+    history a start named; the thread is not continued (nor the session resumed)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -67,7 +78,7 @@ class Turn:
                 "assistant": self.assistant, "tainted": self.tainted}
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> Turn:
+    def from_dict(cls, data: Mapping[str, Any]) -> Turn:
         return cls(data["session"], data["position"], data["user"], data["assistant"],
                    bool(data.get("tainted")))
 
@@ -94,37 +105,186 @@ def turn_of(session_id: str, position: int, events: Sequence[Event],
     return Turn(session_id, position, state.task, state.answer or "", state.tainted)
 
 
+def turn_text(turn: Turn) -> str:
+    """A turn as a store keeps it (``ThreadTurn.turn``) and as its digest covers it."""
+    return canonical_text(turn.to_dict())
+
+
 def thread_history(store: Store, tenant_id: str | None, user_id: str | None,
-                   thread_id: str) -> list[Turn]:
-    """The turns a session joining the thread is shown: every turn that has ended, in the order
-    the turns took their places. A turn found ended without a place (its end was journaled but
-    its place not recorded) is given one first, so the next session is shown it in the same
-    place."""
+                   thread_id: str) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    """The turns a session joining the thread is shown (``Turn.to_dict``: every turn that has
+    ended, in the order the turns took their places) and the reference its start journals for
+    them. A turn found ended without a place (its end was journaled but its place not recorded)
+    is given one first, so the next session is shown it in the same place."""
     entries = store.thread_entries(tenant_id, user_id, thread_id)
     journals = _Journals(store)
-    late = [e.session_id for e in entries if e.ended is None and journals.ended(e)]
+    late = [e for e in entries if e.ended is None and journals.ended(e)]
     if late:
-        store.end_turns(tenant_id, user_id, thread_id, late)
+        store.end_turns(tenant_id, user_id, thread_id, [e.session_id for e in late],
+                        {t.session_id: turn_text(t) for t in map(journals.turn, late) if t})
         entries = store.thread_entries(tenant_id, user_id, thread_id)
-    return journals.turns([e for e in entries if e.ended is not None])
+    kept = _kept(store, tenant_id, user_id, thread_id, entries, journals, fill=True)
+    _anchored(kept, journals)
+    turns = _shown(kept, journals)
+    last = kept[-1] if kept else None
+    return turns, {"through": last.ended if last else 0, "link": last.link if last else GENESIS,
+                   "shown": len(turns), "tainted": any(t["tainted"] for t in turns)}
 
 
-def ended_turns(store: Store, entries: Sequence[ThreadEntry]) -> list[Turn]:
+def recorded_history(store: Store | None, start: Mapping[str, Any]) -> list[Turn]:
+    """The turns a stored session's start says it was shown, read again and checked against
+    the link its start journaled (ThreadTampered when they do not match, or are missing): a
+    start written before turns were kept carries them itself. Turns removed since (pruned,
+    erased) are not shown again."""
+    thread = start.get("thread")
+    if not thread:
+        return []
+    if "history" in thread:
+        return [Turn.from_dict(t) for t in thread["history"] or ()]
+    through, link = int(thread.get("through") or 0), thread.get("link") or GENESIS
+    if not through:
+        return []
+    if store is None:
+        raise ThreadTampered("the session continues a thread whose turns live in a store, and "
+                             "this agent has none: give it the session's store")
+    subject = start.get("subject") or {}
+    kept = store.thread_turns(subject.get("tenant_id"), subject.get("user_id"), thread["id"],
+                              through)
+    check_kept(kept)
+    if not kept or kept[-1].ended != through or kept[-1].link != link:
+        raise ThreadTampered(f"the turns of thread {thread['id']!r} through place {through} "
+                             "are missing or do not match the link the session's start "
+                             "journaled; the session is not continued from another history")
+    return [Turn.from_dict(t) for t in _shown(kept, _Journals(store))]
+
+
+def ended_turns(store: Store, tenant_id: str | None, entries: Sequence[ThreadEntry]
+                ) -> list[Turn]:
     """The ended turns among ``entries`` (one thread's), in the thread's order, writing nothing:
     those with a place in the history by their place, then those found ended without one (as
     ``thread_history`` would place them next)."""
+    if not entries:
+        return []
     journals = _Journals(store)
-    return journals.turns([e for e in entries if e.ended is not None],
-                          [e for e in entries if e.ended is None and journals.ended(e)])
+    user, thread_id = entries[0].user_id, entries[0].thread_id
+    kept = _kept(store, tenant_id, user, thread_id, entries, journals, fill=False)
+    _anchored(kept, journals)
+    extra = [t for t in journals.turns([e for e in entries if e.ended is not None and e.ended
+                                         > (kept[-1].ended if kept else 0)])]
+    late = [e for e in entries if e.ended is None and journals.ended(e)]
+    return [*map(Turn.from_dict, _shown(kept, journals)), *extra,
+            *journals.turns([], sorted(late, key=lambda e: e.position))]
 
 
 def end_turn(store: Store, tenant_id: str | None, user_id: str | None, thread_id: str,
-             session_id: str) -> None:
-    """Give an ended session's turn its place in the thread's history, once its end is
-    journaled. The session has ended whatever happens here: if the store cannot record the
-    place now, the next session of the thread that finds the turn ended gives it one."""
+             session_id: str, events: Sequence[Event], tainted: bool) -> None:
+    """Give an ended session's turn its place in the thread's history, and keep it there, once
+    its end is journaled (``events``: its journal as sealed). The session has ended whatever
+    happens here: if the store cannot record the place now, the next session of the thread that
+    finds the turn ended gives it one."""
+    turns = None
+    if events and events[0].type == EventType.SESSION_START and \
+            events[-1].type == EventType.SESSION_END:
+        start = events[0].data
+        turn = Turn(session_id, int((start.get("thread") or {}).get("position") or 0),
+                    start["task"], events[-1].data["answer"], tainted)  # (as just written)
+        turns = {session_id: turn_text(turn)}
     with contextlib.suppress(StoreError):  # placed later by thread_history, as documented
-        store.end_turns(tenant_id, user_id, thread_id, [session_id])
+        store.end_turns(tenant_id, user_id, thread_id, [session_id], turns)
+
+
+def _kept(store: Store, tenant_id: str | None, user_id: str | None, thread_id: str,
+          entries: Sequence[ThreadEntry], journals: _Journals, fill: bool) -> list[ThreadTurn]:
+    """The kept turns of the thread, their digests and links checked; with ``fill``, the turns
+    placed without being kept (by a tether before turns were kept) are kept first, read as
+    that tether read them."""
+    kept = store.thread_turns(tenant_id, user_id, thread_id)
+    last = kept[-1].ended if kept else 0
+    placed = sorted((e for e in entries if e.ended is not None), key=lambda e: e.ended or 0)
+    missing = [e for e in placed if (e.ended or 0) > last]
+    if missing and fill:
+        found = {t.session_id: t for t in journals.turns(missing if kept else placed)}
+        store.fill_turns(tenant_id, user_id, thread_id,
+                         [(e.ended or 0, e.session_id, turn_text(found[e.session_id]))
+                          for e in missing if e.session_id in found])
+        kept = store.thread_turns(tenant_id, user_id, thread_id)
+    check_kept(kept)
+    return kept
+
+
+def check_kept(kept: Sequence[ThreadTurn]) -> None:
+    """Every kept turn's text matches its digest, and every link chains it onto the one
+    before (ThreadTampered naming the first that does not)."""
+    link = GENESIS
+    for row in kept:
+        link = turn_link(link, row.digest)
+        if row.link != link or (row.turn is not None and turn_digest(row.turn) != row.digest):
+            raise ThreadTampered(f"the thread's turn at place {row.ended} (session "
+                                 f"{row.session_id}) was edited in the store; the thread is "
+                                 "not continued from it. Run `tether audit verify --session "
+                                 f"{row.session_id}`")
+
+
+def _anchored(kept: Sequence[ThreadTurn], journals: _Journals) -> None:
+    """The kept turns agree with the journals: the latest turn whose session still stands
+    must hold the same turn in its own (verified) journal, and its start must name the same
+    link at its place as the kept chain; the turns placed after that place are each checked
+    against their own journals (for a thread whose sessions do not overlap: the latest)."""
+    links = {row.ended: row.link for row in kept}
+    for i in range(len(kept) - 1, -1, -1):
+        start = journals.start_of(kept[i].session_id)
+        if start is None:  # pruned or erased: not a turn any more, and its text went with it
+            if kept[i].turn is not None:
+                _mismatch(kept[i])
+            continue
+        thread = start.get("thread") or {}
+        if "history" in thread:  # written before turns were kept: it carries what it saw
+            held = {t["session"]: t for t in thread["history"] or ()
+                    if thread.get("order") == HISTORY_ORDER}  # (before it: another history)
+            after = [r for r in kept[:i] if r.session_id not in held]
+            for row in kept[:i]:
+                if row.session_id in held and row.turn is not None and \
+                        turn_digest(turn_text(Turn.from_dict(held[row.session_id]))) != \
+                        row.digest:
+                    _mismatch(row)
+        else:
+            through = int(thread.get("through") or 0)
+            if through and links.get(through) != thread.get("link"):
+                _mismatch(kept[i])
+            after = [r for r in kept[:i] if r.ended > through]
+        for row in [*after, kept[i]]:
+            journals.matches(row)
+        return
+
+
+def _mismatch(row: ThreadTurn) -> None:
+    raise ThreadTampered(f"the thread's kept turns do not match the history session "
+                         f"{row.session_id} journaled; the thread is not continued from an "
+                         f"edited store. Run `tether audit verify --session {row.session_id}`")
+
+
+def _shown(kept: Sequence[ThreadTurn], journals: _Journals) -> list[dict[str, Any]]:
+    """The turns of ``kept`` that are still turns (``Turn.to_dict``): each from its kept text
+    (all decoded in one go), or, when that was removed, from its own journal if it still stands
+    (an erasure of passages rewrote it)."""
+    texts = [row.turn for row in kept if row.turn is not None]
+    objects = json.loads(f"[{','.join(texts)}]") if texts else []
+    if len(objects) != len(texts):  # (each text is one object: digests checked before)
+        raise ThreadTampered("the thread's kept turns do not read as one turn each")
+    decoded = iter(objects)
+    shown = []
+    for row in kept:
+        if row.turn is not None:
+            turn = next(decoded)
+            if turn["session"] != row.session_id:
+                _mismatch(row)
+        else:
+            found = journals.turn(ThreadEntry("", 0, row.session_id, None, 0.0, row.ended))
+            if found is None:
+                continue
+            turn = found.to_dict()
+        shown.append(turn)
+    return shown
 
 
 class _Journals:
@@ -137,36 +297,54 @@ class _Journals:
         self._turns: dict[str, Turn | None] = {}
 
     def ended(self, entry: ThreadEntry) -> bool:
-        return self._read(entry) is not None
+        return self._read(entry.session_id) is not None
 
-    def _read(self, entry: ThreadEntry) -> Sequence[Event] | None:
-        events = self._ended.get(entry.session_id)
+    def _read(self, session_id: str) -> Sequence[Event] | None:
+        events = self._ended.get(session_id)
         if events is None:
-            events = self._store.read(entry.session_id)
+            events = self._store.read(session_id)
             if not any(e.type == EventType.SESSION_END for e in events):
                 return None
-            self._ended[entry.session_id] = events
+            self._ended[session_id] = events
         return events
 
-    def _turn(self, entry: ThreadEntry) -> Turn | None:
+    def turn(self, entry: ThreadEntry) -> Turn | None:
         if entry.session_id not in self._turns:
-            events = self._read(entry)
+            events = self._read(entry.session_id)
             self._turns[entry.session_id] = None if events is None else turn_of(
                 entry.session_id, entry.position, events, self._store.read)
         return self._turns[entry.session_id]
 
+    def start_of(self, session_id: str) -> Mapping[str, Any] | None:
+        """The start of an ended session that still stands (verified), or None."""
+        if self.turn(ThreadEntry("", 0, session_id, None, 0.0)) is None:
+            return None
+        return self._ended[session_id][0].data
+
+    def matches(self, row: ThreadTurn) -> None:
+        """A kept turn is the one its session's journal holds (or that journal was rewritten
+        by an erasure, which removed the kept text too)."""
+        turn = self.turn(ThreadEntry("", 0, row.session_id, None, 0.0))
+        if turn is None and row.turn is not None:  # a kept turn no journal stands behind
+            _mismatch(row)
+        if turn is None or row.turn is None:
+            return
+        if turn_digest(turn_text(Turn(turn.session_id, Turn.from_dict(json.loads(row.turn))
+                                      .position, turn.user, turn.assistant, turn.tainted))) \
+                != row.digest and not any(map(erasure_of, self._ended[row.session_id])):
+            _mismatch(row)
+
     def turns(self, placed: Sequence[ThreadEntry],
               late: Sequence[ThreadEntry] = ()) -> list[Turn]:
         """The turns of ``placed`` in the order of their places, then of ``late`` (ended, not
-        placed yet) by position. The latest placed session's start holds the turns it was shown,
-        verified with its journal: the thread's first turns, each already read once; so only
-        the turns placed since it started are read one by one (for a thread whose sessions do
-        not overlap: that session's own)."""
+        placed yet) by position, read from their journals — for turns placed before turns were
+        kept, the latest one's start holds the turns it was shown (verified with its journal):
+        so only the turns placed since it started are read one by one."""
         placed = sorted(placed, key=lambda e: e.ended or 0)
         on_thread = {e.session_id for e in placed}
         shown: list[Turn] = []
         for entry in reversed(placed):  # the latest one that was not erased
-            if self._turn(entry) is not None:
+            if self.turn(entry) is not None:
                 start = self._ended[entry.session_id][0].data.get("thread") or {}
                 if start.get("order") == HISTORY_ORDER:  # (a tether before it showed others)
                     shown = [t for t in map(Turn.from_dict, start.get("history") or ())
@@ -174,6 +352,4 @@ class _Journals:
                 break
         seen = {t.session_id for t in shown}
         rest = [e for e in placed if e.session_id not in seen]
-        return shown + [t for t in map(self._turn, [*rest, *sorted(late, key=lambda e:
-                                                                    e.position)])
-                        if t is not None]
+        return shown + [t for t in map(self.turn, [*rest, *late]) if t is not None]

@@ -28,6 +28,7 @@ from tether.runtime.provenance.labels import PrivateValues
 from tether.runtime.provenance.values import Sighting, SightingLog
 from tether.runtime.record import charges
 from tether.runtime.record.branch_log import BranchLog
+from tether.runtime.record.history import left_out, opening_turns, put_back
 from tether.runtime.record.result import Step, ToolResult
 from tether.runtime.record.revive import revive
 from tether.types import (
@@ -60,11 +61,11 @@ class SessionState:
     are cleared at every turn whatever the window, and approval requests live in the approval
     store, never here. What is forgotten is in the journal, which a replay folds whole."""
 
-    __slots__ = ("_done", "_outbox", "_recent", "_steps_closed", "answer", "approvals",
+    __slots__ = ("_done", "_history", "_outbox", "_recent", "_steps_closed", "answer", "approvals",
                  "branches", "compacted_ids", "conversation", "counted", "decisions",
                  "denial_streak", "effects", "error_streak", "granted", "in_flight",
                  "may_have_approvals", "notice", "opening", "output", "output_invalid", "paused",
-                 "plan", "planned", "planning", "private", "ran", "results", "settled",
+                 "plan", "planned", "planning", "private", "ran", "results", "settled", "shown",
                  "signatures", "started", "steps", "stop_detail", "stop_reason", "strategy_log",
                  "tainted", "tally", "task", "turn", "turn_from_model", "turn_open", "turn_step",
                  "turn_text", "unsent", "window")
@@ -136,6 +137,9 @@ class SessionState:
         # what the session opened with (system prompt, thread, task): a branch's context starts
         # there; and what explored branches asked and ran, apart from the conversation
         self.opening: tuple[Message, ...] = ()
+        # a thread's turns a start names by reference (tether.runtime.record.history)
+        self.shown: Sequence[Mapping[str, Any]] = ()
+        self._history: tuple[Message, ...] = ()
         self.branches = BranchLog()
         # derived views, read several times per step: kept up to date by the handlers
         self._done: list[ToolResult] = []  # the open turn's results, in call order
@@ -203,23 +207,25 @@ class SessionState:
     def _on_start(self, data: Mapping[str, Any]) -> None:
         self.task = data["task"]
         self.plan = RequestPlan.from_dict(data["plan"]) if data.get("plan") else None
-        history = []
-        thread = data.get("thread")
-        for turn in thread["history"] if thread else ():  # a thread's earlier turns
-            history.append(Message.user(turn["user"]))
-            if turn["assistant"]:
-                history.append(Message.assistant(turn["assistant"]))
-            self.tainted = self.tainted or bool(turn.get("tainted"))
+        history, tainted, self._history = opening_turns(data.get("thread"), self.shown)
+        self.tainted = self.tainted or tainted
         self.unsent = [Message.system(data["system_prompt"]), *history,
                        Message.user(data["task"])]
         self.opening = tuple(self.unsent)
         self._outbox = None
 
+    def journaled(self, new: Sequence[Message]) -> tuple[Sequence[Message], int]:
+        return left_out(new, self._history)  # as a request journals it (record.history)
+
+    def _sent(self, data: Mapping[str, Any], key: str) -> list[Message]:
+        self._history, history = (), self._history
+        return put_back(data[key], data.get("history"), history)
+
     def _on_request(self, data: Mapping[str, Any]) -> None:
         if self.turn_open:
             self.error_streak, self.denial_streak = self.streaks()
             self.turn_open = False
-        self.conversation.extend(data["new"])
+        self.conversation.extend(self._sent(data, "new") if self._history else data["new"])
         self.unsent = []
         self._outbox = None
         self.in_flight = data
@@ -269,7 +275,8 @@ class SessionState:
             self.error_streak, self.denial_streak = self.streaks()
             self.turn_open = False
         calls: tuple[ToolCall, ...] = data["calls"]
-        self.conversation.extend(data["flushed"])
+        self.conversation.extend(self._sent(data, "flushed") if self._history
+                                 else data["flushed"])
         self.conversation.append(Message.assistant("", calls))
         self.unsent = []
         self.strategy_log.append(("calls", (data["reason"], calls)))
@@ -435,10 +442,11 @@ _HANDLERS: dict[str, Callable[[SessionState, Mapping[str, Any]], None]] = {
 }
 
 
-def fold(events: Iterable[Event]) -> SessionState:
-    """A session's state rebuilt from its stored events: the same state the live session built
-    as it appended them."""
+def fold(events: Iterable[Event], shown: Sequence[Mapping[str, Any]] = ()) -> SessionState:
+    """A session's state rebuilt from its stored events (and the thread turns its start names,
+    ``shown``): the same state the live session built as it appended them."""
     state = SessionState()
+    state.shown = shown
     for event in events:
         state.apply(event.type, revive(event.type, event.data))
     return state

@@ -64,9 +64,11 @@ async def call_planned(seat: Seat, calls: Sequence[tuple[str, Mapping[str, Any]]
         turn = planned_turn(calls, reason, state)
         seat.skip_unresolved("the strategy ran planned calls instead")
         flushed = state.outbox()
+        journaled, history = state.journaled(flushed)  # a thread's turns: named by the start
         try:
             seat.record(EventType.STRATEGY_CALLS,
-                        {"reason": reason, "flushed": flushed, "calls": turn})
+                        {"reason": reason, "flushed": journaled, "calls": turn,
+                         **({"history": history} if history else {})})
         except JournalValueError as exc:
             raise InvalidArgument(f"the planned calls cannot be journaled: {exc}") from None
         seat.conversation_grew(flushed, turn)
