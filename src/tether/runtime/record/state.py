@@ -76,8 +76,7 @@ class SessionState:
                                   f"{window}")
         self.window = window
         self.task = ""
-        # append-only, so a request's snapshot of it is taken in constant time (_snapshots)
-        self.conversation: AppendOnlyLog[Message] = AppendOnlyLog()
+        self.conversation: AppendOnlyLog[Message] = AppendOnlyLog()  # snapshots in O(1)
         self.unsent: list[Message] = []  # written but not yet sent to the model
         self.tally = Tally()
         self.signatures: dict[str, int] = {}
@@ -102,8 +101,7 @@ class SessionState:
         # none
         self.planning: tuple[str, Mapping[str, Any]] | None = None
         self.private = PrivateValues()  # private data the session read (provenance.labels)
-        # every side effect the session made, in order (with a window: the last ``window``):
-        # a snapshot of an append-only log, so a decision's context gets it in constant time
+        # every side effect made, in order (a window keeps the last ``window``); a snapshot
         self.effects: Sequence[MadeEffect] = ()
         self.settled: dict[str, Mapping[str, Any]] = {}  # call id -> an operator's decision
         self.error_streak = 0  # failed tool calls in a row, in call order, before this turn
@@ -137,9 +135,8 @@ class SessionState:
         # what the session opened with (system prompt, thread, task): a branch's context starts
         # there; and what explored branches asked and ran, apart from the conversation
         self.opening: tuple[Message, ...] = ()
-        # a thread's turns a start names by reference (tether.runtime.record.history)
-        self.shown: Sequence[Mapping[str, Any]] = ()
-        self._history: tuple[Message, ...] = ()
+        self.shown: Sequence[Mapping[str, Any]] = ()  # the thread's turns a start names
+        self._history: tuple[Message, ...] = ()  # (tether.runtime.record.history)
         self.branches = BranchLog()
         # derived views, read several times per step: kept up to date by the handlers
         self._done: list[ToolResult] = []  # the open turn's results, in call order
