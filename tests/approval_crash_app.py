@@ -76,11 +76,16 @@ class NeedsApproval:
         return Decision(Effect.ALLOW, "ok", "p")
 
 
-def build(store: Any, effects: str, point: str = "", hold: float = 0.0) -> Agent:
-    @tool(side_effect=True, idempotent=bool(os.environ.get("CRASH_APP_IDEMPOTENT")))
+def build(store: Any, effects: str, point: str = "", hold: float = 0.0,
+          release: str = "") -> Agent:
+    @tool(side_effect=True, idempotent=bool(os.environ.get("CRASH_APP_IDEMPOTENT")),
+          timeout=90)
     def transfer(amount: int) -> str:
         """Move money."""
         time.sleep(hold)
+        deadline = time.monotonic() + 60
+        while release and not os.path.exists(release) and time.monotonic() < deadline:
+            time.sleep(0.01)  # held until the test has seen what it waits for
         with open(effects, "a") as fh:
             fh.write(f"transfer {amount}\n")
         if point == "effect":
@@ -113,7 +118,8 @@ def main(argv: list[str]) -> None:
     if point and point != "effect":
         store = CrashingStore(store, point)
     try:
-        result = build(store, effects, point, hold).resume(sid)
+        result = build(store, effects, point, hold,
+                       os.environ.get("CRASH_APP_RELEASE", "")).resume(sid)
     except SessionBusy as busy:
         print("busy", busy, flush=True)
         return

@@ -87,10 +87,18 @@ def test_an_approved_call_runs_exactly_once_whatever_the_crash(
 def test_two_workers_resuming_at_once_run_the_call_once(url: str, tmp_path: Path) -> None:
     effects = tmp_path / "effects.txt"
     sid = _paused_and_approved(url, effects)
-    env = {**os.environ, "CRASH_APP_HOLD": "1.5"}
+    release = tmp_path / "release"  # the worker that runs the call holds it until then
+    env = {**os.environ, "CRASH_APP_RELEASE": str(release)}
     workers = [subprocess.Popen([sys.executable, APP, "resume", url, str(effects), sid],
                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                                 env=env) for _ in range(2)]
+    try:
+        deadline = time.monotonic() + 60
+        while all(w.poll() is None for w in workers):  # one of them is turned away
+            assert time.monotonic() < deadline
+            time.sleep(0.05)
+    finally:
+        release.touch()
     outputs = sorted(w.communicate(timeout=60)[0].strip() for w in workers)
     assert outputs[0].startswith("busy") and "is running in" in outputs[0], outputs
     assert outputs[1] == "finished", outputs
@@ -100,9 +108,10 @@ def test_two_workers_resuming_at_once_run_the_call_once(url: str, tmp_path: Path
 def test_a_live_session_cannot_be_taken_over(url: str, tmp_path: Path) -> None:
     effects = tmp_path / "effects.txt"
     sid = _paused_and_approved(url, effects)
+    release = tmp_path / "release"  # the live worker holds its call until then
     live = subprocess.Popen([sys.executable, APP, "resume", url, str(effects), sid],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            env={**os.environ, "CRASH_APP_HOLD": "3"})
+                            env={**os.environ, "CRASH_APP_RELEASE": str(release)})
     try:
         deadline = time.monotonic() + 20
         while not any(t == "tool.started" for t, _ in _events(url, sid)):
@@ -112,6 +121,7 @@ def test_a_live_session_cannot_be_taken_over(url: str, tmp_path: Path) -> None:
         assert second.stdout.startswith("busy"), second.stdout + second.stderr
         assert "lease expires in" in second.stdout
     finally:
+        release.touch()
         out, _ = live.communicate(timeout=60)
     assert out.strip() == "finished"
     assert _transfers(effects) == 1
