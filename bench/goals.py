@@ -10,7 +10,7 @@ model, as petfish's ``FakeModel`` is). Printed, each as a ratio measured in this
    the processes interleaved round by round, medians (``bench/peers.py``'s harness); goals 1.5×
    and 1.3×; and the instructions per step over petfish's, counted by valgrind (goal 1.2×);
 2. telemetry: instructions per step with traces over without, and with metrics over traces,
-   every thread counted, SQLite store (goals 1.10 and 1.10);
+   every thread counted, SQLite store (goals 1.10 and 1.10; counted, so only with valgrind);
 3. a conversation thread: bytes stored for 10, 100 and 1,000 turns, and what starting a session
    on the 1,000-turn thread costs over a 10-turn one (goal 2×);
 4. a long session: a step at 2,000 steps over a step at 100 (goal 1.2×; ``--long`` adds 10,000).
@@ -74,6 +74,45 @@ def step_goals(rounds: int, runs: int, keep: Path | None, count: bool) -> list[R
             shutil.rmtree(where, ignore_errors=True)
 
 
+def telemetry_goals() -> list[Row]:
+    """Goal 2: telemetry's instructions per step, every thread counted (SQLite store)."""
+    import telemetry_cost
+
+    cost = telemetry_cost.ratios()
+    print(telemetry_cost.report(cost))
+    return [("telemetry: traces / off, all threads", cost.traces_over_off, "×", 1.10),
+            ("telemetry: traces+metrics / traces, all threads", cost.metrics_over_traces, "×",
+             1.10)]
+
+
+def thread_goals(count: bool) -> list[Row]:
+    """Goal 3: a thread stores O(N); a start on 1,000 turns costs at most 2x one on 10."""
+    import thread_growth
+
+    growth = thread_growth.measure(valgrind=count)
+    print("bytes stored per turn: " + ", ".join(
+        f"{n:,} turns {stored / n:,.0f} B" for n, stored in growth.stored.items()))
+    turns = sorted(growth.stored)
+    rows: list[Row] = [("thread: bytes per turn at 1,000 / at 10",
+                        (growth.stored[turns[-1]] / turns[-1]) / (growth.stored[turns[0]]
+                                                                  / turns[0]), "×", 1.1)]
+    if growth.start_ratio is not None:
+        rows.append(("thread: a session on 1,000 turns / on 10", growth.start_ratio, "×", 2.0))
+    return rows
+
+
+def long_session_goals(long: bool) -> list[Row]:
+    """Goal 4: a step at 2,000 (and 10,000) steps over a step at 100, the ScriptedModel."""
+    import long_session
+
+    depths = (100, 2000, 10000) if long else (100, 2000)
+    figures = long_session.per_step_costs(depths)
+    print("a long session's step, µs: " + ", ".join(
+        f"at {d:,} {c:.1f}" for d, c in figures.cost.items()))
+    return [(f"long session: step at {d:,} / at 100 (wall)", figures.ratio[d], "×", 1.2)
+            for d in depths[1:]]
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=5)
@@ -82,8 +121,13 @@ def main() -> None:
     parser.add_argument("--no-valgrind", action="store_true", help="skip instruction counts")
     parser.add_argument("--long", action="store_true", help="also measure at 10,000 steps")
     args = parser.parse_args()
+    count = not args.no_valgrind
     parts: list[Callable[[], list[Row]]] = [
-        lambda: step_goals(args.rounds, args.runs, args.keep, not args.no_valgrind)]
+        lambda: step_goals(args.rounds, args.runs, args.keep, count),
+        lambda: long_session_goals(args.long),
+        lambda: thread_goals(count)]
+    if count:
+        parts.append(telemetry_goals)
     rows = [row for part in parts for row in part()]
     print(f"\n{'goal':<52}{'measured':>10}{'goal':>8}")
     for what, value, unit, goal in rows:
