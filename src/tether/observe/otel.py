@@ -224,7 +224,7 @@ class OTelSink:
             data = data_of(event)
             spans = deriver.feed(event, data)
             instruments.measure(event_measures(event.type, data))
-        if not deriver.open:
+        if deriver._root is None:  # (not deriver.open: its segment ended)
             del self._derivers[event.session_id]
         return spans
 

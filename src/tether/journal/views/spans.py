@@ -174,7 +174,16 @@ class SpanDeriver:
         handler = _HANDLERS.get(kind)
         if handler is None or (self._root is None and kind not in _OPENERS):
             return []
-        return handler(self, event, data_of(event) if data is None else data) or []
+        if data is None:  # (data_of, inlined: the worker runs this for every event)
+            text = event._json
+            if text and _loads is not None:
+                try:
+                    data = _loads(text)
+                except ValueError:
+                    data = event.data
+            else:
+                data = event.data
+        return handler(self, event, data) or []
 
     def finish(self, end: Event | None = None) -> list[SpanRecord]:
         """End what is still open (a segment cut short by a crash), marked unfinished."""
