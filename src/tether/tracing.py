@@ -21,6 +21,7 @@ from __future__ import annotations
 import hashlib
 import re
 from dataclasses import dataclass, field
+from typing import Any
 
 from tether.records import fast_init
 
@@ -67,13 +68,21 @@ def _digest(size: int, *parts: object) -> str:
 @dataclass(frozen=True, slots=True)
 class Segment:
     """One run of a session in one process, from the event at ``start_seq`` (its
-    ``session.start`` or ``session.resumed``); ``parent`` is the span it runs under, if any."""
+    ``session.start`` or ``session.resumed``); ``parent`` is the span it runs under, if any.
+
+    A call's span id is a digest of ``session_id``, ``start_seq``, the kind and the call's
+    key; the digest state of everything but the key is computed once here, so an id costs
+    one copy, one short update and one digest (every model and tool call of a run with
+    telemetry asks for one, on the run's thread)."""
 
     session_id: str
     start_seq: int
     parent: TraceParent | None = None
     trace_id: str = field(init=False, repr=False, compare=False)
     root_span_id: str = field(init=False, repr=False, compare=False)  # its invoke_agent span
+    _model: Any = field(init=False, repr=False, compare=False)  # keyed up to the request seq
+    _tool: Any = field(init=False, repr=False, compare=False)  # keyed up to the call id
+    _head: str = field(init=False, repr=False, compare=False)  # "00-{trace_id}-"
 
     def __post_init__(self) -> None:
         trace_id = self.parent.trace_id if self.parent else _digest(16, self.session_id,
@@ -81,17 +90,46 @@ class Segment:
         object.__setattr__(self, "trace_id", trace_id)
         object.__setattr__(self, "root_span_id", _digest(8, self.session_id, self.start_seq,
                                                          "agent"))
+        object.__setattr__(self, "_model", _keyed(self.session_id, self.start_seq, "model"))
+        object.__setattr__(self, "_tool", _keyed(self.session_id, self.start_seq, "tool"))
+        object.__setattr__(self, "_head", f"00-{trace_id}-")
 
     def root(self) -> TraceParent:
         return TraceParent(self.trace_id, self.root_span_id)
 
     def model_call(self, request_seq: int) -> TraceParent:
         """The ``chat`` span of the model call journaled as ``model.request`` at that seq."""
-        return TraceParent(self.trace_id, _digest(8, self.session_id, self.start_seq, "model",
-                                                  request_seq))
+        return TraceParent(self.trace_id, self.model_span_id(request_seq))
 
     def tool_call(self, call_id: str) -> TraceParent:
         """The ``execute_tool`` span of the call ``call_id`` (unique in its session: the
         runtime renames a model's repeated ids, a gateway numbers its clients' calls)."""
-        return TraceParent(self.trace_id, _digest(8, self.session_id, self.start_seq, "tool",
-                                                  call_id))
+        return TraceParent(self.trace_id, self.tool_span_id(call_id))
+
+    def model_span_id(self, request_seq: int) -> str:
+        """``model_call(request_seq).span_id``, without building the TraceParent."""
+        hasher = self._model.copy()
+        hasher.update(str(request_seq).encode())
+        return hasher.hexdigest()  # type: ignore[no-any-return]
+
+    def tool_span_id(self, call_id: str) -> str:
+        """``tool_call(call_id).span_id``, without building the TraceParent."""
+        hasher = self._tool.copy()
+        hasher.update(str(call_id).encode())
+        return hasher.hexdigest()  # type: ignore[no-any-return]
+
+    def model_call_header(self, request_seq: int) -> str:
+        """``model_call(request_seq).header()``, built directly (the hot path's form)."""
+        return f"{self._head}{self.model_span_id(request_seq)}-01"
+
+    def tool_call_header(self, call_id: str) -> str:
+        """``tool_call(call_id).header()``, built directly (the hot path's form)."""
+        return f"{self._head}{self.tool_span_id(call_id)}-01"
+
+
+def _keyed(*parts: object) -> Any:
+    """The span-id hasher with ``parts`` and their separators fed: a call's id is this plus
+    its key, the same digest ``_digest(8, *parts, key)`` gives."""
+    hasher = _HASHERS[8].copy()
+    hasher.update("".join(f"{part}\x1f" for part in parts).encode())
+    return hasher

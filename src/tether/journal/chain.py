@@ -146,12 +146,20 @@ class Journal:
         """Seal what is pending and tell subscribers of the events they have not seen. Called at
         step points (before a model call, before tools run, at the end), so every redaction a
         step's decisions ask for applies to all of that step's events before anyone sees them."""
-        while self.bus._subscribers and self._notified < len(self):
+        subscribers = self.bus._subscribers
+        # (inlined: this runs for every event of a run with telemetry, on the run's thread)
+        while subscribers and self._notified < self._dropped + len(self._sealed) + len(
+                self._pending):
             sealed, dropped = self._seal_all(), self._dropped
-            while self._notified < dropped + len(sealed):
+            end = dropped + len(sealed)
+            while self._notified < end:
                 event = sealed[self._notified - dropped]
                 self._notified += 1
-                self._notify(event)
+                for fn in tuple(subscribers):  # (one may unsubscribe while told)
+                    try:
+                        fn(event)
+                    except Exception as exc:
+                        self._failed(fn, event, exc)
 
     def flush(self, last: bool = False, *, stored_first: bool = False) -> None:
         """Publish, then write every event not yet in the store, in one transaction. With
@@ -293,16 +301,13 @@ class Journal:
         has them: for what goes to a party that is not the session's model (a summariser)."""
         return self._redactions.values.blank(self.hide_secrets(text))
 
-    def _notify(self, event: Event) -> None:
-        for fn in self.bus:
-            try:
-                fn(event)
-            except Exception as exc:
-                if event.type == EventType.SUBSCRIBER_ERROR:
-                    continue  # never recurse on a subscriber that fails on its own error event
-                self.append(EventType.SUBSCRIBER_ERROR, {"subscriber": _readable(_name, fn),
-                                                         "event_seq": event.seq,
-                                                         "error": _readable(_failure, exc)})
+    def _failed(self, fn: Subscriber, event: Event, exc: Exception) -> None:
+        """Journal that subscriber ``fn`` raised on ``event`` (never for its own error event:
+        a subscriber that fails on those would recurse)."""
+        if event.type != EventType.SUBSCRIBER_ERROR:
+            self.append(EventType.SUBSCRIBER_ERROR, {"subscriber": _readable(_name, fn),
+                                                     "event_seq": event.seq,
+                                                     "error": _readable(_failure, exc)})
 
     def forget_stored(self) -> None:
         """Let go of what a long-lived session (a gateway) no longer needs in memory: the

@@ -24,10 +24,11 @@ from typing import TYPE_CHECKING, Any
 
 from tether.errors import MissingExtra, install_command
 from tether.journal.views import genai as g
-from tether.journal.views.measures import Point, event_points, span_points
-from tether.journal.views.spans import SpanDeriver, SpanRecord
+from tether.journal.views.measures import COUNTED, chat_measures, event_measures
+from tether.journal.views.spans import SpanDeriver, SpanRecord, data_of
 from tether.observe._bounded import Deadline, bounded
-from tether.tracing import TraceParent
+from tether.observe._metrics import Instruments
+from tether.observe._sdk import span_maker
 from tether.types import Event
 from tether.vocabulary import EventType
 
@@ -61,75 +62,11 @@ def tether_resource(service_name: str | None = None) -> Resource:
 
 
 def to_sdk_spans(records: Iterable[SpanRecord], resource: Resource) -> list[ReadableSpan]:
-    """Span records as SDK spans, ready for any ``SpanExporter``."""
-    from opentelemetry.sdk.trace import Event as SpanEvent
-    from opentelemetry.sdk.trace import ReadableSpan
-    from opentelemetry.sdk.util.instrumentation import InstrumentationScope
-    from opentelemetry.trace import Link, SpanContext, SpanKind, Status, StatusCode, TraceFlags
-
-    from tether._version import __version__
-
-    scope = InstrumentationScope("tether", __version__, g.SCHEMA_URL)
-    kinds = {"INTERNAL": SpanKind.INTERNAL, "CLIENT": SpanKind.CLIENT}
-    unset = Status(StatusCode.UNSET)
-    contexts: dict[TraceParent, SpanContext] = {}  # a batch's parents repeat: convert once
-
-    def context(parent: TraceParent) -> SpanContext:
-        found = contexts.get(parent)
-        if found is None:
-            found = contexts[parent] = SpanContext(
-                int(parent.trace_id, 16), int(parent.span_id, 16), is_remote=False,
-                trace_flags=TraceFlags(TraceFlags.SAMPLED if parent.sampled else 0))
-        return found
-
-    spans = []
-    for r in records:  # a record's attributes are final once it is made: no copy
-        spans.append(ReadableSpan(
-            name=r.name, context=context(r.context), resource=resource,
-            parent=context(r.parent) if r.parent is not None else None,
-            attributes=r.attributes, kind=kinds[r.kind],
-            status=Status(StatusCode.ERROR, r.error) if r.error else unset,
-            events=[SpanEvent(name, dict(a), timestamp=t) for name, t, a in r.events]
-            if r.events else (),
-            links=[Link(context(link)) for link in r.links] if r.links else (),
-            start_time=r.start_ns, end_time=r.end_ns, instrumentation_scope=scope))
-    return spans
-
-
-class _Instruments:
-    """The metric instruments, made once from a meter provider."""
-
-    def __init__(self, provider: MeterProvider) -> None:
-        from tether._version import __version__
-
-        meter = provider.get_meter("tether", __version__, schema_url=g.SCHEMA_URL)
-        self._by_name: dict[str, Any] = {
-            g.TOKEN_USAGE: meter.create_histogram(
-                g.TOKEN_USAGE, unit="{token}", description="Number of input and output tokens "
-                "used.", explicit_bucket_boundaries_advisory=g.TOKEN_BUCKETS),
-            g.OPERATION_DURATION: meter.create_histogram(
-                g.OPERATION_DURATION, unit="s", description="GenAI operation duration.",
-                explicit_bucket_boundaries_advisory=g.DURATION_BUCKETS),
-            g.ESTIMATE_ERROR: meter.create_histogram(
-                g.ESTIMATE_ERROR, unit="1", description="(estimated - reported) / reported "
-                "input tokens of a model call"),
-            g.DECISIONS: meter.create_counter(g.DECISIONS, unit="{decision}",
-                                              description="Tool call decisions by effect."),
-            g.STOPS: meter.create_counter(g.STOPS, unit="{run}",
-                                          description="Runs ended or paused, by reason."),
-            g.APPROVALS: meter.create_counter(g.APPROVALS, unit="{approval}",
-                                              description="Approvals by outcome."),
-            g.OVERRUNS: meter.create_counter(g.OVERRUNS, unit="{call}",
-                                             description="Model calls past their budget."),
-        }
-
-    def record(self, points: Iterable[Point]) -> None:
-        for p in points:
-            instrument = self._by_name[p.name]
-            if hasattr(instrument, "add"):
-                instrument.add(p.value, dict(p.attributes))
-            else:
-                instrument.record(p.value, dict(p.attributes))
+    """Span records as SDK spans, ready for any ``SpanExporter`` (built by the maker the live
+    sink builds its spans with)."""
+    make = span_maker(resource)
+    return [make(r.name, r.context, r.parent, r.kind, r.start_ns, r.end_ns, r.attributes,
+                 r.error, r.links, r.events) for r in records]
 
 
 class OTelSink:
@@ -152,7 +89,8 @@ class OTelSink:
         self.exporter = exporter
         self.resource = tether_resource(service_name)
         self.content = content_enabled(content)
-        self._instruments = _Instruments(meter_provider) if meter_provider is not None else None
+        self._instruments = Instruments(meter_provider) if meter_provider is not None else None
+        self._make = self._maker()  # what the worker builds a finished span as
         # events for the worker: a deque (appends are atomic) and a wake-up, so queuing an
         # event takes no lock unless the worker sleeps
         self._pending: deque[Event | threading.Event | None] = deque()
@@ -230,23 +168,24 @@ class OTelSink:
     # -- the worker ---------------------------------------------------------------------------
 
     def _work(self) -> None:
-        batch: list[SpanRecord] = []
+        batch: list[ReadableSpan] = []
         pending, wake = self._pending, self._wake
         while True:
             wake.wait(self._linger)
             wake.clear()
+            derive, popleft = self._derive, pending.popleft
             while pending:
-                item = pending.popleft()
+                item = popleft()
                 if item is None:
                     self._export(batch)
                     return
-                if isinstance(item, threading.Event):
-                    self._export(batch)
+                if type(item) is not Event and isinstance(item, threading.Event):
+                    self._export(batch)  # (an event's own type: one check for the usual item)
                     batch = []
                     item.set()
                     continue
                 try:
-                    batch.extend(self._derive(item))
+                    batch.extend(derive(item))
                 except Exception as exc:
                     self.failures += 1
                     self._warn(f"deriving spans failed ({type(exc).__name__}: {exc})")
@@ -256,27 +195,52 @@ class OTelSink:
             self._export(batch)
             batch = []
 
-    def _derive(self, event: Event) -> list[SpanRecord]:
+    def _maker(self) -> Any:
+        """SDK spans, built as the deriver finishes them; with metrics, a ``chat`` span's
+        histogram points recorded as it is built (from the same attributes and times)."""
+        make = span_maker(self.resource)
+        instruments = self._instruments
+        if instruments is None:
+            return make
+
+        def make_and_measure(name: str, context: Any, parent: Any, kind: str, start_ns: int,
+                             end_ns: int, attributes: Any, *rest: Any) -> ReadableSpan:
+            span: ReadableSpan = make(name, context, parent, kind, start_ns, end_ns,
+                                      attributes, *rest)
+            instruments.measure(chat_measures(attributes, start_ns, end_ns))
+            return span
+
+        return make_and_measure
+
+    def _derive(self, event: Event) -> list[ReadableSpan]:
         deriver = self._derivers.get(event.session_id)
         if deriver is None:
-            deriver = self._derivers[event.session_id] = SpanDeriver(event.session_id,
-                                                                     content=self.content)
-        spans = deriver.feed(event)
-        if not deriver.open:
+            deriver = self._derivers[event.session_id] = SpanDeriver(
+                event.session_id, content=self.content, make=self._make)
+        instruments = self._instruments
+        if instruments is None or event.type not in COUNTED:
+            spans: list[ReadableSpan] = deriver.feed(event)
+        else:  # decoded once, for the spans and the counters
+            data = data_of(event)
+            spans = deriver.feed(event, data)
+            instruments.measure(event_measures(event.type, data))
+        if deriver._root is None:  # (not deriver.open: its segment ended)
             del self._derivers[event.session_id]
-        if self._instruments is not None:
-            self._instruments.record(event_points(event))
-            for span in spans:
-                self._instruments.record(span_points(span))
         return spans
 
-    def _export(self, batch: Sequence[SpanRecord]) -> None:
+    def _export(self, batch: Sequence[ReadableSpan]) -> None:
+        if self._instruments is not None:
+            try:
+                self._instruments.add_sums()
+            except Exception as exc:
+                self.failures += 1
+                self._warn(f"recording metrics failed ({type(exc).__name__}: {exc})")
         if not batch:
             return
         from opentelemetry.sdk.trace.export import SpanExportResult
 
         try:
-            result = self.exporter.export(to_sdk_spans(batch, self.resource))
+            result = self.exporter.export(batch)
         except Exception as exc:
             self.failures += 1
             self._warn(f"its exporter raised {type(exc).__name__}: {exc}")

@@ -35,9 +35,17 @@ class Point:
     attributes: Mapping[str, Any]
 
 
+Measure = tuple[str, float, dict[str, Any]]
+"""A point as the live sink records it: (name, value, attributes), no object around it."""
+
+
 def span_points(span: SpanRecord) -> list[Point]:
     """The client histograms' points of a finished ``chat`` span (none for other spans)."""
-    a = span.attributes
+    return [Point(*m) for m in chat_measures(span.attributes, span.start_ns, span.end_ns)]
+
+
+def chat_measures(a: Mapping[str, Any], start_ns: int, end_ns: int) -> list[Measure]:
+    """``span_points`` of a span with attributes ``a`` from ``start_ns`` to ``end_ns``."""
     if a.get(g.OPERATION) != g.CHAT:
         return []
     common = {g.OPERATION: g.CHAT, g.PROVIDER: a.get(g.PROVIDER, g.OTHER_PROVIDER),
@@ -45,36 +53,38 @@ def span_points(span: SpanRecord) -> list[Point]:
     if g.RESPONSE_MODEL in a:
         common[g.RESPONSE_MODEL] = a[g.RESPONSE_MODEL]
     duration = {**common, g.ERROR_TYPE: a[g.ERROR_TYPE]} if g.ERROR_TYPE in a else common
-    points = [Point(g.OPERATION_DURATION, (span.end_ns - span.start_ns) / 1e9, duration)]
+    points: list[Measure] = [(g.OPERATION_DURATION, (end_ns - start_ns) / 1e9, duration)]
     if g.INPUT_TOKENS in a:
-        points.append(Point(g.TOKEN_USAGE, a[g.INPUT_TOKENS], {**common, g.TOKEN_TYPE: "input"}))
-        points.append(Point(g.TOKEN_USAGE, a[g.OUTPUT_TOKENS],
-                            {**common, g.TOKEN_TYPE: "output"}))
+        points.append((g.TOKEN_USAGE, a[g.INPUT_TOKENS], {**common, g.TOKEN_TYPE: "input"}))
+        points.append((g.TOKEN_USAGE, a[g.OUTPUT_TOKENS], {**common, g.TOKEN_TYPE: "output"}))
     return points
 
 
 def event_points(event: Event) -> list[Point]:
     """tether's counters for one event (none for most events)."""
-    kind = event.type
-    if kind not in _COUNTED:
+    if event.type not in COUNTED:
         return []
-    data = data_of(event)
+    return [Point(*m) for m in event_measures(event.type, data_of(event))]
+
+
+def event_measures(kind: str, data: Any) -> list[Measure]:
+    """``event_points`` of an event of type ``kind`` (one of ``COUNTED``) with ``data``."""
     if kind == EventType.TOOL_DECISION:
         decided = cast(ToolDecisionData, data)
         decision = decided.get("decision") or {}
-        return [Point(g.DECISIONS, 1, {g.DECISION_EFFECT: str(decision.get("effect", "")),
-                                       g.TOOL_NAME: str(decided.get("tool", ""))})]
+        return [(g.DECISIONS, 1, {g.DECISION_EFFECT: str(decision.get("effect", "")),
+                                  g.TOOL_NAME: str(decided.get("tool", ""))})]
     if kind in (EventType.SESSION_END, EventType.SESSION_PAUSED):
-        return [Point(g.STOPS, 1, {g.STOP_REASON: str(cast(SessionEndData, data).get("reason", "")),
-                                   g.PAUSED: kind == EventType.SESSION_PAUSED})]
+        return [(g.STOPS, 1, {g.STOP_REASON: str(cast(SessionEndData, data).get("reason", "")),
+                              g.PAUSED: kind == EventType.SESSION_PAUSED})]
     if kind == EventType.MODEL_OVERRUN:
-        return [Point(g.OVERRUNS, 1, {g.LIMIT: str(cast(ModelOverrunData, data).get("limit", ""))})]
+        return [(g.OVERRUNS, 1, {g.LIMIT: str(cast(ModelOverrunData, data).get("limit", ""))})]
     if kind == EventType.MODEL_RESPONSE:
         return _estimate_error(cast(ModelResponseData, data))
-    return [Point(g.APPROVALS, 1, {g.APPROVAL_OUTCOME: kind.rsplit(".", 1)[1]})]
+    return [(g.APPROVALS, 1, {g.APPROVAL_OUTCOME: kind.rsplit(".", 1)[1]})]
 
 
-def _estimate_error(data: ModelResponseData) -> list[Point]:
+def _estimate_error(data: ModelResponseData) -> list[Measure]:
     """How far the runtime's input estimate was from the provider's count, as a fraction of
     the count (+0.1: the estimate was 10% high), for calls the provider counted."""
     response = data.get("response") or {}
@@ -83,11 +93,12 @@ def _estimate_error(data: ModelResponseData) -> list[Point]:
     if usage.get("estimated") or not isinstance(reported, int) or reported <= 0 \
             or not isinstance(estimated, int) or estimated <= 0:
         return []
-    return [Point(g.ESTIMATE_ERROR, (estimated - reported) / reported,
-                  {g.REQUEST_MODEL: str(response.get("model", ""))})]
+    return [(g.ESTIMATE_ERROR, (estimated - reported) / reported,
+             {g.REQUEST_MODEL: str(response.get("model", ""))})]
 
 
-_COUNTED = frozenset({EventType.TOOL_DECISION, EventType.SESSION_END, EventType.SESSION_PAUSED,
+# the event types some counter or histogram reads (``event_measures``)
+COUNTED = frozenset({EventType.TOOL_DECISION, EventType.SESSION_END, EventType.SESSION_PAUSED,
                       EventType.MODEL_OVERRUN, EventType.MODEL_RESPONSE,
                       EventType.APPROVAL_REQUESTED, EventType.APPROVAL_GRANTED,
                       EventType.APPROVAL_REFUSED})

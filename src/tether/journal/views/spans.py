@@ -19,10 +19,9 @@ from __future__ import annotations
 
 import importlib
 import json
-from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
-from types import ModuleType
-from typing import Any
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any, TypeGuard
 
 from tether.journal.payloads import (
     ApprovalData,
@@ -40,16 +39,17 @@ from tether.journal.payloads import (
     ToolStartedData,
 )
 from tether.journal.views import genai as g
+from tether.journal.views.genai_content import assistant_shape, messages_shape
 from tether.records import fast_init
 from tether.tracing import Segment, TraceParent
 from tether.types import Event
 from tether.vocabulary import EventType
 
-_orjson: ModuleType | None
+_loads: Callable[[str], Any] | None
 try:
-    _orjson = importlib.import_module("orjson")
+    _loads = importlib.import_module("orjson").loads
 except ImportError:  # pragma: no cover (an optional speed-up)
-    _orjson = None
+    _loads = None
 
 Attributes = Mapping[str, Any]
 _LIMITS = (("tokens", "max_tokens"), ("cost_usd", "max_cost_usd"), ("steps", "max_steps"),
@@ -76,47 +76,64 @@ class SpanRecord:
     events: tuple[tuple[str, int, Attributes], ...] = ()  # (name, time_ns, attributes)
 
 
-@dataclass(slots=True)
+SpanMaker = Callable[..., Any]
+"""What builds a finished span from ``SpanRecord``'s fields, in its order: ``SpanRecord``
+itself, or (``tether.observe``) a maker of SDK spans that skips the record."""
+
+
 class _Open:
     """A span being built."""
 
-    name: str
-    context: TraceParent
-    parent: TraceParent | None
-    kind: str
-    start_ns: int
-    attributes: dict[str, Any]
-    links: tuple[TraceParent, ...] = ()
-    events: list[tuple[str, int, Attributes]] = field(default_factory=list)
+    __slots__ = ("attributes", "context", "events", "kind", "links", "name", "parent",
+                 "start_ns")
 
-    def close(self, end_ns: int, error: str = "") -> SpanRecord:
-        return SpanRecord(self.name, self.context, self.parent, self.kind, self.start_ns,
-                          end_ns, self.attributes, error, self.links, tuple(self.events))
+    def __init__(self, name: str, context: TraceParent, parent: TraceParent | None, kind: str,
+                 start_ns: int, attributes: dict[str, Any],
+                 links: tuple[TraceParent, ...] = ()) -> None:
+        self.name = name
+        self.context = context
+        self.parent = parent
+        self.kind = kind
+        self.start_ns = start_ns
+        self.attributes = attributes
+        self.links = links
+        self.events: list[tuple[str, int, Attributes]] | None = None
+
+    def close(self, make: SpanMaker, end_ns: int, error: str = "") -> Any:
+        return make(self.name, self.context, self.parent, self.kind, self.start_ns, end_ns,
+                    self.attributes, error, self.links,
+                    tuple(self.events) if self.events else ())
 
 
-def _limits(budget: object) -> tuple[tuple[str, str, float], ...]:
-    """The limits a journaled budget sets, as (spend key, attribute, cap)."""
+def _limits(budget: object) -> tuple[tuple[str, str, float, bool], ...]:
+    """The limits a journaled budget sets, as (spend key, attribute, cap, fractional)."""
     if not isinstance(budget, Mapping):
         return ()
     out = []
     for name, limit in _LIMITS:
         try:
-            out.append((name, g.BUDGET_LEFT + name, float(budget[limit])))
+            out.append((name, g.BUDGET_LEFT + name, float(budget[limit]), name in _FRACTIONAL))
         except (KeyError, TypeError, ValueError):  # not set (None), or not a number
             continue
     return tuple(out)
+
+
+def _is_mapping(value: object) -> TypeGuard[Mapping[str, Any]]:
+    """``isinstance(value, Mapping)``, a decoded dict's answer found without the ABC's check
+    (the worker asks it of every decision)."""
+    return type(value) is dict or isinstance(value, Mapping)
 
 
 def data_of(event: Event) -> Any:
     """An event's data, decoded from the JSON text it carries with ``orjson`` when that is
     installed (``tether[otel]``: about four times faster than the standard library on events
     this size), else as ``event.data``; both give the same values."""
-    text = event.json_text
-    if text and _orjson is not None:
+    text = event._json
+    if text and _loads is not None:
         try:
-            return _orjson.loads(text)
-        except _orjson.JSONDecodeError:  # an integer past 64 bits: the standard library's
-            return event.data
+            return _loads(text)
+        except ValueError:  # an integer past 64 bits (orjson's error is a ValueError): the
+            return event.data  # standard library's
     return event.data
 
 
@@ -128,29 +145,45 @@ class SpanDeriver:
     """Spans of one session's events, fed in journal order; ``feed`` returns the spans each
     event finishes. ``content`` adds the conversation (opt-in, as the conventions say)."""
 
-    __slots__ = ("_agent", "_calls", "_chats", "_content", "_limits", "_model", "_provider",
-                 "_root", "_segment", "session_id")
+    __slots__ = ("_agent", "_calls", "_chat_name", "_chats", "_content", "_limits", "_make",
+                 "_model", "_provider", "_root", "_segment", "_trace_id", "session_id")
 
-    def __init__(self, session_id: str, *, content: bool = False) -> None:
+    def __init__(self, session_id: str, *, content: bool = False,
+                 make: SpanMaker = SpanRecord) -> None:
         self.session_id = session_id
         self._content = content
+        self._make = make  # what a finished span is built as
+        self._trace_id = ""
+        self._chat_name = ""
         self._segment: Segment | None = None
         self._root: _Open | None = None
         self._chats: dict[int, _Open] = {}  # model.request seq -> its open chat span
         self._calls: dict[str, _Open] = {}  # call id -> its open execute_tool span
         self._agent = self._model = self._provider = ""
-        self._limits: tuple[tuple[str, str, float], ...] = ()  # (spend key, attribute, cap)
+        self._limits: tuple[tuple[str, str, float, bool], ...] = ()  # (_limits)
 
     @property
     def open(self) -> bool:
         """Whether a segment is open (its end or pause not yet seen)."""
         return self._root is not None
 
-    def feed(self, event: Event) -> list[SpanRecord]:
-        handler = _HANDLERS.get(event.type)
-        if handler is None or (self._root is None and event.type not in _OPENERS):
+    def feed(self, event: Event, data: Any = None) -> list[Any]:
+        """The spans ``event`` finishes (``SpanRecord``s, or what the deriver's maker
+        builds); ``data``: the event's data when the caller has decoded it already."""
+        kind = event.type
+        handler = _HANDLERS.get(kind)
+        if handler is None or (self._root is None and kind not in _OPENERS):
             return []
-        return handler(self, event, data_of(event)) or []
+        if data is None:  # (data_of, inlined: the worker runs this for every event)
+            text = event._json
+            if text and _loads is not None:
+                try:
+                    data = _loads(text)
+                except ValueError:
+                    data = event.data
+            else:
+                data = event.data
+        return handler(self, event, data) or []
 
     def finish(self, end: Event | None = None) -> list[SpanRecord]:
         """End what is still open (a segment cut short by a crash), marked unfinished."""
@@ -174,9 +207,11 @@ class SpanDeriver:
             link = TraceParent.parse(data.get("link"))
             links = (link,) if link is not None else ()
         self._segment = segment = Segment(self.session_id, event.seq, parent)
+        self._trace_id = segment.trace_id
         self._agent = str(data.get("agent", ""))
         self._model = str(data.get("model", ""))
         self._provider = str(data.get("provider") or g.OTHER_PROVIDER)
+        self._chat_name = f"{g.CHAT} {self._model}"
         self._limits = _limits(data.get("budget"))
         attributes: dict[str, Any] = {
             g.OPERATION: g.INVOKE_AGENT, g.PROVIDER: self._provider, g.AGENT_NAME: self._agent,
@@ -206,20 +241,21 @@ class SpanDeriver:
 
     def _close_segment(self, end_ns: int, head: str, error: str = "") -> list[SpanRecord]:
         assert self._root is not None
-        done = [span.close(end_ns) for span in self._chats.values()]
+        make = self._make
+        done = [span.close(make, end_ns) for span in self._chats.values()]
         for span in self._calls.values():
             span.attributes[g.PAUSED] = True
-            done.append(span.close(end_ns))
+            done.append(span.close(make, end_ns))
         if head:
             self._root.attributes[g.CHAIN_HEAD] = head
-        done.append(self._root.close(end_ns, error))
+        done.append(self._root.close(make, end_ns, error))
         self._root, self._chats, self._calls = None, {}, {}
         return done
 
     def _left(self, spend: Mapping[str, Any]) -> dict[str, Any]:
         """What each of the budget's limits has left after ``spend``."""
         left: dict[str, Any] = {}
-        for name, attribute, cap in self._limits:
+        for name, attribute, cap, fractional in self._limits:
             used = spend.get(name)
             if used is None:
                 continue
@@ -229,27 +265,29 @@ class SpanDeriver:
                 continue
             if remaining < 0:
                 remaining = 0.0
-            left[attribute] = remaining if name in _FRACTIONAL else int(remaining)
+            left[attribute] = remaining if fractional else int(remaining)
         return left
 
     # -- model calls --------------------------------------------------------------------------
 
     def _request(self, event: Event, data: ChatRequestData) -> None:
         assert self._root is not None and self._segment is not None
+        get = data.get
         attributes: dict[str, Any] = {
             g.OPERATION: g.CHAT, g.PROVIDER: self._provider, g.REQUEST_MODEL: self._model,
-            g.SESSION_ID: self.session_id, g.STEP: data.get("step", 0)}
-        cap = data.get("max_output_tokens")
+            g.SESSION_ID: self.session_id, g.STEP: get("step", 0)}
+        cap = get("max_output_tokens")
         if isinstance(cap, int):
             attributes[g.REQUEST_MAX_TOKENS] = cap
-        if data.get("final"):
+        if get("final"):
             attributes[g.WRAP_UP] = True
         if self._content:
-            attributes[g.INPUT_MESSAGES] = json.dumps(_messages(  # (a branch's: its messages)
+            attributes[g.INPUT_MESSAGES] = json.dumps(messages_shape(  # (a branch's: its messages)
                 data["new"] if "new" in data else data.get("messages", ())))
-        self._chats[event.seq] = _Open(f"{g.CHAT} {self._model}",
-                                       self._segment.model_call(event.seq),
-                                       self._root.context, "CLIENT", _ns(event), attributes)
+        seq = event.seq
+        self._chats[seq] = _Open(self._chat_name, TraceParent(
+            self._trace_id, self._segment.model_span_id(seq)), self._root.context, "CLIENT",
+            int(event.timestamp * 1e9), attributes)
 
     def _response(self, event: Event,
                   data: BranchResponseData | ModelResponseData) -> list[SpanRecord]:
@@ -257,19 +295,20 @@ class SpanDeriver:
         if span is None:
             return []
         response = data.get("response")
-        if isinstance(response, Mapping):
+        if _is_mapping(response):
             usage = response.get("usage") or {}
             a = span.attributes
-            a[g.RESPONSE_MODEL] = str(response.get("model", "")) or self._model
-            a[g.FINISH_REASONS] = (str(response.get("finish_reason", "")),)
+            get = response.get
+            a[g.RESPONSE_MODEL] = str(get("model", "")) or self._model
+            a[g.FINISH_REASONS] = (str(get("finish_reason", "")),)
             a[g.INPUT_TOKENS] = int(usage.get("input_tokens", 0))
             a[g.OUTPUT_TOKENS] = int(usage.get("output_tokens", 0))
             if usage.get("cached_input_tokens"):
                 a[g.CACHE_READ_TOKENS] = int(usage["cached_input_tokens"])
             a[g.COST_USD] = str(data.get("cost_usd", "0"))
             if self._content:
-                a[g.OUTPUT_MESSAGES] = json.dumps([_assistant(response)])
-        return [span.close(_ns(event))]
+                a[g.OUTPUT_MESSAGES] = json.dumps([assistant_shape(response)])
+        return [span.close(self._make, int(event.timestamp * 1e9))]
 
     def _model_failed(self, event: Event, data: ModelChargeData) -> list[SpanRecord]:
         span = self._pop_chat()
@@ -278,20 +317,25 @@ class SpanDeriver:
         error = str(data.get("error", "")) or event.type
         span.attributes[g.ERROR_TYPE] = error.split(":", 1)[0] \
             if event.type == EventType.MODEL_ERROR else event.type
-        return [span.close(_ns(event), error)]
+        return [span.close(self._make, _ns(event), error)]
 
     def _overrun(self, event: Event, data: ModelOverrunData) -> None:
         assert self._root is not None
         reported = data.get("reported") or {}
+        if self._root.events is None:
+            self._root.events = []
         self._root.events.append((g.OVERRUN_EVENT, _ns(event), {
             g.LIMIT: str(data.get("limit", "")), g.STEP: data.get("step", 0),
             g.INPUT_TOKENS: int(reported.get("input_tokens", 0)),
             g.OUTPUT_TOKENS: int(reported.get("output_tokens", 0))}))
 
     def _pop_chat(self) -> _Open | None:
-        if not self._chats:
+        chats = self._chats
+        if not chats:
             return None
-        return self._chats.pop(max(self._chats))
+        if len(chats) == 1:  # (the usual case: one call open)
+            return chats.popitem()[1]
+        return chats.pop(max(chats))
 
     # -- tool calls ---------------------------------------------------------------------------
 
@@ -300,11 +344,11 @@ class SpanDeriver:
         span = self._calls.get(call_id)
         if span is None:
             assert self._root is not None and self._segment is not None
-            context = self._segment.tool_call(call_id)
-            if remote is not None:  # a client's call (tether mcp serve): under the client's span
-                context = TraceParent(remote.trace_id, context.span_id)
+            context = TraceParent(remote.trace_id if remote is not None else self._trace_id,
+                                  self._segment.tool_span_id(call_id))
+            # (remote: a client's call, tether mcp serve: under the client's span)
             span = _Open(f"{g.EXECUTE_TOOL} {tool}", context, remote or self._root.context,
-                         "INTERNAL", _ns(event), {
+                         "INTERNAL", int(event.timestamp * 1e9), {
                              g.OPERATION: g.EXECUTE_TOOL, g.TOOL_NAME: tool,
                              g.TOOL_CALL_ID: call_id, g.TOOL_TYPE: "function",
                              g.SESSION_ID: self.session_id})
@@ -320,11 +364,14 @@ class SpanDeriver:
         span = self._call(event, str(data["call_id"]), str(data["tool"]))
         decision = data.get("decision") or {}
         a = span.attributes
-        a.setdefault(g.DECISION_EFFECT, str(decision.get("effect", "")))
-        a.setdefault(g.POLICY_ID, str(decision.get("policy_id", "")))
+        if g.DECISION_EFFECT not in a:
+            a[g.DECISION_EFFECT] = str(decision.get("effect", ""))
+        if g.POLICY_ID not in a:
+            a[g.POLICY_ID] = str(decision.get("policy_id", ""))
         context = data.get("context") or {}
-        if isinstance(context.get("spend"), Mapping):
-            a.update(self._left(context["spend"]))
+        spend = context.get("spend")
+        if self._limits and _is_mapping(spend):
+            a.update(self._left(spend))
         if self._content and "arguments" in data:
             a[g.TOOL_ARGUMENTS] = json.dumps(data["arguments"], sort_keys=True)
 
@@ -350,41 +397,8 @@ class SpanDeriver:
             span.attributes[g.TOOL_RESULT] = str(data.get("content", ""))
         if status in _ERROR_STATUSES:
             span.attributes[g.ERROR_TYPE] = status
-            return [span.close(_ns(event), f"the tool call ended in {status}")]
-        return [span.close(_ns(event))]
-
-
-def _messages(messages: Iterable[Any]) -> list[dict[str, Any]]:
-    """Journaled messages in the conventions' message shape (role and parts)."""
-    out = []
-    for m in messages:
-        if not isinstance(m, Mapping):
-            continue
-        role = str(m.get("role", ""))
-        if role == "tool":
-            out.append({"role": "tool", "parts": [{"type": "tool_call_response",
-                                                   "id": m.get("tool_call_id", ""),
-                                                   "response": m.get("content", "")}]})
-        elif role == "assistant":
-            out.append(_assistant({"text": m.get("content", ""),
-                                   "tool_calls": m.get("tool_calls", ())}))
-        else:
-            out.append({"role": role, "parts": [{"type": "text",
-                                                 "content": m.get("content", "")}]})
-    return out
-
-
-def _assistant(response: Mapping[str, Any]) -> dict[str, Any]:
-    parts: list[dict[str, Any]] = []
-    if response.get("text"):
-        parts.append({"type": "text", "content": response["text"]})
-    for call in response.get("tool_calls") or ():
-        parts.append({"type": "tool_call", "id": call.get("id", ""), "name": call.get("name"),
-                      "arguments": call.get("arguments", {})})
-    message: dict[str, Any] = {"role": "assistant", "parts": parts}
-    if response.get("finish_reason"):
-        message["finish_reason"] = response["finish_reason"]
-    return message
+            return [span.close(self._make, _ns(event), f"the tool call ended in {status}")]
+        return [span.close(self._make, int(event.timestamp * 1e9))]
 
 
 _OPENERS = frozenset({EventType.SESSION_START, EventType.SESSION_RESUMED})

@@ -113,7 +113,7 @@ async def ask_on_branch(asking: Asking, branch: BranchCall) -> ModelResponse:
         raise InvalidArgument(f"the branch's messages cannot be journaled: {exc}") from None
     await durable
     trace = asking.trace
-    traceparent = trace.model_call(seq).header() if trace else ""  # (as a turn's)
+    traceparent = trace.model_call_header(seq) if trace else ""  # (as a turn's)
     request = ModelRequest(sent, specs, reservation.max_output_tokens, input_estimate, choice,
                            traceparent) if schema is None else StructuredRequest(
         sent, specs, reservation.max_output_tokens, input_estimate, choice, traceparent, schema)

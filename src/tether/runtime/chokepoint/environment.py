@@ -215,7 +215,7 @@ class Environment:
         })  # (the step so far is durable before the next model call)
         await durable
         self._sent_estimate += new_estimate
-        traceparent = self._trace.model_call(seq).header() if self._trace else ""
+        traceparent = self._trace.model_call_header(seq) if self._trace else ""
         # the wrap-up is free text, and so is a turn the strategy capped: a side question (a
         # route, a grade, a critique, a plan's problem), never the answer — a provider that
         # enforces the schema would force it into the answer's shape

@@ -340,7 +340,7 @@ class ToolCalls:
                               sub_budget=lambda: self._accountant.lease(call.id),
                               charge=charge, policy=self._gate.policy, timeout=timeout,
                               request=self._gate.request,
-                              traceparent=self._trace.tool_call(call.id).header()
+                              traceparent=self._trace.tool_call_header(call.id)
                               if self._trace is not None else "",
                               telemetry=self._telemetry,
                               asks=self._asks,
