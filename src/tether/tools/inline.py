@@ -100,16 +100,12 @@ def call_in_place(fn: Callable[[], Any], name: str, limit: float, pace: Pace) ->
             signal.setitimer(signal.ITIMER_REAL, limit, REPEAT)
             value = contextvars.Context().run(fn)
         finally:
-            alarm.armed = False  # first, and no call before it: no alarm raises past here
-            signal.setitimer(signal.ITIMER_REAL, 0)
-    except Deadline:
-        pass
-    except BaseException:
+            alarm.armed = False  # first, and no call before it: no alarm raises past here,
+            signal.setitimer(signal.ITIMER_REAL, 0)  # not even one that rings again (REPEAT)
+    except BaseException:  # Deadline (always after the alarm rang), or the tool's own
         if not alarm.fired:
             raise  # the tool's own failure: the executor reports it
-    finally:
-        alarm.armed = False
-        signal.setitimer(signal.ITIMER_REAL, 0)  # never restore SIG_DFL with a timer running
+    finally:  # the timer is off here (restoring SIG_DFL with one running would kill us)
         asyncio._set_running_loop(loop)
         _signal.signal(signal.SIGALRM, previous)
         pace.record(time.perf_counter() - started)
