@@ -14,10 +14,11 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tether import Agent, ModelRequest, ModelResponse, ReAct, ScriptedModel, StopReason, tool
+from tether import Agent, ModelRequest, ModelResponse, ReAct, ScriptedModel, StopReason
 from tether.knowledge import ConversationStore
 from tether.store.base import Store, StoreUnavailable
 from tether.store.memory import MemoryStore
+from thread_payments import PaymentsNeedApproval, pay
 
 from conftest import PG_URL, call
 
@@ -304,21 +305,6 @@ def test_a_start_journaled_by_an_earlier_tether_is_not_taken_as_the_history(
     agent.run("C", **WHO)
     assert model.seen["B"] == [("user", "A")]
     assert model.seen["C"] == qa("A", "B")
-
-
-@tool(side_effect=True)
-def pay(account: str) -> str:
-    """Pay an account."""
-    return f"paid {account}"
-
-
-class PaymentsNeedApproval:
-    def evaluate(self, subject: Any, action: Any, resource: Any, context: Any) -> Any:
-        from tether import Decision, Effect
-
-        if resource.side_effect:
-            return Decision(Effect.REQUIRE_APPROVAL, "payments need a human", "approvals")
-        return Decision(Effect.ALLOW, "ok", "approvals")
 
 
 def test_a_session_resumed_after_a_pause_sees_the_history_it_started_with(store: Store) -> None:

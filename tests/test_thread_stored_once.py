@@ -18,7 +18,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tether import Agent, ModelRequest, ModelResponse, ReAct, ScriptedModel, StopReason, tool
+from tether import Agent, ModelRequest, ModelResponse, ReAct, ScriptedModel, StopReason
 from tether.journal.chain import Journal, verify_chain
 from tether.knowledge import ConversationStore
 from tether.runtime.lifecycle.thread import ThreadTampered, recorded_history
@@ -30,6 +30,7 @@ from tether.store.sqlite import SQLiteStore
 from tether.store.turn_chain import GENESIS, turn_digest, turn_link
 from tether.types import Event
 from tether.vocabulary import EventType
+from thread_payments import PaymentsNeedApproval, pay
 
 from conftest import call
 
@@ -139,21 +140,6 @@ def test_any_thread_replays_from_the_reference_as_it_ran(tasks: list[str]) -> No
         assert rerun(agent, store.read(sid)).matches
 
 
-@tool(side_effect=True)
-def pay(account: str) -> str:
-    """Pay an account."""
-    return f"paid {account}"
-
-
-class PaymentsNeedApproval:
-    def evaluate(self, subject: Any, action: Any, resource: Any, context: Any) -> Any:
-        from tether import Decision, Effect
-
-        if resource.side_effect:
-            return Decision(Effect.REQUIRE_APPROVAL, "payments need a human", "approvals")
-        return Decision(Effect.ALLOW, "ok", "approvals")
-
-
 def paying(store: Store, sent: list[list[tuple[str, str]]]) -> Agent:
     def payer(request: ModelRequest) -> Any:
         sent.append([(m.role, m.content) for m in request.messages if m.role != "system"])
@@ -167,20 +153,11 @@ def paying(store: Store, sent: list[list[tuple[str, str]]]) -> Agent:
 
 OTHER_PROCESS = """
 import json, sys
-from tether import Agent, ModelRequest, ModelResponse, ReAct, ScriptedModel, tool, Decision, Effect
+from tether import Agent, ModelRequest, ModelResponse, ReAct, ScriptedModel
 from tether.runtime.rerun import rerun
 from tether.store.sqlite import SQLiteStore
-
-@tool(side_effect=True)
-def pay(account: str) -> str:
-    \"\"\"Pay an account.\"\"\"
-    return f"paid {account}"
-
-class PaymentsNeedApproval:
-    def evaluate(self, subject, action, resource, context):
-        if resource.side_effect:
-            return Decision(Effect.REQUIRE_APPROVAL, "payments need a human", "approvals")
-        return Decision(Effect.ALLOW, "ok", "approvals")
+sys.path.insert(0, sys.argv[3])
+from thread_payments import PaymentsNeedApproval, pay
 
 sent = []
 def payer(request: ModelRequest):
@@ -212,7 +189,7 @@ def test_a_continuation_resumed_in_another_process_sees_and_checks_its_history(
 
     def resume_elsewhere() -> dict[str, Any]:
         done = subprocess.run([sys.executable, "-c", textwrap.dedent(OTHER_PROCESS),
-                               str(tmp_path / "t.db"), paused.id],
+                               str(tmp_path / "t.db"), paused.id, str(Path(__file__).parent)],
                               capture_output=True, text=True, timeout=120)
         if done.returncode:
             return {"error": done.stderr}

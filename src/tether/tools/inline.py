@@ -32,7 +32,6 @@ import _signal  # type: ignore[import-not-found]  # signal's, unwrapped: no enum
 import asyncio
 import contextlib
 import contextvars
-import math
 import signal
 import threading
 import time
@@ -51,10 +50,10 @@ _ALONE: contextvars.ContextVar[float] = contextvars.ContextVar("tether_serving_o
 
 
 @contextlib.contextmanager
-def serving_one_run(hold: float = math.inf) -> Iterator[None]:
+def serving_one_run(hold: float) -> Iterator[None]:
     """Mark the event loop that starts inside as serving one blocking run, whose sync tools may
     hold it for up to ``hold`` seconds (a session's lease renews on the loop: ``hold`` keeps a
-    call inside the lease an append just renewed)."""
+    call inside the lease an append just renewed); 0: the loop may serve other runs."""
     token = _ALONE.set(hold)
     try:
         yield

@@ -22,8 +22,6 @@ def run_sync(coro: Any, *, alone: float = 0.0) -> Any:
     try:
         asyncio.get_running_loop()
     except RuntimeError:
-        if alone <= 0:
-            return asyncio.run(coro)
         with serving_one_run(alone):
             return asyncio.run(coro)
     coro.close()

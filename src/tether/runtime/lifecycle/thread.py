@@ -169,8 +169,8 @@ def ended_turns(store: Store, tenant_id: str | None, entries: Sequence[ThreadEnt
     user, thread_id = entries[0].user_id, entries[0].thread_id
     kept = _kept(store, tenant_id, user, thread_id, entries, journals, fill=False)
     _anchored(kept, journals)
-    extra = [t for t in journals.turns([e for e in entries if e.ended is not None and e.ended
-                                         > (kept[-1].ended if kept else 0)])]
+    extra = journals.turns([e for e in entries if e.ended is not None and e.ended
+                            > (kept[-1].ended if kept else 0)])
     late = [e for e in entries if e.ended is None and journals.ended(e)]
     return [*map(Turn.from_dict, _shown(kept, journals)), *extra,
             *journals.turns([], sorted(late, key=lambda e: e.position))]
