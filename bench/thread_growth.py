@@ -13,7 +13,11 @@ costs at most 2x starting one on a thread of 10. Two figures, both deterministic
   it joins, reads and checks the history, journals its start, sends the history to the model
   (the first request journals it as a count), ends and keeps its turn. Counted under valgrind's
   cachegrind for 2 and 12 sessions in a child process; the difference / 10 is one session, so
-  start-up and imports cancel out.
+  start-up and imports cancel out. That is a process serving the thread (a chat server, a
+  worker): its agent remembers the history it checked (``tether.runtime.lifecycle.thread_memo``);
+- **instructions of the first session on the thread in a fresh process** (``cold``): 1 session
+  in the child minus none (both children first run one session on another thread, so imports
+  and first calls cancel out): the whole history is read and checked.
 
 ``measure()`` returns both as a ``ThreadGrowth`` for ``bench/goals.py``. The script uses the
 public API only, so it runs against an older tether too (``PYTHONPATH=<its src>``) for a
@@ -47,6 +51,7 @@ from tether import Agent, ReAct, ScriptedModel
 from tether.store.sqlite import SQLiteStore
 store = SQLiteStore(sys.argv[1])
 agent = Agent(model=ScriptedModel(lambda request: "noted"), reasoning=ReAct(), store=store)
+agent.run("first", user_id="ada", tenant_id="acme", thread="another")  # imports, first calls
 for i in range(int(sys.argv[2])):
     agent.run(f"one more question {i}", user_id="ada", tenant_id="acme", thread="long")
 store.close()
@@ -73,12 +78,19 @@ class ThreadGrowth:
 
     stored: dict[int, int]
     start: dict[int, float]
+    cold: dict[int, float]
 
     @property
     def start_ratio(self) -> float | None:
         if not self.start:
             return None
         return self.start[max(self.start)] / self.start[min(self.start)]
+
+    @property
+    def cold_ratio(self) -> float | None:
+        if not self.cold:
+            return None
+        return self.cold[max(self.cold)] / self.cold[min(self.cold)]
 
     @property
     def bytes_per_turn(self) -> dict[int, float]:
@@ -132,29 +144,32 @@ def instructions(path: Path, sessions: int, child: str = CHILD) -> int:
     return int(match.group(1).replace(",", ""))
 
 
-def start_instructions(turns: int, chars: int = CHARS, child: str = CHILD) -> float:
+def start_instructions(turns: int, chars: int = CHARS, child: str = CHILD,
+                       counts: tuple[int, int] = (FEW, MANY)) -> float:
     """Instructions one one-step session costs on a SQLite thread of ``turns`` turns (with
-    ``child=READING``: one reading of its history, checked)."""
+    ``child=READING``: one reading of its history, checked), from runs of ``counts`` sessions
+    ((0, 1): the first in a fresh process)."""
     with tempfile.TemporaryDirectory() as scratch:
         base = Path(scratch) / "thread.db"
         store = SQLiteStore(base)
         fill(chat(store), turns, chars)
         store.close()
-        counts = []
-        for sessions in (FEW, MANY):
+        found = []
+        for sessions in counts:
             copy = Path(scratch) / f"copy-{sessions}.db"
             shutil.copyfile(base, copy)
-            counts.append(instructions(copy, sessions, child))
-    return (counts[1] - counts[0]) / (MANY - FEW)
+            found.append(instructions(copy, sessions, child))
+    return (found[1] - found[0]) / (counts[1] - counts[0])
 
 
 def measure(turns: tuple[int, ...] = TURNS, chars: int = CHARS,
             valgrind: bool = True) -> ThreadGrowth:
     """Both figures at each N of ``turns`` (instructions only with valgrind installed)."""
-    start = {}
+    start, cold = {}, {}
     if valgrind and shutil.which("valgrind") is not None:
         start = {n: start_instructions(n, chars) for n in turns}
-    return ThreadGrowth(bytes_stored(turns, chars), start)
+        cold = {n: start_instructions(n, chars, counts=(0, 1)) for n in turns}
+    return ThreadGrowth(bytes_stored(turns, chars), start, cold)
 
 
 def main() -> None:
@@ -168,13 +183,16 @@ def main() -> None:
     turns = tuple(int(n) for n in args.turns.split(","))
     growth = measure(turns, args.chars, not args.no_valgrind)
     print(f"python {sys.version.split()[0]}, {args.chars}-character questions")
-    print(f"  {'turns':>6} {'bytes stored':>14} {'per turn':>10} {'one session (k instr)':>22}")
+    print(f"  {'turns':>6} {'bytes stored':>14} {'per turn':>10} {'one session (k instr)':>22} "
+          f"{'first in a process':>19}")
     for n in turns:
-        start = growth.start.get(n)
+        start, cold = growth.start.get(n), growth.cold.get(n)
         print(f"  {n:>6} {growth.stored[n]:>14,} {growth.bytes_per_turn[n]:>10,.0f} "
-              f"{'' if start is None else f'{start / 1000:,.1f}':>22}")
-    if growth.start_ratio is not None:
-        print(f"  start cost, {max(turns)} turns vs {min(turns)}: {growth.start_ratio:.2f}x")
+              f"{'' if start is None else f'{start / 1000:,.1f}':>22} "
+              f"{'' if cold is None else f'{cold / 1000:,.1f}':>19}")
+    if growth.start_ratio is not None and growth.cold_ratio is not None:
+        print(f"  start cost, {max(turns)} turns vs {min(turns)}: {growth.start_ratio:.2f}x "
+              f"(the first session in a fresh process: {growth.cold_ratio:.2f}x)")
     if args.breakdown:
         for n in turns:
             reading = start_instructions(n, args.chars, READING)

@@ -15,9 +15,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tether import Agent, Budget, ModelRequest, ModelResponse, ReAct, ScriptedModel, ToolCall
+from tether.models.base import estimate_all, estimate_message_tokens
 from tether.store.memory import MemoryStore
 from tether.tools import Calculator
-from tether.types import Usage
+from tether.types import Message, Usage
 
 
 class Tokenizer(ScriptedModel):
@@ -107,3 +108,29 @@ def test_a_resumed_session_reserves_what_its_lost_request_added(tmp_path: Any) -
     last_request = [e for e in events if "reserved_input" in e and "new" in e][-1]
     last_response = [e for e in events if "response" in e][-1]
     assert last_request["reserved_input"] >= last_response["response"]["usage"]["input_tokens"]
+
+
+MESSAGES = st.lists(st.builds(
+    lambda role, text, calls: Message(role, text, tuple(
+        ToolCall(f"c{i}", name, args) for i, (name, args) in enumerate(calls))),
+    st.sampled_from(["system", "user", "assistant", "tool"]), st.text(max_size=40),
+    st.lists(st.tuples(st.text(min_size=1, max_size=8),
+                       st.one_of(st.text(max_size=20),
+                                 st.dictionaries(st.text(max_size=4), st.integers()))),
+             max_size=2)), max_size=30)
+
+
+@settings(max_examples=200, deadline=None)
+@given(messages=MESSAGES)
+def test_a_whole_conversation_is_estimated_as_its_messages_one_by_one(
+        messages: list[Message]) -> None:
+    """``estimate_all`` sums the base estimator in C (a thread's history at a first turn): the
+    same total as one message at a time, for any contents and calls; another estimator is
+    called on each."""
+    assert estimate_all(estimate_message_tokens, messages) == sum(
+        map(estimate_message_tokens, messages))
+    assert estimate_all(ScriptedModel([]).estimate_message_tokens, tuple(messages)) == sum(
+        map(estimate_message_tokens, messages))
+    seen: list[Message] = []
+    assert estimate_all(lambda m: seen.append(m) or 3, messages) == 3 * len(messages)
+    assert seen == messages

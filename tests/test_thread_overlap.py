@@ -16,6 +16,7 @@ from hypothesis import strategies as st
 
 from tether import Agent, ModelRequest, ModelResponse, ReAct, ScriptedModel, StopReason
 from tether.knowledge import ConversationStore
+from tether.runtime.lifecycle.thread import History
 from tether.store.base import Store, StoreUnavailable
 from tether.store.memory import MemoryStore
 from thread_payments import PaymentsNeedApproval, pay
@@ -291,10 +292,10 @@ def test_a_start_journaled_by_an_earlier_tether_is_not_taken_as_the_history(
     a_run = start("A")
     (a,) = store.thread_entries("acme", "u1", "chat")
 
-    def as_before(session: Any, thread_id: str) -> tuple[dict[str, Any], list[Any]]:
+    def as_before(session: Any, thread_id: str) -> History:
         place = store.join_thread("acme", "u1", thread_id, session.id)  # no "order"
-        return {"id": thread_id, "position": place, "history": [
-            {"session": a.session_id, "position": 1, "user": "A", "assistant": ""}]}, []
+        return History([], (), {"id": thread_id, "position": place, "history": [
+            {"session": a.session_id, "position": 1, "user": "A", "assistant": ""}]})
 
     with monkeypatch.context() as patched:
         patched.setattr(opening, "_join", as_before)

@@ -40,6 +40,7 @@ from tether.models.pricing import ZERO_PRICE, Price
 from tether.types import Message, ModelRequest, ModelResponse, ToolCall, Usage, is_planned_turn
 
 _ROLE = operator.attrgetter("role")
+_CALLS = operator.attrgetter("tool_calls")
 ScriptItem = ModelResponse | str
 Responder = Callable[[ModelRequest], ScriptItem]
 
@@ -112,15 +113,24 @@ class ScriptedModel:
         """The script's answer to this turn of ``request``'s conversation."""
         if self._latency:
             await asyncio.sleep(self._latency)
-        messages = request.messages
-        turn = self._model_turns(messages)
-        if len(messages) > 2 and messages[2].role == "user":  # the turns a compaction replaced
-            turn += compacted_turns(messages[2])
+        if self._responder is not None:  # the turn only names the calls it gives no id
+            item = self._responder(request)
+            unnamed = not isinstance(item, str) and not all(c.id for c in item.tool_calls)
+            return self._finish(request, _prepare(item, self._turn(request) if unnamed else 0))
+        turn = self._turn(request)
         if turn < len(self._prepared):
             prepared = self._prepared[turn]
         else:
             prepared = _prepare(self._pick(request, turn), turn)
         return self._finish(request, prepared)
+
+    def _turn(self, request: ModelRequest) -> int:
+        """Which of the model's turns ``request`` asks for (0: the first)."""
+        messages = request.messages
+        turn = self._model_turns(messages)
+        if len(messages) > 2 and messages[2].role == "user":  # the turns a compaction replaced
+            turn += compacted_turns(messages[2])
+        return turn
 
     async def stream(self, request: ModelRequest) -> AsyncIterator[str | ModelResponse]:
         """``complete``'s answer in text chunks of 16 characters, then the whole response."""
@@ -152,8 +162,6 @@ class ScriptedModel:
         return turns
 
     def _pick(self, request: ModelRequest, turn: int) -> ScriptItem:
-        if self._responder is not None:
-            return self._responder(request)
         if self._when_exhausted is not None:
             return self._when_exhausted
         raise ModelError(
@@ -184,8 +192,8 @@ def model_turns(messages: Sequence[Message]) -> int:
     """The model's turns among ``messages``: its assistant messages, a strategy's planned calls
     (LLM+P) not counted, since they do not move the script on."""
     turns = list(map(_ROLE, messages)).count("assistant")
-    if turns:
-        turns -= sum(map(is_planned_turn, messages))
+    if turns:  # (only a message with calls can be a planned turn: the rest are not asked)
+        turns -= sum(map(is_planned_turn, filter(_CALLS, messages)))
     return turns
 
 

@@ -175,6 +175,19 @@ class ThreadEntry:
 
 
 @dataclass(frozen=True, slots=True)
+class ThreadTail:
+    """What is new in a thread to a reader who read its history up to a place
+    (``Store.thread_tail``): the sessions not placed yet or placed after it, the turns kept
+    after it, and the thread's revision, which the database counts up whenever a kept turn is
+    changed, removed or put before another. ``revision`` None: the store counts none, and
+    ``turns`` holds every kept turn, for the reader to compare the ones it read."""
+
+    entries: list[ThreadEntry]
+    turns: list[ThreadTurn]
+    revision: int | None
+
+
+@dataclass(frozen=True, slots=True)
 class SessionInfo:
     """A stored session, as a store lists it: its id, when it was created and last written, how
     many events it has, the type of the last, its tenant and its agent's name; its user and
@@ -329,6 +342,13 @@ class Store(Protocol):
     def thread_turns(self, tenant_id: str | None, user_id: str | None, thread_id: str,
                      through: int | None = None) -> list[ThreadTurn]:
         """The turns kept of one thread of (tenant, user), by place (up to ``through``)."""
+        ...
+
+    def thread_tail(self, tenant_id: str | None, user_id: str | None, thread_id: str,
+                    after: int) -> ThreadTail:
+        """What is new in one thread of (tenant, user) to a reader who read its history up to
+        place ``after`` (``ThreadTail``; with ``after`` 0, all of it), read in that order: the
+        revision first, so a change made while it reads shows at the next read."""
         ...
 
     def fill_turns(self, tenant_id: str | None, user_id: str | None, thread_id: str,

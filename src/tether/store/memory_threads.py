@@ -15,7 +15,7 @@ import threading
 import time
 from collections.abc import Collection, Mapping, Sequence
 
-from tether.store.base import ThreadEntry, thread_key
+from tether.store.base import ThreadEntry, ThreadTail, thread_key
 from tether.store.turn_chain import GENESIS, ThreadTurn, turn_digest, turn_link
 
 Owner = tuple[str, str]  # (tenant, user) as ``thread_key`` stores them
@@ -78,6 +78,15 @@ class MemoryThreads:
         with self._lock:
             kept = self._turns.get((*thread_key(tenant_id, user_id), thread_id), [])
             return [t for t in kept if through is None or t.ended <= through]
+
+    def thread_tail(self, tenant_id: str | None, user_id: str | None, thread_id: str,
+                    after: int) -> ThreadTail:
+        owner = thread_key(tenant_id, user_id)
+        with self._lock:  # (no revision: the reader compares the rows, the same objects)
+            found = [row for row in self._threads.get(owner, [])
+                     if row.thread_id == thread_id and (row.ended is None or row.ended > after)]
+            kept = list(self._turns.get((*owner, thread_id), []))
+        return ThreadTail(sorted(found, key=lambda e: e.position), kept, None)
 
     def fill_turns(self, tenant_id: str | None, user_id: str | None, thread_id: str,
                    turns: Sequence[tuple[int, str, str]]) -> None:

@@ -156,6 +156,38 @@ MIGRATIONS: dict[int, list[str]] = {
             PRIMARY KEY (tenant_id, user_id, thread_id, ended))""",
         "CREATE INDEX IF NOT EXISTS thread_turns_by_session ON {s}.thread_turns (session_id)",
     ],
+    # A thread's revision: counted up by the database itself whenever one of its kept turns is
+    # changed or removed, or one is put before another (by tether, a prune, an erasure, or
+    # anyone's SQL), so a process that checked the turns up to a place knows, by one read,
+    # whether they are still the turns it checked (tether.runtime.lifecycle.thread_memo).
+    14: [
+        """CREATE TABLE IF NOT EXISTS {s}.thread_revisions (
+            tenant_id TEXT NOT NULL, user_id TEXT NOT NULL, thread_id TEXT NOT NULL,
+            revision BIGINT NOT NULL, PRIMARY KEY (tenant_id, user_id, thread_id))""",
+        """CREATE OR REPLACE FUNCTION {s}.thread_turns_revised() RETURNS trigger
+            LANGUAGE plpgsql AS $$
+        BEGIN
+            IF TG_OP <> 'INSERT' THEN
+                INSERT INTO {s}.thread_revisions
+                    VALUES (OLD.tenant_id, OLD.user_id, OLD.thread_id, 1)
+                    ON CONFLICT (tenant_id, user_id, thread_id)
+                    DO UPDATE SET revision = {s}.thread_revisions.revision + 1;
+            END IF;
+            IF TG_OP = 'UPDATE' OR (TG_OP = 'INSERT' AND EXISTS (
+                    SELECT 1 FROM {s}.thread_turns WHERE tenant_id = NEW.tenant_id AND
+                    user_id = NEW.user_id AND thread_id = NEW.thread_id AND
+                    ended > NEW.ended)) THEN
+                INSERT INTO {s}.thread_revisions
+                    VALUES (NEW.tenant_id, NEW.user_id, NEW.thread_id, 1)
+                    ON CONFLICT (tenant_id, user_id, thread_id)
+                    DO UPDATE SET revision = {s}.thread_revisions.revision + 1;
+            END IF;
+            RETURN NULL;
+        END $$""",
+        "DROP TRIGGER IF EXISTS thread_turns_revised ON {s}.thread_turns",
+        """CREATE TRIGGER thread_turns_revised AFTER INSERT OR UPDATE OR DELETE
+            ON {s}.thread_turns FOR EACH ROW EXECUTE FUNCTION {s}.thread_turns_revised()""",
+    ],
 }
 SCHEMA_VERSION = max(MIGRATIONS)
 ANCHOR_LANES = 16  # lanes of a store created or migrated by this tether: more than its writers

@@ -18,7 +18,7 @@ import time
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from tether.store.base import ThreadEntry, thread_key
+from tether.store.base import ThreadEntry, ThreadTail, thread_key
 from tether.store.postgres_outage import riding
 from tether.store.postgres_part import PostgresPart
 from tether.store.turn_chain import GENESIS, ThreadTurn, turn_digest, turn_link
@@ -116,6 +116,27 @@ class PostgresThreads(PostgresPart):
                 f"{_WHERE} AND ended <= %s ORDER BY ended"),
                 (tenant, user, thread_id, 2**62 if through is None else through)).fetchall()
         return [ThreadTurn(int(e), s, d, k, t) for e, s, d, k, t in rows]
+
+    @riding
+    def thread_tail(self, tenant_id: str | None, user_id: str | None, thread_id: str,
+                    after: int) -> ThreadTail:
+        owner = (*thread_key(tenant_id, user_id), thread_id)
+        with self._connection() as db:
+            revision = db.execute(self._sql(f"SELECT revision FROM {{s}}.thread_revisions "
+                                            f"{_WHERE}"), owner).fetchone()
+            select = ("SELECT thread_id, position, session_id, user_id, created_at, ended FROM "
+                      f"{{s}}.threads {_WHERE} AND ")  # (two ranges of threads_by_end)
+            entries = db.execute(self._sql(
+                f"{select} ended IS NULL UNION ALL {select} ended > %s ORDER BY position"),
+                (*owner, *owner, after)).fetchall()
+            turns = db.execute(self._sql(
+                "SELECT ended, session_id, digest, link, turn FROM {s}.thread_turns "
+                f"{_WHERE} AND ended > %s ORDER BY ended"), (*owner, after)).fetchall()
+        return ThreadTail(
+            [ThreadEntry(t, int(p), s, u or None, float(c), None if e is None else int(e))
+             for t, p, s, u, c, e in entries],
+            [ThreadTurn(int(e), s, d, k, t) for e, s, d, k, t in turns],
+            int(revision[0]) if revision else 0)
 
     @riding
     def fill_turns(self, tenant_id: str | None, user_id: str | None, thread_id: str,

@@ -56,7 +56,7 @@ from tether.store.sqlite_open import (
     transaction,
 )
 from tether.store.sqlite_quotas import SQLiteQuotas
-from tether.store.sqlite_schema import MIGRATIONS, SCHEMA_VERSION
+from tether.store.sqlite_schema import MIGRATIONS, SCHEMA_VERSION, statements
 from tether.store.sqlite_threads import SQLiteThreads
 from tether.types import Event
 
@@ -174,9 +174,8 @@ class SQLiteStore(SQLiteListing, SQLiteThreads, SQLiteErasure, SQLiteCheckpoints
                         f"{self.path} has schema version {version}, newer than this tether "
                         f"understands ({SCHEMA_VERSION}); upgrade tether to open it")
                 for number in range(version + 1, SCHEMA_VERSION + 1):
-                    for statement in MIGRATIONS[number].split(";"):
-                        if statement.strip():
-                            self._db.execute(statement)
+                    for statement in statements(MIGRATIONS[number]):
+                        self._db.execute(statement)
                 if version and version < 6:  # what was stored before anchoring, anchored now
                     self._anchor_existing()
                 if version != SCHEMA_VERSION:

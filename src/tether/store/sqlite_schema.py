@@ -7,6 +7,9 @@ edited — while ``store.sqlite`` is the code that runs on them; a file written 
 
 from __future__ import annotations
 
+import sqlite3
+from collections.abc import Iterator
+
 MIGRATIONS: dict[int, str] = {
     1: """
     CREATE TABLE events (
@@ -177,5 +180,43 @@ MIGRATIONS: dict[int, str] = {
         PRIMARY KEY (tenant_id, user_id, thread_id, ended)) WITHOUT ROWID;
     CREATE INDEX thread_turns_by_session ON thread_turns (session_id);
     """,
+    # A thread's revision: counted up by the database itself whenever one of its kept turns is
+    # changed or removed, or one is put before another (by tether, a prune, an erasure, or
+    # anyone's SQL), so a process that checked the turns up to a place knows, by one read,
+    # whether they are still the turns it checked (tether.runtime.lifecycle.thread_memo).
+    14: """
+    CREATE TABLE thread_revisions (
+        tenant_id TEXT NOT NULL, user_id TEXT NOT NULL, thread_id TEXT NOT NULL,
+        revision INTEGER NOT NULL,
+        PRIMARY KEY (tenant_id, user_id, thread_id)) WITHOUT ROWID;
+    CREATE TRIGGER thread_turns_changed AFTER UPDATE ON thread_turns BEGIN
+        INSERT INTO thread_revisions VALUES (old.tenant_id, old.user_id, old.thread_id, 1)
+            ON CONFLICT DO UPDATE SET revision = revision + 1;
+        INSERT INTO thread_revisions VALUES (new.tenant_id, new.user_id, new.thread_id, 1)
+            ON CONFLICT DO UPDATE SET revision = revision + 1;
+    END;
+    CREATE TRIGGER thread_turns_removed AFTER DELETE ON thread_turns BEGIN
+        INSERT INTO thread_revisions VALUES (old.tenant_id, old.user_id, old.thread_id, 1)
+            ON CONFLICT DO UPDATE SET revision = revision + 1;
+    END;
+    CREATE TRIGGER thread_turns_put_before AFTER INSERT ON thread_turns
+    WHEN EXISTS (SELECT 1 FROM thread_turns WHERE tenant_id = new.tenant_id AND
+                 user_id = new.user_id AND thread_id = new.thread_id AND ended > new.ended)
+    BEGIN
+        INSERT INTO thread_revisions VALUES (new.tenant_id, new.user_id, new.thread_id, 1)
+            ON CONFLICT DO UPDATE SET revision = revision + 1;
+    END;
+    """,
 }
 SCHEMA_VERSION = max(MIGRATIONS)
+
+
+def statements(migration: str) -> Iterator[str]:
+    """A migration's statements, in order (a trigger's body holds ``;`` of its own)."""
+    pending = ""
+    for piece in migration.split(";"):
+        pending += piece + ";"
+        if sqlite3.complete_statement(pending):
+            if pending.strip(" \n;"):
+                yield pending
+            pending = ""

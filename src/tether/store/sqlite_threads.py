@@ -12,17 +12,19 @@ the last one kept in the same transaction (``tether.store.turn_chain``).
 
 from __future__ import annotations
 
+import operator
 import sqlite3
 import threading
 import time
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
-from tether.store.base import ThreadEntry, thread_key
+from tether.store.base import ThreadEntry, ThreadTail, thread_key
 from tether.store.sqlite_open import transaction
 from tether.store.turn_chain import GENESIS, ThreadTurn, turn_digest, turn_link
 
 _ALL = 2**62  # ``through`` when every kept turn is asked for
+_POSITION = operator.itemgetter(1)
 
 
 class SQLiteThreads:
@@ -109,6 +111,24 @@ class SQLiteThreads:
                 (*thread_key(tenant_id, user_id), thread_id,
                  _ALL if through is None else through)).fetchall()
         return list(map(ThreadTurn._make, rows))
+
+    def thread_tail(self, tenant_id: str | None, user_id: str | None, thread_id: str,
+                    after: int) -> ThreadTail:
+        owner = (*thread_key(tenant_id, user_id), thread_id)
+        where = "tenant_id = ? AND user_id = ? AND thread_id = ?"
+        with self._lock:
+            revision = self._db.execute(f"SELECT revision FROM thread_revisions WHERE {where}",
+                                        owner).fetchone()
+            select = ("SELECT thread_id, position, session_id, user_id, created_at, ended FROM "
+                      f"threads WHERE {where} AND ")  # (two ranges of threads_by_end, not all)
+            entries = sorted(self._db.execute(
+                f"{select} ended IS NULL UNION ALL {select} ended > ?",
+                (*owner, *owner, after)).fetchall(), key=_POSITION)
+            turns = self._db.execute(
+                "SELECT ended, session_id, digest, link, turn FROM thread_turns WHERE "
+                f"{where} AND ended > ? ORDER BY ended", (*owner, after)).fetchall()
+        return ThreadTail([ThreadEntry(t, p, s, u or None, c, e) for t, p, s, u, c, e in entries],
+                          list(map(ThreadTurn._make, turns)), revision[0] if revision else 0)
 
     def fill_turns(self, tenant_id: str | None, user_id: str | None, thread_id: str,
                    turns: Sequence[tuple[int, str, str]]) -> None:

@@ -26,6 +26,7 @@ from tether.runtime.approvals.approver import Approver, ApproverFn, as_approver
 from tether.runtime.approvals.requests import ALL_TENANTS, ApprovalStore, StoredApprovals
 from tether.runtime.lifecycle.fingerprint import recipe_fingerprint
 from tether.runtime.lifecycle.lease import DEFAULT_LEASE_TTL
+from tether.runtime.lifecycle.thread_memo import CheckedThreads
 from tether.runtime.strategy.handle import Strategy
 from tether.store.base import Store
 from tether.store.memory import MemoryStore
@@ -161,6 +162,8 @@ class Agent:
     output_spec: OutputSpec | None = field(init=False, repr=False, compare=False)
     registry: ToolRegistry = field(init=False, repr=False, compare=False)
     fingerprint: str = field(init=False, repr=False, compare=False)  # lifecycle.fingerprint
+    # the thread histories its sessions checked (tether.runtime.lifecycle.thread_memo)
+    checked_threads: CheckedThreads = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         if not isinstance(self.model, Model):
@@ -206,6 +209,7 @@ class Agent:
 
             spec = output_spec(self.output_type)
         object.__setattr__(self, "output_spec", spec)
+        object.__setattr__(self, "checked_threads", CheckedThreads())
         if isinstance(self.store, str):
             object.__setattr__(self, "store", open_store(self.store))
         object.__setattr__(self, "quotas", check_quotas(self.quotas))

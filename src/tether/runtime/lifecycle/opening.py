@@ -9,6 +9,7 @@ model and tool call when the recipe has telemetry, is made from it.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -18,7 +19,7 @@ from tether.runtime.chokepoint.assembly import subject_record, write_start
 from tether.runtime.chokepoint.gate import resource_of
 from tether.runtime.chokepoint.output import OutputCheck, instructions
 from tether.runtime.lifecycle.interrupt import lost_call
-from tether.runtime.lifecycle.thread import HISTORY_ORDER, thread_history
+from tether.runtime.lifecycle.thread import HISTORY_ORDER, History, thread_history
 from tether.runtime.record.state import SessionState
 from tether.tracing import Segment, TraceParent
 from tether.vocabulary import EventType
@@ -68,7 +69,9 @@ def open_run(session: Session, journal: Journal, state: SessionState, resuming: 
             shown = [t.to_dict() for t in session.recorded_turns]
         else:
             if session.thread is not None:
-                start["thread"], shown = _join(session, session.thread)
+                history = _join(session, session.thread)
+                start["thread"], shown = history.reference, history.turns
+                state.shown_messages = history.messages
             plan = plan_of(session)
             if plan is not None:
                 start["plan"] = plan
@@ -91,7 +94,7 @@ def plan_of(session: Session) -> dict[str, Any] | None:
     return read_request(session.request, resources).to_dict()
 
 
-def _join(session: Session, thread_id: str) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+def _join(session: Session, thread_id: str) -> History:
     """Take the session's place in its thread and read the turns that have ended: the start
     names them by reference (``tether.runtime.lifecycle.thread``), so nothing later depends on
     the thread index, and a thread's turns are stored once however many sessions continue it."""
@@ -99,8 +102,9 @@ def _join(session: Session, thread_id: str) -> tuple[dict[str, Any], list[dict[s
     assert store is not None  # Agent.session refuses a thread without a store
     user, tenant = session.subject.user_id, session.subject.tenant_id
     place = store.join_thread(tenant, user, thread_id, session.id)
-    turns, reference = thread_history(store, tenant, user, thread_id)
-    return {"id": thread_id, "position": place, "order": HISTORY_ORDER, **reference}, turns
+    history = thread_history(store, tenant, user, thread_id, session.agent.checked_threads)
+    return dataclasses.replace(history, reference={
+        "id": thread_id, "position": place, "order": HISTORY_ORDER, **history.reference})
 
 
 def _provider(agent: Agent) -> dict[str, str]:

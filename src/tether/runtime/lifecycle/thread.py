@@ -36,6 +36,7 @@ journal when the thread's sessions do not overlap; its start grows by nothing wi
 
 from __future__ import annotations
 
+import bisect
 import contextlib
 import json
 from collections.abc import Mapping, Sequence
@@ -45,10 +46,12 @@ from typing import Any
 from tether.errors import InvalidArgument, RunError
 from tether.journal.chain import canonical_text, verify_chain
 from tether.journal.erasure import erasure_of, vouched
+from tether.runtime.lifecycle.thread_memo import Checked, CheckedThreads, remembered
+from tether.runtime.record.history import history_messages
 from tether.runtime.record.state import fold
-from tether.store.base import Store, StoreError, ThreadEntry
+from tether.store.base import Store, StoreError, ThreadEntry, ThreadTail
 from tether.store.turn_chain import GENESIS, ThreadTurn, turn_digest, turn_link
-from tether.types import Event
+from tether.types import Event, Message
 from tether.vocabulary import EventType
 
 MAX_THREAD_ID = 200  # characters; ids are keys, not content
@@ -110,25 +113,59 @@ def turn_text(turn: Turn) -> str:
     return canonical_text(turn.to_dict())
 
 
+@dataclass(frozen=True, slots=True)
+class History:
+    """What a session joining a thread is shown: the turns (``Turn.to_dict``, every turn that
+    has ended, in the order they took their places), their messages, and the reference its
+    start journals for them (``through``, ``link``, ``shown``, ``tainted``)."""
+
+    turns: Sequence[Mapping[str, Any]]
+    messages: Sequence[Message]
+    reference: dict[str, Any]
+
+
 def thread_history(store: Store, tenant_id: str | None, user_id: str | None,
-                   thread_id: str) -> tuple[list[dict[str, Any]], dict[str, Any]]:
-    """The turns a session joining the thread is shown (``Turn.to_dict``: every turn that has
-    ended, in the order the turns took their places) and the reference its start journals for
-    them. A turn found ended without a place (its end was journaled but its place not recorded)
-    is given one first, so the next session is shown it in the same place."""
-    entries = store.thread_entries(tenant_id, user_id, thread_id)
+                   thread_id: str, memo: CheckedThreads | None = None) -> History:
+    """The history a session joining the thread is shown. A turn found ended without a place
+    (its end was journaled but its place not recorded) is given one first, so the next session
+    is shown it in the same place. With ``memo``, the kept turns it remembers unchanged are not
+    read or checked again (``tether.runtime.lifecycle.thread_memo``)."""
+    key = (tenant_id, user_id, thread_id)
+    known = memo.get(key) if memo is not None else None
     journals = _Journals(store)
-    late = [e for e in entries if e.ended is None and journals.ended(e)]
+    after = known.through if known is not None else 0
+    tail = store.thread_tail(tenant_id, user_id, thread_id, after)
+    late = [e for e in tail.entries if e.ended is None and journals.ended(e)]
     if late:
         store.end_turns(tenant_id, user_id, thread_id, [e.session_id for e in late],
                         {t.session_id: turn_text(t) for t in map(journals.turn, late) if t})
-        entries = store.thread_entries(tenant_id, user_id, thread_id)
-    kept = _kept(store, tenant_id, user_id, thread_id, entries, journals, fill=True)
+        tail = store.thread_tail(tenant_id, user_id, thread_id, after)
+    same = remembered(known, tail)
+    if known is not None:
+        rows = tail.turns[same:] if tail.revision is None else tail.turns
+        last = rows[-1].ended if rows else after
+        if not same or any(e.ended is not None and e.ended > last for e in tail.entries):
+            known, same = None, 0  # changed since, or turns to keep first: check it all
+            tail = store.thread_tail(tenant_id, user_id, thread_id, 0)
+    if known is None:
+        kept = _kept(store, tenant_id, user_id, thread_id, tail, journals, fill=True)
+        rows = kept
+    else:
+        check_kept(rows, known.kept[-1].link)
+        kept = [*known.kept, *rows]
     _anchored(kept, journals)
-    turns = _shown(kept, journals)
-    last = kept[-1] if kept else None
-    return turns, {"through": last.ended if last else 0, "link": last.link if last else GENESIS,
-                   "shown": len(turns), "tainted": any(t["tainted"] for t in turns)}
+    new = _shown(rows, journals)
+    turns: list[Mapping[str, Any]] = [*known.turns, *new] if known is not None else [*new]
+    messages = (*known.messages, *history_messages(new)) if known is not None \
+        else tuple(history_messages(new))
+    tainted = (known is not None and known.tainted) or any(t["tainted"] for t in new)
+    if memo is not None and all(row.turn is not None for row in rows):
+        memo.put(key, Checked(kept, turns, messages, tainted, tail.revision))
+    last_kept = kept[-1] if kept else None
+    return History(turns, messages, {
+        "through": last_kept.ended if last_kept else 0,
+        "link": last_kept.link if last_kept else GENESIS, "shown": len(turns),
+        "tainted": tainted})
 
 
 def recorded_history(store: Store | None, start: Mapping[str, Any]) -> list[Turn]:
@@ -167,7 +204,9 @@ def ended_turns(store: Store, tenant_id: str | None, entries: Sequence[ThreadEnt
         return []
     journals = _Journals(store)
     user, thread_id = entries[0].user_id, entries[0].thread_id
-    kept = _kept(store, tenant_id, user, thread_id, entries, journals, fill=False)
+    kept = _kept(store, tenant_id, user, thread_id,
+                 ThreadTail(list(entries), store.thread_turns(tenant_id, user, thread_id), 0),
+                 journals, fill=False)
     _anchored(kept, journals)
     extra = journals.turns([e for e in entries if e.ended is not None and e.ended
                             > (kept[-1].ended if kept else 0)])
@@ -194,13 +233,13 @@ def end_turn(store: Store, tenant_id: str | None, user_id: str | None, thread_id
 
 
 def _kept(store: Store, tenant_id: str | None, user_id: str | None, thread_id: str,
-          entries: Sequence[ThreadEntry], journals: _Journals, fill: bool) -> list[ThreadTurn]:
-    """The kept turns of the thread, their digests and links checked; with ``fill``, the turns
-    placed without being kept (by a tether before turns were kept) are kept first, read as
-    that tether read them."""
-    kept = store.thread_turns(tenant_id, user_id, thread_id)
+          tail: ThreadTail, journals: _Journals, fill: bool) -> list[ThreadTurn]:
+    """The kept turns of the thread (``tail``: all of it, read from place 0), their digests
+    and links checked; with ``fill``, the turns placed without being kept (by a tether before
+    turns were kept) are kept first, read as that tether read them."""
+    kept = tail.turns
     last = kept[-1].ended if kept else 0
-    placed = sorted((e for e in entries if e.ended is not None), key=lambda e: e.ended or 0)
+    placed = sorted((e for e in tail.entries if e.ended is not None), key=lambda e: e.ended or 0)
     missing = [e for e in placed if (e.ended or 0) > last]
     if missing and fill:
         found = {t.session_id: t for t in journals.turns(missing if kept else placed)}
@@ -212,10 +251,9 @@ def _kept(store: Store, tenant_id: str | None, user_id: str | None, thread_id: s
     return kept
 
 
-def check_kept(kept: Sequence[ThreadTurn]) -> None:
+def check_kept(kept: Sequence[ThreadTurn], link: str = GENESIS) -> None:
     """Every kept turn's text matches its digest, and every link chains it onto the one
-    before (ThreadTampered naming the first that does not)."""
-    link = GENESIS
+    before, the first onto ``link`` (ThreadTampered naming the first that does not)."""
     for row in kept:
         link = turn_link(link, row.digest)
         if row.link != link or (row.turn is not None and turn_digest(row.turn) != row.digest):
@@ -230,7 +268,6 @@ def _anchored(kept: Sequence[ThreadTurn], journals: _Journals) -> None:
     must hold the same turn in its own (verified) journal, and its start must name the same
     link at its place as the kept chain; the turns placed after that place are each checked
     against their own journals (for a thread whose sessions do not overlap: the latest)."""
-    links = {row.ended: row.link for row in kept}
     for i in range(len(kept) - 1, -1, -1):
         start = journals.start_of(kept[i].session_id)
         if start is None:  # pruned or erased: not a turn any more, and its text went with it
@@ -249,12 +286,18 @@ def _anchored(kept: Sequence[ThreadTurn], journals: _Journals) -> None:
                     _mismatch(row)
         else:
             through = int(thread.get("through") or 0)
-            if through and links.get(through) != thread.get("link"):
+            j = bisect.bisect_right(kept, through, hi=i, key=_place)  # (kept: by place)
+            if through and (not j or kept[j - 1].ended != through
+                            or kept[j - 1].link != thread.get("link")):
                 _mismatch(kept[i])
-            after = [r for r in kept[:i] if r.ended > through]
+            after = list(kept[j:i])
         for row in [*after, kept[i]]:
             journals.matches(row)
         return
+
+
+def _place(row: ThreadTurn) -> int:
+    return row.ended
 
 
 def _mismatch(row: ThreadTurn) -> None:

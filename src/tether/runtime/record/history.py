@@ -26,16 +26,20 @@ def history_messages(turns: Iterable[Mapping[str, Any]]) -> list[Message]:
     return history
 
 
-def opening_turns(thread: Mapping[str, Any] | None, shown: Sequence[Mapping[str, Any]]
-                  ) -> tuple[list[Message], bool, tuple[Message, ...]]:
+def opening_turns(thread: Mapping[str, Any] | None, shown: Sequence[Mapping[str, Any]],
+                  messages: Sequence[Message] | None = None
+                  ) -> tuple[Sequence[Message], bool, tuple[Message, ...]]:
     """What a start's ``thread`` opens the conversation with: the earlier turns' messages
     (carried in the start, ``history``, by a tether before turns were kept; else ``shown``,
-    the turns it names by reference), whether one read untrusted content (the thread is then
-    tainted), and the messages the first request leaves out (those named by reference)."""
+    the turns it names by reference, made into ``messages`` already by a live start that read
+    them), whether one read untrusted content (the thread is then tainted), and the messages
+    the first request leaves out (those named by reference)."""
     if not thread:
         return [], False, ()
     inline = "history" in thread
     turns = (thread["history"] or ()) if inline else shown
+    if messages is not None and not inline:  # (the start's ``tainted`` says it of these)
+        return messages, bool(thread.get("tainted")), tuple(messages)
     history = history_messages(turns)
     tainted = bool(thread.get("tainted")) or any(t.get("tainted") for t in turns)
     return history, tainted, () if inline else tuple(history)

@@ -66,9 +66,9 @@ class SessionState:
                  "denial_streak", "effects", "error_streak", "granted", "in_flight",
                  "may_have_approvals", "notice", "opening", "output", "output_invalid", "paused",
                  "plan", "planned", "planning", "private", "ran", "results", "settled", "shown",
-                 "signatures", "started", "steps", "stop_detail", "stop_reason", "strategy_log",
-                 "tainted", "tally", "task", "turn", "turn_from_model", "turn_open", "turn_step",
-                 "turn_text", "unsent", "window")
+                 "shown_messages", "signatures", "started", "steps", "stop_detail", "stop_reason",
+                 "strategy_log", "tainted", "tally", "task", "turn", "turn_from_model",
+                 "turn_open", "turn_step", "turn_text", "unsent", "window")
 
     def __init__(self, window: int | None = None) -> None:
         if window is not None and window < 1:
@@ -136,6 +136,7 @@ class SessionState:
         # there; and what explored branches asked and ran, apart from the conversation
         self.opening: tuple[Message, ...] = ()
         self.shown: Sequence[Mapping[str, Any]] = ()  # the thread's turns a start names
+        self.shown_messages: Sequence[Message] | None = None  # ... as messages, if made
         self._history: tuple[Message, ...] = ()  # (tether.runtime.record.history)
         self.branches = BranchLog()
         # derived views, read several times per step: kept up to date by the handlers
@@ -204,10 +205,10 @@ class SessionState:
     def _on_start(self, data: Mapping[str, Any]) -> None:
         self.task = data["task"]
         self.plan = RequestPlan.from_dict(data["plan"]) if data.get("plan") else None
-        history, tainted, self._history = opening_turns(data.get("thread"), self.shown)
+        history, tainted, self._history = opening_turns(data.get("thread"), self.shown,
+                                                          self.shown_messages)
         self.tainted = self.tainted or tainted
-        self.unsent = [Message.system(data["system_prompt"]), *history,
-                       Message.user(data["task"])]
+        self.unsent = [Message.system(data["system_prompt"]), *history, Message.user(data["task"])]
         self.opening = tuple(self.unsent)
         self._outbox = None
 
