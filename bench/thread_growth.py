@@ -27,9 +27,11 @@ before/after in one window.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import re
 import shutil
+import sqlite3
 import subprocess
 import sys
 import tempfile
@@ -144,6 +146,14 @@ def instructions(path: Path, sessions: int, child: str = CHILD) -> int:
     return int(match.group(1).replace(",", ""))
 
 
+def snapshot(base: Path, copy: Path) -> None:
+    """A consistent copy of a SQLite file, its WAL included (copying the file alone may catch a
+    background checkpoint halfway)."""
+    with contextlib.closing(sqlite3.connect(base)) as source, \
+            contextlib.closing(sqlite3.connect(copy)) as target:
+        source.backup(target)
+
+
 def start_instructions(turns: int, chars: int = CHARS, child: str = CHILD,
                        counts: tuple[int, int] = (FEW, MANY)) -> float:
     """Instructions one one-step session costs on a SQLite thread of ``turns`` turns (with
@@ -157,7 +167,7 @@ def start_instructions(turns: int, chars: int = CHARS, child: str = CHILD,
         found = []
         for sessions in counts:
             copy = Path(scratch) / f"copy-{sessions}.db"
-            shutil.copyfile(base, copy)
+            snapshot(base, copy)
             found.append(instructions(copy, sessions, child))
     return (found[1] - found[0]) / (counts[1] - counts[0])
 

@@ -171,3 +171,36 @@ def test_a_log_at_the_id_of_a_gone_one_is_counted_whole() -> None:
     (log,) = [log for log in made if id(log) == address]
     log.extend([Message.user("x")] * 4)
     assert answered(model, log.snapshot()) == 0
+
+
+def test_a_responders_unnamed_calls_are_named_by_the_turn_a_full_count_finds() -> None:
+    """A responder's answer does not depend on the turn, so the model counts turns only to
+    name the calls it gives without an id: ``call_<turn>_<n>``, the turn of the full count, on
+    a thread's continuation too (its history's answers are model turns)."""
+    @tool
+    def note(text: str) -> str:
+        """Keep a note."""
+        return "kept"
+
+    def respond(request: ModelRequest) -> ModelResponse | str:
+        if sum(m.role == "tool" for m in request.messages) < 4:  # two turns of two calls
+            return ModelResponse(tool_calls=(ToolCall("", "note", {"text": "x"}),
+                                             ToolCall("", "note", {"text": "y"})))
+        return "done"
+
+    model = ScriptedModel(respond)
+    requests: list[ModelRequest] = []
+    original = model.complete
+
+    async def seen(request: ModelRequest) -> ModelResponse:
+        requests.append(request)
+        return await original(request)
+
+    model.complete = seen  # type: ignore[method-assign]
+    agent = Agent(model=model, reasoning=ReAct(), tools=[note])
+    result = agent.run("take notes")
+    assert result.answer == "done"
+    ids = [c.id for m in requests[-1].messages for c in m.tool_calls]
+    turns = [full_count(r.messages) + 1 for r in requests[:2]]
+    assert turns == [1, 2]
+    assert ids == [f"call_{t}_{n}" for t in turns for n in (1, 2)]

@@ -241,7 +241,7 @@ NEW_INDEXES = ("sessions_newest", "sessions_by_tenant", "sessions_by_user")
 
 
 LATER_TABLES = ("checkpoints", "quota_use", "halts", "halt_state",  # schemas 10, 11, 12
-                "thread_turns")  # schema 13
+                "thread_turns", "thread_revisions")  # schemas 13, 14
 
 
 def _back_to_schema_8(store: Store) -> Store:

@@ -158,14 +158,14 @@ def turns(n: int, tag: str = "t") -> list[ThreadTurn]:
 
 def test_the_memory_is_bounded_keeps_the_longer_and_shows_no_words() -> None:
     memo = CheckedThreads(max_turns=10)
-    memo.put(("a", "u", "1"), Checked(turns(6), [{"user": "secret"}] * 6, (), False, 0))
-    memo.put(("a", "u", "2"), Checked(turns(3), [], (), False, 0))
+    memo.put(("a", "u", "1"), Checked(turns(6), ({"user": "secret"},) * 6, (), False, 0))
+    memo.put(("a", "u", "2"), Checked(turns(3), (), (), False, 0))
     memo.get(("a", "u", "1"))  # used last: the other goes first
-    memo.put(("a", "u", "3"), Checked(turns(4), [], (), False, 0))
+    memo.put(("a", "u", "3"), Checked(turns(4), (), (), False, 0))
     assert memo.get(("a", "u", "2")) is None and memo.get(("a", "u", "1")) is not None
-    memo.put(("a", "u", "1"), Checked(turns(2), [], (), False, 0))  # a shorter one comes late
+    memo.put(("a", "u", "1"), Checked(turns(2), (), (), False, 0))  # a shorter one comes late
     assert memo.get(("a", "u", "1")).through == 6  # type: ignore[union-attr]
-    memo.put(("a", "u", "4"), Checked(turns(11), [], (), False, 0))  # more than it may hold
+    memo.put(("a", "u", "4"), Checked(turns(11), (), (), False, 0))  # more than it may hold
     assert memo.get(("a", "u", "4")) is None
     assert "secret" not in repr(memo) + repr(memo.get(("a", "u", "1")))
     copy = pickle.loads(pickle.dumps(memo))

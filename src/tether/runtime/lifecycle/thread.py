@@ -140,22 +140,18 @@ def thread_history(store: Store, tenant_id: str | None, user_id: str | None,
         store.end_turns(tenant_id, user_id, thread_id, [e.session_id for e in late],
                         {t.session_id: turn_text(t) for t in map(journals.turn, late) if t})
         tail = store.thread_tail(tenant_id, user_id, thread_id, after)
-    same = remembered(known, tail)
-    if known is not None:
-        rows = tail.turns[same:] if tail.revision is None else tail.turns
-        last = rows[-1].ended if rows else after
-        if not same or any(e.ended is not None and e.ended > last for e in tail.entries):
-            known, same = None, 0  # changed since, or turns to keep first: check it all
+    rows = _since(known, tail)
+    if known is None or rows is None:  # nothing remembered, or not any more: check it all
+        known = None
+        if after:
             tail = store.thread_tail(tenant_id, user_id, thread_id, 0)
-    if known is None:
-        kept = _kept(store, tenant_id, user_id, thread_id, tail, journals, fill=True)
-        rows = kept
+        kept = rows = _kept(store, tenant_id, user_id, thread_id, tail, journals, fill=True)
     else:
         check_kept(rows, known.kept[-1].link)
         kept = [*known.kept, *rows]
     _anchored(kept, journals)
     new = _shown(rows, journals)
-    turns: list[Mapping[str, Any]] = [*known.turns, *new] if known is not None else [*new]
+    turns = (*known.turns, *new) if known is not None else tuple(new)  # (shared: a tuple)
     messages = (*known.messages, *history_messages(new)) if known is not None \
         else tuple(history_messages(new))
     tainted = (known is not None and known.tainted) or any(t["tainted"] for t in new)
@@ -166,6 +162,19 @@ def thread_history(store: Store, tenant_id: str | None, user_id: str | None,
         "through": last_kept.ended if last_kept else 0,
         "link": last_kept.link if last_kept else GENESIS, "shown": len(turns),
         "tainted": tainted})
+
+
+def _since(known: Checked | None, tail: ThreadTail) -> list[ThreadTurn] | None:
+    """The kept turns ``tail`` holds after the ones ``known`` remembers, or None when those are
+    not the thread's any more (or turns were placed without being kept, to be kept first)."""
+    same = remembered(known, tail)
+    if known is None or not same:
+        return None
+    rows = tail.turns[same:] if tail.revision is None else tail.turns
+    last = rows[-1].ended if rows else known.through
+    if any(e.ended is not None and e.ended > last for e in tail.entries):
+        return None
+    return rows
 
 
 def recorded_history(store: Store | None, start: Mapping[str, Any]) -> list[Turn]:

@@ -58,7 +58,7 @@ class Checked:
     one of them read untrusted content. Never changed once made: a later start makes a new one."""
 
     kept: list[ThreadTurn]
-    turns: list[Mapping[str, Any]]
+    turns: tuple[Mapping[str, Any], ...]
     messages: tuple[Message, ...]
     tainted: bool
     revision: int | None  # the thread's revision when they were read (``ThreadTail``)
