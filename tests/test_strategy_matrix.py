@@ -27,6 +27,7 @@ from tether.reasoning.reflexion import Reflexion, SelfCritique
 from tether.reasoning.router import Router
 from tether.runtime.accounting.stop import StopReason
 from tether.runtime.context.compaction import Compaction
+from tether.runtime.lifecycle.thread import thread_history
 from tether.store.memory import MemoryStore
 from tether.tools.selection import ToolSelection
 from tether.types import ModelRequest
@@ -227,6 +228,22 @@ def test_each_strategy_keeps_its_promises_with_each_feature(strategy: str, featu
         assert sent and any("my city is Lisbon" in m.content for m in sent[0].messages)
     elif feature == "telemetry":
         assert [(e.seq, e.type) for e in sink] == [(e.seq, e.type) for e in events]
+    if feature in ("thread", "all"):  # the same recipe again: from its memory of the thread
+        assert agent.checked_threads.get((None, "ada", "t1")) is not None
+        store = agent.journal_store
+        assert store is not None
+        fresh = thread_history(store, None, "ada", "t1")  # what a reader without memory finds
+        asked = len(sent)
+        again = agent.session(case.task, user_id="ada", thread="t1")
+        again.run()
+        events = list(again.replay())
+        assert verify_chain(events) is None
+        (start,) = [e.data for e in events if e.type == "session.start"]
+        assert {k: start["thread"][k] for k in fresh.reference} == fresh.reference
+        assert fresh.reference["shown"] == 2
+        history = [(m.role, m.content) for m in fresh.messages]
+        first = [(m.role, m.content) for m in sent[asked].messages]
+        assert first[1:1 + len(history)] == history, first
 
 
 def words_until_repaired(request: ModelRequest) -> ModelResponse | str:
