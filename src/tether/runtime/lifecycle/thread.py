@@ -46,7 +46,7 @@ from typing import Any
 from tether.errors import InvalidArgument, RunError
 from tether.journal.chain import canonical_text, verify_chain
 from tether.journal.erasure import erasure_of, vouched
-from tether.runtime.lifecycle.thread_memo import Checked, CheckedThreads, remembered
+from tether.runtime.lifecycle.thread_memo import Checked, CheckedThreads, since
 from tether.runtime.record.history import history_messages
 from tether.runtime.record.state import fold
 from tether.store.base import Store, StoreError, ThreadEntry, ThreadTail
@@ -140,7 +140,7 @@ def thread_history(store: Store, tenant_id: str | None, user_id: str | None,
         store.end_turns(tenant_id, user_id, thread_id, [e.session_id for e in late],
                         {t.session_id: turn_text(t) for t in map(journals.turn, late) if t})
         tail = store.thread_tail(tenant_id, user_id, thread_id, after)
-    rows = _since(known, tail)
+    rows = since(known, tail)
     if known is None or rows is None:  # nothing remembered, or not any more: check it all
         known = None
         if after:
@@ -162,19 +162,6 @@ def thread_history(store: Store, tenant_id: str | None, user_id: str | None,
         "through": last_kept.ended if last_kept else 0,
         "link": last_kept.link if last_kept else GENESIS, "shown": len(turns),
         "tainted": tainted})
-
-
-def _since(known: Checked | None, tail: ThreadTail) -> list[ThreadTurn] | None:
-    """The kept turns ``tail`` holds after the ones ``known`` remembers, or None when those are
-    not the thread's any more (or turns were placed without being kept, to be kept first)."""
-    same = remembered(known, tail)
-    if known is None or not same:
-        return None
-    rows = tail.turns[same:] if tail.revision is None else tail.turns
-    last = rows[-1].ended if rows else known.through
-    if any(e.ended is not None and e.ended > last for e in tail.entries):
-        return None
-    return rows
 
 
 def recorded_history(store: Store | None, start: Mapping[str, Any]) -> list[Turn]:

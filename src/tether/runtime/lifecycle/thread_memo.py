@@ -120,13 +120,22 @@ class CheckedThreads:
         return CheckedThreads, (self._max,)  # (a copy elsewhere starts with nothing remembered)
 
 
-def remembered(checked: Checked | None, tail: ThreadTail) -> int:
-    """How many kept rows of the thread ``tail`` was read from are the rows ``checked``
-    remembers, unchanged: all of them or none (0: read and check everything). The thread's
-    revision says so when the store counts one; else the rows are compared."""
-    if checked is None or not checked.kept:
-        return 0
-    count = len(checked.kept)
+def since(known: Checked | None, tail: ThreadTail) -> list[ThreadTurn] | None:
+    """The kept turns ``tail`` holds after the ones ``known`` remembers, or None when those are
+    not the thread's any more (the revision moved; without one, the rows differ) or turns were
+    placed without being kept since (to be kept first): then everything is read and checked."""
+    if known is None or not known.kept:
+        return None
+    count = len(known.kept)
     if tail.revision is None:
-        return count if tail.turns[:count] == checked.kept else 0
-    return count if tail.revision == checked.revision else 0
+        if tail.turns[:count] != known.kept:
+            return None
+        rows = tail.turns[count:]
+    elif tail.revision != known.revision:
+        return None
+    else:
+        rows = tail.turns
+    last = rows[-1].ended if rows else known.through
+    if any(e.ended is not None and e.ended > last for e in tail.entries):
+        return None
+    return rows
