@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 from tether.journal.views import genai as g
 from tether.journal.views.measures import Measure
-from tether.observe._record import recorder
+from tether.observe._record import adder, recorder
 
 if TYPE_CHECKING:
     from opentelemetry.metrics import MeterProvider
@@ -50,7 +50,7 @@ class Instruments:
                 "input tokens of a model call")),
         }
         self._adds: dict[str, Callable[..., None]] = {
-            name: meter.create_counter(name, unit=unit, description=description).add
+            name: adder(meter.create_counter(name, unit=unit, description=description))
             for name, (unit, description) in _COUNTERS.items()}
         # counters' points since the last batch: (name, attributes' items) -> [sum, attributes]
         self._sums: dict[tuple[str, tuple[tuple[str, Any], ...]], list[Any]] = {}
