@@ -7,8 +7,8 @@ tool's thread); the worker's work does not. This records one run of the 21-step 
 events (SQLite store), then replays them through the sink's stages — decoding only, deriving
 SDK spans, deriving and exporting them, and the same with an SDK ``MeterProvider`` (no reader,
 as the benchmark makes it, and with an in-memory reader) — under cachegrind for 20 and 120
-replays, and prints the difference per step. ``--old-histograms`` records histogram points
-through ``Histogram.record`` itself (as before ``tether.observe._record``).
+replays, and prints the difference per step. ``--old-histograms`` records metric points
+through ``Histogram.record`` and ``Counter.add`` themselves (as before ``tether.observe._record``).
 """
 
 from __future__ import annotations
@@ -42,6 +42,7 @@ events = pickle.load(open({path!r}, "rb"))
 if {old!r}:
     import tether.observe._metrics as metrics
     metrics.recorder = lambda instrument: instrument.record
+    metrics.adder = lambda instrument: instrument.add
 from opentelemetry.sdk.metrics import MeterProvider
 from opentelemetry.sdk.metrics.export import InMemoryMetricReader
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
