@@ -9,7 +9,8 @@ Decision: a counter's points are summed per attribute set in the sink and added 
 (when the batch's spans are exported): a sum of sums is the same sum, so every collection
 shows the same values, at most one batch (``OTelSink``'s linger) later. A histogram's points
 are recorded one by one — its count, sum, buckets, minimum and maximum need every value, and
-the API takes one at a time — but without the objects around them (``measures.Measure``).
+the API takes one at a time — but without the objects around them (``measures.Measure``) and,
+for the SDK's histograms, without re-cleaning the attributes the sink built (``_record``).
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 from tether.journal.views import genai as g
 from tether.journal.views.measures import Measure
+from tether.observe._record import adder, recorder
 
 if TYPE_CHECKING:
     from opentelemetry.metrics import MeterProvider
@@ -37,18 +39,18 @@ class Instruments:
 
         meter = provider.get_meter("tether", __version__, schema_url=g.SCHEMA_URL)
         self._records: dict[str, Callable[..., None]] = {
-            g.TOKEN_USAGE: meter.create_histogram(
+            g.TOKEN_USAGE: recorder(meter.create_histogram(
                 g.TOKEN_USAGE, unit="{token}", description="Number of input and output tokens "
-                "used.", explicit_bucket_boundaries_advisory=g.TOKEN_BUCKETS).record,
-            g.OPERATION_DURATION: meter.create_histogram(
+                "used.", explicit_bucket_boundaries_advisory=g.TOKEN_BUCKETS)),
+            g.OPERATION_DURATION: recorder(meter.create_histogram(
                 g.OPERATION_DURATION, unit="s", description="GenAI operation duration.",
-                explicit_bucket_boundaries_advisory=g.DURATION_BUCKETS).record,
-            g.ESTIMATE_ERROR: meter.create_histogram(
+                explicit_bucket_boundaries_advisory=g.DURATION_BUCKETS)),
+            g.ESTIMATE_ERROR: recorder(meter.create_histogram(
                 g.ESTIMATE_ERROR, unit="1", description="(estimated - reported) / reported "
-                "input tokens of a model call").record,
+                "input tokens of a model call")),
         }
         self._adds: dict[str, Callable[..., None]] = {
-            name: meter.create_counter(name, unit=unit, description=description).add
+            name: adder(meter.create_counter(name, unit=unit, description=description))
             for name, (unit, description) in _COUNTERS.items()}
         # counters' points since the last batch: (name, attributes' items) -> [sum, attributes]
         self._sums: dict[tuple[str, tuple[tuple[str, Any], ...]], list[Any]] = {}
