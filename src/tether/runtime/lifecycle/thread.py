@@ -32,6 +32,8 @@ before turns were kept (it carries the turns it was shown, ``history``) is still
 was; a thread whose turns were placed then has them kept when a session next joins it.
 Cost: a session joining reads the kept turns (one query; two digests per turn) and one earlier
 journal when the thread's sessions do not overlap; its start grows by nothing with the thread.
+An agent whose sessions checked the thread before reads only the turns placed since, while the
+thread's revision says the others are unchanged (``tether.runtime.lifecycle.thread_memo``).
 """
 
 from __future__ import annotations
