@@ -17,6 +17,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+from collections.abc import Sequence
 from pathlib import Path
 
 RUNS = 40
@@ -95,20 +96,29 @@ BREAKDOWN = (("as measured", ()),
 
 
 def instructions(runs: int, store: str, without: tuple[str, ...] = ()) -> int:
-    return _counted(["valgrind", "--tool=cachegrind", "--cache-sim=no",
-                     "--cachegrind-out-file=/dev/null"], runs, store, without, "")
+    return _counted(CACHEGRIND, runs, store, without, "")
 
 
-def _counted(valgrind: list[str], runs: int, store: str, without: tuple[str, ...],
-             telemetry: str) -> int:
-    code = CHILD.format(bench=str(Path(__file__).parent), store=store, runs=runs,
-                        without=without, telemetry=telemetry)
-    done = subprocess.run([*valgrind, sys.executable, "-c", code], capture_output=True,
-                          text=True, check=True, env={**os.environ, "PYTHONHASHSEED": "0"})
+CACHEGRIND = ("valgrind", "--tool=cachegrind", "--cache-sim=no",
+              "--cachegrind-out-file=/dev/null")
+
+
+def counted(code: str, *args: str, valgrind: Sequence[str] = CACHEGRIND) -> int:
+    """The machine instructions of ``python -c code args...`` in a child process under valgrind
+    (deterministic: PYTHONHASHSEED fixed). Every bench script counts through this one."""
+    done = subprocess.run([*valgrind, sys.executable, "-c", code, *args], capture_output=True,
+                          text=True, env={**os.environ, "PYTHONHASHSEED": "0"})
     match = re.search(r"I\s+refs:\s+([\d,]+)", done.stderr)
-    if match is None:
-        raise SystemExit(f"no instruction count in valgrind's output:\n{done.stderr[-2000:]}")
+    if done.returncode or match is None:
+        raise SystemExit(f"the counted child failed, or valgrind gave no count:\n"
+                         f"{done.stderr[-3000:]}")
     return int(match.group(1).replace(",", ""))
+
+
+def _counted(valgrind: Sequence[str], runs: int, store: str, without: tuple[str, ...],
+             telemetry: str) -> int:
+    return counted(CHILD.format(bench=str(Path(__file__).parent), store=store, runs=runs,
+                                without=without, telemetry=telemetry), valgrind=valgrind)
 
 
 def threads(runs: int, store: str, telemetry: str) -> tuple[int, int]:

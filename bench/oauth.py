@@ -19,10 +19,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import os
-import re
-import subprocess
-import sys
 import tempfile
 import time
 from pathlib import Path
@@ -32,6 +28,7 @@ from typing import Any
 import jwt
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ec, ed25519, rsa
+from instructions import counted
 from jwt.algorithms import ECAlgorithm, OKPAlgorithm, RSAAlgorithm
 
 from tether.serve.jwks import KeySet
@@ -143,14 +140,7 @@ async def child(what: str, calls: int) -> None:
 
 def instructions(what: str, calls: int) -> int:
     code = CHILD.format(bench=str(Path(__file__).parent), what=what, calls=calls)
-    done = subprocess.run(["valgrind", "--tool=cachegrind", "--cache-sim=no",
-                           "--cachegrind-out-file=/dev/null", sys.executable, "-c", code],
-                          capture_output=True, text=True, check=True,
-                          env={**os.environ, "PYTHONHASHSEED": "0"})
-    match = re.search(r"I\s+refs:\s+([\d,]+)", done.stderr)
-    if match is None:
-        raise SystemExit(f"no instruction count in valgrind's output:\n{done.stderr[-2000:]}")
-    return int(match.group(1).replace(",", ""))
+    return counted(code)
 
 
 def per_check(what: str, extra: int = 200) -> float:

@@ -13,10 +13,7 @@ which do not move: per Ed25519 signature, per manifest session line, per anchor 
 from __future__ import annotations
 
 import argparse
-import os
-import re
 import statistics
-import subprocess
 import sys
 import tempfile
 import threading
@@ -25,6 +22,8 @@ from collections.abc import Callable
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "src"))
+
+from instructions import counted as instructions_of
 
 from tether.journal import checkpoint
 from tether.journal.note import COSIGNATURE_V1, generate
@@ -123,14 +122,7 @@ else:
 def counted(what: str, count: int) -> int:
     code = CHILD.format(src=str(Path(__file__).resolve().parent.parent / "src"),
                         bench=str(Path(__file__).resolve().parent), what=what, count=count)
-    done = subprocess.run(["valgrind", "--tool=cachegrind", "--cache-sim=no",
-                           "--cachegrind-out-file=/dev/null", sys.executable, "-c", code],
-                          capture_output=True, text=True, check=True,
-                          env={**os.environ, "PYTHONHASHSEED": "0"})
-    match = re.search(r"I\s+refs:\s+([\d,]+)", done.stderr)
-    if match is None:
-        raise SystemExit(f"no instruction count:\n{done.stderr[-2000:]}")
-    return int(match.group(1).replace(",", ""))
+    return instructions_of(code)
 
 
 def instructions() -> None:

@@ -14,12 +14,12 @@ through ``Histogram.record`` and ``Counter.add`` themselves (as before ``tether.
 from __future__ import annotations
 
 import argparse
-import os
-import re
 import subprocess
 import sys
 import tempfile
 from pathlib import Path
+
+from instructions import counted
 
 STAGES = (("decoding 4 events (orjson)", "decode"), ("deriving 2 SDK spans", "derive"),
           ("... and exporting them (in-memory exporter)", "export"),
@@ -68,17 +68,6 @@ for _ in range({replays}):
 """
 
 
-def _count(code: str) -> int:
-    done = subprocess.run(["valgrind", "--tool=cachegrind", "--cache-sim=no",
-                           "--cachegrind-out-file=/dev/null", sys.executable, "-c", code],
-                          capture_output=True, text=True, check=True,
-                          env={**os.environ, "PYTHONHASHSEED": "0"})
-    match = re.search(r"I\s+refs:\s+([\d,]+)", done.stderr)
-    if match is None:
-        raise SystemExit(f"no instruction count in valgrind's output:\n{done.stderr[-2000:]}")
-    return int(match.group(1).replace(",", ""))
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--old-histograms", action="store_true",
@@ -91,7 +80,7 @@ def main() -> None:
             check=True)
         print("k instructions per step (one run's 84 events, 21 steps, replayed)")
         for label, stage in STAGES:
-            counts = [_count(REPLAY.format(path=path, old=args.old_histograms, stage=stage,
+            counts = [counted(REPLAY.format(path=path, old=args.old_histograms, stage=stage,
                                            replays=replays)) for replays in (20, 120)]
             print(f"  {label:<48} {(counts[1] - counts[0]) / (100 * 21) / 1000:7.1f}")
 

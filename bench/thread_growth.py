@@ -28,15 +28,14 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import os
-import re
 import shutil
 import sqlite3
-import subprocess
 import sys
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
+
+from instructions import counted
 
 from tether import Agent, ReAct, ScriptedModel
 from tether.store.memory import MemoryStore
@@ -132,20 +131,6 @@ def bytes_stored(turns: tuple[int, ...] = TURNS, chars: int = CHARS) -> dict[int
     return found
 
 
-def instructions(path: Path, sessions: int, child: str = CHILD) -> int:
-    done = subprocess.run(["valgrind", "--tool=cachegrind", "--cache-sim=no",
-                           "--cachegrind-out-file=/dev/null", sys.executable, "-c", child,
-                           str(path), str(sessions)],
-                          capture_output=True, text=True,
-                          env={**os.environ, "PYTHONHASHSEED": "0"})
-    if done.returncode:
-        raise SystemExit(f"the counted child failed:\n{done.stderr[-3000:]}")
-    match = re.search(r"I\s+refs:\s+([\d,]+)", done.stderr)
-    if match is None:
-        raise SystemExit(f"no instruction count in valgrind's output:\n{done.stderr[-2000:]}")
-    return int(match.group(1).replace(",", ""))
-
-
 def snapshot(base: Path, copy: Path) -> None:
     """A consistent copy of a SQLite file, its WAL included (copying the file alone may catch a
     background checkpoint halfway)."""
@@ -168,7 +153,7 @@ def start_instructions(turns: int, chars: int = CHARS, child: str = CHILD,
         for sessions in counts:
             copy = Path(scratch) / f"copy-{sessions}.db"
             snapshot(base, copy)
-            found.append(instructions(copy, sessions, child))
+            found.append(counted(child, str(copy), str(sessions)))
     return (found[1] - found[0]) / (counts[1] - counts[0])
 
 
