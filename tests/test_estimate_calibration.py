@@ -15,7 +15,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tether import Agent, Budget, ModelRequest, ModelResponse, ReAct, ScriptedModel, ToolCall
-from tether.models.base import estimate_all, estimate_message_tokens
+from tether.models.base import (
+    MESSAGE_OVERHEAD_TOKENS,
+    estimate_message_tokens,
+    estimate_text_tokens,
+)
 from tether.store.memory import MemoryStore
 from tether.tools import Calculator
 from tether.types import Message, Usage
@@ -122,15 +126,17 @@ MESSAGES = st.lists(st.builds(
 
 @settings(max_examples=200, deadline=None)
 @given(messages=MESSAGES)
-def test_a_whole_conversation_is_estimated_as_its_messages_one_by_one(
-        messages: list[Message]) -> None:
-    """``estimate_all`` sums the base estimator in C (a thread's history at a first turn): the
-    same total as one message at a time, for any contents and calls; another estimator is
-    called on each."""
-    assert estimate_all(estimate_message_tokens, messages) == sum(
-        map(estimate_message_tokens, messages))
-    assert estimate_all(ScriptedModel([]).estimate_message_tokens, tuple(messages)) == sum(
-        map(estimate_message_tokens, messages))
-    seen: list[Message] = []
-    assert estimate_all(lambda m: seen.append(m) or 3, messages) == 3 * len(messages)
-    assert seen == messages
+def test_a_message_is_estimated_as_its_texts_are(messages: list[Message]) -> None:
+    """``estimate_message_tokens`` (its text estimate inlined: it runs for every message of a
+    thread's history) counts what ``estimate_text_tokens`` counts of the content and of each
+    call, plus the overheads, for any contents and calls; ``ScriptedModel`` bills with it."""
+    def reference(message: Message) -> int:
+        n = MESSAGE_OVERHEAD_TOKENS + estimate_text_tokens(message.content)
+        for call in message.tool_calls:
+            args = call.arguments
+            n += MESSAGE_OVERHEAD_TOKENS + estimate_text_tokens(call.name) + \
+                estimate_text_tokens(args if isinstance(args, str) else repr(args))
+        return n
+
+    assert [estimate_message_tokens(m) for m in messages] == list(map(reference, messages))
+    assert ScriptedModel([]).estimate_message_tokens is estimate_message_tokens

@@ -8,9 +8,7 @@ seam; the budget logic never learns which provider it is talking to.
 
 from __future__ import annotations
 
-import itertools
-import operator
-from collections.abc import AsyncIterator, Callable, Iterable, Sequence
+from collections.abc import AsyncIterator, Iterable
 from typing import Protocol, runtime_checkable
 
 from tether.errors import RunError
@@ -38,40 +36,13 @@ def estimate_text_tokens(text: str) -> int:
 
 
 def estimate_message_tokens(message: Message) -> int:
-    n = MESSAGE_OVERHEAD_TOKENS - (-len(message.content) // CHARS_PER_TOKEN)  # (as above)
-    if message.tool_calls:
-        n += _calls_tokens(message)
-    return n
-
-
-def _calls_tokens(message: Message) -> int:
-    n = 0
+    # (estimate_text_tokens inlined: this runs for every message of a thread's history)
+    n = MESSAGE_OVERHEAD_TOKENS - (-len(message.content) // CHARS_PER_TOKEN)
     for call in message.tool_calls:
         n += MESSAGE_OVERHEAD_TOKENS + estimate_text_tokens(call.name)
         args = call.arguments
         n += estimate_text_tokens(args if isinstance(args, str) else repr(args))
     return n
-
-
-def estimate_all(estimate: Callable[[Message], int], messages: Sequence[Message]) -> int:
-    """``sum(map(estimate, messages))``: a model's estimate of ``messages`` (``estimate``: its
-    ``estimate_message_tokens``). With this module's estimator (``ScriptedModel``'s), summed in
-    C but for the messages with tool calls, so a thread's history of thousands of messages,
-    sent at a session's first turn, costs no Python call a message."""
-    if estimate is not estimate_message_tokens:
-        return sum(map(estimate, messages))
-    chars = map(len, map(_CONTENT, messages))
-    n: int = len(messages) * MESSAGE_OVERHEAD_TOKENS + sum(map(  # (each rounded up, as above)
-        operator.floordiv, map(operator.add, chars, _ROUND_UP), _PER_TOKEN))
-    for message in filter(_CALLS, messages):
-        n += _calls_tokens(message)
-    return n
-
-
-_CONTENT = operator.attrgetter("content")
-_CALLS = operator.attrgetter("tool_calls")
-_ROUND_UP = itertools.repeat(CHARS_PER_TOKEN - 1)
-_PER_TOKEN = itertools.repeat(CHARS_PER_TOKEN)
 
 
 def estimate_tools_tokens(tools: Iterable[ToolSpec]) -> int:

@@ -34,7 +34,6 @@ from typing import Any
 
 from tether.models.base import (
     Model,
-    estimate_all,
     estimate_tools_tokens,
     min_answer_seconds,
     output_ceiling,
@@ -284,7 +283,7 @@ class Environment:
         """Tokens of what the next request adds, counted once per change of the outbox."""
         outbox = self._state.outbox()
         if self._pending[0] is not outbox:
-            self._pending = (outbox, estimate_all(self._model.estimate_message_tokens, outbox))
+            self._pending = (outbox, sum(map(self._model.estimate_message_tokens, outbox)))
         return self._pending[1]
 
     def next_input(self, final: bool, note: str | None) -> int:
@@ -312,8 +311,8 @@ class Environment:
         """``TurnSeat``: what the next request resends is now the rewritten (compacted)
         conversation, all of it estimated."""
         output = self._output
-        self._sent_estimate = estimate_all(self._model.estimate_message_tokens,
-                                           self._state.conversation) + (
+        self._sent_estimate = sum(map(self._model.estimate_message_tokens,
+                                      self._state.conversation)) + (
             output.request_estimate if output is not None else 0)
         self._answered = (-1, 0)
 
@@ -331,7 +330,7 @@ class Environment:
         """``Seat``: the strategy's own turn (``turn``, after ``flushed``) joined the
         conversation: count what the next request resends; its ids are taken."""
         estimate = self._model.estimate_message_tokens
-        self._sent_estimate += estimate_all(estimate, flushed) + estimate(
+        self._sent_estimate += sum(map(estimate, flushed)) + estimate(
             self._state.conversation[-1])
         self._answered = (-1, 0)  # the conversation grew past the last answer
         self._seen_ids.update(c.id for c in turn)
