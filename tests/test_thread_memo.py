@@ -3,7 +3,8 @@ compares the kept rows with the ones it remembers instead of checking them again
 remembered rows edited (text, digest, re-chained), erased, forgotten and rebuilt to the same
 length in another process, new rows edited after another writer added them; and a property:
 whatever happens to the thread between its sessions, a remembering agent is shown exactly what
-a fresh read of the thread shows."""
+a fresh read of the thread shows, and its first request is reserved for exactly as a fresh
+agent's would be (the history's estimate remembered with it, only the new messages estimated)."""
 
 from __future__ import annotations
 
@@ -19,15 +20,20 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from test_thread_stored_once import Seen, chat, edit_kept, qa, sql
+from tether import Agent, ReAct, ScriptedModel
 from tether.journal.erasure import erase_sessions
 from tether.knowledge import ConversationStore
+from tether.models.base import estimate_message_tokens
 from tether.runtime.lifecycle import thread as thread_module
 from tether.runtime.lifecycle.thread import ThreadTampered
 from tether.runtime.lifecycle.thread_memo import Checked, CheckedThreads
+from tether.runtime.record.history import Shown, estimate_new
 from tether.store.base import Store
 from tether.store.memory import MemoryStore
 from tether.store.sqlite import SQLiteStore
 from tether.store.turn_chain import ThreadTurn
+from tether.types import Message
+from tether.vocabulary import EventType
 
 WHO: dict[str, Any] = {"user_id": "u1", "tenant_id": "acme", "thread": "chat"}
 KEY = ("acme", "u1", "chat")
@@ -147,9 +153,16 @@ def test_a_remembering_agent_is_shown_what_a_fresh_read_shows(ops: list[str], du
             mine.clear()
         expected = history(store)
         task = f"task {n}"
-        mine.append(agent.run(task, **WHO).session_id)
+        result = agent.run(task, **WHO)
+        mine.append(result.session_id)
         assert model.sent[task] == [*expected, ("user", task)]
+        assert first_reservation(store, result) == model.estimated[task]  # a fresh agent's
     store.close()
+
+
+def first_reservation(store: Store, result: Any) -> int:
+    return int(next(e.data["reserved_input"] for e in store.read(result.session_id)
+                    if e.type == EventType.MODEL_REQUEST))
 
 
 def turns(n: int, tag: str = "t") -> list[ThreadTurn]:
@@ -204,3 +217,53 @@ def test_the_database_counts_every_change_to_kept_turns_but_an_append(store: Sto
     sql(store, "INSERT INTO {s}.thread_turns VALUES ('acme', 'u1', 'chat', 9, 's', 'd', 'l', "
                "NULL)")  # past the last: an append
     assert revision() == seen[-1]
+
+
+class Counting(ScriptedModel):
+    """The scripted model, counting the messages its estimator is asked about."""
+
+    estimated_messages = 0
+
+    def estimate_message_tokens(self, message: Any) -> int:
+        self.estimated_messages += 1
+        return super().estimate_message_tokens(message)
+
+
+def test_a_start_estimates_only_the_messages_it_did_not_estimate_before(store: Store) -> None:
+    seen = Seen()
+    model = Counting(seen)
+    agent = Agent(model=model, reasoning=ReAct(), store=store)
+    for i in range(20):
+        agent.run(f"q{i}", **WHO)
+    model.estimated_messages = 0
+    result = agent.run("one more", **WHO)
+    # the two messages of the turn placed since, the system prompt, the task, the answer
+    assert model.estimated_messages <= 6
+    cold_seen = Seen()
+    fresh = Counting(cold_seen)
+    cold = Agent(model=fresh, reasoning=ReAct(), store=store).run("and a fresh one", **WHO)
+    assert fresh.estimated_messages >= 2 * 21  # nothing remembered: every message
+    assert first_reservation(store, result) == seen.estimated["one more"]
+    assert first_reservation(store, cold) == cold_seen.estimated["and a fresh one"]
+
+
+def test_a_remembered_estimate_is_used_only_for_its_history_and_estimator() -> None:
+    history = (Message.user("a" * 400), Message.assistant("b" * 40))
+    made = Shown(history, (estimate_message_tokens, 1))  # a deliberately wrong sum
+    new = [Message.system("s"), *history, Message.user("t")]
+    rest = estimate_message_tokens(new[0]) + estimate_message_tokens(new[-1])
+    assert estimate_new(new, history, made, estimate_message_tokens) == 1 + rest  # it is used
+    honest = sum(map(estimate_message_tokens, new))
+
+    def other(message: Message) -> int:  # another estimator: the sum is not its own
+        return estimate_message_tokens(message)
+
+    assert estimate_new(new, history, made, other) == honest
+    copies = tuple(Message.user(m.content) if m.role == "user" else m for m in history)
+    carried = [new[0], *copies, new[-1]]  # the same words, other messages: not its history
+    assert estimate_new(carried, copies, made, estimate_message_tokens) == honest
+    assert estimate_new(new, history[:1], made, estimate_message_tokens) == honest  # shorter
+    assert estimate_new(new, history, Shown(history), estimate_message_tokens) == honest
+    assert estimate_new(new[:2], history, made, estimate_message_tokens) == \
+        sum(map(estimate_message_tokens, new[:2]))  # a request that does not carry it
+    assert "a" * 10 not in repr(made)

@@ -21,6 +21,7 @@ from hypothesis import strategies as st
 from tether import Agent, ModelRequest, ModelResponse, ReAct, ScriptedModel, StopReason
 from tether.journal.chain import Journal, verify_chain
 from tether.knowledge import ConversationStore
+from tether.models.base import estimate_message_tokens
 from tether.runtime.lifecycle.thread import ThreadTampered, recorded_history
 from tether.runtime.rerun import rerun
 from tether.store.base import Store
@@ -43,11 +44,13 @@ class Seen:
 
     def __init__(self) -> None:
         self.sent: dict[str, list[tuple[str, str]]] = {}
+        self.estimated: dict[str, int] = {}  # what a fresh estimate of the request comes to
 
     def __call__(self, request: ModelRequest) -> ModelResponse:
         task = next(m.content for m in reversed(request.messages) if m.role == "user")
         self.sent.setdefault(task, [(m.role, m.content) for m in request.messages
                                     if m.role != "system"])
+        self.estimated.setdefault(task, sum(map(estimate_message_tokens, request.messages)))
         return ModelResponse(text=f"answer to {task}")
 
 

@@ -282,8 +282,9 @@ class Environment:
     def _pending_estimate(self) -> int:
         """Tokens of what the next request adds, counted once per change of the outbox."""
         outbox = self._state.outbox()
-        if self._pending[0] is not outbox:
-            self._pending = (outbox, sum(map(self._model.estimate_message_tokens, outbox)))
+        if self._pending[0] is not outbox:  # (a thread's history: at its remembered estimate)
+            self._pending = (outbox, self._state.estimated(outbox,
+                                                           self._model.estimate_message_tokens))
         return self._pending[1]
 
     def next_input(self, final: bool, note: str | None) -> int:

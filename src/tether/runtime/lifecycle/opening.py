@@ -20,6 +20,7 @@ from tether.runtime.chokepoint.gate import resource_of
 from tether.runtime.chokepoint.output import OutputCheck, instructions
 from tether.runtime.lifecycle.interrupt import lost_call
 from tether.runtime.lifecycle.thread import HISTORY_ORDER, History, thread_history
+from tether.runtime.record.history import Shown
 from tether.runtime.record.state import SessionState
 from tether.tracing import Segment, TraceParent
 from tether.vocabulary import EventType
@@ -71,7 +72,7 @@ def open_run(session: Session, journal: Journal, state: SessionState, resuming: 
             if session.thread is not None:
                 history = _join(session, session.thread)
                 start["thread"], shown = history.reference, history.turns
-                state.shown_messages = history.messages
+                state.shown_history = Shown(history.messages, history.estimate)
             plan = plan_of(session)
             if plan is not None:
                 start["plan"] = plan
@@ -102,7 +103,8 @@ def _join(session: Session, thread_id: str) -> History:
     assert store is not None  # Agent.session refuses a thread without a store
     user, tenant = session.subject.user_id, session.subject.tenant_id
     place = store.join_thread(tenant, user, thread_id, session.id)
-    history = thread_history(store, tenant, user, thread_id, session.agent.checked_threads)
+    history = thread_history(store, tenant, user, thread_id, session.agent.checked_threads,
+                             session.agent.model.estimate_message_tokens)
     return dataclasses.replace(history, reference={
         "id": thread_id, "position": place, "order": HISTORY_ORDER, **history.reference})
 

@@ -49,7 +49,7 @@ from tether.errors import InvalidArgument, RunError
 from tether.journal.chain import canonical_text, verify_chain
 from tether.journal.erasure import erasure_of, vouched
 from tether.runtime.lifecycle.thread_memo import Checked, CheckedThreads, since
-from tether.runtime.record.history import history_messages
+from tether.runtime.record.history import Estimator, history_messages
 from tether.runtime.record.state import fold
 from tether.store.base import Store, StoreError, ThreadEntry, ThreadTail
 from tether.store.turn_chain import GENESIS, ThreadTurn, turn_digest, turn_link
@@ -124,14 +124,17 @@ class History:
     turns: Sequence[Mapping[str, Any]]
     messages: Sequence[Message]
     reference: dict[str, Any]
+    estimate: tuple[Estimator, int] | None = None  # the messages' (with ``estimate``)
 
 
 def thread_history(store: Store, tenant_id: str | None, user_id: str | None,
-                   thread_id: str, memo: CheckedThreads | None = None) -> History:
+                   thread_id: str, memo: CheckedThreads | None = None,
+                   estimate: Estimator | None = None) -> History:
     """The history a session joining the thread is shown. A turn found ended without a place
     (its end was journaled but its place not recorded) is given one first, so the next session
     is shown it in the same place. With ``memo``, the kept turns it remembers unchanged are not
-    read or checked again (``tether.runtime.lifecycle.thread_memo``)."""
+    read or checked again (``tether.runtime.lifecycle.thread_memo``); with ``estimate`` too, the
+    messages' estimate is made, of the new ones only when the memory holds the rest's."""
     key = (tenant_id, user_id, thread_id)
     known = memo.get(key) if memo is not None else None
     journals = _Journals(store)
@@ -154,16 +157,21 @@ def thread_history(store: Store, tenant_id: str | None, user_id: str | None,
     _anchored(kept, journals)
     new = _shown(rows, journals)
     turns = (*known.turns, *new) if known is not None else tuple(new)  # (shared: a tuple)
-    messages = (*known.messages, *history_messages(new)) if known is not None \
-        else tuple(history_messages(new))
+    added = history_messages(new)
+    messages = (*known.messages, *added) if known is not None else tuple(added)
     tainted = (known is not None and known.tainted) or any(t["tainted"] for t in new)
+    made = None
+    if estimate is not None:
+        was = known.estimate if known is not None else None
+        made = (estimate, was[1] + sum(map(estimate, added)) if was and was[0] == estimate
+                else sum(map(estimate, messages)))
     if memo is not None and all(row.turn is not None for row in rows):
-        memo.put(key, Checked(kept, turns, messages, tainted, tail.revision))
+        memo.put(key, Checked(kept, turns, messages, tainted, tail.revision, made))
     last_kept = kept[-1] if kept else None
     return History(turns, messages, {
         "through": last_kept.ended if last_kept else 0,
         "link": last_kept.link if last_kept else GENESIS, "shown": len(turns),
-        "tainted": tainted})
+        "tainted": tainted}, made)
 
 
 def recorded_history(store: Store | None, start: Mapping[str, Any]) -> list[Turn]:

@@ -30,8 +30,10 @@ A history with a turn whose text was removed is not remembered (such a turn is s
 own journal, which may go later without its row changing). An agent remembers at most
 ``MAX_TURNS`` turns across its threads, the thread used longest ago forgotten first; what it
 remembers is what its sessions were already shown, kept in this process only, and never in a
-repr. Two sessions of one thread starting at once each read the memory and put back what they
-checked; the longer history is kept.
+repr. With each history it remembers its messages' estimate by the agent's model, so the first
+request of a start estimates only what is new (``tether.runtime.record.history``). Two sessions
+of one thread starting at once each read the memory and put back what they checked; the longer
+history is kept.
 """
 
 from __future__ import annotations
@@ -42,6 +44,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from tether.runtime.record.history import Estimator
 from tether.store.base import ThreadTail
 from tether.store.turn_chain import ThreadTurn
 from tether.types import Message
@@ -62,6 +65,7 @@ class Checked:
     messages: tuple[Message, ...]
     tainted: bool
     revision: int | None  # the thread's revision when they were read (``ThreadTail``)
+    estimate: tuple[Estimator, int] | None = None  # the messages' estimate, by the agent's model
 
     @property
     def through(self) -> int:

@@ -28,16 +28,10 @@ from tether.runtime.provenance.labels import PrivateValues
 from tether.runtime.provenance.values import Sighting, SightingLog
 from tether.runtime.record import charges
 from tether.runtime.record.branch_log import BranchLog
-from tether.runtime.record.history import left_out, opening_turns, put_back
+from tether.runtime.record.history import Shown, estimate_new, left_out, opening_turns, put_back
 from tether.runtime.record.result import Step, ToolResult
 from tether.runtime.record.revive import revive
-from tether.types import (
-    BRANCH_CALL_PREFIX,
-    PLANNED_CALL_PREFIX,
-    Event,
-    Message,
-    ToolCall,
-)
+from tether.types import BRANCH_CALL_PREFIX, PLANNED_CALL_PREFIX, Event, Message, ToolCall
 from tether.vocabulary import EventType
 
 ERROR_STATUSES = frozenset({"error", "timeout", "rejected"})
@@ -66,7 +60,7 @@ class SessionState:
                  "denial_streak", "effects", "error_streak", "granted", "in_flight",
                  "may_have_approvals", "notice", "opening", "output", "output_invalid", "paused",
                  "plan", "planned", "planning", "private", "ran", "results", "settled", "shown",
-                 "shown_messages", "signatures", "started", "steps", "stop_detail", "stop_reason",
+                 "shown_history", "signatures", "started", "steps", "stop_detail", "stop_reason",
                  "strategy_log", "tainted", "tally", "task", "turn", "turn_from_model",
                  "turn_open", "turn_step", "turn_text", "unsent", "window")
 
@@ -136,7 +130,7 @@ class SessionState:
         # there; and what explored branches asked and ran, apart from the conversation
         self.opening: tuple[Message, ...] = ()
         self.shown: Sequence[Mapping[str, Any]] = ()  # the thread's turns a start names
-        self.shown_messages: Sequence[Message] | None = None  # ... as messages, if made
+        self.shown_history: Shown | None = None  # ... as messages (and estimate), if made
         self._history: tuple[Message, ...] = ()  # (tether.runtime.record.history)
         self.branches = BranchLog()
         # derived views, read several times per step: kept up to date by the handlers
@@ -206,7 +200,7 @@ class SessionState:
         self.task = data["task"]
         self.plan = RequestPlan.from_dict(data["plan"]) if data.get("plan") else None
         history, tainted, self._history = opening_turns(data.get("thread"), self.shown,
-                                                          self.shown_messages)
+                                                          self.shown_history)
         self.tainted = self.tainted or tainted
         self.unsent = [Message.system(data["system_prompt"]), *history, Message.user(data["task"])]
         self.opening = tuple(self.unsent)
@@ -214,6 +208,10 @@ class SessionState:
 
     def journaled(self, new: Sequence[Message]) -> tuple[Sequence[Message], int]:
         return left_out(new, self._history)  # as a request journals it (record.history)
+
+    def estimated(self, new: Sequence[Message], estimate: Callable[[Message], int]) -> int:
+        """``new``'s tokens, the history at the estimate its start remembered (record.history)"""
+        return estimate_new(new, self._history, self.shown_history, estimate)
 
     def _sent(self, data: Mapping[str, Any], key: str) -> list[Message]:
         self._history, history = (), self._history
