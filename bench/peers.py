@@ -241,18 +241,33 @@ def child(case: Case, measure: str, n: int) -> dict[str, float]:
 def instructions(case: Case) -> float:
     """Machine instructions per step, counted under valgrind: the difference between 45 and 5
     runs, so that start-up and imports cancel out."""
+    return counters(case)["I refs"]
+
+
+SIMULATED = ("I refs", "Branches", "Mispredicts", "I1 misses", "D refs", "D1 misses",
+             "LLd misses")
+
+
+def counters(case: Case, simulate: bool = False) -> dict[str, float]:
+    """Per step, as ``instructions``: the instructions, and with ``simulate`` what cachegrind's
+    simulation of the caches and of a branch predictor counts (``SIMULATED``) — a model of a
+    CPU, not this CPU's own counters (this VM exposes none)."""
     child(case, "step", 0)  # bytecode cached first: compiling would count in one run only
+    flags = ["--cache-sim=yes", "--branch-sim=yes"] if simulate else ["--cache-sim=no"]
     counts = []
     for runs in (0, 40):  # the harness adds 5 warm-up runs
         done = subprocess.run(
-            ["valgrind", "--tool=cachegrind", "--cache-sim=no", "--cachegrind-out-file=/dev/null",
+            ["valgrind", "--tool=cachegrind", *flags, "--cachegrind-out-file=/dev/null",
              case.python, "-c", HARNESS.format(setup=case.setup), "step", str(runs)],
             capture_output=True, text=True, cwd=ROOT, env={**ENV, "PYTHONHASHSEED": "0"})
-        match = re.search(r"I\s+refs:\s+([\d,]+)", done.stderr)
-        if done.returncode != 0 or match is None:
+        found: dict[str, int] = {}  # "==pid== D1  misses:  1,234  (...)" -> "D1 misses": 1234
+        for label, value in re.findall(r"^==\d+== ([^:=]+):\s+([\d,]+)", done.stderr, re.M):
+            found.setdefault(" ".join(label.split()), int(value.replace(",", "")))
+        if done.returncode != 0 or "I refs" not in found:
             raise SystemExit(f"{case.name} under valgrind failed:\n{done.stderr[-2000:]}")
-        counts.append(int(match.group(1).replace(",", "")))
-    return (counts[1] - counts[0]) / (40 * 21)
+        counts.append(found)
+    keys = SIMULATED if simulate else ("I refs",)
+    return {k: (counts[1][k] - counts[0][k]) / (40 * 21) for k in keys}
 
 
 def start_cost(python: str, program: str) -> float:
