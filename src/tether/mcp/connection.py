@@ -339,9 +339,9 @@ class Connection:
 
         if isinstance(exc, ValidationError):  # e.g. a 2026 result without its resultType
             return MCPError(f"MCP server {self.server.name!r} answered {doing} with a result "
-                            f"that is not valid under protocol {self.protocol_version} "
-                            f"({first_error(exc)}); tether cannot read it. Report it to the "
-                            "server's authors")
+                            f"the MCP SDK does not accept under protocol {self.protocol_version} "
+                            f"({first_error(exc)}); tether cannot read it, so what the call did "
+                            "is unknown: check on the server before repeating it")
         return MCPError(f"MCP server {self.server.name!r}: {doing} failed: {describe(exc)}")
 
     async def list_tools(self) -> list[dict[str, Any]]:
