@@ -208,6 +208,28 @@ def test_input_required_fails_closed_as_a_tool_error(tmp_path: Path) -> None:
     assert not [e for e in session.replay() if e.type.startswith("elicitation.")]
 
 
+def test_tool_changes_unheard_in_2026_mean_a_relisting_before_every_call(
+        tmp_path: Path) -> None:
+    # the server announces tools.listChanged but refuses the stream that would carry the
+    # changes: each call is preceded by a listing, so its pin is checked against what is current
+    with era_server(tmp_path, "2026", "nolisten") as (url, wire), connect(server(url)) as tools:
+        assert tools.stale
+        assert asyncio.run(tools.invoke("add", {"a": 1, "b": 2})) == "3"
+        assert asyncio.run(tools.invoke("add", {"a": 2, "b": 2})) == "4"
+    methods = [m for m in wire.methods() if m != "server/discover"]
+    assert methods == ["subscriptions/listen", "tools/list", "tools/list", "tools/call",
+                       "tools/list", "tools/call"]
+
+
+def test_a_2026_server_that_announces_no_changes_is_listed_once(tmp_path: Path) -> None:
+    with era_server(tmp_path, "2026") as (url, wire), connect(server(url)) as tools:
+        assert not tools.stale
+        asyncio.run(tools.invoke("add", {"a": 1, "b": 2}))
+        asyncio.run(tools.invoke("add", {"a": 2, "b": 2}))
+    assert wire.methods().count("tools/list") == 1
+    assert "subscriptions/listen" not in wire.methods()
+
+
 def test_a_result_without_its_result_type_is_a_clear_error(tmp_path: Path) -> None:
     with era_server(tmp_path, "2026") as (url, _), connect(server(url)) as tools:
         with pytest.raises(MCPError, match=r"answered the call of 'untyped' with a result the "

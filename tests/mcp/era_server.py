@@ -67,7 +67,13 @@ async def call_tool(ctx: Any, params: types.CallToolRequestParams) -> Any:
     return types.CallToolResult(content=[types.TextContent(type="text", text=text)])
 
 
-server: Server[Any] = Server("era-test", on_list_tools=list_tools, on_call_tool=call_tool)
+async def never_listened(ctx: Any, params: Any) -> Any:
+    raise AssertionError("the ASGI layer refuses subscriptions/listen before it gets here")
+
+
+server: Server[Any] = Server(  # with a listen handler it announces tools.listChanged
+    "era-test", on_list_tools=list_tools, on_call_tool=call_tool,
+    on_subscriptions_listen=never_listened if DISCOVER == "nolisten" else None)
 probes = {"discover": 0}
 
 
@@ -123,7 +129,10 @@ def narrowed(app: Any) -> Any:
             if version not in MODERN_PROTOCOL_VERSIONS:
                 return await answer(send, 400, error(ident, -32600,
                                                      "Missing MCP-Protocol-Version header"))
-            if method == "server/discover" and DISCOVER:
+            if method == "subscriptions/listen" and DISCOVER == "nolisten":
+                return await answer(send, 200, error(ident, -32601, "Method not found"))
+            if method == "server/discover" and DISCOVER in ("garbage", "foreign", "disjoint",
+                                                            "retry"):
                 probes["discover"] += 1
                 if DISCOVER == "garbage":
                     return await answer(send, 200, {"jsonrpc": "2.0", "id": ident, "result": {
