@@ -64,7 +64,7 @@ class Negotiation:
         self.protocol = protocol
 
     def _refused(self, what: str, advice: str) -> MCPConnectionError:
-        return MCPConnectionError(f"MCP server {self.name!r} {what}; {advice}")
+        return MCPConnectionError(f"MCP server {self.name!r}: {what}; {advice}")
 
     async def run(self) -> str:
         """Negotiate; the protocol version the connection then speaks."""
