@@ -115,7 +115,8 @@ def test_a_servers_sampling_request_quoting_a_session_secret_reaches_the_model_b
     broker = CredentialBroker()
     broker.register("fetch", SECRET, max_uses=1)
     server = MCPServer.stdio("asking", sys.executable, ASKING, call_timeout=10,
-                             sampling="session", sampling_max_tokens=64)
+                             sampling="session", sampling_max_tokens=64,
+                             protocol="2025-11-25")  # it asks through the 2025 back-channel
     with connect(server) as tools:
         agent = Agent(model=ScriptedModel(respond), reasoning=ReAct(),
                       tools=[fetch, *tools], credentials=broker)

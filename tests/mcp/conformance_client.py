@@ -30,7 +30,27 @@ REDIRECT = "http://localhost:3000/callback"  # as the reference client: never li
 CIMD = "https://conformance-test.local/client-metadata.json"
 CALLS: tuple[tuple[str, dict[str, Any]], ...] = (
     ("add_numbers", {"a": 2, "b": 3}), ("test-tool", {}),
-    ("test_client_elicitation_defaults", {}), ("test_reconnection", {}))
+    ("test_client_elicitation_defaults", {}), ("test_reconnection", {}),
+    # http-custom-headers: the SDK mirrors x-mcp-header arguments into Mcp-Param-* headers
+    ("test_custom_headers", {
+        "region": "us-west1", "priority": 42, "verbose": False, "debug": True, "empty_val": "",
+        "method_val": "test-method", "float_val": 3.14159, "non_ascii_val": "Hello, 世界",
+        "whitespace_val": " padded ", "leading_space_val": " us-west1",
+        "trailing_space_val": "us-west1 ", "internal_space_val": "us west 1",
+        "control_char_val": "line1\nline2", "crlf_val": "line1\r\nline2",
+        "tab_val": "\tindented", "query": "SELECT * FROM users"}),
+    ("test_custom_headers_null", {"region": "us-east1", "priority": 1, "query": "SELECT 1"}),
+    ("valid_tool", {"region": "us-west1"}),  # http-invalid-tool-headers: the valid one is kept
+    # sep-2322-client-request-state: an InputRequiredResult fails closed (tether does not
+    # answer one yet); the unrelated call carries nothing of it, and a result without its
+    # resultType is refused by the SDK (a clear error, see tether.mcp.connection)
+    ("test_mrtr_echo_state", {}), ("test_mrtr_no_state", {}), ("test_mrtr_unrelated", {}),
+    ("test_mrtr_no_result_type", {}))
+#: Tools whose call is expected to fail (tether refuses their answer): logged, not fatal.
+REFUSED = frozenset({"test_mrtr_echo_state", "test_mrtr_no_state", "test_mrtr_no_result_type"})
+#: json-schema-2020-12-preservation: the focal tool's inputSchema, as tether received it, is
+#: echoed back through this tool.
+ECHO, FOCAL = "json_schema_echo", "json_schema_2020_12_tool"
 
 
 async def authorize(url: str) -> str:
@@ -59,18 +79,41 @@ def auth_for(scenario: str, context: dict[str, Any]) -> OAuth | None:
     return None
 
 
+def protocol() -> Any:
+    """The era to speak: negotiated ("auto"), unless ``TETHER_CONFORMANCE_PIN`` is set, when
+    the suite's announced era (``MCP_CONFORMANCE_PROTOCOL_VERSION``) is pinned."""
+    announced = os.environ.get("MCP_CONFORMANCE_PROTOCOL_VERSION", "")
+    if os.environ.get("TETHER_CONFORMANCE_PIN") and announced in ("2025-11-25", "2026-07-28"):
+        return announced
+    return "auto"
+
+
 async def main() -> int:
     scenario = os.environ.get("MCP_CONFORMANCE_SCENARIO", "")
     context = json.loads(os.environ.get("MCP_CONFORMANCE_CONTEXT") or "{}")
     server = MCPServer.http("conformance", sys.argv[-1], auth=auth_for(scenario, context),
-                            connect_timeout=15, call_timeout=15)
+                            connect_timeout=15, call_timeout=15, protocol=protocol())
     try:
         async with connect(server) as tools:
-            print(f"tools: {[t.mcp_name for t in tools]}", file=sys.stderr)
-            for name, arguments in CALLS:
-                if tools.get(name) is not None:
+            print(f"tools: {[t.mcp_name for t in tools]} (protocol {tools.protocol_version})",
+                  file=sys.stderr)
+            calls = list(CALLS)
+            tool = tools.get(FOCAL)
+            focal = [spec for spec in tools.offered()
+                     if tool is not None and spec.name == tool.name]
+            if focal and tools.get(ECHO) is not None:
+                calls.append((ECHO, {"schema": focal[0].parameters}))
+            for name, arguments in calls:
+                if tools.get(name) is None:
+                    continue
+                try:
                     text = await tools.invoke(name, arguments)
-                    print(f"called {name}: {text[:200]}", file=sys.stderr)
+                except MCPError as exc:
+                    if name not in REFUSED:
+                        raise
+                    print(f"refused {name}: {exc}", file=sys.stderr)
+                    continue
+                print(f"called {name}: {text[:200]}", file=sys.stderr)
     except MCPError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1

@@ -150,11 +150,20 @@ def picture() -> list[TextContent | ImageContent]:
             ImageContent(type="image", data=PIXEL, mime_type="image/png")]
 
 
+async def tools_changed(ctx: Context) -> None:
+    """Tell the client its tool list changed, in the era it speaks: a 2025 client hears the
+    notification, a 2026-07-28 one its ``subscriptions/listen`` stream's event."""
+    if ctx.request_context.protocol_version == "2026-07-28":
+        await ctx.notify_tools_changed()
+    else:
+        await ctx.session.send_tool_list_changed()
+
+
 @server.tool()
 async def mutate(ctx: Context) -> str:
     """Changes add's description and tells the client its tool list changed."""
     state["variant"] = "changed"
-    await ctx.session.send_tool_list_changed()
+    await tools_changed(ctx)
     return "mutated"
 
 
@@ -163,7 +172,7 @@ if os.environ.get("TETHER_TEST_RETIRE"):
     async def retire(name: str, ctx: Context) -> str:
         """Removes the tool ``name`` and tells the client its tool list changed."""
         server.remove_tool(name)
-        await ctx.session.send_tool_list_changed()
+        await tools_changed(ctx)
         return f"retired {name}"
 
 

@@ -34,6 +34,9 @@ Elicitation = Literal["decline", "ask", "relay"] | Callable[[Any], Any]
 #: ``"session"``, a model call of the session whose tool call is in flight (its model, its
 #: budget); or ``"relay"``, to the MCP client waiting for the call (a proxy's client).
 Sampling = Literal["decline", "session", "relay"]
+#: The MCP protocol era a connection speaks (``tether.mcp.eras``): negotiated, or pinned.
+Protocol = Literal["auto", "2025-11-25", "2026-07-28"]
+PROTOCOLS = ("auto", "2025-11-25", "2026-07-28")
 
 
 def _positive(what: str, value: float) -> None:
@@ -52,7 +55,10 @@ class MCPServer:
     ``call_timeout`` bounds each tool call; ``connect_timeout`` bounds start-up and the tool
     listing; ``close_timeout`` bounds shutdown. ``command``, ``args``, ``env`` and ``cwd`` make a
     stdio server (see ``stdio``); ``url``, ``headers`` and ``auth`` (an OAuth flow of
-    ``tether.mcp.oauth``) an HTTP one (see ``http``).
+    ``tether.mcp.oauth``) an HTTP one (see ``http``). ``protocol`` picks the MCP protocol era:
+``"auto"`` (the default: ``server/discover`` for 2026-07-28, falling back to the 2025
+``initialize`` handshake), or pinned, ``"2026-07-28"`` (never falls back) or ``"2025-11-25"``
+(the handshake only, never probes; for a server that mishandles the probe).
 
     Requests the server makes *during* a tool call (``tether.mcp.requests``): ``elicitation``
     (``"decline"``, ``"ask"`` a person through the approval store, an in-process answerer, or
@@ -78,6 +84,7 @@ class MCPServer:
     elicitation: Elicitation = "decline"
     sampling: Sampling = "decline"
     sampling_max_tokens: int = 1024
+    protocol: Protocol = "auto"
 
     def __post_init__(self) -> None:
         if not isinstance(self.name, str) or not NAME.match(self.name):
@@ -129,6 +136,11 @@ class MCPServer:
         if self.sampling not in ("decline", "session", "relay"):
             raise InvalidArgument(f"MCP server {self.name!r}: sampling must be 'decline', "
                                   f"'session' or 'relay', got {self.sampling!r}")
+        if self.protocol not in PROTOCOLS:
+            raise InvalidArgument(
+                f"MCP server {self.name!r}: protocol must be 'auto' (negotiate: 2026-07-28's "
+                "server/discover, else the 2025 handshake), '2026-07-28' or '2025-11-25' (pin "
+                f"that era), got {self.protocol!r}")
         if type(self.sampling_max_tokens) is not int or self.sampling_max_tokens < 16:
             raise InvalidArgument(f"MCP server {self.name!r}: sampling_max_tokens must be a whole "
                                   f"number >= 16, got {self.sampling_max_tokens!r}")
@@ -139,7 +151,8 @@ class MCPServer:
               trusted: bool = False, prefix: str | None = None, separator: str = "_",
               call_timeout: float = 30.0, connect_timeout: float = 20.0,
               close_timeout: float = 10.0, elicitation: Elicitation = "decline",
-              sampling: Sampling = "decline", sampling_max_tokens: int = 1024) -> MCPServer:
+              sampling: Sampling = "decline", sampling_max_tokens: int = 1024,
+              protocol: Protocol = "auto") -> MCPServer:
         """A server tether spawns and talks to over its stdin/stdout.
 
         The process gets only a minimal environment (PATH, HOME, ...) plus ``env``, never the
@@ -150,7 +163,7 @@ class MCPServer:
                    separator=separator, call_timeout=call_timeout,
                    connect_timeout=connect_timeout, close_timeout=close_timeout,
                    elicitation=elicitation, sampling=sampling,
-                   sampling_max_tokens=sampling_max_tokens)
+                   sampling_max_tokens=sampling_max_tokens, protocol=protocol)
 
     @classmethod
     def http(cls, name: str, url: str, *, headers: Mapping[str, str] | None = None,
@@ -158,14 +171,15 @@ class MCPServer:
              separator: str = "_",  # auth: the OAuth flow of a protected server (mcp-auth.md)
              call_timeout: float = 30.0, connect_timeout: float = 20.0,
              close_timeout: float = 10.0, elicitation: Elicitation = "decline",
-             sampling: Sampling = "decline", sampling_max_tokens: int = 1024) -> MCPServer:
+             sampling: Sampling = "decline", sampling_max_tokens: int = 1024,
+             protocol: Protocol = "auto") -> MCPServer:
         """A server already listening on ``url`` (streamable HTTP), e.g.
         ``http://127.0.0.1:8000/mcp``."""
         return cls(name, url=url, headers=headers or {}, auth=auth, trusted=trusted, prefix=prefix,
                    separator=separator, call_timeout=call_timeout,
                    connect_timeout=connect_timeout, close_timeout=close_timeout,
                    elicitation=elicitation, sampling=sampling,
-                   sampling_max_tokens=sampling_max_tokens)
+                   sampling_max_tokens=sampling_max_tokens, protocol=protocol)
 
     @property
     def transport(self) -> Transport:

@@ -12,6 +12,11 @@ past that the owner task is cancelled and abandoned. A server that exits fails t
 all later calls at once (``CONNECTION_CLOSED``), never leaves them hanging. Runs only on the
 connection's private loop (``tether.mcp.loop``); imports the SDK only when a connection opens.
 
+The era (2026-07-28 or the 2025 handshake) is negotiated, or pinned by ``MCPServer.protocol``,
+in ``tether.mcp.eras``; ``protocol_version`` says which one the connection speaks. A 2026 call
+the server answers with ``InputRequiredResult`` (its in-call sampling or elicitation) fails
+closed with an ``MCPError``: tether does not answer those yet.
+
 A call sends exactly the trace context tether gives it (``propagating``): its own span in
 ``_meta.traceparent`` when telemetry is on, and none otherwise — never an ambient one.
 """
@@ -25,6 +30,7 @@ from typing import Any
 
 from tether.errors import install_command
 from tether.mcp.config import MCPServer
+from tether.mcp.eras import MODERN, Negotiation, first_error, input_required
 from tether.mcp.errors import MCPConnectionError, MCPError
 from tether.mcp.requests import ServerRequests
 from tether.mcp.spawned import kill_group, record_spawns, stop_recording
@@ -33,6 +39,7 @@ from tether.tracing import TraceParent
 
 MAX_PAGES = 1000  # a server whose cursors never end is broken, not large
 BACKSTOP = 1.0  # seconds past call_timeout before the SDK gives up on its own
+LISTEN_ACK_WAIT = 5.0  # seconds a 2026 server has to acknowledge the tool-change stream
 
 
 @contextlib.contextmanager
@@ -88,13 +95,17 @@ RECONNECT_ADVICE = ("Reconnect with toolset.reconnect() (or open a new toolset) 
 
 
 class Connection:
-    __slots__ = ("_closing", "_failure", "_processes", "_ready", "_session", "_stderr", "_task",
-                 "advice", "requests", "server", "stale")
+    __slots__ = ("_closing", "_failure", "_processes", "_ready", "_session", "_stale", "_stderr",
+                 "_task", "_unwatched", "_watcher", "advice", "protocol_version", "requests",
+                 "server")
 
     def __init__(self, server: MCPServer, advice: str = RECONNECT_ADVICE) -> None:
         self.server = server
         self.advice = advice  # what the reader of a "not connected" error can do about it
-        self.stale = False  # the server said its tool list changed
+        self._stale = False  # the server said its tool list changed
+        # a 2026 server that announces tool list changes without a live stream to hear them on
+        self._unwatched = False
+        self._watcher: asyncio.Task[None] | None = None
         # its sampling and elicitation requests, routed to the call in flight (tether.mcp.requests)
         self.requests = ServerRequests(server)
         self._session: Any = None
@@ -104,6 +115,8 @@ class Connection:
         self._closing: asyncio.Event | None = None
         self._failure: BaseException | None = None
         self._processes: list[Any] = []  # the stdio server's process, once spawned
+        #: the protocol version the connection speaks, once open ("2026-07-28", "2025-11-25"...)
+        self.protocol_version: str | None = None
 
     # -- diagnostics -------------------------------------------------------------------------
 
@@ -170,10 +183,14 @@ class Connection:
                     logging_callback=self.requests.on_log,
                     sampling_callback=self.requests.on_sampling,
                     elicitation_callback=self.requests.on_elicitation))
-                await session.initialize()
+                self.protocol_version = await Negotiation(session, self.server.name,
+                                                          self.server.protocol).run()
+                if self.protocol_version == MODERN:
+                    await self._watch(session)
                 self._session = session
                 self._ready.set_result(None)
                 await self._closing.wait()
+                await self._unwatch()
         except asyncio.CancelledError:
             if not self._ready.done():
                 self._ready.cancel()
@@ -185,6 +202,55 @@ class Connection:
                 self._ready.set_exception(root_cause(exc))
         finally:
             self._session = None
+            if self._watcher is not None:
+                self._watcher.cancel()
+
+    async def _watch(self, session: Any) -> None:
+        """Hear a 2026 server's tool list changes: there are no unsolicited notifications in
+        that era, only a ``subscriptions/listen`` stream. Until one is acknowledged, or once it
+        is gone, a server that announces ``tools.listChanged`` is relisted before every call,
+        so a changed definition is still checked against its pin before it is called."""
+        caps = session.server_capabilities
+        if caps is None or caps.tools is None or not caps.tools.list_changed:
+            return
+        self._unwatched = True
+        acked = asyncio.get_running_loop().create_future()
+
+        async def listen() -> None:
+            from mcp.client.subscriptions import ToolsListChanged, listen
+
+            try:
+                async with listen(session, tools_list_changed=True) as events:
+                    if events.honored.tools_list_changed:
+                        self._unwatched = False
+                    acked.set_result(None)
+                    async for event in events:
+                        if isinstance(event, ToolsListChanged):
+                            self._stale = True
+            except Exception:  # refused or lost: relist before every call from now on
+                pass
+            finally:
+                self._unwatched = True
+                if not acked.done():
+                    acked.set_result(None)
+
+        self._watcher = asyncio.get_running_loop().create_task(listen())
+        with contextlib.suppress(TimeoutError):  # no acknowledgment: relisted at every call
+            async with asyncio.timeout(min(LISTEN_ACK_WAIT, self.server.connect_timeout / 2)):
+                await asyncio.shield(acked)
+
+    async def _unwatch(self) -> None:
+        watcher, self._watcher = self._watcher, None
+        if watcher is not None and not watcher.done():
+            watcher.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await watcher
+
+    @property
+    def stale(self) -> bool:
+        """The tool list may have changed since it was last listed: the server said so, or it
+        is a 2026 server that announces changes with no live stream to hear them on."""
+        return self._stale or self._unwatched
 
     async def _transport(self, stack: contextlib.AsyncExitStack) -> tuple[Any, Any]:
         server = self.server
@@ -219,7 +285,7 @@ class Connection:
 
     async def _on_message(self, message: Any) -> None:
         if getattr(message, "method", None) == "notifications/tools/list_changed":
-            self.stale = True
+            self._stale = True
 
     async def close(self) -> None:
         """Close the session and stop the server; bounded by ``close_timeout``."""
@@ -269,6 +335,13 @@ class Connection:
                             f"(JSON-RPC error {exc.code})")
         if isinstance(exc, MCPError | TimeoutError):
             return exc
+        from pydantic import ValidationError
+
+        if isinstance(exc, ValidationError):  # e.g. a 2026 result without its resultType
+            return MCPError(f"MCP server {self.server.name!r} answered {doing} with a result "
+                            f"the MCP SDK does not accept under protocol {self.protocol_version} "
+                            f"({first_error(exc)}); tether cannot read it, so what the call did "
+                            "is unknown: check on the server before repeating it")
         return MCPError(f"MCP server {self.server.name!r}: {doing} failed: {describe(exc)}")
 
     async def list_tools(self) -> list[dict[str, Any]]:
@@ -295,7 +368,7 @@ class Connection:
                          for t in page.tools)
             cursor = page.next_cursor
             if cursor is None:
-                self.stale = False
+                self._stale = False
                 return tools
             if cursor in seen:
                 raise MCPError(f"MCP server {self.server.name!r} repeated the tools/list cursor "
@@ -317,7 +390,11 @@ class Connection:
             with propagating(parent):
                 result = await session.call_tool(
                     name, arguments, read_timeout_seconds=self.server.call_timeout + BACKSTOP,
-                    meta=meta, progress_callback=progress)
+                    meta=meta, progress_callback=progress, allow_input_required=True)
         except Exception as exc:
             raise self._translate(exc, f"the call of {name!r}") from None
+        from mcp_types import InputRequiredResult
+
+        if isinstance(result, InputRequiredResult):  # never a silent success
+            raise MCPError(input_required(self.server.name, name, result))
         return result.model_dump(by_alias=True, mode="json", exclude_none=True)  # type: ignore[no-any-return]

@@ -94,6 +94,12 @@ class MCPToolset:
                 if (tool := self._tools.get(mcp_name)) is not None]
 
     @property
+    def protocol_version(self) -> str | None:
+        """The MCP protocol version the open connection speaks (``"2026-07-28"``, or the 2025
+        handshake's, e.g. ``"2025-11-25"``); None while closed. ``MCPServer.protocol`` pins it."""
+        return None if self._conn is None else self._conn.protocol_version
+
+    @property
     def stale(self) -> bool:
         """The server announced a changed tool list that has not been listed again yet."""
         return self._conn is not None and self._conn.stale

@@ -82,10 +82,14 @@ def upstream_server(argv: Sequence[str], *, name: str = UPSTREAM,
         raise InvalidArgument("give the command of the upstream MCP server after '--', e.g. "
                          "tether mcp proxy --policy policy.yaml -- npx -y "
                          "@modelcontextprotocol/server-filesystem /data")
+    # The 2025 handshake, pinned: an upstream's requests during a call (relayed, or declined
+    # and journaled) need its back-channel; a 2026-07-28 server asks through an
+    # InputRequiredResult instead, which tether does not answer yet (tether.mcp.eras).
     return MCPServer.stdio(name, argv[0], *argv[1:], env=env, trusted=trusted, prefix="",
                            call_timeout=call_timeout, connect_timeout=connect_timeout,
                            elicitation="relay" if relay else "decline",
-                           sampling="relay" if relay else "decline")
+                           sampling="relay" if relay else "decline",
+                           protocol="2025-11-25")
 
 
 def proxied_listing(toolset: MCPToolset) -> list[types.Tool]:
