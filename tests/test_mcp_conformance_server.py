@@ -1,15 +1,18 @@
 """The MCP conformance suite's server scenarios against ``tether mcp serve`` and ``tether mcp
-proxy`` (@modelcontextprotocol/conformance, pinned in tests/mcp/package.json).
+proxy`` (@modelcontextprotocol/conformance, pinned in tests/mcp/package.json with the Node.js 22
+it needs).
 
-The suite's default (active) scenarios run one after another against each, over streamable HTTP
-on 127.0.0.1, and must pass but for the scenarios the expected-failures file lists, each with
-its reason (tests/mcp/conformance/*-expected.yml): a new failure fails the test, and so does a
-listed scenario that passes. ``serve`` serves the suite's tools as tether tools
+Each revision's required scenarios (``--requirements 2025-11-25``: the handshake protocol with
+sessions; ``--requirements 2026-07-28``: the frozen set of the stateless revision, at its wire)
+run one after another against each, over streamable HTTP on 127.0.0.1, and must pass but for
+the scenarios (or single checks) the revision's expected-failures file lists, each with its
+reason (tests/mcp/conformance/<serve|proxy>-<revision>.yml): a new failure fails the test, and
+so does a listed one that passes. ``serve`` serves the suite's tools as tether tools
 (tests/mcp/conformance_tools.py); ``proxy`` governs the same tools on the bare SDK
 (tests/mcp/conformance_upstream.py), so what the upstream sends must reach the client intact,
 and what it asks during a call (sampling, elicitation) must reach the client that made the call.
 Every call passes the chokepoint: the journals are checked after each run. Without node or the
-package the tests skip on a developer's machine and fail under CI (``conftest.unavailable``).
+packages the tests skip on a developer's machine and fail under CI (``conftest.unavailable``).
 """
 
 from __future__ import annotations
@@ -19,20 +22,26 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from mcp_peers import ROOT, http_server, journals
-from mcp_servers import npm_bin
+from mcp_servers import conformance_suite
 from tether.journal.chain import verify_chain
 
 MCP = ROOT / "tests" / "mcp"
 POLICY = "tests/mcp/conformance/allow.yaml"
 TOOLS = "tests/mcp/conformance_tools.py:tools"
-SUITE_TIMEOUT = 300.0
+SUITE_TIMEOUT = 600.0
+REVISIONS = ("2025-11-25", "2026-07-28")
 
 
-def run_suite(url: str, expected: Path) -> subprocess.CompletedProcess[str]:
-    """``conformance server`` (the active suite, sequential) against ``url``."""
+def run_suite(url: str, target: str, revision: str) -> subprocess.CompletedProcess[str]:
+    """``conformance server`` (``revision``'s required scenarios, sequential) against ``url``,
+    with ``target``'s expected failures for that revision."""
+    expected = MCP / "conformance" / f"{target}-{revision}.yml"
     return subprocess.run(
-        [npm_bin("conformance"), "server", "--url", url, "--expected-failures", str(expected)],
+        [*conformance_suite(), "server", "--url", url, "--requirements", revision,
+         "--expected-failures", str(expected)],
         cwd=ROOT, capture_output=True, text=True, timeout=SUITE_TIMEOUT)
 
 
@@ -58,11 +67,12 @@ def parts_of(text: str) -> list[dict[str, object]]:
     return found
 
 
-def test_serve_passes_the_conformance_suite(tmp_path: Path) -> None:
+@pytest.mark.parametrize("revision", REVISIONS)
+def test_serve_passes_the_conformance_suite(tmp_path: Path, revision: str) -> None:
     db = tmp_path / "serve.db"
     args = ["serve", TOOLS, "--policy", POLICY, "--store", f"sqlite:///{db}"]
     with http_server(args) as (url, log):
-        done = run_suite(url, MCP / "conformance" / "server-expected.yml")
+        done = run_suite(url, "serve", revision)
     assert done.returncode == 0, explain(done, log)
     journaled = check_journals(db)
     assert "iVBORw0KGgo" not in journaled and "UklGRiY" not in journaled  # no base64 inline
@@ -70,21 +80,25 @@ def test_serve_passes_the_conformance_suite(tmp_path: Path) -> None:
     assert {("image", "image/png"), ("audio", "audio/wav"),
             ("resource", "text/plain")} <= kinds
     assert all(len(str(p["sha256"])) == 64 for p in parts_of(journaled) if "bytes" in p)
-    assert '"tool": "test_sampling"' in journaled and "LLM response: " in journaled
+    if revision == "2025-11-25":  # (sampling during a call: the handshake era's scenario)
+        assert '"tool": "test_sampling"' in journaled and "LLM response: " in journaled
 
 
-def test_proxy_passes_the_conformance_suite(tmp_path: Path) -> None:
+@pytest.mark.parametrize("revision", REVISIONS)
+def test_proxy_passes_the_conformance_suite(tmp_path: Path, revision: str) -> None:
     db = tmp_path / "proxy.db"
     args = ["proxy", "--policy", POLICY, "--store", f"sqlite:///{db}", "--",
             sys.executable, str(MCP / "conformance_upstream.py")]
     with http_server(args) as (url, log):
-        done = run_suite(url, MCP / "conformance" / "proxy-expected.yml")
+        done = run_suite(url, "proxy", revision)
     assert done.returncode == 0, explain(done, log)
     journaled = check_journals(db)
     assert "iVBORw0KGgo" not in journaled and "UklGRiY" not in journaled
     kinds = {(p["type"], p.get("mime_type")) for p in parts_of(journaled)}
     assert {("image", "image/png"), ("audio", "audio/wav"),
             ("resource", "application/json")} <= kinds
+    if revision != "2025-11-25":
+        return
     # the upstream's sampling and elicitation went to the suite's client, each journaled with
     # its answer; its logs and progress reached the client (the suite checks them) unjournaled
     events = [event_type for event_type, _ in json.loads(journaled)]
