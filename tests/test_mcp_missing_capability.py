@@ -125,3 +125,24 @@ def test_the_proxy_refuses_a_relayed_ask_of_a_stateless_client_with_32021(
     events = [e.type for es in journals(db).values() for e in es]
     assert events.count("sampling.relayed") == 1 and events.count("sampling.refused") == 1
     assert [r["status"] for r in results(db)] == ["error"]
+
+
+def test_only_capabilities_mcp_defines_are_named_in_the_error() -> None:
+    from types import SimpleNamespace
+
+    from tether.runtime.record.result import ToolResult
+    from tether.serve.clients import Outcome
+    from tether.serve.server import missing_capability
+
+    failed = Outcome(ToolResult("c1", "t", "Error: ...", "error"), "s1")
+    ran = Outcome(ToolResult("c1", "t", "fine"), "s1")
+
+    def error(missing: Any, outcome: Outcome = failed) -> Any:
+        return missing_capability(outcome, SimpleNamespace(missing=missing))  # type: ignore[arg-type]
+
+    assert error({"sampling": {}, "madeUp": {}}).data == {  # type: ignore[union-attr]
+        "requiredCapabilities": {"sampling": {}}}
+    assert error({"madeUp": {}}) is None  # nothing MCP defines: no -32021
+    assert error({"sampling": "yes"}) is None  # not a capability object
+    assert error({"sampling": {}}, ran) is None  # the tool did without
+    assert error(None) is None

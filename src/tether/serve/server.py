@@ -277,9 +277,14 @@ def missing_capability(outcome: Outcome, caller: ClientCaller) -> MCPError | Non
     the call succeeded (the tool did without), or nothing was refused."""
     if caller.missing is None or outcome.result.status == "ok":
         return None
-    names = ", ".join(sorted(caller.missing))
-    data = types.MissingRequiredClientCapabilityErrorData(
-        required_capabilities=types.ClientCapabilities.model_validate(caller.missing))
+    try:  # what a tool or an upstream named: only what MCP defines is sent
+        required = types.ClientCapabilities.model_validate(caller.missing)
+    except ValueError:
+        return None
+    names = ", ".join(sorted(required.model_dump(by_alias=True, exclude_none=True)))
+    if not names:
+        return None
+    data = types.MissingRequiredClientCapabilityErrorData(required_capabilities=required)
     return MCPError(code=types.MISSING_REQUIRED_CLIENT_CAPABILITY,
                     message=(f"the tool needs the client capability {names}, which this "
                              "request's _meta (io.modelcontextprotocol/clientCapabilities) does "
