@@ -24,12 +24,14 @@ from mcp_replicas import (
     MODERN,
     TOOLS,
     RoundRobin,
+    Tally,
     drive,
     policy_yaml,
     read_journals,
     replicas,
     serving,
     stateless_body,
+    stateless_client,
 )
 from tether.journal.chain import verify_chain
 
@@ -69,10 +71,18 @@ async def test_stateless_and_handshake_clients_through_round_robin_replicas(
     with replicas(store, policy(tmp_path)) as urls:
         proxy = RoundRobin(urls, sticky=True)
         async with serving(proxy) as url:
+            # first, alone: one stateless client calls ``limited`` LIMITED + 1 times, the proxy
+            # alternating the replicas, so neither replica alone reaches the quota
+            first = Tally()
+            await stateless_client(url, [(CALLS + n, "limited") for n in range(LIMITED + 1)],
+                                   first)
             tally = await drive(url, CALLS)
+    assert first.errors == [] and first.not_found == 0
+    assert [s for _, s, _ in first.stateless] == ["ok"] * LIMITED + ["skipped"]
+    assert len({sid for _, _, sid in first.stateless}) == 2  # both replicas served them
     assert tally.not_found == 0 and tally.errors == []
-    assert tally.calls == CALLS and all(proxy.served)  # both replicas answered
-    seen = tally.stateless + tally.handshake
+    assert tally.calls == CALLS and all(proxy.served)
+    seen = first.stateless + tally.stateless + tally.handshake
     # each call journaled exactly once, in the session its client was told, every chain intact
     sessions = read_journals(store)
     called: collections.Counter[str] = collections.Counter()
@@ -88,16 +98,13 @@ async def test_stateless_and_handshake_clients_through_round_robin_replicas(
     assert set(called.values()) == {1}
     assert all(where[text] == session for text, _, session in seen)
     # the stateless clients: one tether session per replica; each handshake client: its own
-    assert len({session for _, _, session in tally.stateless}) == 2
-    assert len({session for _, _, session in tally.handshake}) == 2
-    # the quota on ``limited`` bounds the replicas together: exactly LIMITED calls ran, from
-    # both replicas' sessions; every other call of it was refused, naming the quota
-    limited = [(t, s, sid) for t, s, sid in seen if int(t.split("-")[1]) % 10 == 0]
-    ran = [sid for _, s, sid in limited if s == "ok"]
-    assert len(limited) > LIMITED and len(ran) == LIMITED
-    assert {s for _, s, _ in limited if s != "ok"} == {"skipped"}
-    assert len(set(ran) & {sid for _, _, sid in tally.stateless}) == 2
-    assert all(s == "ok" for t, s, _ in seen if int(t.split("-")[1]) % 10)
+    stateless = {session for _, _, session in first.stateless + tally.stateless}
+    assert len(stateless) == 2 and len({s for _, _, s in tally.handshake}) == 2
+    # the quota is spent for both replicas: every later call of ``limited`` was refused;
+    # every call of ``echo`` ran
+    later = tally.stateless + tally.handshake
+    assert {s for t, s, _ in later if int(t.split("-")[1]) % 10 == 0} == {"skipped"}
+    assert {s for t, s, _ in later if int(t.split("-")[1]) % 10} == {"ok"}
 
 
 async def test_a_budget_is_each_replicas_own(tmp_path: Path) -> None:
