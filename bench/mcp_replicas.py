@@ -3,8 +3,9 @@ of 2026-07-28 (stateless) and 2025-11-25 (session, sticky) clients: calls, error
 second, and the journal checked (each call once, every chain verifying, the shared quota held).
 
 The harness is the test's (tests/mcp_replicas.py, run small by tests/test_mcp_replicas.py).
-Run: ``python bench/mcp_replicas.py --calls 10000 [--store URL]`` (default: a new SQLite file;
-a PostgreSQL URL should name a schema of its own, ``?schema=...``). Everything is on 127.0.0.1.
+Run: ``python bench/mcp_replicas.py --calls 10000 [--store URL] [--replicas N]`` (the store by
+default a new SQLite file; a PostgreSQL URL should name a schema of its own, ``?schema=...``).
+Everything is on 127.0.0.1.
 """
 
 from __future__ import annotations
@@ -23,8 +24,8 @@ from tether.journal.chain import verify_chain
 
 
 async def run(store: str, policy: Path, calls: int, stateless: int, handshake: int,
-              limited: int) -> None:
-    with replicas(store, policy) as urls:
+              limited: int, n: int) -> None:
+    with replicas(store, policy, n) as urls:
         proxy = RoundRobin(urls, sticky=True)
         async with serving(proxy) as url:
             tally = await drive(url, calls, stateless=stateless, handshake=handshake)
@@ -60,13 +61,14 @@ def main() -> None:
     parser.add_argument("--handshake", type=int, default=2, help="2025-11-25 clients at once")
     parser.add_argument("--limited", type=int, default=50, help="the quota on 'limited'")
     parser.add_argument("--store", help="store URL (default: a new SQLite file)")
+    parser.add_argument("--replicas", type=int, default=2)
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         policy = Path(tmp) / "policy.yaml"
         policy.write_text(policy_yaml(args.limited))
         store = args.store or f"sqlite:///{Path(tmp) / 'replicas.db'}"
         asyncio.run(run(store, policy, args.calls, args.stateless, args.handshake,
-                        args.limited))
+                        args.limited, args.replicas))
 
 
 if __name__ == "__main__":
