@@ -108,6 +108,14 @@ async def test_sampling(prompt: str, caller: Caller) -> str:
 
 
 @tool
+async def test_missing_capability(caller: Caller) -> str:
+    """Tests that a call needing a client capability the request did not declare is refused
+    (it asks the client's model: sampling)."""
+    answer = await caller.sample("Say hello", max_tokens=20)
+    return f"LLM response: {answer}"
+
+
+@tool
 async def test_elicitation(message: str, caller: Caller) -> str:
     """Tests server-initiated elicitation (user input request)."""
     answer = await caller.elicit(message, ELICITATION_SCHEMA)
@@ -147,5 +155,5 @@ class SchemaTool:
 
 tools = [test_simple_text, test_image_content, test_audio_content, test_embedded_resource,
          test_multiple_content_types, test_tool_with_logging, test_tool_with_progress,
-         test_error_handling, test_sampling, test_elicitation, test_elicitation_sep1034_defaults,
-         test_elicitation_sep1330_enums, SchemaTool()]
+         test_error_handling, test_sampling, test_missing_capability, test_elicitation,
+         test_elicitation_sep1034_defaults, test_elicitation_sep1330_enums, SchemaTool()]

@@ -39,8 +39,12 @@ def _schema(name: str) -> dict[str, Any]:
     return EMPTY
 
 
+#: the suite's 2026-07-28 diagnostic tool (server-stateless): it asks for sampling, which the
+#: proxy relays to its client; a client whose request did not declare sampling gets -32021
+MISSING_CAPABILITY = ("test_missing_capability", "Tests that a call needing a client capability "
+                      "the request did not declare is refused (it asks for sampling).")
 TOOLS = [types.Tool(name=name, description=description, input_schema=_schema(name))
-         for name, description in spec.DESCRIPTIONS.items()]
+         for name, description in [*spec.DESCRIPTIONS.items(), MISSING_CAPABILITY]]
 
 
 def text(value: str) -> types.TextContent:
@@ -83,9 +87,10 @@ async def call_tool(ctx: Any, params: types.CallToolRequestParams) -> types.Call
         content = [text("Progress test completed")]
     elif name == "test_error_handling":
         return types.CallToolResult(content=[text(spec.ERROR_TEXT)], is_error=True)
-    elif name == "test_sampling":
+    elif name in ("test_sampling", MISSING_CAPABILITY[0]):
         answer = await ctx.session.create_message(
-            [types.SamplingMessage(role="user", content=text(str(args.get("prompt", ""))))],
+            [types.SamplingMessage(role="user",
+                                   content=text(str(args.get("prompt", "Say hello"))))],
             max_tokens=100, related_request_id=ctx.request_id)
         content = [text(f"LLM response: {getattr(answer.content, 'text', answer.content)}")]
     elif name.startswith("test_elicitation"):

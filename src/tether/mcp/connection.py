@@ -31,7 +31,7 @@ from typing import Any
 from tether.errors import install_command
 from tether.mcp.config import MCPServer
 from tether.mcp.eras import MODERN, Negotiation, first_error, input_required
-from tether.mcp.errors import MCPConnectionError, MCPError
+from tether.mcp.errors import MCPCapabilityMissing, MCPConnectionError, MCPError
 from tether.mcp.requests import ServerRequests
 from tether.mcp.spawned import kill_group, record_spawns, stop_recording
 from tether.mcp.stderr import StderrTail
@@ -87,6 +87,28 @@ def describe(exc: BaseException) -> str:
     exc = root_cause(exc)
     text = str(exc) or type(exc).__name__
     return text if type(exc).__name__ in text else f"{type(exc).__name__}: {text}"
+
+
+MAX_REQUIRED_CHARS = 4000  # a -32021's requiredCapabilities longer than this is not handed on
+
+
+def required_capabilities(exc: Any) -> dict[str, Any] | None:
+    """What a server's -32021 (MissingRequiredClientCapabilityError) says it requires, as a
+    ``ClientCapabilities`` object of MCP's own capabilities (anything else dropped), or None:
+    another error, or data that is not such an object (untrusted: checked, bounded)."""
+    import json
+
+    from mcp_types import MISSING_REQUIRED_CLIENT_CAPABILITY, ClientCapabilities
+
+    data = exc.data
+    if exc.code != MISSING_REQUIRED_CLIENT_CAPABILITY or not isinstance(data, dict):
+        return None
+    try:
+        required = ClientCapabilities.model_validate(data.get("requiredCapabilities"))
+    except Exception:
+        return None
+    shown: dict[str, Any] = required.model_dump(by_alias=True, mode="json", exclude_none=True)
+    return shown if shown and len(json.dumps(shown)) <= MAX_REQUIRED_CHARS else None
 
 
 #: What a library user can do about a connection that is gone (a proxy says what its clients can).
@@ -331,8 +353,12 @@ class Connection:
             if exc.code == REQUEST_TIMEOUT:
                 return TimeoutError(f"MCP server {self.server.name!r} did not answer {doing} "
                                     "in time")
-            return MCPError(f"MCP server {self.server.name!r} refused {doing}: {exc.message} "
-                            f"(JSON-RPC error {exc.code})")
+            message = (f"MCP server {self.server.name!r} refused {doing}: {exc.message} "
+                       f"(JSON-RPC error {exc.code})")
+            required = required_capabilities(exc)
+            if required is not None:
+                return MCPCapabilityMissing(message, required)
+            return MCPError(message)
         if isinstance(exc, MCPError | TimeoutError):
             return exc
         from pydantic import ValidationError

@@ -24,6 +24,16 @@ class MCPToolError(MCPError):
     """The server answered the call with ``isError: true``; the message is the server's text."""
 
 
+class MCPCapabilityMissing(MCPError):
+    """The server refused the call for want of a client capability tether did not declare
+    (JSON-RPC -32021, MissingRequiredClientCapabilityError); ``required`` is what it named, as
+    a ``ClientCapabilities`` object (only the capabilities MCP defines, checked)."""
+
+    def __init__(self, message: str, required: dict[str, object]) -> None:
+        super().__init__(message)
+        self.required = required
+
+
 class MCPToolBlocked(MCPError):
     """Pinning refused the call: the tool's definition is not (or no longer) approved."""
 

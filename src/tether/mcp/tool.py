@@ -11,7 +11,9 @@ definition changed since it was pinned, the model is shown the pinned descriptio
 where a tool-poisoning instruction would be. A new tool that awaits approval shows no server
 text at all. Validation and calls use the server's current definition through the toolset.
 A call carries its span (``ToolContext.traceparent``, set when the recipe has telemetry) to the
-server in the request's ``_meta``, so the server's work joins the caller's trace.
+server in the request's ``_meta``, so the server's work joins the caller's trace. A server's
+refusal for want of a client capability (-32021) is told to the caller waiting (``lacks``: a
+proxy answers its own client with the same error) before the call fails as any other.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from functools import partial
 from typing import TYPE_CHECKING, Any, Protocol
 
 from tether.mcp.content import has_binary, parts_of
+from tether.mcp.errors import MCPCapabilityMissing
 from tether.mcp.oauth.flows import hide_secrets
 from tether.tools.base import ToolContext, ToolMeta
 from tether.tools.caller import SILENT
@@ -98,8 +101,14 @@ class MCPTool:
             self._toolset.server.call_timeout if context.timeout is None else context.timeout)
         if asks is not None and context.caller is not SILENT:  # a client waits: relay to it
             asks.caller = context.caller
-        text = await self._toolset.invoke(self.mcp_name, arguments,
-                                          traceparent=context.traceparent, asks=asks)
+        try:
+            text = await self._toolset.invoke(self.mcp_name, arguments,
+                                              traceparent=context.traceparent, asks=asks)
+        except MCPCapabilityMissing as exc:  # the client may be told (a proxy's: -32021)
+            lacks = getattr(context.caller, "lacks", None)
+            if lacks is not None:
+                lacks(exc.required)
+            raise
         if not has_binary(text):
             return text
         return Content(*parts_of(getattr(text, "blocks", ())))

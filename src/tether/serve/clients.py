@@ -18,6 +18,32 @@ Decisions:
   tool's own timeout bounds it. A half-run call would leave a journaled start without a result.
 - Requests that carry no session (stateless HTTP, the per-request envelope of the 2026-07-28
   protocol) share one gateway: a budget is never per request.
+
+Stateless callers (the 2026-07-28 protocol), stated for operators:
+
+- *Who a stateless caller is.* Nothing a request says about itself is authenticated (its
+  ``_meta`` clientInfo is a claim, and a session header on a 2026-07-28 request proves
+  nothing), so without authorization every stateless request to one server process is one
+  caller, ``http:sessionless``. With authorization the caller is the verified token's identity
+  (user, roles, tenant): ``http:sessionless#<digest of it>``, one per identity.
+- *Where its journal is.* In the server's store, as the tether session of that caller's gateway
+  in that process — opened at its first call, named in every result's
+  ``_meta["tether/session"]``, never released for idleness, ended when the process stops
+  (rolled into linked segments with ``roll_calls`` / ``roll_seconds``). Each call is journaled
+  once, by the process that ran it.
+- *What replicas on one store share* (several ``tether mcp serve`` processes on one SQLite file
+  or PostgreSQL database, behind a load balancer): the journals (each replica's sessions are its
+  own, each chain written by one process), the approvals (a call approved by a person runs once,
+  through whichever replica it is retried on) and the quotas on tool calls (``quotas`` here and
+  a YAML policy's ``quotas:``: taken atomically in the store, so they bound the replicas
+  together). Not shared: a ``budget`` (``--budget-tool-calls``) is each gateway's, so each
+  replica's: n replicas let a stateless caller make n times its budget — use a quota for a limit
+  across replicas; and log levels. So a stateless caller has one tether session per replica.
+- *Handshake (2025) clients and replicas.* An ``Mcp-Session-Id`` lives in the replica that
+  issued it; another replica answers a request naming it 404 (the spec's "session not found":
+  the client must initialize again). tether does not adopt an unknown session id — a guessed or
+  ended one would buy a governed session and budget of its own. Handshake clients therefore need
+  sticky routing (by ``Mcp-Session-Id``); stateless clients need none.
 - A gateway idle for longer than ``idle_timeout`` (set to the HTTP session idle timeout: by then
   the transport has ended that session) is released and its key remembered, so a later call
   under the same key is refused with advice instead of silently getting a fresh budget. Keys in
@@ -46,6 +72,7 @@ from tether.tools.registry import ToolRegistry
 
 if TYPE_CHECKING:
     from tether.policy.base import Policy
+    from tether.policy.quotas import Quota
     from tether.runtime.chokepoint.gateway import Gateway
     from tether.runtime.record.result import ToolResult
     from tether.serve.oauth import Identity, OAuth
@@ -85,6 +112,17 @@ class Governance:
     # goes to the tool, and from a proxied tool to the upstream server (``Gateway``)
     telemetry: tuple[Callable[[Event], object], ...] = ()
     oauth: OAuth | None = None
+    # limits over every client together, kept in ``store`` and so shared by every replica of
+    # the server on it (with a YAML policy, its ``quotas:`` too); those on tool calls count
+    quotas: tuple[Quota, ...] = ()
+
+
+def quotas_of(governance: Governance) -> tuple[Quota, ...]:
+    """The quotas every client's calls count against: ``governance.quotas`` and its policy's
+    (``quotas:`` of a YAML policy); names distinct, or InvalidArgument."""
+    from tether.policy.quotas import check_quotas
+
+    return check_quotas((*governance.quotas, *getattr(governance.policy, "quotas", ())))
 
 
 class ClientExpired(RunError):
@@ -118,6 +156,7 @@ class ClientGateways:
                  clock: Callable[[], float] = time.monotonic) -> None:
         self.tools = tuple(ToolRegistry(tools))  # a bad tool list fails here, not at a call
         self.governance = governance
+        self.quotas = quotas_of(governance)  # checked before anyone is served
         self.idle_timeout = idle_timeout
         self.lasting = frozenset(lasting)
         self._on_new = on_new
@@ -199,7 +238,7 @@ class ClientGateways:
                           store=g.store, roles=roles, tenant_id=tenant,
                           approval_ttl=g.approval_ttl, max_result_chars=g.max_result_chars,
                           roll_calls=g.roll_calls, roll_seconds=g.roll_seconds,
-                          telemetry=g.telemetry,
+                          telemetry=g.telemetry, quotas=self.quotas,
                           check_policy_names=False)  # serve() checked the served tools; the
         # proxy checks the upstream's current definitions, which a pinned spec may not show
         if self._on_new is not None:

@@ -53,7 +53,7 @@ from tether.mcp.errors import MCPError
 from tether.mcp.pins import PinStore
 from tether.mcp.supervise import CHECK_EVERY, RESTARTS, watch
 from tether.mcp.toolset import MCPToolset
-from tether.serve.clients import Governance
+from tether.serve.clients import Governance, quotas_of
 from tether.serve.server import serve, tool_annotations
 from tether.serve.transports import HOST
 
@@ -169,7 +169,8 @@ async def proxy(upstream: MCPServer, governance: Governance, *,
             await recheck_names(toolset, served, guard, say)
 
         serving = asyncio.ensure_future(serve(
-            list(toolset), replace(governance, policy=guard) if check_policy_names else governance,
+            list(toolset), replace(governance, policy=guard, quotas=quotas_of(governance))
+            if check_policy_names else governance,
             transport=transport, port=port, host=host,
             name=name or f"tether-proxy-{upstream.name}",
             listing=proxied_listing(toolset), on_ready=on_ready, on_client=on_client,

@@ -35,6 +35,17 @@ Decisions:
   a tool may ask the client's model (``sampling/createMessage``) or its user
   (``elicitation/create``) when the client declared that capability. tether logs nothing of
   its own to clients: its decisions are each result's ``_meta``, and its record the journal.
+- A capability the client did not declare: a tool asks for it only while it runs, so the call
+  has passed the chokepoint (decided, charged, journaled) before anyone knows it is needed.
+  The tool gets ``CallerCannot`` and may do without; if the call then fails, the journal keeps
+  that failure as the call's result (``tool.result``, status ``error``, naming the capability),
+  and the client's answer depends on its protocol. A 2026-07-28 request, whose ``_meta``
+  declares its capabilities, gets the protocol error the spec requires (-32021,
+  MissingRequiredClientCapabilityError, HTTP 400, ``error.data.requiredCapabilities`` like
+  ``{"sampling": {}}``; ``missing_capability``), whose message names the tether session the
+  failure is journaled in: a -32021 does not mean nothing ran. A handshake (2025) client
+  keeps the ``isError`` result naming the capability: its protocol has no such error. A
+  proxied upstream's own -32021 is handed on the same way (``ClientCaller.lacks``).
 - ``logging/setLevel`` sets the level per client (its MCP session; the stdio peer); lower
   levels are dropped. A client that never set one gets ``warning`` and above
   (``DEFAULT_LOG_LEVEL``): it did not ask for chatter. Log lines carry no secret: they are
@@ -54,6 +65,7 @@ import mcp_types as types
 from mcp.server.context import ServerRequestContext
 from mcp.server.lowlevel import Server
 from mcp.server.streamable_http import MCP_SESSION_ID_HEADER
+from mcp.shared.exceptions import MCPError
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from tether.errors import InvalidArgument
@@ -179,18 +191,29 @@ def _quietly() -> Iterator[None]:
 
 class ClientCaller:
     """The MCP client waiting for one ``tools/call``: what a tool tells it and asks it
-    (``tether.tools.caller.Caller``), on that request's stream."""
+    (``tether.tools.caller.Caller``), on that request's stream.
 
-    __slots__ = ("_ctx", "_key", "_levels")
+    ``missing``: the client capabilities (MCP's ``ClientCapabilities`` shape) the call needed
+    and a 2026-07-28 request's ``_meta`` did not declare — asked of this caller and refused
+    (``CallerCannot``), or named by a proxied upstream's -32021 (``lacks``); None when nothing
+    was refused. A handshake client is never recorded: its protocol has no such error."""
+
+    __slots__ = ("_ctx", "_key", "_levels", "missing")
 
     def __init__(self, ctx: ServerRequestContext[Any, Any], key: str,
                  levels: LogLevels) -> None:
         self._ctx = ctx
         self._key = key
         self._levels = levels
+        self.missing: dict[str, Any] | None = None
 
     def __repr__(self) -> str:
         return f"<MCP client {self._key}>"
+
+    @property
+    def modern(self) -> bool:
+        """Whether the request is a 2026-07-28 one (its capabilities in its own ``_meta``)."""
+        return self._ctx.protocol_version in MODERN_PROTOCOL_VERSIONS
 
     @property
     def wants_progress(self) -> bool:
@@ -198,9 +221,21 @@ class ClientCaller:
         meta = self._ctx.meta or {}
         return meta.get("progress_token", meta.get("progressToken")) is not None
 
+    def lacks(self, capabilities: Mapping[str, Any]) -> None:
+        """The call cannot go on without ``capabilities`` of the client (a ``ClientCapabilities``
+        object): remembered for a 2026-07-28 request, answered with -32021 if the call fails."""
+        if self.modern:
+            self.missing = {**(self.missing or {}), **capabilities}
+
+    def _cannot(self, capability: str) -> CallerCannot:
+        self.lacks({capability: {}})
+        where = ("this request's _meta (io.modelcontextprotocol/clientCapabilities)"
+                 if self.modern else "its initialize request")
+        return CallerCannot(f"the MCP client did not declare the {capability} capability in "
+                            f"{where}; the tool needs it")
+
     async def log(self, level: LogLevel, message: str, *, logger: str | None = None) -> None:
-        modern = self._ctx.protocol_version in MODERN_PROTOCOL_VERSIONS  # the SDK filters
-        if not modern and not self._levels.allows(self._key, level):
+        if not self.modern and not self._levels.allows(self._key, level):  # the SDK filters
             return
         with _quietly():
             await self._ctx.session.send_log_message(level, message, logger=logger,
@@ -215,7 +250,7 @@ class ClientCaller:
         session = self._ctx.session
         if not session.check_client_capability(
                 types.ClientCapabilities(sampling=types.SamplingCapability())):
-            raise CallerCannot("the MCP client did not declare the sampling capability")
+            raise self._cannot("sampling")
         with _quietly():
             result = await session.create_message(
                 [types.SamplingMessage(role="user", content=types.TextContent(text=prompt))],
@@ -229,11 +264,33 @@ class ClientCaller:
         session = self._ctx.session
         if not session.check_client_capability(
                 types.ClientCapabilities(elicitation=types.ElicitationCapability())):
-            raise CallerCannot("the MCP client did not declare the elicitation capability")
+            raise self._cannot("elicitation")
         with _quietly():
             answer = await session.elicit_form(message, dict(schema),
                                                related_request_id=self._ctx.request_id)
         return Elicited(answer.action, dict(answer.content or {}))
+
+
+def missing_capability(outcome: Outcome, caller: ClientCaller) -> MCPError | None:
+    """The -32021 error (MissingRequiredClientCapabilityError) a 2026-07-28 request is answered
+    with when its call failed for want of a capability its ``_meta`` did not declare, or None:
+    the call succeeded (the tool did without), or nothing was refused."""
+    if caller.missing is None or outcome.result.status == "ok":
+        return None
+    try:  # what a tool or an upstream named: only what MCP defines is sent
+        required = types.ClientCapabilities.model_validate(caller.missing)
+    except ValueError:
+        return None
+    names = ", ".join(sorted(required.model_dump(by_alias=True, exclude_none=True)))
+    if not names:
+        return None
+    data = types.MissingRequiredClientCapabilityErrorData(required_capabilities=required)
+    return MCPError(code=types.MISSING_REQUIRED_CLIENT_CAPABILITY,
+                    message=(f"the tool needs the client capability {names}, which this "
+                             "request's _meta (io.modelcontextprotocol/clientCapabilities) does "
+                             f"not declare; the call failed and is journaled in tether session "
+                             f"{outcome.session_id}. Declare it and call again"),
+                    data=data.model_dump(by_alias=True, mode="json", exclude_none=True))
 
 
 def client_traceparent(params: types.CallToolRequestParams) -> object:
@@ -298,14 +355,18 @@ def build_server(gateways: ClientGateways, listing: Sequence[types.Tool], *,
                     content=[types.TextContent(text=f"the call was not made: {exc}")],
                     is_error=True, meta={"tether/status": "error"})
         key = client_key(ctx)
+        caller = ClientCaller(ctx, key, levels)
         try:
             outcome = await gateways.call(key, params.name, params.arguments or {},
                                           identity=request_identity(ctx),
                                           traceparent=client_traceparent(params),
-                                          caller=ClientCaller(ctx, key, levels))
+                                          caller=caller)
         except ClientExpired as exc:
             return types.CallToolResult(content=[types.TextContent(text=str(exc))],
                                         is_error=True, meta={"tether/status": "rejected"})
+        refusal = missing_capability(outcome, caller)
+        if refusal is not None:
+            raise refusal
         return call_result(outcome)
 
     async def set_level(ctx: ServerRequestContext[Any, Any],

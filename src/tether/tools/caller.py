@@ -17,6 +17,10 @@ Decisions:
   a progress message carries no secret the journal would hide, masked the same way.
 - What the caller answers is input from outside, like any argument: a tool must treat a
   sampled text or an elicited form as untrusted.
+- A caller may also have ``lacks(capabilities)`` (optional, not part of the protocol): told
+  which of its capabilities a call needed and it had not declared (an MCP
+  ``ClientCapabilities`` object), so an MCP server can answer with the protocol's error
+  (``tether.serve.server.ClientCaller``); ``Scrubbed`` hands it on.
 - Not ``ToolContext.asks`` (``tether.tools.asking``): that is the tether session an
   MCP *server* asks while it runs a tool for tether; ``caller`` is the MCP *client* that called
   a tool tether serves. A proxy joins the two: its upstream's asks, logs and progress during a
@@ -146,3 +150,10 @@ class Scrubbed:
 
     async def elicit(self, message: str, schema: Mapping[str, Any]) -> Elicited:
         return await self.inner.elicit(self.scrub(message), schema)
+
+    def lacks(self, capabilities: Mapping[str, Any]) -> None:
+        """Tell the caller the call needs ``capabilities`` it did not declare (see ``Caller``);
+        a caller without ``lacks`` is not told."""
+        lacks = getattr(self.inner, "lacks", None)
+        if lacks is not None:
+            lacks(capabilities)

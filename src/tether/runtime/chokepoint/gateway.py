@@ -23,6 +23,11 @@ re-derived from the store — parents the call's span under the client's; anythi
 dropped without a word, and the call runs all the same. With ``telemetry`` sinks, the gateway's
 calls also carry their own span to the tool (``ToolContext.traceparent``: an MCP tool, as the
 proxy's are, sends it on to its server), in the client's trace when it named one.
+
+``quotas`` (``tether.policy.quotas``) that count tool calls are taken in the store as each call
+is admitted, exactly as an agent's session takes them: a quota is shared by every gateway and
+session on the store — by every replica of an MCP server on one store — where a ``budget`` is
+this gateway's alone. A quota on tokens, cost or steps has no model call here to count.
 """
 
 from __future__ import annotations
@@ -40,9 +45,11 @@ from tether.journal.segments import NEXT, SEGMENT, link_to
 from tether.policy.base import Decision, Effect, Policy, Subject
 from tether.policy.deadline import DEFAULT_POLICY_TIMEOUT
 from tether.policy.names import check_names
+from tether.policy.quotas import Quota, check_quotas
 from tether.runtime.accounting.accountant import Accountant
 from tether.runtime.accounting.budget import Budget
 from tether.runtime.accounting.limits import Limits
+from tether.runtime.accounting.quota import meter_for
 from tether.runtime.accounting.stop import Stop
 from tether.runtime.approvals.requests import (
     ApprovalRequest,
@@ -123,6 +130,8 @@ class Gateway:
         roll_seconds: Roll it after this many seconds (needs a store). None: never.
         clock: The clock ``roll_seconds`` is measured on.
         telemetry: Subscribers told of every event; with any, calls carry their span.
+        quotas: Limits shared with every session on the store; those on tool calls count
+            this gateway's calls (needs a store that keeps quotas).
     """
 
     def __init__(self, tools: Iterable[Tool], *, policy: Policy, client: str = "client",
@@ -137,7 +146,8 @@ class Gateway:
                  window: int = DEFAULT_WINDOW, roll_calls: int | None = None,
                  roll_seconds: float | None = None,
                  clock: Callable[[], float] = time.monotonic,
-                 telemetry: Iterable[Callable[[Event], object]] = ()) -> None:
+                 telemetry: Iterable[Callable[[Event], object]] = (),
+                 quotas: Iterable[Quota] = ()) -> None:
         if roll_calls is not None and roll_calls < 1:
             raise InvalidArgument("roll_calls must be at least 1, or None (no roll); got "
                                   f"{roll_calls}")
@@ -147,6 +157,10 @@ class Gateway:
         if store is None and (roll_calls is not None or roll_seconds is not None):
             raise InvalidArgument("rolling a gateway's journal needs a store: a segment it rolled "
                                   "over is kept by the store only; pass store=...")
+        self._quotas = tuple(q for q in check_quotas(quotas) if q.counts == "tool_calls")
+        if self._quotas and store is None:
+            raise InvalidArgument("quotas are kept in the store, and this gateway has none: "
+                                  "pass store=... (sqlite or postgres, shared by the replicas)")
         self.registry = ToolRegistry(tools)
         if check_policy_names:  # a misspelt deny rule must not silently deny nothing
             check_names(policy, self.registry.specs, whose="the gateway's tools", advice=(
@@ -190,6 +204,8 @@ class Gateway:
             for sink in self._telemetry:
                 journal.bus.subscribe(sink)
         self._journal = journal
+        self._accountant.quota = meter_for(self._quotas, self._store, self.subject, session_id,
+                                           journal, None)
         client = self.subject.user_id
         run = RunContext(session_id, journal, self._state, self._accountant)
         self._calls = assemble(run, self._door).calls
