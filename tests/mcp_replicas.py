@@ -1,6 +1,6 @@
 """Two replicas of ``tether mcp serve`` on one store, behind a round-robin HTTP proxy, and a mix
 of 2025-11-25 (initialize, an MCP session) and 2026-07-28 (stateless) clients driven through it:
-for tests/test_mcp_replicas.py and bench/mcp_replicas.py.
+for tests/test_mcp_replicas.py and bench/replicas.py.
 
 The proxy (``RoundRobin``, Starlette and httpx on 127.0.0.1) sends each request to the next
 replica in turn — except a request that carries an ``Mcp-Session-Id`` when ``sticky``: that goes

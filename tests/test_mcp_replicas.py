@@ -6,7 +6,7 @@ sessionless calls are one tether session of that replica; a 2025-11-25 client's 
 lives in one replica, so it needs sticky routing (sent elsewhere, its session id is answered
 404, as the spec says). Every call is journaled exactly once and every chain verifies. A quota
 (in the store) bounds the replicas together; a ``--budget-tool-calls`` budget is each
-replica's own. The number of calls is ``CALLS`` (``bench/mcp_replicas.py`` runs 10,000).
+replica's own. The number of calls is ``CALLS`` (``bench/replicas.py`` runs 10,000).
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Two cheap tools for tests/test_mcp_replicas.py and bench/mcp_replicas.py: ``echo`` answers
+"""Two cheap tools for tests/test_mcp_replicas.py and bench/replicas.py: ``echo`` answers
 its text (each call's text is unique, so the journal shows each call once), ``limited`` too,
 and the replicas' policy puts a quota on it (shared through the store)."""
 

@@ -3,7 +3,7 @@ of 2026-07-28 (stateless) and 2025-11-25 (session, sticky) clients: calls, error
 second, and the journal checked (each call once, every chain verifying, the shared quota held).
 
 The harness is the test's (tests/mcp_replicas.py, run small by tests/test_mcp_replicas.py).
-Run: ``python bench/mcp_replicas.py --calls 10000 [--store URL] [--replicas N]`` (the store by
+Run: ``python bench/replicas.py --calls 10000 [--store URL] [--replicas N]`` (the store by
 default a new SQLite file; a PostgreSQL URL should name a schema of its own, ``?schema=...``).
 Everything is on 127.0.0.1.
 """
