@@ -64,8 +64,8 @@ Retry = Callable[[dict[str, Any] | None, str | None], Awaitable[Any]]
 def malformed(exc: Any, server: str, tool: str) -> str | None:
     """What a tools/call result that claimed ``input_required`` but did not parse (the SDK's
     ``ValidationError`` ``exc``) did wrong, or None when it was not such a result."""
-    errors = [e for e in exc.errors() if e.get("loc") and "InputRequiredResult" in str(
-        e["loc"][0])]
+    errors = [e for e in exc.errors() if len(e.get("loc") or ()) > 1 and "InputRequiredResult"
+              in str(e["loc"][0])]  # (a result-level error: no telling what it meant to be)
     if not errors or any(tuple(e["loc"][1:]) == ("resultType",) for e in errors):
         return None  # it did not say input_required: an ordinary result that did not parse
     what = "it is malformed"
