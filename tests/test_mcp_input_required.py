@@ -29,6 +29,7 @@ from tether.mcp.input_required import MAX_INPUT_REQUESTS, MAX_ROUNDS, MAX_STATE_
 from tether.mcp.requests import MAX_SAMPLING_CHARS
 from tether.runtime.chokepoint.asks import Question
 from tether.store.sqlite import SQLiteStore
+from tether.tools.caller import Elicited
 from tether.types import ModelRequest, ModelResponse, ToolCall
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -360,3 +361,53 @@ def test_a_malformed_result_in_a_session_is_a_tool_error(tmp_path: Path) -> None
     assert run.result.status == "error" and "requestState of 1000000" in str(
         run.result.content)
     assert not run.of("elicitation.requested", "elicitation.refused")
+
+
+
+# -- relayed to the MCP client that made the call (what tether mcp proxy does) --------------
+
+class Client:
+    """A ``tether.tools.caller.Caller``: the MCP client waiting on a proxied call."""
+
+    def __init__(self) -> None:
+        self.asked: list[str] = []
+        self.sampled: list[str] = []
+
+    async def log(self, level: Any, message: str, *, logger: str | None = None) -> None:
+        return None
+
+    async def progress(self, progress: float, total: float | None = None,
+                       message: str | None = None) -> None:
+        return None
+
+    async def sample(self, prompt: str, *, max_tokens: int,
+                     system_prompt: str | None = None) -> str:
+        self.sampled.append(prompt)
+        return "42"
+
+    async def elicit(self, message: str, schema: Any) -> Elicited:
+        self.asked.append(message)
+        return Elicited("accept", {"ok": True} if message == "Second?" else {"name": "Di"})
+
+
+def test_a_relayed_call_asks_the_client_that_waits_for_it(tmp_path: Path) -> None:
+    from tether.policy.base import AllowAll
+    from tether.runtime.chokepoint.gateway import Gateway
+
+    client = Client()
+    with mrtr_server(tmp_path) as (url, wire), connect(
+            upstream(url, elicitation="relay", sampling="relay")) as tools:
+        gateway = Gateway(list(tools), policy=AllowAll(), client="t", check_policy_names=False)
+        result = asyncio.run(gateway.call("several", {}, caller=client))
+        events = [(e.type, e.data) for e in gateway.journal.events()]
+        gateway.close("done")
+    assert result.status == "ok", result.content
+    responses = json.loads(str(result.content))["responses"]
+    assert responses["a"] == {"action": "accept", "content": {"name": "Di"}}
+    assert responses["b"] == {"action": "accept", "content": {"ok": True}}
+    assert responses["s"]["content"] == {"type": "text", "text": "42"}
+    assert client.asked == ["First?", "Second?"] and client.sampled == ["Summarise: tether"]
+    kinds = [t for t, _ in events]
+    assert kinds.count("elicitation.relayed") == 2 and kinds.count("sampling.relayed") == 1
+    assert [d["by"] for t, d in events if t == "elicitation.answered"] == ["client", "client"]
+    assert set(retried(wire, "several")["inputResponses"]) == {"a", "b", "s"}
