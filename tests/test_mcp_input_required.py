@@ -213,6 +213,19 @@ def test_a_call_outside_a_session_has_its_elicitation_declined(tmp_path: Path) -
     assert retried(wire, "ask")["requestState"] == STATE
 
 
+@pytest.mark.parametrize(("tool", "said"), [
+    ("sample", r"sampling call \(input 's'\), which tether did not make: declined: the call "
+               r"was made outside a session"),
+    ("roots", r"asked for roots/list: tether exposes no roots"),
+])
+def test_a_call_outside_a_session_cannot_sample_or_list_roots(tmp_path: Path, tool: str,
+                                                              said: str) -> None:
+    with mrtr_server(tmp_path) as (url, wire), connect(
+            upstream(url, sampling="session")) as tools, pytest.raises(MCPError, match=said):
+        asyncio.run(tools.invoke(tool, {}))
+    assert len(wire.calls(tool)) == 1  # not retried
+
+
 # -- sampling --------------------------------------------------------------------------------
 
 def test_sampling_is_declined_by_default_journaled_and_fails_the_call(tmp_path: Path) -> None:
