@@ -192,20 +192,21 @@ def test_unsupported_version_is_retried_at_the_version_the_server_names(
     assert wire.methods()[:3] == ["server/discover", "server/discover", "tools/list"]
 
 
-def test_input_required_fails_closed_as_a_tool_error(tmp_path: Path) -> None:
-    with era_server(tmp_path, "2026") as (url, _), connect(
+def test_input_required_is_answered_by_the_session_and_retried(tmp_path: Path) -> None:
+    # the 2026 way of asking during a call (tests/test_mcp_input_required.py has the rest)
+    with era_server(tmp_path, "2026") as (url, wire), connect(
             server(url, prefix="", elicitation=lambda question: {"name": "ann"})) as tools:
-        with pytest.raises(MCPError, match=r"asked for input during the call of 'ask' "
-                                           r"\(elicitation/create\).*InputRequiredResult, which "
-                                           r"tether does not answer yet"):
-            asyncio.run(tools.invoke("ask", {}))
         model = ScriptedModel([ModelResponse(tool_calls=(ToolCall("c1", "ask", {}),)), "done"])
         session = Agent(model=model, reasoning=ReAct(), tools=[*tools]).session("ask me")
         result = session.run()
-        assert asyncio.run(tools.invoke("add", {"a": 1, "b": 2})) == "3"  # still connected
     ((status, content),) = [(r.status, r.content) for r in result.trajectory.tool_results]
-    assert status == "error" and "does not answer yet" in str(content)
-    assert not [e for e in session.replay() if e.type.startswith("elicitation.")]
+    assert status == "ok" and json.loads(str(content)) == {
+        "responses": {"q": {"action": "accept", "content": {"name": "ann"}}}, "state": "s1"}
+    assert [e.type for e in session.replay() if e.type.startswith("elicitation.")] == [
+        "elicitation.requested", "elicitation.answered"]
+    first, retry = [r["body"] for r in wire.of("tools/call")]
+    assert retry["id"] != first["id"] and retry["params"]["requestState"] == "s1"
+    assert retry["params"]["inputResponses"]["q"]["action"] == "accept"
 
 
 def test_tool_changes_unheard_in_2026_mean_a_relisting_before_every_call(

@@ -22,8 +22,8 @@ from tether.types import ModelRequest, ModelResponse, ToolCall, Usage
 
 SERVER = Path(__file__).parent / "mcp" / "asking_server.py"
 #: The asking server (SDK 2.3) speaks both eras, but its tools ask through the 2025 back-channel,
-#: which a 2026-07-28 connection lacks (there, such a request is an InputRequiredResult, which
-#: tether does not answer yet: tests/test_mcp_client_eras.py); these are the 2025 era's tests.
+#: which a 2026-07-28 connection lacks (there, such a request is an InputRequiredResult, answered
+#: through the same code: tests/test_mcp_input_required.py); these are the 2025 era's tests.
 LEGACY = "2025-11-25"
 SAMPLING = "You answer a request that the tool server"
 

@@ -82,6 +82,7 @@ class EventType(StrEnum):
     ELICITATION_ANSWERED = "elicitation.answered"  # the answer given to it
     ELICITATION_REFUSED = "elicitation.refused"  # an elicitation declined before it was asked
     ELICITATION_RELAYED = "elicitation.relayed"  # an elicitation passed to the waiting client
+    ROOTS_REFUSED = "roots.refused"  # an MCP server asked for roots, which tether never exposes
     LOG_DROPPED = "log.dropped"  # an MCP server's log lines past the call's limit, dropped
     PROGRESS_DROPPED = "progress.dropped"  # its progress notifications past the limit, dropped
 

@@ -41,13 +41,16 @@ CALLS: tuple[tuple[str, dict[str, Any]], ...] = (
         "tab_val": "\tindented", "query": "SELECT * FROM users"}),
     ("test_custom_headers_null", {"region": "us-east1", "priority": 1, "query": "SELECT 1"}),
     ("valid_tool", {"region": "us-west1"}),  # http-invalid-tool-headers: the valid one is kept
-    # sep-2322-client-request-state: an InputRequiredResult fails closed (tether does not
-    # answer one yet); the unrelated call carries nothing of it, and a result without its
-    # resultType is refused by the SDK (a clear error, see tether.mcp.connection)
-    ("test_mrtr_echo_state", {}), ("test_mrtr_no_state", {}), ("test_mrtr_unrelated", {}),
-    ("test_mrtr_no_result_type", {}))
+    # sep-2322-client-request-state runs its tools in an agent's session (``mrtr`` below)
+)
 #: Tools whose call is expected to fail (tether refuses their answer): logged, not fatal.
-REFUSED = frozenset({"test_mrtr_echo_state", "test_mrtr_no_state", "test_mrtr_no_result_type"})
+REFUSED: frozenset[str] = frozenset()
+#: sep-2322-client-request-state: called in turn by an agent's session, whose calls answer the
+#: server's InputRequiredResult (its form, accepted by the configured answerer) and retry with
+#: its requestState (tether.mcp.input_required); the unrelated call carries nothing of it, and
+#: a result without its resultType is refused by the SDK (a clear error: the one tool error).
+MRTR = ("test_mrtr_echo_state", "test_mrtr_no_state", "test_mrtr_unrelated",
+        "test_mrtr_no_result_type")
 #: json-schema-2020-12-preservation: the focal tool's inputSchema, as tether received it, is
 #: echoed back through this tool.
 ECHO, FOCAL = "json_schema_echo", "json_schema_2020_12_tool"
@@ -88,6 +91,27 @@ def protocol() -> Any:
     return "auto"
 
 
+def mrtr(url: str) -> int:
+    """sep-2322-client-request-state through an agent's session; 0 when each call went as
+    expected (the last one refused), 1 otherwise."""
+    from tether import Agent, ReAct, ScriptedModel
+    from tether.types import ModelResponse, ToolCall
+
+    server = MCPServer.http("conformance", url, prefix="", connect_timeout=15, call_timeout=15,
+                            protocol=protocol(), elicitation=lambda question: {"confirmed": True})
+    turns: list[ModelResponse | str] = [
+        ModelResponse(tool_calls=(ToolCall(f"c{i}", name, {}),)) for i, name in enumerate(MRTR)]
+    with connect(server) as tools:
+        session = Agent(model=ScriptedModel([*turns, "done"]), reasoning=ReAct(),
+                        tools=[*tools]).session("call the scenario's tools")
+        result = session.run()
+    outcome = [(r.name, r.status, str(r.content)[:200]) for r in result.trajectory.tool_results]
+    answered = [e.data["action"] for e in session.replay() if e.type == "elicitation.answered"]
+    print(outcome, answered, file=sys.stderr)
+    statuses = [status for _, status, _ in outcome]
+    return 0 if statuses == ["ok", "ok", "ok", "error"] and answered == ["accept"] * 2 else 1
+
+
 async def main() -> int:
     scenario = os.environ.get("MCP_CONFORMANCE_SCENARIO", "")
     context = json.loads(os.environ.get("MCP_CONFORMANCE_CONTEXT") or "{}")
@@ -126,4 +150,6 @@ if __name__ == "__main__":
         from conformance_elicitation_client import main as elicitation
 
         sys.exit(elicitation(sys.argv[-1]))
+    if os.environ.get("MCP_CONFORMANCE_SCENARIO") == "sep-2322-client-request-state":
+        sys.exit(mrtr(sys.argv[-1]))
     sys.exit(asyncio.run(main()))

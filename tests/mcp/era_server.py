@@ -18,7 +18,8 @@ result), ``foreign`` (only an unknown version), ``disjoint`` (-32022 naming only
 version), ``retry`` (-32022 naming 2026-07-28 at the first probe, then the real answer).
 
 Tools: ``add(a, b)``; ``meta()`` answers with its request's ``_meta`` as JSON; ``ask()`` answers
-with an ``InputRequiredResult`` asking for an elicitation (2026) ; ``untyped()`` is answered
+with an ``InputRequiredResult`` asking for an elicitation (2026), and its retry with what it got
+back (tests/test_mcp_input_required.py has the rest); ``untyped()`` is answered
 by the ASGI layer with a 2026 result that lacks its ``resultType``.
 """
 
@@ -57,6 +58,10 @@ async def call_tool(ctx: Any, params: types.CallToolRequestParams) -> Any:
         text = str(int(arguments["a"]) + int(arguments["b"]))
     elif params.name == "meta":
         text = json.dumps(params.meta or {}, sort_keys=True, default=str)
+    elif params.name == "ask" and params.input_responses is not None:  # the retry
+        text = json.dumps({"responses": {k: v.model_dump(mode="json", exclude_none=True)
+                                         for k, v in params.input_responses.items()},
+                           "state": params.request_state})
     elif params.name == "ask":
         question = types.ElicitRequest(params=types.ElicitRequestFormParams(
             message="Your name?", requested_schema={

@@ -431,6 +431,7 @@ PAYLOADS: Mapping[EventType, type] = {
     EventType.ELICITATION_ANSWERED: AskData,
     EventType.ELICITATION_REFUSED: AskData,
     EventType.ELICITATION_RELAYED: AskData,
+    EventType.ROOTS_REFUSED: AskData,
     EventType.LOG_DROPPED: AskData,
     EventType.PROGRESS_DROPPED: AskData,
     EventType.OUTPUT_VALID: OutputData,

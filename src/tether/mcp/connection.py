@@ -14,8 +14,8 @@ connection's private loop (``tether.mcp.loop``); imports the SDK only when a con
 
 The era (2026-07-28 or the 2025 handshake) is negotiated, or pinned by ``MCPServer.protocol``,
 in ``tether.mcp.eras``; ``protocol_version`` says which one the connection speaks. A 2026 call
-the server answers with ``InputRequiredResult`` (its in-call sampling or elicitation) fails
-closed with an ``MCPError``: tether does not answer those yet.
+the server answers with ``InputRequiredResult`` (its in-call sampling or elicitation) is
+answered by the call's session and retried, in bounded rounds (``tether.mcp.input_required``).
 
 A call sends exactly the trace context tether gives it (``propagating``): its own span in
 ``_meta.traceparent`` when telemetry is on, and none otherwise — never an ambient one.
@@ -30,8 +30,9 @@ from typing import Any
 
 from tether.errors import install_command
 from tether.mcp.config import MCPServer
-from tether.mcp.eras import MODERN, Negotiation, first_error, input_required
+from tether.mcp.eras import MODERN, Negotiation, first_error
 from tether.mcp.errors import MCPCapabilityMissing, MCPConnectionError, MCPError
+from tether.mcp.input_required import InputRounds, malformed
 from tether.mcp.requests import ServerRequests
 from tether.mcp.spawned import kill_group, record_spawns, stop_recording
 from tether.mcp.stderr import StderrTail
@@ -342,7 +343,7 @@ class Connection:
             raise self.gone()
         return self._session
 
-    def _translate(self, exc: Exception, doing: str) -> Exception:
+    def _translate(self, exc: Exception, doing: str, tool: str = "") -> Exception:
         from mcp.shared.exceptions import MCPError as SDKError
         from mcp_types import CONNECTION_CLOSED, REQUEST_TIMEOUT
 
@@ -364,6 +365,9 @@ class Connection:
         from pydantic import ValidationError
 
         if isinstance(exc, ValidationError):  # e.g. a 2026 result without its resultType
+            bad = malformed(exc, self.server.name, tool) if tool else None
+            if bad is not None:  # an InputRequiredResult that does not parse
+                return MCPError(bad)
             return MCPError(f"MCP server {self.server.name!r} answered {doing} with a result "
                             f"the MCP SDK does not accept under protocol {self.protocol_version} "
                             f"({first_error(exc)}); tether cannot read it, so what the call did "
@@ -404,23 +408,26 @@ class Connection:
                        "tools; its pagination is broken")
 
     async def call(self, name: str, arguments: dict[str, Any], *, traceparent: str = "",
-                   progress: Any = None) -> dict[str, Any]:
+                   progress: Any = None, asks: Any = None) -> dict[str, Any]:
         """Call tool ``name`` (the server's name); the result in wire (camelCase) form. A valid
         ``traceparent`` rides in the request's ``_meta`` (W3C Trace Context's key, as MCP's
         tracing convention uses it); without one, the request carries no ``_meta`` of tether's.
-        ``progress``: the SDK's ``progress_callback`` (a ``progressToken`` is then sent)."""
+        ``progress``: the SDK's ``progress_callback`` (a ``progressToken`` is then sent).
+        ``asks``: the call's ``CallAsking``, which answers a 2026 ``InputRequiredResult``."""
         session = self._live()
         parent = TraceParent.parse(traceparent) if traceparent else None
         meta = None if parent is None else {"traceparent": parent.header()}
-        try:
-            with propagating(parent):
-                result = await session.call_tool(
-                    name, arguments, read_timeout_seconds=self.server.call_timeout + BACKSTOP,
-                    meta=meta, progress_callback=progress, allow_input_required=True)
-        except Exception as exc:
-            raise self._translate(exc, f"the call of {name!r}") from None
-        from mcp_types import InputRequiredResult
 
-        if isinstance(result, InputRequiredResult):  # never a silent success
-            raise MCPError(input_required(self.server.name, name, result))
+        async def send(responses: dict[str, Any] | None, state: str | None) -> Any:
+            """The call (again, with a new id, when answering the server's input requests)."""
+            try:
+                with propagating(parent):
+                    return await session.call_tool(
+                        name, arguments, read_timeout_seconds=self.server.call_timeout + BACKSTOP,
+                        meta=meta, progress_callback=progress, input_responses=responses,
+                        request_state=state, allow_input_required=True)
+            except Exception as exc:
+                raise self._translate(exc, f"the call of {name!r}", name) from None
+
+        result = await InputRounds(self.requests, name, asks).drive(await send(None, None), send)
         return result.model_dump(by_alias=True, mode="json", exclude_none=True)  # type: ignore[no-any-return]

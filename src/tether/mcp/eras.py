@@ -161,15 +161,3 @@ class Negotiation:
         self.session.adopt(result)
         return None
 
-
-def input_required(server: str, tool: str, result: Any) -> str:
-    """What a call answered with ``InputRequiredResult`` (2026's in-call sampling/elicitation)
-    is told: tether does not answer it yet, so the call fails closed."""
-    requests = getattr(result, "input_requests", None) or {}
-    kinds = sorted({str(getattr(r, "method", "?")) for r in requests.values()})
-    asked = f" ({cut(', '.join(kinds))})" if kinds else ""
-    return (f"MCP server {server!r} asked for input during the call of {tool!r}{asked}: a "
-            "2026-07-28 InputRequiredResult, which tether does not answer yet; the call did not "
-            "complete. If the server also speaks the 2025 handshake, connect with "
-            "MCPServer(protocol='2025-11-25'), where its sampling and elicitation requests go to "
-            "the calling session")

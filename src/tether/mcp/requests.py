@@ -8,6 +8,10 @@ hands the request to the session of *that* call (the ``tether.tools.asking.CallA
 ``MCPTool`` gets from its ``ToolContext.asks``), on the session's own loop, where it is governed,
 charged and journaled as anything else the session does.
 
+A 2026-07-28 server asks inside the call's result instead (``InputRequiredResult``), where the
+call it belongs to is known: ``tether.mcp.input_required`` answers it through ``elicit`` and
+``sample`` here, with that call's asks — the same checks, configuration and journal events.
+
 Decisions:
 
 - Fail closed. With no call in flight, or calls of several sessions in flight on the connection
@@ -206,42 +210,61 @@ class ServerRequests:
         await self._tell(asks, "log", caller.log(level, text[:MAX_LOG_CHARS + 1],
                                                  logger=logger))
 
-    async def _refuse(self, asks: CallAsking, kind: str, reason: str) -> None:
+    async def refuse(self, asks: CallAsking, kind: str, reason: str) -> None:
         async def refuse() -> None:
             asks.refuse(kind, self.server.name, reason)
 
         with contextlib.suppress(Refused):
             await self._on(asks, refuse())
 
-    # -- the SDK's callbacks ---------------------------------------------------------------
+    # -- the SDK's callbacks (the 2025 back-channel) ---------------------------------------
 
     async def on_elicitation(self, context: Any, params: Any) -> Any:
+        """A 2025 server's ``elicitation/create``: the call in flight's (``_owner``)."""
+        from mcp import types
+
+        asks = self._owner()
+        if asks is None:
+            return types.ElicitResult(action="decline")
+        return await self.elicit(asks, params)
+
+    async def on_sampling(self, context: Any, params: Any) -> Any:
+        """A 2025 server's ``sampling/createMessage``: the call in flight's (``_owner``)."""
+        from mcp import types
+
+        asks = self._owner()
+        if asks is None:
+            return types.ErrorData(code=REJECTED, message="tether cannot tell which of its "
+                                   "calls this sampling request belongs to; declined")
+        return await self.sample(asks, params)
+
+    # -- the answers, for the call whose session ``asks`` is (2025 or 2026-07-28) ----------
+
+    async def elicit(self, asks: CallAsking, params: Any) -> Any:
+        """The ``ElicitResult`` to an elicitation's ``params`` (a decline is an answer too)."""
         from mcp import types
 
         decline = types.ElicitResult(action="decline")
-        asks = self._owner()
-        if asks is None:
-            return decline
         server = self.server
         schema = getattr(params, "requested_schema", None)
         if getattr(params, "mode", "form") == "url" or schema is None:
-            await self._refuse(asks, "elicitation", "a URL-mode elicitation: tether answers "
+            await self.refuse(asks, "elicitation", "a URL-mode elicitation: tether answers "
                                "forms only")
             return decline
         if server.elicitation == "decline":
-            await self._refuse(asks, "elicitation", f"MCP server {server.name!r} is configured "
+            await self.refuse(asks, "elicitation", f"MCP server {server.name!r} is configured "
                                "to have its elicitations declined (MCPServer(elicitation=...))")
             return decline
         problem = form_problem(schema)
         if problem is not None:
-            await self._refuse(asks, "elicitation", f"declined: {problem}")
+            await self.refuse(asks, "elicitation", f"declined: {problem}")
             return decline
         message = str(params.message)
         if len(message) > MAX_MESSAGE_CHARS:
             message = message[:MAX_MESSAGE_CHARS] + " [tether: cut]"
         if server.elicitation == "relay":
             if asks.caller is None:
-                await self._refuse(asks, "elicitation", "no MCP client waits for this call to "
+                await self.refuse(asks, "elicitation", "no MCP client waits for this call to "
                                    "relay the elicitation to")
                 return decline
             try:
@@ -261,18 +284,16 @@ class ServerRequests:
             return decline
         return types.ElicitResult(action="accept", content=content)
 
-    async def on_sampling(self, context: Any, params: Any) -> Any:
+    async def sample(self, asks: CallAsking, params: Any) -> Any:
+        """The ``CreateMessageResult`` to a sampling request's ``params``, or the ``ErrorData``
+        that declines it."""
         from mcp import types
 
-        asks = self._owner()
-        if asks is None:
-            return types.ErrorData(code=REJECTED, message="tether cannot tell which of its "
-                                   "calls this sampling request belongs to; declined")
         server = self.server
         if server.sampling == "decline":
             reason = (f"MCP server {server.name!r} is configured to have its sampling requests "
                       "declined (MCPServer(sampling=...))")
-            await self._refuse(asks, "sampling", reason)
+            await self.refuse(asks, "sampling", reason)
             return types.ErrorData(code=REJECTED, message=f"declined: {reason}")
         messages: list[Message] = []
         for message in params.messages:
@@ -280,7 +301,7 @@ class ServerRequests:
             parts = content if isinstance(content, list) else [content]
             if not all(getattr(p, "type", None) == "text" for p in parts):
                 reason = "only text sampling messages are answered"
-                await self._refuse(asks, "sampling", reason)
+                await self.refuse(asks, "sampling", reason)
                 return types.ErrorData(code=REJECTED, message=f"declined: {reason}")
             text = "\n".join(str(p.text) for p in parts)
             messages.append(Message("assistant" if message.role == "assistant" else "user", text))
@@ -288,7 +309,7 @@ class ServerRequests:
         if size > MAX_SAMPLING_CHARS:
             reason = (f"its messages are {size} characters long (at most "
                       f"{MAX_SAMPLING_CHARS})")
-            await self._refuse(asks, "sampling", reason)
+            await self.refuse(asks, "sampling", reason)
             return types.ErrorData(code=REJECTED, message=f"declined: {reason}")
         notes = []
         if params.system_prompt:
@@ -303,7 +324,7 @@ class ServerRequests:
             if server.sampling == "relay":
                 if asks.caller is None:
                     reason = "no MCP client waits for this call to relay the request to"
-                    await self._refuse(asks, "sampling", reason)
+                    await self.refuse(asks, "sampling", reason)
                     return types.ErrorData(code=REJECTED, message=f"declined: {reason}")
                 system = None if params.system_prompt is None else str(params.system_prompt)
                 answer = await self._on(asks, asks.relay_sample(server.name, messages, cap,

@@ -299,7 +299,7 @@ class MCPToolset:
             raise MCPToolBlocked(verdict.reason, server=self.server.name, tool=mcp_name)
         with conn.requests.calling(asks):
             result = await conn.call(mcp_name, arguments, traceparent=traceparent,
-                                     progress=conn.requests.progress_for(asks))
+                                     progress=conn.requests.progress_for(asks), asks=asks)
         content = result.get("content")
         text = render(content if isinstance(content, list) else [],
                       result.get("structuredContent"))

@@ -82,9 +82,11 @@ def upstream_server(argv: Sequence[str], *, name: str = UPSTREAM,
         raise InvalidArgument("give the command of the upstream MCP server after '--', e.g. "
                          "tether mcp proxy --policy policy.yaml -- npx -y "
                          "@modelcontextprotocol/server-filesystem /data")
-    # The 2025 handshake, pinned: an upstream's requests during a call (relayed, or declined
-    # and journaled) need its back-channel; a 2026-07-28 server asks through an
-    # InputRequiredResult instead, which tether does not answer yet (tether.mcp.eras).
+    # The 2025 handshake, pinned: an upstream built on an SDK that speaks both eras asks
+    # during a call through the handshake's back-channel (relayed, or declined and journaled),
+    # which a 2026-07-28 connection does not have; tether answers a 2026 upstream's
+    # InputRequiredResult (tether.mcp.input_required), but the proxy's own clients are not yet
+    # asked in that era's way, so the pin stays until they are (issue 51).
     return MCPServer.stdio(name, argv[0], *argv[1:], env=env, trusted=trusted, prefix="",
                            call_timeout=call_timeout, connect_timeout=connect_timeout,
                            elicitation="relay" if relay else "decline",

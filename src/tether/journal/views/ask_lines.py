@@ -91,6 +91,7 @@ ASK_RENDER: dict[str, Renderer] = {
     EventType.SAMPLING_RELAYED: _sampling_relayed,
     EventType.SAMPLING_ANSWERED: _sampling_answered,
     EventType.ELICITATION_RELAYED: _elicitation_relayed,
+    EventType.ROOTS_REFUSED: _refused_ask("roots request"),
     EventType.LOG_DROPPED: _refused_ask("log lines"),
     EventType.PROGRESS_DROPPED: _refused_ask("progress notifications"),
 }
