@@ -49,7 +49,7 @@ The hierarchy::
         ├── ThreadTampered                    (runtime.lifecycle.thread)
         ├── MCPError                          (mcp.errors)
         │   ├── MCPConnectionError ─ UpstreamLost
-        │   ├── MCPToolBlocked, MCPToolError, PinError
+        │   ├── MCPCapabilityMissing, MCPToolBlocked, MCPToolError, PinError
         ├── ModelError ─ CallCancelled, ProviderError   (models.base, models.errors)
         ├── PlanningError                     (reasoning.planner)
         ├── RunStopped ─ AgentsRunStopped     (integrations.governed, .openai_agents)
