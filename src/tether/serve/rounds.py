@@ -43,6 +43,7 @@ from typing import Any
 import mcp_types as types
 from pydantic import ValidationError
 
+from tether.errors import InvalidArgument
 from tether.tools.caller import CallerCannot, Elicited, InputNeeded
 
 STATE_KEY_ENV = "TETHER_MCP_STATE_KEY"
@@ -60,7 +61,10 @@ def state_security(key: str | bytes | None = None) -> Any:
     from tether.serve.server import client_key
 
     secret = key or os.environ.get(STATE_KEY_ENV) or os.urandom(32)
-    return RequestStateSecurity(keys=[secret], bind_principal=client_key)
+    try:
+        return RequestStateSecurity(keys=[secret], bind_principal=client_key)
+    except ValueError as exc:  # the SDK's message names the key's length, never the key
+        raise InvalidArgument(f"{STATE_KEY_ENV} cannot seal requestState: {exc}") from None
 
 
 class Rounds:

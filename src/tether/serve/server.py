@@ -46,6 +46,12 @@ Decisions:
   failure is journaled in: a -32021 does not mean nothing ran. A handshake (2025) client
   keeps the ``isError`` result naming the capability: its protocol has no such error. A
   proxied upstream's own -32021 is handed on the same way (``ClientCaller.lacks``).
+- A 2026-07-28 request that declared the capability has no back-channel: the tool's asks are
+  answered by MCP's multi-round-trip (``tether.serve.rounds``): the call is answered
+  ``InputRequiredResult`` and the client calls again with the answers and the sealed
+  ``requestState``. Each round is a full governed call (decided, charged, journaled) and the
+  tool runs again from the start, so the rule for tool authors is *ask before you act*: make
+  every ask before any side effect, since what a tool did before an ask is done again.
 - ``logging/setLevel`` sets the level per client (its MCP session; the stdio peer); lower
   levels are dropped. A client that never set one gets ``warning`` and above
   (``DEFAULT_LOG_LEVEL``): it did not ask for chatter. Log lines carry no secret: they are
@@ -375,12 +381,13 @@ def build_server(gateways: ClientGateways, listing: Sequence[types.Tool], *,
         except ClientExpired as exc:
             return types.CallToolResult(content=[types.TextContent(text=str(exc))],
                                         is_error=True, meta={"tether/status": "rejected"})
+        if rounds is not None and rounds.pending and outcome.result.status != "ok":
+            # the tool let an InputNeeded fail it: the client answers, and calls again
+            return types.InputRequiredResult(input_requests=rounds.pending,
+                                             request_state=rounds.state())
         refusal = missing_capability(outcome, caller)
         if refusal is not None:
             raise refusal
-        if rounds is not None and rounds.pending and outcome.result.status != "ok":
-            return types.InputRequiredResult(input_requests=rounds.pending,
-                                             request_state=rounds.state())
         return call_result(outcome)
 
     async def set_level(ctx: ServerRequestContext[Any, Any],
