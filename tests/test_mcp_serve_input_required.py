@@ -269,3 +269,23 @@ def test_a_short_shared_key_is_refused_before_serving() -> None:
     with pytest.raises(InvalidArgument, match="TETHER_MCP_STATE_KEY cannot seal") as caught:
         state_security("too-short-a-secret")
     assert "too-short-a-secret" not in str(caught.value)
+
+
+def test_the_rounds_are_bounded() -> None:
+    import mcp_types as types
+
+    from tether.serve import rounds as r
+    from tether.tools.caller import CallerCannot, InputNeeded
+
+    request = types.ElicitRequest(params=types.ElicitRequestFormParams(
+        message="m", requested_schema={"type": "object", "properties": {}}))
+    fresh = r.Rounds({}, {}, 1)
+    assert isinstance(fresh.ask("a", request), InputNeeded) and list(fresh.pending) == ["a"]
+    last = r.Rounds({}, {}, r.MAX_ROUNDS).ask("a", request)
+    assert type(last) is CallerCannot and "rounds" in str(last)
+    answers = {f"k{i}": {"kind": "elicitation", "answer": {"action": "decline"}}
+               for i in range(r.MAX_ANSWERS)}
+    full = r.Rounds(answers, {}, 2)
+    assert type(full.ask("b", request)) is CallerCannot and not full.pending
+    big = r.Rounds({"k": {"kind": "sampling", "answer": "x" * r.MAX_STATE_CHARS}}, {}, 2)
+    assert type(big.ask("b", request)) is CallerCannot and not big.pending

@@ -24,10 +24,10 @@ Decisions:
   sealed and bound by the SDK's ``RequestStateBoundary`` (AES-GCM; the tool's name, its
   arguments' digest, the client key as principal, the server's name as audience, a ttl): a
   tampered, expired or foreign state is answered -32602 before any handler runs, so it never
-  reaches a tool or the gateway. The key is made per process (``RequestStateSecurity.
-  ephemeral``) unless ``TETHER_MCP_STATE_KEY`` is set when the server starts (read once,
-  never logged or journaled): replicas behind one address share it, so a client's next round
-  may land on another replica.
+  reaches a tool or the gateway. The key is made per process (random, as the SDK's
+  ``RequestStateSecurity.ephemeral``) unless ``TETHER_MCP_STATE_KEY`` is set when the server
+  starts (read once, never logged or journaled; at least 32 bytes): replicas behind one
+  address share it, so a client's next round may land on another replica.
 - Bounds: ``MAX_ROUNDS`` rounds a call, ``MAX_ANSWERS`` answers carried, ``MAX_STATE_CHARS``
   of state. Past them the ask fails (a plain ``CallerCannot``), and so does the call unless
   the tool does without.
@@ -132,7 +132,7 @@ class Rounds:
             return CallerCannot(
                 f"the tool asked its MCP client for input in {MAX_ROUNDS} rounds of this call "
                 "(at most that many); the call cannot ask again")
-        if len(self._used) + len(self.pending) >= MAX_ANSWERS:
+        if len({**self._answered, **self._used}) + len(self.pending) >= MAX_ANSWERS:
             return CallerCannot(f"the tool asked its MCP client more than {MAX_ANSWERS} things "
                                 "in one call; it cannot ask again")
         if len(self.state()) > MAX_STATE_CHARS:
