@@ -289,3 +289,14 @@ def test_the_rounds_are_bounded() -> None:
     assert type(full.ask("b", request)) is CallerCannot and not full.pending
     big = r.Rounds({"k": {"kind": "sampling", "answer": "x" * r.MAX_STATE_CHARS}}, {}, 2)
     assert type(big.ask("b", request)) is CallerCannot and not big.pending
+
+
+def test_a_tool_that_does_without_the_answer_keeps_its_result(tmp_path: Path) -> None:
+    db = tmp_path / "j.db"
+    args = ["serve", "tests/mcp/capability_tools.py:tools", "--policy", POLICY, "--store",
+            f"sqlite:///{db}"]
+    with http_server(args) as (url, _):
+        kept = call(url, "best_effort", {"text": "as it is"}, capabilities={"sampling": {}})
+    # it caught CallerCannot (InputNeeded among them) and completed: no round is asked
+    assert text(kept) == "as it is"
+    assert [r["status"] for r in tool_results(db)] == ["ok"]
