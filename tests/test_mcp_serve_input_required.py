@@ -300,3 +300,26 @@ def test_a_tool_that_does_without_the_answer_keeps_its_result(tmp_path: Path) ->
     # it caught CallerCannot (InputNeeded among them) and completed: no round is asked
     assert text(kept) == "as it is"
     assert [r["status"] for r in tool_results(db)] == ["ok"]
+
+
+def test_a_handshake_clients_answer_passes_the_same_schema_check(tmp_path: Path) -> None:
+    import anyio
+    import mcp_types as types
+    from mcp.client.streamable_http import streamable_http_client
+
+    from mcp import ClientSession
+
+    async def answer(context: Any, params: Any) -> types.ElicitResult:
+        return types.ElicitResult(action="accept", content={"name": "A", "admin": True})
+
+    async def ask(url: str) -> Any:
+        async with streamable_http_client(url) as (read, write), ClientSession(
+                read, write, read_timeout_seconds=30, elicitation_callback=answer) as session:
+            await session.initialize()
+            return await session.call_tool("test_input_required_result_elicitation", {})
+
+    db = tmp_path / "j.db"
+    with http_server(serve(db)) as (url, _):
+        called = anyio.run(ask, url)
+    assert called.is_error
+    assert "fields the form does not ask for: ['admin']" in called.content[0].text
