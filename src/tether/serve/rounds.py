@@ -53,6 +53,15 @@ MAX_STATE_CHARS = 64_000  # the unsealed state's JSON
 STATE_VERSION = 1
 
 
+def invalid_state() -> Exception:
+    """The -32602 a request whose ``requestState`` is not this server's gets (the SDK's own
+    words, so a client cannot tell which check refused it)."""
+    from mcp.shared.exceptions import MCPError
+
+    return MCPError(code=types.INVALID_PARAMS, message="Invalid or expired requestState",
+                    data={"reason": "invalid_request_state"})
+
+
 def state_security(key: str | bytes | None = None) -> Any:
     """The ``RequestStateSecurity`` of a server starting now: ``key``, else
     ``TETHER_MCP_STATE_KEY``'s (shared by replicas), else a key only this process holds."""
@@ -89,17 +98,15 @@ class Rounds:
         answered: dict[str, Any] = {}
         round_ = 1
         if params.request_state is not None:
+            state: Any = None
             try:
                 state = json.loads(params.request_state)
-                if state.get("v") != STATE_VERSION:
-                    raise ValueError("version")
                 answered = dict(state["answers"])
                 round_ = int(state["round"]) + 1
             except (ValueError, TypeError, KeyError, AttributeError):
-                from mcp.shared.exceptions import MCPError
-
-                raise MCPError(code=types.INVALID_PARAMS,
-                               message="Invalid or expired requestState") from None
+                state = None
+            if not isinstance(state, dict) or state.get("v") != STATE_VERSION:
+                raise invalid_state()  # the JSON-RPC error the SDK's boundary answers
         given = {k: v.model_dump(by_alias=True, mode="json", exclude_none=True)
                  for k, v in (params.input_responses or {}).items()}
         return cls(answered, given, round_)
