@@ -267,7 +267,7 @@ def test_a_short_shared_key_is_refused_before_serving() -> None:
     from tether.serve.rounds import state_security
 
     with pytest.raises(InvalidArgument, match="TETHER_MCP_STATE_KEY cannot seal") as caught:
-        state_security("too-short-a-secret")
+        state_security(lambda ctx: None, "too-short-a-secret")
     assert "too-short-a-secret" not in str(caught.value)
 
 

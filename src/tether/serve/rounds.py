@@ -37,7 +37,7 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import mcp_types as types
@@ -62,16 +62,16 @@ def invalid_state() -> Exception:
                     data={"reason": "invalid_request_state"})
 
 
-def state_security(key: str | bytes | None = None) -> Any:
-    """The ``RequestStateSecurity`` of a server starting now: ``key``, else
-    ``TETHER_MCP_STATE_KEY``'s (shared by replicas), else a key only this process holds."""
+def state_security(principal: Callable[[Any], str | None],
+                   key: str | bytes | None = None) -> Any:
+    """The ``RequestStateSecurity`` of a server starting now, binding each state to
+    ``principal(ctx)`` (the server's client key): ``key``, else ``TETHER_MCP_STATE_KEY``'s
+    (shared by replicas), else a key only this process holds."""
     from mcp.server.request_state import RequestStateSecurity
-
-    from tether.serve.server import client_key
 
     secret = key or os.environ.get(STATE_KEY_ENV) or os.urandom(32)
     try:
-        return RequestStateSecurity(keys=[secret], bind_principal=client_key)
+        return RequestStateSecurity(keys=[secret], bind_principal=principal)
     except ValueError as exc:  # the SDK's message names the key's length, never the key
         raise InvalidArgument(f"{STATE_KEY_ENV} cannot seal requestState: {exc}") from None
 

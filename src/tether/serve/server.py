@@ -353,7 +353,7 @@ def build_server(gateways: ClientGateways, listing: Sequence[types.Tool], *,
     against a changed upstream there): if it raises, the call is not made. ``state_key``: the
     key sealing ``requestState`` (``tether.serve.rounds.state_security``)."""
     tools = list(listing)
-    state_security = rounds_security(state_key)
+    state_security = rounds_security(client_key, state_key)
     levels = LogLevels()
 
     async def list_tools(ctx: ServerRequestContext[Any, Any],
