@@ -61,7 +61,7 @@ The hierarchy::
         │   └── StoreUnavailable ─ StoreFull
         ├── WitnessRefused, Inconsistent      (serve.witness)
         ├── ToolArgumentError, ToolFailure ─ ArgumentsChanged   (tools.base, integrations)
-        ├── CalculatorError, CallerCannot, TooMuchBinary        (tools)
+        ├── CalculatorError, CallerCannot ─ InputNeeded, TooMuchBinary   (tools)
         └── internal signals that never leave tether: BranchRefused, Rejected, Refused,
             AttemptOver, ClientExpired, Unanswered, and the private _Failed, _Spent, _Unmetered
 

@@ -78,3 +78,31 @@ DESCRIPTIONS = {
         "Tests elicitation with enum schema improvements per SEP-1330.",
     "json_schema_2020_12_tool": "Tool with JSON Schema 2020-12 features",
 }
+
+# SEP-2322 (input-required-result-*): the asks of each tool, in order, as (method, key, what);
+# ``what`` is an elicitation's (message, schema) or a sampling request's prompt. tether's
+# Caller has no roots, so neither has any tool here (the suite's _list_roots and the roots
+# part of _multiple_inputs stay unanswered).
+def _form(field: str, kind: str) -> dict[str, Any]:
+    return {"type": "object", "properties": {field: {"type": kind}}, "required": [field]}
+
+
+NAME_ASK = ("elicitation/create", "user_name", ("What is your name?", _form("name", "string")))
+OK_ASK = ("elicitation/create", "confirm", ("Please confirm", _form("ok", "boolean")))
+CAPITAL_ASK = ("sampling/createMessage", "capital_question", "What is the capital of France?")
+IRR_ASKS: dict[str, list[tuple[str, str, Any]]] = {
+    "test_input_required_result_elicitation": [NAME_ASK],
+    "test_input_required_result_sampling": [CAPITAL_ASK],
+    "test_input_required_result_request_state": [OK_ASK],
+    "test_input_required_result_tampered_state": [OK_ASK],
+    "test_input_required_result_multiple_inputs": [NAME_ASK, CAPITAL_ASK],
+    "test_input_required_result_multi_round": [
+        ("elicitation/create", "step1", ("What is your name?", _form("name", "string"))),
+        ("elicitation/create", "step2", ("What is your favorite color?",
+                                         _form("color", "string")))],
+    "test_input_required_result_capabilities": [
+        ("elicitation/create", "confirm", ("Please confirm", _form("ok", "boolean"))),
+        CAPITAL_ASK],
+}
+IRR_DESCRIPTIONS = {name: f"SEP-2322: asks its client ({', '.join(k for _, k, _ in asks)})"
+                    for name, asks in IRR_ASKS.items()}

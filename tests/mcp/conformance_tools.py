@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from tether.tools import ToolContext, ToolMeta, tool
-from tether.tools.caller import Caller
+from tether.tools.caller import Caller, CallerCannot, InputNeeded
 from tether.tools.content import Audio, Content, Image, Resource
 from tether.types import ToolSpec
 
@@ -32,6 +32,7 @@ from conformance_data import (
     EMBEDDED,
     ENUMS_SCHEMA,
     ERROR_TEXT,
+    IRR_ASKS,
     LOG_LINES,
     MIXED,
     PNG,
@@ -153,7 +154,88 @@ class SchemaTool:
         return f"JSON Schema 2020-12 tool called with: {json.dumps(arguments)}"
 
 
+# -- SEP-2322: a 2026-07-28 client answers these asks by InputRequiredResult rounds ----------
+
+async def _ask(caller: Caller, ask: tuple[str, str, Any]) -> str:
+    """One of ``IRR_ASKS``' asks, made of ``caller``; the answer as text."""
+    method, key, what = ask
+    if method == "elicitation/create":
+        message, schema = what
+        answer = await caller.elicit(message, schema, key=key)
+        return f"{answer.action} {json.dumps(dict(answer.content), sort_keys=True)}"
+    return await caller.sample(what, max_tokens=100, key=key)
+
+
+async def _asks(name: str, caller: Caller) -> list[str]:
+    return [await _ask(caller, ask) for ask in IRR_ASKS[name]]
+
+
+@tool
+async def test_input_required_result_elicitation(caller: Caller) -> str:
+    """SEP-2322: asks the user's name (key user_name)."""
+    _, key, (message, schema) = IRR_ASKS["test_input_required_result_elicitation"][0]
+    answer = await caller.elicit(message, schema, key=key)
+    if answer.action != "accept":
+        return f"No name given: {answer.action}"
+    return f"Hello, {answer.content['name']}!"
+
+
+@tool
+async def test_input_required_result_sampling(caller: Caller) -> str:
+    """SEP-2322: asks the client's model (key capital_question)."""
+    return (await _asks("test_input_required_result_sampling", caller))[0]
+
+
+@tool
+async def test_input_required_result_request_state(caller: Caller) -> str:
+    """SEP-2322: asks a confirmation; the next round finds it in the requestState."""
+    answers = await _asks("test_input_required_result_request_state", caller)
+    return f"state-ok: {answers[0]}"
+
+
+@tool
+async def test_input_required_result_tampered_state(caller: Caller) -> str:
+    """SEP-2322: asks a confirmation; a tampered requestState never reaches this tool."""
+    return f"confirmed: {(await _asks('test_input_required_result_tampered_state', caller))[0]}"
+
+
+@tool
+async def test_input_required_result_multiple_inputs(caller: Caller) -> str:
+    """SEP-2322: asks the user and the model at once (one round carries both asks)."""
+    asks = IRR_ASKS["test_input_required_result_multiple_inputs"]
+    answers = await asyncio.gather(*(_ask(caller, a) for a in asks), return_exceptions=True)
+    for answer in answers:
+        if isinstance(answer, BaseException):
+            raise answer
+    return "all answered: " + "; ".join(map(str, answers))
+
+
+@tool
+async def test_input_required_result_multi_round(caller: Caller) -> str:
+    """SEP-2322: asks twice, one after the other (two rounds)."""
+    return "done: " + "; ".join(await _asks("test_input_required_result_multi_round", caller))
+
+
+@tool
+async def test_input_required_result_capabilities(caller: Caller) -> str:
+    """SEP-2322: asks only what the request's clientCapabilities declare (does without the
+    rest)."""
+    answers = []
+    for ask in IRR_ASKS["test_input_required_result_capabilities"]:
+        try:
+            answers.append(await _ask(caller, ask))
+        except InputNeeded:
+            raise
+        except CallerCannot:
+            answers.append(f"{ask[0]} not declared")
+    return "; ".join(answers)
+
+
 tools = [test_simple_text, test_image_content, test_audio_content, test_embedded_resource,
          test_multiple_content_types, test_tool_with_logging, test_tool_with_progress,
          test_error_handling, test_sampling, test_missing_capability, test_elicitation,
-         test_elicitation_sep1034_defaults, test_elicitation_sep1330_enums, SchemaTool()]
+         test_elicitation_sep1034_defaults, test_elicitation_sep1330_enums, SchemaTool(),
+         test_input_required_result_elicitation, test_input_required_result_sampling,
+         test_input_required_result_request_state, test_input_required_result_tampered_state,
+         test_input_required_result_multiple_inputs, test_input_required_result_multi_round,
+         test_input_required_result_capabilities]

@@ -44,7 +44,8 @@ def _schema(name: str) -> dict[str, Any]:
 MISSING_CAPABILITY = ("test_missing_capability", "Tests that a call needing a client capability "
                       "the request did not declare is refused (it asks for sampling).")
 TOOLS = [types.Tool(name=name, description=description, input_schema=_schema(name))
-         for name, description in [*spec.DESCRIPTIONS.items(), MISSING_CAPABILITY]]
+         for name, description in [*spec.DESCRIPTIONS.items(), MISSING_CAPABILITY,
+                                   *spec.IRR_DESCRIPTIONS.items()]]
 
 
 def text(value: str) -> types.TextContent:
@@ -55,10 +56,42 @@ async def list_tools(ctx: Any, params: Any) -> types.ListToolsResult:
     return types.ListToolsResult(tools=TOOLS)
 
 
+async def ask(ctx: Any, method: str, what: Any) -> str:
+    """One of ``spec.IRR_ASKS``' asks on the back-channel (the proxy relays it to its client:
+    a 2026-07-28 client answers it by InputRequiredResult rounds, this tool running again each
+    round); its answer as text. The SDK raises when the ask is refused."""
+    if method == "elicitation/create":
+        message, schema = what
+        answer = await ctx.session.elicit_form(message, schema,
+                                               related_request_id=ctx.request_id)
+        return f"{answer.action} {json.dumps(answer.content or {}, sort_keys=True)}"
+    sampled = await ctx.session.create_message(
+        [types.SamplingMessage(role="user", content=text(what))], max_tokens=100,
+        related_request_id=ctx.request_id)
+    return str(getattr(sampled.content, "text", sampled.content))
+
+
+async def input_required(ctx: Any, name: str) -> list[Any]:
+    """The SEP-2322 tools, asking in turn (a refused elicitation is declined by the proxy, so
+    the capabilities tool simply reads the decline)."""
+    answers = [await ask(ctx, method, what) for method, _, what in spec.IRR_ASKS[name]]
+    if name == "test_input_required_result_elicitation":
+        action, content = answers[0].split(" ", 1)
+        said = json.loads(content).get("name")
+        return [text(f"Hello, {said}!" if action == "accept" else f"No name given: {action}")]
+    prefix = {"test_input_required_result_request_state": "state-ok: ",
+              "test_input_required_result_tampered_state": "confirmed: ",
+              "test_input_required_result_multi_round": "done: ",
+              "test_input_required_result_multiple_inputs": "all answered: "}.get(name, "")
+    return [text(prefix + "; ".join(answers))]
+
+
 async def call_tool(ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
     name, args = params.name, params.arguments or {}
     content: list[Any]
-    if name == "test_simple_text":
+    if name in spec.IRR_ASKS:
+        content = await input_required(ctx, name)
+    elif name == "test_simple_text":
         content = [text(spec.SIMPLE_TEXT)]
     elif name == "test_image_content":
         content = [types.ImageContent(data=spec.PNG, mime_type="image/png")]

@@ -42,7 +42,11 @@ Decisions:
   ``MAX_ASKS`` and journaled with the answer (``sampling.relayed`` / ``elicitation.relayed``,
   then ``sampling.answered`` / ``elicitation.answered`` or ``*.refused``); the client's
   elicitation answer is untrusted and checked against the requested schema like any other.
-  With no client waiting, or one without the capability, it is declined, journaled.
+  With no client waiting, or one without the capability, it is declined, journaled. A
+  2026-07-28 client answers on the call's next round (``tether.serve.rounds``): the upstream's
+  ask is refused with an error (``InputNeeded``'s text), so its call fails and the client is
+  answered ``InputRequiredResult``; on the next round the upstream's tool runs again and its
+  same ask is answered with the client's answer.
 - Logs and progress of a call whose client waits (``on_log``, ``progress_for``) reach that
   client through its ``Caller`` (scrubbed, a log line cut at its ``MAX_LOG_CHARS``), at most
   ``MAX_LOGS`` / ``MAX_PROGRESS`` a call (the first one dropped journaled, ``log.dropped`` /
@@ -61,7 +65,7 @@ from tether.errors import InvalidArgument
 from tether.mcp.config import MCPServer
 from tether.tools.asking import CallAsking, Refused, secret_looking
 from tether.tools.asking import Question as Question
-from tether.tools.caller import LOG_LEVELS, MAX_LOG_CHARS
+from tether.tools.caller import LOG_LEVELS, MAX_LOG_CHARS, InputNeeded
 from tether.types import Message
 
 T = TypeVar("T")
@@ -272,6 +276,8 @@ class ServerRequests:
                                                                  checker(schema)))
             except Refused:
                 return decline
+            except InputNeeded as exc:  # the upstream's call fails; it runs again next round
+                return types.ErrorData(code=REJECTED, message=str(exc))
             return decline if content is None else types.ElicitResult(action="accept",
                                                                       content=content)
         answerer = None if server.elicitation == "ask" else server.elicitation
@@ -327,8 +333,11 @@ class ServerRequests:
                     await self.refuse(asks, "sampling", reason)
                     return types.ErrorData(code=REJECTED, message=f"declined: {reason}")
                 system = None if params.system_prompt is None else str(params.system_prompt)
-                answer = await self._on(asks, asks.relay_sample(server.name, messages, cap,
-                                                                system))
+                try:
+                    answer = await self._on(asks, asks.relay_sample(server.name, messages, cap,
+                                                                    system))
+                except InputNeeded as exc:  # as for an elicitation
+                    return types.ErrorData(code=REJECTED, message=str(exc))
                 return types.CreateMessageResult(
                     role="assistant", model=answer.model, stop_reason="endTurn",
                     content=types.TextContent(type="text",

@@ -84,9 +84,9 @@ def upstream_server(argv: Sequence[str], *, name: str = UPSTREAM,
                          "@modelcontextprotocol/server-filesystem /data")
     # The 2025 handshake, pinned: an upstream built on an SDK that speaks both eras asks
     # during a call through the handshake's back-channel (relayed, or declined and journaled),
-    # which a 2026-07-28 connection does not have; tether answers a 2026 upstream's
-    # InputRequiredResult (tether.mcp.input_required), but the proxy's own clients are not yet
-    # asked in that era's way, so the pin stays until they are (issue 51).
+    # which a 2026-07-28 connection does not have. A 2026-07-28 client of the proxy is asked in
+    # rounds (tether.serve.rounds): the upstream's call fails at its ask, runs again on the
+    # next round, and its same ask is answered from the client's answers.
     return MCPServer.stdio(name, argv[0], *argv[1:], env=env, trusted=trusted, prefix="",
                            call_timeout=call_timeout, connect_timeout=connect_timeout,
                            elicitation="relay" if relay else "decline",

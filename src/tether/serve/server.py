@@ -46,6 +46,12 @@ Decisions:
   failure is journaled in: a -32021 does not mean nothing ran. A handshake (2025) client
   keeps the ``isError`` result naming the capability: its protocol has no such error. A
   proxied upstream's own -32021 is handed on the same way (``ClientCaller.lacks``).
+- A 2026-07-28 request that declared the capability has no back-channel: the tool's asks are
+  answered by MCP's multi-round-trip (``tether.serve.rounds``): the call is answered
+  ``InputRequiredResult`` and the client calls again with the answers and the sealed
+  ``requestState``. Each round is a full governed call (decided, charged, journaled) and the
+  tool runs again from the start, so the rule for tool authors is *ask before you act*: make
+  every ask before any side effect, since what a tool did before an ask is done again.
 - ``logging/setLevel`` sets the level per client (its MCP session; the stdio peer); lower
   levels are dropped. A client that never set one gets ``warning`` and above
   (``DEFAULT_LOG_LEVEL``): it did not ask for chatter. Log lines carry no secret: they are
@@ -71,6 +77,8 @@ from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from tether.errors import InvalidArgument
 from tether.serve.clients import ClientExpired, ClientGateways, Governance, Outcome
 from tether.serve.oauth import Identity, identity_of
+from tether.serve.rounds import Rounds, elicit_in_rounds, elicited, sample_in_rounds, sampled_text
+from tether.serve.rounds import state_security as rounds_security
 from tether.serve.transports import HOST, SESSION_IDLE_TIMEOUT, serve_http, serve_stdio
 from tether.tools.base import Tool, ToolMeta
 from tether.tools.caller import LOG_LEVELS, CallerCannot, Elicited, LogLevel
@@ -198,14 +206,15 @@ class ClientCaller:
     (``CallerCannot``), or named by a proxied upstream's -32021 (``lacks``); None when nothing
     was refused. A handshake client is never recorded: its protocol has no such error."""
 
-    __slots__ = ("_ctx", "_key", "_levels", "missing")
+    __slots__ = ("_ctx", "_key", "_levels", "missing", "rounds")
 
     def __init__(self, ctx: ServerRequestContext[Any, Any], key: str,
-                 levels: LogLevels) -> None:
+                 levels: LogLevels, rounds: Rounds | None = None) -> None:
         self._ctx = ctx
         self._key = key
         self._levels = levels
         self.missing: dict[str, Any] | None = None
+        self.rounds = rounds  # a 2026-07-28 request's asks (tether.serve.rounds), else None
 
     def __repr__(self) -> str:
         return f"<MCP client {self._key}>"
@@ -246,29 +255,32 @@ class ClientCaller:
         await self._ctx.session.report_progress(progress, total, message)
 
     async def sample(self, prompt: str, *, max_tokens: int,
-                     system_prompt: str | None = None) -> str:
+                     system_prompt: str | None = None, key: str | None = None) -> str:
         session = self._ctx.session
         if not session.check_client_capability(
                 types.ClientCapabilities(sampling=types.SamplingCapability())):
             raise self._cannot("sampling")
+        if self.rounds is not None:
+            return sample_in_rounds(self.rounds, prompt, max_tokens, system_prompt, key)
         with _quietly():
             result = await session.create_message(
                 [types.SamplingMessage(role="user", content=types.TextContent(text=prompt))],
                 max_tokens=max_tokens, system_prompt=system_prompt,
                 related_request_id=self._ctx.request_id)
-        content = result.content
-        blocks = content if isinstance(content, list) else [content]
-        return "\n".join(str(b.text) for b in blocks if isinstance(b, types.TextContent))
+        return sampled_text(result)
 
-    async def elicit(self, message: str, schema: Mapping[str, Any]) -> Elicited:
+    async def elicit(self, message: str, schema: Mapping[str, Any], *,
+                     key: str | None = None) -> Elicited:
         session = self._ctx.session
         if not session.check_client_capability(
                 types.ClientCapabilities(elicitation=types.ElicitationCapability())):
             raise self._cannot("elicitation")
+        if self.rounds is not None:
+            return elicit_in_rounds(self.rounds, message, schema, key)
         with _quietly():
             answer = await session.elicit_form(message, dict(schema),
                                                related_request_id=self._ctx.request_id)
-        return Elicited(answer.action, dict(answer.content or {}))
+        return elicited(answer, schema)
 
 
 def missing_capability(outcome: Outcome, caller: ClientCaller) -> MCPError | None:
@@ -334,19 +346,22 @@ def client_key(ctx: ServerRequestContext[Any, Any]) -> str:
 
 def build_server(gateways: ClientGateways, listing: Sequence[types.Tool], *,
                  name: str = "tether", instructions: str | None = None,
-                 before_call: Callable[[], Awaitable[None]] | None = None) -> Server[Any]:
+                 before_call: Callable[[], Awaitable[None]] | None = None,
+                 state_key: str | bytes | None = None) -> Server[Any]:
     """A low-level MCP server whose tools are ``listing`` and whose calls go to ``gateways``;
     ``before_call`` is awaited before each call is decided (the proxy re-checks its policy
-    against a changed upstream there): if it raises, the call is not made."""
+    against a changed upstream there): if it raises, the call is not made. ``state_key``: the
+    key sealing ``requestState`` (``tether.serve.rounds.state_security``)."""
     tools = list(listing)
+    state_security = rounds_security(client_key, state_key)
     levels = LogLevels()
 
     async def list_tools(ctx: ServerRequestContext[Any, Any],
                          params: types.PaginatedRequestParams | None) -> types.ListToolsResult:
         return types.ListToolsResult(tools=tools)
 
-    async def call_tool(ctx: ServerRequestContext[Any, Any],
-                        params: types.CallToolRequestParams) -> types.CallToolResult:
+    async def call_tool(ctx: ServerRequestContext[Any, Any], params: types.CallToolRequestParams
+                        ) -> types.CallToolResult | types.InputRequiredResult:
         if before_call is not None:
             try:
                 await before_call()
@@ -355,7 +370,9 @@ def build_server(gateways: ClientGateways, listing: Sequence[types.Tool], *,
                     content=[types.TextContent(text=f"the call was not made: {exc}")],
                     is_error=True, meta={"tether/status": "error"})
         key = client_key(ctx)
-        caller = ClientCaller(ctx, key, levels)
+        modern = ctx.protocol_version in MODERN_PROTOCOL_VERSIONS
+        rounds = Rounds.of(params) if modern else None
+        caller = ClientCaller(ctx, key, levels, rounds)
         try:
             outcome = await gateways.call(key, params.name, params.arguments or {},
                                           identity=request_identity(ctx),
@@ -364,6 +381,10 @@ def build_server(gateways: ClientGateways, listing: Sequence[types.Tool], *,
         except ClientExpired as exc:
             return types.CallToolResult(content=[types.TextContent(text=str(exc))],
                                         is_error=True, meta={"tether/status": "rejected"})
+        if rounds is not None and rounds.pending and outcome.result.status != "ok":
+            # the tool let an InputNeeded fail it: the client answers, and calls again
+            return types.InputRequiredResult(input_requests=rounds.pending,
+                                             request_state=rounds.state())
         refusal = missing_capability(outcome, caller)
         if refusal is not None:
             raise refusal
@@ -377,9 +398,13 @@ def build_server(gateways: ClientGateways, listing: Sequence[types.Tool], *,
     from tether._version import __version__
 
     with _quietly():
-        return Server(name, version=__version__, instructions=instructions,
-                      on_list_tools=list_tools, on_call_tool=call_tool,
-                      on_set_logging_level=set_level)
+        server: Server[Any] = Server(name, version=__version__, instructions=instructions,
+                                     on_list_tools=list_tools, on_call_tool=call_tool,
+                                     on_set_logging_level=set_level)
+    from mcp.server.request_state import RequestStateBoundary
+
+    server.middleware.append(RequestStateBoundary(state_security, default_audience=name))
+    return server
 
 
 async def serve(tools: Iterable[Tool], governance: Governance, *,

@@ -47,6 +47,12 @@ class CallerCannot(RunError):
     """The caller cannot answer this request (nobody is waiting, or it lacks the capability)."""
 
 
+class InputNeeded(CallerCannot):
+    """The caller answers this ask only on its next round: a 2026-07-28 MCP client is answered
+    ``InputRequiredResult`` and calls again with the answer, and the tool runs again
+    (``tether.serve.rounds``). A tool lets it propagate (or does without)."""
+
+
 @dataclass(frozen=True, slots=True)
 class Elicited:
     """The caller's answer to ``elicit``: ``accept`` (with ``content``), ``decline``, ``cancel``."""
@@ -69,13 +75,15 @@ class Caller(Protocol):
         ...
 
     async def sample(self, prompt: str, *, max_tokens: int,
-                     system_prompt: str | None = None) -> str:
-        """Ask the caller's model ``prompt``; its text. CallerCannot if it cannot."""
+                     system_prompt: str | None = None, key: str | None = None) -> str:
+        """Ask the caller's model ``prompt``; its text. CallerCannot if it cannot. ``key``:
+        the ask's name where the protocol names asks (MCP's ``inputRequests``), else unused."""
         ...
 
-    async def elicit(self, message: str, schema: Mapping[str, Any]) -> Elicited:
+    async def elicit(self, message: str, schema: Mapping[str, Any], *,
+                     key: str | None = None) -> Elicited:
         """Ask the caller's user to fill in a form (a flat JSON schema). CallerCannot if it
-        cannot."""
+        cannot. ``key``: as ``sample``'s."""
         ...
 
 
@@ -95,11 +103,12 @@ class Silent:
         return None
 
     async def sample(self, prompt: str, *, max_tokens: int,
-                     system_prompt: str | None = None) -> str:
+                     system_prompt: str | None = None, key: str | None = None) -> str:
         raise CallerCannot("no caller can answer a sampling request here (the tool is not "
                            "being called by an MCP client that supports sampling)")
 
-    async def elicit(self, message: str, schema: Mapping[str, Any]) -> Elicited:
+    async def elicit(self, message: str, schema: Mapping[str, Any], *,
+                     key: str | None = None) -> Elicited:
         raise CallerCannot("no caller can answer an elicitation here (the tool is not being "
                            "called by an MCP client that supports elicitation)")
 
@@ -143,13 +152,19 @@ class Scrubbed:
                                       None if message is None else self.scrub(str(message)))
 
     async def sample(self, prompt: str, *, max_tokens: int,
-                     system_prompt: str | None = None) -> str:
+                     system_prompt: str | None = None, key: str | None = None) -> str:
+        system = None if system_prompt is None else self.scrub(system_prompt)
+        if key is None:  # a caller written before keys is still a Caller
+            return await self.inner.sample(self.scrub(prompt), max_tokens=max_tokens,
+                                           system_prompt=system)
         return await self.inner.sample(self.scrub(prompt), max_tokens=max_tokens,
-                                       system_prompt=None if system_prompt is None
-                                       else self.scrub(system_prompt))
+                                       system_prompt=system, key=key)
 
-    async def elicit(self, message: str, schema: Mapping[str, Any]) -> Elicited:
-        return await self.inner.elicit(self.scrub(message), schema)
+    async def elicit(self, message: str, schema: Mapping[str, Any], *,
+                     key: str | None = None) -> Elicited:
+        if key is None:
+            return await self.inner.elicit(self.scrub(message), schema)
+        return await self.inner.elicit(self.scrub(message), schema, key=key)
 
     def lacks(self, capabilities: Mapping[str, Any]) -> None:
         """Tell the caller the call needs ``capabilities`` it did not declare (see ``Caller``);

@@ -32,6 +32,7 @@ from tether.journal.redaction import MASKED
 from tether.runtime.approvals.requests import ApprovalError, new_request
 from tether.runtime.chokepoint.ask_ledger import AskLedger
 from tether.tools.asking import Question, secret_looking
+from tether.tools.caller import InputNeeded
 from tether.vocabulary import EventType
 
 POLL = 0.2  # seconds between looks at the store for a person's answer
@@ -167,6 +168,9 @@ async def relay_elicit(asks: AskLedger, server: str, message: str, schema: Mappi
     try:
         async with asyncio.timeout(max(0.0, asks.time_left())):
             answer = await asks.caller.elicit(message, schema)
+    except InputNeeded as exc:  # a 2026-07-28 client answers on the call's next round
+        answered("decline", reason=journal.hide_secrets(str(exc)))
+        raise
     except Exception as exc:
         answered("decline", reason="the call's time ran out" if isinstance(
             exc, TimeoutError) else journal.hide_secrets(

@@ -35,6 +35,7 @@ from tether.runtime.accounting.stop import Stop
 from tether.runtime.chokepoint.ask_ledger import AskLedger
 from tether.runtime.chokepoint.model_call import Door, ModelCall
 from tether.tools.asking import Refused, Sampled
+from tether.tools.caller import InputNeeded
 from tether.types import Message, ModelRequest
 from tether.vocabulary import EventType
 
@@ -175,6 +176,10 @@ async def relay_sample(asks: AskLedger, server: str, messages: Sequence[Message]
             text = await asks.caller.sample(prompt, max_tokens=max_tokens,
                                             system_prompt=system_prompt)
         text = str(text)
+    except InputNeeded as exc:  # a 2026-07-28 client answers on the call's next round
+        journal.append(EventType.SAMPLING_REFUSED, {"call_id": asks.call_id, "server": server,
+                                                    "reason": journal.hide_secrets(str(exc))})
+        raise
     except Exception as exc:
         why = ("the call's time ran out" if isinstance(exc, TimeoutError)
                else journal.hide_secrets(f"the client did not answer: "
