@@ -242,16 +242,15 @@ class Connection:
         async def listen() -> None:
             from mcp.client.subscriptions import ToolsListChanged, listen
 
-            try:
-                async with listen(session, tools_list_changed=True) as events:
-                    if events.honored.tools_list_changed:
-                        self._unwatched = False
-                    acked.set_result(None)
-                    async for event in events:
-                        if isinstance(event, ToolsListChanged):
-                            self._stale = True
-            except Exception:  # refused or lost: relist before every call from now on
-                pass
+            try:  # refused or lost: relist before every call from now on
+                with contextlib.suppress(Exception):
+                    async with listen(session, tools_list_changed=True) as events:
+                        if events.honored.tools_list_changed:
+                            self._unwatched = False
+                        acked.set_result(None)
+                        async for event in events:
+                            if isinstance(event, ToolsListChanged):
+                                self._stale = True
             finally:
                 self._unwatched = True
                 if not acked.done():
