@@ -55,12 +55,21 @@ def http_server(args: Sequence[str], *, env: Mapping[str, str] | None = None,
                 timeout: float = 30.0) -> Iterator[tuple[str, list[str]]]:
     """``tether mcp <args> --transport http --port 0`` in a subprocess: its URL (from the line it
     prints when ready) and its stderr lines so far (a list that keeps filling)."""
+    with printed_url([sys.executable, "-m", "tether", "mcp", *args[:1], "--transport", "http",
+                      "--port", "0", *args[1:]], env=env, timeout=timeout) as served:
+        yield served
+
+
+@contextlib.contextmanager
+def printed_url(argv: Sequence[str], *, env: Mapping[str, str] | None = None,
+                timeout: float = 30.0) -> Iterator[tuple[str, list[str]]]:
+    """``argv``, an HTTP MCP server, in a subprocess until the block ends: the URL it prints on
+    stderr when ready (``... at http://127.0.0.1:PORT/mcp``) and its stderr lines so far (a
+    list that keeps filling); stopped (terminated, then killed) when the block ends."""
     import os
 
     process = subprocess.Popen(
-        [sys.executable, "-m", "tether", "mcp", *args[:1], "--transport", "http", "--port", "0",
-         *args[1:]],
-        cwd=ROOT, env={**os.environ, **(env or {})}, stdin=subprocess.DEVNULL,
+        list(argv), cwd=ROOT, env={**os.environ, **(env or {})}, stdin=subprocess.DEVNULL,
         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     lines: list[str] = []
     found: queue.Queue[str | None] = queue.Queue()
@@ -82,7 +91,7 @@ def http_server(args: Sequence[str], *, env: Mapping[str, str] | None = None,
             url = None
         if url is None:
             time.sleep(0.2)
-            raise RuntimeError(f"tether mcp {' '.join(args)} did not start:\n{''.join(lines)}")
+            raise RuntimeError(f"{' '.join(argv[1:])} did not start:\n{''.join(lines)}")
         yield url, lines
     finally:
         process.terminate()

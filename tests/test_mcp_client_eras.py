@@ -12,18 +12,15 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
-import queue
 import re
-import subprocess
 import sys
-import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from mcp_peers import NOTES_POLICY, NOTES_TOOLS, ROOT, http_server
+from mcp_peers import NOTES_POLICY, NOTES_TOOLS, ROOT, http_server, printed_url
 from tether import Agent, ReAct, ScriptedModel
 from tether.errors import InvalidArgument
 from tether.mcp import MCPConnectionError, MCPError, MCPServer, MemoryPinStore, connect
@@ -59,31 +56,9 @@ class Wire:
 def era_server(tmp_path: Path, era: str, discover: str = "") -> Iterator[tuple[str, Wire]]:
     """``era_server.py ERA RECORD [DISCOVER]`` in a subprocess: its URL and what it records."""
     record = tmp_path / f"wire-{era}-{discover or 'plain'}.jsonl"
-    process = subprocess.Popen(
-        [sys.executable, str(ERA_SERVER), era, str(record), *([discover] if discover else [])],
-        cwd=ROOT, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-        text=True)
-    found: queue.Queue[str | None] = queue.Queue()
-
-    def pump() -> None:
-        assert process.stderr is not None
-        for line in process.stderr:
-            if line.startswith("serving at "):
-                found.put(line.split()[-1])
-        found.put(None)
-
-    threading.Thread(target=pump, daemon=True).start()
-    try:
-        url = found.get(timeout=30)
-        assert url is not None, "the era server did not start"
+    with printed_url([sys.executable, str(ERA_SERVER), era, str(record),
+                      *([discover] if discover else [])]) as (url, _):
         yield url, Wire(record)
-    finally:
-        process.terminate()
-        try:
-            process.wait(10)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait(5)
 
 
 def server(url: str, **options: Any) -> MCPServer:

@@ -13,16 +13,14 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
-import queue
-import subprocess
 import sys
-import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from mcp_peers import ROOT, printed_url
 from tether import Agent, Budget, ReAct, ScriptedModel
 from tether.mcp import MCPError, MCPServer, connect
 from tether.mcp.input_required import MAX_INPUT_REQUESTS, MAX_ROUNDS, MAX_STATE_CHARS
@@ -32,7 +30,6 @@ from tether.store.sqlite import SQLiteStore
 from tether.tools.caller import Elicited
 from tether.types import ModelRequest, ModelResponse, ToolCall
 
-ROOT = Path(__file__).resolve().parents[1]
 SERVER = ROOT / "tests" / "mcp" / "mrtr_server.py"
 STATE = 'opaque "state" \\ é ✓ {"n": 1}'  # mrtr_server.STATE
 SAMPLING = "You answer a request that the tool server"
@@ -55,30 +52,8 @@ class Wire:
 @contextlib.contextmanager
 def mrtr_server(tmp_path: Path) -> Iterator[tuple[str, Wire]]:
     record = tmp_path / "wire.jsonl"
-    process = subprocess.Popen([sys.executable, str(SERVER), str(record)], cwd=ROOT,
-                               stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                               stderr=subprocess.PIPE, text=True)
-    found: queue.Queue[str | None] = queue.Queue()
-
-    def pump() -> None:
-        assert process.stderr is not None
-        for line in process.stderr:
-            if line.startswith("serving at "):
-                found.put(line.split()[-1])
-        found.put(None)
-
-    threading.Thread(target=pump, daemon=True).start()
-    try:
-        url = found.get(timeout=30)
-        assert url is not None, "the MRTR server did not start"
+    with printed_url([sys.executable, str(SERVER), str(record)]) as (url, _):
         yield url, Wire(record)
-    finally:
-        process.terminate()
-        try:
-            process.wait(10)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait(5)
 
 
 def upstream(url: str, **options: Any) -> MCPServer:

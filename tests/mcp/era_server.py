@@ -26,14 +26,13 @@ by the ASGI layer with a 2026 result that lacks its ``resultType``.
 from __future__ import annotations
 
 import json
-import socket
 import sys
 from typing import Any
 
 import mcp_types as types
-import uvicorn
 from mcp.server.lowlevel import Server
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS, MODERN_PROTOCOL_VERSIONS
+from wire_server import answer, intercepting, record, serve
 
 ERA, RECORD = sys.argv[1], sys.argv[2]
 DISCOVER = sys.argv[3] if len(sys.argv) > 3 else ""
@@ -82,19 +81,6 @@ server: Server[Any] = Server(  # with a listen handler it announces tools.listCh
 probes = {"discover": 0}
 
 
-def record(entry: dict[str, Any]) -> None:
-    with open(RECORD, "a", encoding="utf-8") as out:
-        out.write(json.dumps(entry) + "\n")
-
-
-async def answer(send: Any, status: int, body: dict[str, Any]) -> None:
-    data = json.dumps(body).encode()
-    await send({"type": "http.response.start", "status": status,
-                "headers": [(b"content-type", b"application/json"),
-                            (b"content-length", str(len(data)).encode())]})
-    await send({"type": "http.response.body", "body": data})
-
-
 def error(ident: Any, code: int, message: str, data: Any = None) -> dict[str, Any]:
     err: dict[str, Any] = {"code": code, "message": message}
     if data is not None:
@@ -102,84 +88,58 @@ def error(ident: Any, code: int, message: str, data: Any = None) -> dict[str, An
     return {"jsonrpc": "2.0", "id": ident, "error": err}
 
 
-def narrowed(app: Any) -> Any:
-    async def asgi(scope: dict[str, Any], receive: Any, send: Any) -> None:
-        if scope["type"] != "http":
-            return await app(scope, receive, send)
-        chunks = []
-        while True:
-            message = await receive()
-            chunks.append(message.get("body", b""))
-            if not message.get("more_body"):
-                break
-        body = b"".join(chunks)
-        headers = {k.decode().lower(): v.decode() for k, v in scope["headers"]}
-        try:
-            msg = json.loads(body) if body else None
-        except ValueError:
-            msg = None
-        record({"http": scope["method"], "headers": {k: v for k, v in headers.items()
-                                                      if k.startswith("mcp")}, "body": msg})
-        method = msg.get("method") if isinstance(msg, dict) else None
-        ident = msg.get("id") if isinstance(msg, dict) else None
-        version = headers.get("mcp-protocol-version")
-        if ERA == "2025" and (method == "server/discover" or (
-                version is not None and version not in HANDSHAKE_PROTOCOL_VERSIONS)):
-            return await answer(send, 400, error(
-                ident, -32000, f"Bad Request: Unsupported protocol version: {version}"))
-        if ERA == "2026":
-            if method == "initialize":
-                return await answer(send, 200, error(ident, -32601,
-                                                     "Method not found: initialize"))
-            if version not in MODERN_PROTOCOL_VERSIONS:
-                return await answer(send, 400, error(ident, -32600,
-                                                     "Missing MCP-Protocol-Version header"))
-            if method == "subscriptions/listen" and DISCOVER == "nolisten":
-                return await answer(send, 200, error(ident, -32601, "Method not found"))
-            if method == "server/discover" and DISCOVER in ("garbage", "foreign", "disjoint",
-                                                            "retry"):
-                probes["discover"] += 1
-                if DISCOVER == "garbage":
-                    return await answer(send, 200, {"jsonrpc": "2.0", "id": ident, "result": {
-                        "supportedVersions": "all of them", "capabilities": 7}})
-                if DISCOVER == "foreign":
-                    return await answer(send, 200, {"jsonrpc": "2.0", "id": ident, "result": {
-                        "supportedVersions": ["2099-01-01"], "capabilities": {},
-                        "resultType": "complete"}})
-                if DISCOVER == "disjoint" or probes["discover"] == 1:
-                    supported = ["2099-01-01"] if DISCOVER == "disjoint" else list(
-                        MODERN_PROTOCOL_VERSIONS)
-                    return await answer(send, 200, error(
-                        ident, -32022, "Unsupported protocol version",
-                        {"supported": supported, "requested": version}))
-            params = msg.get("params") if isinstance(msg, dict) else None
-            if method == "tools/call" and isinstance(params, dict) and params.get(
-                    "name") == "untyped":
+async def narrow(scope: dict[str, Any], body: bytes, send: Any) -> bool:
+    """Record the request; answer it here when this server's era or ``DISCOVER`` says so."""
+    headers = {k.decode().lower(): v.decode() for k, v in scope["headers"]}
+    try:
+        msg = json.loads(body) if body else None
+    except ValueError:
+        msg = None
+    record(RECORD, {"http": scope["method"], "body": msg,
+                    "headers": {k: v for k, v in headers.items() if k.startswith("mcp")}})
+    method = msg.get("method") if isinstance(msg, dict) else None
+    ident = msg.get("id") if isinstance(msg, dict) else None
+    version = headers.get("mcp-protocol-version")
+    if ERA == "2025" and (method == "server/discover" or (
+            version is not None and version not in HANDSHAKE_PROTOCOL_VERSIONS)):
+        return await answer(send, 400, error(
+            ident, -32000, f"Bad Request: Unsupported protocol version: {version}"))
+    if ERA == "2026":
+        if method == "initialize":
+            return await answer(send, 200, error(ident, -32601,
+                                                 "Method not found: initialize"))
+        if version not in MODERN_PROTOCOL_VERSIONS:
+            return await answer(send, 400, error(ident, -32600,
+                                                 "Missing MCP-Protocol-Version header"))
+        if method == "subscriptions/listen" and DISCOVER == "nolisten":
+            return await answer(send, 200, error(ident, -32601, "Method not found"))
+        if method == "server/discover" and DISCOVER in ("garbage", "foreign", "disjoint",
+                                                        "retry"):
+            probes["discover"] += 1
+            if DISCOVER == "garbage":
                 return await answer(send, 200, {"jsonrpc": "2.0", "id": ident, "result": {
-                    "content": [{"type": "text", "text": "no resultType"}]}})
-        sent = False
-
-        async def replay() -> dict[str, Any]:
-            nonlocal sent
-            if not sent:
-                sent = True
-                return {"type": "http.request", "body": body, "more_body": False}
-            return dict(await receive())
-
-        return await app(scope, replay, send)
-
-    return asgi
+                    "supportedVersions": "all of them", "capabilities": 7}})
+            if DISCOVER == "foreign":
+                return await answer(send, 200, {"jsonrpc": "2.0", "id": ident, "result": {
+                    "supportedVersions": ["2099-01-01"], "capabilities": {},
+                    "resultType": "complete"}})
+            if DISCOVER == "disjoint" or probes["discover"] == 1:
+                supported = ["2099-01-01"] if DISCOVER == "disjoint" else list(
+                    MODERN_PROTOCOL_VERSIONS)
+                return await answer(send, 200, error(
+                    ident, -32022, "Unsupported protocol version",
+                    {"supported": supported, "requested": version}))
+        params = msg.get("params") if isinstance(msg, dict) else None
+        if method == "tools/call" and isinstance(params, dict) and params.get(
+                "name") == "untyped":
+            return await answer(send, 200, {"jsonrpc": "2.0", "id": ident, "result": {
+                "content": [{"type": "text", "text": "no resultType"}]}})
+    return False
 
 
 def main() -> None:
-    sock = socket.socket()
-    sock.bind(("127.0.0.1", 0))
-    sock.listen(64)  # listening from here: a client's connection waits in the backlog until
-    port = sock.getsockname()[1]  # uvicorn accepts it, so the URL can be printed at once
     app = server.streamable_http_app(json_response=True)
-    uv = uvicorn.Server(uvicorn.Config(narrowed(app), log_level="warning", lifespan="on"))
-    print(f"serving at http://127.0.0.1:{port}/mcp", file=sys.stderr, flush=True)
-    uv.run(sockets=[sock])
+    serve(intercepting(app, narrow))
 
 
 if __name__ == "__main__":

@@ -27,13 +27,12 @@ received, unless said otherwise):
 from __future__ import annotations
 
 import json
-import socket
 import sys
 from typing import Any
 
 import mcp_types as types
-import uvicorn
 from mcp.server.lowlevel import Server
+from wire_server import answer, intercepting, record, serve
 
 RECORD = sys.argv[1]
 STATE = 'opaque "state" \\ é ✓ {"n": 1}'
@@ -123,59 +122,24 @@ MALFORMED = {
 }
 
 
-def record(entry: Any) -> None:
-    with open(RECORD, "a", encoding="utf-8") as out:
-        out.write(json.dumps(entry) + "\n")
-
-
-def recording(app: Any) -> Any:
-    async def asgi(scope: dict[str, Any], receive: Any, send: Any) -> None:
-        if scope["type"] != "http":
-            return await app(scope, receive, send)
-        chunks = []
-        while True:
-            message = await receive()
-            chunks.append(message.get("body", b""))
-            if not message.get("more_body"):
-                break
-        body = b"".join(chunks)
-        try:
-            msg = json.loads(body) if body else None
-        except ValueError:
-            msg = None
-        record(msg)
-        params = msg.get("params") if isinstance(msg, dict) else None
-        if isinstance(params, dict) and msg.get("method") == "tools/call" and params.get(
-                "name") in MALFORMED:
-            data = json.dumps({"jsonrpc": "2.0", "id": msg.get("id"), "result": {
-                "resultType": "input_required", **MALFORMED[params["name"]]}}).encode()
-            await send({"type": "http.response.start", "status": 200,
-                        "headers": [(b"content-type", b"application/json"),
-                                    (b"content-length", str(len(data)).encode())]})
-            return await send({"type": "http.response.body", "body": data})
-        sent = False
-
-        async def replay() -> dict[str, Any]:
-            nonlocal sent
-            if not sent:
-                sent = True
-                return {"type": "http.request", "body": body, "more_body": False}
-            return dict(await receive())
-
-        return await app(scope, replay, send)
-
-    return asgi
+async def answer_malformed(scope: dict[str, Any], body: bytes, send: Any) -> bool:
+    """Record the request; answer a call of a ``MALFORMED`` tool here (the SDK would not)."""
+    try:
+        msg = json.loads(body) if body else None
+    except ValueError:
+        msg = None
+    record(RECORD, msg)
+    params = msg.get("params") if isinstance(msg, dict) else None
+    if isinstance(params, dict) and msg.get("method") == "tools/call" and params.get(
+            "name") in MALFORMED:
+        return await answer(send, 200, {"jsonrpc": "2.0", "id": msg.get("id"), "result": {
+            "resultType": "input_required", **MALFORMED[params["name"]]}})
+    return False
 
 
 def main() -> None:
-    sock = socket.socket()
-    sock.bind(("127.0.0.1", 0))
-    sock.listen(64)
-    port = sock.getsockname()[1]
     app = server.streamable_http_app(json_response=True, stateless_http=True)
-    uv = uvicorn.Server(uvicorn.Config(recording(app), log_level="warning", lifespan="on"))
-    print(f"serving at http://127.0.0.1:{port}/mcp", file=sys.stderr, flush=True)
-    uv.run(sockets=[sock])
+    serve(intercepting(app, answer_malformed))
 
 
 if __name__ == "__main__":
