@@ -8,6 +8,7 @@ The npm servers are installed from ``tests/mcp/package-lock.json`` into ``tests/
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import os
 import shutil
 import socket
@@ -41,11 +42,15 @@ def npm_bin(name: str) -> str:
     if shutil.which("node") is None or shutil.which("npm") is None:
         unavailable("node and npm are not installed; the npm MCP servers need them")
     exe = NODE_MODULES / ".bin" / name
-    if not exe.exists():
-        done = subprocess.run(["npm", "ci", "--prefix", str(MCP_DIR), "--no-audit", "--no-fund"],
-                              capture_output=True, text=True, timeout=600)
-        if done.returncode != 0:
-            pytest.fail(f"npm ci --prefix {MCP_DIR} failed:\n{done.stdout}\n{done.stderr}")
+    # two test processes (a developer's parallel runs) must not both run `npm ci`, which
+    # deletes node_modules first: one installs, the other waits and finds it done
+    with (MCP_DIR / ".npm-install.lock").open("a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not exe.exists():
+            done = subprocess.run(["npm", "ci", "--prefix", str(MCP_DIR), "--no-audit",
+                                   "--no-fund"], capture_output=True, text=True, timeout=600)
+            if done.returncode != 0:
+                pytest.fail(f"npm ci --prefix {MCP_DIR} failed:\n{done.stdout}\n{done.stderr}")
     assert exe.exists(), f"{exe} is missing after npm ci; check tests/mcp/package.json"
     return str(exe)
 

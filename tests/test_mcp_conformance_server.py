@@ -11,8 +11,12 @@ so does a listed one that passes. ``serve`` serves the suite's tools as tether t
 (tests/mcp/conformance_tools.py); ``proxy`` governs the same tools on the bare SDK
 (tests/mcp/conformance_upstream.py), so what the upstream sends must reach the client intact,
 and what it asks during a call (sampling, elicitation) must reach the client that made the call.
-Every call passes the chokepoint: the journals are checked after each run. Without node or the
-packages the tests skip on a developer's machine and fail under CI (``conftest.unavailable``).
+The proxy runs the suite once for each pairing of its client's era and its upstream's
+(``--upstream-protocol``): the upstream asks on the back-channel in 2025 and by
+``InputRequiredResult`` in 2026, and either way its asks reach the suite's client in that
+client's era. Every call passes the chokepoint: the journals are checked after each run.
+Without node or the packages the tests skip on a developer's machine and fail under CI
+(``conftest.unavailable``).
 """
 
 from __future__ import annotations
@@ -23,6 +27,7 @@ import sys
 from pathlib import Path
 
 import pytest
+import yaml
 
 from mcp_peers import ROOT, http_server, journals
 from mcp_servers import conformance_suite
@@ -35,10 +40,20 @@ SUITE_TIMEOUT = 600.0
 REVISIONS = ("2025-11-25", "2026-07-28")
 
 
-def run_suite(url: str, target: str, revision: str) -> subprocess.CompletedProcess[str]:
+def expected_failures(target: str, revision: str, upstream: str | None, into: Path) -> Path:
+    """``target``'s expected failures for ``revision`` as the suite reads them (``server:``):
+    the file's ``server`` list, and for the proxy the entries its ``upstream-<era>`` list adds
+    when its upstream speaks that era."""
+    listed = yaml.safe_load((MCP / "conformance" / f"{target}-{revision}.yml").read_text())
+    failing = list(listed["server"]) + list(listed.get(f"upstream-{upstream}") or [])
+    into.write_text(yaml.safe_dump({"server": failing}))
+    return into
+
+
+def run_suite(url: str, target: str, revision: str, expected: Path
+              ) -> subprocess.CompletedProcess[str]:
     """``conformance server`` (``revision``'s required scenarios, sequential) against ``url``,
-    with ``target``'s expected failures for that revision."""
-    expected = MCP / "conformance" / f"{target}-{revision}.yml"
+    with the ``expected`` failures."""
     return subprocess.run(
         [*conformance_suite(), "server", "--url", url, "--requirements", revision,
          "--expected-failures", str(expected)],
@@ -71,8 +86,9 @@ def parts_of(text: str) -> list[dict[str, object]]:
 def test_serve_passes_the_conformance_suite(tmp_path: Path, revision: str) -> None:
     db = tmp_path / "serve.db"
     args = ["serve", TOOLS, "--policy", POLICY, "--store", f"sqlite:///{db}"]
+    expected = expected_failures("serve", revision, None, tmp_path / "expected.yml")
     with http_server(args) as (url, log):
-        done = run_suite(url, "serve", revision)
+        done = run_suite(url, "serve", revision, expected)
     assert done.returncode == 0, explain(done, log)
     journaled = check_journals(db)
     assert "iVBORw0KGgo" not in journaled and "UklGRiY" not in journaled  # no base64 inline
@@ -84,13 +100,18 @@ def test_serve_passes_the_conformance_suite(tmp_path: Path, revision: str) -> No
         assert '"tool": "test_sampling"' in journaled and "LLM response: " in journaled
 
 
+@pytest.mark.parametrize("upstream", REVISIONS)
 @pytest.mark.parametrize("revision", REVISIONS)
-def test_proxy_passes_the_conformance_suite(tmp_path: Path, revision: str) -> None:
+def test_proxy_passes_the_conformance_suite(tmp_path: Path, revision: str,
+                                            upstream: str) -> None:
+    """The suite as the proxy's client at ``revision``, the upstream spoken to at
+    ``upstream``: each pairing of the two eras."""
     db = tmp_path / "proxy.db"
-    args = ["proxy", "--policy", POLICY, "--store", f"sqlite:///{db}", "--",
-            sys.executable, str(MCP / "conformance_upstream.py")]
+    args = ["proxy", "--policy", POLICY, "--store", f"sqlite:///{db}", "--upstream-protocol",
+            upstream, "--", sys.executable, str(MCP / "conformance_upstream.py")]
+    expected = expected_failures("proxy", revision, upstream, tmp_path / "expected.yml")
     with http_server(args) as (url, log):
-        done = run_suite(url, "proxy", revision)
+        done = run_suite(url, "proxy", revision, expected)
     assert done.returncode == 0, explain(done, log)
     journaled = check_journals(db)
     assert "iVBORw0KGgo" not in journaled and "UklGRiY" not in journaled

@@ -378,11 +378,33 @@ class Client:
         return Elicited("accept", {"ok": True} if message == "Second?" else {"name": "Di"})
 
 
-def test_a_relayed_call_asks_the_client_that_waits_for_it(tmp_path: Path) -> None:
+class KeyedClient(Client):
+    """A caller that takes the ask's key, as ``Caller`` declares it (``Client`` is one written
+    before asks had keys, and is asked without)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.keys: list[str | None] = []
+
+    async def sample(self, prompt: str, *, max_tokens: int, system_prompt: str | None = None,
+                     key: str | None = None) -> str:
+        self.keys.append(key)
+        return await super().sample(prompt, max_tokens=max_tokens, system_prompt=system_prompt)
+
+    async def elicit(self, message: str, schema: Any, *, key: str | None = None) -> Elicited:
+        self.keys.append(key)
+        return await super().elicit(message, schema)
+
+
+@pytest.mark.parametrize("kind", [Client, KeyedClient])
+def test_a_relayed_call_asks_the_client_that_waits_for_it(tmp_path: Path,
+                                                          kind: type[Client]) -> None:
+    """Whether or not the caller takes an ask's key (``Caller`` declares it; one written
+    before keys does not), it is asked; one that takes it gets the server's own."""
     from tether.policy.base import AllowAll
     from tether.runtime.chokepoint.gateway import Gateway
 
-    client = Client()
+    client = kind()
     with mrtr_server(tmp_path) as (url, wire), connect(
             upstream(url, elicitation="relay", sampling="relay")) as tools:
         gateway = Gateway(list(tools), policy=AllowAll(), client="t", check_policy_names=False)
@@ -399,3 +421,5 @@ def test_a_relayed_call_asks_the_client_that_waits_for_it(tmp_path: Path) -> Non
     assert kinds.count("elicitation.relayed") == 2 and kinds.count("sampling.relayed") == 1
     assert [d["by"] for t, d in events if t == "elicitation.answered"] == ["client", "client"]
     assert set(retried(wire, "several")["inputResponses"]) == {"a", "b", "s"}
+    if isinstance(client, KeyedClient):
+        assert sorted(k or "" for k in client.keys) == ["a", "b", "s"]

@@ -131,8 +131,8 @@ def test_only_capabilities_mcp_defines_are_named_in_the_error() -> None:
     from types import SimpleNamespace
 
     from tether.runtime.record.result import ToolResult
+    from tether.serve.caller import missing_capability
     from tether.serve.clients import Outcome
-    from tether.serve.server import missing_capability
 
     failed = Outcome(ToolResult("c1", "t", "Error: ...", "error"), "s1")
     ran = Outcome(ToolResult("c1", "t", "fine"), "s1")

@@ -61,9 +61,11 @@ class Client:
 
 @contextlib.asynccontextmanager
 async def proxied(tmp_path: Path, client: Client, *extra: str) -> AsyncIterator[ClientSession]:
+    # the upstream's tools ask on the back-channel directly (the SDK's ctx.session), which
+    # only the 2025 handshake has: the proxy is told to speak it
     args: Sequence[str] = ["-m", "tether", "mcp", "proxy", "--policy", str(POLICY), "--store",
-                           store_url(tmp_path / "j.db"), *extra, "--", sys.executable,
-                           str(UPSTREAM)]
+                           store_url(tmp_path / "j.db"), "--upstream-protocol", "2025-11-25",
+                           *extra, "--", sys.executable, str(UPSTREAM)]
     source = str(Path(tether.__file__).resolve().parents[1])  # this checkout's tether
     params = StdioServerParameters(command=sys.executable, args=list(args), cwd=str(ROOT),
                                    env={"PYTHONPATH": source})

@@ -14,57 +14,12 @@ import sys
 from pathlib import Path
 from typing import Any
 
-import httpx
-
 from mcp_peers import ROOT, http_server, journals
+from mcp_rounds import ALICE, PARIS, asked, call, result, text
 from tether.journal.chain import verify_chain
 
 MCP = ROOT / "tests" / "mcp"
 POLICY = "tests/mcp/conformance/allow.yaml"
-MODERN = "2026-07-28"
-BOTH = {"sampling": {}, "elicitation": {}}
-ALICE = {"action": "accept", "content": {"name": "Alice"}}
-PARIS = {"role": "assistant", "content": {"type": "text", "text": "Paris"}, "model": "m"}
-
-
-def call(url: str, name: str, arguments: dict[str, Any] | None = None, *,
-         capabilities: dict[str, Any] | None = None, answers: dict[str, Any] | None = None,
-         state: str | None = None) -> httpx.Response:
-    """One stateless 2026-07-28 ``tools/call`` (capabilities in ``_meta``), with this round's
-    answers and the state of the last round."""
-    meta = {"io.modelcontextprotocol/protocolVersion": MODERN,
-            "io.modelcontextprotocol/clientCapabilities": BOTH if capabilities is None
-            else capabilities}
-    params: dict[str, Any] = {"name": name, "arguments": arguments or {}, "_meta": meta}
-    if answers is not None:
-        params["inputResponses"] = answers
-    if state is not None:
-        params["requestState"] = state
-    return httpx.post(url, timeout=30, json={"jsonrpc": "2.0", "id": 3, "method": "tools/call",
-                                             "params": params}, headers={
-        "Accept": "application/json, text/event-stream", "MCP-Protocol-Version": MODERN,
-        "Mcp-Method": "tools/call", "Mcp-Name": name})
-
-
-def result(response: httpx.Response) -> dict[str, Any]:
-    assert response.status_code == 200, response.text
-    body = response.json()
-    assert "error" not in body, body
-    found: dict[str, Any] = body["result"]
-    return found
-
-
-def asked(response: httpx.Response) -> tuple[dict[str, Any], str]:
-    """An InputRequiredResult's input requests and state."""
-    found = result(response)
-    assert found["resultType"] == "input_required", found
-    return found["inputRequests"], found["requestState"]
-
-
-def text(response: httpx.Response) -> str:
-    found = result(response)
-    assert found["resultType"] == "complete", found
-    return str(found["content"][0]["text"])
 
 
 def tool_results(db: Path) -> list[dict[str, Any]]:
@@ -82,8 +37,10 @@ def serve(db: Path) -> list[str]:
 
 
 def proxy(db: Path) -> list[str]:
-    return ["proxy", "--policy", POLICY, "--store", f"sqlite:///{db}", "--", sys.executable,
-            str(MCP / "conformance_upstream.py")]
+    """The proxy in front of the conformance tools, spoken to in the 2025 handshake (the 2026
+    upstream: tests/test_mcp_proxy_eras.py)."""
+    return ["proxy", "--policy", POLICY, "--store", f"sqlite:///{db}", "--upstream-protocol",
+            "2025-11-25", "--", sys.executable, str(MCP / "conformance_upstream.py")]
 
 
 def test_an_elicitation_is_answered_in_a_second_round(tmp_path: Path) -> None:

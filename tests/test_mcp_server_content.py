@@ -17,8 +17,9 @@ from tether.journal.chain import verify_chain
 from tether.mcp.content import parts_of, render
 from tether.policy import AllowAll
 from tether.runtime.chokepoint.gateway import Gateway
+from tether.serve.caller import LogLevels
 from tether.serve.clients import ClientGateways, Governance
-from tether.serve.server import LogLevels, build_server, listing_of
+from tether.serve.server import build_server, listing_of
 from tether.store.memory import MemoryStore
 from tether.tools.caller import SILENT, Caller, CallerCannot
 from tether.tools.content import (

@@ -2,6 +2,12 @@
 upstream ``tether mcp proxy`` governs in tests/test_mcp_conformance_server.py, so the suite
 checks that what the upstream sends reaches the proxy's clients intact.
 
+It speaks both protocol eras, as the SDK does: a tool that asks its client (sampling,
+elicitation) asks on the handshake's back-channel when the request is 2025's, and by
+``InputRequiredResult`` rounds (SEP-2322) when it is 2026-07-28's — one ask a round, in order,
+the answers so far carried in its ``requestState`` (plain JSON: this is a test upstream, whose
+state only the proxy sees). So the proxy meets either era upstream (``--upstream-protocol``).
+
 Run: ``python tests/mcp/conformance_upstream.py`` (stdio). The names, schemas and answers are
 those of ``conformance_data.py`` (``conformance_tools.py`` has the same tools as tether
 tools).
@@ -20,6 +26,7 @@ import anyio
 import mcp_types as types
 from mcp.server.lowlevel import Server
 from mcp.server.stdio import stdio_server
+from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import conformance_data as spec
@@ -56,29 +63,70 @@ async def list_tools(ctx: Any, params: Any) -> types.ListToolsResult:
     return types.ListToolsResult(tools=TOOLS)
 
 
-async def ask(ctx: Any, method: str, what: Any) -> str:
-    """One of ``spec.IRR_ASKS``' asks on the back-channel (the proxy relays it to its client:
-    a 2026-07-28 client answers it by InputRequiredResult rounds, this tool running again each
-    round); its answer as text. The SDK raises when the ask is refused."""
-    if method == "elicitation/create":
-        message, schema = what
-        answer = await ctx.session.elicit_form(message, schema,
-                                               related_request_id=ctx.request_id)
+Ask = tuple[str, str, Any]  # (method, key, what): a form's (message, schema), or a prompt
+
+
+class Asking(Exception):
+    """A 2026-07-28 round's ask: the call is answered ``InputRequiredResult`` instead."""
+
+    def __init__(self, result: types.InputRequiredResult) -> None:
+        super().__init__("input required")
+        self.result = result
+
+
+def sampling(prompt: str) -> list[types.SamplingMessage]:
+    return [types.SamplingMessage(role="user", content=text(prompt))]
+
+
+async def ask_all(ctx: Any, params: types.CallToolRequestParams, asks: list[Ask]) -> list[Any]:
+    """The answers to ``asks`` (``ElicitResult`` / ``CreateMessageResult``), asked in turn: on
+    the back-channel (2025; the SDK raises when an ask is refused), or in rounds (2026-07-28:
+    Asking carries the next unanswered one, with the answers so far in its state)."""
+    if ctx.protocol_version not in MODERN_PROTOCOL_VERSIONS:
+        answers: list[Any] = []
+        for method, _, what in asks:
+            if method == "elicitation/create":
+                answers.append(await ctx.session.elicit_form(
+                    what[0], what[1], related_request_id=ctx.request_id))
+            else:
+                answers.append(await ctx.session.create_message(
+                    sampling(what), max_tokens=100, related_request_id=ctx.request_id))
+        return answers
+    known = json.loads(params.request_state) if params.request_state else {}
+    known.update({k: v.model_dump(by_alias=True, mode="json", exclude_none=True)
+                  for k, v in (params.input_responses or {}).items()})
+    for method, key, what in asks:
+        if key in known:
+            continue
+        request: types.InputRequest = (
+            types.ElicitRequest(params=types.ElicitRequestFormParams(
+                message=what[0], requested_schema=what[1]))
+            if method == "elicitation/create" else types.CreateMessageRequest(
+                params=types.CreateMessageRequestParams(messages=sampling(what),
+                                                        max_tokens=100)))
+        raise Asking(types.InputRequiredResult(input_requests={key: request},
+                                               request_state=json.dumps(known)))
+    return [(types.ElicitResult if method == "elicitation/create"
+             else types.CreateMessageResult).model_validate(known[key])
+            for method, key, _ in asks]
+
+
+def said(answer: Any) -> str:
+    """An answer as the tools show it: ``action {content}``, or the sampled text."""
+    if isinstance(answer, types.ElicitResult):
         return f"{answer.action} {json.dumps(answer.content or {}, sort_keys=True)}"
-    sampled = await ctx.session.create_message(
-        [types.SamplingMessage(role="user", content=text(what))], max_tokens=100,
-        related_request_id=ctx.request_id)
-    return str(getattr(sampled.content, "text", sampled.content))
+    return str(getattr(answer.content, "text", answer.content))
 
 
-async def input_required(ctx: Any, name: str) -> list[Any]:
+async def input_required(ctx: Any, params: types.CallToolRequestParams) -> list[Any]:
     """The SEP-2322 tools, asking in turn (a refused elicitation is declined by the proxy, so
     the capabilities tool simply reads the decline)."""
-    answers = [await ask(ctx, method, what) for method, _, what in spec.IRR_ASKS[name]]
+    name = params.name
+    answers = [said(a) for a in await ask_all(ctx, params, spec.IRR_ASKS[name])]
     if name == "test_input_required_result_elicitation":
         action, content = answers[0].split(" ", 1)
-        said = json.loads(content).get("name")
-        return [text(f"Hello, {said}!" if action == "accept" else f"No name given: {action}")]
+        name = json.loads(content).get("name")
+        return [text(f"Hello, {name}!" if action == "accept" else f"No name given: {action}")]
     prefix = {"test_input_required_result_request_state": "state-ok: ",
               "test_input_required_result_tampered_state": "confirmed: ",
               "test_input_required_result_multi_round": "done: ",
@@ -86,11 +134,19 @@ async def input_required(ctx: Any, name: str) -> list[Any]:
     return [text(prefix + "; ".join(answers))]
 
 
-async def call_tool(ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
+async def call_tool(ctx: Any, params: types.CallToolRequestParams
+                    ) -> types.CallToolResult | types.InputRequiredResult:
+    try:
+        return await answer_call(ctx, params)
+    except Asking as asking:
+        return asking.result
+
+
+async def answer_call(ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
     name, args = params.name, params.arguments or {}
     content: list[Any]
     if name in spec.IRR_ASKS:
-        content = await input_required(ctx, name)
+        content = await input_required(ctx, params)
     elif name == "test_simple_text":
         content = [text(spec.SIMPLE_TEXT)]
     elif name == "test_image_content":
@@ -121,17 +177,15 @@ async def call_tool(ctx: Any, params: types.CallToolRequestParams) -> types.Call
     elif name == "test_error_handling":
         return types.CallToolResult(content=[text(spec.ERROR_TEXT)], is_error=True)
     elif name in ("test_sampling", MISSING_CAPABILITY[0]):
-        answer = await ctx.session.create_message(
-            [types.SamplingMessage(role="user",
-                                   content=text(str(args.get("prompt", "Say hello"))))],
-            max_tokens=100, related_request_id=ctx.request_id)
-        content = [text(f"LLM response: {getattr(answer.content, 'text', answer.content)}")]
+        [answer] = await ask_all(ctx, params, [("sampling/createMessage", "sampling",
+                                                str(args.get("prompt", "Say hello")))])
+        content = [text(f"LLM response: {said(answer)}")]
     elif name.startswith("test_elicitation"):
         schema = {"test_elicitation": spec.ELICITATION_SCHEMA,
                   "test_elicitation_sep1034_defaults": spec.DEFAULTS_SCHEMA,
                   "test_elicitation_sep1330_enums": spec.ENUMS_SCHEMA}[name]
-        answer = await ctx.session.elicit_form(str(args.get("message", "Please answer")),
-                                               schema, related_request_id=ctx.request_id)
+        [answer] = await ask_all(ctx, params, [("elicitation/create", "elicitation", (
+            str(args.get("message", "Please answer")), schema))])
         content = [text(f"Elicitation completed: action={answer.action}, "
                         f"content={json.dumps(answer.content or {})}")]
     else:

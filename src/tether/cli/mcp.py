@@ -203,6 +203,11 @@ def register(commands: Any) -> None:
                        help="decline the upstream's sampling and elicitation requests (journaled) "
                        "instead of relaying them to the client that made the call (default: "
                        "relay, journaled, when that client declared the capability)")
+    proxy.add_argument("--upstream-protocol", choices=("auto", "2025-11-25", "2026-07-28"),
+                       default="auto",
+                       help="the MCP revision spoken to the upstream (default auto: 2026-07-28 "
+                       "if it answers server/discover, else the 2025-11-25 handshake); the "
+                       "proxy's own clients may speak either")
     proxy.add_argument("upstream", nargs="*", metavar="COMMAND",
                        help="the upstream MCP server's command, after --")
     proxy.set_defaults(run=run_proxy)
@@ -368,7 +373,8 @@ def run_proxy(args: argparse.Namespace) -> int:
 
     try:
         upstream = upstream_server(args.upstream, env=env, trusted=args.trusted,
-                                   call_timeout=args.call_timeout, relay=not args.no_relay)
+                                   call_timeout=args.call_timeout, relay=not args.no_relay,
+                                   protocol=args.upstream_protocol)
         pins = None if args.pins is None else JSONFilePinStore(args.pins)
     except (ValueError, MCPError) as exc:
         error(str(exc))

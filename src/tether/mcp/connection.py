@@ -407,15 +407,22 @@ class Connection:
                        "tools; its pagination is broken")
 
     async def call(self, name: str, arguments: dict[str, Any], *, traceparent: str = "",
-                   progress: Any = None, asks: Any = None) -> dict[str, Any]:
+                   progress: Any = None, asks: Any = None,
+                   log_level: str | None = None) -> dict[str, Any]:
         """Call tool ``name`` (the server's name); the result in wire (camelCase) form. A valid
         ``traceparent`` rides in the request's ``_meta`` (W3C Trace Context's key, as MCP's
         tracing convention uses it); without one, the request carries no ``_meta`` of tether's.
         ``progress``: the SDK's ``progress_callback`` (a ``progressToken`` is then sent).
-        ``asks``: the call's ``CallAsking``, which answers a 2026 ``InputRequiredResult``."""
+        ``asks``: the call's ``CallAsking``, which answers a 2026 ``InputRequiredResult``.
+        ``log_level``: on a 2026 connection, the level of log lines asked for (none without;
+        a 2025 server logs at the level set for its whole session)."""
+        from mcp_types import LOG_LEVEL_META_KEY
+
         session = self._live()
         parent = TraceParent.parse(traceparent) if traceparent else None
-        meta = None if parent is None else {"traceparent": parent.header()}
+        meta: dict[str, Any] = {} if parent is None else {"traceparent": parent.header()}
+        if log_level is not None and self.protocol_version == MODERN:
+            meta[LOG_LEVEL_META_KEY] = log_level
 
         async def send(responses: dict[str, Any] | None, state: str | None) -> Any:
             """The call (again, with a new id, when answering the server's input requests)."""
@@ -423,7 +430,8 @@ class Connection:
                 with propagating(parent):
                     return await session.call_tool(
                         name, arguments, read_timeout_seconds=self.server.call_timeout + BACKSTOP,
-                        meta=meta, progress_callback=progress, input_responses=responses,
+                        meta=meta or None, progress_callback=progress,
+                        input_responses=responses,
                         request_state=state, allow_input_required=True)
             except Exception as exc:
                 raise self._translate(exc, f"the call of {name!r}", name) from None

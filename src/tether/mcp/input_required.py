@@ -48,6 +48,7 @@ from tether.mcp.eras import cut
 from tether.mcp.errors import MCPError
 from tether.mcp.requests import ServerRequests
 from tether.tools.asking import CallAsking
+from tether.tools.caller import InputNeeded
 
 MAX_ROUNDS = 10  # answered rounds of one call (the SDK's and the TypeScript SDK's default)
 MAX_INPUT_REQUESTS = 16  # requests in one round; twice MAX_ASKS of one kind is already refused
@@ -152,13 +153,27 @@ class InputRounds:
             responses: dict[str, Any] | None = None
             if result.input_requests:
                 pause = STATE_ONLY_PAUSE
-                responses = {key: await self.answer(key, request)
-                             for key, request in result.input_requests.items()}
+                responses = await self.answers(result.input_requests)
             else:  # "still working": the same state back, after a pause
                 await asyncio.sleep(pause)
                 pause = min(2 * pause, STATE_ONLY_PAUSE_MAX)
             result = await retry(responses, result.request_state)
         return result
+
+    async def answers(self, requests: dict[str, Any]) -> dict[str, Any]:
+        """The responses to one round's ``requests``. When they were relayed to a 2026-07-28
+        client, which answers on its own next round, every one of them is relayed first, so
+        that round carries them all; then the first InputNeeded ends the call, unanswered."""
+        responses: dict[str, Any] = {}
+        needed: InputNeeded | None = None
+        for key, request in requests.items():
+            try:
+                responses[key] = await self.answer(key, request)
+            except InputNeeded as exc:
+                needed = needed or exc
+        if needed is not None:
+            raise needed
+        return responses
 
     async def answer(self, key: str, request: Any) -> Any:
         """The response to one input request, or MCPError when it has none (a refusal)."""
@@ -168,11 +183,11 @@ class InputRounds:
         if isinstance(request, ElicitRequest):
             if asks is None:  # nobody to ask, and no journal to say so in
                 return ElicitResult(action="decline")
-            return await self.requests.elicit(asks, request.params)
+            return await self.requests.elicit(asks, request.params, key)
         if isinstance(request, CreateMessageRequest):
             answer = (ErrorData(code=-1, message="declined: the call was made outside a "
                                 "session, which has no model to sample with")
-                      if asks is None else await self.requests.sample(asks, request.params))
+                      if asks is None else await self.requests.sample(asks, request.params, key))
             if isinstance(answer, ErrorData):
                 raise MCPError(_failed(self.server, self.tool, f"asked for a sampling call "
                                        f"(input {cut(repr(key))}), which tether did not make: "

@@ -43,10 +43,12 @@ Decisions:
   then ``sampling.answered`` / ``elicitation.answered`` or ``*.refused``); the client's
   elicitation answer is untrusted and checked against the requested schema like any other.
   With no client waiting, or one without the capability, it is declined, journaled. A
-  2026-07-28 client answers on the call's next round (``tether.serve.rounds``): the upstream's
-  ask is refused with an error (``InputNeeded``'s text), so its call fails and the client is
-  answered ``InputRequiredResult``; on the next round the upstream's tool runs again and its
-  same ask is answered with the client's answer.
+  2026-07-28 client answers on the call's next round (``tether.serve.rounds``): a 2025
+  upstream's ask is refused with an error (``InputNeeded``'s text), so its call fails; a
+  2026-07-28 upstream's round is not answered at all (``InputNeeded`` ends the call, nothing
+  is sent back). The client is answered ``InputRequiredResult`` — under the upstream's own key
+  when it named one — and on the next round the upstream's tool runs again and its same ask
+  is answered with the client's answer.
 - Logs and progress of a call whose client waits (``on_log``, ``progress_for``) reach that
   client through its ``Caller`` (scrubbed, a log line cut at its ``MAX_LOG_CHARS``), at most
   ``MAX_LOGS`` / ``MAX_PROGRESS`` a call (the first one dropped journaled, ``log.dropped`` /
@@ -201,6 +203,14 @@ class ServerRequests:
 
         return progress
 
+    def log_level_for(self, asks: Any) -> str | None:
+        """The level a 2026-07-28 server is asked to log a call at (its request's ``_meta``
+        ``io.modelcontextprotocol/logLevel``): that of the client waiting for the call, or
+        None — nobody waits to be told, so the server is asked for no log lines."""
+        caller = getattr(asks, "caller", None)
+        level = getattr(caller, "log_level", None)
+        return level if level in LOG_LEVELS else None
+
     async def on_log(self, params: Any) -> None:
         """The server's ``notifications/message``: to the client of the call in flight."""
         asks = self._owner()
@@ -230,7 +240,10 @@ class ServerRequests:
         asks = self._owner()
         if asks is None:
             return types.ElicitResult(action="decline")
-        return await self.elicit(asks, params)
+        try:
+            return await self.elicit(asks, params)
+        except InputNeeded as exc:  # the server's call fails; it runs again next round
+            return types.ErrorData(code=REJECTED, message=str(exc))
 
     async def on_sampling(self, context: Any, params: Any) -> Any:
         """A 2025 server's ``sampling/createMessage``: the call in flight's (``_owner``)."""
@@ -240,12 +253,17 @@ class ServerRequests:
         if asks is None:
             return types.ErrorData(code=REJECTED, message="tether cannot tell which of its "
                                    "calls this sampling request belongs to; declined")
-        return await self.sample(asks, params)
+        try:
+            return await self.sample(asks, params)
+        except InputNeeded as exc:  # as for an elicitation
+            return types.ErrorData(code=REJECTED, message=str(exc))
 
     # -- the answers, for the call whose session ``asks`` is (2025 or 2026-07-28) ----------
 
-    async def elicit(self, asks: CallAsking, params: Any) -> Any:
-        """The ``ElicitResult`` to an elicitation's ``params`` (a decline is an answer too)."""
+    async def elicit(self, asks: CallAsking, params: Any, key: str | None = None) -> Any:
+        """The ``ElicitResult`` to an elicitation's ``params`` (a decline is an answer too).
+        ``key``: the server's name for the ask (a 2026-07-28 input request's), relayed with it.
+        InputNeeded when relayed to a 2026-07-28 client, which answers on its next round."""
         from mcp import types
 
         decline = types.ElicitResult(action="decline")
@@ -273,11 +291,9 @@ class ServerRequests:
                 return decline
             try:
                 content = await self._on(asks, asks.relay_elicit(server.name, message, schema,
-                                                                 checker(schema)))
+                                                                 checker(schema), key))
             except Refused:
                 return decline
-            except InputNeeded as exc:  # the upstream's call fails; it runs again next round
-                return types.ErrorData(code=REJECTED, message=str(exc))
             return decline if content is None else types.ElicitResult(action="accept",
                                                                       content=content)
         answerer = None if server.elicitation == "ask" else server.elicitation
@@ -290,9 +306,9 @@ class ServerRequests:
             return decline
         return types.ElicitResult(action="accept", content=content)
 
-    async def sample(self, asks: CallAsking, params: Any) -> Any:
+    async def sample(self, asks: CallAsking, params: Any, key: str | None = None) -> Any:
         """The ``CreateMessageResult`` to a sampling request's ``params``, or the ``ErrorData``
-        that declines it."""
+        that declines it; ``key`` and InputNeeded as ``elicit``'s."""
         from mcp import types
 
         server = self.server
@@ -333,11 +349,8 @@ class ServerRequests:
                     await self.refuse(asks, "sampling", reason)
                     return types.ErrorData(code=REJECTED, message=f"declined: {reason}")
                 system = None if params.system_prompt is None else str(params.system_prompt)
-                try:
-                    answer = await self._on(asks, asks.relay_sample(server.name, messages, cap,
-                                                                    system))
-                except InputNeeded as exc:  # as for an elicitation
-                    return types.ErrorData(code=REJECTED, message=str(exc))
+                answer = await self._on(asks, asks.relay_sample(server.name, messages, cap,
+                                                                system, key))
                 return types.CreateMessageResult(
                     role="assistant", model=answer.model, stop_reason="endTurn",
                     content=types.TextContent(type="text",

@@ -299,7 +299,8 @@ class MCPToolset:
             raise MCPToolBlocked(verdict.reason, server=self.server.name, tool=mcp_name)
         with conn.requests.calling(asks):
             result = await conn.call(mcp_name, arguments, traceparent=traceparent,
-                                     progress=conn.requests.progress_for(asks), asks=asks)
+                                     progress=conn.requests.progress_for(asks), asks=asks,
+                                     log_level=conn.requests.log_level_for(asks))
         content = result.get("content")
         text = render(content if isinstance(content, list) else [],
                       result.get("structuredContent"))

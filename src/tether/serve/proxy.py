@@ -31,6 +31,15 @@ Decisions:
   supervisor restarting a stopped proxy would only meet the same refusal at start.
 - One upstream connection serves every client; each client still has its own gateway, budget
   and journal.
+- The two protocol eras meet here in any pairing: the upstream's is negotiated (``server/
+  discover``, else the 2025 handshake; ``--upstream-protocol`` pins it), each client's is its
+  own. An upstream's asks during a call — a 2025 back-channel request, or a 2026-07-28
+  ``InputRequiredResult``, answered and retried by tether's client — go to the client waiting
+  for the call, by a back-channel request to a 2025 client, or in rounds to a 2026-07-28 one
+  (``tether.serve.rounds``: the upstream's call ends at its ask, runs again on the client's
+  next round, and the same ask is answered from the client's answers, under the upstream's own
+  key when it named one). Either way the call is one governed call a round, decided before the
+  upstream sees it, and every ask passes the same checks and journal.
 - The hints clients see are the pinned definition's own (reviewed, or seen first): they only
   steer a client's prompts. What runs is decided by the policy on tether's cautious reading of
   the upstream's annotations (``tether.mcp.annotations``), not on these hints.
@@ -48,7 +57,7 @@ from typing import TYPE_CHECKING, Any, Literal
 import mcp_types as types
 
 from tether.errors import InvalidArgument
-from tether.mcp.config import MCPServer
+from tether.mcp.config import MCPServer, Protocol
 from tether.mcp.errors import MCPError
 from tether.mcp.pins import PinStore
 from tether.mcp.supervise import CHECK_EVERY, RESTARTS, watch
@@ -74,24 +83,19 @@ RESTART_ADVICE = ("tether's proxy is restarting the server: call the tool again 
 def upstream_server(argv: Sequence[str], *, name: str = UPSTREAM,
                     env: Mapping[str, str] | None = None, trusted: bool = False,
                     call_timeout: float = 30.0, connect_timeout: float = 20.0,
-                    relay: bool = False) -> MCPServer:
+                    relay: bool = False, protocol: Protocol = "auto") -> MCPServer:
     """The upstream MCP server spawned from ``argv`` (stdio), its tools keeping their names.
     ``relay``: its sampling and elicitation requests during a call go to the proxy's client
-    waiting for it (``"relay"``, journaled; ``tether mcp proxy``'s default), else declined."""
+    waiting for it (``"relay"``, journaled; ``tether mcp proxy``'s default), else declined.
+    ``protocol``: the era spoken to it (``MCPServer``'s: negotiated by default)."""
     if not argv or not argv[0]:
         raise InvalidArgument("give the command of the upstream MCP server after '--', e.g. "
                          "tether mcp proxy --policy policy.yaml -- npx -y "
                          "@modelcontextprotocol/server-filesystem /data")
-    # The 2025 handshake, pinned: an upstream built on an SDK that speaks both eras asks
-    # during a call through the handshake's back-channel (relayed, or declined and journaled),
-    # which a 2026-07-28 connection does not have. A 2026-07-28 client of the proxy is asked in
-    # rounds (tether.serve.rounds): the upstream's call fails at its ask, runs again on the
-    # next round, and its same ask is answered from the client's answers.
     return MCPServer.stdio(name, argv[0], *argv[1:], env=env, trusted=trusted, prefix="",
                            call_timeout=call_timeout, connect_timeout=connect_timeout,
                            elicitation="relay" if relay else "decline",
-                           sampling="relay" if relay else "decline",
-                           protocol="2025-11-25")
+                           sampling="relay" if relay else "decline", protocol=protocol)
 
 
 def proxied_listing(toolset: MCPToolset) -> list[types.Tool]:

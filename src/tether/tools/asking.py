@@ -92,8 +92,9 @@ class CallAsking(Protocol):
         ...
 
     async def relay_sample(self, server: str, messages: Sequence[Message], max_tokens: int,
-                           system_prompt: str | None) -> Sampled:
-        """Ask the call's caller to sample ``messages``."""
+                           system_prompt: str | None, key: str | None = None) -> Sampled:
+        """Ask the call's caller to sample ``messages`` (``key``: the server's name for the
+        ask, where its protocol names asks)."""
         ...
 
     async def elicit(self, server: str, message: str, schema: Mapping[str, Any],
@@ -103,8 +104,9 @@ class CallAsking(Protocol):
         ...
 
     async def relay_elicit(self, server: str, message: str, schema: Mapping[str, Any],
-                           check: Check) -> dict[str, Any] | None:
-        """Ask the call's caller's user a form; the content accepted, or None: declined."""
+                           check: Check, key: str | None = None) -> dict[str, Any] | None:
+        """Ask the call's caller's user a form; the content accepted, or None: declined
+        (``key``: as ``relay_sample``'s)."""
         ...
 
 

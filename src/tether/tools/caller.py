@@ -20,7 +20,7 @@ Decisions:
 - A caller may also have ``lacks(capabilities)`` (optional, not part of the protocol): told
   which of its capabilities a call needed and it had not declared (an MCP
   ``ClientCapabilities`` object), so an MCP server can answer with the protocol's error
-  (``tether.serve.server.ClientCaller``); ``Scrubbed`` hands it on.
+  (``tether.serve.caller.ClientCaller``); ``Scrubbed`` hands it on.
 - Not ``ToolContext.asks`` (``tether.tools.asking``): that is the tether session an
   MCP *server* asks while it runs a tool for tether; ``caller`` is the MCP *client* that called
   a tool tether serves. A proxy joins the two: its upstream's asks, logs and progress during a
@@ -30,6 +30,7 @@ Decisions:
 from __future__ import annotations
 
 import contextlib
+import inspect
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol, runtime_checkable
@@ -87,6 +88,17 @@ class Caller(Protocol):
         ...
 
 
+@runtime_checkable
+class AnswersInRounds(Protocol):
+    """A caller that answers a tool's asks on its next call of the same tool (a 2026-07-28 MCP
+    client, ``tether.serve.rounds``)."""
+
+    @property
+    def asked(self) -> bool:
+        """Whether this call asked it something: the same call comes again with the answer."""
+        ...
+
+
 class Silent:
     """The caller of a tool nobody is waiting on: tells go nowhere, asks cannot be answered."""
 
@@ -135,6 +147,13 @@ class Scrubbed:
         an MCP tool asks its server for progress only then."""
         return bool(getattr(self.inner, "wants_progress", False))
 
+    @property
+    def log_level(self) -> LogLevel | None:
+        """The lowest level of log line the caller takes on this call (an MCP client's), or
+        None: it is told none, or does not say; an MCP tool asks its server for logs only then."""
+        level = getattr(self.inner, "log_level", None)
+        return level if level in LOG_LEVELS else None
+
     async def log(self, level: LogLevel, message: str, *, logger: str | None = None) -> None:
         if level not in LOG_LEVELS:
             level = "info"
@@ -154,17 +173,13 @@ class Scrubbed:
     async def sample(self, prompt: str, *, max_tokens: int,
                      system_prompt: str | None = None, key: str | None = None) -> str:
         system = None if system_prompt is None else self.scrub(system_prompt)
-        if key is None:  # a caller written before keys is still a Caller
-            return await self.inner.sample(self.scrub(prompt), max_tokens=max_tokens,
-                                           system_prompt=system)
         return await self.inner.sample(self.scrub(prompt), max_tokens=max_tokens,
-                                       system_prompt=system, key=key)
+                                       system_prompt=system, **_keyed(self.inner.sample, key))
 
     async def elicit(self, message: str, schema: Mapping[str, Any], *,
                      key: str | None = None) -> Elicited:
-        if key is None:
-            return await self.inner.elicit(self.scrub(message), schema)
-        return await self.inner.elicit(self.scrub(message), schema, key=key)
+        return await self.inner.elicit(self.scrub(message), schema,
+                                       **_keyed(self.inner.elicit, key))
 
     def lacks(self, capabilities: Mapping[str, Any]) -> None:
         """Tell the caller the call needs ``capabilities`` it did not declare (see ``Caller``);
@@ -172,3 +187,17 @@ class Scrubbed:
         lacks = getattr(self.inner, "lacks", None)
         if lacks is not None:
             lacks(capabilities)
+
+
+def _keyed(ask: Callable[..., Any], key: str | None) -> dict[str, str]:
+    """``key`` as the keyword ``ask`` takes, or nothing: none was given, or ``ask`` is a
+    caller's written before asks had keys (it is asked without one)."""
+    if key is None:
+        return {}
+    try:
+        parameters = inspect.signature(ask).parameters.values()
+    except (TypeError, ValueError):  # no signature to read: assume the protocol's
+        return {"key": key}
+    if any(p.name == "key" or p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters):
+        return {"key": key}
+    return {}

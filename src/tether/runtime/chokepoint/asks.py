@@ -46,15 +46,16 @@ class CallAsks(AskLedger):
             return await sampling.sample(self, server, messages, max_tokens, notes)
 
     async def relay_sample(self, server: str, messages: Sequence[Message], max_tokens: int,
-                           system_prompt: str | None) -> Sampled:
+                           system_prompt: str | None, key: str | None = None) -> Sampled:
         """Ask the call's caller (the proxy's client) to sample ``messages`` for ``server``:
         journaled (``sampling.relayed``, then ``sampling.answered`` or ``sampling.refused``),
         bounded by the call's time; Refused when the caller cannot or does not answer, and past
-        ``MAX_ASKS``."""
+        ``MAX_ASKS``. ``key``: the server's name for the ask (a 2026-07-28 input request's
+        key), the caller's name for it too."""
         self.admit("sampling", server)
         async with self.serial():
             return await sampling.relay_sample(self, server, messages, max_tokens,
-                                               system_prompt)
+                                               system_prompt, key)
 
     async def elicit(self, server: str, message: str, schema: Mapping[str, Any],
                      answerer: Callable[[Question], Any] | None,
@@ -67,14 +68,15 @@ class CallAsks(AskLedger):
             return await elicitation.elicit(self, server, message, schema, answerer, check)
 
     async def relay_elicit(self, server: str, message: str, schema: Mapping[str, Any],
-                           check: Callable[[Any], dict[str, Any]]) -> dict[str, Any] | None:
+                           check: Callable[[Any], dict[str, Any]], key: str | None = None
+                           ) -> dict[str, Any] | None:
         """Ask the call's caller (the proxy's client, its user) ``server``'s form: journaled
         (``elicitation.relayed``, then ``elicitation.answered``); the content accepted, checked
         by ``check`` (the client's answer is untrusted), or None: declined. Refused past
-        ``MAX_ASKS``."""
+        ``MAX_ASKS``. ``key``: as ``relay_sample``'s."""
         self.admit("elicitation", server)
         async with self.serial():
-            return await elicitation.relay_elicit(self, server, message, schema, check)
+            return await elicitation.relay_elicit(self, server, message, schema, check, key)
 
 
 class SessionAsks(ask_ledger.SharedAsks):

@@ -151,9 +151,11 @@ def _shown(asks: AskLedger, content: Mapping[str, Any]) -> dict[str, Any]:
 
 
 async def relay_elicit(asks: AskLedger, server: str, message: str, schema: Mapping[str, Any],
-                       check: Callable[[Any], dict[str, Any]]) -> dict[str, Any] | None:
+                       check: Callable[[Any], dict[str, Any]], key: str | None = None
+                       ) -> dict[str, Any] | None:
     """Ask the call's caller ``server``'s form (see ``CallAsks.relay_elicit``), once ``asks``
-    admitted it and with its turn."""
+    admitted it and with its turn; ``key``, the server's name for the ask, is the caller's
+    too."""
     journal = asks.session.journal
     journal.append(EventType.ELICITATION_RELAYED, {
         "call_id": asks.call_id, "server": server,
@@ -167,7 +169,7 @@ async def relay_elicit(asks: AskLedger, server: str, message: str, schema: Mappi
 
     try:
         async with asyncio.timeout(max(0.0, asks.time_left())):
-            answer = await asks.caller.elicit(message, schema)
+            answer = await asks.caller.elicit(message, schema, key=key)
     except InputNeeded as exc:  # a 2026-07-28 client answers on the call's next round
         answered("decline", reason=journal.hide_secrets(str(exc)))
         raise

@@ -158,9 +158,11 @@ def _failed(asks: AskLedger, server: str, error: str, reservation: Reservation,
 
 
 async def relay_sample(asks: AskLedger, server: str, messages: Sequence[Message],
-                       max_tokens: int, system_prompt: str | None) -> Sampled:
+                       max_tokens: int, system_prompt: str | None, key: str | None = None
+                       ) -> Sampled:
     """Ask the call's caller to sample ``messages`` for ``server`` (see
-    ``CallAsks.relay_sample``), once ``asks`` admitted it and with its turn."""
+    ``CallAsks.relay_sample``), once ``asks`` admitted it and with its turn; ``key``, the
+    server's name for the ask, is the caller's too."""
     journal = asks.session.journal
     prompt = "\n\n".join(m.content if len(messages) == 1 else f"{m.role}: {m.content}"
                          for m in messages)
@@ -174,7 +176,7 @@ async def relay_sample(asks: AskLedger, server: str, messages: Sequence[Message]
     try:
         async with asyncio.timeout(max(0.0, asks.time_left())):
             text = await asks.caller.sample(prompt, max_tokens=max_tokens,
-                                            system_prompt=system_prompt)
+                                            system_prompt=system_prompt, key=key)
         text = str(text)
     except InputNeeded as exc:  # a 2026-07-28 client answers on the call's next round
         journal.append(EventType.SAMPLING_REFUSED, {"call_id": asks.call_id, "server": server,
