@@ -23,10 +23,12 @@ import pytest
 from mcp.client.streamable_http import streamable_http_client
 
 from mcp import ClientSession, types
-from mcp_peers import ROOT, http_server, journals, status, text
+from mcp_peers import ROOT, approve, http_server, journals, status, text
 from mcp_rounds import ALICE, PARIS, asked, call, result
 from mcp_rounds import text as final_text
+from tether.journal.anchors import check_anchors
 from tether.journal.chain import verify_chain
+from tether.store.sqlite import SQLiteStore
 from tether.types import Event
 
 UPSTREAM = ROOT / "tests" / "mcp" / "resolve_upstream.py"
@@ -163,6 +165,40 @@ def test_a_refused_call_and_a_secret_form_never_reach_past_the_proxy(tmp_path: P
     journaled = events(db)
     assert count(journaled, "elicitation.relayed") == 0
     assert_password_form_refused(journaled)
+
+
+@pytest.mark.parametrize("upstream", ERAS)
+def test_an_approval_admits_one_completed_call_across_its_rounds(tmp_path: Path,
+                                                                 upstream: str) -> None:
+    db = tmp_path / "j.db"
+    with proxy(db, upstream) as url:
+        waiting = result(call(url, "greet"))
+        assert waiting["_meta"]["tether/status"] == "approval_required"
+        first = waiting["_meta"]["tether/approval"]
+        approve(db, first)  # a person, from another process
+        requests, state = asked(call(url, "greet"))
+        answers = {k: answer(r) for k, r in requests.items()}
+        done = call(url, "greet", answers=answers, state=state)
+        replayed = result(call(url, "greet", answers=answers, state=state))
+        again = result(call(url, "greet"))
+    assert final_text(done) == "Hello, Alice!"
+    # the approval was used up by the completed call: replaying its last round, or calling
+    # again, waits for a person
+    assert replayed["_meta"]["tether/status"] == "approval_required"
+    assert again["_meta"]["tether/status"] == "approval_required"
+    store = SQLiteStore(db)
+    try:
+        records = {r["id"]: r for r in store.list_approvals()}
+        carried = [r for r in records.values() if r.get("approver_auth") == "carried"]
+        assert records[first]["status"] == "used"
+        (carry,) = carried
+        assert carry["status"] == "used" and first in carry["note"]
+        assert carry["call_hash"] == records[first]["call_hash"]
+        sessions = {s.session_id: store.read(s.session_id) for s in store.sessions()}
+        assert check_anchors(store.anchors(), sessions, store.list_approvals(), None,
+                             store.anchor_lanes()) == []
+    finally:
+        store.close()
 
 
 def test_a_stateless_request_whose_headers_name_another_call_never_reaches_the_chokepoint(

@@ -5,7 +5,10 @@ call is journaled as ``client.call`` and then goes through exactly the same pipe
 agent's — gates, loop check, budget, policy, every effect, credentials, the journal — so serving
 tether tools over MCP, or proxying another MCP server, adds no second path to a tool. A call
 that needs approval returns a refusal naming the approval; once a person approves it, the same
-call (same tool, same arguments) runs once when the client sends it again.
+call (same tool, same arguments) runs once when the client sends it again. A client answered in
+rounds (MCP 2026-07-28: the call asks it for input, and it calls again with the answer) takes
+several calls to complete one: an approved call that asks carries its approval to the next
+round (``_carry``), so one approval still admits one completed call — no fewer, no more.
 
 A gateway lives as long as its client, for weeks. Its memory is bounded: it remembers its last
 ``window`` calls (loop check, provenance; ``SessionState``) and lets go of journal events once
@@ -33,6 +36,7 @@ this gateway's alone. A quota on tokens, cost or steps has no model call here to
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 import time
@@ -52,10 +56,12 @@ from tether.runtime.accounting.limits import Limits
 from tether.runtime.accounting.quota import meter_for
 from tether.runtime.accounting.stop import Stop
 from tether.runtime.approvals.requests import (
+    ApprovalError,
     ApprovalRequest,
     ApprovalStore,
     StoredApprovals,
     call_hash,
+    carried,
 )
 from tether.runtime.chokepoint.assembly import (
     RunContext,
@@ -70,7 +76,7 @@ from tether.runtime.record.state import SessionState
 from tether.store.base import Store
 from tether.store.memory import MemoryStore
 from tether.tools.base import Tool
-from tether.tools.caller import SILENT, Caller
+from tether.tools.caller import SILENT, AnswersInRounds, Caller
 from tether.tools.registry import ToolRegistry
 from tether.tracing import Segment, TraceParent
 from tether.types import Event, ToolCall
@@ -282,12 +288,12 @@ class Gateway:
             await self._roll()
         self._calls.caller = caller
         try:
-            return await self._decide_and_run(name, arguments, parent)
+            return await self._decide_and_run(name, arguments, parent, caller)
         finally:
             self._calls.caller = SILENT
 
     async def _decide_and_run(self, name: str, arguments: Mapping[str, Any] | str,
-                              parent: TraceParent | None) -> ToolResult:
+                              parent: TraceParent | None, caller: Caller) -> ToolResult:
         self._count += 1
         self._segment_calls += 1
         call = ToolCall(f"{self.id[:8]}-{self._count}", name, arguments)
@@ -304,6 +310,8 @@ class Gateway:
             result = self._state.results.get(call.id) or self._waiting(call, stop)
         await self._journal.aflush()
         self._journal.forget_stored()
+        if earlier is not None and isinstance(caller, AnswersInRounds) and caller.asked:
+            self._carry(earlier, call)
         delivered = self._calls.delivered
         whole = delivered.pop(call.id, None) if delivered is not None else None
         if delivered:
@@ -331,6 +339,23 @@ class Gateway:
                                              else json.dumps(value))
                 return record
         return None
+
+    def _carry(self, used: ApprovalRequest, call: ToolCall) -> None:
+        """``call``, admitted by the approval ``used``, asked its caller for input, and comes
+        again with the answer as a new call: the approval carries to it, as a new single-use
+        approval of exactly this call (same client, tool and arguments, same expiry), decided
+        ``carried`` from ``used`` — anchored like any decision, and found by the next round as
+        any earlier approval is. Each round that asks renews it; the one that completes uses it
+        up, so replaying a round, or calling again, waits for a person. An expired approval is
+        not carried."""
+        renewed = carried(used, session_id=self.id, call_id=call.id)
+        self._approvals.add(renewed)
+        with contextlib.suppress(ApprovalError):
+            self._approvals.approve(
+                renewed.id, approver=used.approver or "unknown", method="carried",
+                break_glass=used.break_glass,
+                note=f"carried from {used.id}: call {call.id} asked its MCP client for input "
+                     "and comes again with the answer")
 
     def _attach(self, call: ToolCall, record: ApprovalRequest) -> None:
         """Journal the earlier approval as this call's, so the pipeline uses it (once)."""
