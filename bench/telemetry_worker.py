@@ -46,7 +46,7 @@ if {old!r}:
 from opentelemetry.sdk.metrics import MeterProvider
 from opentelemetry.sdk.metrics.export import InMemoryMetricReader
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
-from tether.journal.views.spans import data_of
+from tether.journal.views.span_records import data_of
 from tether.observe import OTelSink
 stage = {stage!r}
 provider = None

@@ -202,7 +202,18 @@ def test_audit_views_show_it_and_do_not_break_on_it() -> None:
     events = session.replay()
     text = "\n".join(timeline(events))
     assert "compacted: turns 1-" in text and "summary call" in text
-    assert derive_spans(events)
+    spans = derive_spans(events)
+    (root,) = [s for s in spans if s.name.startswith("invoke_agent")]
+    assert root.attributes["gen_ai.conversation.compacted"] is True
+    # the summary call is a chat span of its own, its tokens counted like any model call's
+    (summary,) = [s for s in spans if s.attributes.get("tether.model_call.purpose")
+                  == "compaction"]
+    assert summary.name == "chat summariser" and summary.kind == "CLIENT"
+    assert summary.parent == root.context and summary.attributes["gen_ai.usage.input_tokens"]
+    plain = _agent(None).session("read the records")
+    plain.run()
+    (root,) = [s for s in derive_spans(plain.replay()) if s.name.startswith("invoke_agent")]
+    assert "gen_ai.conversation.compacted" not in root.attributes  # never false
     for event in events:
         event_points(event)
     from tether.cli.run import RENDER

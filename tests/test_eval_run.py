@@ -65,6 +65,23 @@ def test_every_trial_is_a_session_with_its_identity_and_the_counts_follow_the_gr
         assert r.passed == (notes.get("paraphrase", {}).get("template") != 3), r
 
 
+def test_every_grade_is_an_evaluation_result_event_naming_its_trial() -> None:
+    from tether.journal.views.spans import derive_spans
+
+    store = MemoryStore()
+    report = evaluate(eval_app.make_agent(), tasks(), k=1, perturbations=["canonical"],
+                      seed=7, name="arith", suite="arith", store=store)
+    books = [s.session_id for s in store.sessions() if "grades" in s.session_id]
+    results = [dict(a) for book in books for span in derive_spans(store.read(book))
+               for name, _, a in span.events if name == "gen_ai.evaluation.result"]
+    assert len(results) == len(report.records) == 3
+    by_session = {r["tether.evaluation.session.id"]: r for r in results}
+    for record in report.records:
+        result = by_session[record.session_id]
+        assert result["gen_ai.evaluation.score.label"] == ("pass" if record.passed else "fail")
+        assert result["gen_ai.evaluation.name"] and "gen_ai.evaluation.explanation" not in result
+
+
 def test_perturbations_are_seeded_recorded_and_reproducible(tmp_path: Path) -> None:
     def notes(seed: int) -> dict[str, Any]:
         store = MemoryStore()

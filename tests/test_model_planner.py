@@ -263,6 +263,14 @@ def test_a_paraphrase_the_rules_miss_passes_only_with_the_planner() -> None:
     # the decision that let the payment through names the entry the planner added
     (asked,) = [line for line in lines.splitlines() if "plan: asked in" in line]
     assert "Settle up with Bob, IBAN" in asked and asked.endswith("[planner]")
+    # the planner's call is a chat span of its own, under the agent's
+    from tether.journal.views.spans import derive_spans
+
+    spans = derive_spans(events)
+    (plan,) = [s for s in spans if s.attributes.get("tether.model_call.purpose") == "plan"]
+    (root,) = [s for s in spans if s.name.startswith("invoke_agent")]
+    assert plan.name.startswith("chat ") and plan.parent == root.context
+    assert plan.attributes["gen_ai.usage.input_tokens"] >= 300
 
 
 def test_a_planner_added_entry_still_binds_the_named_account() -> None:

@@ -17,7 +17,7 @@ from opentelemetry.trace import SpanContext, TraceFlags
 
 from tether import Agent, Budget, ReAct, ScriptedModel
 from tether.journal.chain import Journal
-from tether.journal.views.spans import SpanRecord
+from tether.journal.views.span_records import SpanRecord
 from tether.observe import OTelSink
 from tether.observe._metrics import Instruments
 from tether.observe.otel import tether_resource, to_sdk_spans

@@ -17,7 +17,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from tether.journal.views import genai as g
-from tether.journal.views.spans import SpanMaker
+from tether.journal.views.span_records import SpanMaker
 from tether.tracing import TraceParent
 
 if TYPE_CHECKING:

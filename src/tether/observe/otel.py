@@ -25,7 +25,8 @@ from typing import TYPE_CHECKING, Any
 from tether.errors import MissingExtra, install_command
 from tether.journal.views import genai as g
 from tether.journal.views.measures import COUNTED, chat_measures, event_measures
-from tether.journal.views.spans import SpanDeriver, SpanRecord, data_of
+from tether.journal.views.span_records import SpanRecord, data_of
+from tether.journal.views.spans import SpanDeriver
 from tether.observe._bounded import Deadline, bounded
 from tether.observe._metrics import Instruments
 from tether.observe._sdk import span_maker

@@ -49,6 +49,25 @@ TOOL_RESULT = "gen_ai.tool.call.result"
 CAPTURE_CONTENT_ENV = "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT"
 CAPTURE_CONTENT_ON = frozenset({"true", "1", "span_only", "span_and_event"})
 
+# events on the agent's span
+EVALUATION_RESULT = "gen_ai.evaluation.result"
+EVALUATION_NAME = "gen_ai.evaluation.name"
+EVALUATION_SCORE = "gen_ai.evaluation.score.value"
+EVALUATION_LABEL = "gen_ai.evaluation.score.label"
+EVALUATION_EXPLANATION = "gen_ai.evaluation.explanation"
+COMPACTED = "gen_ai.conversation.compacted"  # set only when true, as the registry says
+# A *proposed* event (open-telemetry/semantic-conventions-genai PR #535, not merged): its name,
+# attribute and outcomes may change. Each event says which proposal it follows (PROPOSAL).
+TOOL_CALL_DECISION = "gen_ai.tool.call.decision"
+DECISION_OUTCOME = "gen_ai.tool.call.decision.outcome"
+PROPOSAL = "tether.semconv.proposal"
+DECISION_PROPOSAL = "open-telemetry/semantic-conventions-genai#535"
+# tether's six effects on the proposal's three outcomes: what runs is "allow" (a partial allow
+# and a mask run the tool, changed or recorded masked); a degraded call's tool does not run
+# (its fallback is decided on its own, a second event)
+OUTCOMES = {"allow": "allow", "partial_allow": "allow", "mask": "allow", "deny": "deny",
+            "degrade": "deny", "require_approval": "require_approval"}
+
 # metrics (v0.1.0 names; the next release replaces the token histogram with counters)
 TOKEN_USAGE = "gen_ai.client.token.usage"
 TOKEN_TYPE = "gen_ai.token.type"
@@ -69,6 +88,11 @@ STEP = "tether.step"
 WRAP_UP = "tether.wrap_up"
 COST_USD = "tether.cost_usd"
 DECISION_EFFECT = "tether.decision.effect"
+DECISION_REASON = "tether.decision.reason"
+DECIDED_BY = "tether.decision.by"  # "policy <id>", or the person who approved or refused
+MODEL_CALL_PURPOSE = "tether.model_call.purpose"  # compaction, plan, sampling (else the turn's)
+EVALUATION_SESSION = "tether.evaluation.session.id"  # the graded trial's session
+EVALUATION_TRIAL = "tether.evaluation.trial"
 POLICY_ID = "tether.policy.id"
 APPROVAL_ID = "tether.approval.id"
 APPROVER = "tether.approval.approver"

@@ -21,7 +21,7 @@ from tether.journal.payloads import (
     ToolDecisionData,
 )
 from tether.journal.views import genai as g
-from tether.journal.views.spans import SpanRecord, data_of
+from tether.journal.views.span_records import SpanRecord, data_of
 from tether.types import Event
 from tether.vocabulary import EventType
 

@@ -17,129 +17,48 @@ unless asked for, and what goes in is the journal's text — already masked and 
 
 from __future__ import annotations
 
-import importlib
 import json
-from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass
-from typing import Any, TypeGuard
+from collections.abc import Iterable, Mapping
+from typing import Any
 
 from tether.journal.payloads import (
     ApprovalData,
     BranchResponseData,
     CallData,
     ChatRequestData,
+    CompactedData,
+    EvalGradedData,
     ModelChargeData,
     ModelOverrunData,
     ModelResponseData,
     SessionEndData,
     SessionPausedData,
     SessionResumedData,
+    SummaryRequestData,
+    SummaryResponseData,
     ToolDecisionData,
     ToolResultData,
     ToolStartedData,
 )
 from tether.journal.views import genai as g
 from tether.journal.views.genai_content import assistant_shape, messages_shape
-from tether.records import fast_init
+from tether.journal.views.span_records import (
+    SpanMaker,
+    SpanRecord,
+    _is_mapping,
+    _limits,
+    _loads,
+    _ns,
+    _Open,
+)
 from tether.tracing import Segment, TraceParent
 from tether.types import Event
 from tether.vocabulary import EventType
 
-_loads: Callable[[str], Any] | None
-try:
-    _loads = importlib.import_module("orjson").loads
-except ImportError:  # pragma: no cover (an optional speed-up)
-    _loads = None
-
-Attributes = Mapping[str, Any]
-_LIMITS = (("tokens", "max_tokens"), ("cost_usd", "max_cost_usd"), ("steps", "max_steps"),
-           ("tool_calls", "max_tool_calls"), ("seconds", "max_seconds"))
-_FRACTIONAL = frozenset({"cost_usd", "seconds"})
 _ERROR_STATUSES = frozenset({"error", "timeout"})
-
-
-@fast_init
-@dataclass(frozen=True, slots=True)
-class SpanRecord:
-    """A finished span. Times are in nanoseconds since the epoch; ``parent`` and links are
-    ``TraceParent``s (a remote parent: a caller's span in another process or session)."""
-
-    name: str
-    context: TraceParent
-    parent: TraceParent | None
-    kind: str  # "INTERNAL" or "CLIENT"
-    start_ns: int
-    end_ns: int
-    attributes: Attributes
-    error: str = ""  # the status description when the span ended in error ("": not an error)
-    links: tuple[TraceParent, ...] = ()
-    events: tuple[tuple[str, int, Attributes], ...] = ()  # (name, time_ns, attributes)
-
-
-SpanMaker = Callable[..., Any]
-"""What builds a finished span from ``SpanRecord``'s fields, in its order: ``SpanRecord``
-itself, or (``tether.observe``) a maker of SDK spans that skips the record."""
-
-
-class _Open:
-    """A span being built."""
-
-    __slots__ = ("attributes", "context", "events", "kind", "links", "name", "parent",
-                 "start_ns")
-
-    def __init__(self, name: str, context: TraceParent, parent: TraceParent | None, kind: str,
-                 start_ns: int, attributes: dict[str, Any],
-                 links: tuple[TraceParent, ...] = ()) -> None:
-        self.name = name
-        self.context = context
-        self.parent = parent
-        self.kind = kind
-        self.start_ns = start_ns
-        self.attributes = attributes
-        self.links = links
-        self.events: list[tuple[str, int, Attributes]] | None = None
-
-    def close(self, make: SpanMaker, end_ns: int, error: str = "") -> Any:
-        return make(self.name, self.context, self.parent, self.kind, self.start_ns, end_ns,
-                    self.attributes, error, self.links,
-                    tuple(self.events) if self.events else ())
-
-
-def _limits(budget: object) -> tuple[tuple[str, str, float, bool], ...]:
-    """The limits a journaled budget sets, as (spend key, attribute, cap, fractional)."""
-    if not isinstance(budget, Mapping):
-        return ()
-    out = []
-    for name, limit in _LIMITS:
-        try:
-            out.append((name, g.BUDGET_LEFT + name, float(budget[limit]), name in _FRACTIONAL))
-        except (KeyError, TypeError, ValueError):  # not set (None), or not a number
-            continue
-    return tuple(out)
-
-
-def _is_mapping(value: object) -> TypeGuard[Mapping[str, Any]]:
-    """``isinstance(value, Mapping)``, a decoded dict's answer found without the ABC's check
-    (the worker asks it of every decision)."""
-    return type(value) is dict or isinstance(value, Mapping)
-
-
-def data_of(event: Event) -> Any:
-    """An event's data, decoded from the JSON text it carries with ``orjson`` when that is
-    installed (``tether[otel]``: about four times faster than the standard library on events
-    this size), else as ``event.data``; both give the same values."""
-    text = event._json
-    if text and _loads is not None:
-        try:
-            return _loads(text)
-        except ValueError:  # an integer past 64 bits (orjson's error is a ValueError): the
-            return event.data  # standard library's
-    return event.data
-
-
-def _ns(event: Event) -> int:
-    return int(event.timestamp * 1e9)
-
+# failed model calls whose error text starts with its class ("ProviderError: ...")
+_ERRORS_WITH_CLASS = frozenset({EventType.MODEL_ERROR, EventType.COMPACTION_ERROR,
+                                EventType.PLAN_ERROR, EventType.SAMPLING_ERROR})
 
 class SpanDeriver:
     """Spans of one session's events, fed in journal order; ``feed`` returns the spans each
@@ -271,21 +190,33 @@ class SpanDeriver:
     # -- model calls --------------------------------------------------------------------------
 
     def _request(self, event: Event, data: ChatRequestData) -> None:
-        assert self._root is not None and self._segment is not None
         get = data.get
+        extra: dict[str, Any] = {g.STEP: get("step", 0)}
+        if get("final"):
+            extra[g.WRAP_UP] = True
+        self._open_chat(event, self._model, get("max_output_tokens"), extra, data["new"]
+                        if "new" in data else data.get("messages", ()))  # (a branch's: its own)
+
+    def _side_request(self, event: Event, data: SummaryRequestData) -> None:
+        """A side call's model call (a summary, a request plan, an MCP server's sampling)."""
+        self._open_chat(event, str(data.get("model") or self._model),
+                        data.get("max_output_tokens"),
+                        {g.MODEL_CALL_PURPOSE: event.type.split(".", 1)[0]},
+                        data.get("messages", ()))
+
+    def _open_chat(self, event: Event, model: str, cap: object, extra: dict[str, Any],
+                   messages: Any) -> None:
+        assert self._root is not None and self._segment is not None
+        ours = model == self._model
         attributes: dict[str, Any] = {
-            g.OPERATION: g.CHAT, g.PROVIDER: self._provider, g.REQUEST_MODEL: self._model,
-            g.SESSION_ID: self.session_id, g.STEP: get("step", 0)}
-        cap = get("max_output_tokens")
+            g.OPERATION: g.CHAT, g.PROVIDER: self._provider if ours else g.OTHER_PROVIDER,
+            g.REQUEST_MODEL: model, g.SESSION_ID: self.session_id, **extra}
         if isinstance(cap, int):
             attributes[g.REQUEST_MAX_TOKENS] = cap
-        if get("final"):
-            attributes[g.WRAP_UP] = True
         if self._content:
-            attributes[g.INPUT_MESSAGES] = json.dumps(messages_shape(  # (a branch's: its messages)
-                data["new"] if "new" in data else data.get("messages", ())))
+            attributes[g.INPUT_MESSAGES] = json.dumps(messages_shape(messages))
         seq = event.seq
-        self._chats[seq] = _Open(self._chat_name, TraceParent(
+        self._chats[seq] = _Open(self._chat_name if ours else f"{g.CHAT} {model}", TraceParent(
             self._trace_id, self._segment.model_span_id(seq)), self._root.context, "CLIENT",
             int(event.timestamp * 1e9), attributes)
 
@@ -296,19 +227,32 @@ class SpanDeriver:
             return []
         response = data.get("response")
         if _is_mapping(response):
-            usage = response.get("usage") or {}
-            a = span.attributes
             get = response.get
-            a[g.RESPONSE_MODEL] = str(get("model", "")) or self._model
-            a[g.FINISH_REASONS] = (str(get("finish_reason", "")),)
-            a[g.INPUT_TOKENS] = int(usage.get("input_tokens", 0))
-            a[g.OUTPUT_TOKENS] = int(usage.get("output_tokens", 0))
-            if usage.get("cached_input_tokens"):
-                a[g.CACHE_READ_TOKENS] = int(usage["cached_input_tokens"])
-            a[g.COST_USD] = str(data.get("cost_usd", "0"))
+            self._answered(span, get("model"), get("finish_reason", ""),
+                           get("usage") or {}, data.get("cost_usd", "0"))
             if self._content:
-                a[g.OUTPUT_MESSAGES] = json.dumps([assistant_shape(response)])
+                span.attributes[g.OUTPUT_MESSAGES] = json.dumps([assistant_shape(response)])
         return [span.close(self._make, int(event.timestamp * 1e9))]
+
+    def _side_response(self, event: Event, data: SummaryResponseData) -> list[SpanRecord]:
+        span = self._pop_chat()
+        if span is None:
+            return []
+        self._answered(span, data.get("model"), data.get("finish_reason", ""), data,
+                       data.get("cost_usd", "0"))
+        return [span.close(self._make, _ns(event))]
+
+    @staticmethod
+    def _answered(span: _Open, model: object, finish: object, usage: Mapping[str, Any],
+                  cost: object) -> None:
+        a = span.attributes
+        a[g.RESPONSE_MODEL] = str(model or "") or a[g.REQUEST_MODEL]
+        a[g.FINISH_REASONS] = (str(finish),)
+        a[g.INPUT_TOKENS] = int(usage.get("input_tokens", 0))
+        a[g.OUTPUT_TOKENS] = int(usage.get("output_tokens", 0))
+        if usage.get("cached_input_tokens"):
+            a[g.CACHE_READ_TOKENS] = int(usage["cached_input_tokens"])
+        a[g.COST_USD] = str(cost)
 
     def _model_failed(self, event: Event, data: ModelChargeData) -> list[SpanRecord]:
         span = self._pop_chat()
@@ -316,18 +260,44 @@ class SpanDeriver:
             return []
         error = str(data.get("error", "")) or event.type
         span.attributes[g.ERROR_TYPE] = error.split(":", 1)[0] \
-            if event.type == EventType.MODEL_ERROR else event.type
+            if event.type in _ERRORS_WITH_CLASS else event.type
         return [span.close(self._make, _ns(event), error)]
 
     def _overrun(self, event: Event, data: ModelOverrunData) -> None:
-        assert self._root is not None
         reported = data.get("reported") or {}
-        if self._root.events is None:
-            self._root.events = []
-        self._root.events.append((g.OVERRUN_EVENT, _ns(event), {
+        self._event(event, g.OVERRUN_EVENT, {
             g.LIMIT: str(data.get("limit", "")), g.STEP: data.get("step", 0),
             g.INPUT_TOKENS: int(reported.get("input_tokens", 0)),
-            g.OUTPUT_TOKENS: int(reported.get("output_tokens", 0))}))
+            g.OUTPUT_TOKENS: int(reported.get("output_tokens", 0))})
+
+    def _event(self, event: Event, name: str, attributes: dict[str, Any]) -> None:
+        """An event on the agent's span (the segment's root), at ``event``'s time."""
+        root = self._root
+        assert root is not None
+        if root.events is None:
+            root.events = []
+        root.events.append((name, _ns(event), attributes))
+
+    def _compacted(self, event: Event, data: CompactedData) -> None:
+        assert self._root is not None
+        self._root.attributes[g.COMPACTED] = True
+
+    def _graded(self, event: Event, data: EvalGradedData) -> None:
+        """An evaluation's grade of a trial, on the grade book's span: the trial's own spans
+        finished before it was graded (``tether.evaluation.session.id`` names it)."""
+        a: dict[str, Any] = {
+            g.EVALUATION_NAME: str(data.get("grader", "")),
+            g.EVALUATION_LABEL: "pass" if data.get("passed") else "fail",
+            g.EVALUATION_SESSION: str(data.get("session_id", "")),
+            g.EVALUATION_TRIAL: str(data.get("trial", ""))}
+        score = data.get("score")
+        if isinstance(score, (int, float)) and not isinstance(score, bool):
+            a[g.EVALUATION_SCORE] = float(score)
+        if data.get("error"):
+            a[g.ERROR_TYPE] = str(data["error"]).split(":", 1)[0][:100]
+        if self._content and data.get("why"):  # the grader's words may quote the answer
+            a[g.EVALUATION_EXPLANATION] = str(data["why"])
+        self._event(event, g.EVALUATION_RESULT, a)
 
     def _pop_chat(self) -> _Open | None:
         chats = self._chats
@@ -374,6 +344,19 @@ class SpanDeriver:
             a.update(self._left(spend))
         if self._content and "arguments" in data:
             a[g.TOOL_ARGUMENTS] = json.dumps(data["arguments"], sort_keys=True)
+        effect, policy = str(decision.get("effect", "")), str(decision.get("policy_id", ""))
+        self._decided(event, span, str(data["tool"]), g.OUTCOMES.get(effect, "deny"), {
+            g.DECISION_EFFECT: effect, g.POLICY_ID: policy, g.DECIDED_BY: f"policy {policy}",
+            g.DECISION_REASON: str(decision.get("reason", ""))})
+
+    def _decided(self, event: Event, span: _Open, tool: str, outcome: str,
+                 attributes: dict[str, Any]) -> None:
+        """A ``gen_ai.tool.call.decision`` event on the agent's span: the outcome for ``tool``
+        (a degraded call's fallback has its own) before it runs, whether or not it then runs
+        (the proposal's, ``g.DECISION_PROPOSAL``)."""
+        self._event(event, g.TOOL_CALL_DECISION, {
+            g.DECISION_OUTCOME: outcome, g.TOOL_CALL_ID: span.attributes[g.TOOL_CALL_ID],
+            g.TOOL_NAME: tool, **attributes, g.PROPOSAL: g.DECISION_PROPOSAL})
 
     def _approval(self, event: Event, data: ApprovalData) -> None:
         span = self._call(event, str(data["call_id"]), str(data.get("tool", "")))
@@ -383,6 +366,12 @@ class SpanDeriver:
         a[g.APPROVAL_OUTCOME] = outcome
         if data.get("approver"):
             a[g.APPROVER] = str(data["approver"])
+        if outcome != "requested":  # a person's decision (or its expiry) on the held call
+            self._decided(event, span, a[g.TOOL_NAME], "allow" if outcome == "granted"
+                          else "deny", {
+                g.APPROVAL_ID: a[g.APPROVAL_ID],
+                g.DECIDED_BY: str(data.get("approver") or "tether (no person decided)"),
+                g.DECISION_REASON: str(data.get("reason") or data.get("note") or "")})
 
     def _touch(self, event: Event, data: ToolStartedData) -> None:
         self._call(event, str(data["call_id"]), str(data.get("tool", "")))
@@ -414,6 +403,17 @@ _HANDLERS: dict[str, Any] = {
     EventType.MODEL_ERROR: SpanDeriver._model_failed,
     EventType.MODEL_UNMETERED: SpanDeriver._model_failed,
     EventType.MODEL_OVERRUN: SpanDeriver._overrun,
+    EventType.COMPACTION_REQUEST: SpanDeriver._side_request,
+    EventType.COMPACTION_RESPONSE: SpanDeriver._side_response,
+    EventType.COMPACTION_ERROR: SpanDeriver._model_failed,
+    EventType.PLAN_REQUEST: SpanDeriver._side_request,
+    EventType.PLAN_RESPONSE: SpanDeriver._side_response,
+    EventType.PLAN_ERROR: SpanDeriver._model_failed,
+    EventType.SAMPLING_REQUEST: SpanDeriver._side_request,
+    EventType.SAMPLING_RESPONSE: SpanDeriver._side_response,
+    EventType.SAMPLING_ERROR: SpanDeriver._model_failed,
+    EventType.CONTEXT_COMPACTED: SpanDeriver._compacted,
+    EventType.EVAL_GRADED: SpanDeriver._graded,
     EventType.CLIENT_CALL: SpanDeriver._client_call,
     EventType.TOOL_DECISION: SpanDeriver._decision,
     EventType.APPROVAL_REQUESTED: SpanDeriver._approval,
