@@ -17,11 +17,13 @@ from typing import Any
 
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
-from tether import Agent, Decision, Effect, ReAct, ScriptedModel, StopReason, tool
-from tether.journal.views.spans import SpanRecord, derive_spans
+from tether import Agent, Decision, Effect, ModelResponse, ReAct, ScriptedModel, StopReason, tool
+from tether.journal.views.span_records import SpanRecord
+from tether.journal.views.spans import derive_spans
 from tether.observe import OTelSink, to_sdk_spans
 from tether.observe.otel import tether_resource
 from tether.policy import Action, Context, Resource, Subject
+from tether.runtime.approvals.requests import ApprovalStore
 from tether.store.sqlite import SQLiteStore
 
 from conftest import calls, comparable
@@ -86,12 +88,18 @@ class Desk:
 
 
 def agent(store: SQLiteStore, telemetry: list[OTelSink] | None = None) -> Agent:
-    script = [calls(("lookup", {"key": "a"}), ("wipe", {"key": "a"}),
+    script: list[ModelResponse | str] = [calls(("lookup", {"key": "a"}), ("wipe", {"key": "a"}),
                     ("note", {"text": NOTE}), ("export", {"key": "a"}),
                     ("pay", {"amount": 40})), "done"]
     return Agent(model=ScriptedModel(script), reasoning=ReAct(),
                  tools=[lookup, wipe, note, pay, summary, export], policy=Desk(), store=store,
                  telemetry=telemetry or [])
+
+
+def approvals(store: SQLiteStore) -> ApprovalStore:
+    found = agent(store).approvals
+    assert found is not None
+    return found
 
 
 def decisions(spans: list[SpanRecord]) -> list[list[dict[str, Any]]]:
@@ -107,7 +115,7 @@ def test_every_decided_call_is_a_decision_event_on_the_agents_span(tmp_path: Pat
     session = agent(store).session("tidy up", user_id="u1")
     assert session.run().stop_reason is StopReason.NEEDS_APPROVAL
     (request,) = session.pending_approvals()
-    agent(store).approvals.approve(request.id, approver="alice")
+    approvals(store).approve(request.id, approver="alice")
     assert agent(store).resume(session.id).stop_reason is StopReason.FINISHED
     first, second = decisions(derive_spans(store.read(session.id)))
     shown = [(d["gen_ai.tool.name"], d["gen_ai.tool.call.decision.outcome"],
@@ -136,7 +144,7 @@ def test_a_refused_approval_is_a_deny_by_the_person_who_refused(tmp_path: Path) 
     session = agent(store).session("tidy up", user_id="u1")
     session.run()
     (request,) = session.pending_approvals()
-    agent(store).approvals.deny(request.id, approver="bob", note="not this month")
+    approvals(store).deny(request.id, approver="bob", note="not this month")
     agent(store).resume(session.id)
     _, second = decisions(derive_spans(store.read(session.id)))
     (refused,) = second

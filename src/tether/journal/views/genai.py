@@ -1,8 +1,8 @@
 """The OpenTelemetry GenAI semantic conventions tether emits, named in one place.
 
-Why: the conventions live in their own repository (``semantic-conventions-genai``), still at
-status Development, and their next release already renames the token metric
-(``gen_ai.client.token.usage`` becomes ``gen_ai.client.inference.tokens`` counters). Every name
+Why: the conventions now live in their own repository (``semantic-conventions-genai``), still
+at status Development and not yet released, and its drafts already rename the token metric
+(``gen_ai.client.token.usage`` becomes counters). Every name
 tether writes into a span or a metric is defined here, so following a new release is an edit
 to this file and its tests, not a search through the exporters.
 
@@ -13,8 +13,12 @@ under ``gen_ai.guardrail.*``, where two drafts still compete.
 
 from __future__ import annotations
 
-SEMCONV_VERSION = "0.1.0"  # open-telemetry/semantic-conventions-genai release followed
-SCHEMA_URL = "https://opentelemetry.io/schemas/gen-ai/0.1.0"
+# The last *released* GenAI conventions: open-telemetry/semantic-conventions v1.41.1 (the
+# GenAI models then moved to semantic-conventions-genai, which has published no release and no
+# schema URL). gen_ai.conversation.compacted is that repository's, unreleased; the decision
+# event a proposal (below).
+SEMCONV_VERSION = "1.41.1"
+SCHEMA_URL = "https://opentelemetry.io/schemas/1.41.1"
 
 # operations and span names: "{operation} {target}"
 INVOKE_AGENT = "invoke_agent"
@@ -68,7 +72,8 @@ DECISION_PROPOSAL = "open-telemetry/semantic-conventions-genai#535"
 OUTCOMES = {"allow": "allow", "partial_allow": "allow", "mask": "allow", "deny": "deny",
             "degrade": "deny", "require_approval": "require_approval"}
 
-# metrics (v0.1.0 names; the next release replaces the token histogram with counters)
+# metrics (v1.41.1 names; semantic-conventions-genai is replacing the token histogram with
+# counters)
 TOKEN_USAGE = "gen_ai.client.token.usage"
 TOKEN_TYPE = "gen_ai.token.type"
 OPERATION_DURATION = "gen_ai.client.operation.duration"

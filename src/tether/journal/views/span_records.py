@@ -111,3 +111,21 @@ def data_of(event: Event) -> Any:
 
 def _ns(event: Event) -> int:
     return int(event.timestamp * 1e9)
+
+
+def _left(limits: tuple[tuple[str, str, float, bool], ...],
+          spend: Mapping[str, Any]) -> dict[str, Any]:
+    """What each of a budget's ``limits`` (``_limits``) has left after ``spend``."""
+    left: dict[str, Any] = {}
+    for name, attribute, cap, fractional in limits:
+        used = spend.get(name)
+        if used is None:
+            continue
+        try:
+            remaining = cap - float(used)  # a Decimal is journaled as a string
+        except (TypeError, ValueError):
+            continue
+        if remaining < 0:
+            remaining = 0.0
+        left[attribute] = remaining if fractional else int(remaining)
+    return left

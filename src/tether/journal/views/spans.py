@@ -46,6 +46,7 @@ from tether.journal.views.span_records import (
     SpanMaker,
     SpanRecord,
     _is_mapping,
+    _left,
     _limits,
     _loads,
     _ns,
@@ -65,7 +66,7 @@ class SpanDeriver:
     event finishes. ``content`` adds the conversation (opt-in, as the conventions say)."""
 
     __slots__ = ("_agent", "_calls", "_chat_name", "_chats", "_content", "_limits", "_make",
-                 "_model", "_provider", "_root", "_segment", "_trace_id", "session_id")
+                 "_model", "_provider", "_root", "_segment", "_trace_id", "_used", "session_id")
 
     def __init__(self, session_id: str, *, content: bool = False,
                  make: SpanMaker = SpanRecord) -> None:
@@ -80,6 +81,7 @@ class SpanDeriver:
         self._calls: dict[str, _Open] = {}  # call id -> its open execute_tool span
         self._agent = self._model = self._provider = ""
         self._limits: tuple[tuple[str, str, float, bool], ...] = ()  # (_limits)
+        self._used: list[Any] = [None, 0, 0]  # the segment's last finish reason, tokens in, out
 
     @property
     def open(self) -> bool:
@@ -153,7 +155,7 @@ class SpanDeriver:
             attributes[g.PAUSED] = True
         spend = data.get("spend")
         if isinstance(spend, Mapping):
-            attributes.update(self._left(spend))
+            attributes.update(_left(self._limits, spend))
         error = str(data.get("detail") or "model error") if data.get("reason") == "model_error" \
             else ""
         return self._close_segment(_ns(event), event.hash, error)
@@ -165,27 +167,15 @@ class SpanDeriver:
         for span in self._calls.values():
             span.attributes[g.PAUSED] = True
             done.append(span.close(make, end_ns))
+        used, a = self._used, self._root.attributes  # the segment's model calls, in all
+        a[g.INPUT_TOKENS], a[g.OUTPUT_TOKENS] = used[1], used[2]
+        if used[0] is not None:
+            a[g.FINISH_REASONS] = (used[0],)  # the last answer's
         if head:
             self._root.attributes[g.CHAIN_HEAD] = head
         done.append(self._root.close(make, end_ns, error))
-        self._root, self._chats, self._calls = None, {}, {}
+        self._root, self._chats, self._calls, self._used = None, {}, {}, [None, 0, 0]
         return done
-
-    def _left(self, spend: Mapping[str, Any]) -> dict[str, Any]:
-        """What each of the budget's limits has left after ``spend``."""
-        left: dict[str, Any] = {}
-        for name, attribute, cap, fractional in self._limits:
-            used = spend.get(name)
-            if used is None:
-                continue
-            try:
-                remaining = cap - float(used)  # a Decimal is journaled as a string
-            except (TypeError, ValueError):
-                continue
-            if remaining < 0:
-                remaining = 0.0
-            left[attribute] = remaining if fractional else int(remaining)
-        return left
 
     # -- model calls --------------------------------------------------------------------------
 
@@ -242,14 +232,17 @@ class SpanDeriver:
                        data.get("cost_usd", "0"))
         return [span.close(self._make, _ns(event))]
 
-    @staticmethod
-    def _answered(span: _Open, model: object, finish: object, usage: Mapping[str, Any],
+    def _answered(self, span: _Open, model: object, finish: object, usage: Mapping[str, Any],
                   cost: object) -> None:
         a = span.attributes
         a[g.RESPONSE_MODEL] = str(model or "") or a[g.REQUEST_MODEL]
         a[g.FINISH_REASONS] = (str(finish),)
-        a[g.INPUT_TOKENS] = int(usage.get("input_tokens", 0))
-        a[g.OUTPUT_TOKENS] = int(usage.get("output_tokens", 0))
+        used = self._used
+        used[0] = str(finish)
+        used[1] += (tokens_in := int(usage.get("input_tokens", 0)))
+        used[2] += (tokens_out := int(usage.get("output_tokens", 0)))
+        a[g.INPUT_TOKENS] = tokens_in
+        a[g.OUTPUT_TOKENS] = tokens_out
         if usage.get("cached_input_tokens"):
             a[g.CACHE_READ_TOKENS] = int(usage["cached_input_tokens"])
         a[g.COST_USD] = str(cost)
@@ -341,7 +334,7 @@ class SpanDeriver:
         context = data.get("context") or {}
         spend = context.get("spend")
         if self._limits and _is_mapping(spend):
-            a.update(self._left(spend))
+            a.update(_left(self._limits, spend))
         if self._content and "arguments" in data:
             a[g.TOOL_ARGUMENTS] = json.dumps(data["arguments"], sort_keys=True)
         effect, policy = str(decision.get("effect", "")), str(decision.get("policy_id", ""))
