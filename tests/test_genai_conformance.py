@@ -3,9 +3,9 @@ an independent checker (tests/genai_semconv.py: its rules, their source and why 
 PyPI one), over the scenarios a deployment produces (issue 52, part 1).
 
 Scenarios: a chat, an allowed tool, a denied tool, an approval round trip resumed by another
-recipe object (as another process would), a sub-agent, a graded trial (the grade book, derived
-as ``tether audit export --format otlp`` does), a compaction, the request planner, an MCP-free
-sampling of nothing else. Every span and metric is checked live (the OTel sink); what the rules
+recipe object (as another process would), a sub-agent, a compaction, the request planner, a
+graded trial (the grade book, derived as ``tether audit export --format otlp`` does). Every
+span and metric is checked live (the OTel sink), the grade book's derived; what the rules
 find must be exactly what tests/semconv/expected-violations.yml lists, each entry with its
 reason: a new violation fails, and so does a listed one that no longer happens.
 """
