@@ -3,7 +3,7 @@ small readings of journaled data every handler shares.
 
 Why apart from ``tether.journal.views.spans``: the derivation's handlers (what each event does
 to the spans) are the part that grows with the conventions; what a span is, and how an event's
-data is read, stay put. Internal to the views (``_``-names are shared only with ``spans``).
+data is read, stay put.
 """
 
 from __future__ import annotations
@@ -18,11 +18,11 @@ from tether.records import fast_init
 from tether.tracing import TraceParent
 from tether.types import Event
 
-_loads: Callable[[str], Any] | None
+loads: Callable[[str], Any] | None
 try:
-    _loads = importlib.import_module("orjson").loads
+    loads = importlib.import_module("orjson").loads
 except ImportError:  # pragma: no cover (an optional speed-up)
-    _loads = None
+    loads = None
 
 Attributes = Mapping[str, Any]
 _LIMITS = (("tokens", "max_tokens"), ("cost_usd", "max_cost_usd"), ("steps", "max_steps"),
@@ -53,7 +53,7 @@ SpanMaker = Callable[..., Any]
 itself, or (``tether.observe``) a maker of SDK spans that skips the record."""
 
 
-class _Open:
+class OpenSpan:
     """A span being built."""
 
     __slots__ = ("attributes", "context", "events", "kind", "links", "name", "parent",
@@ -77,7 +77,7 @@ class _Open:
                     tuple(self.events) if self.events else ())
 
 
-def _limits(budget: object) -> tuple[tuple[str, str, float, bool], ...]:
+def limits_of(budget: object) -> tuple[tuple[str, str, float, bool], ...]:
     """The limits a journaled budget sets, as (spend key, attribute, cap, fractional)."""
     if not isinstance(budget, Mapping):
         return ()
@@ -90,7 +90,7 @@ def _limits(budget: object) -> tuple[tuple[str, str, float, bool], ...]:
     return tuple(out)
 
 
-def _is_mapping(value: object) -> TypeGuard[Mapping[str, Any]]:
+def is_mapping(value: object) -> TypeGuard[Mapping[str, Any]]:
     """``isinstance(value, Mapping)``, a decoded dict's answer found without the ABC's check
     (the worker asks it of every decision)."""
     return type(value) is dict or isinstance(value, Mapping)
@@ -101,21 +101,21 @@ def data_of(event: Event) -> Any:
     installed (``tether[otel]``: about four times faster than the standard library on events
     this size), else as ``event.data``; both give the same values."""
     text = event._json
-    if text and _loads is not None:
+    if text and loads is not None:
         try:
-            return _loads(text)
+            return loads(text)
         except ValueError:  # an integer past 64 bits (orjson's error is a ValueError): the
             return event.data  # standard library's
     return event.data
 
 
-def _ns(event: Event) -> int:
+def ns_of(event: Event) -> int:
     return int(event.timestamp * 1e9)
 
 
-def _left(limits: tuple[tuple[str, str, float, bool], ...],
+def budget_left(limits: tuple[tuple[str, str, float, bool], ...],
           spend: Mapping[str, Any]) -> dict[str, Any]:
-    """What each of a budget's ``limits`` (``_limits``) has left after ``spend``."""
+    """What each of a budget's ``limits`` (``limits_of``) has left after ``spend``."""
     left: dict[str, Any] = {}
     for name, attribute, cap, fractional in limits:
         used = spend.get(name)

@@ -43,14 +43,14 @@ from tether.journal.payloads import (
 from tether.journal.views import genai as g
 from tether.journal.views.genai_content import assistant_shape, messages_shape
 from tether.journal.views.span_records import (
+    OpenSpan,
     SpanMaker,
     SpanRecord,
-    _is_mapping,
-    _left,
-    _limits,
-    _loads,
-    _ns,
-    _Open,
+    budget_left,
+    is_mapping,
+    limits_of,
+    loads,
+    ns_of,
 )
 from tether.tracing import Segment, TraceParent
 from tether.types import Event
@@ -76,11 +76,11 @@ class SpanDeriver:
         self._trace_id = ""
         self._chat_name = ""
         self._segment: Segment | None = None
-        self._root: _Open | None = None
-        self._chats: dict[int, _Open] = {}  # model.request seq -> its open chat span
-        self._calls: dict[str, _Open] = {}  # call id -> its open execute_tool span
+        self._root: OpenSpan | None = None
+        self._chats: dict[int, OpenSpan] = {}  # model.request seq -> its open chat span
+        self._calls: dict[str, OpenSpan] = {}  # call id -> its open execute_tool span
         self._agent = self._model = self._provider = ""
-        self._limits: tuple[tuple[str, str, float, bool], ...] = ()  # (_limits)
+        self._limits: tuple[tuple[str, str, float, bool], ...] = ()  # (limits_of)
         self._used: list[Any] = [None, 0, 0]  # the segment's last finish reason, tokens in, out
 
     @property
@@ -97,9 +97,9 @@ class SpanDeriver:
             return []
         if data is None:  # (data_of, inlined: the worker runs this for every event)
             text = event._json
-            if text and _loads is not None:
+            if text and loads is not None:
                 try:
-                    data = _loads(text)
+                    data = loads(text)
                 except ValueError:
                     data = event.data
             else:
@@ -110,7 +110,7 @@ class SpanDeriver:
         """End what is still open (a segment cut short by a crash), marked unfinished."""
         if self._root is None:
             return []
-        end_ns = _ns(end) if end is not None else self._root.start_ns
+        end_ns = ns_of(end) if end is not None else self._root.start_ns
         self._root.attributes[g.UNFINISHED] = True
         return self._close_segment(end_ns, end.hash if end is not None else "")
 
@@ -133,7 +133,7 @@ class SpanDeriver:
         self._model = str(data.get("model", ""))
         self._provider = str(data.get("provider") or g.OTHER_PROVIDER)
         self._chat_name = f"{g.CHAT} {self._model}"
-        self._limits = _limits(data.get("budget"))
+        self._limits = limits_of(data.get("budget"))
         attributes: dict[str, Any] = {
             g.OPERATION: g.INVOKE_AGENT, g.PROVIDER: self._provider, g.AGENT_NAME: self._agent,
             g.CONVERSATION_ID: self.session_id, g.REQUEST_MODEL: self._model,
@@ -143,8 +143,8 @@ class SpanDeriver:
         if self._content and isinstance(data.get("system_prompt"), str):
             attributes[g.SYSTEM_INSTRUCTIONS] = json.dumps(
                 [{"type": "text", "content": data["system_prompt"]}])
-        self._root = _Open(f"{g.INVOKE_AGENT} {self._agent}", segment.root(), parent,
-                           "INTERNAL", _ns(event), attributes, links)
+        self._root = OpenSpan(f"{g.INVOKE_AGENT} {self._agent}", segment.root(), parent,
+                           "INTERNAL", ns_of(event), attributes, links)
         return done
 
     def _end(self, event: Event, data: SessionEndData | SessionPausedData) -> list[SpanRecord]:
@@ -155,10 +155,10 @@ class SpanDeriver:
             attributes[g.PAUSED] = True
         spend = data.get("spend")
         if isinstance(spend, Mapping):
-            attributes.update(_left(self._limits, spend))
+            attributes.update(budget_left(self._limits, spend))
         error = str(data.get("detail") or "model error") if data.get("reason") == "model_error" \
             else ""
-        return self._close_segment(_ns(event), event.hash, error)
+        return self._close_segment(ns_of(event), event.hash, error)
 
     def _close_segment(self, end_ns: int, head: str, error: str = "") -> list[SpanRecord]:
         assert self._root is not None
@@ -206,7 +206,7 @@ class SpanDeriver:
         if self._content:
             attributes[g.INPUT_MESSAGES] = json.dumps(messages_shape(messages))
         seq = event.seq
-        self._chats[seq] = _Open(self._chat_name if ours else f"{g.CHAT} {model}", TraceParent(
+        self._chats[seq] = OpenSpan(self._chat_name if ours else f"{g.CHAT} {model}", TraceParent(
             self._trace_id, self._segment.model_span_id(seq)), self._root.context, "CLIENT",
             int(event.timestamp * 1e9), attributes)
 
@@ -216,7 +216,7 @@ class SpanDeriver:
         if span is None:
             return []
         response = data.get("response")
-        if _is_mapping(response):
+        if is_mapping(response):
             get = response.get
             self._answered(span, get("model"), get("finish_reason", ""),
                            get("usage") or {}, data.get("cost_usd", "0"))
@@ -230,9 +230,9 @@ class SpanDeriver:
             return []
         self._answered(span, data.get("model"), data.get("finish_reason", ""), data,
                        data.get("cost_usd", "0"))
-        return [span.close(self._make, _ns(event))]
+        return [span.close(self._make, ns_of(event))]
 
-    def _answered(self, span: _Open, model: object, finish: object, usage: Mapping[str, Any],
+    def _answered(self, span: OpenSpan, model: object, finish: object, usage: Mapping[str, Any],
                   cost: object) -> None:
         a = span.attributes
         a[g.RESPONSE_MODEL] = str(model or "") or a[g.REQUEST_MODEL]
@@ -254,7 +254,7 @@ class SpanDeriver:
         error = str(data.get("error", "")) or event.type
         span.attributes[g.ERROR_TYPE] = error.split(":", 1)[0] \
             if event.type in _ERRORS_WITH_CLASS else event.type
-        return [span.close(self._make, _ns(event), error)]
+        return [span.close(self._make, ns_of(event), error)]
 
     def _overrun(self, event: Event, data: ModelOverrunData) -> None:
         reported = data.get("reported") or {}
@@ -269,7 +269,7 @@ class SpanDeriver:
         assert root is not None
         if root.events is None:
             root.events = []
-        root.events.append((name, _ns(event), attributes))
+        root.events.append((name, ns_of(event), attributes))
 
     def _compacted(self, event: Event, data: CompactedData) -> None:
         assert self._root is not None
@@ -292,7 +292,7 @@ class SpanDeriver:
             a[g.EVALUATION_EXPLANATION] = str(data["why"])
         self._event(event, g.EVALUATION_RESULT, a)
 
-    def _pop_chat(self) -> _Open | None:
+    def _pop_chat(self) -> OpenSpan | None:
         chats = self._chats
         if not chats:
             return None
@@ -303,14 +303,14 @@ class SpanDeriver:
     # -- tool calls ---------------------------------------------------------------------------
 
     def _call(self, event: Event, call_id: str, tool: str,
-              remote: TraceParent | None = None) -> _Open:
+              remote: TraceParent | None = None) -> OpenSpan:
         span = self._calls.get(call_id)
         if span is None:
             assert self._root is not None and self._segment is not None
             context = TraceParent(remote.trace_id if remote is not None else self._trace_id,
                                   self._segment.tool_span_id(call_id))
             # (remote: a client's call, tether mcp serve: under the client's span)
-            span = _Open(f"{g.EXECUTE_TOOL} {tool}", context, remote or self._root.context,
+            span = OpenSpan(f"{g.EXECUTE_TOOL} {tool}", context, remote or self._root.context,
                          "INTERNAL", int(event.timestamp * 1e9), {
                              g.OPERATION: g.EXECUTE_TOOL, g.TOOL_NAME: tool,
                              g.TOOL_CALL_ID: call_id, g.TOOL_TYPE: "function",
@@ -333,8 +333,8 @@ class SpanDeriver:
             a[g.POLICY_ID] = str(decision.get("policy_id", ""))
         context = data.get("context") or {}
         spend = context.get("spend")
-        if self._limits and _is_mapping(spend):
-            a.update(_left(self._limits, spend))
+        if self._limits and is_mapping(spend):
+            a.update(budget_left(self._limits, spend))
         if self._content and "arguments" in data:
             a[g.TOOL_ARGUMENTS] = json.dumps(data["arguments"], sort_keys=True)
         effect, policy = str(decision.get("effect", "")), str(decision.get("policy_id", ""))
@@ -342,7 +342,7 @@ class SpanDeriver:
             g.DECISION_EFFECT: effect, g.POLICY_ID: policy, g.DECIDED_BY: f"policy {policy}",
             g.DECISION_REASON: str(decision.get("reason", ""))})
 
-    def _decided(self, event: Event, span: _Open, tool: str, outcome: str,
+    def _decided(self, event: Event, span: OpenSpan, tool: str, outcome: str,
                  attributes: dict[str, Any]) -> None:
         """A ``gen_ai.tool.call.decision`` event on the agent's span: the outcome for ``tool``
         (a degraded call's fallback has its own) before it runs, whether or not it then runs
@@ -379,7 +379,7 @@ class SpanDeriver:
             span.attributes[g.TOOL_RESULT] = str(data.get("content", ""))
         if status in _ERROR_STATUSES:
             span.attributes[g.ERROR_TYPE] = status
-            return [span.close(self._make, _ns(event), f"the tool call ended in {status}")]
+            return [span.close(self._make, ns_of(event), f"the tool call ended in {status}")]
         return [span.close(self._make, int(event.timestamp * 1e9))]
 
 
