@@ -109,11 +109,13 @@ def new_request(*, session_id: str, bound_to: str, call_id: str, tool: str,
 
 def carried(used: ApprovalRequest, *, session_id: str, call_id: str) -> ApprovalRequest:
     """A new request for exactly the call ``used`` (an approval just used) admitted, to be
-    decided as carried from it: the same tool, arguments, hash, reason and expiry, undecided."""
+    decided as carried from it: the same tool, arguments, hash, reason and expiry, undecided
+    (its note says where it comes from, should it stay undecided: a crash before the decision
+    leaves it to a person, and the call waits for one)."""
     return replace(used, id=f"apr_{os.urandom(10).hex()}", session_id=session_id,
                    call_id=call_id, requested_at=time.time(), status="pending", approver=None,
-                   note="", decided_at=None, used_by=None, approver_auth=None,
-                   break_glass=False, attempts=())
+                   note=f"to be carried from {used.id}", decided_at=None, used_by=None,
+                   approver_auth=None, break_glass=False, attempts=())
 
 
 class ApprovalStore(Protocol):
