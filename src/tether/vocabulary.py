@@ -71,6 +71,7 @@ class EventType(StrEnum):
     EFFECT_SETTLED = "effect.settled"  # an effect left in doubt by a crash, settled by a person
     EFFECT_RERUN = "effect.rerun"  # a rerun met an effect it does not repeat
     CLIENT_CALL = "client.call"  # a gateway's client asked for a tool call
+    ACS_HOOK = "acs.hook"  # an ACS observed agent's hook, and the Guardian's answer
     STRATEGY_CALLS = "strategy.calls"  # the tool calls a strategy made itself (not the model)
     STRATEGY_NOTE = "strategy.note"  # a strategy's own note (its ``kind`` says which)
     SUBAGENT_CHARGE = "subagent.charge"  # what a subagent spent, charged to its parent

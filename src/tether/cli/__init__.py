@@ -22,6 +22,7 @@ import argparse
 import os
 import sys
 
+from tether.cli.acs import register as register_acs
 from tether.cli.approvals import register as register_approvals
 from tether.cli.audit import register as register_audit
 from tether.cli.common import EXIT_FINDING, EXIT_USAGE, AmbiguousId, error, usage
@@ -56,6 +57,7 @@ def build_parser() -> argparse.ArgumentParser:
     register_what_if(commands)
     register_store(commands)
     register_mcp(commands)
+    register_acs(commands)
     register_prices(commands)
     register_evals(commands)
     register_tools(commands)

@@ -1,0 +1,363 @@
+"""tether as an OWASP ACS v0.1.0 Guardian: each request checked, journaled, decided, signed.
+
+Why: another framework's agent (the observed agent) asks an ACS Guardian before and after each
+step. tether answers with its own policy and journal, so an agent tether does not run is still
+governed by the same decisions, approvals and records as one it does.
+
+Decision: a request passes, in this order, the checks a stranger's bytes need before they mean
+anything — shape (-32600/-32602), a known method (-32601), its signature (-32004), freshness
+(-32006, ``skew_ms`` either way), a request id (and nonce) never used in the session (-32005,
+remembered in the journal across restarts), a version of the negotiated major (-32001), a
+handshake first and only methods it negotiated (-32003) — and only then is it journaled and
+decided. ``system/ping`` alone skips them all (§13: always allow, never an ACS error, not
+chained). Tool calls are decided by the gateway (``tether.serve.acs.dispositions``); the other
+hooks are journaled and allowed, the ones ACS-Core requires (sessionStart, userMessage or
+agentTrigger, toolCallRequest, toolCallResult, agentResponse, sessionEnd) and the rest alike.
+``sessionStart`` fixes the session's Intent; under ``scope_mode: strict`` a call whose
+capability it does not list is refused (-32003), and it never grows (no approver extension is
+accepted in v0.1 here). Every answer is signed with the session's key, and every content-bearing
+step's answer carries the ACS chain head (``chain_hash``) inside the signature. Requests of one
+session are handled one at a time, in the order they arrive.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Callable, Mapping
+from datetime import UTC, datetime
+from typing import Any
+
+from tether.serve.acs.chain import next_entry
+from tether.serve.acs.dispositions import handed_off, handing_off, output_answer, tool_answer
+from tether.serve.acs.session import (
+    MAX_SEEN,
+    AcsSession,
+    Contract,
+    Door,
+    Intent,
+    known,
+    open_session,
+)
+from tether.serve.acs.wire import (
+    CAPABILITY_NOT_NEGOTIATED,
+    INVALID_PARAMS,
+    METHOD_NOT_FOUND,
+    REPLAY_DETECTED,
+    SESSION_REFUSED,
+    TIMESTAMP_OUT_OF_WINDOW,
+    UNSUPPORTED_VERSION,
+    VERSION,
+    AcsRefused,
+    Request,
+    error,
+    major,
+    parse_time,
+    request_of,
+    session_key,
+    sign,
+    verify,
+)
+
+HOOKS = frozenset(f"steps/{name}" for name in (
+    "sessionStart", "agentTrigger", "turnStart", "userMessage", "agentResponse",
+    "knowledgeRetrieval", "memoryContextRetrieval", "memoryStore", "toolCallRequest",
+    "toolCallResult", "preCompact", "postCompact", "subagentStart", "subagentStop",
+    "skillRegister", "skillLoad", "skillUnload", "turnEnd", "sessionEnd"))
+OTHERS = frozenset({"agbom/snapshot", "agbom/changed", "protocols/MCP/tools/call"})
+EVALUATED = HOOKS | OTHERS
+MAX_SESSIONS = 10_000  # sessions held at once; an ended one lets go of its place
+MAX_DEFERS = 8  # deferrals one session may be given (§6: cascading deferrals are bounded)
+
+
+def _now_iso(now: float) -> str:
+    return datetime.fromtimestamp(now, UTC).isoformat().replace("+00:00", "Z")
+
+
+class Guardian:
+    """Answers ACS requests (``handle``) under one policy and store.
+
+    Args:
+        door: What each session's gateway is built with (policy, observed tools, store...).
+        secret: The deployment's key material; each session's HMAC key is derived from it.
+        skew_ms: How far a request's timestamp may be from this clock, either way.
+        clock: Seconds since the epoch (the clock freshness is judged on).
+    """
+
+    def __init__(self, door: Door, secret: bytes, *, skew_ms: int = 300_000,
+                 clock: Callable[[], float] = time.time) -> None:
+        if len(secret) < 16:
+            from tether.errors import InvalidArgument
+
+            raise InvalidArgument("the ACS deployment secret must be at least 16 bytes; "
+                                  "generate one with `openssl rand -base64 32`")
+        self._door, self._secret, self._skew, self._clock = door, secret, skew_ms, clock
+        self._sessions: dict[str, AcsSession] = {}
+        self._locks: dict[str, asyncio.Lock] = {}
+
+    def __repr__(self) -> str:
+        return f"<ACS Guardian, {len(self._sessions)} sessions>"
+
+    async def handle(self, message: object) -> dict[str, Any]:
+        """The response to one JSON-RPC request (an error response for a refused one)."""
+        if isinstance(message, dict) and message.get("method") == "system/ping":
+            return self._ping(message)
+        rpc_id = message.get("id") if isinstance(message, dict) else None
+        key: bytes | None = None
+        try:
+            request = request_of(message)
+            if request.method not in EVALUATED and request.method != "handshake/hello":
+                raise AcsRefused(METHOD_NOT_FOUND, "method_not_found",
+                                 f"{request.method!r} is not a method this Guardian answers",
+                                 method=request.method)
+            candidate = session_key(self._secret, request.session_id)
+            assert isinstance(message, dict)
+            verify(message, candidate)
+            key = candidate
+            self._fresh(request)
+            lock = self._locks.setdefault(request.session_id, asyncio.Lock())
+            async with lock:
+                result = await self._answer(request)
+            response = {"jsonrpc": "2.0", "id": request.id, "result": result}
+            return sign(response, "result", key, request.session_id)
+        except AcsRefused as refused:
+            answer = error(rpc_id, refused)
+            if key is not None:  # only a verified request's refusal is signed
+                assert isinstance(message, dict)
+                sign(answer, "error", key, message["params"]["metadata"]["session_id"])
+            return answer
+
+    def _ping(self, message: Mapping[str, Any]) -> dict[str, Any]:
+        params = message.get("params")
+        params = params if isinstance(params, Mapping) else {}
+        payload = params.get("payload")
+        echo = payload.get("echo") if isinstance(payload, Mapping) else None
+        rid = params.get("request_id")
+        rpc_id = message.get("id")
+        return {"jsonrpc": "2.0", "id": rpc_id if isinstance(rpc_id, str | int) else None,
+                "result": {"type": "final", "acs_version": VERSION,
+                           "request_id": rid if isinstance(rid, str) else None,
+                           "decision": "allow",
+                           "payload": {"status": "ok",
+                                       "echo": echo if isinstance(echo, str) else None,
+                                       "server_timestamp": _now_iso(self._clock())}}}
+
+    def _fresh(self, request: Request) -> None:
+        sent = parse_time(request.params.get("timestamp"))
+        drift = abs(self._clock() - sent) * 1000
+        if drift > self._skew:
+            raise AcsRefused(TIMESTAMP_OUT_OF_WINDOW, "timestamp_out_of_window",
+                             f"the request's timestamp is {drift / 1000:.0f} s from the "
+                             f"Guardian's clock, outside the {self._skew} ms window",
+                             skew_window_ms=self._skew)
+
+    async def _session(self, request: Request) -> AcsSession:
+        held = self._sessions.get(request.session_id)
+        if held is not None:
+            return held
+        if len(self._sessions) >= MAX_SESSIONS:
+            raise AcsRefused(SESSION_REFUSED, "too_many_sessions",
+                             "the Guardian holds as many sessions as it may; end some "
+                             "(steps/sessionEnd) and retry")
+        session = await asyncio.to_thread(open_session, self._door, request.session_id,
+                                          request.agent_id)
+        self._sessions[request.session_id] = session
+        return session
+
+    async def _answer(self, request: Request) -> dict[str, Any]:
+        session = self._sessions.get(request.session_id)
+        if session is None:
+            if request.method != "handshake/hello" and not await asyncio.to_thread(
+                    known, self._door.store, request.session_id):
+                raise AcsRefused(CAPABILITY_NOT_NEGOTIATED, "no_handshake",
+                                 "send handshake/hello before any hook of this session",
+                                 method=request.method)
+            session = await self._session(request)
+        nonce = request.params.get("nonce")
+        if request.request_id in session.seen or (nonce is not None and nonce in session.nonces):
+            raise AcsRefused(REPLAY_DETECTED, "replay_detected",
+                             "this request_id (or nonce) was already used in this session; "
+                             "send a new one")
+        if len(session.seen) >= MAX_SEEN:
+            raise AcsRefused(SESSION_REFUSED, "session_full",
+                             "this session has used as many request ids as one may; start a "
+                             "new session")
+        if request.agent_id != session.agent_id:
+            raise AcsRefused(SESSION_REFUSED, "agent_mismatch",
+                             "this session belongs to another agent_id")
+        session.seen.add(request.request_id)
+        if isinstance(nonce, str):
+            session.nonces.add(nonce)
+        record: dict[str, Any] = {"method": request.method, "request_id": request.request_id,
+                                  "session_id": request.session_id}
+        if nonce is not None:
+            record["nonce"] = nonce
+        try:
+            result = await self._dispatch(session, request, record)
+        except AcsRefused as refused:
+            record["refused"] = {"code": refused.code, "reason": refused.reason}
+            session.journal(record)
+            await session.gateway.journal.aflush()
+            raise
+        session.journal(record)
+        await session.gateway.journal.aflush()
+        if request.method == "steps/sessionEnd":
+            session.gateway.close("the observed agent ended its ACS session")
+            self._forget(session)
+        return result
+
+    def _forget(self, session: AcsSession) -> None:
+        self._sessions.pop(session.session_id, None)
+
+    async def _dispatch(self, session: AcsSession, request: Request,
+                        record: dict[str, Any]) -> dict[str, Any]:
+        if request.method == "handshake/hello":
+            return self._hello(session, request, record)
+        contract = session.contract
+        if contract is None:
+            raise AcsRefused(CAPABILITY_NOT_NEGOTIATED, "no_handshake",
+                             "send handshake/hello before any hook of this session",
+                             method=request.method)
+        if major(request.params["acs_version"]) != major(contract.version):
+            raise AcsRefused(UNSUPPORTED_VERSION, "version_mismatch",
+                             f"this session negotiated {contract.version}; send requests of "
+                             "that major version", supported_versions=[contract.version])
+        if request.method not in contract.methods:
+            raise AcsRefused(CAPABILITY_NOT_NEGOTIATED, "method_not_negotiated",
+                             f"{request.method} was not in the handshake's methods_implemented",
+                             method=request.method)
+        answer: dict[str, Any] = {"decision": "allow"}
+        payload = request.payload
+        if request.method == "steps/sessionStart":
+            self._start(session, payload, record)
+        elif request.method in ("steps/toolCallRequest", "protocols/MCP/tools/call"):
+            answer = await self._tool_call(session, request)
+        elif request.method == "steps/toolCallResult":
+            answer = self._tool_result(session, payload, record)
+        else:
+            record["payload"] = dict(payload)
+        entry = next_entry(session.head, session.steps + 1, request.method, request.params,
+                           answer["decision"])
+        session.head, session.steps = entry["entry_hash"], session.steps + 1
+        record["entry"], record["decision"] = entry, answer["decision"]
+        return {"type": "final", "acs_version": contract.version,
+                "request_id": request.request_id, **answer, "chain_hash": session.head,
+                "metadata": {"evaluator": "deterministic", "evaluator_version": "tether"}}
+
+    def _hello(self, session: AcsSession, request: Request,
+               record: dict[str, Any]) -> dict[str, Any]:
+        if session.contract is not None:
+            raise AcsRefused(SESSION_REFUSED, "already_negotiated",
+                             "this session already completed its handshake; renegotiation "
+                             "is not defined in ACS v0.1")
+        hello = request.payload
+        versions, methods = hello.get("acs_versions_supported"), hello.get("methods_implemented")
+        if not isinstance(versions, list) or not isinstance(methods, list) \
+                or not _strings(versions) or not _strings(methods):
+            raise AcsRefused(INVALID_PARAMS, "invalid_hello",
+                             "a ClientHello needs acs_versions_supported and "
+                             "methods_implemented (lists of strings)")
+        if not any(major(v) == major(VERSION) for v in versions):
+            raise AcsRefused(UNSUPPORTED_VERSION, "unsupported_version",
+                             f"no common version: this Guardian speaks {VERSION}",
+                             supported_versions=[VERSION])
+        approvers = hello.get("approver_types_supported")
+        contract = Contract(VERSION, frozenset(methods) & EVALUATED,
+                            bool(approvers) and _strings(approvers))
+        session.contract = contract
+        record["contract"] = contract.to_dict()
+        return {"type": "final", "acs_version": VERSION, "request_id": request.request_id,
+                "decision": "allow", "negotiated_version": VERSION,
+                "methods_evaluated": sorted(contract.methods), "selected_transport": "http",
+                "timeout_config": {"default_ms": 30_000, "per_method_ms": {}},
+                "signature_algorithms_supported": ["HMAC-SHA256"],
+                "skew_window_ms": self._skew, "on_decision_failure": "deny",
+                "approver_types_supported": ["human"] if contract.can_ask else [],
+                "policy_requires_provenance": False, "agbom_serializations_supported": [],
+                "trace_emission": {"otel_enabled": False, "ocsf_enabled": False},
+                "profiles_accepted": ["acs-core"]}
+
+    def _start(self, session: AcsSession, payload: Mapping[str, Any],
+               record: dict[str, Any]) -> None:
+        record["payload"] = dict(payload)
+        intent = payload.get("intent")
+        if session.intent is not None or not isinstance(intent, Mapping):
+            return  # Intent is fixed once set (§8.4): a second one is ignored, and journaled
+        parsed = intent.get("parsed")
+        if parsed is None:
+            return
+        if not _strings(parsed):
+            raise AcsRefused(INVALID_PARAMS, "invalid_intent",
+                             "intent.parsed must be a list of capability names")
+        provenance = intent.get("parser_provenance")
+        if not isinstance(provenance, Mapping) or provenance.get("origin") != "user_input":
+            raise AcsRefused(INVALID_PARAMS, "invalid_intent",
+                             "intent.parser_provenance.origin must be user_input (§8.4)")
+        session.intent = Intent(frozenset(parsed), intent.get("scope_mode") == "strict")
+        record["intent"] = session.intent.to_dict()
+
+    async def _tool_call(self, session: AcsSession, request: Request) -> dict[str, Any]:
+        name, asked = _tool_of(request)
+        capability = request.payload.get("capability")
+        capability = capability if isinstance(capability, str) else name
+        intent = session.intent
+        if intent is not None and intent.strict and capability not in intent.parsed:
+            raise AcsRefused(CAPABILITY_NOT_NEGOTIATED, "outside_intent",
+                             f"{capability!r} is outside the session's Intent (strict)",
+                             capability=capability)
+        arguments = {k: v["value"] for k, v in asked.items()}
+        session.witness.clear()
+        handoff, token = handing_off(name)
+        try:
+            result = await session.gateway.call(name, arguments)
+        finally:
+            handed_off(token)
+        answer = tool_answer(arguments, result, handoff, session.witness,
+                             can_ask=bool(session.contract and session.contract.can_ask),
+                             defers_left=MAX_DEFERS - session.defers,
+                             approval_ttl=self._door.approval_ttl)
+        if answer["decision"] == "defer":
+            session.defers += 1
+        decision = session.witness.decision
+        if decision is not None and "output" in decision.mask_in:
+            session.output_masks[name] = decision.fields
+        return answer
+
+    def _tool_result(self, session: AcsSession, payload: Mapping[str, Any],
+                     record: dict[str, Any]) -> dict[str, Any]:
+        tool = payload.get("tool")
+        name = tool.get("name") if isinstance(tool, Mapping) else payload.get("tool_name")
+        fields = session.output_masks.pop(name, ()) if isinstance(name, str) else ()
+        answer, shown = output_answer(payload.get("outputs"), fields)
+        for value in (payload.get("outputs") or {}).values() if fields and isinstance(
+                payload.get("outputs"), Mapping) else ():
+            if isinstance(value, str) and value:
+                session.gateway.journal.redact(value)
+        record["payload"] = {**payload, "outputs": shown}
+        return answer
+
+
+def _strings(value: object) -> bool:
+    return (isinstance(value, list) and len(value) <= 256
+            and all(isinstance(v, str) and len(v) <= 200 for v in value))
+
+
+def _tool_of(request: Request) -> tuple[str, Mapping[str, Any]]:
+    """The tool and arguments (``{name: {value, provenance?}}``) of a tool-call request."""
+    payload = request.payload
+    if request.method == "protocols/MCP/tools/call":  # the MCP request's own shape
+        name, plain = payload.get("name"), payload.get("arguments", {})
+        if not isinstance(plain, Mapping):
+            raise AcsRefused(INVALID_PARAMS, "invalid_tool_call", "arguments must be an object")
+        asked: Any = {k: {"value": v} for k, v in plain.items()}
+    else:
+        tool = payload.get("tool")
+        name = tool.get("name") if isinstance(tool, Mapping) else None
+        asked = payload.get("arguments", {})
+    if not isinstance(name, str) or not 0 < len(name) <= 200:
+        raise AcsRefused(INVALID_PARAMS, "invalid_tool_call", "payload.tool.name is required")
+    if not isinstance(asked, Mapping) or not all(
+            isinstance(v, Mapping) and "value" in v for v in asked.values()):
+        raise AcsRefused(INVALID_PARAMS, "invalid_tool_call",
+                         "payload.arguments must map each name to {value, provenance?}")
+    return name, asked
