@@ -7,7 +7,7 @@ PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
 
-.PHONY: prereqs browser-deps demo demo-local test lint docs unit bench bench-overhead bench-policy bench-journal bench-instructions bench-evals bench-security clean mcp-deps
+.PHONY: prereqs browser-deps demo demo-local test lint docs unit bench bench-overhead bench-policy bench-journal bench-instructions bench-evals bench-security clean mcp-deps acs-vectors
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -43,7 +43,7 @@ lint: $(VENV)/.installed-dev
 docs: $(VENV)/.installed-dev
 	$(BIN)/mkdocs build --strict --site-dir build/site
 
-unit: prereqs $(VENV)/.installed-dev $(VENV)/.installed-local mcp-deps
+unit: prereqs $(VENV)/.installed-dev $(VENV)/.installed-local mcp-deps acs-vectors
 	$(BIN)/pytest
 
 # The browser tests/test_site_offline.py opens the built site in: Debian's chromium, driven by
@@ -76,6 +76,21 @@ mcp-deps: $(MCP_NODE)
 # own node and npm only install them)
 $(MCP_NODE): tests/mcp/package.json tests/mcp/package-lock.json
 	npm ci --prefix tests/mcp --no-audit --no-fund
+	touch $@
+
+# The ACS-Core conformance vectors tests/test_acs_vectors.py runs against `tether acs serve`:
+# agent-evidence-vectors (Apache-2.0), a wheel for Python >= 3.12 that is never installed — only
+# downloaded, pinned by version and sha256, and read as a zip by the tests (.cache is git-ignored)
+ACS_VECTORS_VERSION := 0.17.9
+ACS_VECTORS_SHA256  := 5daef9fd1bcc7547eb8e991845edded75e2d22aeba256ac7cfe69ee9763ca150
+ACS_VECTORS := .cache/acs-vectors/agent_evidence_vectors-$(ACS_VECTORS_VERSION)-py3-none-any.whl
+
+acs-vectors: $(ACS_VECTORS)
+
+$(ACS_VECTORS): $(BIN)/python
+	$(BIN)/python -m pip download --quiet --no-deps --only-binary=:all: --python-version 3.12 \
+		-d .cache/acs-vectors agent-evidence-vectors==$(ACS_VECTORS_VERSION)
+	echo "$(ACS_VECTORS_SHA256)  $@" | sha256sum -c --quiet - || { rm -f $@; exit 1; }
 	touch $@
 
 test: prereqs lint unit
