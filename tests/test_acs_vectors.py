@@ -72,7 +72,6 @@ from acs_vectors import (
     steps_of,
     wire_request,
 )
-
 from conftest import import_or_unavailable, unavailable
 
 import_or_unavailable("rfc8785", "acs")

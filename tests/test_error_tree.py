@@ -219,7 +219,7 @@ BUILT_IN_BASES: dict[str, frozenset[str]] = {name: frozenset(bases.split()) for 
     "ArgumentsChanged": "", "AttemptOver": "", "BadData": "ValueError",
     "BadReference": "", "BranchRefused": "", "CalculatorError": "ValueError",
     "CallCancelled": "", "CallerCannot": "", "InputNeeded": "", "ClientExpired": "",
-    "ConflictError": "",
+    "AcsRefused": "", "ConflictError": "",
     "CredentialError": "", "ErasureRefused": "RuntimeError",
     "ExportFormatError": "ValueError", "Halted": "", "HiddenNotRecalled": "",
     "IndexRefused": "ValueError",

@@ -41,6 +41,7 @@ The hierarchy::
         ├── BadData (ValueError)              here: a journal or an answer that does not hold
         │   └── NoteInvalid                   (journal.note)
         ├── Unreachable (OSError) ─ TimedOut (TimeoutError)   here: nothing took it in time
+        ├── AcsRefused                        (serve.acs.wire: an ACS request refused on the wire)
         ├── ApprovalError ─ ApprovalRefused, ApprovalNotFound   (runtime.approvals)
         ├── CredentialError                   (credentials.errors)
         ├── ErasureRefused                    (journal.erasure)

@@ -124,16 +124,17 @@ def major(version: object) -> int | None:
 
 def parse_time(value: object) -> float:
     """Seconds since the epoch of an ISO 8601 timestamp with a zone; AcsRefused otherwise."""
-    try:
-        if not isinstance(value, str) or len(value) > 40:
-            raise ValueError(value)
-        moment = datetime.fromisoformat(value)
-        if moment.tzinfo is None:
-            raise ValueError(value)
-    except ValueError:
-        raise AcsRefused(INVALID_PARAMS, "timestamp_invalid",
+    invalid = AcsRefused(INVALID_PARAMS, "timestamp_invalid",
                          "params.timestamp must be an ISO 8601 time with a zone "
-                         "(2026-09-09T12:00:00Z)") from None
+                         "(2026-09-09T12:00:00Z)")
+    if not isinstance(value, str) or len(value) > 40:
+        raise invalid
+    try:
+        moment = datetime.fromisoformat(value)
+    except ValueError:
+        raise invalid from None
+    if moment.tzinfo is None:
+        raise invalid
     return moment.timestamp()
 
 
@@ -180,9 +181,9 @@ def request_of(message: object) -> Request:
     if not isinstance(agent_id, str) or not _SESSION.match(agent_id):
         raise _bad("params.metadata.agent_id must be 1 to 128 letters, digits or ._:@-")
     request_id = params.get("request_id")
+    if not isinstance(request_id, str) or len(request_id) > 64:
+        raise _bad("params.request_id must be a UUID")
     try:
-        if not isinstance(request_id, str) or len(request_id) > 64:
-            raise ValueError(request_id)
         uuid.UUID(request_id)
     except ValueError:
         raise _bad("params.request_id must be a UUID") from None
