@@ -354,10 +354,33 @@ def test_a_request_replayed_after_a_restart_is_refused(policy_file: Path, tmp_pa
         message = agent.envelope("steps/toolCallRequest", tool_payload("records.lookup", {}))
         first = post(url, signed(json.loads(json.dumps(message))))[1]
         assert first["result"]["decision"] == "allow"
+        assert agent.call("records.lookup", {"ssn": SSN})["result"]["decision"] == "modify"
     with guardian(policy_file, store) as url:
         assert code(post(url, signed(message))[1]) == -32005
-        agent.url = url  # the session goes on: its handshake is remembered too
-        assert agent.call("records.lookup", {})["result"]["decision"] == "allow"
+        agent.url = url  # the session goes on: its masks are remembered ...
+        result = agent.send(agent.envelope("steps/toolCallResult", {
+            "tool": {"name": "records.lookup"}, "outputs": {"ssn": SSN}}))["result"]
+        assert result["decision"] == "modify"
+        assert agent.call("records.lookup", {})["result"]["decision"] == "allow"  # its contract
+
+
+def test_a_session_let_go_from_memory_is_reopened_from_the_journal(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    import tether.serve.acs.guardian as module
+
+    monkeypatch.setattr(module, "MAX_SESSIONS", 2)
+    local = Local()
+    local.hello()
+    first = local.message("steps/userMessage", {"content": "hi"})
+    assert "result" in local.send(json.loads(json.dumps(first)))
+    mine = local.session_id
+    for _ in range(2):  # two more sessions: the first is let go
+        local.session_id = str(uuid.uuid4())
+        local.hello()
+    assert mine not in local.guardian._sessions
+    local.session_id = mine
+    assert code(local.send(first)) == -32005  # its ids are remembered
+    assert local.call("records.lookup", {})["result"]["decision"] == "allow"  # and its contract
 
 
 def test_an_approval_asked_then_granted_from_another_process(policy_file: Path,

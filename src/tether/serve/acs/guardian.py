@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections import OrderedDict
 from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
 from typing import Any
@@ -66,7 +67,7 @@ HOOKS = frozenset(f"steps/{name}" for name in (
     "skillRegister", "skillLoad", "skillUnload", "turnEnd", "sessionEnd"))
 OTHERS = frozenset({"agbom/snapshot", "agbom/changed", "protocols/MCP/tools/call"})
 EVALUATED = HOOKS | OTHERS
-MAX_SESSIONS = 10_000  # sessions held at once; an ended one lets go of its place
+MAX_SESSIONS = 1_000  # sessions held in memory; the least recently used idle one is let go
 MAX_DEFERS = 8  # deferrals one session may be given (§6: cascading deferrals are bounded)
 
 
@@ -92,7 +93,7 @@ class Guardian:
             raise InvalidArgument("the ACS deployment secret must be at least 16 bytes; "
                                   "generate one with `openssl rand -base64 32`")
         self._door, self._secret, self._skew, self._clock = door, secret, skew_ms, clock
-        self._sessions: dict[str, AcsSession] = {}
+        self._sessions: OrderedDict[str, AcsSession] = OrderedDict()
         self._locks: dict[str, asyncio.Lock] = {}
 
     def __repr__(self) -> str:
@@ -154,19 +155,33 @@ class Guardian:
     async def _session(self, request: Request) -> AcsSession:
         held = self._sessions.get(request.session_id)
         if held is not None:
+            self._sessions.move_to_end(request.session_id)
             return held
-        if len(self._sessions) >= MAX_SESSIONS:
-            raise AcsRefused(SESSION_REFUSED, "too_many_sessions",
-                             "the Guardian holds as many sessions as it may; end some "
-                             "(steps/sessionEnd) and retry")
+        self._let_go()
         session = await asyncio.to_thread(open_session, self._door, request.session_id,
                                           request.agent_id)
         self._sessions[request.session_id] = session
         return session
 
+    def _let_go(self) -> None:
+        """Past ``MAX_SESSIONS`` held, let the least recently used idle session go: its state
+        is in the journal, and its next request reopens it from there (a new activation)."""
+        for session_id in list(self._sessions):
+            if len(self._sessions) < MAX_SESSIONS:
+                return
+            lock = self._locks.get(session_id)
+            if lock is not None and lock.locked():
+                continue  # a request of it is being answered
+            session = self._sessions.pop(session_id)
+            self._locks.pop(session_id, None)
+            session.gateway.close("let go from memory; reopened from the journal on its next "
+                                  "request")
+
     async def _answer(self, request: Request) -> dict[str, Any]:
         session = self._sessions.get(request.session_id)
-        if session is None:
+        if session is not None:
+            self._sessions.move_to_end(request.session_id)
+        else:
             if request.method != "handshake/hello" and not await asyncio.to_thread(
                     known, self._door.store, request.session_id):
                 raise AcsRefused(CAPABILITY_NOT_NEGOTIATED, "no_handshake",
@@ -231,7 +246,7 @@ class Guardian:
         if request.method == "steps/sessionStart":
             self._start(session, payload, record)
         elif request.method in ("steps/toolCallRequest", "protocols/MCP/tools/call"):
-            answer = await self._tool_call(session, request)
+            answer = await self._tool_call(session, request, record)
         elif request.method == "steps/toolCallResult":
             answer = self._tool_result(session, payload, record)
         else:
@@ -296,7 +311,8 @@ class Guardian:
         session.intent = Intent(frozenset(parsed), intent.get("scope_mode") == "strict")
         record["intent"] = session.intent.to_dict()
 
-    async def _tool_call(self, session: AcsSession, request: Request) -> dict[str, Any]:
+    async def _tool_call(self, session: AcsSession, request: Request,
+                         record: dict[str, Any]) -> dict[str, Any]:
         name, asked = _tool_of(request)
         capability = request.payload.get("capability")
         capability = capability if isinstance(capability, str) else name
@@ -306,6 +322,7 @@ class Guardian:
                              f"{capability!r} is outside the session's Intent (strict)",
                              capability=capability)
         arguments = {k: v["value"] for k, v in asked.items()}
+        record["tool"] = name
         session.witness.clear()
         handoff, token = handing_off(name)
         try:
@@ -319,15 +336,19 @@ class Guardian:
         if answer["decision"] == "defer":
             session.defers += 1
         decision = session.witness.decision
-        if decision is not None and "output" in decision.mask_in:
-            session.output_masks[name] = decision.fields
+        if decision is not None and "output" in decision.mask_in and decision.fields:
+            # masked in every later result of the tool in this session (the results of two
+            # calls of one tool cannot be told apart for sure): the stricter reading
+            masked = sorted(set(session.output_masks.get(name, ())) | set(decision.fields))
+            session.output_masks[name] = tuple(masked)
+            record["output_mask"] = {"tool": name, "fields": masked}
         return answer
 
     def _tool_result(self, session: AcsSession, payload: Mapping[str, Any],
                      record: dict[str, Any]) -> dict[str, Any]:
         tool = payload.get("tool")
         name = tool.get("name") if isinstance(tool, Mapping) else payload.get("tool_name")
-        fields = session.output_masks.pop(name, ()) if isinstance(name, str) else ()
+        fields = session.output_masks.get(name, ()) if isinstance(name, str) else ()
         answer, shown = output_answer(payload.get("outputs"), fields)
         for value in (payload.get("outputs") or {}).values() if fields and isinstance(
                 payload.get("outputs"), Mapping) else ():

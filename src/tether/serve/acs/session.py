@@ -154,6 +154,9 @@ def _restore(session: AcsSession, data: Mapping[str, Any]) -> None:
         session.contract = Contract.from_dict(data["contract"])
     if isinstance(data.get("intent"), Mapping):
         session.intent = Intent.from_dict(data["intent"])
+    mask = data.get("output_mask")
+    if isinstance(mask, Mapping):
+        session.output_masks[str(mask["tool"])] = tuple(mask["fields"])
     entry = data.get("entry")
     if isinstance(entry, Mapping):
         session.head, session.steps = entry["entry_hash"], session.steps + 1
