@@ -76,14 +76,10 @@ def run_serve(args: argparse.Namespace) -> int:
     from tether.policy.overlay import load_overlay
     from tether.policy.yaml_policy import load_policy
     from tether.policy.yaml_source import PolicyLoadError
-    from tether.runtime.approvals.requests import StoredApprovals
-    from tether.serve.acs import Door, Guardian
-    from tether.serve.acs.dispositions import ObservedTool
+    from tether.serve.acs import acs_guardian
     from tether.serve.acs.http import serve_acs
-    from tether.serve.acs.session import tool_names
     from tether.store.base import StoreError
     from tether.store.opening import open_store
-    from tether.tools.base import Tool
     from tether.urls import redact_text, redact_url
 
     secret = _secret()
@@ -95,17 +91,6 @@ def run_serve(args: argparse.Namespace) -> int:
     except (PolicyLoadError, OSError) as exc:
         error(f"cannot load: {exc}")
         return EXIT_USAGE
-    declared = [e.pattern for e in overlay.entries if not e.is_glob] if overlay else []
-    from tether.integrations.decided import FOREIGN_META
-
-    tools: tuple[Tool, ...] = tuple(ObservedTool(name, FOREIGN_META)
-                                    for name in sorted(tool_names(policy, declared)))
-    try:
-        if overlay is not None:
-            tools = overlay.apply(tools)
-    except PolicyLoadError as exc:
-        error(f"cannot apply the tools file: {exc}")
-        return EXIT_USAGE
     url = store_url(args.store)
     try:
         store = open_store(url)
@@ -115,11 +100,14 @@ def run_serve(args: argparse.Namespace) -> int:
     if url.startswith("memory:"):
         note("memory:// keeps journals, approvals and used request ids in this process only: "
              "a restart forgets them, and `tether approvals approve` cannot reach them")
-    approvals = (StoredApprovals(store) if args.tenant is None
-                 else StoredApprovals(store, args.tenant))
-    door = Door(policy, tools, store, approvals, policy.quotas,
-                None, args.tenant, args.approval_ttl)
-    guardian = Guardian(door, secret, skew_ms=args.skew_ms)
+    try:
+        guardian = acs_guardian(policy, secret=secret, store=store, overlay=overlay,
+                                skew_ms=args.skew_ms, tenant_id=args.tenant,
+                                approval_ttl=args.approval_ttl)
+    except PolicyLoadError as exc:
+        store.close()
+        error(f"cannot apply the tools file: {exc}")
+        return EXIT_USAGE
 
     def ready(at: str) -> None:
         print(f"tether ACS Guardian at {at} (policy {args.policy}, store "

@@ -5,10 +5,13 @@ step; tether answers each with its own policy, approvals and journal, and never 
 (the observed agent does). ``wire``: envelopes, signatures, refusals; ``chain``: the ACS chain
 head; ``session``: a session's state, kept in the journal across restarts; ``dispositions``:
 tether's decision as an ACS disposition; ``guardian``: the order of checks and the hooks;
-``http``: the HTTP transport. Needs the ``acs`` extra (rfc8785, cryptography, uvicorn).
+``building``: a Guardian from a policy and a store; ``http``: the HTTP transport. Needs the
+``acs`` extra (rfc8785, cryptography, uvicorn).
 """
 
+from tether.serve.acs.building import acs_guardian
 from tether.serve.acs.guardian import Guardian
 from tether.serve.acs.session import Door
+from tether.serve.acs.wire import AcsRefused, session_key, sign
 
-__all__ = ["Door", "Guardian"]
+__all__ = ["AcsRefused", "Door", "Guardian", "acs_guardian", "session_key", "sign"]

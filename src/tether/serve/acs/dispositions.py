@@ -43,6 +43,10 @@ from tether.tools.base import ToolContext, ToolFailure, ToolMeta
 from tether.types import Event, ToolSpec
 from tether.vocabulary import EventType
 
+# an observed tool nothing declared: the cautious reading (it may have side effects and reach
+# outside, and what it returns was written by someone else), as any foreign framework's tool
+OBSERVED_META = ToolMeta(tags=frozenset({"acs", "observed"}), risk="medium", side_effect=True,
+                         egress=True, output_trust="untrusted")
 ADMITTED = "admitted: decided by tether, run by the observed agent (ACS Guardian)"
 _SCHEMA: Mapping[str, Any] = {"type": "object", "additionalProperties": True}
 

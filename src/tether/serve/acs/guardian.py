@@ -29,6 +29,7 @@ from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
 from typing import Any
 
+from tether.runtime.approvals.requests import ApprovalStore
 from tether.serve.acs.chain import next_entry
 from tether.serve.acs.dispositions import handed_off, handing_off, output_answer, tool_answer
 from tether.serve.acs.session import (
@@ -98,6 +99,11 @@ class Guardian:
 
     def __repr__(self) -> str:
         return f"<ACS Guardian, {len(self._sessions)} sessions>"
+
+    @property
+    def approvals(self) -> ApprovalStore | None:
+        """Where the approval requests its ``ask`` and ``defer`` answers name are kept."""
+        return self._door.approvals
 
     async def handle(self, message: object) -> dict[str, Any]:
         """The response to one JSON-RPC request (an error response for a refused one)."""
