@@ -10,6 +10,8 @@ another process, the HTTP size limit, the secret's environment variable — run 
 from __future__ import annotations
 
 import asyncio
+import base64
+import hashlib
 import json
 import subprocess
 import sys
@@ -25,6 +27,7 @@ from acs_vectors import (
     ROOT,
     SECRET,
     Agent,
+    canonical,
     envelope,
     guardian,
     hello_payload,
@@ -84,8 +87,6 @@ class Local:
         door = Door(YamlPolicy.from_string(POLICY), tuple(ObservedTool(n, FOREIGN_META)
                                                           for n in names),
                     self.store, StoredApprovals(self.store), (), None, None, 3600.0)
-        import base64
-
         self.guardian = Guardian(door, base64.b64decode(SECRET),
                                  **({"clock": lambda: clock} if clock is not None else {}))
         self.session_id, self.agent_id = str(uuid.uuid4()), "agent-1"
@@ -334,7 +335,35 @@ def test_every_content_bearing_answer_publishes_the_chain_head() -> None:
     assert len(set(heads)) == 3 and all(len(h) == 64 for h in heads)
     entries = [h["entry"] for h in local.hooks() if "entry" in h]
     assert [e["entry_hash"] for e in entries] == heads
-    assert entries[1]["previous_hash"] == heads[0]
+    previous = None
+    for entry in entries:  # §8.2, computed here on its own
+        content = {k: v for k, v in entry.items() if k not in ("entry_hash", "previous_hash")}
+        tail = bytes.fromhex(previous) if previous else b""
+        assert entry.get("previous_hash") == previous
+        assert entry["entry_hash"] == hashlib.sha256(canonical(content) + tail).hexdigest()
+        previous = entry["entry_hash"]
+
+
+def test_an_overlay_declares_tools_the_policy_does_not_name() -> None:
+    from tether.policy.overlay import parse_overlay
+    from tether.serve.acs import acs_guardian
+
+    overlay = parse_overlay('tools:\n  calendar.read: {side_effect: false, egress: false}\n')
+    local = Local()
+    local.guardian = acs_guardian(YamlPolicy.from_string(POLICY), secret=base64.b64decode(
+        SECRET), store=local.store, overlay=overlay)
+    local.hello()
+    assert local.call("calendar.read", {"day": "mon"})["result"]["decision"] == "allow"
+    assert local.call("records.delete", {"id": 1})["result"]["decision"] == "deny"
+    assert code(local.call("calendar.write", {"day": "mon"})) == -32003
+
+
+def test_a_wrapped_mcp_tool_call_is_decided_as_a_tool_call() -> None:
+    local = Local()
+    local.hello(methods=["protocols/MCP/tools/call"])
+    answer = local.send(local.message("protocols/MCP/tools/call", {
+        "name": "records.delete", "arguments": {"id": "c-1"}}))
+    assert answer["result"]["decision"] == "deny"
 
 
 # -- across processes ----------------------------------------------------------------------------
@@ -403,6 +432,10 @@ def test_an_approval_asked_then_granted_from_another_process(policy_file: Path,
         assert again["decision"] == "ask"
         other = agent.call("records.write", {"id": "c-2"})["result"]  # other arguments
         assert other["decision"] == "ask"
+    audit = subprocess.run([sys.executable, "-m", "tether", "audit", "verify", "--store", store],
+                           cwd=ROOT, capture_output=True, text=True,
+                           env={"PYTHONPATH": str(ROOT / "src"), "PATH": "/usr/bin:/bin"})
+    assert audit.returncode == 0, audit.stdout + audit.stderr  # the journal verifies
 
 
 def test_a_huge_payload_is_refused_unread_and_the_guardian_serves_on(policy_file: Path) -> None:
