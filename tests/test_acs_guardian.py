@@ -235,6 +235,31 @@ def test_shapes_that_are_not_one_acs_request_are_refused(body: Any) -> None:
     assert code(answer) == -32600
 
 
+@pytest.mark.parametrize("value", [float("nan"), float("inf"), 2**60])
+def test_values_the_canonical_form_cannot_write_are_refused(value: float) -> None:
+    local = Local()
+    local.hello()
+    message = local.message("steps/userMessage", {"content": "hi"})
+    message["params"]["payload"]["weight"] = value
+    message["params"]["signature"] = {"algorithm": "HMAC-SHA256", "key_id": local.session_id,
+                                      "value": "AAAA"}
+    answer = asyncio.run(local.guardian.handle(message))
+    assert code(answer) == -32602 and answer["error"]["data"]["reason"] == "not_canonical"
+
+
+def test_a_failure_inside_the_guardian_is_an_internal_error_that_names_nothing(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    local = Local()
+    local.hello()
+
+    async def broken(*_: Any, **__: Any) -> Any:
+        raise OSError(f"disk full while writing {SSN}")
+
+    monkeypatch.setattr(local.guardian, "_dispatch", broken)
+    answer = local.call("records.lookup", {"ssn": SSN})
+    assert code(answer) == -32603 and SSN not in json.dumps(answer)
+
+
 def test_ping_needs_no_signature_and_always_allows() -> None:
     local = Local()
     ping = {"jsonrpc": "2.0", "id": 1, "method": "system/ping",
@@ -444,6 +469,7 @@ def test_a_huge_payload_is_refused_unread_and_the_guardian_serves_on(policy_file
                               + b'"}')
         assert status == 413 and code(answer) == -32600
         assert post(url, None, raw=b"{not json")[1]["error"]["code"] == -32700
+        assert post(url, None, raw=b"[" * 100_000)[1]["error"]["code"] == -32700
         assert "result" in Agent(url).hello()
 
 

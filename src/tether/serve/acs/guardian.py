@@ -23,6 +23,7 @@ session are handled one at a time, in the order they arrive.
 from __future__ import annotations
 
 import asyncio
+import logging
 import time
 from collections import OrderedDict
 from collections.abc import Callable, Mapping
@@ -43,6 +44,7 @@ from tether.serve.acs.session import (
 )
 from tether.serve.acs.wire import (
     CAPABILITY_NOT_NEGOTIATED,
+    INTERNAL_ERROR,
     INVALID_PARAMS,
     METHOD_NOT_FOUND,
     REPLAY_DETECTED,
@@ -69,6 +71,7 @@ HOOKS = frozenset(f"steps/{name}" for name in (
 OTHERS = frozenset({"agbom/snapshot", "agbom/changed", "protocols/MCP/tools/call"})
 EVALUATED = HOOKS | OTHERS
 MAX_SESSIONS = 1_000  # sessions held in memory; the least recently used idle one is let go
+_log = logging.getLogger(__name__)
 MAX_DEFERS = 8  # deferrals one session may be given (§6: cascading deferrals are bounded)
 
 
@@ -127,7 +130,12 @@ class Guardian:
                 result = await self._answer(request)
             response = {"jsonrpc": "2.0", "id": request.id, "result": result}
             return sign(response, "result", key, request.session_id)
-        except AcsRefused as refused:
+        except Exception as exc:  # a Guardian answers, whatever went wrong
+            refused = exc if isinstance(exc, AcsRefused) else AcsRefused(
+                INTERNAL_ERROR, "internal_error", "the Guardian could not answer this request; "
+                "its operator's log says why")
+            if not isinstance(exc, AcsRefused):  # the type only: a message may quote a value
+                _log.error("ACS request failed: %s", type(exc).__name__)
             answer = error(rpc_id, refused)
             if key is not None:  # only a verified request's refusal is signed
                 assert isinstance(message, dict)

@@ -57,7 +57,7 @@ def acs_app(guardian: Guardian, max_bytes: int = MAX_BYTES) -> Callable[..., Awa
         body = b"".join(chunks)
         try:
             request = json.loads(body)
-        except (ValueError, UnicodeDecodeError):
+        except (ValueError, UnicodeDecodeError, RecursionError):
             await _reply(send, 200, error(None, AcsRefused(PARSE_ERROR, "parse_error",
                                                            "the body is not JSON")))
             return

@@ -33,6 +33,7 @@ from typing import Any
 from tether.errors import RunError
 
 PARSE_ERROR, INVALID_REQUEST, METHOD_NOT_FOUND, INVALID_PARAMS = -32700, -32600, -32601, -32602
+INTERNAL_ERROR = -32603
 SESSION_REFUSED, UNSUPPORTED_VERSION, PROVENANCE_REQUIRED = -32000, -32001, -32002
 CAPABILITY_NOT_NEGOTIATED, SIGNATURE_INVALID, REPLAY_DETECTED = -32003, -32004, -32005
 TIMESTAMP_OUT_OF_WINDOW, CHAIN_MISMATCH = -32006, -32007
@@ -57,7 +58,12 @@ def canonical(value: Any) -> bytes:
     """``value`` in RFC 8785 canonical form (UTF-8 bytes): what is signed and hashed."""
     import rfc8785
 
-    return rfc8785.dumps(value)
+    try:
+        return rfc8785.dumps(value)
+    except (rfc8785.CanonicalizationError, RecursionError):
+        raise AcsRefused(INVALID_PARAMS, "not_canonical",
+                         "the envelope holds a value RFC 8785 cannot write (NaN, Infinity, an "
+                         "integer past 2**53, nesting too deep); send plain JSON") from None
 
 
 def session_key(secret: bytes, session_id: str) -> bytes:
