@@ -482,3 +482,61 @@ def test_the_secret_comes_from_the_environment_only(policy_file: Path) -> None:
                  "TETHER_ACS_SECRET": value}, timeout=60)
         assert done.returncode == 2 and "TETHER_ACS_SECRET" in done.stderr
         assert value not in done.stderr or not value
+
+
+def test_over_stdio_frames_in_frames_out_and_a_lost_frame_ends_the_stream(
+        policy_file: Path) -> None:
+    import os
+    import queue
+    import threading
+
+    process = subprocess.Popen(
+        [sys.executable, "-m", "tether", "acs", "serve", "--transport", "stdio", "--policy",
+         str(policy_file), "--store", "memory://"], cwd=ROOT, stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+        env={**os.environ, "PYTHONPATH": str(ROOT / "src"), "TETHER_ACS_SECRET": SECRET})
+    frames: queue.Queue[dict[str, Any] | None] = queue.Queue()
+
+    def pump() -> None:
+        assert process.stdout is not None
+        while True:
+            header = b""
+            while not header.endswith(b"\r\n\r\n"):
+                byte = process.stdout.read(1)
+                if not byte:
+                    frames.put(None)
+                    return
+                header += byte
+            size = int(header.split(b":")[1].strip())
+            frames.put(json.loads(process.stdout.read(size)))
+
+    threading.Thread(target=pump, daemon=True).start()
+
+    def exchange(body: bytes) -> dict[str, Any] | None:
+        assert process.stdin is not None
+        process.stdin.write(b"Content-Length: %d\r\n\r\n" % len(body) + body)
+        process.stdin.flush()
+        return frames.get(timeout=60)
+
+    try:
+        agent = Agent("stdio")
+        hello = exchange(json.dumps(signed(agent.envelope(
+            "handshake/hello", hello_payload()))).encode())
+        assert hello is not None and hello["result"]["negotiated_version"] == "0.1.0"
+        assert response_verifies(hello, agent.session_id)
+        call = exchange(json.dumps(signed(agent.envelope(
+            "steps/toolCallRequest", tool_payload("records.delete", {"id": 1})))).encode())
+        assert call is not None and call["result"]["decision"] == "deny"
+        assert exchange(b"{oops") == {"jsonrpc": "2.0", "id": None, "error": {
+            "code": -32700, "message": "the body is not JSON",
+            "data": {"reason": "parse_error", "message": "the body is not JSON"}}}
+        assert process.stdin is not None
+        process.stdin.write(b"Content-Length: 99999999999\r\n\r\n")
+        process.stdin.flush()
+        lost = frames.get(timeout=60)
+        assert lost is not None and lost["error"]["data"]["reason"] == "bad_frame"
+        assert process.wait(timeout=60) == 0  # the stream ended, the Guardian with it
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()

@@ -43,6 +43,9 @@ def register(commands: Any) -> None:
     serve.add_argument("--tools", metavar="FILE",
                        help="a tools overlay: the observed agent's tools and their metadata "
                        "(default: the tools the policy names, declared cautiously)")
+    serve.add_argument("--transport", choices=("http", "stdio"), default="http",
+                       help="http (POST /acs, the default) or stdio (Content-Length framed, for "
+                       "an agent that spawns its Guardian)")
     serve.add_argument("--host", default="127.0.0.1", help="loopback address (default 127.0.0.1)")
     serve.add_argument("--port", type=int, default=8787, help="port (default 8787; 0: any)")
     serve.add_argument("--skew-ms", type=int, default=300_000,
@@ -78,6 +81,7 @@ def run_serve(args: argparse.Namespace) -> int:
     from tether.policy.yaml_source import PolicyLoadError
     from tether.serve.acs import acs_guardian
     from tether.serve.acs.http import serve_acs
+    from tether.serve.acs.stdio import serve_stdio
     from tether.store.base import StoreError
     from tether.store.opening import open_store
     from tether.urls import redact_text, redact_url
@@ -114,7 +118,12 @@ def run_serve(args: argparse.Namespace) -> int:
               f"{redact_url(url)})", file=sys.stderr, flush=True)
 
     try:
-        asyncio.run(serve_acs(guardian, host=args.host, port=args.port, on_ready=ready))
+        if args.transport == "stdio":
+            print(f"tether ACS Guardian on stdio (policy {args.policy}, store "
+                  f"{redact_url(url)})", file=sys.stderr, flush=True)
+            asyncio.run(serve_stdio(guardian))
+        else:
+            asyncio.run(serve_acs(guardian, host=args.host, port=args.port, on_ready=ready))
     except (OSError, ValueError) as exc:
         error(f"cannot serve: {exc}")
         return EXIT_USAGE
