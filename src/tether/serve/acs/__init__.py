@@ -6,8 +6,7 @@ step; tether answers each with its own policy, approvals and journal, and never 
 head; ``session``: a session's state, kept in the journal across restarts; ``dispositions``:
 tether's decision as an ACS disposition; ``guardian``: the order of checks and the hooks;
 ``building``: a Guardian from a policy and a store; ``http`` and ``stdio``: the two
-transports. Needs the
-``acs`` extra (rfc8785, cryptography, uvicorn).
+transports. Needs the ``acs`` extra (rfc8785, cryptography, uvicorn).
 """
 
 from tether.serve.acs.building import acs_guardian
