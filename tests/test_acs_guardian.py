@@ -1,10 +1,11 @@
-"""tether as an ACS Guardian, hostile inputs first: forged, replayed, stale, early, unknown and
-oversized requests; then what the dispositions mean (a mask's modify, an approval from another
-process, an approver-incapable client, a degrade) and what the journal keeps.
+"""tether as an ACS Guardian, hostile inputs first: forged, replayed, stale, early, unknown,
+unwritable requests; then what the dispositions mean (a mask's modify, a partial allow, a deny,
+a degrade, an approver-incapable client) and what the journal keeps.
 
-Most cases drive ``Guardian.handle`` in this process (the same object ``tether acs serve``
-serves); those that need a process boundary — a restart, ``tether approvals approve`` from
-another process, the HTTP size limit, the secret's environment variable — run the command.
+These cases drive ``Guardian.handle`` in this process (the object ``tether acs serve`` serves);
+those that need a process boundary — a restart, ``tether approvals approve`` from another
+process, the HTTP size limit, stdio framing, the secret's environment variable — are in
+tests/test_acs_processes.py.
 """
 
 from __future__ import annotations
