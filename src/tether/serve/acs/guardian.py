@@ -237,6 +237,7 @@ class Guardian:
 
     def _forget(self, session: AcsSession) -> None:
         self._sessions.pop(session.session_id, None)
+        self._locks.pop(session.session_id, None)  # its next request is refused: it ended
 
     async def _dispatch(self, session: AcsSession, request: Request,
                         record: dict[str, Any]) -> dict[str, Any]:
