@@ -363,6 +363,18 @@ def test_every_content_bearing_answer_publishes_the_chain_head() -> None:
         previous = entry["entry_hash"]
 
 
+def test_a_chain_head_the_agent_sends_must_be_the_one_published() -> None:
+    local = Local()
+    local.hello()
+    head = local.send(local.message("steps/sessionStart", {}))["result"]["chain_hash"]
+    good = local.message("steps/userMessage", {"content": "hi"},
+                         session_state={"chain_hash": head})
+    assert local.send(good)["result"]["decision"] == "allow"
+    stale = local.message("steps/userMessage", {"content": "again"},
+                          session_state={"chain_hash": head})  # no longer the head
+    assert code(local.send(stale)) == -32007
+
+
 def test_an_overlay_declares_tools_the_policy_does_not_name() -> None:
     from tether.policy.overlay import parse_overlay
     from tether.serve.acs import acs_guardian

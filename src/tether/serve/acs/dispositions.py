@@ -38,7 +38,7 @@ from typing import Any
 from tether.journal.redaction import MASKED
 from tether.policy.base import Decision, Effect
 from tether.runtime.record.result import ToolResult
-from tether.serve.acs.wire import CAPABILITY_NOT_NEGOTIATED, AcsRefused
+from tether.serve.acs.wire import CAPABILITY_NOT_NEGOTIATED, INVALID_PARAMS, AcsRefused
 from tether.tools.base import ToolContext, ToolFailure, ToolMeta
 from tether.types import Event, ToolSpec
 from tether.vocabulary import EventType
@@ -209,3 +209,23 @@ def output_answer(outputs: Any, fields: tuple[str, ...]) -> tuple[dict[str, Any]
     return {"decision": "modify", "reasoning": "the policy masks these fields of the output",
             "modifications": {"redactions": [{"path": pointer("outputs", k),
                                               "replacement": MASKED} for k in hit]}}, shown
+
+
+def tool_of(method: str, payload: Mapping[str, Any]) -> tuple[str, Mapping[str, Any]]:
+    """The tool and arguments (``{name: {value, provenance?}}``) of a tool-call request."""
+    if method == "protocols/MCP/tools/call":  # the MCP request's own shape
+        name, plain = payload.get("name"), payload.get("arguments", {})
+        if not isinstance(plain, Mapping):
+            raise AcsRefused(INVALID_PARAMS, "invalid_tool_call", "arguments must be an object")
+        asked: Any = {k: {"value": v} for k, v in plain.items()}
+    else:
+        tool = payload.get("tool")
+        name = tool.get("name") if isinstance(tool, Mapping) else None
+        asked = payload.get("arguments", {})
+    if not isinstance(name, str) or not 0 < len(name) <= 200:
+        raise AcsRefused(INVALID_PARAMS, "invalid_tool_call", "payload.tool.name is required")
+    if not isinstance(asked, Mapping) or not all(
+            isinstance(v, Mapping) and "value" in v for v in asked.values()):
+        raise AcsRefused(INVALID_PARAMS, "invalid_tool_call",
+                         "payload.arguments must map each name to {value, provenance?}")
+    return name, asked

@@ -32,7 +32,13 @@ from typing import Any
 
 from tether.runtime.approvals.requests import ApprovalStore
 from tether.serve.acs.chain import next_entry
-from tether.serve.acs.dispositions import handed_off, handing_off, output_answer, tool_answer
+from tether.serve.acs.dispositions import (
+    handed_off,
+    handing_off,
+    output_answer,
+    tool_answer,
+    tool_of,
+)
 from tether.serve.acs.session import (
     MAX_SEEN,
     AcsSession,
@@ -44,6 +50,7 @@ from tether.serve.acs.session import (
 )
 from tether.serve.acs.wire import (
     CAPABILITY_NOT_NEGOTIATED,
+    CHAIN_MISMATCH,
     INTERNAL_ERROR,
     INVALID_PARAMS,
     METHOD_NOT_FOUND,
@@ -256,6 +263,12 @@ class Guardian:
             raise AcsRefused(CAPABILITY_NOT_NEGOTIATED, "method_not_negotiated",
                              f"{request.method} was not in the handshake's methods_implemented",
                              method=request.method)
+        state = request.params["metadata"].get("session_state")
+        claimed = state.get("chain_hash") if isinstance(state, Mapping) else None
+        if claimed is not None and claimed != session.head:  # the agent's cross-check (§8.6)
+            raise AcsRefused(CHAIN_MISMATCH, "chain_mismatch",
+                             "the chain_hash sent is not the head this Guardian published last; "
+                             "re-read the session's answers (an integrity event, not a glitch)")
         answer: dict[str, Any] = {"decision": "allow"}
         payload = request.payload
         if request.method == "steps/sessionStart":
@@ -328,7 +341,7 @@ class Guardian:
 
     async def _tool_call(self, session: AcsSession, request: Request,
                          record: dict[str, Any]) -> dict[str, Any]:
-        name, asked = _tool_of(request)
+        name, asked = tool_of(request.method, request.payload)
         capability = request.payload.get("capability")
         capability = capability if isinstance(capability, str) else name
         intent = session.intent
@@ -376,24 +389,3 @@ class Guardian:
 def _strings(value: object) -> bool:
     return (isinstance(value, list) and len(value) <= 256
             and all(isinstance(v, str) and len(v) <= 200 for v in value))
-
-
-def _tool_of(request: Request) -> tuple[str, Mapping[str, Any]]:
-    """The tool and arguments (``{name: {value, provenance?}}``) of a tool-call request."""
-    payload = request.payload
-    if request.method == "protocols/MCP/tools/call":  # the MCP request's own shape
-        name, plain = payload.get("name"), payload.get("arguments", {})
-        if not isinstance(plain, Mapping):
-            raise AcsRefused(INVALID_PARAMS, "invalid_tool_call", "arguments must be an object")
-        asked: Any = {k: {"value": v} for k, v in plain.items()}
-    else:
-        tool = payload.get("tool")
-        name = tool.get("name") if isinstance(tool, Mapping) else None
-        asked = payload.get("arguments", {})
-    if not isinstance(name, str) or not 0 < len(name) <= 200:
-        raise AcsRefused(INVALID_PARAMS, "invalid_tool_call", "payload.tool.name is required")
-    if not isinstance(asked, Mapping) or not all(
-            isinstance(v, Mapping) and "value" in v for v in asked.values()):
-        raise AcsRefused(INVALID_PARAMS, "invalid_tool_call",
-                         "payload.arguments must map each name to {value, provenance?}")
-    return name, asked
