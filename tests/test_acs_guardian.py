@@ -330,6 +330,15 @@ def test_deny_and_degrade_are_refusals_that_say_why() -> None:
     assert degraded["policy_data"] == {"tether": {"fallback": "records.lookup"}}
 
 
+@pytest.mark.parametrize("payload", [{}, {"tool": {"name": ""}}, {"tool": "records.lookup"},
+                                     {"tool": {"name": "records.lookup"}, "arguments": {"id": 1}},
+                                     {"tool": {"name": "records.lookup"}, "arguments": [1]}])
+def test_a_tool_call_of_the_wrong_shape_is_refused(payload: dict[str, Any]) -> None:
+    local = Local()
+    local.hello()
+    assert code(local.send(local.message("steps/toolCallRequest", payload))) == -32602
+
+
 def test_an_unknown_tool_is_refused() -> None:
     local = Local()
     local.hello()
