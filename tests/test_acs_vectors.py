@@ -40,17 +40,27 @@ Deviations, each deliberate:
   asks a person for agent-B's own approval (``ask``): the call does not run. Scored FAIL by the
   corpus; asserted here to be exactly that ``ask``.
 
-Not run (each with its reason, asserted to cover the rest of the corpus): members with no
-request (chain artifacts, provenance records, a shell action no hook saw: verifier, framework
-and deployment checks, not a Guardian's answer); members of the observed agent's or the
-deployment's role (va8eebd3334b97257, va0ee5d0830b0490b, vfdd68340c2094962, va00ef569d09bf7d5:
-what the agent does with a 504 page, a timeout, a trace sink); the indeterminate members; and
-vfcab242ddb38d018, whose approver answers ASK: tether's approvers (``tether approvals
-approve|deny``, the console) can only approve or deny, so that state cannot be set up.
+Not run, each with its reason (a test holds this list to the corpus):
+
+- no request on the wire — a verifier's, framework's or deployment's artifact, not a Guardian's
+  answer: v0c6dcb9ff13af3c9 (a shell action no hook saw), v221edeb22c4e8634, v4f75a079844635af,
+  v6daaec0f6f0c8a14, v986429a577e03404 (sealed chains and witnessed heads), v25f01d8fe1e91bf5,
+  v7b0b32fb369136c1 (what a response signature covers), v3c03d4e4ce213e9c, v8557c978bf12ca55
+  (ACS-Audit's request_hash), v3232493ab40ae031, v53ef0aaa91303587, v855c3b68b325eec1,
+  vd8ac84523a5a038c (who signed a head, and what it is presented as), va2fea96983583972,
+  vd57793caa251dec6 (provenance records);
+- the observed agent's or the deployment's role: va8eebd3334b97257 (a 504 page read as an
+  answer), va0ee5d0830b0490b, vfdd68340c2094962 (a fail-open step's audit event),
+  va00ef569d09bf7d5 (a trace sink changing a disposition);
+- indeterminate by the corpus's own verdict: v82b6d110b4d68e7c (revocation),
+  v9f011986566cb7bc (an HMAC head's signer);
+- vfcab242ddb38d018, whose approver answers ASK: tether's approvers (``tether approvals
+  approve|deny``, the console) can only approve or deny, so that state cannot be set up.
 """
 
 from __future__ import annotations
 
+import re
 import uuid
 from collections.abc import Iterator, Mapping
 from datetime import UTC, datetime
@@ -132,6 +142,8 @@ def test_the_corpus_is_the_pinned_one_and_every_member_is_accounted_for() -> Non
     not_run = {m["id"]: why_not_run(m) for m in MEMBERS if why_not_run(m) is not None}
     assert len(RUN) == 21 and len(not_run) == 22, not_run
     assert {m["id"] for m in RUN} | set(not_run) == {m["id"] for m in MEMBERS}
+    listed = set(re.findall(r"v[0-9a-f]{16}", __doc__.split("Not run,")[1]))
+    assert listed == set(not_run)  # the docstring names each member not run
 
 
 @pytest.fixture(scope="module")
