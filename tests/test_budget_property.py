@@ -8,6 +8,7 @@ from dataclasses import replace
 from decimal import Decimal
 from typing import Any
 
+import pytest
 from hypothesis import HealthCheck, example, given, settings, target
 from hypothesis import strategies as st
 
@@ -219,3 +220,20 @@ def test_a_dishonest_provider_is_stopped_at_its_first_overrun(
         assert before.usage.total_tokens <= budget.max_tokens
     if budget.max_cost_usd is not None:
         assert before.cost <= budget.max_cost_usd
+
+
+@pytest.mark.xfail(strict=True, reason="known gap (found by the property above, December 2026): "
+                   "a model that reports far fewer output tokens than tether estimates its "
+                   "text (16 reported for 237 characters) grows the next request past what the "
+                   "call's reservation planned, so the wrap-up no longer fits; it is skipped, "
+                   "journaled (session.wrap_up_skipped), and the limit holds")
+def test_a_model_under_reporting_its_output_still_gets_its_wrap_up() -> None:
+    script = [ModelResponse("t" * 237, (ToolCall("", "cheap", {"n": 0, "pad": 81}),),
+                            Usage(output_tokens=16))]
+    model = ScriptedModel(script, price=Price(Decimal(0), Decimal(0)), when_exhausted="done")
+    session = Agent(model=model, reasoning=ReAct(), tools=[CheapTool()]).session(
+        "Use the cheap tool, then answer.", budget=Budget(max_tokens=366, final_turn_share=0))
+    result = session.run()
+    assert result.stop_reason is StopReason.TOKEN_BUDGET
+    assert result.usage.total_tokens <= 366  # the limit holds either way
+    assert not [e for e in session.replay() if e.type == "session.wrap_up_skipped"]
