@@ -127,8 +127,8 @@ def run_serve(args: argparse.Namespace) -> int:
     except (OSError, ValueError) as exc:
         error(f"cannot serve: {exc}")
         return EXIT_USAGE
-    except KeyboardInterrupt:
-        pass
+    except KeyboardInterrupt:  # Ctrl-C stops serving: the way a foreground Guardian ends
+        return EXIT_OK
     finally:
         store.close()
     return EXIT_OK
