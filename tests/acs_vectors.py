@@ -20,11 +20,8 @@ import hashlib
 import hmac
 import json
 import os
-import queue
 import re
-import subprocess
 import sys
-import threading
 import uuid
 import zipfile
 from collections.abc import Iterator, Mapping, Sequence
@@ -32,6 +29,8 @@ from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
+
+from mcp_peers import printed_url
 
 ROOT = Path(__file__).resolve().parent.parent
 VERSION = "0.17.9"
@@ -188,38 +187,10 @@ def guardian(policy: Path, store: str, *, tools: Path | None = None, secret: str
     argv = [sys.executable, "-m", "tether", "acs", "serve", "--policy", str(policy),
             "--store", store, "--port", "0", *(["--tools", str(tools)] if tools else []),
             *extra]
-    env = {**os.environ, "TETHER_ACS_SECRET": secret,
+    env = {"TETHER_ACS_SECRET": secret,
            "PYTHONPATH": os.pathsep.join([str(ROOT / "src"), os.environ.get("PYTHONPATH", "")])}
-    process = subprocess.Popen(argv, cwd=ROOT, env=env, stdin=subprocess.DEVNULL,
-                               stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-    lines: list[str] = []
-    found: queue.Queue[str | None] = queue.Queue()
-
-    def pump() -> None:
-        assert process.stderr is not None
-        for line in process.stderr:
-            lines.append(line)
-            match = _URL.search(line)
-            if match:
-                found.put(match[1])
-        found.put(None)
-
-    threading.Thread(target=pump, daemon=True).start()
-    try:
-        try:
-            url = found.get(timeout=60)
-        except queue.Empty:
-            url = None
-        if url is None:
-            raise RuntimeError("tether acs serve did not start:\n" + "".join(lines))
+    with printed_url(argv, env=env, timeout=60, pattern=_URL) as (url, _):
         yield url
-    finally:
-        process.terminate()
-        try:
-            process.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
 
 
 # -- a corpus member on the wire -----------------------------------------------------------------

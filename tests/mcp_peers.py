@@ -62,10 +62,12 @@ def http_server(args: Sequence[str], *, env: Mapping[str, str] | None = None,
 
 @contextlib.contextmanager
 def printed_url(argv: Sequence[str], *, env: Mapping[str, str] | None = None,
-                timeout: float = 30.0) -> Iterator[tuple[str, list[str]]]:
-    """``argv``, an HTTP MCP server, in a subprocess until the block ends: the URL it prints on
-    stderr when ready (``... at http://127.0.0.1:PORT/mcp``) and its stderr lines so far (a
-    list that keeps filling); stopped (terminated, then killed) when the block ends."""
+                timeout: float = 30.0, pattern: re.Pattern[str] = URL
+                ) -> Iterator[tuple[str, list[str]]]:
+    """``argv``, an HTTP server, in a subprocess until the block ends: the URL it prints on
+    stderr when ready (``pattern``'s group: by default ``... at http://127.0.0.1:PORT/mcp``) and
+    its stderr lines so far (a list that keeps filling); stopped (terminated, then killed) when
+    the block ends."""
     import os
 
     process = subprocess.Popen(
@@ -78,7 +80,7 @@ def printed_url(argv: Sequence[str], *, env: Mapping[str, str] | None = None,
         assert process.stderr is not None
         for line in process.stderr:
             lines.append(line)
-            match = URL.search(line)
+            match = pattern.search(line)
             if match:
                 found.put(match[1])
         found.put(None)

@@ -10,15 +10,14 @@ but a Guardian has no business listening where the observed agent is not.
 
 from __future__ import annotations
 
-import asyncio
 import json
-import socket
 from collections.abc import Awaitable, Callable
 from typing import Any
 
 from tether.errors import InvalidArgument
 from tether.serve.acs.guardian import Guardian
 from tether.serve.acs.wire import INVALID_REQUEST, PARSE_ERROR, AcsRefused, error
+from tether.serve.transports import listen, run_http
 
 MAX_BYTES = 1 << 20  # a request larger than 1 MiB is refused unread
 LOOPBACK = ("127.0.0.1", "::1", "localhost")
@@ -79,35 +78,11 @@ async def serve_acs(guardian: Guardian, *, host: str = "127.0.0.1", port: int = 
                     max_bytes: int = MAX_BYTES) -> None:
     """Serve ``guardian`` at ``http://host:port/acs`` until SIGINT or SIGTERM (``port`` 0: any
     free port; ``on_ready`` gets the URL). InvalidArgument for a host that is not loopback."""
-    import uvicorn
-
     if host not in LOOPBACK:
         raise InvalidArgument(f"--host {host!r} is not loopback: the Guardian listens on "
                               "127.0.0.1 or ::1 only (put a TLS proxy in front to reach it "
                               "from elsewhere)")
-    family = socket.AF_INET6 if ":" in host else socket.AF_INET
-    sock = socket.socket(family, socket.SOCK_STREAM)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    # an answer's head and body go out as two writes: without this, Nagle's algorithm holds the
-    # body for the client's delayed ACK (40 ms on Linux) on a kept-alive connection
-    sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-    sock.bind((host, port))
-    sock.listen(128)
+    sock = listen(port, host)
     bound = int(sock.getsockname()[1])
     url = f"http://{f'[{host}]' if ':' in host else host}:{bound}/acs"
-    runner = uvicorn.Server(uvicorn.Config(acs_app(guardian, max_bytes), host=host,
-                                           port=bound, log_level="warning",
-                                           timeout_graceful_shutdown=5))
-
-    async def announce() -> None:
-        while not runner.started and not runner.should_exit:
-            await asyncio.sleep(0.01)
-        if runner.started and on_ready is not None:
-            on_ready(url)
-
-    waiter = asyncio.ensure_future(announce())
-    try:
-        await runner.serve(sockets=[sock])
-    finally:
-        waiter.cancel()
-        sock.close()
+    await run_http(acs_app(guardian, max_bytes), sock, host, url, on_ready)
