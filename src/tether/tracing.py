@@ -118,6 +118,11 @@ class Segment:
         hasher.update(str(call_id).encode())
         return hasher.hexdigest()  # type: ignore[no-any-return]
 
+    def step_span_id(self, key: str) -> str:
+        """The span id of another span of the segment, named by ``key`` (a view's own spans:
+        ACS Trace's steps)."""
+        return _digest(8, self.session_id, self.start_seq, "step", key)
+
     def model_call_header(self, request_seq: int) -> str:
         """``model_call(request_seq).header()``, built directly (the hot path's form)."""
         return f"{self._head}{self.model_span_id(request_seq)}-01"

@@ -3,8 +3,11 @@ against, compiled by ocsf-lib from a checkout of github.com/ocsf/ocsf-schema at 
 
 Why vendored: the tests run offline, and an OCSF event is only as right as the exact schema
 version it claims (``metadata.version``), not a memory of it. Why trimmed: the whole compiled
-schema is ~4 MB; tether emits two classes, so the file keeps those classes, the objects they
-reach, the types and the profiles, without descriptions (captions stay: they name enum values).
+schema is ~4 MB; tether emits six classes (API Activity and Detection Finding by default; ACS
+Trace adds Authentication, Process Activity, Application Lifecycle and Datastore Activity), so
+the file keeps those classes, the objects they reach, the types and the profiles, without
+descriptions (captions stay: they name enum values). The schema is OCSF's, under the Apache
+License 2.0 (``LICENSE`` beside it).
 
 One correction on top of ocsf-lib's output: when a profile also adds an attribute the class (or
 object) declares itself — ``host`` adds ``actor``, which API Activity requires anyway — the
@@ -28,7 +31,8 @@ from ocsf.compile.options import CompilationOptions
 from ocsf.repository import read_repo
 from ocsf.schema import to_dict
 
-CLASSES = ("api_activity", "detection_finding")
+CLASSES = ("api_activity", "detection_finding", "authentication", "process_activity",
+           "application_lifecycle", "datastore_activity")
 
 
 def _own(root: Path, kind: str, name: str) -> set[str]:

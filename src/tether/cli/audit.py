@@ -93,6 +93,11 @@ def register(commands: Any) -> None:
                         "OTelSink sends; ocsf: OCSF 1.8.0 security events, one JSON object per "
                         "line, the same a live SIEMSink writes, with a Detection Finding where "
                         "a chain is broken")
+    export.add_argument("--shape", choices=["default", "acs"], default="default",
+                        help="with --format otlp or ocsf: default (the GenAI conventions' "
+                        "spans; OCSF API Activity) or acs (OWASP ACS Trace v0.1.0: its span "
+                        "names, and its OCSF classes with a Detection Finding for every "
+                        "decision that is not an allow)")
     export.add_argument("--endpoint", metavar="URL",
                         help="with --format otlp: post the spans to this OTLP/HTTP collector "
                         "(e.g. http://127.0.0.1:4318) instead of writing them")
@@ -314,6 +319,10 @@ def run_export(args: argparse.Namespace) -> int:
     if args.format != "ocsf" and (args.redact_key or args.pins):
         error("--redact-key and --pins go with --format ocsf")
         return EXIT_USAGE
+    if args.format == "jsonl" and args.shape != "default":
+        error("--shape picks the spans' or the OCSF records' shape: use it with --format otlp "
+              "or --format ocsf (the journal's own events have one shape)")
+        return EXIT_USAGE
     store = open_existing(args.store)
     if store is None:
         return EXIT_USAGE
@@ -339,10 +348,10 @@ def run_export(args: argparse.Namespace) -> int:
                 from tether.observe.otlp_json import write_otlp
 
                 count = write_otlp((store.read(sid) for sid in ids), out,
-                                   content=content_enabled(None))
+                                   content=content_enabled(None), shape=args.shape)
             elif args.format == "ocsf":
                 count = write_ocsf(store, ids, out, redact_keys=args.redact_key,
-                                   pins=args.pins)
+                                   pins=args.pins, shape=args.shape)
             else:
                 count = audit_sign.export_jsonl(store, ids, out)
         finally:
@@ -362,12 +371,12 @@ def _post_otlp(store: Store, ids: list[str], args: argparse.Namespace) -> int:
     if args.format != "otlp":
         error("--endpoint sends spans to a collector: use it with --format otlp")
         return EXIT_USAGE
-    from tether.journal.views.spans import derive_spans
+    from tether.journal.views.shapes import derive
     from tether.observe.otel import OTelSink, content_enabled, to_sdk_spans
 
     sink = OTelSink(endpoint=args.endpoint)
-    spans = [s for sid in ids for s in derive_spans(store.read(sid),
-                                                    content=content_enabled(None))]
+    spans = [s for sid in ids for s in derive(args.shape, store.read(sid),
+                                              content=content_enabled(None))]
     try:
         result = sink.exporter.export(to_sdk_spans(spans, sink.resource))
     finally:

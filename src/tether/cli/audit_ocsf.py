@@ -21,24 +21,22 @@ if TYPE_CHECKING:
 
 
 def write_ocsf(store: Store, session_ids: Sequence[str], out: IO[str], *,
-               redact_keys: Iterable[str] = (), pins: str | None = None) -> int:
-    """Write the OCSF records of ``session_ids`` (and of the pin file ``pins``); returns how
-    many records were written."""
+               redact_keys: Iterable[str] = (), pins: str | None = None,
+               shape: str = "default") -> int:
+    """Write the OCSF records (in ``shape``) of ``session_ids`` (and of the pin file
+    ``pins``); returns how many records were written."""
     from tether.journal.erasure import vouched
     from tether.journal.tamper import diagnose
-    from tether.journal.views.ocsf import (
-        ocsf_events,
-        record_json,
-        redact,
-    )
+    from tether.journal.views.ocsf import record_json, redact
     from tether.journal.views.ocsf_findings import pin_events, tamper_finding
+    from tether.journal.views.shapes import ocsf_records
 
     keys = frozenset(redact_keys)
     recorded = {info.session_id: info.events for info in store.sessions()}
     count = 0
     for sid in session_ids:
         events = store.read(sid)
-        records = ocsf_events(events)
+        records = ocsf_records(shape, events)
         found = diagnose(sid, events, recorded=recorded.get(sid),
                          unverifiable=store.unverifiable(sid),
                          erased=vouched(events, store.read))

@@ -25,6 +25,7 @@ from collections.abc import Callable, Collection, Iterator, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from tether.journal.views.shapes import check_shape
 from tether.observe._bounded import Deadline, bounded
 from tether.types import Event
 
@@ -82,6 +83,7 @@ def configure(*, endpoint: str | None = None, exporter: SpanExporter | None = No
               metrics: bool | None = None, content: bool | None = None,
               service_name: str | None = None, siem_path: str | None = None,
               syslog: str | None = None, redact_keys: Collection[str] = (),
+              shape: str | None = None,
               environ: Mapping[str, str] | None = None) -> Telemetry:
     """Sinks from the arguments, else from the environment.
 
@@ -94,9 +96,11 @@ def configure(*, endpoint: str | None = None, exporter: SpanExporter | None = No
     ``service_name`` are as for ``OTelSink``. OCSF security events go to the JSON-lines file
     ``siem_path`` (else ``TETHER_SIEM_PATH``) and/or ``syslog`` (else ``TETHER_SIEM_SYSLOG``:
     ``udp://host:port`` or ``tcp://host:port``), with ``redact_keys`` (else the comma-separated
-    ``TETHER_SIEM_REDACT_KEYS``) masked. With no destination at all the result is empty:
-    telemetry off."""
+    ``TETHER_SIEM_REDACT_KEYS``) masked. ``shape`` (else ``TETHER_TELEMETRY_SHAPE``, else
+    ``default``) is both sinks' shape: ``acs`` for OWASP ACS Trace's spans and OCSF classes.
+    With no destination at all the result is empty: telemetry off."""
     env = os.environ if environ is None else environ
+    shape = check_shape(shape or env.get("TETHER_TELEMETRY_SHAPE") or "default")
     sinks: list[Sink] = []
     siem_path = siem_path or env.get("TETHER_SIEM_PATH") or None
     syslog = syslog or env.get("TETHER_SIEM_SYSLOG") or None
@@ -105,7 +109,7 @@ def configure(*, endpoint: str | None = None, exporter: SpanExporter | None = No
 
         keys = redact_keys or [k.strip() for k in env.get("TETHER_SIEM_REDACT_KEYS", "").split(",")
                                if k.strip()]
-        sinks.append(SIEMSink(siem_path, syslog=syslog, redact_keys=list(keys)))
+        sinks.append(SIEMSink(siem_path, syslog=syslog, redact_keys=list(keys), shape=shape))
     traces = _signal_endpoint(endpoint, env, "traces")
     if exporter is None and traces is None:
         return Telemetry(tuple(sinks))
@@ -125,7 +129,7 @@ def configure(*, endpoint: str | None = None, exporter: SpanExporter | None = No
                                  shutdown_on_exit=False)
     spans = exporter if exporter is not None else otlp_span_exporter(traces)
     sinks.append(OTelSink(spans, meter_provider=provider, content=content,
-                          service_name=service_name))
+                          service_name=service_name, shape=shape))
     return Telemetry(tuple(sinks), provider)
 
 

@@ -25,8 +25,8 @@ from typing import TYPE_CHECKING, Any
 from tether.errors import MissingExtra, install_command
 from tether.journal.views import genai as g
 from tether.journal.views.measures import COUNTED, chat_measures, event_measures
+from tether.journal.views.shapes import check_shape, span_deriver
 from tether.journal.views.span_records import SpanRecord, data_of
-from tether.journal.views.spans import SpanDeriver
 from tether.observe._bounded import Deadline, bounded
 from tether.observe._metrics import Instruments
 from tether.observe._sdk import span_maker
@@ -79,17 +79,20 @@ class OTelSink:
     OpenTelemetry's exporter sends by default (``OTEL_EXPORTER_OTLP_TRACES_ENDPOINT``,
     ``OTEL_EXPORTER_OTLP_ENDPOINT``, then http://localhost:4318). ``content`` puts the
     conversation on the spans (default: the conventions' opt-in environment variable).
+    ``shape="acs"`` sends OWASP ACS Trace's spans instead of the GenAI conventions' (no model
+    call spans there, so no model-call duration or token histograms either).
     """
 
     def __init__(self, exporter: SpanExporter | None = None, *, endpoint: str | None = None,
                  meter_provider: MeterProvider | None = None, content: bool | None = None,
                  service_name: str | None = None, max_queue: int = 10_000,
-                 linger: float = 1.0) -> None:
+                 linger: float = 1.0, shape: str = "default") -> None:
         if exporter is None:
             exporter = _otlp_exporter(endpoint)
         self.exporter = exporter
         self.resource = tether_resource(service_name)
         self.content = content_enabled(content)
+        self.shape = check_shape(shape)
         self._instruments = Instruments(meter_provider) if meter_provider is not None else None
         self._make = self._maker()  # what the worker builds a finished span as
         # events for the worker: a deque (appends are atomic) and a wake-up, so queuing an
@@ -98,7 +101,7 @@ class OTelSink:
         self._max_queue = max_queue
         self._linger = linger  # seconds an event waits for its batch at most
         self._wake = threading.Event()
-        self._derivers: dict[str, SpanDeriver] = {}
+        self._derivers: dict[str, Any] = {}  # session -> its deriver (shapes.span_deriver)
         self._lock = threading.Lock()
         self._worker: threading.Thread | None = None
         self._closed = False
@@ -216,8 +219,8 @@ class OTelSink:
     def _derive(self, event: Event) -> list[ReadableSpan]:
         deriver = self._derivers.get(event.session_id)
         if deriver is None:
-            deriver = self._derivers[event.session_id] = SpanDeriver(
-                event.session_id, content=self.content, make=self._make)
+            deriver = self._derivers[event.session_id] = span_deriver(
+                self.shape, event.session_id, content=self.content, make=self._make)
         instruments = self._instruments
         if instruments is None or event.type not in COUNTED:
             spans: list[ReadableSpan] = deriver.feed(event)
@@ -225,7 +228,7 @@ class OTelSink:
             data = data_of(event)
             spans = deriver.feed(event, data)
             instruments.measure(event_measures(event.type, data))
-        if deriver._root is None:  # (not deriver.open: its segment ended)
+        if not deriver.open:  # its segment ended
             del self._derivers[event.session_id]
         return spans
 

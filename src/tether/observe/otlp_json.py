@@ -17,7 +17,7 @@ import json
 from collections.abc import Iterable, Sequence
 from typing import IO, Any
 
-from tether.journal.views.spans import derive_spans
+from tether.journal.views.shapes import derive
 from tether.observe.otel import tether_resource, to_sdk_spans
 from tether.types import Event
 
@@ -25,22 +25,22 @@ _IDS = ("traceId", "spanId", "parentSpanId")
 
 
 def otlp_request(events: Sequence[Event], *, content: bool = False,
-                 service_name: str | None = None) -> Any:
-    """A session's spans as an ``ExportTraceServiceRequest`` protobuf message."""
+                 service_name: str | None = None, shape: str = "default") -> Any:
+    """A session's spans (in ``shape``) as an ``ExportTraceServiceRequest`` protobuf message."""
     from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
 
-    spans = to_sdk_spans(derive_spans(events, content=content), tether_resource(service_name))
+    spans = to_sdk_spans(derive(shape, events, content=content), tether_resource(service_name))
     return encode_spans(spans)
 
 
 def write_otlp(sessions: Iterable[Sequence[Event]], out: IO[str], *,
-               content: bool = False) -> int:
+               content: bool = False, shape: str = "default") -> int:
     """Write each session's spans as one OTLP/JSON line; returns how many spans."""
     from google.protobuf.json_format import MessageToDict
 
     count = 0
     for events in sessions:
-        request = otlp_request(events, content=content)
+        request = otlp_request(events, content=content, shape=shape)
         body = MessageToDict(request, use_integers_for_enums=True)
         for resource in body.get("resourceSpans", ()):
             for scope in resource.get("scopeSpans", ()):

@@ -40,7 +40,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from tether.errors import InvalidArgument, WrongType
-from tether.journal.views.ocsf import OCSFView, record_json, redact
+from tether.journal.views.ocsf import record_json, redact
+from tether.journal.views.shapes import ocsf_view
 from tether.observe._bounded import Deadline
 from tether.observe.syslog import SyslogTarget, SyslogWriter, frame
 from tether.vocabulary import EventType
@@ -78,14 +79,16 @@ class SIEMSink:
     ``SIEMSink(output_path="siem.jsonl")`` — JSON lines, rotated at ``max_bytes`` with
     ``backup_count`` old files kept; ``SIEMSink(syslog="tcp://127.0.0.1:6514")`` — RFC 5424
     syslog (``udp://`` or ``tcp://``); both at once is fine. Attach it with
-    ``session.events.subscribe(sink)`` or ``Agent(telemetry=[sink])``.
+    ``session.events.subscribe(sink)`` or ``Agent(telemetry=[sink])``. ``shape="acs"`` writes
+    OWASP ACS Trace's classes (Process Activity, Authentication, Detection Finding for every
+    decision that is not an allow) instead of tether's API Activity.
     """
 
     def __init__(self, output_path: str | os.PathLike[str] | None = None, *,
                  syslog: str | SyslogTarget | None = None, redact_keys: Collection[str] = (),
                  max_bytes: int = 50_000_000, backup_count: int = 5,
                  queue_size: int = 10_000, store: Store | None = None,
-                 version: str | None = None) -> None:
+                 version: str | None = None, shape: str = "default") -> None:
         if output_path is None and syslog is None:
             raise InvalidArgument("SIEMSink needs somewhere to write: output_path='siem.jsonl' "
                                   "and/or syslog='udp://HOST:PORT' (or tcp://)")
@@ -99,7 +102,7 @@ class SIEMSink:
         self.dropped = 0  # events dropped because the queue was full (or the sink closed)
         self._max_bytes, self._backups = max_bytes, backup_count
         self._store = store
-        self._view = OCSFView(version)
+        self._view = ocsf_view(shape, version)
         self._seen: set[str] = set()  # sessions the view has context for
         self._queue: queue.Queue[object] = queue.Queue(maxsize=queue_size)
         self._lock = threading.Lock()
@@ -232,7 +235,7 @@ class SIEMSink:
                     if earlier.seq >= event.seq:
                         break
                     self._view.apply(earlier)
-        records = self._view.apply(event)
+        records: list[dict[str, Any]] = self._view.apply(event)
         # at a pause too when the store can give the context back at the resumption
         if event.type == EventType.SESSION_END or (event.type == EventType.SESSION_PAUSED
                                                    and self._store is not None):

@@ -138,6 +138,8 @@ class Gateway:
         telemetry: Subscribers told of every event; with any, calls carry their span.
         quotas: Limits shared with every session on the store; those on tool calls count
             this gateway's calls (needs a store that keeps quotas).
+        context: More of what the journal's ``session.start`` says of the client (its
+            ``context``, beside ``client``): an ACS Guardian names the session it serves.
     """
 
     def __init__(self, tools: Iterable[Tool], *, policy: Policy, client: str = "client",
@@ -153,7 +155,8 @@ class Gateway:
                  roll_seconds: float | None = None,
                  clock: Callable[[], float] = time.monotonic,
                  telemetry: Iterable[Callable[[Event], object]] = (),
-                 quotas: Iterable[Quota] = ()) -> None:
+                 quotas: Iterable[Quota] = (),
+                 context: Mapping[str, str] | None = None) -> None:
         if roll_calls is not None and roll_calls < 1:
             raise InvalidArgument("roll_calls must be at least 1, or None (no roll); got "
                                   f"{roll_calls}")
@@ -191,6 +194,7 @@ class Gateway:
                               policy_timeout, credentials=credentials, bound_to=self._bound_to,
                               telemetry=self._telemetry)
         self._roll_calls, self._roll_seconds, self._clock = roll_calls, roll_seconds, clock
+        self._context = {**(context or {}), "client": client}
         self._rolls = roll_calls is not None or roll_seconds is not None
         self._count = 0
         self._lock = asyncio.Lock()  # one call at a time: the budget is checked, then charged
@@ -219,7 +223,7 @@ class Gateway:
         start: dict[str, Any] = {
             "task": f"tool calls from {client}", "system_prompt": "", "agent": "gateway",
             "model": "", "tools": list(self.registry.names), "budget": self.budget.to_dict(),
-            "context": {"client": client},
+            "context": dict(self._context),
             "subject": subject_record(self.subject),
         }
         if self._rolls:

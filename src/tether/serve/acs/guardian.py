@@ -283,6 +283,8 @@ class Guardian:
                            answer["decision"])
         session.head, session.steps = entry["entry_hash"], session.steps + 1
         record["entry"], record["decision"] = entry, answer["decision"]
+        if isinstance(answer.get("reasoning"), str):
+            record["reasoning"] = answer["reasoning"]
         return {"type": "final", "acs_version": contract.version,
                 "request_id": request.request_id, **answer, "chain_hash": session.head,
                 "metadata": {"evaluator": "deterministic", "evaluator_version": "tether"}}

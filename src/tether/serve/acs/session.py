@@ -18,6 +18,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from tether.journal.views.acs_steps import GUARDIAN_CONTEXT
 from tether.policy.base import Policy
 from tether.policy.quotas import Quota
 from tether.runtime.accounting.budget import Budget
@@ -119,7 +120,8 @@ def open_session(door: Door, session_id: str, agent_id: str) -> AcsSession:
                       store=door.store, approvals=door.approvals, tenant_id=door.tenant_id,
                       approval_ttl=door.approval_ttl, check_policy_names=False,
                       session_id=journal_id(session_id, len(earlier) + 1),
-                      telemetry=(witness,), quotas=door.quotas)
+                      telemetry=(witness,), quotas=door.quotas,
+                      context={GUARDIAN_CONTEXT: session_id})
     session = AcsSession(session_id, agent_id, gateway, witness)
     for events in earlier:
         for event in events:
