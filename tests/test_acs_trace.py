@@ -30,7 +30,7 @@ from tether.observe.otel import tether_resource
 from tether.store.sqlite import SQLiteStore
 from tether.types import Event
 
-from conftest import comparable
+from conftest import comparable, import_or_unavailable
 
 # otel-mapping.json: step_to_span (span name -> required attributes) for the steps tether makes
 SPANS = {
@@ -259,7 +259,7 @@ def guardian_journal() -> tuple[Any, list[Event], int]:
 
 
 def test_a_guardians_journal_is_traced_from_its_hooks_once_each() -> None:
-    pytest.importorskip("rfc8785")
+    import_or_unavailable("rfc8785", "acs")
     from test_acs_guardian import SSN
 
     local, events, refused_code = guardian_journal()
@@ -321,3 +321,42 @@ def test_the_default_shape_is_unchanged_by_the_option(tmp_path: Path) -> None:
     assert derive("default", store.read(sid)) == derive_spans(store.read(sid))
     assert Agent(model=ScriptedModel(["hi"]), reasoning=ReAct()).run("x").answer == "hi"
     store.close()
+
+
+def test_a_guardian_with_acs_sinks_says_so_and_traces_live_what_the_export_derives(
+        tmp_path: Path) -> None:
+    import_or_unavailable("rfc8785", "acs")
+    import base64
+
+    from tether.policy.yaml_policy import YamlPolicy
+    from tether.serve.acs import acs_guardian
+
+    from acs_vectors import SECRET
+    from test_acs_guardian import POLICY, Local
+
+    exporter = InMemorySpanExporter()
+    siem = tmp_path / "siem.jsonl"
+    sinks: list[Any] = [OTelSink(exporter, shape="acs"), SIEMSink(siem, shape="acs")]
+    local = Local()
+    local.guardian = acs_guardian(YamlPolicy.from_string(POLICY), secret=base64.b64decode(
+        SECRET), store=local.store, tools=["records.lookup"], telemetry=sinks)
+    hello = local.hello()["result"]
+    assert hello["trace_emission"] == {"otel_enabled": True, "ocsf_enabled": True}
+    local.call("records.delete", {"id": "c-1"})
+    local.send(local.message("steps/sessionEnd", {"reason": "done"}))
+    for sink in sinks:
+        assert sink.flush(30)
+    (info,) = local.store.sessions()
+    events = local.store.read(info.session_id)
+    derived = to_sdk_spans(derive("acs", events), tether_resource())
+    assert sorted(map(comparable, exporter.get_finished_spans())) == sorted(
+        map(comparable, derived))
+    assert [json.loads(line) for line in siem.read_text().splitlines()] == ocsf_records(
+        "acs", events)
+    assert {s.name for s in exporter.get_finished_spans()} == {
+        "acs.session", "gen_ai.tool.call", "acs.session.end"}
+    for sink in sinks:
+        sink.close()
+    plain = Local()
+    assert plain.hello()["result"]["trace_emission"] == {"otel_enabled": False,
+                                                         "ocsf_enabled": False}

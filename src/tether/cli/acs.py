@@ -76,6 +76,7 @@ def _secret() -> bytes | None:
 
 def run_serve(args: argparse.Namespace) -> int:
     from tether.cli.common import store_url
+    from tether.cli.telemetry import environment_sinks
     from tether.policy.overlay import load_overlay
     from tether.policy.yaml_policy import load_policy
     from tether.policy.yaml_source import PolicyLoadError
@@ -107,7 +108,7 @@ def run_serve(args: argparse.Namespace) -> int:
     try:
         guardian = acs_guardian(policy, secret=secret, store=store, overlay=overlay,
                                 skew_ms=args.skew_ms, tenant_id=args.tenant,
-                                approval_ttl=args.approval_ttl)
+                                approval_ttl=args.approval_ttl, telemetry=environment_sinks())
     except PolicyLoadError as exc:
         store.close()
         error(f"cannot apply the tools file: {exc}")

@@ -83,6 +83,8 @@ class OTelSink:
     call spans there, so no model-call duration or token histograms either).
     """
 
+    signal = "otel"  # what it sends (an ACS Guardian's ServerHello says so)
+
     def __init__(self, exporter: SpanExporter | None = None, *, endpoint: str | None = None,
                  meter_provider: MeterProvider | None = None, content: bool | None = None,
                  service_name: str | None = None, max_queue: int = 10_000,

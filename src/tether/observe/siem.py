@@ -84,6 +84,8 @@ class SIEMSink:
     decision that is not an allow) instead of tether's API Activity.
     """
 
+    signal = "ocsf"  # what it sends (an ACS Guardian's ServerHello says so)
+
     def __init__(self, output_path: str | os.PathLike[str] | None = None, *,
                  syslog: str | SyslogTarget | None = None, redact_keys: Collection[str] = (),
                  max_bytes: int = 50_000_000, backup_count: int = 5,
@@ -103,6 +105,7 @@ class SIEMSink:
         self._max_bytes, self._backups = max_bytes, backup_count
         self._store = store
         self._view = ocsf_view(shape, version)
+        self.shape = shape  # (checked by ocsf_view)
         self._seen: set[str] = set()  # sessions the view has context for
         self._queue: queue.Queue[object] = queue.Queue(maxsize=queue_size)
         self._lock = threading.Lock()

@@ -10,7 +10,7 @@ process decides them), which quotas count (the policy's).
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING
 
 from tether.runtime.approvals.requests import StoredApprovals
@@ -24,12 +24,14 @@ if TYPE_CHECKING:
     from tether.policy.overlay import Overlay
     from tether.store.base import Store
     from tether.tools.base import Tool
+    from tether.types import Event
 
 
 def acs_guardian(policy: Policy, *, secret: bytes, store: Store | None = None,
                  tools: Iterable[str] = (), overlay: Overlay | None = None,
                  skew_ms: int = 300_000, tenant_id: str | None = None,
-                 approval_ttl: float = 24 * 3600.0) -> Guardian:
+                 approval_ttl: float = 24 * 3600.0,
+                 telemetry: Iterable[Callable[[Event], object]] = ()) -> Guardian:
     """A Guardian deciding with ``policy``, journaling into ``store`` (default: memory).
 
     Args:
@@ -42,6 +44,8 @@ def acs_guardian(policy: Policy, *, secret: bytes, store: Store | None = None,
         skew_ms: How far a request's timestamp may be from the Guardian's clock.
         tenant_id: The tenant the sessions and their approvals belong to.
         approval_ttl: Seconds an approval request stays answerable.
+        telemetry: Sinks told of every session's events (``OTelSink(shape="acs")``,
+            ``SIEMSink(shape="acs")`` for ACS Trace; the ServerHello says which it emits).
     """
     declared = set(tools)
     if overlay is not None:
@@ -53,5 +57,5 @@ def acs_guardian(policy: Policy, *, secret: bytes, store: Store | None = None,
     store = store if store is not None else MemoryStore()
     approvals = StoredApprovals(store) if tenant_id is None else StoredApprovals(store, tenant_id)
     door = Door(policy, observed, store, approvals, tuple(getattr(policy, "quotas", ())), None,
-                tenant_id, approval_ttl)
+                tenant_id, approval_ttl, tuple(telemetry))
     return Guardian(door, secret, skew_ms=skew_ms)

@@ -26,7 +26,7 @@ import asyncio
 import logging
 import time
 from collections import OrderedDict
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from datetime import UTC, datetime
 from typing import Any
 
@@ -319,7 +319,7 @@ class Guardian:
                 "skew_window_ms": self._skew, "on_decision_failure": "deny",
                 "approver_types_supported": ["human"] if contract.can_ask else [],
                 "policy_requires_provenance": False, "agbom_serializations_supported": [],
-                "trace_emission": {"otel_enabled": False, "ocsf_enabled": False},
+                "trace_emission": trace_emission(self._door.telemetry),
                 "profiles_accepted": ["acs-core"]}
 
     def _start(self, session: AcsSession, payload: Mapping[str, Any],
@@ -386,6 +386,13 @@ class Guardian:
                 session.gateway.journal.redact(value)
         record["payload"] = {**payload, "outputs": shown}
         return answer
+
+
+def trace_emission(sinks: Iterable[object]) -> dict[str, bool]:
+    """What the ServerHello says this Guardian emits of ACS Trace: spans, OCSF records (a sink
+    that says its ``signal`` and ``shape``: ``OTelSink`` and ``SIEMSink`` given shape="acs")."""
+    acs = [getattr(sink, "signal", "") for sink in sinks if getattr(sink, "shape", "") == "acs"]
+    return {"otel_enabled": "otel" in acs, "ocsf_enabled": "ocsf" in acs}
 
 
 def _strings(value: object) -> bool:

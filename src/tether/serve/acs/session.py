@@ -14,7 +14,7 @@ the next. A replayed request is then refused after a restart exactly as before i
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -28,6 +28,7 @@ from tether.serve.acs.dispositions import Witness
 from tether.serve.acs.wire import SESSION_REFUSED, AcsRefused
 from tether.store.base import Store
 from tether.tools.base import Tool
+from tether.types import Event
 from tether.vocabulary import EventType
 
 MAX_SEEN = 100_000  # request ids one session may use: past this, it must start a new session
@@ -105,6 +106,7 @@ class Door:
     budget: Budget | None
     tenant_id: str | None
     approval_ttl: float
+    telemetry: tuple[Callable[[Event], object], ...] = ()  # sinks told of every session's events
 
 
 def open_session(door: Door, session_id: str, agent_id: str) -> AcsSession:
@@ -120,7 +122,7 @@ def open_session(door: Door, session_id: str, agent_id: str) -> AcsSession:
                       store=door.store, approvals=door.approvals, tenant_id=door.tenant_id,
                       approval_ttl=door.approval_ttl, check_policy_names=False,
                       session_id=journal_id(session_id, len(earlier) + 1),
-                      telemetry=(witness,), quotas=door.quotas,
+                      telemetry=(witness, *door.telemetry), quotas=door.quotas,
                       context={GUARDIAN_CONTEXT: session_id})
     session = AcsSession(session_id, agent_id, gateway, witness)
     for events in earlier:
