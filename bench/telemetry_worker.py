@@ -1,5 +1,5 @@
 """What the telemetry sink's worker spends per step, stage by stage, counted deterministically:
-python bench/telemetry_worker.py [--old-histograms]
+python bench/telemetry_worker.py [--old-histograms] [--shape acs]
 
 ``bench/telemetry_cost.py`` counts every thread of a whole run, and the run's own thread moves
 by a few per cent from one window to the next (the store's commits, the garbage collector, the
@@ -8,7 +8,8 @@ events (SQLite store), then replays them through the sink's stages — decoding 
 SDK spans, deriving and exporting them, and the same with an SDK ``MeterProvider`` (no reader,
 as the benchmark makes it, and with an in-memory reader) — under cachegrind for 20 and 120
 replays, and prints the difference per step. ``--old-histograms`` records metric points
-through ``Histogram.record`` and ``Counter.add`` themselves (as before ``tether.observe._record``).
+through ``Histogram.record`` and ``Counter.add`` themselves (as before ``tether.observe._record``);
+``--shape acs`` derives ACS Trace's spans instead of the GenAI conventions'.
 """
 
 from __future__ import annotations
@@ -54,7 +55,7 @@ if stage == "metrics":
     provider = MeterProvider()
 elif stage == "reader":
     provider = MeterProvider(metric_readers=[InMemoryMetricReader()])
-sink = OTelSink(InMemorySpanExporter(), meter_provider=provider)
+sink = OTelSink(InMemorySpanExporter(), meter_provider=provider, shape={shape!r})
 for _ in range({replays}):
     if stage == "decode":
         for event in events:
@@ -72,6 +73,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--old-histograms", action="store_true",
                         help="histogram points through Histogram.record itself")
+    parser.add_argument("--shape", choices=("default", "acs"), default="default",
+                        help="the spans derived: the GenAI conventions' or ACS Trace's")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as scratch:
         path = f"{scratch}/events.pkl"
@@ -81,7 +84,8 @@ def main() -> None:
         print("k instructions per step (one run's 84 events, 21 steps, replayed)")
         for label, stage in STAGES:
             counts = [counted(REPLAY.format(path=path, old=args.old_histograms, stage=stage,
-                                           replays=replays)) for replays in (20, 120)]
+                                           replays=replays, shape=args.shape))
+                      for replays in (20, 120)]
             print(f"  {label:<48} {(counts[1] - counts[0]) / (100 * 21) / 1000:7.1f}")
 
 

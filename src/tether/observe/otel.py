@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 from tether.errors import MissingExtra, install_command
 from tether.journal.views import genai as g
 from tether.journal.views.measures import COUNTED, chat_measures, event_measures
-from tether.journal.views.shapes import check_shape, span_deriver
+from tether.journal.views.shapes import deriver_class
 from tether.journal.views.span_records import SpanRecord, data_of
 from tether.observe._bounded import Deadline, bounded
 from tether.observe._metrics import Instruments
@@ -94,7 +94,8 @@ class OTelSink:
         self.exporter = exporter
         self.resource = tether_resource(service_name)
         self.content = content_enabled(content)
-        self.shape = check_shape(shape)
+        self.shape = shape
+        self._deriver = deriver_class(shape)  # (checks the shape)
         self._instruments = Instruments(meter_provider) if meter_provider is not None else None
         self._make = self._maker()  # what the worker builds a finished span as
         # events for the worker: a deque (appends are atomic) and a wake-up, so queuing an
@@ -103,7 +104,7 @@ class OTelSink:
         self._max_queue = max_queue
         self._linger = linger  # seconds an event waits for its batch at most
         self._wake = threading.Event()
-        self._derivers: dict[str, Any] = {}  # session -> its deriver (shapes.span_deriver)
+        self._derivers: dict[str, Any] = {}  # session -> its deriver (shapes.deriver_class)
         self._lock = threading.Lock()
         self._worker: threading.Thread | None = None
         self._closed = False
@@ -221,8 +222,8 @@ class OTelSink:
     def _derive(self, event: Event) -> list[ReadableSpan]:
         deriver = self._derivers.get(event.session_id)
         if deriver is None:
-            deriver = self._derivers[event.session_id] = span_deriver(
-                self.shape, event.session_id, content=self.content, make=self._make)
+            deriver = self._derivers[event.session_id] = self._deriver(
+                event.session_id, content=self.content, make=self._make)
         instruments = self._instruments
         if instruments is None or event.type not in COUNTED:
             spans: list[ReadableSpan] = deriver.feed(event)
@@ -230,7 +231,7 @@ class OTelSink:
             data = data_of(event)
             spans = deriver.feed(event, data)
             instruments.measure(event_measures(event.type, data))
-        if not deriver.open:  # its segment ended
+        if event.type in _LAST and not deriver.open:  # its segment ended (only these end one)
             del self._derivers[event.session_id]
         return spans
 

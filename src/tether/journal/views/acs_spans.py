@@ -52,7 +52,9 @@ class AcsSpanDeriver:
     contract: ``feed`` returns the spans each event finishes, ``finish`` ends a segment a crash
     left open)."""
 
-    def __init__(self, session_id: str, *, make: SpanMaker = SpanRecord) -> None:
+    def __init__(self, session_id: str, *, content: bool = False,
+                 make: SpanMaker = SpanRecord) -> None:
+        """``content``: ACS Trace carries no conversation, so it is not read."""
         self.session_id = session_id
         self._make = make
         self._steps = AcsSteps()

@@ -18,7 +18,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from tether.errors import InvalidArgument
-from tether.journal.views.span_records import SpanMaker, SpanRecord
+from tether.journal.views.span_records import SpanRecord
 from tether.types import Event
 
 SHAPES = ("default", "acs")
@@ -32,17 +32,17 @@ def check_shape(shape: str) -> str:
     return shape
 
 
-def span_deriver(shape: str, session_id: str, *, content: bool = False,
-                 make: SpanMaker = SpanRecord) -> Any:
-    """A deriver of one session's spans in ``shape`` (``feed``, ``finish``, ``open``).
-    ACS Trace carries no conversation: ``content`` is for the default shape."""
+def deriver_class(shape: str) -> Any:
+    """What derives one session's spans in ``shape``: a class called with the session's id,
+    ``content=`` and ``make=`` (``feed``, ``finish``, ``open``); picked once per sink, so the
+    choice costs nothing per session or event."""
     if check_shape(shape) == "acs":
         from tether.journal.views.acs_spans import AcsSpanDeriver
 
-        return AcsSpanDeriver(session_id, make=make)
+        return AcsSpanDeriver
     from tether.journal.views.spans import SpanDeriver
 
-    return SpanDeriver(session_id, content=content, make=make)
+    return SpanDeriver
 
 
 def derive(shape: str, events: Iterable[Event], *, content: bool = False) -> list[SpanRecord]:
@@ -52,7 +52,7 @@ def derive(shape: str, events: Iterable[Event], *, content: bool = False) -> lis
     last: Event | None = None
     for event in events:
         if deriver is None:
-            deriver = span_deriver(shape, event.session_id, content=content)
+            deriver = deriver_class(shape)(event.session_id, content=content)
         done.extend(deriver.feed(event))
         last = event
     if deriver is not None:
