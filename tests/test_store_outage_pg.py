@@ -110,6 +110,7 @@ def test_an_outage_past_the_bound_stops_sessions_resumably_and_resume_finishes_t
             assert "PostgreSQL could not be reached" in text
             assert "bound of 0.5s" in text or "already unreachable" in text
         pg_server.start()
+        _reachable(store)  # its pool reconnects; on a loaded machine that may outlast 0.5 s
         in_flight = set().union(*(_in_flight(store, sid) for sid in fleet.ids))
         assert in_flight  # the stop came mid-call: some effects' results never got stored
         done = [fleet.agent.resume(sid) for sid in fleet.ids]
@@ -119,6 +120,18 @@ def test_an_outage_past_the_bound_stops_sessions_resumably_and_resume_finishes_t
         assert doubled <= in_flight and max(fleet.effects.values()) <= 2
     finally:
         store.close()
+
+
+def _reachable(store: PostgresStore, tries: int = 240) -> None:
+    """Wait until the store answers again: each try is one read, which itself waits out the
+    store's bound; the number of tries only caps a server that never comes back."""
+    for _ in range(tries):
+        try:
+            store.sessions()
+            return
+        except StoreUnavailable:
+            continue
+    raise AssertionError("the restarted server never answered")
 
 
 def _in_flight(store: PostgresStore, sid: str) -> set[tuple[str, int]]:

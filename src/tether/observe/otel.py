@@ -231,7 +231,7 @@ class OTelSink:
             data = data_of(event)
             spans = deriver.feed(event, data)
             instruments.measure(event_measures(event.type, data))
-        if event.type in _LAST and not deriver.open:  # its segment ended (only these end one)
+        if not deriver.open:  # its segment ended
             del self._derivers[event.session_id]
         return spans
 

@@ -61,11 +61,7 @@ class AcsSpanDeriver:
         self._segment: Segment | None = None
         self._root: OpenSpan | None = None
         self._calls: dict[str, OpenSpan] = {}  # call -> its open request span
-
-    @property
-    def open(self) -> bool:
-        """Whether a segment is open (its end or pause not yet seen)."""
-        return self._root is not None
+        self.open = False  # whether a segment is open (its end or pause not yet seen)
 
     def feed(self, event: Event, data: Any = None) -> list[Any]:
         done: list[Any] = []
@@ -102,6 +98,7 @@ class AcsSpanDeriver:
             link = TraceParent.parse(event.data.get("link"))
             links = (link,) if link is not None else ()
         self._segment = segment = Segment(self.session_id, event.seq, parent)
+        self.open = True
         self._root = OpenSpan(SPAN_NAMES["steps/sessionStart"], segment.root(), parent,
                               "INTERNAL", ns_of(event), {
                                   "acs.session.id": self._steps.acs_session(self.session_id),
@@ -169,5 +166,6 @@ class AcsSpanDeriver:
             done.append(span.close(self._make, end_ns))
         done.append(root.close(self._make, end_ns))
         self._root, self._calls = None, {}
+        self.open = False
         return done
 

@@ -66,7 +66,8 @@ class SpanDeriver:
     event finishes. ``content`` adds the conversation (opt-in, as the conventions say)."""
 
     __slots__ = ("_agent", "_calls", "_chat_name", "_chats", "_content", "_limits", "_make",
-                 "_model", "_provider", "_root", "_segment", "_trace_id", "_used", "session_id")
+                 "_model", "_provider", "_root", "_segment", "_trace_id", "_used", "open",
+                 "session_id")
 
     def __init__(self, session_id: str, *, content: bool = False,
                  make: SpanMaker = SpanRecord) -> None:
@@ -82,11 +83,7 @@ class SpanDeriver:
         self._agent = self._model = self._provider = ""
         self._limits: tuple[tuple[str, str, float, bool], ...] = ()  # (limits_of)
         self._used: list[Any] = [None, 0, 0]  # the segment's last finish reason, tokens in, out
-
-    @property
-    def open(self) -> bool:
-        """Whether a segment is open (its end or pause not yet seen)."""
-        return self._root is not None
+        self.open = False  # whether a segment is open (its end or pause not yet seen)
 
     def feed(self, event: Event, data: Any = None) -> list[Any]:
         """The spans ``event`` finishes (``SpanRecord``s, or what the deriver's maker
@@ -143,6 +140,7 @@ class SpanDeriver:
         if self._content and isinstance(data.get("system_prompt"), str):
             attributes[g.SYSTEM_INSTRUCTIONS] = json.dumps(
                 [{"type": "text", "content": data["system_prompt"]}])
+        self.open = True
         self._root = OpenSpan(f"{g.INVOKE_AGENT} {self._agent}", segment.root(), parent,
                            "INTERNAL", ns_of(event), attributes, links)
         return done
@@ -175,6 +173,7 @@ class SpanDeriver:
             self._root.attributes[g.CHAIN_HEAD] = head
         done.append(self._root.close(make, end_ns, error))
         self._root, self._chats, self._calls, self._used = None, {}, {}, [None, 0, 0]
+        self.open = False
         return done
 
     # -- model calls --------------------------------------------------------------------------
