@@ -39,6 +39,9 @@ Protocol = Literal["auto", "2025-11-25", "2026-07-28"]
 PROTOCOLS = ("auto", "2025-11-25", "2026-07-28")
 
 
+MIN_CREDENTIAL = 8  # a shorter value under a secret-looking name ("1", "yes") is blanked nowhere
+
+
 def _positive(what: str, value: float) -> None:
     if isinstance(value, bool) or not isinstance(value, int | float) or not (
             value > 0 and math.isfinite(value)):
@@ -144,6 +147,24 @@ class MCPServer:
         if type(self.sampling_max_tokens) is not int or self.sampling_max_tokens < 16:
             raise InvalidArgument(f"MCP server {self.name!r}: sampling_max_tokens must be a whole "
                                   f"number >= 16, got {self.sampling_max_tokens!r}")
+
+    def credentials(self) -> tuple[str, ...]:
+        """What tether passes this server that the server may echo back: the values of ``env``
+        and ``headers`` under secret-looking names (``API_KEY``, ``GITHUB_TOKEN``,
+        ``Authorization``, ...; ``tether.tools.asking.secret_looking``), and a header's value
+        without its scheme (``Bearer <token>``'s token). ``MCPTool`` keeps them out of what
+        the session records and sends, as it keeps an OAuth token out."""
+        from tether.tools.asking import secret_looking
+
+        found: list[str] = []
+        for name, value in (*self.env.items(), *self.headers.items()):
+            if not secret_looking(name) or len(value.strip()) < MIN_CREDENTIAL:
+                continue
+            found.append(value)
+            scheme, _, rest = value.partition(" ")
+            if rest.strip() and len(rest.strip()) >= MIN_CREDENTIAL and scheme.isalpha():
+                found.append(rest.strip())
+        return tuple(sorted(set(found), key=len, reverse=True))  # the longest blanked first
 
     @classmethod
     def stdio(cls, name: str, command: str | Path, *args: str | Path,
