@@ -38,6 +38,7 @@ from tether.models.scripted import ScriptedModel
 from tether.runtime.approvals.approver import approve_when, deny_all
 from tether.tools import tool
 from tether.types import ModelRequest, ModelResponse
+from tether.vouched import leaves
 
 ROOT = Path(__file__).resolve().parents[1]
 HOSTILE = ROOT / "tests" / "mcp" / "hostile_server.py"
@@ -257,9 +258,18 @@ def agent_secret() -> Iterator[None]:
             os.environ[AGENT_SECRET_VAR] = before
 
 
+def strings(value: Any) -> list[str]:
+    """Every string in a JSON value, keys included (a schema's text, unescaped)."""
+    if isinstance(value, Mapping):
+        return [*value.keys(), *(s for v in value.values() for s in strings(v))]
+    return [s for s in leaves(value) if isinstance(s, str)]
+
+
 def request_text(request: ModelRequest) -> str:
+    """Everything a model request shows the model, as text."""
     return "\n".join([*(m.content for m in request.messages),
-                      *(s.description + json.dumps(s.parameters) for s in request.tools)])
+                      *(text for s in request.tools
+                        for text in (s.name, s.description, *strings(s.parameters)))])
 
 
 def run_case(case: Case, approver: str = "deny", *, keep: bool = False) -> Verdict:

@@ -200,3 +200,19 @@ def test_credentials_are_the_secret_looking_values_passed() -> None:
     web = MCPServer.http("web", "http://127.0.0.1:9/mcp",
                          headers={"Authorization": "Bearer tok-0123456789", "Accept": "x/y"})
     assert web.credentials() == ("Bearer tok-0123456789", "tok-0123456789")
+
+
+def test_fitness_bounds_size_depth_and_validity() -> None:
+    from tether.mcp.fit import MAX_DEPTH, MAX_DESCRIPTION, depth, unfit
+
+    ok = {"name": "t", "description": "x" * MAX_DESCRIPTION, "inputSchema": {"type": "object"}}
+    assert unfit(ok) is None and depth({"a": [1, {"b": 2}]}) == 3 and depth("s") == 0
+    assert "characters long" in str(unfit({**ok, "description": "x" * (MAX_DESCRIPTION + 1)}))
+    deep: dict[str, Any] = {"type": "string"}
+    for _ in range(MAX_DEPTH):
+        deep = {"type": "object", "properties": {"x": deep}}
+    assert "levels deep" in str(unfit({**ok, "inputSchema": deep}))
+    wide = {"type": "object", "properties": {f"f{i}": {"type": "string", "description": "p" * 200}
+                                             for i in range(2000)}}
+    assert "bytes of JSON" in str(unfit({**ok, "inputSchema": wide}))
+    assert unfit(ok, "the schema is invalid") == "the schema is invalid"

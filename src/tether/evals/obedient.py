@@ -14,7 +14,6 @@ description is model-visible text an attacker writes: tests/test_mcp_attacks*.py
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -22,6 +21,7 @@ from typing import Any
 from tether.errors import InvalidArgument
 from tether.models.scripted import ScriptedModel
 from tether.types import ModelRequest, ModelResponse, ToolCall
+from tether.vouched import leaves
 
 
 @dataclass(frozen=True, slots=True)
@@ -47,9 +47,8 @@ def obedient_responder(user_calls: Sequence[PlannedCall],
         if any(injection_text in m.content for m in request.messages if m.role == "tool"):
             return True
         return reads_descriptions and any(
-            injection_text in spec.description
-            or injection_text in json.dumps(spec.parameters, ensure_ascii=False)
-            for spec in request.tools)
+            injection_text in text for spec in request.tools
+            for text in (spec.description, *leaves(spec.parameters)))
 
     def respond(request: ModelRequest) -> ModelResponse | str:
         made = sum(len(m.tool_calls) for m in request.messages if m.role == "assistant")

@@ -13,8 +13,9 @@ where a tool-poisoning instruction would be. A new tool that awaits approval sho
 text at all. Validation and calls use the server's current definition through the toolset.
 A credential tether passed the server (OAuth's token, an API key in ``env=`` or ``headers=``:
 ``MCPServer.credentials``) is blanked from everything the session records and sends, since a
-server may echo it back in a result, an error or a log line. A call carries its span (``ToolContext.traceparent``, set when the recipe has telemetry) to the
-server in the request's ``_meta``, so the server's work joins the caller's trace. A server's
+server may echo it back in a result, an error or a log line. A call carries its span
+(``ToolContext.traceparent``, set when the recipe has telemetry) to the server in the request's
+``_meta``, so the server's work joins the caller's trace. A server's
 refusal for want of a client capability (-32021) is told to the caller waiting (``lacks``: a
 proxy answers its own client with the same error) before the call fails as any other.
 """
