@@ -78,7 +78,8 @@ async def run_proxy_case(case: Case) -> ProxyVerdict:
         with (Path(tmp) / "err.txt").open("w") as err:
             async with stdio_client(params, errlog=err) as (read, write), ClientSession(
                     read, write, read_timeout_seconds=60, logging_callback=on_log,
-                    log_level="debug", elicitation_callback=on_elicit, sampling_callback=on_sample) as session:
+                    log_level="debug", elicitation_callback=on_elicit,
+                    sampling_callback=on_sample) as session:
                 await session.initialize()
                 listed = await session.list_tools()
                 verdict.seen += [text for t in listed.tools
