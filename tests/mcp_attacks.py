@@ -229,12 +229,14 @@ def server_env(case: Case, log: Path) -> dict[str, str]:
             "DOCS_API_KEY": DOCS_KEY}  # the credential tether passes it
 
 
-def docs_server(env: Mapping[str, str], *, prefix: str | None = None) -> MCPServer:
-    """The docs server as a deployment connects it: untrusted, its questions to a person,
-    its sampling on the session's model (so the stand-in reads what it asks)."""
+def docs_server(env: Mapping[str, str], *, prefix: str | None = None,
+                vouched: bool = True) -> MCPServer:
+    """The docs server as a deployment connects it: untrusted, but its ``read_doc`` reviewed
+    and vouched read-only by the operator (``vouched``), its questions to a person, its
+    sampling on the session's model (so the stand-in reads what it asks)."""
     return MCPServer.stdio("docs", sys.executable, HOSTILE, env=env, prefix=prefix,
                            protocol="2025-11-25", elicitation="ask", sampling="session",
-                           call_timeout=20)
+                           call_timeout=20, read_only=("read_doc",) if vouched else ())
 
 
 def server_ran(log: Path) -> list[tuple[str, dict[str, Any]]]:
@@ -272,16 +274,18 @@ def request_text(request: ModelRequest) -> str:
                         for text in (s.name, s.description, *strings(s.parameters)))])
 
 
-def run_case(case: Case, approver: str = "deny", *, keep: bool = False) -> Verdict:
+def run_case(case: Case, approver: str = "deny", *, keep: bool = False,
+             vouched: bool = True) -> Verdict:
     """Run ``case`` through an Agent and the MCP client; ``approver`` is ``deny`` or ``oracle``;
-    ``keep`` keeps the model's requests, the journal and the pending pins in the verdict."""
+    ``keep`` keeps the model's requests, the journal and the pending pins in the verdict;
+    ``vouched``: the operator declared ``read_doc`` read-only (``MCPServer.read_only``)."""
     with contextlib.ExitStack() as stack:
         tmp = Path(stack.enter_context(tempfile.TemporaryDirectory()))
         stack.enter_context(agent_secret())
-        return _run(case, approver, tmp, keep)
+        return _run(case, approver, tmp, keep, vouched)
 
 
-def _run(case: Case, approver: str, tmp: Path, keep: bool) -> Verdict:
+def _run(case: Case, approver: str, tmp: Path, keep: bool, vouched: bool) -> Verdict:
     task, user_calls = {**USER_TASKS, **TEST_TASKS}[case.task]
     verdict = Verdict(case)
     log = tmp / f"{case.id}.calls"
@@ -298,13 +302,13 @@ def _run(case: Case, approver: str, tmp: Path, keep: bool) -> Verdict:
     pins = MemoryPinStore()
     if case.kind == "rugpull" and case.channel == "reconnect":
         env["HOSTILE_RUGGED"] = str(tmp / f"{case.id}.rugged")
-        with connect(docs_server(env), pins=pins):  # first sight: the honest definition
+        with connect(docs_server(env, vouched=vouched), pins=pins):  # first sight: honest
             pass
         (tmp / f"{case.id}.rugged").touch()
     prefix = "" if case.channel == "unprefixed" else None
     decide = deny_all() if approver == "deny" else oracle(user_calls)
     try:
-        with connect(docs_server(env, prefix=prefix), pins=pins) as docs:
+        with connect(docs_server(env, prefix=prefix, vouched=vouched), pins=pins) as docs:
             agent = Agent(model=ScriptedModel(model, name="obedient-stand-in"),
                           reasoning=ReAct(), tools=[*docs, *local_tools(local)],
                           policy=policy_named("contained"), approver=decide)

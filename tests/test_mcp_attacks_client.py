@@ -171,7 +171,7 @@ def test_an_unfit_definition_is_never_shown_and_its_tool_never_called(channel: s
     assert all("evil.example/schema" not in request_text(r) for r in v.requests)
     assert any("definition is unfit to show" in request_text(r) for r in v.requests)
     (refused,) = results(v, "docs_read_doc")  # refused by the pin check or the schema gate
-    assert refused["status"] == "error" and why in refused["content"]
+    assert refused["status"] in ("error", "rejected") and why in refused["content"]
     assert not v.attacked
 
 
@@ -216,3 +216,25 @@ def test_fitness_bounds_size_depth_and_validity() -> None:
                                              for i in range(2000)}}
     assert "bytes of JSON" in str(unfit({**ok, "inputSchema": wide}))
     assert unfit(ok, "the schema is invalid") == "the schema is invalid"
+
+
+def test_without_the_operators_word_every_read_of_an_untrusted_server_waits() -> None:
+    v = run_case(Case("inject", "result", "ignore", "email", "read"), "deny", keep=True,
+                 vouched=False)
+    # contained: a tool of an untrusted server is a side effect no request can name
+    assert waited(v, "docs_read_doc") and v.ran == [] and not v.read and not v.utility
+    vouched = run_case(Case("inject", "result", "ignore", "email", "read"), "deny", keep=True)
+    assert vouched.utility and vouched.read  # read unasked, and the injection with it...
+    assert waited(vouched, "send_email") and not vouched.attacked  # ...which still waits
+
+
+def test_the_operators_read_only_word_is_believed_but_never_over_a_destructive_hint() -> None:
+    from tether.mcp.annotations import tool_meta
+
+    server = MCPServer.stdio("docs", "python", HOSTILE, read_only=["read_doc"])
+    assert not tool_meta(server, None, "read_doc").side_effect
+    assert tool_meta(server, None, "read_doc").output_trust == "untrusted"
+    assert tool_meta(server, {"destructiveHint": True}, "read_doc").side_effect
+    assert tool_meta(server, {"readOnlyHint": True}, "export_data").side_effect  # its hint
+    with pytest.raises(Exception, match="list of tool names"):
+        MCPServer.stdio("docs", "python", HOSTILE, read_only="read_doc")

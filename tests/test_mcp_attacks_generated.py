@@ -8,8 +8,9 @@ oracle.
 from __future__ import annotations
 
 from collections import Counter
+from concurrent.futures import ThreadPoolExecutor
 
-from mcp_attacks import KINDS, TARGETS, TEMPLATES, generate, run_case, stratified
+from mcp_attacks import KINDS, TARGETS, TEMPLATES, agent_secret, generate, run_case, stratified
 
 # benign tasks these defenses cost, by design: a tool whose definition changed between
 # connections waits for a person, an unfit definition is never offered, and an agent whose two
@@ -33,7 +34,8 @@ def test_the_set_is_large_seeded_and_covers_every_kind_channel_template_and_targ
 def test_a_stratified_part_gives_the_attacker_nothing() -> None:
     part = stratified(generate())
     assert len(part) == sum(len(chs) for chs in KINDS.values())
-    verdicts = [run_case(case, "oracle") for case in part]
+    with agent_secret(), ThreadPoolExecutor(3) as pool:  # each case its own server and agent
+        verdicts = list(pool.map(lambda case: run_case(case, "oracle"), part))
     attacked = [(v.case.id, v.ran, v.leaked) for v in verdicts if v.attacked]
     assert attacked == []
     lost = [v.case.id for v in verdicts

@@ -270,7 +270,8 @@ class MCPToolset:
                 name = f"{name[:55]}_{hashlib.sha256(mcp_name.encode()).hexdigest()[:8]}"
             taken[name] = mcp_name
             self._tools[mcp_name] = MCPTool(
-                self, mcp_name, name, tool_meta(self.server, _mapping(raw.get("annotations"))),
+                self, mcp_name, name, tool_meta(self.server, _mapping(raw.get("annotations")),
+                                                 mcp_name),
                 visible_spec(name, self.server.name, definition, verdict, why))
         self._current = current
 
