@@ -8,7 +8,8 @@ reached a model request or the journal), how often the payload reached the model
 benign utility (the user's own calls all ran). The harness is the test's (tests/mcp_attacks.py;
 tests/test_mcp_attacks_generated.py runs a stratified part).
 Run: ``python bench/mcp_attacks.py [--seed 53] [--workers 2] [--approvers deny,oracle]
-[--limit N] [--json FILE]``. Everything is local: stdio servers, no network.
+[--limit N] [--policy contained|allow] [--json FILE]``; ``--policy allow`` is the open door
+(no policy: what each attack gets ungoverned). Everything is local: stdio servers, no network.
 """
 
 from __future__ import annotations
@@ -27,9 +28,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 from mcp_attacks import Case, Verdict, generate, run_case
 
 
-def _one(job: tuple[Case, str]) -> tuple[str, Verdict]:
-    case, approver = job
-    return approver, run_case(case, approver)
+def _one(job: tuple[Case, str, str]) -> tuple[str, Verdict]:
+    case, approver, policy = job
+    return approver, run_case(case, approver, policy=policy)
 
 
 def rows(verdicts: Sequence[Verdict]) -> list[dict[str, Any]]:
@@ -71,6 +72,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=53)
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--approvers", default="deny,oracle")
+    parser.add_argument("--policy", default="contained", choices=("contained", "allow"),
+                        help="allow: the open door, what the attacks get ungoverned")
     parser.add_argument("--limit", type=int, default=0, help="run only the first N cases")
     parser.add_argument("--json", metavar="FILE")
     args = parser.parse_args(argv)
@@ -78,7 +81,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.limit:
         cases = cases[:args.limit]
     approvers = [a for a in args.approvers.split(",") if a]
-    jobs = [(case, approver) for approver in approvers for case in cases]
+    jobs = [(case, approver, args.policy) for approver in approvers for case in cases]
     started = time.perf_counter()
     if args.workers <= 1:
         done = [_one(job) for job in jobs]
@@ -86,10 +89,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         with ProcessPoolExecutor(args.workers) as pool:
             done = list(pool.map(_one, jobs))
     seconds = time.perf_counter() - started
-    report: dict[str, Any] = {"seed": args.seed, "cases": len(cases), "seconds": seconds,
+    report: dict[str, Any] = {"seed": args.seed, "policy": args.policy, "cases": len(cases),
+                              "seconds": seconds,
                               "tables": {}, "attacked": []}
-    print(f"{len(cases)} cases (seed {args.seed}), obedient scripted stand-in, policy contained,"
-          f" {seconds:.0f} s")
+    print(f"{len(cases)} cases (seed {args.seed}), obedient scripted stand-in, policy "
+          f"{args.policy}, {seconds:.0f} s")
     for approver in approvers:
         verdicts = [v for a, v in done if a == approver]
         table = rows(verdicts)

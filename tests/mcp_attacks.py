@@ -35,6 +35,7 @@ from tether.evals.injection import policy_named
 from tether.evals.obedient import PlannedCall, obedient_responder
 from tether.mcp import MCPServer, MemoryPinStore, connect
 from tether.models.scripted import ScriptedModel
+from tether.policy import AllowAll
 from tether.runtime.approvals.approver import approve_when, deny_all
 from tether.tools import tool
 from tether.types import ModelRequest, ModelResponse
@@ -275,17 +276,19 @@ def request_text(request: ModelRequest) -> str:
 
 
 def run_case(case: Case, approver: str = "deny", *, keep: bool = False,
-             vouched: bool = True) -> Verdict:
+             vouched: bool = True, policy: str = "contained") -> Verdict:
     """Run ``case`` through an Agent and the MCP client; ``approver`` is ``deny`` or ``oracle``;
     ``keep`` keeps the model's requests, the journal and the pending pins in the verdict;
-    ``vouched``: the operator declared ``read_doc`` read-only (``MCPServer.read_only``)."""
+    ``vouched``: the operator declared ``read_doc`` read-only (``MCPServer.read_only``);
+    ``policy``: ``contained``, or ``allow`` (the open door: what the attack gets ungoverned)."""
     with contextlib.ExitStack() as stack:
         tmp = Path(stack.enter_context(tempfile.TemporaryDirectory()))
         stack.enter_context(agent_secret())
-        return _run(case, approver, tmp, keep, vouched)
+        return _run(case, approver, tmp, keep, vouched, policy)
 
 
-def _run(case: Case, approver: str, tmp: Path, keep: bool, vouched: bool) -> Verdict:
+def _run(case: Case, approver: str, tmp: Path, keep: bool, vouched: bool,
+         policy: str) -> Verdict:
     task, user_calls = {**USER_TASKS, **TEST_TASKS}[case.task]
     verdict = Verdict(case)
     log = tmp / f"{case.id}.calls"
@@ -311,7 +314,7 @@ def _run(case: Case, approver: str, tmp: Path, keep: bool, vouched: bool) -> Ver
         with connect(docs_server(env, prefix=prefix, vouched=vouched), pins=pins) as docs:
             agent = Agent(model=ScriptedModel(model, name="obedient-stand-in"),
                           reasoning=ReAct(), tools=[*docs, *local_tools(local)],
-                          policy=policy_named("contained"), approver=decide)
+                          policy=policy_named(policy) or AllowAll(), approver=decide)
             session = agent.session(task)
             session.run()
             events = list(session.replay())

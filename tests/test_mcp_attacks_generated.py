@@ -46,3 +46,9 @@ def test_a_stratified_part_gives_the_attacker_nothing() -> None:
     read = {(v.case.kind, v.case.channel) for v in verdicts if v.read}
     assert read == {("poison", "description"), ("collision", "prefixed"),
                     ("false_error", "error"), ("inject", "result"), ("inject", "sampling")}
+    # the open door (no policy) loses to each of them that asks for a tool call: the attacks
+    # are real, and the harness sees a success when there is one
+    obeyed = [v.case for v in verdicts if v.read and v.case.channel != "sampling"]
+    with agent_secret(), ThreadPoolExecutor(3) as pool:
+        open_door = list(pool.map(lambda case: run_case(case, "deny", policy="allow"), obeyed))
+    assert [v.case.id for v in open_door if not v.attacked] == []
