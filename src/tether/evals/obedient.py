@@ -7,18 +7,21 @@ replay the injection task's ground-truth calls too: a model that follows every i
 sees. What the runtime lets through is then exactly what an attacker gets from a model that
 always obeys. Decision: it decides on what it *read* (tool results in the conversation), never
 on what it was told out of band, so a call the policy refused, or a result the runtime withheld,
-changes its course exactly as it would change a real model's.
+changes its course exactly as it would change a real model's. With ``reads_descriptions`` it
+also reads the tools' descriptions and schemas as offered to it (an MCP server's tool
+description is model-visible text an attacker writes: tests/test_mcp_attacks*.py).
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from tether.errors import InvalidArgument
 from tether.models.scripted import ScriptedModel
 from tether.types import ModelRequest, ModelResponse, ToolCall
+from tether.vouched import leaves
 
 
 @dataclass(frozen=True, slots=True)
@@ -28,23 +31,43 @@ class PlannedCall:
     arguments: Mapping[str, Any] = field(default_factory=dict)
 
 
-def obedient_model(user_calls: Sequence[PlannedCall], injection_calls: Sequence[PlannedCall] = (),
-                   *, injection_text: str | None = None, answer: str = "Done.",
-                   name: str = "obedient") -> ScriptedModel:
-    """A model that makes ``user_calls``, then ``injection_calls`` if a tool result it read
-    contains ``injection_text``, then answers ``answer`` (also when no tools are offered)."""
+def obedient_responder(user_calls: Sequence[PlannedCall],
+                       injection_calls: Sequence[PlannedCall] = (), *,
+                       injection_text: str | None = None, answer: str = "Done.",
+                       reads_descriptions: bool = False
+                       ) -> Callable[[ModelRequest], ModelResponse | str]:
+    """The obedient model's turn as a function of the request (``obedient_model`` wraps it in a
+    ``ScriptedModel``; a harness may wrap it to record what the model was shown)."""
     if injection_calls and not injection_text:
         raise InvalidArgument("injection_calls need the injection_text whose reading triggers them")
 
+    def read(request: ModelRequest) -> bool:
+        if injection_text is None:
+            return False
+        if any(injection_text in m.content for m in request.messages if m.role == "tool"):
+            return True
+        return reads_descriptions and any(
+            injection_text in text for spec in request.tools
+            for text in (spec.description, *leaves(spec.parameters)))
+
     def respond(request: ModelRequest) -> ModelResponse | str:
         made = sum(len(m.tool_calls) for m in request.messages if m.role == "assistant")
-        read = injection_text is not None and any(
-            injection_text in m.content for m in request.messages if m.role == "tool")
-        plan = [*user_calls, *(injection_calls if read else ())]
+        plan = [*user_calls, *(injection_calls if read(request) else ())]
         if made >= len(plan) or not request.tools:
             return answer
         step = plan[made]
         return ModelResponse(tool_calls=(ToolCall(f"call_{made + 1}", step.tool,
                                                   dict(step.arguments)),))
 
-    return ScriptedModel(respond, name=name)
+    return respond
+
+
+def obedient_model(user_calls: Sequence[PlannedCall], injection_calls: Sequence[PlannedCall] = (),
+                   *, injection_text: str | None = None, answer: str = "Done.",
+                   name: str = "obedient", reads_descriptions: bool = False) -> ScriptedModel:
+    """A model that makes ``user_calls``, then ``injection_calls`` if a tool result it read
+    (or, with ``reads_descriptions``, a tool's description or schema it was offered) contains
+    ``injection_text``, then answers ``answer`` (also when no tools are offered)."""
+    return ScriptedModel(obedient_responder(user_calls, injection_calls,
+                                            injection_text=injection_text, answer=answer,
+                                            reads_descriptions=reads_descriptions), name=name)

@@ -8,7 +8,9 @@ allows read-only tools.
 Decision — a hint that asks for *more* caution is believed from any server; a hint that asks
 for *less* only from a server the operator marked ``trusted``:
 
-- side effect: none only if ``readOnlyHint`` is true **and** the server is trusted.
+- side effect: none only if ``readOnlyHint`` is true **and** the server is trusted, or the
+  operator named the tool ``read_only`` (``MCPServer.read_only``: the operator's word, not the
+  server's) and the server does not call it destructive.
 - output trust and egress: trusted output and no egress only if the server is trusted **and**
   ``openWorldHint`` is explicitly false (the spec's default is true); otherwise the output is
   ``untrusted`` (it taints the session) and the tool counts as egress.
@@ -36,15 +38,19 @@ def _hint(annotations: Mapping[str, Any] | None, key: str) -> bool | None:
     return value if isinstance(value, bool) else None  # a non-boolean hint is no hint
 
 
-def tool_meta(server: MCPServer, annotations: Mapping[str, Any] | None) -> ToolMeta:
-    """The metadata policies see for a tool of ``server`` with these annotations."""
-    read_only_claim = _hint(annotations, "readOnlyHint") is True
+def tool_meta(server: MCPServer, annotations: Mapping[str, Any] | None,
+              tool: str | None = None) -> ToolMeta:
+    """The metadata policies see for ``tool`` (its name on the server) of ``server`` with these
+    annotations."""
     destructive = _hint(annotations, "destructiveHint")
+    vouched = tool is not None and tool in server.read_only and destructive is not True
+    read_only_claim = _hint(annotations, "readOnlyHint") is True or vouched
     open_world = _hint(annotations, "openWorldHint")
-    read_only = server.trusted and read_only_claim
+    read_only = (server.trusted and read_only_claim) or vouched
     closed_world = server.trusted and open_world is False
     risk: Risk
-    if destructive is True or not server.trusted or (destructive is None and not read_only_claim):
+    if destructive is True or (not server.trusted and not vouched) or (
+            destructive is None and not read_only_claim):
         risk = "high"  # only a trusted server's hints may lower caution
     elif read_only:
         risk = "low"

@@ -2,17 +2,18 @@
 
 Decision: a server is plain frozen data — a name, one transport (a command to spawn for stdio, or
 a URL for streamable HTTP), and the few facts the operator vouches for: whether the server is
-``trusted`` (only then are its read-only and open-world hints believed), its per-call timeout,
-and the prefix its tools get. Nothing here touches the ``mcp`` SDK, so a config can be built,
-validated and shown without the extra installed. Secrets in ``env`` and ``headers`` never appear
-in the repr.
+``trusted`` (only then are its read-only and open-world hints believed), which of its tools are
+``read_only`` (the operator's word for tools it reviewed, not the server's hint), its per-call
+timeout, and the prefix its tools get. Nothing here touches the ``mcp`` SDK, so a config can be
+built, validated and shown without the extra installed. Secrets in ``env`` and ``headers`` never
+appear in the repr.
 """
 
 from __future__ import annotations
 
 import math
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import MappingProxyType
@@ -37,6 +38,16 @@ Sampling = Literal["decline", "session", "relay"]
 #: The MCP protocol era a connection speaks (``tether.mcp.eras``): negotiated, or pinned.
 Protocol = Literal["auto", "2025-11-25", "2026-07-28"]
 PROTOCOLS = ("auto", "2025-11-25", "2026-07-28")
+
+
+MIN_CREDENTIAL = 8  # a shorter value under a secret-looking name ("1", "yes") is blanked nowhere
+
+
+def _tool_names(server: str, names: Iterable[str]) -> frozenset[str]:
+    if isinstance(names, str) or not all(isinstance(n, str) for n in names):
+        raise WrongType(f"MCP server {server!r}: read_only must be a list of tool names, such as "
+                        f"[{names!r}], not {names!r}")
+    return frozenset(names)
 
 
 def _positive(what: str, value: float) -> None:
@@ -65,6 +76,12 @@ class MCPServer:
     ``"relay"`` to the MCP client waiting for the call) and ``sampling`` (``"decline"``,
     ``"session"``: a governed model call of the calling session, at most
     ``sampling_max_tokens`` of output, or ``"relay"``). Both default to declining, journaled.
+
+    ``read_only`` names tools (by their name on the server) that the operator reviewed and
+    vouches have no side effect: policies see them so whatever the server's hints say (a
+    ``destructiveHint`` still counts), and pinning keeps the reviewed definition — a tool
+    redefined later is blocked, so the word cannot be carried over to what was not reviewed.
+    Their output stays untrusted unless the server is ``trusted`` and says it is closed-world.
     """
 
     name: str
@@ -85,6 +102,7 @@ class MCPServer:
     sampling: Sampling = "decline"
     sampling_max_tokens: int = 1024
     protocol: Protocol = "auto"
+    read_only: frozenset[str] = frozenset()
 
     def __post_init__(self) -> None:
         if not isinstance(self.name, str) or not NAME.match(self.name):
@@ -97,6 +115,7 @@ class MCPServer:
             raise WrongType(f"MCP server {self.name!r}: args must be a list of strings such as "
                             f"[{self.args!r}], not a string")
         object.__setattr__(self, "args", tuple(str(a) for a in self.args))
+        object.__setattr__(self, "read_only", _tool_names(self.name, self.read_only))
         object.__setattr__(self, "env", MappingProxyType(dict(self.env)))
         object.__setattr__(self, "headers", MappingProxyType(dict(self.headers)))
         if self.cwd is not None:
@@ -145,6 +164,24 @@ class MCPServer:
             raise InvalidArgument(f"MCP server {self.name!r}: sampling_max_tokens must be a whole "
                                   f"number >= 16, got {self.sampling_max_tokens!r}")
 
+    def credentials(self) -> tuple[str, ...]:
+        """What tether passes this server that the server may echo back: the values of ``env``
+        and ``headers`` under secret-looking names (``API_KEY``, ``GITHUB_TOKEN``,
+        ``Authorization``, ...; ``tether.tools.asking.secret_looking``), and a header's value
+        without its scheme (``Bearer <token>``'s token). ``MCPTool`` keeps them out of what
+        the session records and sends, as it keeps an OAuth token out."""
+        from tether.tools.asking import secret_looking
+
+        found: list[str] = []
+        for name, value in (*self.env.items(), *self.headers.items()):
+            if not secret_looking(name) or len(value.strip()) < MIN_CREDENTIAL:
+                continue
+            found.append(value)
+            scheme, _, rest = value.partition(" ")
+            if rest.strip() and len(rest.strip()) >= MIN_CREDENTIAL and scheme.isalpha():
+                found.append(rest.strip())
+        return tuple(sorted(set(found), key=len, reverse=True))  # the longest blanked first
+
     @classmethod
     def stdio(cls, name: str, command: str | Path, *args: str | Path,
               env: Mapping[str, str] | None = None, cwd: str | Path | None = None,
@@ -152,7 +189,7 @@ class MCPServer:
               call_timeout: float = 30.0, connect_timeout: float = 20.0,
               close_timeout: float = 10.0, elicitation: Elicitation = "decline",
               sampling: Sampling = "decline", sampling_max_tokens: int = 1024,
-              protocol: Protocol = "auto") -> MCPServer:
+              protocol: Protocol = "auto", read_only: Iterable[str] = ()) -> MCPServer:
         """A server tether spawns and talks to over its stdin/stdout.
 
         The process gets only a minimal environment (PATH, HOME, ...) plus ``env``, never the
@@ -163,7 +200,8 @@ class MCPServer:
                    separator=separator, call_timeout=call_timeout,
                    connect_timeout=connect_timeout, close_timeout=close_timeout,
                    elicitation=elicitation, sampling=sampling,
-                   sampling_max_tokens=sampling_max_tokens, protocol=protocol)
+                   sampling_max_tokens=sampling_max_tokens, protocol=protocol,
+                   read_only=_tool_names(name, read_only))
 
     @classmethod
     def http(cls, name: str, url: str, *, headers: Mapping[str, str] | None = None,
@@ -172,14 +210,15 @@ class MCPServer:
              call_timeout: float = 30.0, connect_timeout: float = 20.0,
              close_timeout: float = 10.0, elicitation: Elicitation = "decline",
              sampling: Sampling = "decline", sampling_max_tokens: int = 1024,
-             protocol: Protocol = "auto") -> MCPServer:
+             protocol: Protocol = "auto", read_only: Iterable[str] = ()) -> MCPServer:
         """A server already listening on ``url`` (streamable HTTP), e.g.
         ``http://127.0.0.1:8000/mcp``."""
         return cls(name, url=url, headers=headers or {}, auth=auth, trusted=trusted, prefix=prefix,
                    separator=separator, call_timeout=call_timeout,
                    connect_timeout=connect_timeout, close_timeout=close_timeout,
                    elicitation=elicitation, sampling=sampling,
-                   sampling_max_tokens=sampling_max_tokens, protocol=protocol)
+                   sampling_max_tokens=sampling_max_tokens, protocol=protocol,
+                   read_only=_tool_names(name, read_only))
 
     @property
     def transport(self) -> Transport:

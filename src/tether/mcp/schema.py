@@ -40,6 +40,11 @@ class ArgumentSchema:
             self._broken = f"the server's input schema for {tool!r} is invalid ({exc.message})"
         self._validator: Any = cls(dict(schema), registry=Registry())
 
+    @property
+    def broken(self) -> str | None:
+        """What is wrong with the schema itself, or None (``tether.mcp.fit``)."""
+        return self._broken
+
     def validate(self, arguments: Mapping[str, Any]) -> dict[str, Any]:
         """A copy of ``arguments``, or ToolArgumentError naming the first offending field."""
         from jsonschema.exceptions import best_match

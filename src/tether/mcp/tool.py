@@ -5,13 +5,17 @@ policy, timeout, journal — so it implements the plain ``tether.tools.Tool`` pr
 in the runtime knows it is remote. What it declares is decided here, once, at discovery: the
 name (prefixed), the metadata (from annotations read as untrusted hints), and the spec.
 
-Decision: the spec the model sees is always an *approved* definition. For a tool whose
+Decision: the spec the model sees is always an *approved* definition, and one fit to be shown
+(``tether.mcp.fit``: bounded in size and nesting, a valid JSON Schema). For a tool whose
 definition changed since it was pinned, the model is shown the pinned description and schema
 (with a note that the tool is blocked), never the new text — a changed description is exactly
 where a tool-poisoning instruction would be. A new tool that awaits approval shows no server
 text at all. Validation and calls use the server's current definition through the toolset.
-A call carries its span (``ToolContext.traceparent``, set when the recipe has telemetry) to the
-server in the request's ``_meta``, so the server's work joins the caller's trace. A server's
+A credential tether passed the server (OAuth's token, an API key in ``env=`` or ``headers=``:
+``MCPServer.credentials``) is blanked from everything the session records and sends, since a
+server may echo it back in a result, an error or a log line. A call carries its span
+(``ToolContext.traceparent``, set when the recipe has telemetry) to the server in the request's
+``_meta``, so the server's work joins the caller's trace. A server's
 refusal for want of a client capability (-32021) is told to the caller waiting (``lacks``: a
 proxy answers its own client with the same error) before the call fails as any other.
 """
@@ -39,11 +43,16 @@ EMPTY_SCHEMA: dict[str, Any] = {"type": "object", "properties": {}}
 
 
 def visible_spec(name: str, server: str, definition: Mapping[str, Any],
-                 verdict: Verdict) -> ToolSpec:
-    """The spec the model may see for a tool, given the pinning verdict on its definition."""
+                 verdict: Verdict, unfit: str | None = None) -> ToolSpec:
+    """The spec the model may see for a tool, given the pinning verdict on its definition and
+    why the definition it would show is unfit to be shown (``tether.mcp.fit``), if it is."""
     def describe(d: Mapping[str, Any]) -> str:
         return str(d.get("description") or f"Tool {d.get('name')!r} of MCP server {server!r}.")
 
+    if unfit is not None:
+        return ToolSpec(name, f"Tool {definition.get('name')!r} of MCP server {server!r} "
+                              "[tether: blocked: its definition is unfit to show].",
+                        EMPTY_SCHEMA)
     if verdict.allowed:
         return ToolSpec(name, describe(definition), dict(definition.get("inputSchema") or
                                                          EMPTY_SCHEMA))
@@ -54,6 +63,12 @@ def visible_spec(name: str, server: str, definition: Mapping[str, Any],
                         dict(old.get("inputSchema") or EMPTY_SCHEMA))
     return ToolSpec(name, f"Tool {definition.get('name')!r} of MCP server {server!r} "
                           "[tether: blocked: new tool awaiting approval].", EMPTY_SCHEMA)
+
+
+def _blank(secrets: tuple[str, ...], text: str) -> str:
+    for secret in secrets:
+        text = text.replace(secret, "****")
+    return text
 
 
 class Host(Protocol):
@@ -96,6 +111,9 @@ class MCPTool:
         auth = self._toolset.server.auth
         if auth is not None and context.asks is not None:  # the server may echo its token
             context.asks.hide(partial(hide_secrets, auth), f"mcp-oauth:{self.server}")
+        held = self._toolset.server.credentials()
+        if held and context.asks is not None:  # or the API key it was given in env=
+            context.asks.hide(partial(_blank, held), f"mcp-credentials:{self.server}")
         asks = None if context.asks is None else context.asks.for_call(  # the session's
             context.call_id, self.name,
             self._toolset.server.call_timeout if context.timeout is None else context.timeout)

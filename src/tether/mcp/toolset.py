@@ -26,6 +26,7 @@ from tether.mcp.config import MCPServer
 from tether.mcp.connection import Connection, require_sdk
 from tether.mcp.content import render
 from tether.mcp.errors import MCPConnectionError, MCPError, MCPToolBlocked, MCPToolError
+from tether.mcp.fit import unfit
 from tether.mcp.loop import LoopThread
 from tether.mcp.pins import MemoryPinStore, Pin, PinStore, definition_of, observe
 from tether.mcp.schema import ArgumentSchema
@@ -260,6 +261,7 @@ class MCPToolset:
                 mcp_name, _schema(raw.get("inputSchema"))))
             if mcp_name in self._tools:
                 continue  # the model's view of a known tool stays; calls re-check its pin
+            why = unfit(definition, current[mcp_name][1].broken)
             verdict = observe(self.pins, self.server.name, definition,
                               require_approval_for_new=self.require_approval_for_new,
                               how_to_approve=self._how_to_approve(mcp_name))
@@ -268,8 +270,9 @@ class MCPToolset:
                 name = f"{name[:55]}_{hashlib.sha256(mcp_name.encode()).hexdigest()[:8]}"
             taken[name] = mcp_name
             self._tools[mcp_name] = MCPTool(
-                self, mcp_name, name, tool_meta(self.server, _mapping(raw.get("annotations"))),
-                visible_spec(name, self.server.name, definition, verdict))
+                self, mcp_name, name, tool_meta(self.server, _mapping(raw.get("annotations")),
+                                                 mcp_name),
+                visible_spec(name, self.server.name, definition, verdict, why))
         self._current = current
 
     async def invoke(self, mcp_name: str, arguments: dict[str, Any], *,
@@ -297,6 +300,11 @@ class MCPToolset:
                           how_to_approve=self._how_to_approve(mcp_name))
         if not verdict.allowed:
             raise MCPToolBlocked(verdict.reason, server=self.server.name, tool=mcp_name)
+        why = unfit(current[0], current[1].broken)
+        if why is not None:
+            raise MCPToolBlocked(f"tool {mcp_name!r} of MCP server {self.server.name!r} is not "
+                                 f"offered: {why}. The call was not sent to the server.",
+                                 server=self.server.name, tool=mcp_name)
         with conn.requests.calling(asks):
             result = await conn.call(mcp_name, arguments, traceparent=traceparent,
                                      progress=conn.requests.progress_for(asks), asks=asks,
