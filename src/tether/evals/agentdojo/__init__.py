@@ -185,6 +185,9 @@ def run_user_task(name: str, user_task_id: str, *, policy: Any = None, approver:
 
     if attack not in ("stock", "adaptive", "both"):
         raise InvalidArgument(f"unknown attack {attack!r}; one of stock, adaptive, both")
+    if attack != "stock" and name in AGENTDYN:
+        raise InvalidArgument(f"the adaptive attacks are not built for AgentDyn's {name!r}; "
+                              "attack 'stock' only")
     suite = load_suite(name, version)
     user_task = suite.get_user_task_by_id(user_task_id)
     environments = Environments(suite, overlay_for(suite.name))
@@ -218,11 +221,12 @@ def probe_trust(name: str, version: str = "v1.2.2") -> tuple[list[Any], tuple[st
         env = environments.load(canaries)
         if hasattr(task, "init_environment"):
             env = task.init_environment(env)
-        plan = [PlannedCall(c.function, dict(c.args))
-                for c in task.ground_truth(env.model_copy(deep=True))]
+        plan = (planned(task.ground_truth(env.model_copy(deep=True)))
+                if hasattr(task, "PROMPT") else attack_calls(name, task, env.model_copy(deep=True)))
         agent = Agent(model=obedient_model(plan, []), reasoning=ReAct(),
                       tools=tools_for(suite, env, environments.overlay),
-                      store=store, name=f"agentdojo-{name}-probe", check_policy_names=False)
+                      store=store, name=f"agentdojo-{name}-probe", check_policy_names=False,
+                      limits=POLLING if name in AGENTDYN else Limits())
         agent.run(getattr(task, "PROMPT", None) or task.GOAL)
     sessions = [store.read(i.session_id) for i in store.sessions()]
     called = {e.data["tool"] for events in sessions for e in events
