@@ -74,7 +74,8 @@ def register(commands: Any) -> None:
         description="Run AgentDojo's suites with the obedient model (it follows every "
         "injection it reads): once with nothing in the way, once governed; print what the "
         "policy lets through and what it costs. Needs the agentdojo extra.")
-    dojo.add_argument("--suites", "--suite", dest="suites", default="banking,slack,travel,workspace",
+    dojo.add_argument("--suites", "--suite", dest="suites",
+                      default="banking,slack,travel,workspace",
                       help="comma-separated: AgentDojo's workspace, travel, banking, slack; "
                       "AgentDyn's shopping, github, dailylife; or agentdyn (its three)")
     dojo.add_argument("--version", default="v1.2.2",
@@ -283,11 +284,12 @@ def run_agentdojo(args: argparse.Namespace) -> int:
         for name in suites:
             load_suite(name, args.version)
         if args.attack != "stock" and not args.trust_probe:
+            from tether.errors import InvalidArgument
             from tether.evals.agentdojo import AGENTDYN
 
             unfit = [name for name in suites if name in AGENTDYN]
             if unfit:
-                raise ValueError(f"--attack {args.attack}: the adaptive attacks are not built "
+                raise InvalidArgument(f"--attack {args.attack}: the adaptive attacks are not built "
                                  f"for AgentDyn's suites ({', '.join(unfit)}); use --attack "
                                  "stock")
     except (ValueError, ImportError, KeyError) as exc:

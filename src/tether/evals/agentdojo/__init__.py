@@ -23,7 +23,8 @@ from collections.abc import Mapping
 from typing import Any
 
 from tether.errors import InvalidArgument
-from tether.runtime.accounting.limits import Limits
+from tether.evals.agentdojo.agentdyn.attacks import attack_calls
+from tether.evals.agentdojo.reading import planned, reads
 from tether.evals.agentdojo.suite import DojoTool as DojoTool  # where the tests find them
 from tether.evals.agentdojo.suite import (
     Environments,
@@ -34,9 +35,8 @@ from tether.evals.agentdojo.suite import (
     tools_for,
 )
 from tether.evals.agentdojo.suite import _plain as _plain
-from tether.evals.agentdojo.agentdyn.attacks import attack_calls
-from tether.evals.agentdojo.reading import planned, reads
 from tether.evals.obedient import PlannedCall, obedient_model
+from tether.runtime.accounting.limits import Limits
 from tether.vocabulary import EventType
 
 SUITES = ("workspace", "travel", "banking", "slack")
