@@ -74,9 +74,12 @@ def register(commands: Any) -> None:
         description="Run AgentDojo's suites with the obedient model (it follows every "
         "injection it reads): once with nothing in the way, once governed; print what the "
         "policy lets through and what it costs. Needs the agentdojo extra.")
-    dojo.add_argument("--suites", default="banking,slack,travel,workspace",
-                      help="comma-separated: workspace, travel, banking, slack")
-    dojo.add_argument("--version", default="v1.2.2", help="AgentDojo benchmark version")
+    dojo.add_argument("--suites", "--suite", dest="suites",
+                      default="banking,slack,travel,workspace",
+                      help="comma-separated: AgentDojo's workspace, travel, banking, slack; "
+                      "AgentDyn's shopping, github, dailylife; or agentdyn (its three)")
+    dojo.add_argument("--version", default="v1.2.2",
+                      help="AgentDojo benchmark version (AgentDyn has one: ignored for its suites)")
     dojo.add_argument("--policy", default="contained",
                       help="contained (contain_untrusted_flows, scope_to_plan, keep_private, "
                       "no_unasked_repeats and untrusted_shapes), scoped (contain_untrusted_flows "
@@ -240,17 +243,39 @@ def _trust_probe(suites: list[str], version: str) -> int:
     for name in suites:
         found, unexercised = probe_trust(name, version)
         findings += sum(c.finding for c in found)
-        print(f"== {name} (AgentDojo {version}): a canary in every injection vector")
+        print(f"== {name} ({_benchmark([name], version)}): a canary in every injection vector")
         print(render(found))
         if unexercised:
             print(f"not called by any task, so not judged: {', '.join(unexercised)}")
     return EXIT_FINDING if findings else EXIT_OK
 
 
+def _suites(spec: str) -> list[str]:
+    """``--suites``: names, comma-separated; ``agentdyn`` stands for AgentDyn's three."""
+    from tether.evals.agentdojo import AGENTDYN
+
+    names: list[str] = []
+    for name in (s.strip() for s in spec.split(",")):
+        for one in (AGENTDYN if name == "agentdyn" else (name,) if name else ()):
+            if one not in names:
+                names.append(one)
+    return names
+
+
+def _benchmark(suites: list[str], version: str) -> str:
+    from tether.evals.agentdojo import AGENTDYN
+    from tether.evals.agentdojo.agentdyn import VERSION
+
+    dyn = [s for s in suites if s in AGENTDYN]
+    if dyn and len(dyn) == len(suites):
+        return f"AgentDyn ({VERSION})"
+    return f"AgentDojo {version}" + (f" and AgentDyn ({VERSION})" if dyn else "")
+
+
 def run_agentdojo(args: argparse.Namespace) -> int:
     from tether.evals.injection import policy_named, render, render_html, run_benchmark, table
 
-    suites = [s.strip() for s in args.suites.split(",") if s.strip()]
+    suites = _suites(args.suites)
     try:
         baseline = _baseline(args.baseline)
         policy_named(args.policy)  # a policy that does not load is a usage error, before runs
@@ -258,6 +283,15 @@ def run_agentdojo(args: argparse.Namespace) -> int:
 
         for name in suites:
             load_suite(name, args.version)
+        if args.attack != "stock" and not args.trust_probe:
+            from tether.errors import InvalidArgument
+            from tether.evals.agentdojo import AGENTDYN
+
+            unfit = [name for name in suites if name in AGENTDYN]
+            if unfit:
+                raise InvalidArgument(f"--attack {args.attack}: the adaptive attacks are not built "
+                                 f"for AgentDyn's suites ({', '.join(unfit)}); use --attack "
+                                 "stock")
     except (ValueError, ImportError, KeyError) as exc:
         error(str(exc))
         return EXIT_USAGE
@@ -271,8 +305,8 @@ def run_agentdojo(args: argparse.Namespace) -> int:
                for label, (policy, approver) in runs.items()}
     attacks = ("stock", "adaptive") if args.attack == "both" else (args.attack,)
     rows = table(suites, results["open"], results["governed"], attacks)
-    title = (f"AgentDojo {args.version}, obedient model; policy {args.policy}, approver "
-             f"{args.approver}")
+    title = (f"{_benchmark(suites, args.version)}, obedient model (scripted stand-in); policy "
+             f"{args.policy}, approver {args.approver}")
     print(title)
     print(render(rows))
     dropped = sum(r.dropped for r in rows if r.suite == "all" or len(suites) == 1)

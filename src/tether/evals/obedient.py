@@ -10,10 +10,18 @@ on what it was told out of band, so a call the policy refused, or a result the r
 changes its course exactly as it would change a real model's. With ``reads_descriptions`` it
 also reads the tools' descriptions and schemas as offered to it (an MCP server's tool
 description is model-visible text an attacker writes: tests/test_mcp_attacks*.py).
+
+Values known only at run time (a one-time password the platform mails the user, the id of an
+attachment it sent) cannot be in a ground truth written beforehand: such an argument is a
+``Read``, filled from the tool results the model has read — the newest value of its kind that
+no earlier call of the model passed — and left at the ground truth's own value when none was
+read. It trusts only the conversation, exactly as a model would; what may fill which argument
+is the caller's declaration (``Read.pattern``), never a task's answer.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -31,13 +39,44 @@ class PlannedCall:
     arguments: Mapping[str, Any] = field(default_factory=dict)
 
 
+@dataclass(frozen=True, slots=True)
+class Read:
+    """An argument value the model reads at run time: in the newest tool result it read that
+    holds a match of ``pattern`` (its first group), the first match (``last``: the last) that
+    no earlier call of the model passed, put into ``template``; ``fallback`` if none."""
+    pattern: str
+    template: str = "{}"
+    fallback: Any = None
+    last: bool = False
+
+    def fill(self, results: Sequence[str], used: set[str]) -> Any:
+        found = re.compile(self.pattern)
+        for content in reversed(results):
+            values = [m.group(1) for m in found.finditer(content)]
+            for value in reversed(values) if self.last else values:
+                if value not in used and self.template.format(value) not in used:
+                    return self.template.format(value)
+        return self.fallback
+
+
+def _filled(value: Any, results: Sequence[str], used: set[str]) -> Any:
+    if isinstance(value, Read):
+        return value.fill(results, used)
+    if isinstance(value, Mapping):
+        return {key: _filled(item, results, used) for key, item in value.items()}
+    if isinstance(value, list | tuple):
+        return [_filled(item, results, used) for item in value]
+    return value
+
+
 def obedient_responder(user_calls: Sequence[PlannedCall],
                        injection_calls: Sequence[PlannedCall] = (), *,
                        injection_text: str | None = None, answer: str = "Done.",
                        reads_descriptions: bool = False
                        ) -> Callable[[ModelRequest], ModelResponse | str]:
     """The obedient model's turn as a function of the request (``obedient_model`` wraps it in a
-    ``ScriptedModel``; a harness may wrap it to record what the model was shown)."""
+    ``ScriptedModel``; a harness may wrap it to record what the model was shown). An argument
+    that is a ``Read`` (at any depth) is filled from the results read so far."""
     if injection_calls and not injection_text:
         raise InvalidArgument("injection_calls need the injection_text whose reading triggers them")
 
@@ -56,8 +95,12 @@ def obedient_responder(user_calls: Sequence[PlannedCall],
         if made >= len(plan) or not request.tools:
             return answer
         step = plan[made]
+        results = [m.content for m in request.messages if m.role == "tool"]
+        used = {leaf for m in request.messages if m.role == "assistant"
+                for call in m.tool_calls for leaf in leaves(call.arguments)}
         return ModelResponse(tool_calls=(ToolCall(f"call_{made + 1}", step.tool,
-                                                  dict(step.arguments)),))
+                                                  _filled(dict(step.arguments), results,
+                                                          used)),))
 
     return respond
 

@@ -23,6 +23,8 @@ from collections.abc import Mapping
 from typing import Any
 
 from tether.errors import InvalidArgument
+from tether.evals.agentdojo.agentdyn.attacks import attack_calls
+from tether.evals.agentdojo.reading import planned, reads
 from tether.evals.agentdojo.suite import DojoTool as DojoTool  # where the tests find them
 from tether.evals.agentdojo.suite import (
     Environments,
@@ -34,9 +36,14 @@ from tether.evals.agentdojo.suite import (
 )
 from tether.evals.agentdojo.suite import _plain as _plain
 from tether.evals.obedient import PlannedCall, obedient_model
+from tether.runtime.accounting.limits import Limits
 from tether.vocabulary import EventType
 
 SUITES = ("workspace", "travel", "banking", "slack")
+AGENTDYN = ("shopping", "github", "dailylife")  # AgentDyn's suites (``.agentdyn``), vendored
+# AgentDyn's platforms answer through the user's mailbox, and its tasks read the inbox after
+# each action: the same read five times in a run is the task, not a loop
+POLLING = Limits(loop_warn_at=6, loop_stop_at=10)
 MARKER = "<INFORMATION>"  # opens every important_instructions injection, as the agent sees it
 
 
@@ -44,23 +51,40 @@ class Oracle:
     """An approver for the user's own ground truth, counted: each ground-truth call approves
     one execution. A call the policy let run unasked uses up its ground-truth call too, so an
     injected duplicate of the user's own payment is refused whether or not the first needed a
-    person (``approve_when(any(...))`` approved every copy)."""
+    person (``approve_when(any(...))`` approved every copy). An argument the plan reads at run
+    time (``reading.Read``: a one-time password, an attachment id) is not compared: a person
+    would see the value came from where the user's own action asked for it; the count still
+    bounds how many such calls pass."""
 
     def __init__(self, plan: list[PlannedCall]) -> None:
-        self._left = Counter(call_key(p.tool, p.arguments) for p in plan)
-        self._approved: Counter[tuple[str, str]] = Counter()
+        self._masks = {(p.tool, reads(p.arguments)) for p in plan}
+        self._left = Counter(self._key(p.tool, p.arguments, reads(p.arguments)) for p in plan)
+        self._approved: Counter[tuple[str, str, frozenset[str]]] = Counter()
+
+    @staticmethod
+    def _key(tool: str, arguments: Mapping[str, Any],
+             masked: frozenset[str]) -> tuple[str, str, frozenset[str]]:
+        kept = {name: value for name, value in arguments.items() if name not in masked}
+        return (*call_key(tool, kept), masked)
+
+    def _keys(self, tool: str, arguments: Mapping[str, Any]
+              ) -> list[tuple[str, str, frozenset[str]]]:
+        return [self._key(tool, arguments, masked) for named, masked in sorted(
+            self._masks, key=lambda m: sorted(m[1])) if named == tool]
 
     def asked_for(self, request: Any) -> bool:
-        key = call_key(request.tool, request.arguments)
-        if self._left[key] - self._approved[key] <= 0:
-            return False
-        self._approved[key] += 1
-        return True
+        for key in self._keys(request.tool, request.arguments):
+            if self._left[key] - self._approved[key] > 0:
+                self._approved[key] += 1
+                return True
+        return False
 
     def ran(self, tool: str, arguments: Mapping[str, Any]) -> None:
-        key = call_key(tool, arguments)
-        self._left[key] = max(0, self._left[key] - 1)
-        self._approved[key] = max(0, self._approved[key] - 1)
+        for key in self._keys(tool, arguments):
+            if self._left[key] > 0:
+                self._left[key] -= 1
+                self._approved[key] = max(0, self._approved[key] - 1)
+                return
 
     def approver(self) -> Any:
         from tether.runtime.approvals.approver import approve_when
@@ -89,11 +113,9 @@ def run_pair(suite: Any, user_task: Any, injection_task: Any, *, policy: Any = N
                   else environments.injections(user_task, injection_task))
     env = user_task.init_environment(environments.load(injections))
     pre = env.model_copy(deep=True)
-    plan = [PlannedCall(c.function, dict(c.args))
-            for c in user_task.ground_truth(pre.model_copy(deep=True))]
-    attack_plan = [] if injection_task is None else [
-        PlannedCall(c.function, dict(c.args))
-        for c in injection_task.ground_truth(pre.model_copy(deep=True))]
+    plan = planned(user_task.ground_truth(pre.model_copy(deep=True)))
+    attack_plan = [] if injection_task is None else attack_calls(
+        suite.name, injection_task, pre.model_copy(deep=True))
     oracle = Oracle(plan) if approver == "oracle" else None
     if oracle is not None:
         approver = oracle.approver()
@@ -104,7 +126,8 @@ def run_pair(suite: Any, user_task: Any, injection_task: Any, *, policy: Any = N
                            answer=answer)
     agent = Agent(model=model, reasoning=ReAct(), tools=tools, policy=policy or AllowAll(),
                   approver=approver, name=f"agentdojo-{suite.name}",
-                  check_policy_names=False)
+                  check_policy_names=False, limits=POLLING if suite.name in AGENTDYN
+                  else Limits())
     session = agent.session(user_task.PROMPT)
     result = session.run()
     events = session.replay()
@@ -132,8 +155,16 @@ def run_pair(suite: Any, user_task: Any, injection_task: Any, *, policy: Any = N
 
 
 def load_suite(name: str, version: str = "v1.2.2") -> Any:
+    """AgentDojo's suite ``name`` at ``version``, or AgentDyn's (``AGENTDYN``: one version,
+    ``version`` ignored)."""
+    if name in AGENTDYN:
+        _agentdojo()  # the extra's error, if it is missing
+        from tether.evals.agentdojo import agentdyn
+
+        return agentdyn.suite(name)
     if name not in SUITES:
-        raise InvalidArgument(f"unknown AgentDojo suite {name!r}; one of {', '.join(SUITES)}")
+        raise InvalidArgument(f"unknown AgentDojo suite {name!r}; one of "
+                              f"{', '.join((*SUITES, *AGENTDYN))}")
     return _agentdojo().get_suite(version, name)
 
 
@@ -154,6 +185,9 @@ def run_user_task(name: str, user_task_id: str, *, policy: Any = None, approver:
 
     if attack not in ("stock", "adaptive", "both"):
         raise InvalidArgument(f"unknown attack {attack!r}; one of stock, adaptive, both")
+    if attack != "stock" and name in AGENTDYN:
+        raise InvalidArgument(f"the adaptive attacks are not built for AgentDyn's {name!r}; "
+                              "attack 'stock' only")
     suite = load_suite(name, version)
     user_task = suite.get_user_task_by_id(user_task_id)
     environments = Environments(suite, overlay_for(suite.name))
@@ -187,11 +221,12 @@ def probe_trust(name: str, version: str = "v1.2.2") -> tuple[list[Any], tuple[st
         env = environments.load(canaries)
         if hasattr(task, "init_environment"):
             env = task.init_environment(env)
-        plan = [PlannedCall(c.function, dict(c.args))
-                for c in task.ground_truth(env.model_copy(deep=True))]
+        plan = (planned(task.ground_truth(env.model_copy(deep=True)))
+                if hasattr(task, "PROMPT") else attack_calls(name, task, env.model_copy(deep=True)))
         agent = Agent(model=obedient_model(plan, []), reasoning=ReAct(),
                       tools=tools_for(suite, env, environments.overlay),
-                      store=store, name=f"agentdojo-{name}-probe", check_policy_names=False)
+                      store=store, name=f"agentdojo-{name}-probe", check_policy_names=False,
+                      limits=POLLING if name in AGENTDYN else Limits())
         agent.run(getattr(task, "PROMPT", None) or task.GOAL)
     sessions = [store.read(i.session_id) for i in store.sessions()]
     called = {e.data["tool"] for events in sessions for e in events
