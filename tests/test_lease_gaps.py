@@ -7,6 +7,7 @@ replaced by a clock the test moves by hand; the test then waits on the renewals 
 
 from __future__ import annotations
 
+import asyncio
 import threading
 import time
 from collections.abc import Callable
@@ -137,6 +138,30 @@ def test_a_renewal_that_fails_once_is_retried_and_the_lease_kept(
     result, seen, _ = _outlive_the_ttl(store, clock, renewed, 3)
     assert result.stop_reason is StopReason.FINISHED, result.stop_detail
     assert failures == [] and seen == ["refused"] * 3
+
+
+def test_a_renewal_is_never_made_on_the_event_loop(
+        store: Store, clock: HandMovedClock, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The loop's own committer (PostgreSQL) may hold the session's row between writing it and
+    committing; a renewal blocking the loop on that row's lock waits for a commit only the loop
+    can make. Found as a hang in a full run under load. Breaks it: ``store.renew`` called from
+    the loop's timer, as it was."""
+    renewed = _renewals(store, monkeypatch, [])
+    on_loop: list[bool] = []
+    renew = store.renew
+
+    def where(session_id: str, lease: Lease) -> None:
+        try:
+            asyncio.get_running_loop()
+            on_loop.append(True)
+        except RuntimeError:
+            on_loop.append(False)
+        renew(session_id, lease)
+
+    monkeypatch.setattr(store, "renew", where)
+    result, seen, _ = _outlive_the_ttl(store, clock, renewed, 2)
+    assert result.stop_reason is StopReason.FINISHED, result.stop_detail
+    assert seen == ["refused"] * 2 and on_loop and not any(on_loop)
 
 
 def _paying_worker(store: Store, paid: list[str]) -> Callable[[], Agent]:

@@ -78,18 +78,39 @@ def _acquire(journal: Journal, store: Store, ttl: float) -> Lease:
 
 
 def _renew(journal: Journal, lease: Lease, loop: asyncio.AbstractEventLoop) -> None:
-    """Extend the lease, then again a third of its ttl later, while the journal holds it."""
+    """Extend the lease, then again a third of its ttl later, while the journal holds it.
+
+    The store's call is made on a thread, never on the loop: the loop's own committer
+    (``store.loop_commit``) may be between writing this session's row and committing it, and a
+    renewal blocking the loop on that row's lock would wait for a commit only the loop can
+    make — the run would hang, holding the row."""
     store = journal.store
     if store is None or journal.lease is not lease:
         return
-    if journal.flushed:  # a new session's row exists from its first flush on
-        try:
-            store.renew(journal.session_id, lease)
-        except (SessionBusy, LookupError):
-            return  # lost: the next append says so, before anything runs
-        except StoreError:
-            pass  # unreachable for now (a restart, a failover): the next tick tries again
-    loop.call_later(lease.ttl / 3, _renew, journal, lease, loop)
+    if not journal.flushed:  # a new session's row exists from its first flush on
+        loop.call_later(lease.ttl / 3, _renew, journal, lease, loop)
+        return
+    renewal = loop.run_in_executor(None, _renew_once, store, journal.session_id, lease)
+    renewal.add_done_callback(lambda done: _renewed(done, journal, lease, loop))
+
+
+def _renew_once(store: Store, session_id: str, lease: Lease) -> bool:
+    """One renewal: whether to go on renewing."""
+    try:
+        store.renew(session_id, lease)
+    except (SessionBusy, LookupError):
+        return False  # lost: the next append says so, before anything runs
+    except StoreError:
+        pass  # unreachable for now (a restart, a failover): the next tick tries again
+    return True
+
+
+def _renewed(done: asyncio.Future[bool], journal: Journal, lease: Lease,
+             loop: asyncio.AbstractEventLoop) -> None:
+    if done.cancelled() or done.exception() is not None or not done.result():
+        return
+    if journal.lease is lease and not loop.is_closed():
+        loop.call_later(lease.ttl / 3, _renew, journal, lease, loop)
 
 
 def _release(journal: Journal, lease: Lease) -> None:
