@@ -420,14 +420,6 @@ _HANDLERS: dict[str, Any] = {
 def derive_spans(events: Iterable[Event], *, content: bool = False) -> list[SpanRecord]:
     """Every span of the events of one session, in the order they finish; a segment the
     events leave open (a crash) is ended at its last event and marked unfinished."""
-    deriver: SpanDeriver | None = None
-    done: list[SpanRecord] = []
-    last: Event | None = None
-    for event in events:
-        if deriver is None:
-            deriver = SpanDeriver(event.session_id, content=content)
-        done.extend(deriver.feed(event))
-        last = event
-    if deriver is not None:
-        done.extend(deriver.finish(last))
-    return done
+    from tether.journal.views.shapes import derive
+
+    return derive("default", events, content=content)
