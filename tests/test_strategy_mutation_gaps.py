@@ -153,6 +153,8 @@ def test_planned_turns_get_distinct_ids_and_history_gives_each_turn_its_own_resu
         assert [r.call_id for r in turn.results if r] == [c.id for c in turn.calls]
         assert [r.content for r in turn.results if r] == [
             f"{c.arguments['what']} looks fine" for c in turn.calls]
-    assert ran == ["look a", "look b", "look c", "look d", "look e"]
+    # a turn's read-only calls run together: their order within a turn is the scheduler's (a
+    # loaded machine ran "look b" first); that each ran once is what is asserted
+    assert sorted(ran) == ["look a", "look b", "look c", "look d", "look e"]
     results = [e.data["call_id"] for e in session.replay() if e.type == "tool.result"]
     assert results == ids  # each id journaled once, with its own result
