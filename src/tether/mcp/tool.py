@@ -78,6 +78,9 @@ class Host(Protocol):
     @property
     def server(self) -> MCPServer: ...
 
+    @property
+    def credentials(self) -> tuple[str, ...]: ...  # ``MCPServer.credentials()``, read once
+
     def schema_of(self, mcp_name: str) -> ArgumentSchema: ...
 
     async def invoke(self, mcp_name: str, arguments: dict[str, Any], *,
@@ -111,7 +114,7 @@ class MCPTool:
         auth = self._toolset.server.auth
         if auth is not None and context.asks is not None:  # the server may echo its token
             context.asks.hide(partial(hide_secrets, auth), f"mcp-oauth:{self.server}")
-        held = self._toolset.server.credentials()
+        held = self._toolset.credentials
         if held and context.asks is not None:  # or the API key it was given in env=
             context.asks.hide(partial(_blank, held), f"mcp-credentials:{self.server}")
         asks = None if context.asks is None else context.asks.for_call(  # the session's

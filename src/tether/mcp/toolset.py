@@ -52,6 +52,7 @@ class MCPToolset:
             raise WrongType(f"expected an MCPServer, got {server!r}; build one with "
                             "MCPServer.stdio(...) or MCPServer.http(...)")
         self.server = server
+        self.credentials = server.credentials()  # what it was given and may echo: read once
         self.pins: PinStore = MemoryPinStore() if pins is None else pins
         self.require_approval_for_new = require_approval_for_new
         self.on_relisted = on_relisted
@@ -59,7 +60,8 @@ class MCPToolset:
         self._loop: LoopThread | None = None
         self._conn: Connection | None = None
         self._tools: dict[str, MCPTool] = {}  # by the server's tool name
-        self._current: dict[str, tuple[dict[str, Any], ArgumentSchema]] = {}
+        # mcp name -> its definition as last listed, its schema, why it is unfit to show (or None)
+        self._current: dict[str, tuple[dict[str, Any], ArgumentSchema, str | None]] = {}
 
     def __repr__(self) -> str:
         state = "open" if self._conn is not None else "closed"
@@ -91,7 +93,7 @@ class MCPToolset:
         name (``tether.policy.names``)."""
         return [ToolSpec(tool.name, str(definition.get("description") or ""),
                          dict(definition.get("inputSchema") or {}))
-                for mcp_name, (definition, _) in self._current.items()
+                for mcp_name, (definition, _, _) in self._current.items()
                 if (tool := self._tools.get(mcp_name)) is not None]
 
     @property
@@ -252,16 +254,16 @@ class MCPToolset:
 
     async def _list(self, conn: Connection) -> None:
         listed = await conn.list_tools()
-        current: dict[str, tuple[dict[str, Any], ArgumentSchema]] = {}
+        current: dict[str, tuple[dict[str, Any], ArgumentSchema, str | None]] = {}
         taken = {t.name: t.mcp_name for t in self._tools.values()}
         for raw in listed:
             mcp_name = str(raw.get("name"))
             definition = definition_of(raw)
-            current[mcp_name] = (definition, ArgumentSchema(
-                mcp_name, _schema(raw.get("inputSchema"))))
+            schema = ArgumentSchema(mcp_name, _schema(raw.get("inputSchema")))
+            why = unfit(definition, schema.broken)  # judged once a listing, not at each call
+            current[mcp_name] = (definition, schema, why)
             if mcp_name in self._tools:
                 continue  # the model's view of a known tool stays; calls re-check its pin
-            why = unfit(definition, current[mcp_name][1].broken)
             verdict = observe(self.pins, self.server.name, definition,
                               require_approval_for_new=self.require_approval_for_new,
                               how_to_approve=self._how_to_approve(mcp_name))
@@ -300,7 +302,7 @@ class MCPToolset:
                           how_to_approve=self._how_to_approve(mcp_name))
         if not verdict.allowed:
             raise MCPToolBlocked(verdict.reason, server=self.server.name, tool=mcp_name)
-        why = unfit(current[0], current[1].broken)
+        why = current[2]
         if why is not None:
             raise MCPToolBlocked(f"tool {mcp_name!r} of MCP server {self.server.name!r} is not "
                                  f"offered: {why}. The call was not sent to the server.",
