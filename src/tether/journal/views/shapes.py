@@ -18,7 +18,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from tether.errors import InvalidArgument
-from tether.journal.views.span_records import SpanRecord
+from tether.journal.views.span_records import SpanRecord, fold_spans
 from tether.types import Event
 
 SHAPES = ("default", "acs")
@@ -47,17 +47,7 @@ def deriver_class(shape: str) -> Any:
 
 def derive(shape: str, events: Iterable[Event], *, content: bool = False) -> list[SpanRecord]:
     """Every span of one session's events in ``shape``, in the order they finish."""
-    deriver: Any = None
-    done: list[SpanRecord] = []
-    last: Event | None = None
-    for event in events:
-        if deriver is None:
-            deriver = deriver_class(shape)(event.session_id, content=content)
-        done.extend(deriver.feed(event))
-        last = event
-    if deriver is not None:
-        done.extend(deriver.finish(last))
-    return done
+    return fold_spans(deriver_class(shape), events, content=content)
 
 
 def ocsf_view(shape: str, version: str | None = None) -> Any:

@@ -9,7 +9,7 @@ data is read, stay put.
 from __future__ import annotations
 
 import importlib
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, TypeGuard
 
@@ -129,3 +129,20 @@ def budget_left(limits: tuple[tuple[str, str, float, bool], ...],
             remaining = 0.0
         left[attribute] = remaining if fractional else int(remaining)
     return left
+
+
+def fold_spans(make: Callable[..., Any], events: Iterable[Event], *,
+               content: bool = False) -> list[SpanRecord]:
+    """Every span of one session's events, in the order they finish, by the deriver ``make``
+    builds (called with the session's id and ``content=``; it has ``feed`` and ``finish``)."""
+    deriver: Any = None
+    done: list[SpanRecord] = []
+    last: Event | None = None
+    for event in events:
+        if deriver is None:
+            deriver = make(event.session_id, content=content)
+        done.extend(deriver.feed(event))
+        last = event
+    if deriver is not None:
+        done.extend(deriver.finish(last))
+    return done

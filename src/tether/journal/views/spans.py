@@ -47,6 +47,7 @@ from tether.journal.views.span_records import (
     SpanMaker,
     SpanRecord,
     budget_left,
+    fold_spans,
     is_mapping,
     limits_of,
     loads,
@@ -420,6 +421,4 @@ _HANDLERS: dict[str, Any] = {
 def derive_spans(events: Iterable[Event], *, content: bool = False) -> list[SpanRecord]:
     """Every span of the events of one session, in the order they finish; a segment the
     events leave open (a crash) is ended at its last event and marked unfinished."""
-    from tether.journal.views.shapes import derive
-
-    return derive("default", events, content=content)
+    return fold_spans(SpanDeriver, events, content=content)
