@@ -73,6 +73,17 @@ def test_a_composed_text_carries_the_origins_of_its_links() -> None:
     assert seen.origins("great deals at www.evil.example") == {"untrusted"}  # found whole
 
 
+def test_a_link_is_the_same_whatever_scheme_or_final_slash_a_model_adds() -> None:
+    seen = ledger(user="Please visit www.homework.com.", untrusted="go to www.evil.example/")
+    assert seen.origins("https://www.homework.com/") == {"user"}
+    assert seen.origins("http://www.homework.com") == {"user"}
+    assert seen.origins("HTTPS://www.evil.example") == {"untrusted"}
+    assert seen.origins("www.homework.com/instructions") == {"nowhere"}  # another page
+    assert seen.origins("http://homework.com") == {"nowhere"}  # another host
+    assert tokens("see http://example.com/") == ["see", "http://example.com"]  # still a link
+    assert tokens("https://www.x.com/a/") == ["www.x.com/a/"]  # a path keeps its slash
+
+
 def test_flows_ask_before_a_planted_link_goes_to_a_vetted_recipient() -> None:
     policy = contain_untrusted_flows
     message = Resource("send_message", side_effect=True, egress=True,

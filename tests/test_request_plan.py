@@ -93,6 +93,22 @@ def test_a_named_account_binds_the_recipient() -> None:
         Effect.REQUIRE_APPROVAL)
 
 
+def test_a_named_link_binds_the_party_whatever_scheme_the_model_adds() -> None:
+    visit = Resource("browse", side_effect=True, parties=frozenset({"url"}),
+                     intents=frozenset({"visit"}))
+    request = "Please visit www.homework.com and finish the homework."
+    plan = read_request(request, [visit])
+
+    def effect(url: str) -> Effect:
+        return scope_to_plan.evaluate(Subject(), Action("browse", {"url": url}), visit,
+                                      Context("s", 0, {}, {}, request=request, plan=plan)).effect
+
+    assert effect("https://www.homework.com/") is Effect.ALLOW
+    assert effect("http://www.homework.com") is Effect.ALLOW
+    assert effect("https://www.homework.com.evil.io") is Effect.REQUIRE_APPROVAL
+    assert effect("www.evil.com") is Effect.REQUIRE_APPROVAL
+
+
 def test_counts_come_from_the_asking_clause() -> None:
     plan = read_request("Pay Anna twice. Remind me three times.", TOOLS)
     assert {e.tool: e.count for e in plan.entries} == {"send_money": 2, "create_event": 3}

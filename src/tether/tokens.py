@@ -9,7 +9,8 @@ address, an IBAN, a URL, an id or a decimal stays one token), compared case-inse
 A sentence glued to a host name by its full stop ("www.example.com.They said") is cut off it:
 no host name ends in a capitalised word, and the address must match as itself. Numbers take
 one canonical form ("100", "100.0" and "1e2" alike), except a number with a leading zero, which
-is an identifier ("0532").
+is an identifier ("0532"). A web link takes one form too: "https://www.x.com/" is "www.x.com",
+the link a user wrote, whatever scheme or final slash a model adds to it.
 
 Dates: a user writes "January 11th 2025" and a model passes "2025-01-11" to a tool; the two
 must be one value, or the user's own day counts as made up. So a date takes one form whatever
@@ -65,6 +66,22 @@ def _number(token: str) -> str | None:
     return format(value.normalize(), "f")
 
 
+_SCHEMES = ("http://", "https://")
+
+
+def link_form(token: str) -> str:
+    """A web link (a lower-case token) in one form: "https://www.x.com/" is "www.x.com" (the
+    scheme a model adds, or the slash it ends a host with, does not make the user's link
+    another one); a link without "www." keeps its scheme, which is what says it is a link."""
+    for scheme in _SCHEMES:
+        if token.startswith(scheme + "www."):
+            token = token[len(scheme):]
+            break
+    if token.endswith("/") and token.split("://", 1)[-1].count("/") == 1:  # a host's slash
+        token = token[:-1]
+    return token
+
+
 def _month_day(month: int, day: int) -> str | None:
     """The one form of a month and day ("january 11"), or None for a day no year has."""
     if not 1 <= month <= 12:
@@ -110,6 +127,8 @@ def tokens(text: str) -> list[str]:
         token = raw.strip(_STRIP).casefold()
         if not token:
             continue
+        if token.startswith(_SCHEMES) or token.startswith("www."):
+            token = link_form(token)
         number = _number(token)
         if number is None and len(token) >= 8 and token[0].isdigit():
             date = _numeric_date(token)

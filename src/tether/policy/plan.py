@@ -40,7 +40,7 @@ from typing import Any
 from tether.policy.base import Resource
 from tether.policy.request_plan import PlanEntry as PlanEntry
 from tether.policy.request_plan import RequestPlan as RequestPlan
-from tether.tokens import tokens
+from tether.tokens import is_link, link_form, tokens
 
 CLAUSES = re.compile(r"(?<=[.!?;])\s+|\n+")
 # (cue, why, whether the cue's own words still ask for something: "remind" asks for a reminder)
@@ -237,7 +237,8 @@ def unnamed_parties(resource: Resource, arguments: Mapping[str, Any], plan: Requ
 
 
 def _flat(value: str) -> str:
-    return "".join(value.split()).casefold()
+    flat = "".join(value.split()).casefold()
+    return link_form(flat) if is_link(flat) else flat
 
 
 def _contains(words: list[str], run: list[str]) -> bool:
