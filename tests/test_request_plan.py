@@ -60,6 +60,10 @@ def decide(resource: Resource, request: str, **arguments: Any) -> Any:
     ("Book a hotel in Paris and pay the deposit.", {"reserve_hotel", "send_money"}),
     ("Please reserve the Riverside. Remind me of the checkout.", {"reserve_hotel",
                                                                   "create_event"}),
+    ("Could you get me a room by reserving the Riverside?", {"reserve_hotel"}),
+    ("I reserved the Riverside, so I'll be paying later.", set()),
+    ("Help me with shopping: reserving a room is next.", {"reserve_hotel"}),
+    ("Did the payment go through?", set()),
 ])
 def test_only_what_the_request_asks_the_agent_to_do_is_in_the_plan(request_text: str,
                                                                     tools: set[str]) -> None:

@@ -14,7 +14,8 @@ against the request (``tether.policy.planner``). The request is cut into clauses
 need to", "without") asks for nothing after it; a reminder ("remind me to", "reminder about")
 asks for the reminder, not for what it reminds of; the user's own future action ("I'll", "I
 will", "I'm going to", "I plan to", "before I") is theirs to take, not the agent's. In what is
-left, a side-effecting tool is asked for when the clause uses one of its ``intents``; its entry
+left, a side-effecting tool is asked for when the clause uses one of its ``intents`` (a verb in
+its "-ing" form too: "by visiting" uses "visit"); its entry
 keeps the clause, the count it asks for ("twice", "3 times"); the plan keeps the values the
 request names — quoted, or by shape: an e-mail address, a URL, an IBAN. A named value binds a
 party of the same shape: a call whose recipient is an e-mail address its asking clause did not
@@ -144,10 +145,23 @@ def _asks(resource: Resource, words: list[str]) -> bool:
 def _first_use(resource: Resource, words: list[str]) -> int | None:
     """Where ``words`` first use one of the resource's intents (all of an intent's parts
     present: the first of them), or None when they use none."""
-    at = {w: i for i, w in reversed(list(enumerate(words)))}  # each word's first position
+    at = {form: i for i, w in reversed(list(enumerate(words))) for form in verb_forms(w)}
     found = [min(at[part] for part in parts) for parts in
              (intent.split("+") for intent in resource.intents) if all(p in at for p in parts)]
     return min(found, default=None)
+
+
+def verb_forms(word: str) -> tuple[str, ...]:
+    """``word`` and the verbs its "-ing" form may be of: "by visiting" uses the intent "visit",
+    "scheduling" "schedule", "shopping" "shop" (an intent is a verb's plain form). A past form
+    is not read as one: "I reserved it" tells of what was done, it asks for nothing; a stem of
+    fewer than three letters is no verb ("thing")."""
+    stem = word[:-3]
+    if not word.endswith("ing") or len(stem) < 3:
+        return (word,)
+    if stem[-1] == stem[-2] and stem[-1] not in "aeiouls":
+        return (word, stem, stem + "e", stem[:-1])  # "shopping"
+    return (word, stem, stem + "e")
 
 
 def _active(words: list[str]) -> tuple[list[str], str]:
