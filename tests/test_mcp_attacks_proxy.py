@@ -63,8 +63,9 @@ async def test_a_rug_pulled_between_two_proxy_processes_is_never_served_and_bloc
     assert first.listed["read_doc"] == HONEST and [n for n, _ in first.ran] == ["read_doc"]
     pinned, waiting = read_doc_pins(pins)
     assert pinned is not None and waiting is None
-    # the proxy is restarted and meets read_doc redefined, the payload in its description
-    second = await run_proxy_case(case, pins=pins)
+    # the proxy is restarted and meets read_doc redefined, the payload in its description; the
+    # operator's word for the reviewed read_doc does not carry over to the new definition
+    second = await run_proxy_case(case, pins=pins, proxy_args=("--read-only", "read_doc"))
     assert not second.read  # the client is served the approved text, with a note
     assert second.listed["read_doc"].startswith(HONEST)
     assert "awaits re-approval" in second.listed["read_doc"]
