@@ -46,6 +46,8 @@ def test_every_kind_is_generated_on_each_suite_the_same_way_twice(
     assert [(t.ID, t.GOAL, t.calls) for t in tasks] == [
         (t.ID, t.GOAL, t.calls) for t in generated(environments[name])]
     assert all("tether" not in t.GOAL and '"' not in t.GOAL for t in tasks)  # names no rule
+    tools = {f.name for f in environments[name].suite.tools}
+    assert {c.tool for t in tasks for c in t.calls} <= tools  # every call one the suite has
 
 
 def test_a_staged_harm_carries_the_users_own_confirmation(
