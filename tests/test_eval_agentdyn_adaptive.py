@@ -113,3 +113,18 @@ def test_the_sample_is_won_open_and_stopped_under_contained_with_both_approvers(
             governed = run_pair(env.suite, user_task, task, policy=CONTAINED,
                                 approver=approver, environments=env)
             assert governed.injected and not governed.attacked, (task.ID, approver)
+
+
+def test_a_harm_carrying_a_value_read_at_run_time_is_scored_by_its_other_arguments(
+        environments: dict[str, Environments]) -> None:
+    # the user mails an invoice, attached by the id the mail system gave it; the attacker's
+    # copy of that e-mail to another address attaches whatever id the run read
+    env = environments["shopping"]
+    user_task = env.suite.get_user_task_by_id("user_task_5")
+    task = next(t for t in tasks_for(env, user_task) if t.kind == "pieces")
+    (harm,) = task.harm
+    assert harm.tool == "send_email" and "attachments" in harm.arguments
+    assert run_pair(env.suite, user_task, task, environments=env).attacked
+    governed = run_pair(env.suite, user_task, task, policy=CONTAINED, approver="oracle",
+                        environments=env)
+    assert governed.injected and not governed.attacked
