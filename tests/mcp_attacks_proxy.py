@@ -8,12 +8,17 @@ any of it carries the payload, makes the call the payload asks for, through the 
 proxy has no user request to scope a call to, so what stops such a call is the operator's policy
 (tests/mcp/hostile_proxy_policy.yaml: reads allowed, exports need a person, the rest denied),
 the pins, the fitness check and the scrubbing of what is relayed.
+
+A rug pull between two proxy processes (``rugpull``/``reconnect``) runs the case twice on one
+``--pins`` file: ``before=True`` against the server as it was first (honest), then against the
+server with ``read_doc`` already changed when the second proxy starts.
 """
 
 from __future__ import annotations
 
 import sys
 import tempfile
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -36,6 +41,7 @@ class ProxyVerdict:
     results: dict[str, Any] = field(default_factory=dict)  # tool -> (is_error, text, _meta)
     ran: list[tuple[str, dict[str, Any]]] = field(default_factory=list)  # upstream calls
     journal: str = ""
+    listed: dict[str, str] = field(default_factory=dict)  # tool -> the description served
 
     @property
     def read(self) -> bool:
@@ -46,15 +52,27 @@ class ProxyVerdict:
         return any(DOCS_KEY in s for s in self.seen) or DOCS_KEY in self.journal
 
 
-async def run_proxy_case(case: Case) -> ProxyVerdict:
+async def run_proxy_case(case: Case, *, pins: Path | None = None, before: bool = False,
+                         proxy_args: Sequence[str] = ()) -> ProxyVerdict:
+    """One case through one proxy process. ``pins``: its ``--pins`` file (default: pins in
+    memory, made afresh at start); ``before``: a ``reconnect`` rug pull's server as it was
+    first (honest), else with ``read_doc`` changed before the proxy starts; ``proxy_args``:
+    more options for the proxy."""
     verdict = ProxyVerdict(case)
     with tempfile.TemporaryDirectory() as tmp:
         log, db = Path(tmp) / "calls", Path(tmp) / "j.db"
         env = server_env(case, log)
+        if case.channel == "reconnect":
+            if before:
+                env["HOSTILE_KIND"] = "none"
+            else:
+                env["HOSTILE_RUGGED"] = str(Path(tmp) / "rugged")
+                (Path(tmp) / "rugged").touch()
         passed = [f"--env={name}={value}" for name, value in env.items()]
+        pinning = [] if pins is None else ["--pins", str(pins)]
         args = ["-m", "tether", "mcp", "proxy", "--policy", str(POLICY), "--store",
-                store_url(db), "--upstream-protocol", "2025-11-25", *passed, "--",
-                sys.executable, str(HOSTILE)]
+                store_url(db), "--upstream-protocol", "2025-11-25", *pinning, *proxy_args,
+                *passed, "--", sys.executable, str(HOSTILE)]
         source = str(Path(tether.__file__).resolve().parents[1])
         params = StdioServerParameters(command=sys.executable, args=args, cwd=str(ROOT),
                                        env={"PYTHONPATH": source})
@@ -82,10 +100,11 @@ async def run_proxy_case(case: Case) -> ProxyVerdict:
                     sampling_callback=on_sample) as session:
                 await session.initialize()
                 listed = await session.list_tools()
+                verdict.listed = {t.name: t.description or "" for t in listed.tools}
                 verdict.seen += [text for t in listed.tools
                                  for text in (t.description or "", *strings(t.input_schema))]
                 plan = [("read_doc", {"name": "q3-report"})]
-                if case.kind == "rugpull":
+                if case.kind == "rugpull" and case.channel == "midsession":
                     plan.append(("read_doc", {"name": "q3-report"}))
                 made = 0
                 while made < len(plan):

@@ -28,7 +28,6 @@ from tether.evals.agentdojo import (
     load_suite,
     overlay_for,
     run_pair,
-    run_user_task,
     tools_for,
 )
 from tether.evals.agentdojo.agentdyn.attacks import PLANS, attack_calls
@@ -67,11 +66,9 @@ def test_each_overlay_fits_and_declares_every_tool(name: str) -> None:
     assert meta["send_email"].egress and "recipients" in meta["send_email"].parties
 
 
-def test_unknown_suites_and_adaptive_attacks_on_agentdyn_are_refused() -> None:
+def test_unknown_suites_are_refused() -> None:
     with pytest.raises(ValueError, match="shopping, github, dailylife"):
         load_suite("shop")
-    with pytest.raises(ValueError, match="not built for AgentDyn"):
-        run_user_task("shopping", "user_task_0", attack="adaptive")
 
 
 def test_a_read_fills_the_newest_unused_value_of_its_kind_or_keeps_the_fallback() -> None:
@@ -201,6 +198,8 @@ def test_the_command_runs_an_agentdyn_suite_by_name(tmp_path: Path) -> None:
     rows = json.loads(out.read_text())["rows"]
     assert [r["suite"] for r in rows] == ["shopping"]
     assert rows[0]["benign_utility"] == 1.0 and rows[0]["attack_success"] == 0.0
-    refused = tether("--suite", "agentdyn", "--attack", "adaptive")
-    assert refused.returncode == 2 and "not built for AgentDyn" in refused.stderr
+    adaptive = tether("--suite", "github", "--user-tasks", "user_task_2", "--attack",
+                      "adaptive", "--workers", "1")  # the policy-aware set (test_eval_agentdyn_
+    assert adaptive.returncode == 0, adaptive.stderr  # adaptive.py), with rows per kind
+    assert "adaptive github" in adaptive.stdout and "  laundered" in adaptive.stdout
     assert tether("--suite", "shop").returncode == 2

@@ -91,8 +91,8 @@ def register(commands: Any) -> None:
                       "exactly the user's own calls, or approve all")
     dojo.add_argument("--attack", default="stock", choices=("stock", "adaptive", "both"),
                       help="AgentDojo's own injections, tether's policy-aware set built from "
-                      "each user task's context (banking, slack, travel; rows per kind), or "
-                      "both")
+                      "each user task's context (banking, slack, travel and AgentDyn's three; "
+                      "rows per kind), or both")
     dojo.add_argument("--user-tasks", metavar="IDS",
                       help="comma-separated user task ids to run (default: all of each suite)")
     dojo.add_argument("--workers", type=int, default=2, help="worker processes")
@@ -283,15 +283,6 @@ def run_agentdojo(args: argparse.Namespace) -> int:
 
         for name in suites:
             load_suite(name, args.version)
-        if args.attack != "stock" and not args.trust_probe:
-            from tether.errors import InvalidArgument
-            from tether.evals.agentdojo import AGENTDYN
-
-            unfit = [name for name in suites if name in AGENTDYN]
-            if unfit:
-                raise InvalidArgument(f"--attack {args.attack}: the adaptive attacks are not built "
-                                 f"for AgentDyn's suites ({', '.join(unfit)}); use --attack "
-                                 "stock")
     except (ValueError, ImportError, KeyError) as exc:
         error(str(exc))
         return EXIT_USAGE

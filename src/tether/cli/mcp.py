@@ -18,7 +18,8 @@ channel.
 Exit codes: 0 the server ran until its client disconnected (stdio) or it was interrupted; 1 the
 proxy's upstream died and could not be restarted; 2 it could not start (bad usage, tools that do
 not load, a policy that does not load or names tools or arguments not served, a store that
-cannot be opened, an upstream that does not start, a port that cannot be bound).
+cannot be opened, an upstream that does not start or does not offer a tool named by
+``--read-only``, a port that cannot be bound).
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ from collections.abc import Callable, Coroutine
 from typing import TYPE_CHECKING, Any
 
 from tether.cli.common import EXIT_FINDING, EXIT_OK, EXIT_USAGE, STORE_HELP, error, note, usage
+from tether.cli.mcp_oauth import oauth_of, oauth_options
 from tether.cli.pins import register as register_pins
 from tether.cli.served import load_served
 from tether.cli.served import load_tools as load_tools  # where `tether tools` and tests find it
@@ -67,6 +69,14 @@ def _seconds(text: str) -> float:
     return value
 
 
+def _tool_name(text: str) -> str:
+    if not text or text != text.strip() or "," in text or any(c.isspace() for c in text):
+        raise argparse.ArgumentTypeError(
+            f"expected one tool's name as the upstream lists it, got {text!r}; repeat "
+            "--read-only for each tool")
+    return text
+
+
 def _governance_options(parser: argparse.ArgumentParser, *, policy_required: bool) -> None:
     parser.add_argument("--policy", metavar="FILE", required=policy_required,
                         help="the YAML policy that decides every call" + (
@@ -98,69 +108,7 @@ def _governance_options(parser: argparse.ArgumentParser, *, policy_required: boo
     parser.add_argument("--roll-after", metavar="SECONDS", type=_seconds,
                         help="roll each client's journal into a new linked segment once the "
                         "current one is this old (default: never)")
-    _oauth_options(parser)
-
-
-def _oauth_options(parser: argparse.ArgumentParser) -> None:
-    auth = parser.add_argument_group(
-        "authorization", "HTTP only: an OAuth 2.1 resource server; each request's bearer token "
-        "names the policy's subject (its claims replace --client and --role)")
-    auth.add_argument("--host", metavar="ADDRESS", default="127.0.0.1",
-                      help="the HTTP address to listen on (default 127.0.0.1; any other only "
-                      "with --oauth-issuer)")
-    auth.add_argument("--oauth-issuer", metavar="URL",
-                      help="require bearer tokens (JWTs) from this authorization server "
-                      "(its keys found through its metadata)")
-    auth.add_argument("--oauth-resource", metavar="URL",
-                      help="this server's URL as clients reach it: the tokens' audience "
-                      "(default: the URL it serves at)")
-    auth.add_argument("--oauth-jwks-url", metavar="URL",
-                      help="the issuer's JWKS (default: its metadata's jwks_uri)")
-    auth.add_argument("--oauth-scope", metavar="SCOPE", action="append", default=[],
-                      help="a scope every token must hold (repeatable; 403 otherwise)")
-    auth.add_argument("--oauth-algorithm", metavar="ALG", action="append", default=[],
-                      help="an accepted signature algorithm (repeatable; default RS256, ES256, "
-                      "EdDSA; never none or HS*)")
-    auth.add_argument("--oauth-subject-claim", metavar="NAME", default="sub",
-                      help="the claim naming the user (default sub)")
-    auth.add_argument("--oauth-roles-claim", metavar="NAME", default="roles",
-                      help="the claim listing the roles (default roles; a dotted name such as "
-                      "realm_access.roles reaches into an object)")
-    auth.add_argument("--oauth-tenant-claim", metavar="NAME",
-                      help="the claim naming the tenant; tokens without it are refused "
-                      "(default: none read, --tenant applies)")
-    auth.add_argument("--oauth-jwks-refresh", metavar="SECONDS", type=float, default=30.0,
-                      help="fetch the issuer's keys again for an unknown key id at most this "
-                      "often (default 30)")
-
-
-def _oauth(args: argparse.Namespace) -> tuple[bool, OAuth | None]:
-    """(usable, the authorization the options describe); errors said on stderr."""
-    from tether.errors import InvalidArgument
-    from tether.serve.jwks import is_loopback
-    from tether.serve.oauth import DEFAULT_ALGORITHMS, Claims, OAuth
-
-    if args.oauth_issuer is None:
-        if args.host != "127.0.0.1" and not is_loopback(args.host):
-            error(f"--host {args.host} needs --oauth-issuer URL (and --oauth-resource, the URL "
-                  "clients use): without authorization anyone who reaches that address could "
-                  "call the tools")
-            return False, None
-        return True, None
-    if args.transport != "http":
-        error("--oauth-issuer applies to --transport http (a stdio client is the process that "
-              "spawned this one)")
-        return False, None
-    try:
-        return True, OAuth(
-            issuer=args.oauth_issuer, resource=args.oauth_resource, jwks_url=args.oauth_jwks_url,
-            algorithms=tuple(args.oauth_algorithm) or DEFAULT_ALGORITHMS,
-            scopes=tuple(args.oauth_scope), jwks_min_refresh=args.oauth_jwks_refresh,
-            claims=Claims(subject=args.oauth_subject_claim, roles=args.oauth_roles_claim,
-                          tenant=args.oauth_tenant_claim))
-    except InvalidArgument as exc:
-        error(str(exc))
-        return False, None
+    oauth_options(parser)
 
 
 def register(commands: Any) -> None:
@@ -194,6 +142,13 @@ def register(commands: Any) -> None:
                        help="block tools never pinned before until a person approves them")
     proxy.add_argument("--trusted", action="store_true",
                        help="believe the upstream's read-only and closed-world hints")
+    proxy.add_argument("--read-only", metavar="TOOL", action="append", default=[],
+                       type=_tool_name,
+                       help="an upstream tool (named as the upstream lists it) you reviewed and "
+                       "vouch has no side effect (repeatable): the policy sees it as read-only "
+                       "whatever the upstream's hints say, unless they call it destructive; its "
+                       "output stays untrusted, and pinning blocks it if it is redefined. A "
+                       "name the upstream does not offer stops the proxy at start")
     proxy.add_argument("--env", metavar="NAME[=VALUE]", action="append", default=[],
                        help="an environment variable for the upstream (NAME alone passes this "
                        "process's value); the upstream gets only PATH, HOME, ... otherwise")
@@ -305,7 +260,7 @@ def run_serve(args: argparse.Namespace) -> int:
     from tether.cli.recipe import RecipeError
 
     port = _port(args)
-    usable, oauth = _oauth(args)
+    usable, oauth = oauth_of(args)
     if port is None or not usable or _sdk_missing():
         return EXIT_USAGE
     try:
@@ -354,7 +309,7 @@ def run_serve(args: argparse.Namespace) -> int:
 
 def run_proxy(args: argparse.Namespace) -> int:
     port = _port(args)
-    usable, oauth = _oauth(args)
+    usable, oauth = oauth_of(args)
     if port is None or not usable or _sdk_missing():
         return EXIT_USAGE
     if not args.upstream:
@@ -374,7 +329,8 @@ def run_proxy(args: argparse.Namespace) -> int:
     try:
         upstream = upstream_server(args.upstream, env=env, trusted=args.trusted,
                                    call_timeout=args.call_timeout, relay=not args.no_relay,
-                                   protocol=args.upstream_protocol)
+                                   protocol=args.upstream_protocol,
+                                   read_only=args.read_only)
         pins = None if args.pins is None else JSONFilePinStore(args.pins)
     except (ValueError, MCPError) as exc:
         error(str(exc))
@@ -414,6 +370,7 @@ def _run(main: Coroutine[Any, Any, None], governance: Governance, transport: str
     import signal
     import threading
 
+    from tether.errors import InvalidArgument
     from tether.mcp.errors import MCPConnectionError
     from tether.mcp.supervise import UpstreamLost
     from tether.policy.names import PolicyNameError
@@ -434,8 +391,8 @@ def _run(main: Coroutine[Any, Any, None], governance: Governance, transport: str
     except MCPConnectionError as exc:
         error(f"the upstream MCP server did not start: {exc}")
         return EXIT_USAGE
-    except PolicyNameError as exc:  # the proxy's policy against the upstream's tools
-        error(str(exc))
+    except (PolicyNameError, InvalidArgument) as exc:  # the policy, or --read-only, against
+        error(str(exc))  # the upstream's tools
         return EXIT_USAGE
     except OSError as exc:
         if transport == "http":

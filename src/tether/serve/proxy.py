@@ -40,6 +40,11 @@ Decisions:
   next round, and the same ask is answered from the client's answers, under the upstream's own
   key when it named one). Either way the call is one governed call a round, decided before the
   upstream sees it, and every ask passes the same checks and journal.
+- ``read_only`` (``--read-only TOOL``) is the operator's word for upstream tools it reviewed
+  as free of side effects (``MCPServer.read_only``): the policy sees them as read-only whatever
+  the upstream's hints say. A name the upstream does not offer stops the proxy at start, as a
+  policy naming a missing tool does: a misspelt word would otherwise vouch for nothing, and
+  every call to the tool meant would be decided as a side effect without anyone knowing why.
 - The hints clients see are the pinned definition's own (reviewed, or seen first): they only
   steer a client's prompts. What runs is decided by the policy on tether's cautious reading of
   the upstream's annotations (``tether.mcp.annotations``), not on these hints.
@@ -83,11 +88,14 @@ RESTART_ADVICE = ("tether's proxy is restarting the server: call the tool again 
 def upstream_server(argv: Sequence[str], *, name: str = UPSTREAM,
                     env: Mapping[str, str] | None = None, trusted: bool = False,
                     call_timeout: float = 30.0, connect_timeout: float = 20.0,
-                    relay: bool = False, protocol: Protocol = "auto") -> MCPServer:
+                    relay: bool = False, protocol: Protocol = "auto",
+                    read_only: Sequence[str] = ()) -> MCPServer:
     """The upstream MCP server spawned from ``argv`` (stdio), its tools keeping their names.
     ``relay``: its sampling and elicitation requests during a call go to the proxy's client
     waiting for it (``"relay"``, journaled; ``tether mcp proxy``'s default), else declined.
-    ``protocol``: the era spoken to it (``MCPServer``'s: negotiated by default)."""
+    ``protocol``: the era spoken to it (``MCPServer``'s: negotiated by default).
+    ``read_only``: its tools (as it names them) the operator reviewed and vouches have no side
+    effect (``MCPServer.read_only``)."""
     if not argv or not argv[0]:
         raise InvalidArgument("give the command of the upstream MCP server after '--', e.g. "
                          "tether mcp proxy --policy policy.yaml -- npx -y "
@@ -95,7 +103,26 @@ def upstream_server(argv: Sequence[str], *, name: str = UPSTREAM,
     return MCPServer.stdio(name, argv[0], *argv[1:], env=env, trusted=trusted, prefix="",
                            call_timeout=call_timeout, connect_timeout=connect_timeout,
                            elicitation="relay" if relay else "decline",
-                           sampling="relay" if relay else "decline", protocol=protocol)
+                           sampling="relay" if relay else "decline", protocol=protocol,
+                           read_only=read_only)
+
+
+def check_read_only(toolset: MCPToolset) -> None:
+    """InvalidArgument when the server's ``read_only`` names a tool it does not offer."""
+    import difflib
+
+    offered = sorted(tool.mcp_name for tool in toolset)
+    missing = sorted(toolset.server.read_only.difference(offered))
+
+    def named(name: str) -> str:
+        close = difflib.get_close_matches(name, offered, n=1, cutoff=0.6)
+        return f"{name!r} (did you mean {close[0]!r}?)" if close else repr(name)
+
+    if missing:
+        raise InvalidArgument(
+            "read_only (--read-only) names " + "; ".join(map(named, missing))
+            + ", which the upstream does not offer, so the word would vouch for nothing. Name "
+            "its tools as it lists them: " + (", ".join(offered) or "it offers none"))
 
 
 def proxied_listing(toolset: MCPToolset) -> list[types.Tool]:
@@ -146,8 +173,9 @@ async def proxy(upstream: MCPServer, governance: Governance, *,
     """Connect to ``upstream`` and serve its tools, governed, until the transport ends; the
     upstream is stopped when the proxy stops, and restarted when it dies (``supervise``; each
     event told to ``log``). Raises MCPConnectionError when the upstream cannot be started (the
-    message has its last stderr lines), PolicyNameError when the policy names tools or
-    arguments the upstream's tools do not have (``check_policy_names=False``: the policy is used
+    message has its last stderr lines), InvalidArgument when its ``read_only`` names a tool it
+    does not offer, PolicyNameError when the policy names tools or arguments the upstream's
+    tools do not have (``check_policy_names=False``: the policy is used
     as it is, never checked), UpstreamLost when it died and could not be restarted."""
     from tether.policy.names import NamesGuard, PolicyNameError, names_message
 
@@ -164,6 +192,7 @@ async def proxy(upstream: MCPServer, governance: Governance, *,
     async with MCPToolset(upstream, pins=pins, require_approval_for_new=require_approval_for_new,
                           on_relisted=relisted if check_policy_names else None,
                           advice=RESTART_ADVICE) as toolset:
+        check_read_only(toolset)
         served = frozenset(toolset.names)
         if check_policy_names and guard.check(served_specs(toolset, served)):
             raise PolicyNameError(names_message(guard.problems, (

@@ -185,9 +185,6 @@ def run_user_task(name: str, user_task_id: str, *, policy: Any = None, approver:
 
     if attack not in ("stock", "adaptive", "both"):
         raise InvalidArgument(f"unknown attack {attack!r}; one of stock, adaptive, both")
-    if attack != "stock" and name in AGENTDYN:
-        raise InvalidArgument(f"the adaptive attacks are not built for AgentDyn's {name!r}; "
-                              "attack 'stock' only")
     suite = load_suite(name, version)
     user_task = suite.get_user_task_by_id(user_task_id)
     environments = Environments(suite, overlay_for(suite.name))
