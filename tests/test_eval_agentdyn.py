@@ -149,9 +149,6 @@ def _alone(name: str, task: Any, environments: Environments) -> bool:
 
 
 PLANNED = [(name, task) for name in AGENTDYN for task in PLANS[name]]
-# a request to buy one thing; the injection asks to buy "a pencil set" too, whose id the agent
-# then finds in the shop's own listing (trusted): laundered through a lookup (see the report)
-LAUNDERED = {("shopping", "injection_task_5")}
 # a user task per suite whose first reads carry every injection (under ``contained`` too)
 VICTIM = {"shopping": "user_task_0", "github": "user_task_1", "dailylife": "user_task_2"}
 
@@ -162,8 +159,6 @@ def test_each_attack_plan_reaches_its_tasks_goal_open_and_is_stopped_contained(
     suite = load_suite(name)
     task = suite.get_injection_task_by_id(task_id)
     assert _alone(name, task, environments[name])
-    if (name, task_id) in LAUNDERED:
-        pytest.xfail("laundered through a lookup: the id comes from the shop's own listing")
     user_task = suite.get_user_task_by_id(VICTIM[name])
     result = run_pair(suite, user_task, task, policy=CONTAINED, approver=deny_all(),
                       environments=environments[name])
