@@ -19,6 +19,8 @@ from typing import Any
 import pytest
 
 from laundered_app import build
+from tether import Agent, ReAct, tool
+from tether.evals.obedient import PlannedCall, obedient_model
 from tether.journal.views.timeline import timeline
 from tether.journal.views.trust import carriers
 from tether.journal.views.whatif import what_if
@@ -211,3 +213,80 @@ def test_resumed_in_another_interpreter_the_result_stays_untrusted(tmp_path: Pat
     assert [d["decision"]["effect"] for d in checkout] == ["require_approval"]
     assert checkout[0]["provenance"] == {"product_ids": ["untrusted"]}
     assert not any(e.type == "tool.started" and e.data["tool"] == "checkout" for e in events)
+
+
+class ReadsAll:
+    """Looks at every argument's origins (so a side effect's are worked out too), allows."""
+
+    reads_provenance = True
+
+    def evaluate(self, subject: Subject, action: Action, resource: Resource,
+                 context: Context) -> Decision:
+        dict(context.provenance)
+        return Decision(Effect.ALLOW, "ok", "reads-all")
+
+
+def test_a_side_effects_result_is_the_systems_record_of_what_it_did() -> None:
+    """The user asks for a file written from a page: the id the drive gives it is the drive's,
+    though only untrusted text gave its content; sharing it needs no person."""
+    shared: list[str] = []
+
+    @tool(output_trust="untrusted")
+    def read_page() -> str:
+        """A page anyone may write."""
+        return "Packing list: swimwear, sunscreen"
+
+    @tool(side_effect=True, shapes=["content"])
+    def create_file(content: str) -> dict[str, str]:
+        """Write a new file; the drive gives it an id."""
+        return {"id_": "F-26", "content": content}
+
+    @tool(side_effect=True, egress=True, parties=["file_id", "email"])
+    def share_file(file_id: str, email: str) -> str:
+        """Share a file."""
+        shared.append(file_id)
+        return "shared"
+
+    store = MemoryStore()
+    calls = [PlannedCall("read_page"),
+             PlannedCall("create_file", {"content": "Packing list: swimwear, sunscreen"}),
+             PlannedCall("share_file", {"file_id": "F-26", "email": "john@example.com"})]
+    agent = Agent(model=obedient_model(calls), reasoning=ReAct(),
+                  tools=[read_page, create_file, share_file],
+                  policy=DenyOverrides(ReadsAll(), contain_untrusted_flows),
+                  approver=deny_all(), store=store)
+    result = agent.run("Write my packing list from the page into a file and share it with "
+                       "john@example.com.")
+    assert shared == ["F-26"]
+    created = [e.data for e in store.read(result.session_id)
+               if e.type == "tool.result" and e.data["tool"] == "create_file"]
+    assert "asked_by" not in created[0] and "untrusted" not in created[0]
+
+
+def test_only_reads_have_their_origins_worked_out_for_it() -> None:
+    """A policy taken to read provenance that never looks: the reads' origins are worked out
+    (their results inherit them), a side effect's are not (its result inherits nothing)."""
+    store = MemoryStore()
+    result = build(store, policy=Opaque()).run("Read my shop mail, then buy a smart watch.")
+    decided = {e.data["tool"]: "provenance" in e.data for e in store.read(result.session_id)
+               if e.type == "tool.decision"}
+    assert decided == {"read_mail": True, "search_product": True, "cart_add": False,
+                       "checkout": False}
+
+
+class DeniesSearch(Opaque):
+    def evaluate(self, subject: Subject, action: Action, resource: Resource,
+                 context: Context) -> Decision:
+        if action.tool == "search_product":
+            return Decision(Effect.DENY, "no searching", "denies-search")
+        return Decision(Effect.ALLOW, "ok", "denies-search")
+
+
+def test_a_refused_read_has_nothing_to_inherit() -> None:
+    """Nothing runs, so nothing is worked out (a policy still deciding on an abandoned thread
+    past its deadline is never raced for the ledger)."""
+    store = MemoryStore()
+    result = build(store, policy=DeniesSearch()).run("Read my shop mail, then buy a watch.")
+    searched = [e.data for e in store.read(result.session_id)
+                if e.type == "tool.decision" and e.data["tool"] == "search_product"]
+    assert searched and not any("provenance" in d for d in searched)
