@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 
-from laundered_app import build
+from laundered_app import TASK, build
 from tether import Agent, ReAct, tool
 from tether.evals.obedient import PlannedCall, obedient_model
 from tether.journal.views.timeline import timeline
@@ -40,6 +40,7 @@ from tether.policy import (
     scope_to_plan,
     untrusted_shapes,
 )
+from tether.policy.overlay import parse_overlay
 from tether.policy.reads import reads_provenance
 from tether.runtime.approvals.approver import deny_all
 from tether.runtime.provenance.inherited import asked_by_untrusted, inherit
@@ -48,6 +49,8 @@ from tether.runtime.record.state import fold
 from tether.runtime.rerun import rerun
 from tether.store.memory import MemoryStore
 from tether.store.opening import open_store
+from tether.tools.base import ToolMeta
+from tether.tools.decorator import ToolDefinitionError
 from tether.types import Event
 
 HERE = Path(__file__).parent
@@ -64,6 +67,8 @@ def test_an_argument_counts_when_only_untrusted_text_supplied_it(origins: set[st
                                                                  counts: bool) -> None:
     provenance = {"q": sorted(origins), "page": ["user"]}
     assert asked_by_untrusted(provenance) == (["q"] if counts else [])
+    assert asked_by_untrusted(provenance, {"q"}) == asked_by_untrusted(provenance)
+    assert asked_by_untrusted(provenance, {"page"}) == []  # the tool says q chooses nothing
     assert asked_by_untrusted(None) == [] and asked_by_untrusted({}) == []
 
 
@@ -119,8 +124,7 @@ def results(events: list[Event]) -> dict[str, dict[str, Any]]:
 
 def test_an_injected_purchase_laundered_through_a_trusted_listing_waits() -> None:
     store, done = MemoryStore(), []
-    result = build(store, done, approver=deny_all()).run("Read my shop mail, then buy a smart "
-                                                         "watch.")
+    result = build(store, done, approver=deny_all()).run(TASK)
     assert done == ["cart W-1"]  # the user's watch, not the pencil set
     events = store.read(result.session_id)
     found = results(events)
@@ -152,17 +156,16 @@ def test_an_injected_purchase_laundered_through_a_trusted_listing_waits() -> Non
 
 def test_without_the_rule_the_laundered_purchase_goes_through(
         monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr("tether.runtime.chokepoint.turn.asked_by_untrusted", lambda p: [])
+    monkeypatch.setattr("tether.runtime.chokepoint.turn.asked_by_untrusted", lambda *_: [])
     done: list[str] = []
-    build(None, done, approver=deny_all()).run("Read my shop mail, then buy a smart watch.")
+    build(None, done, approver=deny_all()).run(TASK)
     assert done == ["cart W-1", "cart PS-2", "checkout PS-2"]
 
 
 def test_an_untrusted_tools_trusted_fields_are_dropped_when_untrusted_text_asked() -> None:
     store, done = MemoryStore(), []
     result = build(store, done, approver=deny_all(), output_trust="untrusted",
-                   trusted_fields=["product_id", "price"]).run("Read my shop mail, then buy "
-                                                               "a smart watch.")
+                   trusted_fields=["product_id", "price"]).run(TASK)
     assert done == ["cart W-1"]  # the watch's id is vouched for, the pencil set's is not
     found = results(store.read(result.session_id))
     assert found["smart watch"]["trusted_fields"] == ["price", "product_id"]
@@ -173,7 +176,7 @@ def test_an_untrusted_tools_trusted_fields_are_dropped_when_untrusted_text_asked
 
 def test_the_trust_audit_judges_what_the_tool_declared() -> None:
     store = MemoryStore()
-    result = build(store, approver=deny_all()).run("Read my shop mail, then buy a smart watch.")
+    result = build(store, approver=deny_all()).run(TASK)
     found = carriers([store.read(result.session_id)], ["Pencil set"])
     assert [(c.tool, c.declared, c.finding) for c in found] == [
         ("search_product", "trusted", True)]  # the shop's own text: trusted as declared
@@ -182,7 +185,7 @@ def test_the_trust_audit_judges_what_the_tool_declared() -> None:
 @pytest.mark.parametrize("policy", [AllowAll(), Silent()])
 def test_a_policy_that_reads_no_provenance_pays_nothing(policy: Any) -> None:
     store, done = MemoryStore(), []
-    result = build(store, done, policy=policy).run("Read my shop mail, then buy a smart watch.")
+    result = build(store, done, policy=policy).run(TASK)
     events = store.read(result.session_id)
     assert not any("provenance" in e.data for e in events if e.type == "tool.decision")
     assert not any("asked_by" in e.data for e in events if e.type == "tool.result")
@@ -193,7 +196,7 @@ def test_resumed_in_another_interpreter_the_result_stays_untrusted(tmp_path: Pat
     url = f"sqlite:///{tmp_path / 'shop.db'}"
     store = open_store(url)
     try:
-        session = build(store).session("Read my shop mail, then buy a smart watch.")
+        session = build(store).session(TASK)
         assert session.run().stop_reason.value == "needs_approval"  # cart_add PS-2 waits
         session_id = session.id
     finally:
@@ -267,7 +270,7 @@ def test_only_reads_have_their_origins_worked_out_for_it() -> None:
     """A policy taken to read provenance that never looks: the reads' origins are worked out
     (their results inherit them), a side effect's are not (its result inherits nothing)."""
     store = MemoryStore()
-    result = build(store, policy=Opaque()).run("Read my shop mail, then buy a smart watch.")
+    result = build(store, policy=Opaque()).run(TASK)
     decided = {e.data["tool"]: "provenance" in e.data for e in store.read(result.session_id)
                if e.type == "tool.decision"}
     assert decided == {"read_mail": True, "search_product": True, "cart_add": False,
@@ -290,3 +293,28 @@ def test_a_refused_read_has_nothing_to_inherit() -> None:
     searched = [e.data for e in store.read(result.session_id)
                 if e.type == "tool.decision" and e.data["tool"] == "search_product"]
     assert searched and not any("provenance" in d for d in searched)
+
+
+def test_a_tool_may_declare_the_arguments_that_choose_what_it_returns() -> None:
+    with pytest.raises(TypeError, match="not the string"):
+        ToolMeta(selects="q")  # type: ignore[arg-type]
+    def search(product_name: str) -> list[str]:
+        """Products."""
+        return []
+
+    with pytest.raises(ToolDefinitionError, match=r"selects \['query'\] are not arguments"):
+        tool(selects=["query"])(search)
+    (declared,) = [t for t in parse_overlay("tools:\n  search_product: {selects: []}\n").apply(
+        build().tools) if t.name == "search_product"]
+    assert declared.meta.selects == frozenset() and declared.meta.to_dict()["selects"] == []
+    named, done = MemoryStore(), []
+    build(named, done, approver=deny_all(), selects=["product_name"]).run(TASK)
+    assert done == ["cart W-1"]  # the query chooses what comes back: as by default
+    # declared to choose nothing (a confirmation's code): its result keeps the tool's trust,
+    # and its origins are not even worked out
+    store, done = MemoryStore(), []
+    result = build(store, done, approver=deny_all(), selects=[]).run(TASK)
+    assert done == ["cart W-1", "cart PS-2", "checkout PS-2"]
+    searched = [e.data for e in store.read(result.session_id)
+                if e.type == "tool.decision" and e.data["tool"] == "search_product"]
+    assert not any("provenance" in d for d in searched)

@@ -28,6 +28,7 @@ from tether.vocabulary import EventType
 # read on every call: bound once (an enum member read through its class is slow, benchmarks.md)
 _TOOL_DECISION = EventType.TOOL_DECISION
 _DENY = Effect.DENY
+_NONE: frozenset[str] = frozenset()  # a tool none of whose arguments chooses what it returns
 
 CHARGED = frozenset({Effect.ALLOW, Effect.PARTIAL_ALLOW, Effect.MASK})
 Shown = Callable[[Mapping[str, Any], Decision], Mapping[str, Any]]
@@ -108,7 +109,8 @@ class PolicyGate:
         }
         if first:  # a tool's metadata cannot change within an activation: recorded once
             record["resource"] = resource.to_dict()
-        if self._inherits and not resource.side_effect and decision.effect is not _DENY:
+        if (self._inherits and not resource.side_effect and tool.meta.selects != _NONE
+                and decision.effect is not _DENY):
             # a read that may run: what its result inherits rests on the origins this decision
             # saw (tether.runtime.provenance.inherited)
             provenance.compute()

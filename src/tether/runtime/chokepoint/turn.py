@@ -280,7 +280,8 @@ class ToolCalls:
             decided = None if meta.side_effect else self._state.decisions.get(result.call_id)
             self.record(result, meta.output_trust == "untrusted", meta.trusted_fields,
                         meta.private_for(admitted.arguments),
-                        asked_by_untrusted(decided.get("provenance")) if decided else ())
+                        asked_by_untrusted(decided.get("provenance"), meta.selects)
+                        if decided else ())
             if budget_timeout and result.status == "timeout" and turn.stop is None:
                 turn.stop = Stop(StopReason.TIME_BUDGET, "time budget ran out during a tool call")
         check_not_cancelled()

@@ -26,9 +26,12 @@ when read back: echoes, ``values``), and the id a drive gives a file the agent w
 write from a document is the drive's, not the document's author's — recorded untrusted, "share
 it with John" would wait for a person on every such task.
 
-Which arguments count: every one. A value a third party alone supplied chooses what comes back
-whichever argument it fills (a query, an id, a page number, a sort key), and a tool cannot
-declare its way out of that without a model of what it returns; one carried by both the user and
+Which arguments count: every one, unless the tool declares those that choose what it returns
+(``ToolMeta.selects``). A value a third party alone supplied chooses what comes back whichever
+argument it fills (a query, an id, a page number, a sort key), so the default is all of them;
+the declaration is for a tool whose result no argument chooses — a confirmation (``selects:
+[]``) returns what the call already staged, and governed when it was staged, returns, whatever
+code it is given (a wrong one completes nothing). One carried by both the user and
 untrusted text counts as the user's (the user asked for it), and a value the model composed
 (``nowhere`` alone) as the model's — that is the limit: an agent that rewords an injected query
 ("a pencil set" as "pencil sets for school") is not caught here, as provenance never follows
@@ -47,7 +50,7 @@ computed, none journaled, and nothing is inherited.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from typing import Any
 
 from tether.runtime.provenance.values import TRUSTED, UNTRUSTED, USER
@@ -55,13 +58,16 @@ from tether.runtime.provenance.values import TRUSTED, UNTRUSTED, USER
 VOUCHING = frozenset({USER, TRUSTED})  # origins that vouch for a value whatever else gave it
 
 
-def asked_by_untrusted(provenance: Mapping[str, Iterable[str]] | None) -> list[str]:
+def asked_by_untrusted(provenance: Mapping[str, Iterable[str]] | None,
+                       selects: Collection[str] | None = None) -> list[str]:
     """The arguments, of a decision's ``provenance`` (as journaled: name -> origins), that only
-    untrusted text supplied: ``untrusted`` among their origins, ``user`` and ``trusted`` not."""
+    untrusted text supplied: ``untrusted`` among their origins, ``user`` and ``trusted`` not;
+    of those the tool says choose what it returns (``ToolMeta.selects``; None: every one)."""
     if not provenance:
         return []
     return sorted(name for name, origins in provenance.items()
-                  if UNTRUSTED in origins and VOUCHING.isdisjoint(origins))
+                  if UNTRUSTED in origins and VOUCHING.isdisjoint(origins)
+                  and (selects is None or name in selects))
 
 
 def inherit(data: dict[str, Any], asked_by: Sequence[str]) -> None:
