@@ -67,9 +67,9 @@ def carriers(sessions: Iterable[Sequence[Event]], canaries: Sequence[str]) -> li
             tool = str(event.data.get("tool"))
             # a result that inherited distrust from the call that asked for it keeps what its
             # tool declared apart (tether.runtime.provenance.inherited): the declaration is judged
-            declared = event.data.get("declared") or {}
-            fields = declared.get("trusted_fields") or event.data.get("trusted_fields")
-            untrusted = (declared["output_trust"] == "untrusted" if "output_trust" in declared
+            stated = event.data.get("declared") or {}
+            fields = stated.get("trusted_fields") or event.data.get("trusted_fields")
+            untrusted = (stated["output_trust"] == "untrusted" if "output_trust" in stated
                          else event.data.get("untrusted"))
             verdicts = [("untrusted" if untrusted else "trusted", content)]
             if fields:  # the values it vouched for must carry none either
