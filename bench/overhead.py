@@ -33,6 +33,7 @@ class DenyExpensive:
 
     policy_id = "deny-expensive"
     inline = True  # pure: decides on the caller's thread (undeclared, it would get a thread)
+    reads_provenance = False  # undeclared, its reads' origins would be worked out (policy.reads)
 
     def evaluate(self, subject: Subject, action: Action, resource: Resource,
                  context: Context) -> Decision:

@@ -59,6 +59,12 @@ class RefuseUntrustedRecipients:
         return Decision(Effect.ALLOW, "ok", "flows")
 
 
+class Undeclared(RefuseUntrustedRecipients):
+    """``RefuseUntrustedRecipients``, declared (wrongly) to read no provenance."""
+
+    reads_provenance = False
+
+
 async def plain_calls(gateway: Gateway, start: int, count: int) -> None:
     for i in range(start, start + count):
         assert (await gateway.call("echo", {"n": i})).status == "ok"
@@ -189,10 +195,12 @@ async def test_an_echo_cannot_launder_an_address_once_the_window_forgot_it() -> 
 
 async def test_what_was_written_before_provenance_was_ever_read_is_forgotten_as_untrusted(
         ) -> None:
-    """Its origins were never worked out, so once forgotten it counts as untrusted too."""
+    """Its origins were never worked out, so once forgotten it counts as untrusted too (a
+    policy that declares it reads no provenance, wrongly: one that declares nothing is taken to
+    read it, and has the origins of its reads worked out — tether.policy.reads)."""
     posted.clear()
-    gateway = Gateway([post, read_channel, send, echo], policy=RefuseUntrustedRecipients(),
-                      client="c", window=5)
+    gateway = Gateway([post, read_channel, send, echo], policy=Undeclared(), client="c",
+                      window=5)
     assert (await gateway.call("post", {"body": "carol@example.org"})).status == "ok"
     for i in range(20):
         await gateway.call("echo", {"n": i})

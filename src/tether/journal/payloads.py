@@ -266,6 +266,8 @@ class ToolResultData(TypedDict, total=False):
     status: str
     tool: str
     untrusted: bool
+    asked_by: list[str]  # arguments only untrusted text supplied (runtime.provenance.inherited)
+    declared: dict[str, Any]  # what the tool declared, where the result inherited distrust
 
 
 class EffectSettledData(TypedDict, total=False):

@@ -252,6 +252,7 @@ class AllowAll:
     """The default policy: every call is allowed (and still journaled)."""
 
     inline = True  # no I/O: decides on the caller's thread (see tether.policy.deadline)
+    reads_provenance = False  # nothing to inherit (tether.policy.reads)
 
     def __repr__(self) -> str:
         return "AllowAll()"

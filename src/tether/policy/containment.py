@@ -83,6 +83,7 @@ class NoUnaskedRepeats:
 
     __slots__ = ("_first", "policy_id")
     inline = True  # decides from its arguments and the journaled history alone: no I/O
+    reads_provenance = False  # (tether.policy.reads)
 
     def __init__(self, policy_id: str = "no-unasked-repeats") -> None:
         self.policy_id = policy_id
@@ -125,6 +126,7 @@ class ScopeToPlan:
 
     __slots__ = ("_no_effect", "policy_id")
     inline = True  # decides from the journaled plan and the arguments alone: no I/O
+    reads_provenance = False  # (tether.policy.reads)
 
     def __init__(self, policy_id: str = "scope-to-plan") -> None:
         self.policy_id = policy_id
@@ -181,6 +183,7 @@ class KeepPrivate:
 
     __slots__ = ("_clean", "policy_id")
     inline = True  # decides from the journaled labels and plan alone: no I/O
+    reads_provenance = False  # labels, not origins (tether.policy.reads)
 
     def __init__(self, policy_id: str = "keep-private") -> None:
         self.policy_id = policy_id
@@ -231,6 +234,7 @@ class UntrustedShapes:
 
     __slots__ = ("_clean", "policy_id")
     inline = True  # decides from the journaled provenance and plan alone: no I/O
+    reads_provenance = True  # (tether.policy.reads)
 
     def __init__(self, policy_id: str = "untrusted-shapes") -> None:
         self.policy_id = policy_id

@@ -37,8 +37,8 @@ from tether.tools.base import RISKS, Tool, ToolMeta, ToolWrapper
 
 FLAGS = ("side_effect", "egress", "idempotent")
 KEYS = (*FLAGS, "output_trust", "risk", "tags", "parties", "intents", "trusted_fields", "owner",
-        "private", "private_when", "shapes")
-ARGUMENT_KEYS = ("parties", "shapes", "private_when")  # name arguments of the tool
+        "private", "private_when", "shapes", "selects")
+ARGUMENT_KEYS = ("parties", "shapes", "selects", "private_when")  # name arguments of the tool
 
 
 class OverlayError(PolicyLoadError):
@@ -160,7 +160,7 @@ def _changes(node: Node) -> dict[str, Any]:
             out[key] = private_of(child)
         elif key == "private_when":
             out[key] = private_when_of(child)
-        else:  # tags, parties, trusted_fields, shapes
+        else:  # tags, parties, trusted_fields, shapes, selects
             out[key] = frozenset(child.texts()) if child.value != [] else frozenset()
     return out
 

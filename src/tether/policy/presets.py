@@ -20,6 +20,7 @@ class ContainUntrusted:
 
     __slots__ = ("_clean", "policy_id")
     inline = True  # decides from its arguments alone: no I/O (see tether.policy.deadline)
+    reads_provenance = False  # one taint bit (tether.policy.reads)
 
     def __init__(self, policy_id: str = "contain-untrusted") -> None:
         self.policy_id = policy_id
@@ -65,6 +66,7 @@ class ContainUntrustedFlows:
 
     __slots__ = ("_clean", "policy_id")
     inline = True  # decides from its arguments alone: no I/O (see tether.policy.deadline)
+    reads_provenance = True  # where each party came from (tether.policy.reads)
 
     def __init__(self, policy_id: str = "contain-untrusted-flows") -> None:
         self.policy_id = policy_id
@@ -147,6 +149,7 @@ class ScopeToRequest:
 
     __slots__ = ("_asked", "_no_effect", "policy_id")
     inline = True  # decides from its arguments alone: no I/O (see tether.policy.deadline)
+    reads_provenance = False  # the request's words (tether.policy.reads)
 
     def __init__(self, policy_id: str = "scope-to-request") -> None:
         self.policy_id = policy_id

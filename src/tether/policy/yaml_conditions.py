@@ -70,6 +70,7 @@ class Condition:
     tools: frozenset[str] | None  # certainly False for any tool outside this set; None: no bound
     names: frozenset[str] = frozenset()  # every tool name it mentions (to check against tools)
     args: frozenset[str] = frozenset()  # every top-level argument name it mentions
+    origins: bool = False  # it reads where arguments came from (``args_from``)
 
 
 def compile_condition(node: Node) -> Condition:
@@ -83,9 +84,9 @@ def compile_condition(node: Node) -> Condition:
 
 # -- combinators (Kleene logic) ----------------------------------------------------------------
 
-def _mentions(parts: list[Condition]) -> tuple[frozenset[str], frozenset[str]]:
+def _mentions(parts: list[Condition]) -> tuple[frozenset[str], frozenset[str], bool]:
     return (frozenset().union(*(p.names for p in parts)),
-            frozenset().union(*(p.args for p in parts)))
+            frozenset().union(*(p.args for p in parts)), any(p.origins for p in parts))
 
 
 def _conjunction(parts: list[Condition]) -> Condition:
@@ -139,7 +140,7 @@ def _not(node: Node) -> Condition:
         value = inner(s, a, r, c)
         return None if value is None else not value
 
-    return Condition(negation, None, compiled.names, compiled.args)
+    return Condition(negation, None, compiled.names, compiled.args, compiled.origins)
 
 
 # -- names: tool, roles, tenant, user, agent, risk, output_trust ---------------------------------
@@ -293,7 +294,7 @@ def _args_from(node: Node) -> Condition:
         (how, listed), = test.items()
         wanted = frozenset(listed.texts(ORIGINS))
         parts.append(Condition(_origin_test(name, wanted, how == "in"), None,
-                               args=frozenset({name})))
+                               args=frozenset({name}), origins=True))
     return _conjunction(parts)
 
 

@@ -88,6 +88,7 @@ class Rule:
     tools: frozenset[str] | None  # the tools it can match; None: any tool
     names: frozenset[str] = frozenset()  # tool names it mentions (conditions and fallback)
     args: frozenset[str] = frozenset()  # argument names it mentions (conditions and fields)
+    origins: bool = False  # it reads where arguments came from (``args_from``)
 
     @property
     def effect(self) -> Effect:
@@ -138,6 +139,12 @@ class YamlPolicy:
     def __repr__(self) -> str:
         return (f"YamlPolicy(policy_id={self.policy_id!r}, rules={len(self.rules)}, "
                 f"default={self.default.value!r}, source={self.source!r})")
+
+    @property
+    def reads_provenance(self) -> bool:
+        """Whether a rule decides on where arguments came from (``args_from``): then results
+        inherit the distrust of the calls that asked for them (``tether.policy.reads``)."""
+        return any(rule.origins for rule in self.rules)
 
     @property
     def deny_parts(self) -> tuple[object, ...]:
@@ -266,7 +273,7 @@ def _rule(node: Node, index: int, policy_id: str) -> Rule:
     unknown = Decision(effect, reason + _UNKNOWN_NOTE, decision.policy_id)
     names = condition.names | ({fallback} if fallback else set())
     return Rule(rule_id, index, priority, decision, unknown, condition.test, condition.tools,
-                names, condition.args | set(fields))
+                names, condition.args | set(fields), condition.origins)
 
 
 def _extras(keys: dict[str, Node], effect: Effect,

@@ -59,6 +59,11 @@ class ToolMeta:
     # (tether.policy.containment.UntrustedShapes). None: every argument not a party — the safe
     # default; an empty set: none but the parties
     shapes: frozenset[str] | None = None
+    # arguments that choose what a read returns (a query, an id): one only untrusted text
+    # supplied makes the result untrusted (tether.runtime.provenance.inherited). None: every
+    # argument — the safe default; an empty set: none (a confirmation, whose result is that of
+    # the call already staged and governed, whatever code it is given)
+    selects: frozenset[str] | None = None
 
     def __post_init__(self) -> None:
         if not isinstance(self.private, Mapping) or not all(
@@ -69,11 +74,14 @@ class ToolMeta:
         object.__setattr__(self, "private", MappingProxyType(
             {k: v.casefold() for k, v in sorted(self.private.items())}))
         object.__setattr__(self, "private_when", _private_when(self.private_when, self.private))
-        if self.shapes is not None:
-            if isinstance(self.shapes, str):
-                raise WrongType(f"shapes must be a collection of argument names such as "
-                                f"{{{self.shapes!r}}}, not the string {self.shapes!r}")
-            object.__setattr__(self, "shapes", frozenset(self.shapes))
+        for name in ("shapes", "selects"):  # None (every argument) or a set of names
+            value = getattr(self, name)
+            if value is None:
+                continue
+            if isinstance(value, str):
+                raise WrongType(f"{name} must be a collection of argument names such as "
+                                f"{{{value!r}}}, not the string {value!r}")
+            object.__setattr__(self, name, frozenset(value))
         for name, what in (("tags", "strings"), ("parties", "argument names"),
                            ("trusted_fields", "keys"), ("intents", "words")):
             value = getattr(self, name)
@@ -120,6 +128,8 @@ class ToolMeta:
             out["private_when"] = {k: sorted(v) for k, v in self.private_when.items()}
         if self.shapes is not None:
             out["shapes"] = sorted(self.shapes)
+        if self.selects is not None:
+            out["selects"] = sorted(self.selects)
         return out
 
     def private_for(self, arguments: Mapping[str, Any]) -> Mapping[str, str]:

@@ -89,7 +89,7 @@ class FunctionTool:
             fields[param.name] = (hints[param.name], default)
         self._injected = tuple(injected)
         for what, names in (("parties", meta.parties), ("shapes", meta.shapes or ()),
-                            ("private_when", meta.private_when)):
+                            ("selects", meta.selects or ()), ("private_when", meta.private_when)):
             unknown = sorted(set(names) - fields.keys())
             if unknown:
                 raise ToolDefinitionError(
@@ -183,6 +183,7 @@ def tool(
     private: Mapping[str, str] | None = None,
     private_when: Mapping[str, Iterable[str]] | None = None,
     shapes: Iterable[str] | None = None,
+    selects: Iterable[str] | None = None,
 ) -> Callable[[Callable[..., Any]], FunctionTool]: ...
 
 
@@ -206,6 +207,7 @@ def tool(
     private: Mapping[str, str] | None = None,
     private_when: Mapping[str, Iterable[str]] | None = None,
     shapes: Iterable[str] | None = None,
+    selects: Iterable[str] | None = None,
 ) -> FunctionTool | Callable[[Callable[..., Any]], FunctionTool]:
     """Declare a tool: ``@tool`` or ``@tool(side_effect=True, tags={"payments"}, ...)``.
 
@@ -246,6 +248,9 @@ def tool(
             (``{"channel": ["private"]}``). Default: every call's.
         shapes: Arguments besides the parties that shape the effect (an amount, a body).
             Default None: every argument that is not a party.
+        selects: Arguments that choose what a call returns (a query, an id); a result one of
+            them got from untrusted text alone is untrusted. Default None: every argument;
+            ``()``: none (a confirmation returning what the call it completes returns).
 
     Returns:
         The tool (a ``FunctionTool``), or, called with keywords only, the decorator making it.
@@ -253,7 +258,7 @@ def tool(
     # handed over as given: ToolMeta refuses a string where a collection belongs
     collections: dict[str, Any] = {"tags": tags, "parties": parties, "intents": intents,
                                    "trusted_fields": trusted_fields, "shapes": shapes,
-                                   "private_when": private_when or {}}
+                                   "selects": selects, "private_when": private_when or {}}
     try:
         meta = ToolMeta(risk=risk, side_effect=side_effect, egress=egress,
                         output_trust=output_trust, timeout=timeout, idempotent=idempotent,

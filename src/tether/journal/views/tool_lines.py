@@ -70,6 +70,9 @@ def _started(d: ToolStartedData) -> list[str]:
 
 def _result(d: ToolResultData) -> list[str]:
     untrusted = " (untrusted output: taints the session)" if d.get("untrusted") else ""
+    if d.get("asked_by"):  # tether.runtime.provenance.inherited
+        untrusted = (f" (untrusted: only untrusted text gave its {', '.join(d['asked_by'])}; "
+                     "taints the session)")
     passages = _passages(d.get("content")) if d.get("status") == "ok" else []
     if passages:  # retrieved text (tether.knowledge.retrieval): each passage and its document
         trust = "untrusted" if d.get("untrusted") else "trusted"

@@ -65,8 +65,13 @@ def carriers(sessions: Iterable[Sequence[Event]], canaries: Sequence[str]) -> li
                 continue
             content = str(event.data.get("content", ""))
             tool = str(event.data.get("tool"))
-            fields = event.data.get("trusted_fields")
-            verdicts = [("untrusted" if event.data.get("untrusted") else "trusted", content)]
+            # a result that inherited distrust from the call that asked for it keeps what its
+            # tool declared apart (tether.runtime.provenance.inherited): the declaration is judged
+            stated = event.data.get("declared") or {}
+            fields = stated.get("trusted_fields") or event.data.get("trusted_fields")
+            untrusted = (stated["output_trust"] == "untrusted" if "output_trust" in stated
+                         else event.data.get("untrusted"))
+            verdicts = [("untrusted" if untrusted else "trusted", content)]
             if fields:  # the values it vouched for must carry none either
                 verdicts.append((TRUSTED_FIELD, "\n".join(split_vouched(content, fields)[0])))
             for declared, text in verdicts:

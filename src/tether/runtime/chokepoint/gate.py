@@ -16,6 +16,7 @@ from typing import Any
 from tether.journal.chain import Journal
 from tether.policy.base import Action, Context, Decision, Effect, Policy, Resource, Subject, decide
 from tether.policy.deadline import decide_within, runs_inline
+from tether.policy.reads import reads_provenance
 from tether.runtime.accounting.accountant import Accountant
 from tether.runtime.provenance.labels import ArgumentLabels
 from tether.runtime.provenance.values import ArgumentProvenance, Sightings
@@ -26,6 +27,8 @@ from tether.vocabulary import EventType
 
 # read on every call: bound once (an enum member read through its class is slow, benchmarks.md)
 _TOOL_DECISION = EventType.TOOL_DECISION
+_DENY = Effect.DENY
+_NONE: frozenset[str] = frozenset()  # a tool none of whose arguments chooses what it returns
 
 CHARGED = frozenset({Effect.ALLOW, Effect.PARTIAL_ALLOW, Effect.MASK})
 Shown = Callable[[Mapping[str, Any], Decision], Mapping[str, Any]]
@@ -39,8 +42,8 @@ def resource_of(tool: Tool) -> Resource:
 
 
 class PolicyGate:
-    __slots__ = ("_accountant", "_extra", "_inline", "_journal", "_keep", "_policy",
-                 "_resources", "_session_id", "_sightings", "_state", "_timeout",
+    __slots__ = ("_accountant", "_extra", "_inherits", "_inline", "_journal", "_keep",
+                 "_policy", "_resources", "_session_id", "_sightings", "_state", "_timeout",
                  "request", "subject")
 
     def __init__(self, policy: Policy, subject: Subject, session_id: str, journal: Journal,
@@ -49,6 +52,9 @@ class PolicyGate:
                  request: str = "") -> None:
         self._policy = policy
         self._inline = runs_inline(policy)
+        # results inherit the distrust of the calls that asked for them (provenance.inherited):
+        # only where the policy decides on provenance at all (tether.policy.reads)
+        self._inherits = reads_provenance(policy)
         self._timeout = timeout  # seconds a policy that may block has to decide
         self._keep = keep  # where arguments the journal hides are kept, if anywhere
         self.subject = subject
@@ -103,8 +109,13 @@ class PolicyGate:
         }
         if first:  # a tool's metadata cannot change within an activation: recorded once
             record["resource"] = resource.to_dict()
+        if (self._inherits and not resource.side_effect and tool.meta.selects != _NONE
+                and decision.effect is not _DENY):
+            # a read that may run: what its result inherits rests on the origins this decision
+            # saw (tether.runtime.provenance.inherited)
+            provenance.compute()
         seen = provenance.read()
-        if seen is not None:  # the policy decided on where the arguments came from
+        if seen is not None:  # the decision saw where the arguments came from
             record["provenance"] = seen
         carried = labels.read()
         if carried is not None:  # ... and on the private data they carry

@@ -46,6 +46,7 @@ from tether.runtime.chokepoint.executor import Rejected, ToolExecutor, check_not
 from tether.runtime.chokepoint.gate import PolicyGate
 from tether.runtime.chokepoint.halts import commit_start, stop_if_halted, watch_of
 from tether.runtime.chokepoint.held import HeldCalls, Holds
+from tether.runtime.provenance.inherited import asked_by_untrusted, inherit
 from tether.runtime.record.result import ToolResult
 from tether.runtime.record.state import SessionState, call_signature
 from tether.tools.base import ToolContext
@@ -275,8 +276,12 @@ class ToolCalls:
                     *result.parts, *((Text(WARNING.lstrip("\n")),) if warn else ()))
                 result = ToolResult(result.call_id, result.name, content, result.status, parts)
             meta = admitted.tool.meta
+            # a read inherits the distrust of its arguments, as decided (provenance.inherited)
+            decided = None if meta.side_effect else self._state.decisions.get(result.call_id)
             self.record(result, meta.output_trust == "untrusted", meta.trusted_fields,
-                        meta.private_for(admitted.arguments))
+                        meta.private_for(admitted.arguments),
+                        asked_by_untrusted(decided.get("provenance"), meta.selects)
+                        if decided else ())
             if budget_timeout and result.status == "timeout" and turn.stop is None:
                 turn.stop = Stop(StopReason.TIME_BUDGET, "time budget ran out during a tool call")
         check_not_cancelled()
@@ -376,7 +381,7 @@ class ToolCalls:
 
     def record(self, result: ToolResult, untrusted: bool = False,
                trusted_fields: frozenset[str] = frozenset(),
-               private: Mapping[str, str] | None = None) -> None:
+               private: Mapping[str, str] | None = None, asked_by: Sequence[str] = ()) -> None:
         content = self._journal.hide_secrets(result.content)  # any tool's, not only its own
         data: dict[str, Any] = {"call_id": result.call_id, "tool": result.name,
                                 "status": result.status, "content": content}
@@ -392,4 +397,5 @@ class ToolCalls:
             data["untrusted"] = True
             if trusted_fields and result.status == "ok":  # tether.runtime.provenance.values
                 data["trusted_fields"] = sorted(trusted_fields)
+        inherit(data, asked_by)  # asked for by untrusted text alone: untrusted (inherited.py)
         self._journal.append(_TOOL_RESULT, data)

@@ -285,6 +285,11 @@ class ArgumentProvenance(Mapping[str, frozenset[str]]):
         self._sightings = sightings
         self._computed: dict[str, frozenset[str]] | None = None
 
+    def compute(self) -> None:
+        """Work the origins out now, if no policy read them: what the call's result inherits
+        rests on them (``tether.runtime.provenance.inherited``)."""
+        self._all()
+
     def _all(self) -> dict[str, frozenset[str]]:
         if self._computed is None:
             ledger = self._sightings.ledger()
