@@ -195,11 +195,15 @@ def named_hosts(plan: RequestPlan) -> frozenset[str]:
     return frozenset(host for value in plan.named for host in links(value))
 
 
-def names_a_source(clause: str) -> bool:
+def names_a_source(clause: str, intents: Iterable[str] = ()) -> bool:
     """Whether a clause points at something to read from: a URL, an e-mail address, an IBAN, a
     quoted name ("the article at www.x.com", "the file 'notes.txt'"), or a thing written to be
-    read ("based on the emails about it", "the task list in the minutes file")."""
-    return bool(_named(clause)) or not SOURCES.isdisjoint(tokens(clause))
+    read ("based on the emails about it", "the task list in the minutes file") — but not by the
+    words that ask for the tool itself (``intents``: in "send a message to Alice" the message is
+    what is sent, not what is read). A party the clause names stays a source: "refund
+    GB29… for what they sent me" points at what that account sent."""
+    own = {part for intent in intents for part in intent.split("+")}
+    return bool(_named(clause)) or not SOURCES.isdisjoint(set(tokens(clause)) - own)
 
 
 def unnamed_parties(resource: Resource, arguments: Mapping[str, Any], plan: RequestPlan,
