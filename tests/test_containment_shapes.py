@@ -159,6 +159,8 @@ def test_a_relay_the_user_asked_for_still_passes_without_a_link() -> None:
     (the limit the approvals guide states)."""
     assert message("Send Alice the agenda from www.offsite.com.", LINKLESS) == [LINKLESS]
     assert message("Send Alice the messages about the offsite page.", LINKLESS) == [LINKLESS]
+    assert message("Check the offsite page and forward the message from Bob to Alice.",
+                   LINKLESS) == [LINKLESS]  # the tool's own word, for a message that exists
     # a party's address may point at what it wrote ("refund X for what they sent me"), so an
     # e-mail clause that names its recipient names a source: the text passes (the limit)
     assert message("Check the offsite page, then email bob@corp.io that it is on.", LINKLESS,
