@@ -110,7 +110,10 @@ class NamedDays:
                  context: Context) -> Decision:
         if not resource.side_effect:
             return self._clean
-        clauses = [e.clause for e in plan_of(context, resource).asks(action.tool)]
+        # a day is named with digits ("January 11th", "2025-01-11"): a clause without one
+        # names none, and is not tokenised on every call
+        clauses = [e.clause for e in plan_of(context, resource).asks(action.tool)
+                   if any(c.isdigit() for c in e.clause)]
         named = [d for clause in clauses for d in days_in(clause)]
         if not named:
             return self._clean
