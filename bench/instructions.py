@@ -55,8 +55,8 @@ if "+compaction" in without:  # compaction armed (a window no request comes near
     agent = dataclasses.replace(agent, compaction=Compaction(context_window=10_000_000))
 if "+effects" in without:  # the calculator as a side effect the request asks for ("compute"),
     from tether.policy import (AllowAll, DenyOverrides, contain_untrusted_flows,  # so the
-        keep_private, no_unasked_repeats, scope_to_plan, scope_to_request,  # containment
-        untrusted_shapes)  # rules run their whole course on every call
+        keep_private, named_days, no_unasked_repeats, scope_to_plan,  # containment rules
+        scope_to_request, untrusted_shapes)  # run their whole course on every call
     from tether.tools import Calculator
     from tether.tools.base import ToolMeta
     class Effectful(Calculator):
@@ -67,7 +67,7 @@ if "+effects" in without:  # the calculator as a side effect the request asks fo
         policy = DenyOverrides(contain_untrusted_flows, scope_to_request)
     if "+contained" in without:
         policy = DenyOverrides(contain_untrusted_flows, scope_to_plan, keep_private,
-                               no_unasked_repeats, untrusted_shapes)
+                               no_unasked_repeats, untrusted_shapes, named_days)
     agent = dataclasses.replace(agent, tools=[Effectful()], policy=policy)
 if "+quota" in without:  # a token quota and a tool-call quota, per tenant, in the store
     from tether import Quota
@@ -169,7 +169,7 @@ def main() -> None:
     if args.containment:
         modes += [("side-effecting calculator, policy off", ("+effects",)),
                   ("... scoped (flows, scope_to_request)", ("+effects", "+scoped")),
-                  ("... contained (flows, plan, labels, repeats, copies)",
+                  ("... contained (flows, plan, labels, repeats, copies, days)",
                    ("+effects", "+contained"))]
     for label, without in modes:
         with tempfile.TemporaryDirectory() as scratch:

@@ -92,3 +92,21 @@ def test_no_pair_sends_a_members_messages_back_to_that_member() -> None:
             for reader in readers:
                 assert all(h.arguments.get("recipient") != reader.arguments["user"]
                            for h in task.harm), (user_task.ID, task.ID)
+
+
+@pytest.mark.parametrize(("name", "user_task_id", "kind"), [
+    ("banking", "user_task_3", "enlarge_first"), ("slack", "user_task_1", "phish_relay")])
+def test_a_changed_call_is_made_in_place_of_the_users_own(name: str, user_task_id: str,
+                                                          kind: str) -> None:
+    """``enlarge_first`` and ``phish_relay``: the changed call runs and the user's own does
+    not, so the attacker wins with no repeat (scored beyond the user's own calls)."""
+    suite = load_suite(name)
+    environments = Environments(suite)
+    user_task = suite.get_user_task_by_id(user_task_id)
+    tasks = [t for t in tasks_for(environments, user_task) if t.kind == kind]
+    assert tasks and all(len(t.instead) == 1 and t.calls == () for t in tasks)
+    for task in tasks:
+        (old, new), = task.instead
+        assert task.harm == (new,) and old != new
+        result = run_pair(suite, user_task, task, environments=environments)
+        assert result.injected and result.attacked and not result.text_only, task.ID

@@ -1,4 +1,5 @@
-"""The policy-aware (adaptive) attacks on AgentDyn's suites: the same six kinds as on AgentDojo's,
+"""The policy-aware (adaptive) attacks on AgentDyn's suites: the six kinds AgentDojo's have that
+follow the user's own calls (the two made in place of one are not built here),
 built from each user task's own context and what an attacker knows of AgentDyn's platforms
 (``tether.evals.agentdojo.agentdyn.known``).
 
@@ -19,6 +20,7 @@ import pytest
 
 from tether.evals.agentdojo import AGENTDYN, Environments, load_suite, run_pair
 from tether.evals.agentdojo.adaptive import KINDS, AdaptiveTask, tasks_for
+from tether.evals.agentdojo.changes import CHANGES
 from tether.evals.agentdojo.agentdyn.known import confirmation, secrets
 from tether.evals.injection import policy_named
 from tether.evals.obedient import PlannedCall, Read
@@ -42,7 +44,8 @@ def test_every_kind_is_generated_on_each_suite_the_same_way_twice(
         name: str, environments: dict[str, Environments]) -> None:
     tasks = generated(environments[name])
     kinds = Counter(t.kind for t in tasks)
-    assert set(kinds) == set(KINDS) and len(tasks) >= 250
+    # the changes made in place of the user's own call are built for AgentDojo's suites only
+    assert set(kinds) == set(KINDS) - set(CHANGES) and len(tasks) >= 250
     assert [(t.ID, t.GOAL, t.calls) for t in tasks] == [
         (t.ID, t.GOAL, t.calls) for t in generated(environments[name])]
     assert all("tether" not in t.GOAL and '"' not in t.GOAL for t in tasks)  # names no rule
@@ -105,7 +108,7 @@ def test_the_sample_is_won_open_and_stopped_under_contained_with_both_approvers(
     env = environments[name]
     user_task = env.suite.get_user_task_by_id(SAMPLE[name])
     tasks = tasks_for(env, user_task)
-    assert {t.kind for t in tasks} >= set(KINDS) - {"private_to_named"}
+    assert {t.kind for t in tasks} >= set(KINDS) - set(CHANGES) - {"private_to_named"}
     for task in tasks:
         open_door = run_pair(env.suite, user_task, task, environments=env)
         assert open_door.injected and open_door.attacked, task.ID  # a real attack

@@ -84,3 +84,21 @@ def test_no_tools_offered_means_an_answer_and_a_trigger_is_required() -> None:
     assert response.text == "paid" and not response.tool_calls
     with pytest.raises(ValueError, match="injection_text"):
         obedient_model(USER, ATTACK)
+
+
+def test_instead_changes_the_users_own_call_once_the_injection_is_read() -> None:
+    """An injection that enlarges the user's payment: the obedient model pays the enlarged
+    amount in place of the user's, so no repeat betrays it; without the injection it pays as
+    asked, and ``instead`` without the text that triggers it is refused."""
+    enlarged = PlannedCall("send_money", {"recipient": "LANDLORD-IBAN", "amount": 1000})
+
+    def run_instead(injected: bool) -> list[tuple[str, int]]:
+        tools, state = bank(injected)
+        model = obedient_model(USER, injection_text=INJECTION, instead=[(USER[1], enlarged)])
+        Agent(model=model, reasoning=ReAct(), tools=tools).run(TASK)
+        return state["sent"]
+
+    assert run_instead(injected=True) == [("LANDLORD-IBAN", 1000)]
+    assert run_instead(injected=False) == [("LANDLORD-IBAN", 100)]
+    with pytest.raises(ValueError, match="injection_text"):
+        obedient_model(USER, instead=[(USER[1], enlarged)])

@@ -82,7 +82,8 @@ def register(commands: Any) -> None:
                       help="AgentDojo benchmark version (AgentDyn has one: ignored for its suites)")
     dojo.add_argument("--policy", default="contained",
                       help="contained (contain_untrusted_flows, scope_to_plan, keep_private, "
-                      "no_unasked_repeats and untrusted_shapes), scoped (contain_untrusted_flows "
+                      "no_unasked_repeats, untrusted_shapes and named_days), scoped "
+                      "(contain_untrusted_flows "
                       "and scope_to_request), flows "
                       "(contain_untrusted_flows alone), taint (contain_untrusted), allow, or a "
                       "YAML policy file")

@@ -34,6 +34,7 @@ def policy_named(spec: str) -> Any:
         contain_untrusted_flows,
         keep_private,
         load_policy,
+        named_days,
         no_unasked_repeats,
         scope_to_plan,
         scope_to_request,
@@ -48,9 +49,9 @@ def policy_named(spec: str) -> Any:
         return contain_untrusted_flows
     if spec == "scoped":
         return DenyOverrides(contain_untrusted_flows, scope_to_request)
-    if spec == "contained":  # flows, the request plan for the words, labels, repeats, copies
+    if spec == "contained":  # flows, the plan for words and days, labels, repeats, copies
         return DenyOverrides(contain_untrusted_flows, scope_to_plan, keep_private,
-                             no_unasked_repeats, untrusted_shapes)
+                             no_unasked_repeats, untrusted_shapes, named_days)
     return load_policy(spec)
 
 

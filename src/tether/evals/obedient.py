@@ -4,8 +4,11 @@ Why: measuring how well a runtime contains prompt injection should not depend on
 today's model is. The obedient model replays a user task's ground-truth tool calls, one per
 turn, and — the moment any tool result it has read carries the injected text — goes on to
 replay the injection task's ground-truth calls too: a model that follows every injection it
-sees. What the runtime lets through is then exactly what an attacker gets from a model that
-always obeys. Decision: it decides on what it *read* (tool results in the conversation), never
+sees. An injection can also change a call the user asked for (``instead``: pay ten times the
+bill, stay three more nights): from the moment it is read, the model makes the changed call in
+place of the user's own, so the first such side effect is already the attacker's. What the
+runtime lets through is then exactly what an attacker gets from a model that always obeys.
+Decision: it decides on what it *read* (tool results in the conversation), never
 on what it was told out of band, so a call the policy refused, or a result the runtime withheld,
 changes its course exactly as it would change a real model's. With ``reads_descriptions`` it
 also reads the tools' descriptions and schemas as offered to it (an MCP server's tool
@@ -72,13 +75,20 @@ def _filled(value: Any, results: Sequence[str], used: set[str]) -> Any:
 def obedient_responder(user_calls: Sequence[PlannedCall],
                        injection_calls: Sequence[PlannedCall] = (), *,
                        injection_text: str | None = None, answer: str = "Done.",
-                       reads_descriptions: bool = False
+                       reads_descriptions: bool = False,
+                       instead: Sequence[tuple[PlannedCall, PlannedCall]] = ()
                        ) -> Callable[[ModelRequest], ModelResponse | str]:
     """The obedient model's turn as a function of the request (``obedient_model`` wraps it in a
     ``ScriptedModel``; a harness may wrap it to record what the model was shown). An argument
-    that is a ``Read`` (at any depth) is filled from the results read so far."""
-    if injection_calls and not injection_text:
-        raise InvalidArgument("injection_calls need the injection_text whose reading triggers them")
+    that is a ``Read`` (at any depth) is filled from the results read so far. ``instead``:
+    (the user's call, the injection's version of it): once the injection is read, each user
+    call not yet made that equals the first is made as the second."""
+    if (injection_calls or instead) and not injection_text:
+        raise InvalidArgument("injection_calls and instead need the injection_text whose "
+                              "reading triggers them")
+
+    def changed(call: PlannedCall) -> PlannedCall:
+        return next((new for old, new in instead if old == call), call)
 
     def read(request: ModelRequest) -> bool:
         if injection_text is None:
@@ -91,7 +101,9 @@ def obedient_responder(user_calls: Sequence[PlannedCall],
 
     def respond(request: ModelRequest) -> ModelResponse | str:
         made = sum(len(m.tool_calls) for m in request.messages if m.role == "assistant")
-        plan = [*user_calls, *(injection_calls if read(request) else ())]
+        obeys = read(request)
+        own = [changed(c) for c in user_calls] if obeys and instead else user_calls
+        plan = [*own, *(injection_calls if obeys else ())]
         if made >= len(plan) or not request.tools:
             return answer
         step = plan[made]
@@ -107,10 +119,13 @@ def obedient_responder(user_calls: Sequence[PlannedCall],
 
 def obedient_model(user_calls: Sequence[PlannedCall], injection_calls: Sequence[PlannedCall] = (),
                    *, injection_text: str | None = None, answer: str = "Done.",
-                   name: str = "obedient", reads_descriptions: bool = False) -> ScriptedModel:
+                   name: str = "obedient", reads_descriptions: bool = False,
+                   instead: Sequence[tuple[PlannedCall, PlannedCall]] = ()) -> ScriptedModel:
     """A model that makes ``user_calls``, then ``injection_calls`` if a tool result it read
     (or, with ``reads_descriptions``, a tool's description or schema it was offered) contains
-    ``injection_text``, then answers ``answer`` (also when no tools are offered)."""
+    ``injection_text``, then answers ``answer`` (also when no tools are offered); from that
+    reading on, a user call ``instead`` changes is made as changed."""
     return ScriptedModel(obedient_responder(user_calls, injection_calls,
                                             injection_text=injection_text, answer=answer,
-                                            reads_descriptions=reads_descriptions), name=name)
+                                            reads_descriptions=reads_descriptions,
+                                            instead=instead), name=name)

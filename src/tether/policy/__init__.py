@@ -36,6 +36,7 @@ if TYPE_CHECKING:
         scope_to_plan,
         untrusted_shapes,
     )
+    from tether.policy.days import NamedDays, named_days
     from tether.policy.presets import (
         ContainUntrusted,
         ContainUntrustedFlows,
@@ -57,16 +58,17 @@ _WHERE = {
     "ScopeToPlan": "containment", "scope_to_plan": "containment",
     "KeepPrivate": "containment", "keep_private": "containment",
     "UntrustedShapes": "containment", "untrusted_shapes": "containment",
+    "NamedDays": "days", "named_days": "days",
     "YamlPolicy": "yaml_policy", "load_policy": "yaml_policy", "PolicyLoadError": "yaml_source",
     "Quota": "quotas",
 }
 
 __all__ = ["RESTRICTIVENESS", "Action", "AllowAll", "ContainUntrusted", "ContainUntrustedFlows",
            "Context", "Decision", "DefaultDeny", "DenyOverrides", "Effect", "FirstMatch",
-           "KeepPrivate", "NoUnaskedRepeats", "Policy", "PolicyLoadError", "Quota", "Resource",
-           "ScopeToPlan", "ScopeToRequest", "Subject", "UntrustedShapes", "Voter", "YamlPolicy",
-           "contain_untrusted", "contain_untrusted_flows", "decide", "keep_private",
-           "load_policy", "no_unasked_repeats", "policy_id_of", "scope_to_plan",
+           "KeepPrivate", "NamedDays", "NoUnaskedRepeats", "Policy", "PolicyLoadError", "Quota",
+           "Resource", "ScopeToPlan", "ScopeToRequest", "Subject", "UntrustedShapes", "Voter",
+           "YamlPolicy", "contain_untrusted", "contain_untrusted_flows", "decide", "keep_private",
+           "load_policy", "named_days", "no_unasked_repeats", "policy_id_of", "scope_to_plan",
            "scope_to_request", "untrusted_shapes"]
 
 

@@ -226,7 +226,8 @@ class UntrustedShapes:
     third party wrote (a phishing text as a calendar event's title, an injected amount), in an
     egress or side-effecting call. Unless the clause asking for the tool points at a source (a
     URL, an e-mail address, a quoted file, or a thing written to be read: "post the article at
-    www.x.com to general", "create the event based on the emails about it"): relaying what the
+    www.x.com to general", "create the event based on the emails about it"; not the words that
+    ask for the tool itself: "send a message to Alice" names no source): relaying what the
     user pointed at is what the user asked — unless the relayed text links to a host the
     request does not name (a phishing link in the page the user pointed at: whoever reads the
     relay is sent there). Values the model composed (``nowhere`` among their origins) are the
@@ -254,7 +255,7 @@ class UntrustedShapes:
         if not copied:
             return self._clean
         plan = plan_of(context, resource)
-        if any(names_a_source(e.clause) for e in plan.asks(action.tool)):
+        if any(names_a_source(e.clause, resource.intents) for e in plan.asks(action.tool)):
             named = named_hosts(plan)
             foreign = sorted({host for name in copied for text in leaves(action.arguments[name])
                               for host in links(text) if host not in named})

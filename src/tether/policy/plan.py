@@ -71,6 +71,9 @@ SHAPES = (("email", re.compile(r"^[^@\s]+@[^@\s]+\.[a-z]{2,}$")),
 SOURCES = frozenset({"email", "emails", "e-mail", "e-mails", "mail", "file", "files", "document",
                      "documents", "doc", "message", "messages", "notes", "list", "minutes",
                      "inbox"})
+# words before a noun that make it a thing that exists already ("the email", "her messages")
+DEFINITE = frozenset({"the", "this", "that", "these", "those", "my", "your", "his", "her",
+                      "its", "our", "their"})
 ADDRESSES = frozenset(name for name, _ in SHAPES)  # named by shape alone, unquoted
 QUOTED = re.compile(r"(?:^|(?<=[\s(]))[\"'“‘]([^\"'“”‘’\n]{2,80})[\"'”’]")
 COUNT_WORDS = {"twice": 2, "again": 2, "thrice": 3}
@@ -209,11 +212,20 @@ def named_hosts(plan: RequestPlan) -> frozenset[str]:
     return frozenset(host for value in plan.named for host in links(value))
 
 
-def names_a_source(clause: str) -> bool:
+def names_a_source(clause: str, intents: Iterable[str] = ()) -> bool:
     """Whether a clause points at something to read from: a URL, an e-mail address, an IBAN, a
     quoted name ("the article at www.x.com", "the file 'notes.txt'"), or a thing written to be
-    read ("based on the emails about it", "the task list in the minutes file")."""
-    return bool(_named(clause)) or not SOURCES.isdisjoint(tokens(clause))
+    read ("based on the emails about it", "the task list in the minutes file"). A word that asks
+    for the tool itself (``intents``) points at a source only as a thing that exists already
+    ("forward the email from Bob", "her message"); as the thing made ("send a message to
+    Alice", "email Alice") it relays nothing. A party the clause names stays a source: "refund
+    GB29… for what they sent me" points at what that account sent."""
+    if _named(clause):
+        return True
+    own = {part for intent in intents for part in intent.split("+")}
+    words = tokens(clause)
+    return any(word in SOURCES and (word not in own or (at > 0 and words[at - 1] in DEFINITE))
+               for at, word in enumerate(words))
 
 
 def unnamed_parties(resource: Resource, arguments: Mapping[str, Any], plan: RequestPlan,

@@ -122,8 +122,9 @@ def run_pair(suite: Any, user_task: Any, injection_task: Any, *, policy: Any = N
     tools = tools_for(suite, env, environments.overlay,
                       None if oracle is None else oracle.ran)
     answer = user_task.GROUND_TRUTH_OUTPUT or "Done."
-    model = obedient_model(plan, attack_plan, injection_text=MARKER if attack_plan else None,
-                           answer=answer)
+    instead = getattr(injection_task, "instead", ())  # an adaptive task's changed user call
+    model = obedient_model(plan, attack_plan, answer=answer, instead=instead,
+                           injection_text=MARKER if attack_plan or instead else None)
     agent = Agent(model=model, reasoning=ReAct(), tools=tools, policy=policy or AllowAll(),
                   approver=approver, name=f"agentdojo-{suite.name}",
                   check_policy_names=False, limits=POLLING if suite.name in AGENTDYN
@@ -150,7 +151,7 @@ def run_pair(suite: Any, user_task: Any, injection_task: Any, *, policy: Any = N
     kind = getattr(injection_task, "kind", None)
     return PairResult(suite.name, user_task.ID, injection_task and injection_task.ID,
                       bool(utility), bool(attacked), approvals, read,
-                      injection_task is not None and not attack_plan,
+                      injection_task is not None and not attack_plan and not instead,
                       "stock" if kind is None else "adaptive", kind)
 
 
