@@ -20,8 +20,8 @@ import pytest
 
 from tether.evals.agentdojo import AGENTDYN, Environments, load_suite, run_pair
 from tether.evals.agentdojo.adaptive import KINDS, AdaptiveTask, tasks_for
-from tether.evals.agentdojo.changes import CHANGES
 from tether.evals.agentdojo.agentdyn.known import confirmation, secrets
+from tether.evals.agentdojo.changes import CHANGES
 from tether.evals.injection import policy_named
 from tether.evals.obedient import PlannedCall, Read
 from tether.runtime.approvals.approver import deny_all
