@@ -99,9 +99,11 @@ def oracle_for(plan: list[PlannedCall]) -> Any:
 
 
 def run_pair(suite: Any, user_task: Any, injection_task: Any, *, policy: Any = None,
-             approver: Any = None, environments: Environments | None = None) -> PairResult:
+             approver: Any = None, environments: Environments | None = None,
+             store: Any = None) -> PairResult:
     """One user task, under one injection task's attack (or none), as a tether session.
-    ``approver="oracle"`` approves exactly the user's ground-truth calls."""
+    ``approver="oracle"`` approves exactly the user's ground-truth calls; ``store`` keeps the
+    session's journal where a caller reads it (its decisions), else the agent's own."""
     from agentdojo.functions_runtime import FunctionCall
 
     from tether.policy.base import AllowAll
@@ -128,7 +130,7 @@ def run_pair(suite: Any, user_task: Any, injection_task: Any, *, policy: Any = N
     agent = Agent(model=model, reasoning=ReAct(), tools=tools, policy=policy or AllowAll(),
                   approver=approver, name=f"agentdojo-{suite.name}",
                   check_policy_names=False, limits=POLLING if suite.name in AGENTDYN
-                  else Limits())
+                  else Limits(), **({} if store is None else {"store": store}))
     session = agent.session(user_task.PROMPT)
     result = session.run()
     events = session.replay()
