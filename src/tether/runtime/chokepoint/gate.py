@@ -18,10 +18,11 @@ from tether.policy.base import Action, Context, Decision, Effect, Policy, Resour
 from tether.policy.deadline import decide_within, runs_inline
 from tether.policy.reads import reads_provenance
 from tether.runtime.accounting.accountant import Accountant
+from tether.runtime.provenance.inherited import asked_by_untrusted
 from tether.runtime.provenance.labels import ArgumentLabels
 from tether.runtime.provenance.values import ArgumentProvenance, Sightings
 from tether.runtime.record.state import SessionState
-from tether.tools.base import Tool
+from tether.tools.base import Tool, ToolMeta
 from tether.types import PLANNED_CALL_PREFIX, detached
 from tether.vocabulary import EventType
 
@@ -122,6 +123,13 @@ class PolicyGate:
             record["labels"] = carried
         self._journal.append(_TOOL_DECISION, record)
         return decision
+
+    def asked_by(self, call_id: str, meta: ToolMeta) -> list[str]:
+        """The arguments of a read that, as its decision saw them, only untrusted text supplied:
+        its result inherits their distrust (``tether.runtime.provenance.inherited``). None for a
+        side effect, or a call decided without provenance."""
+        decided = None if meta.side_effect else self._state.decisions.get(call_id)
+        return asked_by_untrusted(decided.get("provenance"), meta.selects) if decided else []
 
     def _context(self, provenance: Mapping[str, frozenset[str]], planned: bool = False,
                  labels: Mapping[str, frozenset[str]] | None = None) -> Context:

@@ -46,7 +46,7 @@ from tether.runtime.chokepoint.executor import Rejected, ToolExecutor, check_not
 from tether.runtime.chokepoint.gate import PolicyGate
 from tether.runtime.chokepoint.halts import commit_start, stop_if_halted, watch_of
 from tether.runtime.chokepoint.held import HeldCalls, Holds
-from tether.runtime.provenance.inherited import asked_by_untrusted, inherit
+from tether.runtime.provenance.inherited import inherit
 from tether.runtime.record.result import ToolResult
 from tether.runtime.record.state import SessionState, call_signature
 from tether.tools.base import ToolContext
@@ -276,12 +276,9 @@ class ToolCalls:
                     *result.parts, *((Text(WARNING.lstrip("\n")),) if warn else ()))
                 result = ToolResult(result.call_id, result.name, content, result.status, parts)
             meta = admitted.tool.meta
-            # a read inherits the distrust of its arguments, as decided (provenance.inherited)
-            decided = None if meta.side_effect else self._state.decisions.get(result.call_id)
             self.record(result, meta.output_trust == "untrusted", meta.trusted_fields,
                         meta.private_for(admitted.arguments),
-                        asked_by_untrusted(decided.get("provenance"), meta.selects)
-                        if decided else ())
+                        self._gate.asked_by(result.call_id, meta))  # provenance.inherited
             if budget_timeout and result.status == "timeout" and turn.stop is None:
                 turn.stop = Stop(StopReason.TIME_BUDGET, "time budget ran out during a tool call")
         check_not_cancelled()
