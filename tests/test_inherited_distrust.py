@@ -156,7 +156,7 @@ def test_an_injected_purchase_laundered_through_a_trusted_listing_waits() -> Non
 
 def test_without_the_rule_the_laundered_purchase_goes_through(
         monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr("tether.runtime.chokepoint.turn.asked_by_untrusted", lambda *_: [])
+    monkeypatch.setattr("tether.runtime.chokepoint.gate.asked_by_untrusted", lambda *_: [])
     done: list[str] = []
     build(None, done, approver=deny_all()).run(TASK)
     assert done == ["cart W-1", "cart PS-2", "checkout PS-2"]
