@@ -98,6 +98,7 @@ class NamedDays:
 
     __slots__ = ("_clean", "policy_id")
     inline = True  # decides from the journaled plan, provenance and arguments alone: no I/O
+    reads_provenance = True  # a day found only nowhere or in untrusted text (tether.policy.reads)
 
     def __init__(self, policy_id: str = "named-days") -> None:
         self.policy_id = policy_id

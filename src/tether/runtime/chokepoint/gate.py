@@ -127,8 +127,11 @@ class PolicyGate:
     def asked_by(self, call_id: str, meta: ToolMeta) -> list[str]:
         """The arguments of a read that, as its decision saw them, only untrusted text supplied:
         its result inherits their distrust (``tether.runtime.provenance.inherited``). None for a
-        side effect, or a call decided without provenance."""
-        decided = None if meta.side_effect else self._state.decisions.get(call_id)
+        side effect, a call decided without provenance, or a policy that reads none (then the
+        rule is off and costs a result nothing)."""
+        if not self._inherits or meta.side_effect:
+            return []
+        decided = self._state.decisions.get(call_id)
         return asked_by_untrusted(decided.get("provenance"), meta.selects) if decided else []
 
     def _context(self, provenance: Mapping[str, frozenset[str]], planned: bool = False,
