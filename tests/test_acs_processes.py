@@ -85,6 +85,42 @@ def test_an_approval_asked_then_granted_from_another_process(policy_file: Path,
     assert audit.returncode == 0, audit.stdout + audit.stderr  # the journal verifies
 
 
+def test_an_approval_is_used_only_by_the_agent_it_was_issued_for(policy_file: Path,
+                                                                 tmp_path: Path) -> None:
+    """ACS-R-011 across three processes: a person approves agent-A's call from the CLI; agent-B
+    sending that very call is refused -32003 (no person is asked for a twin of it), its
+    request withdrawn; agent-A's approval is still there for agent-A; once used, agent-B's
+    call is asked as any other. A Guardian restarted between them reads the same store."""
+    store = f"sqlite:///{tmp_path}/guardian.db"
+    env = {"PYTHONPATH": str(ROOT / "src"), "PATH": "/usr/bin:/bin"}
+    with guardian(policy_file, store) as url:
+        a, b = Agent(url, "agent-A"), Agent(url, "agent-B")
+        a.hello()
+        b.hello()
+        approval = a.call("records.write", {"id": "c-1"})["result"]["ask_details"]["approval_id"]
+        done = subprocess.run(
+            [sys.executable, "-m", "tether", "approvals", "approve", approval, "--store", store,
+             "--approver", "ops", "--unauthenticated"], cwd=ROOT, capture_output=True,
+            text=True, env=env)
+        assert done.returncode == 0, done.stderr
+    with guardian(policy_file, store) as url:
+        a.url = b.url = url
+        refused = b.call("records.write", {"id": "c-1"})["error"]
+        assert refused["code"] == -32003
+        assert refused["data"]["reason"] == "approval_issued_to_another"
+        assert "issued to another agent" in refused["message"]
+        listed = subprocess.run([sys.executable, "-m", "tether", "approvals", "list", "--store",
+                                 store], cwd=ROOT, capture_output=True, text=True,
+                                env=env)
+        assert listed.returncode == 0, listed.stderr
+        mine = [line for line in listed.stdout.splitlines()
+                if line.startswith(refused["data"]["approval_id"])]
+        assert len(mine) == 1 and " expired (withdrawn: " in mine[0]  # no one is asked for it
+        assert b.call("records.write", {"id": "c-2"})["result"]["decision"] == "ask"
+        assert a.call("records.write", {"id": "c-1"})["result"]["decision"] == "allow"
+        assert b.call("records.write", {"id": "c-1"})["result"]["decision"] == "ask"
+
+
 def test_a_huge_payload_is_refused_unread_and_the_guardian_serves_on(policy_file: Path) -> None:
     with guardian(policy_file, "memory://") as url:
         status, answer = post(url, None, raw=b'{"jsonrpc": "2.0", "x": "' + b"a" * (2 << 20)

@@ -34,11 +34,11 @@ Deviations, each deliberate:
   (§10.3, the corpus's own acs-f-2), so here each step gets a fresh request_id: otherwise the
   accept member v699f fails on replay and the budget members are refused for replay (-32005)
   rather than for the budget they test.
-- v100f74962fbb8b94 (an approval issued to agent-A presented by agent-B) expects
-  CAPABILITY_NOT_NEGOTIATED. Over the wire an agent presents no approval: tether's approvals are
-  bound to the client, tool and arguments, so agent-B's call is simply not approved and tether
-  asks a person for agent-B's own approval (``ask``): the call does not run. Scored FAIL by the
-  corpus; asserted here to be exactly that ``ask``.
+- v100f74962fbb8b94 (an approval issued to agent-A presented by agent-B): over the wire an
+  agent presents no approval, so "presented" is agent-B sending the very call (tool and
+  arguments) agent-A's approval stands for; tether refuses it -32003
+  (``approval_issued_to_another``) rather than asking a person again. Its twin vff6b4d46f470f2ad
+  (agent-A sends it) is allowed.
 
 Not run, each with its reason (a test holds this list to the corpus):
 
@@ -94,7 +94,6 @@ NOT_A_GUARDIAN = {"agent", "deployment"}
 CANNOT_SET_UP = {"vfcab242ddb38d018": "its approver answers ASK; tether's approvers can only "
                                       "approve or deny, so the state cannot be set up"}
 FRESH_IDS = {"acs-f-7"}
-ASKS_INSTEAD = {"v100f74962fbb8b94"}
 
 CORE_POLICY = """\
 version: 1
@@ -222,10 +221,6 @@ def run_member(member: Mapping[str, Any], guardians: Mapping[str, Any]) -> list[
 def test_member(member: Mapping[str, Any], guardians: Mapping[str, Any]) -> None:
     answers = run_member(member, guardians)
     verdict = score(member, answers)
-    if member["id"] in ASKS_INSTEAD:
-        assert answers[-1]["result"]["decision"] == "ask", answers[-1]
-        assert verdict == "FAIL"
-        return
     assert verdict == "PASS", (member["expected"], answers)
 
 

@@ -256,3 +256,44 @@ def test_a_session_that_never_asked_reads_no_approvals_at_its_end() -> None:
     paying.approvals.approve(session.pending_approvals()[0].id, approver="alice")
     assert session.resume().ok
     assert Counting.expiries == 1
+
+
+def test_an_approval_of_the_same_call_for_another_client_is_told_apart() -> None:
+    """``issued_to_another`` finds a standing approval of the very call (tool and arguments)
+    bound to someone else — and nothing else: not one's own, not other arguments, not one
+    used, expired, of another tenant, or made before requests recorded their action."""
+    from dataclasses import replace
+
+    from tether.runtime.approvals.requests import StoredApprovals, new_request
+    from tether.store.memory import MemoryStore
+
+    store = MemoryStore()
+    approvals, tenant_a = StoredApprovals(store), StoredApprovals(store, "a")
+
+    def request(client: str, arguments: dict[str, Any], tenant: str | None = None,
+                approved: bool = True) -> Any:
+        made = new_request(session_id=f"s-{client}", bound_to=f"client:{tenant or ''}:{client}",
+                           call_id="c1", tool="pay", shown=arguments, arguments=arguments,
+                           reason="r", policy_id="p", ttl=60.0, tenant_id=tenant)
+        approvals.add(made)
+        if approved:
+            approvals.approve(made.id, approver="ops")
+        return made
+
+    mine = request("bob", {"to": "x", "amount": 5}, approved=False)
+    assert approvals.issued_to_another(mine) == []
+    request("bob", {"to": "x", "amount": 5})  # bob's own approval of it
+    request("alice", {"to": "x", "amount": 6})  # other arguments
+    used = request("alice", {"amount": 5, "to": "x"})
+    approvals.consume(used.id, used.call_hash, by="s/c")
+    expired = request("alice", {"to": "x", "amount": 5})
+    assert store.update_approval(expired.id, "approved", {"expires_at": 0.0})
+    request("alice", {"to": "x", "amount": 5}, tenant="b")  # another tenant's
+    assert approvals.issued_to_another(replace(mine, action_hash=None)) == []
+    assert not tenant_a.issued_to_another(mine)
+    assert [r.tenant_id for r in approvals.issued_to_another(mine)] == ["b"]
+    standing = request("alice", {"amount": 5, "to": "x"})  # the keys in another order
+    assert [r.id for r in tenant_a.issued_to_another(mine)] == []
+    assert standing.id in {r.id for r in approvals.issued_to_another(mine)}
+    assert approvals.withdraw(mine.id, "refused") and approvals.get(mine.id).expired()
+    assert not approvals.withdraw(standing.id, "decided already: not pending")

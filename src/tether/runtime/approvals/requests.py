@@ -34,6 +34,14 @@ def call_hash(bound_to: str, tool: str, arguments: Mapping[str, Any]) -> str:
     return hashlib.sha256(body.encode()).hexdigest()
 
 
+def action_hash(tool: str, arguments: Mapping[str, Any]) -> str:
+    """The call an approval is for, whoever may use it: the tool and the canonical arguments.
+    Two approvals of one call bound to two clients share it, so a Guardian can tell a call
+    whose approval was given to someone else (ACS-R-011) from a call no one approved."""
+    body = canonical_json({"tool": tool, "arguments": arguments})
+    return hashlib.sha256(body.encode()).hexdigest()
+
+
 @dataclass(frozen=True, slots=True)
 class ApprovalRequest:
     """A tool call waiting for a person's decision, bound to that one call (the session, the tool
@@ -59,7 +67,9 @@ class ApprovalRequest:
         tenant_id: The session's tenant: only its approvers see the request.
         approver_auth: How the approver's name was established (``Identity.method``).
         break_glass: Whether the decision overrode the approval rules (``ApprovalRules``).
-        attempts: Refused attempts to decide it (who, how, what, why, when), oldest first."""
+        attempts: Refused attempts to decide it (who, how, what, why, when), oldest first.
+        action_hash: The hash of the tool and the canonical arguments alone (``action_hash``;
+            None on a request made before tether recorded it)."""
     id: str
     session_id: str
     call_id: str
@@ -79,6 +89,7 @@ class ApprovalRequest:
     approver_auth: str | None = None
     break_glass: bool = False
     attempts: tuple[Mapping[str, Any], ...] = ()
+    action_hash: str | None = None
 
     def expired(self, now: float | None = None) -> bool:
         """Whether it can no longer be answered at ``now`` (default: the present)."""
@@ -93,7 +104,7 @@ class ApprovalRequest:
             "status": self.status, "approver": self.approver, "note": self.note,
             "decided_at": self.decided_at, "used_by": self.used_by, "tenant_id": self.tenant_id,
             "approver_auth": self.approver_auth, "break_glass": self.break_glass,
-            "attempts": [dict(a) for a in self.attempts],
+            "attempts": [dict(a) for a in self.attempts], "action_hash": self.action_hash,
         }
 
 
@@ -104,7 +115,8 @@ def new_request(*, session_id: str, bound_to: str, call_id: str, tool: str,
     now = time.time()
     return ApprovalRequest(f"apr_{os.urandom(10).hex()}", session_id, call_id, tool,
                            dict(shown), call_hash(bound_to, tool, arguments), reason,
-                           policy_id, now, now + ttl, tenant_id=tenant_id)
+                           policy_id, now, now + ttl, tenant_id=tenant_id,
+                           action_hash=action_hash(tool, arguments))
 
 
 def carried(used: ApprovalRequest, *, session_id: str, call_id: str) -> ApprovalRequest:
@@ -192,12 +204,29 @@ class StoredApprovals:
         return [from_dict(r) for r in self.store.list_approvals(status="approved")
                 if r.get("call_hash") == digest and self._visible(r)]
 
+    def issued_to_another(self, request: ApprovalRequest) -> list[ApprovalRequest]:
+        """Approved, unused, unexpired requests for the very call ``request`` is for (its
+        ``action_hash``) that are bound to someone else: another client's approval of the same
+        tool and arguments."""
+        if request.action_hash is None:
+            return []
+        found = (from_dict(r) for r in self.store.list_approvals(status="approved")
+                 if r.get("action_hash") == request.action_hash
+                 and r.get("call_hash") != request.call_hash and self._visible(r))
+        return [r for r in found if not r.expired()]
+
+    def withdraw(self, approval_id: str, why: str) -> bool:
+        """Let one undecided request expire now (nothing will use it); False if it was decided
+        meanwhile."""
+        return self.store.update_approval(approval_id, "pending",
+                                          {"expires_at": time.time(), "note": why})
+
     def expire_pending(self, session_id: str, why: str) -> int:
         """Let a session's undecided requests expire now (the session ended: nothing will use
         them); returns how many."""
         now = time.time()
-        return sum(self.store.update_approval(r.id, "pending", {"expires_at": now, "note": why})
-                   for r in self.pending(session_id) if not r.expired(now))
+        return sum(self.withdraw(r.id, why) for r in self.pending(session_id)
+                   if not r.expired(now))
 
     def approve(self, approval_id: str, *, approver: str, note: str = "",
                 method: str | None = None, break_glass: bool = False) -> ApprovalRequest:
@@ -266,7 +295,7 @@ def from_dict(record: Mapping[str, Any]) -> ApprovalRequest:
         record["requested_at"], record["expires_at"], record["status"], record.get("approver"),
         record.get("note", ""), record.get("decided_at"), record.get("used_by"),
         record.get("tenant_id"), record.get("approver_auth"), bool(record.get("break_glass")),
-        tuple(record.get("attempts") or ()))
+        tuple(record.get("attempts") or ()), record.get("action_hash"))
 
 
 def decided_by(request: ApprovalRequest) -> dict[str, Any]:

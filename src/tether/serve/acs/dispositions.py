@@ -26,6 +26,10 @@ nothing, records the arguments the decision let through, and returns a marker th
   the journal says so); the agent may call the fallback, which is decided on its own.
 - A quota or budget with no room, or a tool the Guardian does not know → a refusal the registry
   names (``CAPABILITY_NOT_NEGOTIATED``: the session's grant does not cover the call).
+- A call that waits for approval while a person's approval of that very call stands for another
+  agent → the same refusal (``approval_issued_to_another``): an approval is verified against
+  whom it was issued for (ACS-R-011), and the agent it was not issued for is not given a fresh
+  ``ask`` that would show a person a twin of the call they approved for someone else.
 """
 
 from __future__ import annotations
@@ -37,6 +41,7 @@ from typing import Any
 
 from tether.journal.redaction import MASKED
 from tether.policy.base import Decision, Effect
+from tether.runtime.approvals.requests import StoredApprovals
 from tether.runtime.record.result import ToolResult
 from tether.serve.acs.wire import CAPABILITY_NOT_NEGOTIATED, INVALID_PARAMS, AcsRefused
 from tether.tools.base import ToolContext, ToolFailure, ToolMeta
@@ -124,6 +129,22 @@ class Witness:
 
     def clear(self) -> None:
         self.decision, self.approval_id, self.quota = None, None, None
+
+
+def refuse_if_issued_to_another(approvals: StoredApprovals | None, approval_id: str) -> None:
+    """Refuse (AcsRefused, -32003) the call whose new approval request is ``approval_id`` if an
+    approval of the same tool and arguments stands, approved and unused, for another agent; the
+    new request is withdrawn first, so no person is asked for it. Once that approval is used or
+    expires, the call is asked as any other."""
+    request = approvals.get(approval_id) if approvals is not None else None
+    if approvals is None or request is None or not approvals.issued_to_another(request):
+        return
+    approvals.withdraw(approval_id, "withdrawn: the same call's approval was issued to another "
+                                    "agent, and the Guardian refused this one (ACS-R-011)")
+    raise AcsRefused(CAPABILITY_NOT_NEGOTIATED, "approval_issued_to_another",
+                     "the approval of this exact call was issued to another agent; an approval "
+                     "is only used by the agent it was issued for. Ask for your own once that "
+                     "one is used or expired", approval_id=approval_id)
 
 
 def pointer(*parts: str) -> str:

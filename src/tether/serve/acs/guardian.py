@@ -36,6 +36,7 @@ from tether.serve.acs.dispositions import (
     handed_off,
     handing_off,
     output_answer,
+    refuse_if_issued_to_another,
     tool_answer,
     tool_of,
 )
@@ -359,6 +360,9 @@ class Guardian:
             result = await session.gateway.call(name, arguments)
         finally:
             handed_off(token)
+        if session.witness.approval_id is not None and handoff.decided is None:
+            await asyncio.to_thread(refuse_if_issued_to_another, self._door.approvals,
+                                    session.witness.approval_id)
         answer = tool_answer(arguments, result, handoff, session.witness,
                              can_ask=bool(session.contract and session.contract.can_ask),
                              defers_left=MAX_DEFERS - session.defers,
