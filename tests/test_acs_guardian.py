@@ -37,6 +37,7 @@ import_or_unavailable("rfc8785", "acs")
 
 from tether.integrations.decided import FOREIGN_META  # noqa: E402
 from tether.policy.yaml_policy import YamlPolicy  # noqa: E402
+from tether.runtime.approvals.approver import Approver  # noqa: E402
 from tether.runtime.approvals.requests import StoredApprovals  # noqa: E402
 from tether.serve.acs import Door, Guardian  # noqa: E402
 from tether.serve.acs.dispositions import ObservedTool  # noqa: E402
@@ -75,12 +76,13 @@ SSN = "123-45-6789"
 class Local:
     """A Guardian in this process, and an observed agent's envelopes for it."""
 
-    def __init__(self, clock: float | None = None) -> None:
+    def __init__(self, clock: float | None = None, approver: Approver | None = None) -> None:
         self.store = MemoryStore()
         names = ("records.lookup", "records.delete", "records.write", "mail.send", "web.search")
         door = Door(YamlPolicy.from_string(POLICY), tuple(ObservedTool(n, FOREIGN_META)
                                                           for n in names),
-                    self.store, StoredApprovals(self.store), (), None, None, 3600.0)
+                    self.store, StoredApprovals(self.store), (), None, None, 3600.0,
+                    approver=approver)
         self.guardian = Guardian(door, base64.b64decode(SECRET),
                                  **({"clock": lambda: clock} if clock is not None else {}))
         self.session_id, self.agent_id = str(uuid.uuid4()), "agent-1"
@@ -423,3 +425,50 @@ def test_a_session_let_go_from_memory_is_reopened_from_the_journal(
     local.session_id = mine
     assert code(local.send(first)) == -32005  # its ids are remembered
     assert local.call("records.lookup", {})["result"]["decision"] == "allow"  # and its contract
+
+
+# -- an agent or service approver (§9) -----------------------------------------------------------
+
+def _approver_said(said: Any) -> Approver:
+    def rule(request: Any) -> Any:
+        if isinstance(said, Exception):
+            raise said
+        return said(request) if callable(said) else said
+    return Approver(rule, "risk-service")
+
+
+def test_an_approver_decides_at_once_and_the_answer_says_so() -> None:
+    local = Local(approver=_approver_said(lambda r: r.arguments.get("id") == "c-1"))
+    local.hello(approvers=())  # the approver decides: the client's own approver is not needed
+    assert local.call("records.write", {"id": "c-1"})["result"]["decision"] == "allow"
+    denied = local.call("records.write", {"id": "c-2"})["result"]
+    assert denied["decision"] == "deny" and denied["reason_codes"] == ["approval_denied"]
+    assert "'risk-service' denied it" in denied["reasoning"]
+    decided = {a.arguments["id"]: (a.status, a.approver)
+               for a in StoredApprovals(local.store).every()}
+    assert decided == {"c-1": ("used", "risk-service"), "c-2": ("denied", "risk-service")}
+    assert local.call("records.lookup", {})["result"]["decision"] == "allow"  # never asked
+
+
+@pytest.mark.parametrize("said", ["ASK", {"decision": "ASK"}, "maybe", RuntimeError("down")],
+                         ids=["ASK", "acs-shaped-ASK", "not-a-verdict", "raises"])
+def test_an_approver_that_gives_no_verdict_grants_nothing(said: Any) -> None:
+    """ACS-R-012: an approver must not answer ASK. Neither that, nor any other answer that is
+    not a verdict, nor a failure, lets the call run: -32003, the request denied."""
+    local = Local(approver=_approver_said(said))
+    local.hello()
+    refused = local.call("records.write", {"id": "c-1"})["error"]
+    assert refused["code"] == -32003 and refused["data"]["reason"] == "approver_gave_no_verdict"
+    assert "down" not in refused["message"]  # what the approver raised stays in the journal
+    (request,) = StoredApprovals(local.store).every()
+    assert request.status == "denied" and request.note.startswith("no verdict: ")
+    assert local.hooks()[-1]["refused"]["reason"] == "approver_gave_no_verdict"
+
+
+def test_an_approver_that_leaves_it_to_a_person_asks() -> None:
+    local = Local(approver=_approver_said(None))
+    local.hello()
+    asked = local.call("records.write", {"id": "c-1"})["result"]
+    assert asked["decision"] == "ask"
+    assert StoredApprovals(local.store).get(asked["ask_details"]["approval_id"]).status \
+        == "pending"

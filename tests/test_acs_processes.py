@@ -142,6 +142,22 @@ def test_the_secret_comes_from_the_environment_only(policy_file: Path) -> None:
         assert value not in done.stderr or not value
 
 
+@pytest.mark.parametrize(("approver", "says"), [
+    ("no_such_module_here:approve", "no module 'no_such_module_here'"),
+    ("acs_approvers.py:nothing", "has no attribute 'nothing'"),
+    ("acs_vectors.py:VERSION", "is not callable"),
+])
+def test_an_approver_that_does_not_load_stops_the_guardian_at_start(
+        policy_file: Path, approver: str, says: str) -> None:
+    target = approver if approver.startswith("no_") else f"{ROOT / 'tests'}/{approver}"
+    done = subprocess.run(
+        [sys.executable, "-m", "tether", "acs", "serve", "--policy", str(policy_file),
+         "--store", "memory://", "--port", "0", "--approver", target], cwd=ROOT,
+        capture_output=True, text=True, timeout=60,
+        env={"PYTHONPATH": str(ROOT / "src"), "PATH": "/usr/bin:/bin", "TETHER_ACS_SECRET": SECRET})
+    assert done.returncode == 2 and says in done.stderr, done.stderr
+
+
 def test_over_stdio_frames_in_frames_out_and_a_lost_frame_ends_the_stream(
         policy_file: Path) -> None:
     process = subprocess.Popen(

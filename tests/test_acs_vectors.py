@@ -21,6 +21,8 @@ substrate fields are honoured, never ignored:
   in tether's own approval store (the store the Guardian reads) before the member runs.
 - ``policy_verdict_before_mapping: escalate`` (va200b64093301e14): a second Guardian whose
   policy requires approval for the tool.
+- ``approver_response`` (vfcab242ddb38d018, an approver answering ASK): a third Guardian whose
+  approver (``--approver``, tests/acs_approvers.py) answers the member's response.
 
 Scoring is the corpus's wire harness's: an accept member passes when every answer allows (a
 ServerHello counts); a reject member when its last answer is an error, a deny or a defer, and,
@@ -53,9 +55,7 @@ Not run, each with its reason (a test holds this list to the corpus):
   answer), va0ee5d0830b0490b, vfdd68340c2094962 (a fail-open step's audit event),
   va00ef569d09bf7d5 (a trace sink changing a disposition);
 - indeterminate by the corpus's own verdict: v82b6d110b4d68e7c (revocation),
-  v9f011986566cb7bc (an HMAC head's signer);
-- vfcab242ddb38d018, whose approver answers ASK: tether's approvers (``tether approvals
-  approve|deny``, the console) can only approve or deny, so that state cannot be set up.
+  v9f011986566cb7bc (an HMAC head's signer).
 """
 
 from __future__ import annotations
@@ -64,10 +64,12 @@ import re
 import uuid
 from collections.abc import Iterator, Mapping
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
 import pytest
 
+from acs_approvers import answers_ask
 from acs_vectors import (
     VECTOR_EPOCH,
     WHEEL,
@@ -91,8 +93,6 @@ if not WHEEL.exists():
 MANIFEST, MEMBERS = corpus()
 ROLES = {row["id"]: row["role"] for row in MANIFEST["requirements"]}
 NOT_A_GUARDIAN = {"agent", "deployment"}
-CANNOT_SET_UP = {"vfcab242ddb38d018": "its approver answers ASK; tether's approvers can only "
-                                      "approve or deny, so the state cannot be set up"}
 FRESH_IDS = {"acs-f-7"}
 
 CORE_POLICY = """\
@@ -109,6 +109,8 @@ rules:
 quotas:
   - {id: lookups, tool: records.lookup, limit: 3, window: 1h, per: agent}
 """
+# the member's approver_response, {"decision": "ASK"}, is what this approver answers
+ASKS = f"{Path(__file__).parent / 'acs_approvers.py'}:answers_ask"
 ESCALATE_POLICY = """\
 version: 1
 policy_id: acs-vectors-escalate
@@ -128,7 +130,7 @@ def why_not_run(member: Mapping[str, Any]) -> str | None:
     roles = {ROLES[r] for r in member["requirements"]}
     if roles <= NOT_A_GUARDIAN:
         return f"tests the {'/'.join(sorted(roles))}, not the Guardian's answer"
-    return CANNOT_SET_UP.get(member["id"])
+    return None
 
 
 RUN = [m for m in MEMBERS if why_not_run(m) is None]
@@ -139,7 +141,7 @@ def test_the_corpus_is_the_pinned_one_and_every_member_is_accounted_for() -> Non
     assert MANIFEST["counts"]["accept"] == 15 and MANIFEST["counts"]["reject"] == 26
     assert len(MEMBERS) == 43
     not_run = {m["id"]: why_not_run(m) for m in MEMBERS if why_not_run(m) is not None}
-    assert len(RUN) == 21 and len(not_run) == 22, not_run
+    assert len(RUN) == 22 and len(not_run) == 21, not_run
     assert {m["id"] for m in RUN} | set(not_run) == {m["id"] for m in MEMBERS}
     listed = set(re.findall(r"v[0-9a-f]{16}", __doc__.split("Not run,")[1]))
     assert listed == set(not_run)  # the docstring names each member not run
@@ -152,9 +154,12 @@ def guardians(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, An
     core.write_text(CORE_POLICY)
     escalate.write_text(ESCALATE_POLICY)
     core_store, escalate_store = f"sqlite:///{base}/core.db", f"sqlite:///{base}/escalate.db"
+    approver_store = f"sqlite:///{base}/approver.db"
     with guardian(core, core_store) as core_url, \
-            guardian(escalate, escalate_store) as escalate_url:
-        yield {"core": (core_url, core_store), "escalate": (escalate_url, escalate_store)}
+            guardian(escalate, escalate_store) as escalate_url, \
+            guardian(core, approver_store, extra=("--approver", ASKS)) as approver_url:
+        yield {"core": (core_url, core_store), "escalate": (escalate_url, escalate_store),
+               "approver": (approver_url, approver_store)}
 
 
 def _agent(member: Mapping[str, Any], name: str | None) -> str:
@@ -186,7 +191,8 @@ def _seed_approval(store_url: str, member: Mapping[str, Any], vector: Mapping[st
 
 def run_member(member: Mapping[str, Any], guardians: Mapping[str, Any]) -> list[dict[str, Any]]:
     payload = member["payload"]
-    which = "escalate" if "policy_verdict_before_mapping" in payload else "core"
+    which = ("escalate" if "policy_verdict_before_mapping" in payload
+             else "approver" if "approver_response" in payload else "core")
     url, store_url = guardians[which]
     steps = steps_of(member)
     first = steps[0]
@@ -205,6 +211,8 @@ def run_member(member: Mapping[str, Any], guardians: Mapping[str, Any]) -> list[
         assert answer["result"]["decision"] == "allow", answer
     if "approval" in payload:
         _seed_approval(store_url, member, first)
+    if "approver_response" in payload:  # the approver the third Guardian runs answers it
+        assert answers_ask(None) == payload["approver_response"]
     answers = []
     for vector in steps:
         message = wire_request(vector, member, agent, session_id, shift,

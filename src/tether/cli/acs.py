@@ -7,7 +7,7 @@ Decision: the deployment secret (base64, at least 16 bytes) is read from ``TETHE
 never from an option (an option is in ``ps`` output). The tools the Guardian knows are those the
 policy names and those ``--tools`` (an overlay file) declares, with the overlay's metadata; any
 other tool is refused. Exit codes: 0 stopped by a signal; 2 it could not start (no secret, a
-policy or tools file that does not load, a store that does not open, a port in use).
+policy, tools file or approver that does not load, a store that does not open, a port in use).
 """
 
 from __future__ import annotations
@@ -54,6 +54,11 @@ def register(commands: Any) -> None:
     serve.add_argument("--approval-ttl", type=float, default=24 * 3600.0,
                        help="seconds an approval request stays answerable (default 86400)")
     serve.add_argument("--tenant", metavar="ID", help="the tenant the sessions belong to")
+    serve.add_argument("--approver", metavar="MODULE:NAME",
+                       help="an agent or service approver deciding every approval request at "
+                       "once: an Approver, or a function (ApprovalRequest) -> True / False / "
+                       "None (None leaves it to a person); any other answer denies (default: "
+                       "people, with tether approvals)")
     serve.set_defaults(run=run_serve)
 
 
@@ -77,9 +82,12 @@ def _secret() -> bytes | None:
 def run_serve(args: argparse.Namespace) -> int:
     from tether.cli.common import store_url
     from tether.cli.telemetry import environment_sinks
+    from tether.errors import TetherError
     from tether.policy.overlay import load_overlay
     from tether.policy.yaml_policy import load_policy
     from tether.policy.yaml_source import PolicyLoadError
+    from tether.references import import_object
+    from tether.runtime.approvals.approver import as_approver
     from tether.serve.acs import acs_guardian
     from tether.serve.acs.http import serve_acs
     from tether.serve.acs.stdio import serve_stdio
@@ -93,7 +101,9 @@ def run_serve(args: argparse.Namespace) -> int:
     try:
         policy = load_policy(args.policy)
         overlay = load_overlay(args.tools) if args.tools else None
-    except (PolicyLoadError, OSError) as exc:
+        approver = import_object(args.approver, "an approver") if args.approver else None
+        approver = as_approver(approver)
+    except (PolicyLoadError, OSError, TetherError) as exc:
         error(f"cannot load: {exc}")
         return EXIT_USAGE
     url = store_url(args.store)
@@ -108,7 +118,8 @@ def run_serve(args: argparse.Namespace) -> int:
     try:
         guardian = acs_guardian(policy, secret=secret, store=store, overlay=overlay,
                                 skew_ms=args.skew_ms, tenant_id=args.tenant,
-                                approval_ttl=args.approval_ttl, telemetry=environment_sinks())
+                                approval_ttl=args.approval_ttl, telemetry=environment_sinks(),
+                                approver=approver)
     except PolicyLoadError as exc:
         store.close()
         error(f"cannot apply the tools file: {exc}")

@@ -25,6 +25,7 @@ from tether.runtime.approvals.requests import ApprovalRequest, ApprovalStore
 
 Verdict = bool | Literal["approve", "deny"] | None
 ApproverFn = Callable[[ApprovalRequest], Any]
+NO_VERDICT = "no verdict: "  # how the note of a denial the approver did not give begins
 
 
 @dataclass(frozen=True, slots=True)
@@ -49,7 +50,8 @@ class Approver:
         try:
             verdict = self.rule(request)
         except Exception as exc:  # a broken approver denies
-            verdict, note = False, f"the approver failed ({type(exc).__name__}: {exc})"
+            verdict = False
+            note = f"{NO_VERDICT}the approver failed ({type(exc).__name__}: {exc})"
         if verdict is None:
             return False
         if verdict is True or verdict == "approve":
@@ -57,10 +59,17 @@ class Approver:
                               method=IN_PROCESS)
         else:
             if not note and verdict is not False and verdict != "deny":
-                note = f"the approver answered {verdict!r}, which is not a verdict"
+                note = f"{NO_VERDICT}the approver answered {verdict!r}, which is not a verdict"
             approvals.deny(request.id, approver=self.name, note=note or "denied in process",
                            method=IN_PROCESS)
         return True
+
+
+def gave_no_verdict(request: ApprovalRequest) -> bool:
+    """Whether ``request`` was denied because its in-process approver gave no verdict: it
+    raised, or answered something else (say, an ACS approver's ASK, which ACS-R-012 forbids)."""
+    return (request.status == "denied" and request.approver_auth == IN_PROCESS
+            and request.note.startswith(NO_VERDICT))
 
 
 def as_approver(value: Approver | ApproverFn | None) -> Approver | None:

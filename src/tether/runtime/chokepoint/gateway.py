@@ -55,6 +55,7 @@ from tether.runtime.accounting.budget import Budget
 from tether.runtime.accounting.limits import Limits
 from tether.runtime.accounting.quota import meter_for
 from tether.runtime.accounting.stop import Stop
+from tether.runtime.approvals.approver import Approver, ApproverFn, as_approver
 from tether.runtime.approvals.requests import (
     ApprovalError,
     ApprovalRequest,
@@ -140,6 +141,8 @@ class Gateway:
             this gateway's calls (needs a store that keeps quotas).
         context: More of what the journal's ``session.start`` says of the client (its
             ``context``, beside ``client``): an ACS Guardian names the session it serves.
+        approver: Decides approval requests the moment they are made (``Approver``, or a
+            callable ``(ApprovalRequest) -> True / False / None``); None: a person does.
     """
 
     def __init__(self, tools: Iterable[Tool], *, policy: Policy, client: str = "client",
@@ -156,7 +159,8 @@ class Gateway:
                  clock: Callable[[], float] = time.monotonic,
                  telemetry: Iterable[Callable[[Event], object]] = (),
                  quotas: Iterable[Quota] = (),
-                 context: Mapping[str, str] | None = None) -> None:
+                 context: Mapping[str, str] | None = None,
+                 approver: Approver | ApproverFn | None = None) -> None:
         if roll_calls is not None and roll_calls < 1:
             raise InvalidArgument("roll_calls must be at least 1, or None (no roll); got "
                                   f"{roll_calls}")
@@ -192,7 +196,7 @@ class Gateway:
                               ToolExecutor(self.registry, max_result_chars),
                               limits or CLIENT_LIMITS, self._approvals, approval_ttl,
                               policy_timeout, credentials=credentials, bound_to=self._bound_to,
-                              telemetry=self._telemetry)
+                              approver=as_approver(approver), telemetry=self._telemetry)
         self._roll_calls, self._roll_seconds, self._clock = roll_calls, roll_seconds, clock
         self._context = {**(context or {}), "client": client}
         self._rolls = roll_calls is not None or roll_seconds is not None

@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING
 
+from tether.runtime.approvals.approver import Approver, ApproverFn, as_approver
 from tether.runtime.approvals.requests import StoredApprovals
 from tether.serve.acs.dispositions import OBSERVED_META, ObservedTool
 from tether.serve.acs.guardian import Guardian
@@ -31,7 +32,8 @@ def acs_guardian(policy: Policy, *, secret: bytes, store: Store | None = None,
                  tools: Iterable[str] = (), overlay: Overlay | None = None,
                  skew_ms: int = 300_000, tenant_id: str | None = None,
                  approval_ttl: float = 24 * 3600.0,
-                 telemetry: Iterable[Callable[[Event], object]] = ()) -> Guardian:
+                 telemetry: Iterable[Callable[[Event], object]] = (),
+                 approver: Approver | ApproverFn | None = None) -> Guardian:
     """A Guardian deciding with ``policy``, journaling into ``store`` (default: memory).
 
     Args:
@@ -46,6 +48,10 @@ def acs_guardian(policy: Policy, *, secret: bytes, store: Store | None = None,
         approval_ttl: Seconds an approval request stays answerable.
         telemetry: Sinks told of every session's events (``OTelSink(shape="acs")``,
             ``SIEMSink(shape="acs")`` for ACS Trace; the ServerHello says which it emits).
+        approver: An agent or service approver (§9): decides every approval request the
+            moment it is made (``Approver``, or ``(ApprovalRequest) -> True / False / None``;
+            None leaves it to a person). An answer that is no verdict — an ACS approver's ASK —
+            denies, and the call is refused ``-32003`` (ACS-R-012).
     """
     declared = set(tools)
     if overlay is not None:
@@ -57,5 +63,5 @@ def acs_guardian(policy: Policy, *, secret: bytes, store: Store | None = None,
     store = store if store is not None else MemoryStore()
     approvals = StoredApprovals(store) if tenant_id is None else StoredApprovals(store, tenant_id)
     door = Door(policy, observed, store, approvals, tuple(getattr(policy, "quotas", ())), None,
-                tenant_id, approval_ttl, tuple(telemetry))
+                tenant_id, approval_ttl, tuple(telemetry), as_approver(approver))
     return Guardian(door, secret, skew_ms=skew_ms)

@@ -30,6 +30,10 @@ nothing, records the arguments the decision let through, and returns a marker th
   agent → the same refusal (``approval_issued_to_another``): an approval is verified against
   whom it was issued for (ACS-R-011), and the agent it was not issued for is not given a fresh
   ``ask`` that would show a person a twin of the call they approved for someone else.
+- With an agent or service approver (``acs_guardian(approver=)``, §9) the request is decided at
+  once: approved → ``allow`` (or ``modify``), denied → ``deny`` (``approval_denied``), and an
+  answer that is no verdict — ASK, which approvers must not return (ACS-R-012) — the refusal
+  above (``approver_gave_no_verdict``).
 """
 
 from __future__ import annotations
@@ -41,7 +45,8 @@ from typing import Any
 
 from tether.journal.redaction import MASKED
 from tether.policy.base import Decision, Effect
-from tether.runtime.approvals.requests import StoredApprovals
+from tether.runtime.approvals.approver import gave_no_verdict
+from tether.runtime.approvals.requests import ApprovalRequest, StoredApprovals
 from tether.runtime.record.result import ToolResult
 from tether.serve.acs.wire import CAPABILITY_NOT_NEGOTIATED, INVALID_PARAMS, AcsRefused
 from tether.tools.base import ToolContext, ToolFailure, ToolMeta
@@ -131,20 +136,30 @@ class Witness:
         self.decision, self.approval_id, self.quota = None, None, None
 
 
-def refuse_if_issued_to_another(approvals: StoredApprovals | None, approval_id: str) -> None:
-    """Refuse (AcsRefused, -32003) the call whose new approval request is ``approval_id`` if an
-    approval of the same tool and arguments stands, approved and unused, for another agent; the
-    new request is withdrawn first, so no person is asked for it. Once that approval is used or
-    expires, the call is asked as any other."""
+def settled(approvals: StoredApprovals | None, approval_id: str) -> ApprovalRequest | None:
+    """The approval request the call just made (``approval_id``) as it stands, once the two
+    cases that grant nothing are refused (AcsRefused, -32003): an in-process approver that gave
+    no verdict (it failed, or answered an ACS approver's ASK, which ACS-R-012 forbids), and a
+    call whose approval a person gave to another agent (ACS-R-011: the new request is withdrawn
+    first, so no person is asked for it; once that approval is used or expires, the call is
+    asked as any other)."""
     request = approvals.get(approval_id) if approvals is not None else None
-    if approvals is None or request is None or not approvals.issued_to_another(request):
-        return
-    approvals.withdraw(approval_id, "withdrawn: the same call's approval was issued to another "
-                                    "agent, and the Guardian refused this one (ACS-R-011)")
-    raise AcsRefused(CAPABILITY_NOT_NEGOTIATED, "approval_issued_to_another",
-                     "the approval of this exact call was issued to another agent; an approval "
-                     "is only used by the agent it was issued for. Ask for your own once that "
-                     "one is used or expired", approval_id=approval_id)
+    if approvals is None or request is None:
+        return None
+    if gave_no_verdict(request):
+        raise AcsRefused(CAPABILITY_NOT_NEGOTIATED, "approver_gave_no_verdict",
+                         f"the approver {request.approver!r} gave no verdict (it failed, or "
+                         "answered ASK, which an approver must not): nothing grants this call",
+                         approval_id=approval_id)
+    if request.status == "pending" and approvals.issued_to_another(request):
+        approvals.withdraw(approval_id, "withdrawn: the same call's approval was issued to "
+                                        "another agent, and the Guardian refused this one "
+                                        "(ACS-R-011)")
+        raise AcsRefused(CAPABILITY_NOT_NEGOTIATED, "approval_issued_to_another",
+                         "the approval of this exact call was issued to another agent; an "
+                         "approval is only used by the agent it was issued for. Ask for your "
+                         "own once that one is used or expired", approval_id=approval_id)
+    return request
 
 
 def pointer(*parts: str) -> str:
@@ -158,9 +173,10 @@ def _references(decision: Decision) -> list[dict[str, str]]:
 
 def tool_answer(asked: Mapping[str, Any], result: ToolResult, handoff: Handoff,
                 witness: Witness, *, can_ask: bool, defers_left: int,
-                approval_ttl: float) -> dict[str, Any]:
+                approval_ttl: float, approval: ApprovalRequest | None = None) -> dict[str, Any]:
     """The ACS decision for a ``toolCallRequest`` whose ``asked`` arguments the gateway decided
-    (``result``, ``handoff``, ``witness``); AcsRefused for a call outside the session's grant."""
+    (``result``, ``handoff``, ``witness``, and the approval request it made as it stands:
+    ``settled``); AcsRefused for a call outside the session's grant."""
     decision = witness.decision
     if witness.quota is not None:
         raise AcsRefused(CAPABILITY_NOT_NEGOTIATED, "budget_exhausted",
@@ -175,6 +191,10 @@ def tool_answer(asked: Mapping[str, Any], result: ToolResult, handoff: Handoff,
         return _admitted(asked, handoff.decided, reasoning, refs)
     if witness.approval_id is not None and decision.effect is Effect.REQUIRE_APPROVAL:
         about = {"tether": {"approval_id": witness.approval_id}}
+        if approval is not None and approval.status == "denied":  # by an in-process approver
+            return {"decision": "deny", "reason_codes": ["approval_denied"],
+                    "policy_references": refs, "policy_data": about,
+                    "reasoning": f"{reasoning}; the approver {approval.approver!r} denied it"}
         if can_ask:
             return {"decision": "ask", "reasoning": reasoning, "policy_references": refs,
                     "policy_data": about, "ask_details": {

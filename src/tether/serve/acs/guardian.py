@@ -36,7 +36,7 @@ from tether.serve.acs.dispositions import (
     handed_off,
     handing_off,
     output_answer,
-    refuse_if_issued_to_another,
+    settled,
     tool_answer,
     tool_of,
 )
@@ -360,13 +360,14 @@ class Guardian:
             result = await session.gateway.call(name, arguments)
         finally:
             handed_off(token)
+        approval = None
         if session.witness.approval_id is not None and handoff.decided is None:
-            await asyncio.to_thread(refuse_if_issued_to_another, self._door.approvals,
-                                    session.witness.approval_id)
+            approval = await asyncio.to_thread(settled, self._door.approvals,
+                                               session.witness.approval_id)
         answer = tool_answer(arguments, result, handoff, session.witness,
                              can_ask=bool(session.contract and session.contract.can_ask),
                              defers_left=MAX_DEFERS - session.defers,
-                             approval_ttl=self._door.approval_ttl)
+                             approval_ttl=self._door.approval_ttl, approval=approval)
         if answer["decision"] == "defer":
             session.defers += 1
         decision = session.witness.decision

@@ -22,6 +22,7 @@ from tether.journal.views.acs_steps import GUARDIAN_CONTEXT
 from tether.policy.base import Policy
 from tether.policy.quotas import Quota
 from tether.runtime.accounting.budget import Budget
+from tether.runtime.approvals.approver import Approver
 from tether.runtime.approvals.requests import StoredApprovals
 from tether.runtime.chokepoint.gateway import Gateway
 from tether.serve.acs.dispositions import Witness
@@ -107,6 +108,7 @@ class Door:
     tenant_id: str | None
     approval_ttl: float
     telemetry: tuple[Callable[[Event], object], ...] = ()  # sinks told of every session's events
+    approver: Approver | None = None  # decides approval requests at once; None: a person
 
 
 def open_session(door: Door, session_id: str, agent_id: str) -> AcsSession:
@@ -123,7 +125,7 @@ def open_session(door: Door, session_id: str, agent_id: str) -> AcsSession:
                       approval_ttl=door.approval_ttl, check_policy_names=False,
                       session_id=journal_id(session_id, len(earlier) + 1),
                       telemetry=(witness, *door.telemetry), quotas=door.quotas,
-                      context={GUARDIAN_CONTEXT: session_id})
+                      context={GUARDIAN_CONTEXT: session_id}, approver=door.approver)
     session = AcsSession(session_id, agent_id, gateway, witness)
     for events in earlier:
         for event in events:
