@@ -26,18 +26,20 @@ def entry_hash(entry: Mapping[str, Any], previous: str | None) -> str:
     return hashlib.sha256(canonical(content) + tail).hexdigest()
 
 
-def request_hash(params: Mapping[str, Any]) -> str:
-    """Hex SHA-256 of the request's params in canonical form, signature left out (ACS-Audit)."""
-    return hashlib.sha256(canonical({k: v for k, v in params.items()
-                                     if k != "signature"})).hexdigest()
+def request_hash(params: Mapping[str, Any], form: bytes = b"") -> str:
+    """Hex SHA-256 of the request's params in canonical form, signature left out (ACS-Audit);
+    ``form``, that form as the signature's check wrote it (``wire.forms``), if it did."""
+    return hashlib.sha256(form or canonical({k: v for k, v in params.items()
+                                             if k != "signature"})).hexdigest()
 
 
 def next_entry(head: str | None, step: int, method: str, params: Mapping[str, Any],
-               decision: str) -> dict[str, Any]:
-    """The ContextEntry of step number ``step`` after ``head``, with its ``entry_hash``."""
+               decision: str, form: bytes = b"") -> dict[str, Any]:
+    """The ContextEntry of step number ``step`` after ``head``, with its ``entry_hash``
+    (``form``: the params' canonical form, as ``request_hash`` takes it)."""
     entry: dict[str, Any] = {
         "entry_id": f"{params['request_id']}", "step_id": f"st-{step:06d}",
-        "step_type": method, "request_hash": request_hash(params),
+        "step_type": method, "request_hash": request_hash(params, form),
         "timestamp": params.get("timestamp"), "decision": decision}
     if head is not None:
         entry["previous_hash"] = head

@@ -27,6 +27,7 @@ import logging
 import time
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Mapping
+from dataclasses import replace
 from datetime import UTC, datetime
 from typing import Any
 
@@ -62,11 +63,11 @@ from tether.serve.acs.wire import (
     VERSION,
     AcsRefused,
     Request,
+    SessionKeys,
     error,
     major,
     parse_time,
     request_of,
-    session_key,
     sign,
     verify,
 )
@@ -104,7 +105,8 @@ class Guardian:
 
             raise InvalidArgument("the ACS deployment secret must be at least 16 bytes; "
                                   "generate one with `openssl rand -base64 32`")
-        self._door, self._secret, self._skew, self._clock = door, secret, skew_ms, clock
+        self._door, self._skew, self._clock = door, skew_ms, clock
+        self._keys = SessionKeys(secret, MAX_SESSIONS)
         self._sessions: OrderedDict[str, AcsSession] = OrderedDict()
         self._locks: dict[str, asyncio.Lock] = {}
 
@@ -128,9 +130,9 @@ class Guardian:
                 raise AcsRefused(METHOD_NOT_FOUND, "method_not_found",
                                  f"{request.method!r} is not a method this Guardian answers",
                                  method=request.method)
-            candidate = session_key(self._secret, request.session_id)
+            candidate = self._keys(request.session_id)
             assert isinstance(message, dict)
-            verify(message, candidate)
+            request = replace(request, params_form=verify(message, candidate))
             key = candidate
             self._fresh(request)
             lock = self._locks.setdefault(request.session_id, asyncio.Lock())
@@ -281,7 +283,7 @@ class Guardian:
         else:
             record["payload"] = dict(payload)
         entry = next_entry(session.head, session.steps + 1, request.method, request.params,
-                           answer["decision"])
+                           answer["decision"], request.params_form)
         session.head, session.steps = entry["entry_hash"], session.steps + 1
         record["entry"], record["decision"] = entry, answer["decision"]
         if isinstance(answer.get("reasoning"), str):

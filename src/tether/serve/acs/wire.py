@@ -75,6 +75,25 @@ def session_key(secret: bytes, session_id: str) -> bytes:
                 info=session_id.encode()).derive(secret)
 
 
+class SessionKeys:
+    """Each session's HMAC key, derived once and kept (``size`` of them, the oldest let go):
+    HKDF cost about 57 thousand instructions a request, more than verifying its signature now
+    does. A key is a function of the secret and the session id alone, so a kept one is the key
+    derived anew; every request's signature is still checked against it."""
+
+    def __init__(self, secret: bytes, size: int) -> None:
+        self._secret, self._size = secret, size
+        self._keys: dict[str, bytes] = {}
+
+    def __call__(self, session_id: str) -> bytes:
+        key = self._keys.get(session_id)
+        if key is None:
+            if len(self._keys) >= self._size:
+                del self._keys[next(iter(self._keys))]
+            key = self._keys[session_id] = session_key(self._secret, session_id)
+        return key
+
+
 def _unsigned(envelope: Mapping[str, Any], where: str) -> dict[str, Any]:
     """``envelope`` without its ``where`` member's signature: a shallow copy of the two levels
     it changes (what is canonicalised is only read, never changed)."""
@@ -85,10 +104,32 @@ def _unsigned(envelope: Mapping[str, Any], where: str) -> dict[str, Any]:
     return body
 
 
+def forms(envelope: Mapping[str, Any], where: str) -> tuple[bytes, bytes]:
+    """The canonical form of ``envelope`` without ``where``'s signature (what the signature
+    covers), and of that member alone without it (a request's params, which its chain entry
+    hashes). The member is written once and set into the envelope's form where RFC 8785 puts
+    it, when every other member's name is ASCII (code point and UTF-16 order agree) and sorts
+    on one side of ``where``; otherwise the envelope is written whole (the member again)."""
+    part = envelope.get(where)
+    alone = canonical({k: v for k, v in part.items() if k != "signature"}
+                      if isinstance(part, dict) else part)
+    rest = {k: v for k, v in envelope.items() if k != where}
+    if isinstance(part, dict) and where.isascii() and where.isalnum():  # written as it reads
+        named = b'"' + where.encode() + b'":' + alone
+        if all(type(k) is str and k.isascii() and k < where for k in rest):
+            return (canonical(rest)[:-1] + b"," if rest else b"{") + named + b"}", alone
+        if all(type(k) is str and k.isascii() and k > where for k in rest):
+            return b"{" + named + b"," + canonical(rest)[1:], alone
+    return canonical(_unsigned(envelope, where)), alone
+
+
+def _digest(key: bytes, form: bytes) -> bytes:
+    return hmac.new(key, form, hashlib.sha256).digest()
+
+
 def mac(key: bytes, envelope: Mapping[str, Any], where: str) -> str:
     """The base64 HMAC-SHA256 of ``envelope`` without ``where``'s signature, under ``key``."""
-    digest = hmac.new(key, canonical(_unsigned(envelope, where)), hashlib.sha256).digest()
-    return base64.b64encode(digest).decode()
+    return base64.b64encode(_digest(key, canonical(_unsigned(envelope, where)))).decode()
 
 
 def sign(envelope: dict[str, Any], where: str, key: bytes, key_id: str) -> dict[str, Any]:
@@ -98,9 +139,10 @@ def sign(envelope: dict[str, Any], where: str, key: bytes, key_id: str) -> dict[
     return envelope
 
 
-def verify(message: Mapping[str, Any], key: bytes) -> None:
+def verify(message: Mapping[str, Any], key: bytes) -> bytes:
     """AcsRefused(SIGNATURE_INVALID) unless ``message``'s ``params.signature`` is an
-    HMAC-SHA256 over the whole canonical envelope under ``key``."""
+    HMAC-SHA256 over the whole canonical envelope under ``key``; returns the canonical form of
+    its params without the signature (``forms``: written once, for the chain entry too)."""
     signature = message["params"].get("signature")
     if signature is None:
         raise AcsRefused(SIGNATURE_INVALID, "signature_missing",
@@ -116,11 +158,12 @@ def verify(message: Mapping[str, Any], key: bytes) -> None:
     except (binascii.Error, ValueError):
         raise AcsRefused(SIGNATURE_INVALID, "signature_malformed",
                          "the signature's value is not base64") from None
-    want = base64.b64decode(mac(key, message, "params"))
-    if not hmac.compare_digest(given, want):
+    whole, params = forms(message, "params")
+    if not hmac.compare_digest(given, _digest(key, whole)):
         raise AcsRefused(SIGNATURE_INVALID, "signature_mismatch",
                          "the signature does not cover this envelope (every member but the "
                          "signature, in RFC 8785 form) under the session's key")
+    return params
 
 
 def major(version: object) -> int | None:
@@ -156,6 +199,7 @@ class Request:
     agent_id: str
     request_id: str
     payload: Mapping[str, Any]
+    params_form: bytes = b""  # params in canonical form, signature left out: set once verified
 
 
 def _bad(what: str) -> AcsRefused:
