@@ -1,11 +1,13 @@
-"""What the Guardian no longer does twice, and that each shortcut gives the same answer.
+"""What the Guardian no longer does twice (or at all), and that each shortcut gives the same
+answer.
 
 A request's params are written in RFC 8785 form once (``wire.forms``) and that form serves both
 the signature's check (set into the envelope's form) and the chain entry's ``request_hash``; a
-session's HMAC key is derived once (``wire.SessionKeys``). These tests hold each shortcut to what
-it replaces — ``rfc8785.dumps`` of the envelope without its signature, the spec's request hash,
-HKDF of the secret — and fail if the shortcut is taken out (the params written twice, a key
-derived on every request).
+session's HMAC key is derived once (``wire.SessionKeys``); the dispositions' witness hears the
+journal on its bus, not as a telemetry sink (which would give every call a trace span nobody
+reads). These tests hold each shortcut to what it replaces — ``rfc8785.dumps`` of the envelope
+without its signature, the spec's request hash, HKDF of the secret — and fail if the shortcut is
+taken out (the params written twice, a key derived on every request, the witness a sink).
 """
 
 from __future__ import annotations
@@ -125,3 +127,13 @@ def test_the_kept_keys_are_bounded_and_each_is_the_derived_one() -> None:
     for session_id in ("s-1", "s-2", "s-3", "s-1"):
         assert keys(session_id) == session_key(secret, session_id)
     assert sorted(keys._keys) == ["s-1", "s-3"]  # s-1 let go for s-3, then derived again
+
+
+def test_the_witness_hears_the_journal_without_turning_telemetry_on() -> None:
+    guardian, session_id = _guardian(), str(uuid.uuid4())
+    for message in _requests(session_id):
+        assert asyncio.run(guardian.handle(message))["result"]["decision"] == "allow"
+    session = guardian._sessions[session_id]
+    assert session.gateway._telemetry == ()  # no sink: no call carries a trace span
+    assert session.witness in tuple(session.gateway.journal.bus)
+    assert session.witness.decision is not None  # it heard the call's decision
