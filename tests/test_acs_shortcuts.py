@@ -5,9 +5,11 @@ A request's params are written in RFC 8785 form once (``wire.forms``) and that f
 the signature's check (set into the envelope's form) and the chain entry's ``request_hash``; a
 session's HMAC key is derived once (``wire.SessionKeys``); the dispositions' witness hears the
 journal on its bus, not as a telemetry sink (which would give every call a trace span nobody
-reads). These tests hold each shortcut to what it replaces — ``rfc8785.dumps`` of the envelope
-without its signature, the spec's request hash, HKDF of the secret — and fail if the shortcut is
-taken out (the params written twice, a key derived on every request, the witness a sink).
+reads); a tool call's result and the hook that answers it are written in one transaction
+(``Gateway.call(stored=False)``), still before the answer. These tests hold each shortcut to what
+it replaces — ``rfc8785.dumps`` of the envelope without its signature, the spec's request hash,
+HKDF of the secret, the gateway's record kept — and fail if the shortcut is taken out (the
+params written twice, a key derived on every request, the witness a sink, a second write).
 """
 
 from __future__ import annotations
@@ -137,3 +139,45 @@ def test_the_witness_hears_the_journal_without_turning_telemetry_on() -> None:
     assert session.gateway._telemetry == ()  # no sink: no call carries a trace span
     assert session.witness in tuple(session.gateway.journal.bus)
     assert session.witness.decision is not None  # it heard the call's decision
+
+
+def test_a_calls_result_and_its_hook_are_written_in_one_transaction_before_the_answer(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    guardian, session_id = _guardian(), str(uuid.uuid4())
+    *first, call = _requests(session_id)
+    for message in first:
+        assert "result" in asyncio.run(guardian.handle(message))
+    store = guardian._door.store
+    writes: list[list[str]] = []
+    real = store.append
+    monkeypatch.setattr(store, "append", lambda session, events, *rest: writes.append(
+        [e.type for e in events]) or real(session, events, *rest))
+    answer = asyncio.run(guardian.handle(call))
+    assert answer["result"]["decision"] == "allow"
+    # a side effect's start is written before it runs (tool.started, on its own: the gateway's
+    # rule); the call's result and the hook that answers it are written together
+    assert writes[-1] == ["tool.result", "acs.hook"]
+    assert writes[0][:2] == ["client.call", "tool.decision"]
+    written = [kind for write in writes for kind in write]
+    gateway = guardian._sessions[session_id].gateway
+    assert [e.type for e in store.read(gateway.id)][-len(written):] == written
+
+
+def test_a_call_whose_answer_fails_is_written_all_the_same(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    from tether.serve.acs import guardian as module
+
+    guardian, session_id = _guardian(), str(uuid.uuid4())
+    *first, call = _requests(session_id)
+    for message in first:
+        assert "result" in asyncio.run(guardian.handle(message))
+
+    def broken(*args: Any, **kwargs: Any) -> dict[str, Any]:
+        raise RuntimeError("a bug after the decision")
+
+    monkeypatch.setattr(module, "tool_answer", broken)
+    answer = asyncio.run(guardian.handle(call))
+    assert answer["error"]["data"]["reason"] == "internal_error"
+    gateway = guardian._sessions[session_id].gateway
+    kinds = [e.type for e in guardian._door.store.read(gateway.id)]
+    assert "client.call" in kinds and "tool.result" in kinds  # the gateway's record is kept

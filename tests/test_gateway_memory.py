@@ -349,3 +349,25 @@ async def test_a_credential_used_on_every_call_is_scrubbed_by_one_scrubber(tmp_p
     assert "sk-live" not in text and text.count("[secret redacted]") >= 120
     gateway.close()
     store.close()
+
+
+async def test_a_call_its_caller_stores_is_written_by_that_flush_and_let_go_at_the_next(
+        tmp_path: Path) -> None:
+    store = SQLiteStore(tmp_path / "j.db")
+    gateway = Gateway([echo], policy=AllowAll(), client="c", store=store)
+    told: list[str] = []
+    gateway.journal.bus.subscribe(lambda event: told.append(event.type))
+    before = len(store.read(gateway.id))
+    for n in range(3):
+        result = await gateway.call("echo", {"n": n}, stored=False)
+        assert result.content == f"n={n}" and "tool.result" in told  # subscribers told
+        assert len(store.read(gateway.id)) == before  # not written: the caller writes it
+        await gateway.journal.aflush()  # the caller's flush, with its own record
+        before = len(store.read(gateway.id))
+        assert [e.type for e in store.read(gateway.id)].count("client.call") == n + 1
+        told.clear()
+    await gateway.call("echo", {"n": 9}, stored=False)
+    assert len(gateway.journal._sealed) <= 4  # the earlier calls let go: only this call's
+    await gateway.journal.aflush()
+    assert verify_chain(store.read(gateway.id)) is None
+    store.close()

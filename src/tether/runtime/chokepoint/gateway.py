@@ -266,17 +266,24 @@ class Gateway:
         return self._journal
 
     async def call(self, name: str, arguments: Mapping[str, Any] | str, *,
-                   traceparent: object = None, caller: Caller = SILENT) -> ToolResult:
+                   traceparent: object = None, caller: Caller = SILENT,
+                   stored: bool = True) -> ToolResult:
         """Decide and run one call; always returns a result (refusals and errors included).
         Calls of one gateway run one at a time, in the order they arrive. ``traceparent``,
         the client's span as it sent it, is used only if it is a valid W3C traceparent.
         ``caller``: the client waiting for this call, which the tool may tell its progress and
         logs, or ask (``tether.tools.caller``; scrubbed like the journal). A result the tool
-        returned as ``Content`` keeps its parts (``ToolResult.parts``), masked as journaled."""
+        returned as ``Content`` keeps its parts (``ToolResult.parts``), masked as journaled.
+        ``stored=False``: the call's events are published but not yet written; the caller
+        writes them (``journal.aflush``), in one transaction with its own record of the call,
+        before anything acts on the result (the ACS Guardian, whose tools the observed agent
+        runs only once it is answered). A side effect's start is written before it runs all
+        the same."""
         async with self._lock:
             if self._closed:
                 raise WrongState(f"gateway {self.id} is closed; open a new one")
-            return await self._call(name, arguments, TraceParent.parse(traceparent), caller)
+            return await self._call(name, arguments, TraceParent.parse(traceparent), caller,
+                                    stored)
 
     def close(self, reason: str = "client disconnected") -> None:
         """End the gateway's session: journal its end and spend, revoke its credentials."""
@@ -291,17 +298,21 @@ class Gateway:
             self._credentials.revoke_session(self.id)
 
     async def _call(self, name: str, arguments: Mapping[str, Any] | str,
-                    parent: TraceParent | None, caller: Caller = SILENT) -> ToolResult:
+                    parent: TraceParent | None, caller: Caller = SILENT,
+                    stored: bool = True) -> ToolResult:
         if self._rolls and self._roll_due():
             await self._roll()
         self._calls.caller = caller
         try:
-            return await self._decide_and_run(name, arguments, parent, caller)
+            return await self._decide_and_run(name, arguments, parent, caller, stored)
         finally:
             self._calls.caller = SILENT
 
     async def _decide_and_run(self, name: str, arguments: Mapping[str, Any] | str,
-                              parent: TraceParent | None, caller: Caller) -> ToolResult:
+                              parent: TraceParent | None, caller: Caller,
+                              stored: bool = True) -> ToolResult:
+        if not stored:  # what the caller's own flush wrote since the last call
+            self._journal.forget_stored()
         self._count += 1
         self._segment_calls += 1
         call = ToolCall(f"{self.id[:8]}-{self._count}", name, arguments)
@@ -316,8 +327,11 @@ class Gateway:
             (result,) = await self._calls.run([call])
         except Stop as stop:
             result = self._state.results.get(call.id) or self._waiting(call, stop)
-        await self._journal.aflush()
-        self._journal.forget_stored()
+        if stored:
+            await self._journal.aflush()
+            self._journal.forget_stored()
+        else:
+            self._journal.publish()  # subscribers told now; written by the caller's flush
         if earlier is not None and isinstance(caller, AnswersInRounds) and caller.asked:
             self._carry(earlier, call)
         delivered = self._calls.delivered

@@ -238,6 +238,9 @@ class Guardian:
             session.journal(record)
             await session.gateway.journal.aflush()
             raise
+        except Exception:  # the call's own events are written all the same
+            await session.gateway.journal.aflush()
+            raise
         session.journal(record)
         await session.gateway.journal.aflush()
         if request.method == "steps/sessionEnd":
@@ -359,7 +362,7 @@ class Guardian:
         session.witness.clear()
         handoff, token = handing_off(name)
         try:
-            result = await session.gateway.call(name, arguments)
+            result = await session.gateway.call(name, arguments, stored=False)  # with the hook
         finally:
             handed_off(token)
         approval = None
