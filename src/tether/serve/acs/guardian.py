@@ -27,7 +27,6 @@ import logging
 import time
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import replace
 from datetime import UTC, datetime
 from typing import Any
 
@@ -132,12 +131,12 @@ class Guardian:
                                  method=request.method)
             candidate = self._keys(request.session_id)
             assert isinstance(message, dict)
-            request = replace(request, params_form=verify(message, candidate))
+            form = verify(message, candidate)  # its params' canonical form, for the chain
             key = candidate
             self._fresh(request)
             lock = self._locks.setdefault(request.session_id, asyncio.Lock())
             async with lock:
-                result = await self._answer(request)
+                result = await self._answer(request, form)
             response = {"jsonrpc": "2.0", "id": request.id, "result": result}
             return sign(response, "result", key, request.session_id)
         except Exception as exc:  # a Guardian answers, whatever went wrong
@@ -201,7 +200,7 @@ class Guardian:
             session.gateway.close("let go from memory; reopened from the journal on its next "
                                   "request")
 
-    async def _answer(self, request: Request) -> dict[str, Any]:
+    async def _answer(self, request: Request, form: bytes) -> dict[str, Any]:
         session = self._sessions.get(request.session_id)
         if session is not None:
             self._sessions.move_to_end(request.session_id)
@@ -232,7 +231,7 @@ class Guardian:
         if nonce is not None:
             record["nonce"] = nonce
         try:
-            result = await self._dispatch(session, request, record)
+            result = await self._dispatch(session, request, record, form)
         except AcsRefused as refused:
             record["refused"] = {"code": refused.code, "reason": refused.reason}
             session.journal(record)
@@ -252,8 +251,8 @@ class Guardian:
         self._sessions.pop(session.session_id, None)
         self._locks.pop(session.session_id, None)  # its next request is refused: it ended
 
-    async def _dispatch(self, session: AcsSession, request: Request,
-                        record: dict[str, Any]) -> dict[str, Any]:
+    async def _dispatch(self, session: AcsSession, request: Request, record: dict[str, Any],
+                        form: bytes) -> dict[str, Any]:
         if request.method == "handshake/hello":
             return self._hello(session, request, record)
         contract = session.contract
@@ -286,7 +285,7 @@ class Guardian:
         else:
             record["payload"] = dict(payload)
         entry = next_entry(session.head, session.steps + 1, request.method, request.params,
-                           answer["decision"], request.params_form)
+                           answer["decision"], form)
         session.head, session.steps = entry["entry_hash"], session.steps + 1
         record["entry"], record["decision"] = entry, answer["decision"]
         if isinstance(answer.get("reasoning"), str):

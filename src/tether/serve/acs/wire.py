@@ -199,7 +199,6 @@ class Request:
     agent_id: str
     request_id: str
     payload: Mapping[str, Any]
-    params_form: bytes = b""  # params in canonical form, signature left out: set once verified
 
 
 def _bad(what: str) -> AcsRefused:
