@@ -10,6 +10,10 @@ difference is what the Guardian adds. The agent's side (building and signing eac
 the same child) is counted on its own and taken out. Instructions by valgrind (the difference
 between N and N + CALLS requests in a child process, so set-up cancels out), and wall time as a
 ratio of the two in one run. The HTTP transport is not counted here (see docs/guide/acs.md).
+A second comparison calls the gateway with the Guardian's own stand-in for an observed tool
+(``ObservedTool``, declared cautiously: a side effect, egress, untrusted output), so what the
+gateway does for such a tool — a side effect's start written before it runs — is told apart
+from what the Guardian adds.
 """
 
 from __future__ import annotations
@@ -74,13 +78,28 @@ async def gateway():
         assert result.status == "ok", result
     return time.perf_counter() - start
 
+async def observed():  # Gateway.call of the tool as the Guardian declares it (ObservedTool)
+    from tether.serve.acs.dispositions import OBSERVED_META, ObservedTool, handed_off, handing_off
+    gw = Gateway([ObservedTool("lookup", OBSERVED_META)], policy=AllowAll(), client="bench",
+                 store=open_store(store_url))
+    start = time.perf_counter()
+    for _ in range(runs):
+        _, token = handing_off("lookup")
+        try:
+            result = await gw.call("lookup", {{"id": "c-1"}})
+        finally:
+            handed_off(token)
+        assert result.status == "ok", result
+    return time.perf_counter() - start
+
 async def envelopes():  # what the observed agent's side costs: the requests, signed
     start = time.perf_counter()
     for _ in range(runs):
         envelope("steps/toolCallRequest", CALL)
     return time.perf_counter() - start
 
-print(asyncio.run({{"guardian": guardian, "gateway": gateway, "envelopes": envelopes}}[variant]()))
+print(asyncio.run({{"guardian": guardian, "gateway": gateway, "observed": observed,
+                   "envelopes": envelopes}}[variant]()))
 """
 
 
@@ -122,6 +141,10 @@ def main() -> None:
         print(f"  k instructions a call: Guardian {served / 1000:.1f} (the agent's signed "
               f"request, {agent / 1000:.1f}, taken out), Gateway.call alone {gate / 1000:.1f}; "
               f"the Guardian's own {(served - gate) / 1000:.1f} ({served / gate:.2f}x)")
+        alike = per_call("observed", args.store, args.calls)
+        print(f"  Gateway.call of the tool as the Guardian declares it (side effect, egress, "
+              f"untrusted output) {alike / 1000:.1f}; the Guardian beyond it "
+              f"{(served - alike) / 1000:.1f} ({served / alike:.2f}x)")
     guard_s, gate_s, agent_s = (seconds(v, args.store, args.calls)
                                 for v in ("guardian", "gateway", "envelopes"))
     served_s = guard_s - agent_s
