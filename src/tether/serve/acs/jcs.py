@@ -27,13 +27,15 @@ import re
 from collections.abc import Callable
 from typing import Any
 
+from tether.errors import WrongType
+
 DEPTH = 64  # deeper values go to rfc8785 (which refuses what nests past Python's recursion)
 SAFE = 2**53 - 1  # RFC 8785's integers: IEEE 754 doubles hold them exactly
 _ASTRAL = re.compile("[\U00010000-\U0010ffff]")  # sorted apart by code point and by UTF-16
 
 
-def _refuse(value: object) -> Any:
-    raise TypeError(type(value).__name__)  # never reached: only plain values are encoded
+def _refuse(value: object) -> Any:  # never reached: only plain values are encoded
+    raise WrongType(f"{type(value).__name__} is not plain JSON")
 
 
 def _encoder() -> Callable[[Any], str]:
