@@ -142,6 +142,22 @@ def test_the_secret_comes_from_the_environment_only(policy_file: Path) -> None:
         assert value not in done.stderr or not value
 
 
+def test_a_service_approver_named_on_the_command_line_decides_at_once(policy_file: Path,
+                                                                      tmp_path: Path) -> None:
+    approver = f"{ROOT / 'tests'}/acs_approvers.py:approves_c1"
+    store = f"sqlite:///{tmp_path}/guardian.db"
+    with guardian(policy_file, store, extra=("--approver", approver)) as url:
+        agent = Agent(url)
+        agent.hello()
+        assert agent.call("records.write", {"id": "c-1"})["result"]["decision"] == "allow"
+        denied = agent.call("records.write", {"id": "c-2"})["result"]
+        assert denied["decision"] == "deny" and denied["reason_codes"] == ["approval_denied"]
+    listed = subprocess.run([sys.executable, "-m", "tether", "approvals", "list", "--all",
+                             "--store", store], cwd=ROOT, capture_output=True, text=True,
+                            env={"PYTHONPATH": str(ROOT / "src"), "PATH": "/usr/bin:/bin"})
+    assert listed.stdout.count("approver:approves_c1") == 2, listed.stdout  # on the record
+
+
 @pytest.mark.parametrize(("approver", "says"), [
     ("no_such_module_here:approve", "no module 'no_such_module_here'"),
     ("acs_approvers.py:nothing", "has no attribute 'nothing'"),
