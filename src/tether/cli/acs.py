@@ -101,8 +101,8 @@ def run_serve(args: argparse.Namespace) -> int:
     try:
         policy = load_policy(args.policy)
         overlay = load_overlay(args.tools) if args.tools else None
-        approver = import_object(args.approver, "an approver") if args.approver else None
-        approver = as_approver(approver)
+        approver = (as_approver(import_object(args.approver, "an approver")) if args.approver
+                    else None)
     except (PolicyLoadError, OSError, TetherError) as exc:
         error(f"cannot load: {exc}")
         return EXIT_USAGE

@@ -22,6 +22,7 @@ before. tests/test_acs_jcs.py holds the fast path to byte equality with ``rfc878
 
 from __future__ import annotations
 
+import contextlib
 import json
 import re
 from collections.abc import Callable
@@ -85,10 +86,9 @@ def dumps(value: Any) -> bytes:
         if text.isascii():
             return text.encode()
         if _ASTRAL.search(text) is None:
-            try:
+            # a lone surrogate cannot be encoded: rfc8785, below, says how it refuses it
+            with contextlib.suppress(UnicodeEncodeError):
                 return text.encode()
-            except UnicodeEncodeError:  # a lone surrogate: rfc8785 says how it refuses it
-                pass
     import rfc8785
 
     return rfc8785.dumps(value)
